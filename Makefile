@@ -1,0 +1,36 @@
+# One entry point for humans and CI. `make test` builds .venv from scratch when needed.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-stamp
+
+.PHONY: venv lint typecheck unit test demo bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[test,demo,bench]'
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+lint: venv
+	$(BIN)/ruff check evaluator tests deploy
+	$(BIN)/ruff format --check evaluator tests deploy
+
+typecheck: venv
+	$(BIN)/mypy
+
+unit: venv
+	$(BIN)/pytest
+
+test: lint typecheck unit
+
+demo: venv
+	$(BIN)/evaluator demo
+
+bench: venv
+	$(BIN)/python -m tests.benchmarks.run
+
+clean:
+	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache reports

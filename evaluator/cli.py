@@ -1,0 +1,101 @@
+"""The ``evaluator`` command line: parses flags, runs a subcommand, maps errors to exit codes.
+
+Exit codes (DESIGN.md): 0 success, 2 the gate failed and nothing else, 1 every other failure
+with one line on stderr (a traceback only with ``--debug``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any, NoReturn
+
+from evaluator import __version__
+from evaluator.errors import EvaluatorError
+
+__all__ = ["EXIT_ERROR", "EXIT_GATE_FAILED", "EXIT_OK", "main"]
+
+EXIT_OK = 0
+EXIT_ERROR = 1
+EXIT_GATE_FAILED = 2
+
+Handler = Callable[[argparse.Namespace], int]
+
+
+class UsageError(EvaluatorError):
+    """Bad command-line arguments."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse exits 2 on a usage error; DESIGN.md reserves 2 for a failed gate."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{self.prog}: {message} (see --help)")
+
+
+def add_common(parser: argparse.ArgumentParser) -> None:
+    """Flags every subcommand takes."""
+    parser.add_argument(
+        "--config", metavar="FILE", help="TOML config (default config/evaluator.toml if present)"
+    )
+    parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+
+
+def add_target_flags(parser: argparse.ArgumentParser) -> None:
+    """Flags that describe a single (target, golden set) job without a config file."""
+    parser.add_argument("--dataset", metavar="FILE", help="golden set (JSONL)")
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--target-url", metavar="URL", help="RAG endpoint (default contract)")
+    group.add_argument("--target", metavar="MODULE:FUNCTION", help="in-process Python target")
+    parser.add_argument("--k", type=int, metavar="N", help="cutoff for recall/nDCG (default 5)")
+    parser.add_argument("--concurrency", type=int, metavar="N", help="cases in flight (default 4)")
+    parser.add_argument("--job", metavar="NAME", help="which configured job (default the first)")
+
+
+def _commands() -> list[tuple[str, str, Callable[[argparse.ArgumentParser], None], Handler]]:
+    # imported lazily so `evaluator validate` does not pay for the HTTP and metrics stacks
+    from evaluator.commands import COMMANDS
+
+    return COMMANDS
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="evaluator", description="Continuous quality evaluation of RAG services.")
+    parser.add_argument("--version", action="version", version=f"evaluator {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for name, help_text, configure, handler in _commands():
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        add_common(p)
+        configure(p)
+        p.set_defaults(handler=handler)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``evaluator`` console script."""
+    args: Any = None
+    try:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        if getattr(args, "handler", None) is None:
+            parser.print_help(sys.stderr)
+            return EXIT_ERROR
+        code: int = args.handler(args)
+        return code
+    except EvaluatorError as exc:
+        if getattr(args, "debug", False):
+            raise
+        print(f"evaluator: error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        print("evaluator: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # the last line of defence: one line unless --debug
+        if getattr(args, "debug", False):
+            raise
+        print(
+            f"evaluator: internal error: {type(exc).__name__}: {exc} (rerun with --debug)",
+            file=sys.stderr,
+        )
+        return EXIT_ERROR

@@ -1,0 +1,26 @@
+"""``evaluator validate FILE...``: every problem of every golden set, as file:line."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from evaluator.dataset import check_files
+
+__all__ = ["configure", "handle"]
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("files", nargs="+", metavar="FILE", help="golden sets (JSONL)")
+
+
+def handle(args: argparse.Namespace) -> int:
+    problems = check_files(args.files)
+    for problem in problems:
+        print(problem, file=sys.stderr)
+    bad = len({p.path for p in problems})
+    if problems:
+        print(f"{len(problems)} problem(s) in {bad} of {len(args.files)} file(s)", file=sys.stderr)
+        return 1
+    print(f"{len(args.files)} file(s) valid")
+    return 0

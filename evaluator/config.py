@@ -1,0 +1,258 @@
+"""Configuration: a TOML file overridden by ``EVALUATOR_...`` environment variables.
+
+Priority, highest first: command-line flags, environment (``EVALUATOR_K=10``, nested with
+``__``: ``EVALUATOR_SCORING__REFUSAL_PHRASES='["..."]'``), the TOML file, defaults.
+Every model forbids unknown keys: a typo stops the process at start, naming the field.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+from evaluator.errors import ConfigError
+from evaluator.retry import RetryPolicy
+from evaluator.scoring import DEFAULT_REFUSAL_PHRASES, ScoringSettings
+
+__all__ = [
+    "DEFAULT_BUCKETS",
+    "DEFAULT_CONFIG_PATH",
+    "JobConfig",
+    "RetryConfig",
+    "ScoringConfig",
+    "Settings",
+    "TargetConfig",
+    "load_settings",
+]
+
+DEFAULT_CONFIG_PATH = Path("config/evaluator.toml")
+
+#: Latency buckets for RAG calls: tens of milliseconds to minutes (LLM generation is slow).
+DEFAULT_BUCKETS: tuple[float, ...] = (
+    0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0,
+)  # fmt: skip
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ScoringConfig(_Strict):
+    """Scoring settings; part of the config hash."""
+
+    refusal_phrases: tuple[str, ...] = DEFAULT_REFUSAL_PHRASES
+
+    def to_settings(self) -> ScoringSettings:
+        return ScoringSettings(refusal_phrases=self.refusal_phrases)
+
+
+class RetryConfig(_Strict):
+    """Retries of transient failures (connect errors, 429, 502, 503, 504)."""
+
+    retries: int = Field(2, ge=0, le=10)
+    backoff_initial_seconds: float = Field(0.2, ge=0)
+    backoff_max_seconds: float = Field(5.0, ge=0)
+
+    def to_policy(self) -> RetryPolicy:
+        return RetryPolicy(self.retries, self.backoff_initial_seconds, self.backoff_max_seconds)
+
+
+class TargetConfig(_Strict):
+    """One system under test: an HTTP endpoint (``url``) or a Python callable."""
+
+    name: str | None = Field(None, description="the target label; default host:port")
+    url: str | None = None
+    callable: str | None = Field(None, description="module:function")
+    timeout_seconds: float = Field(30.0, gt=0)
+    retry: RetryConfig = RetryConfig()
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> TargetConfig:
+        if (self.url is None) == (self.callable is None):
+            raise ValueError("set exactly one of 'url' or 'callable'")
+        if self.url is not None and not self.url.startswith(("http://", "https://")):
+            raise ValueError(f"url {self.url!r} must start with http:// or https://")
+        return self
+
+    @property
+    def label(self) -> str:
+        if self.name:
+            return self.name
+        if self.url is not None:
+            from evaluator.targets.http import default_target_name
+
+            return default_target_name(self.url)
+        return (self.callable or "").partition(":")[2]
+
+
+class JobConfig(_Strict):
+    """A (target, golden set) pair run on a schedule."""
+
+    target: str = Field(description="name (label) of a configured target")
+    dataset: Path
+    name: str | None = None
+    dataset_label: str | None = Field(None, description="the dataset label; default file stem")
+    interval_seconds: float | None = Field(None, gt=0)
+    cron: str | None = None
+    jitter_seconds: float = Field(0.0, ge=0)
+    run_at_start: bool = True
+    k: int | None = Field(None, ge=1)
+    concurrency: int | None = Field(None, ge=1)
+    baseline: Path | None = None
+
+    @model_validator(mode="after")
+    def _one_schedule(self) -> JobConfig:
+        if self.interval_seconds is not None and self.cron is not None:
+            raise ValueError("set at most one of 'interval_seconds' or 'cron'")
+        return self
+
+    @property
+    def dataset_name(self) -> str:
+        return self.dataset_label or self.dataset.stem
+
+    @property
+    def key(self) -> str:
+        return self.name or f"{self.target}/{self.dataset_name}"
+
+
+class Settings(BaseSettings):
+    """Everything evaluator reads from its config file and environment."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="EVALUATOR_",
+        env_nested_delimiter="__",
+        extra="forbid",
+        hide_input_in_errors=True,
+        frozen=True,
+    )
+
+    k: int = Field(5, ge=1)
+    concurrency: int = Field(4, ge=1, le=1000)
+    error_ratio_limit: float = Field(0.1, ge=0, le=1)
+    listen: str = "127.0.0.1:9464"
+    reports_dir: Path = Path("reports")
+    reports_keep: int = Field(50, ge=1)
+    shutdown_grace_seconds: float = Field(30.0, ge=0)
+    log_format: Literal["auto", "json", "console"] = "auto"
+    log_level: Literal["debug", "info", "warning", "error"] = "info"
+    log_answers: bool = False
+    log_answer_max_chars: int = Field(200, ge=0)
+    histogram_buckets: tuple[float, ...] = DEFAULT_BUCKETS
+    shard_index: int = Field(0, ge=0)
+    shard_count: int = Field(1, ge=1)
+    gates_file: Path | None = None
+    scoring: ScoringConfig = ScoringConfig()
+    targets: tuple[TargetConfig, ...] = ()
+    jobs: tuple[JobConfig, ...] = ()
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
+        if settings_cls.model_config.get("toml_file"):
+            sources.append(TomlConfigSettingsSource(settings_cls))
+        return tuple(sources)
+
+    @model_validator(mode="after")
+    def _references(self) -> Settings:
+        if self.shard_index >= self.shard_count:
+            raise ValueError(
+                f"shard_index {self.shard_index} must be below shard_count {self.shard_count}"
+            )
+        labels = [t.label for t in self.targets]
+        dupes = sorted({x for x in labels if labels.count(x) > 1})
+        if dupes:
+            raise ValueError(f"targets: duplicate target name(s) {dupes}; set distinct 'name's")
+        for i, job in enumerate(self.jobs):
+            if job.target not in labels:
+                raise ValueError(
+                    f"jobs.{i}.target: no target named {job.target!r} (known: {sorted(labels)})"
+                )
+        keys = [j.key for j in self.jobs]
+        dupes = sorted({x for x in keys if keys.count(x) > 1})
+        if dupes:
+            raise ValueError(f"jobs: duplicate job(s) {dupes}; set distinct 'name's")
+        return self
+
+    def target(self, label: str) -> TargetConfig:
+        return next(t for t in self.targets if t.label == label)
+
+    def job(self, name: str | None = None) -> JobConfig:
+        """The job called ``name``, or the first job.
+
+        Raises:
+            ConfigError: no job configured, or none with that name.
+        """
+        if not self.jobs:
+            raise ConfigError(
+                "no job configured: pass --dataset and --target-url (or --target), "
+                "or a config file with [[targets]] and [[jobs]]"
+            )
+        if name is None:
+            return self.jobs[0]
+        for job in self.jobs:
+            if job.key == name:
+                return job
+        raise ConfigError(f"no job named {name!r}; known: {sorted(j.key for j in self.jobs)}")
+
+
+def _format_validation(exc: ValidationError, source: str) -> str:
+    parts = []
+    for err in exc.errors(include_url=False, include_input=False):
+        loc = ".".join(str(p) for p in err["loc"])
+        env = "EVALUATOR_" + "__".join(str(p) for p in err["loc"]).upper()
+        field = f"{loc} (env {env})" if loc else "config"
+        parts.append(f"{field}: {err['msg']}")
+    return f"invalid configuration in {source}: " + "; ".join(parts)
+
+
+def load_settings(
+    config_path: str | Path | None = None, overrides: dict[str, Any] | None = None
+) -> Settings:
+    """Load settings from ``config_path`` (or ``config/evaluator.toml`` when it exists).
+
+    Args:
+        config_path: the TOML file; an explicit path must exist.
+        overrides: values from command-line flags, highest priority.
+
+    Raises:
+        ConfigError: unreadable or invalid TOML, or a field that fails validation.
+    """
+    path: Path | None
+    if config_path is not None:
+        path = Path(config_path)
+        if not path.is_file():
+            raise ConfigError(f"config file {path} does not exist or is not a file")
+    else:
+        path = DEFAULT_CONFIG_PATH if DEFAULT_CONFIG_PATH.is_file() else None
+    cls: type[Settings] = Settings
+    source = "environment"
+    if path is not None:
+        source = str(path)
+        try:
+            tomllib.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"cannot read config file {path}: {exc}") from exc
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"{path}: invalid TOML: {exc}") from exc
+        bound_config = SettingsConfigDict(**{**Settings.model_config, "toml_file": path})
+        cls = type("FileSettings", (Settings,), {"model_config": bound_config})
+    try:
+        return cls(**(overrides or {}))
+    except ValidationError as exc:
+        raise ConfigError(_format_validation(exc, source)) from None

@@ -1,0 +1,456 @@
+"""Golden-set loading and validation: JSONL bytes in, a typed ``Dataset`` or every problem out.
+
+Each non-blank line holds one case::
+
+    {"id": "refund-deadline", "question": "退款申请有期限吗？", "relevant_ids": ["refund-policy"],
+     "expected_facts": ["七天"], "unanswerable": false, "tags": ["refund"]}
+
+The whole file is checked before anything is reported: :class:`~evaluator.errors.DatasetError`
+carries one :class:`~evaluator.errors.DatasetProblem` per problem, each at its physical line.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+import os
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from evaluator.errors import DatasetError, DatasetProblem
+from evaluator.models import Case, Dataset
+
+# one normal form for "this fact would match every answer" and for scoring itself
+from evaluator.scoring.answer import normalise
+
+__all__ = ["KNOWN_FIELDS", "check_files", "load_dataset", "parse_dataset"]
+
+#: Every field a case may have; anything else is reported (a typo must not be ignored).
+KNOWN_FIELDS: tuple[str, ...] = (
+    "id",
+    "question",
+    "relevant_ids",
+    "expected_facts",
+    "unanswerable",
+    "tags",
+)
+
+_BOM = "\ufeff"
+_MAX_SHOWN = 60  # characters of a user value quoted in a message
+
+
+def parse_dataset(data: bytes, path: str) -> Dataset:
+    """Parse and validate a golden set held in memory.
+
+    Args:
+        data: the file's raw bytes (UTF-8, optionally with a byte-order mark).
+        path: where the bytes came from; names the problems and the dataset.
+
+    Returns:
+        The dataset: its cases in file order, ``name`` the file stem, ``content_hash`` the
+        sha256 of ``data``.
+
+    Raises:
+        DatasetError: with every problem found, each at its physical line (0 for the file).
+    """
+    cases, problems = _check(data, path)
+    if problems:
+        raise DatasetError(problems)
+    return Dataset(
+        path=path,
+        name=Path(path).stem,
+        cases=tuple(cases),
+        content_hash=hashlib.sha256(data).hexdigest(),
+    )
+
+
+def load_dataset(path: str | os.PathLike[str]) -> Dataset:
+    """Read a golden-set file and parse it with :func:`parse_dataset`.
+
+    Args:
+        path: the JSONL file.
+
+    Returns:
+        The validated dataset.
+
+    Raises:
+        DatasetError: the file cannot be read (one problem at line 0 naming the OS reason),
+            or it is invalid (every problem).
+    """
+    name = os.fspath(path)
+    try:
+        data = Path(name).read_bytes()
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        message = f"cannot read the golden set: {reason}"
+        raise DatasetError([DatasetProblem(name, 0, message)]) from exc
+    return parse_dataset(data, name)
+
+
+def check_files(paths: Iterable[str | os.PathLike[str]]) -> list[DatasetProblem]:
+    """Validate several golden-set files, as ``evaluator validate FILE...`` does.
+
+    Args:
+        paths: the files, checked in order.
+
+    Returns:
+        Every problem of every file, in file then line order; empty when all are valid.
+    """
+    problems: list[DatasetProblem] = []
+    for path in paths:
+        try:
+            load_dataset(path)
+        except DatasetError as exc:
+            problems.extend(exc.problems)
+    return problems
+
+
+# --- whole file -------------------------------------------------------------------------------
+
+
+def _check(data: bytes, path: str) -> tuple[list[Case], list[DatasetProblem]]:
+    """Every valid case and every problem of one file."""
+    cases: list[Case] = []
+    problems: list[DatasetProblem] = []
+    first_line_of: dict[str, int] = {}
+    saw_content = False
+    for number, raw in enumerate(data.split(b"\n"), start=1):
+        parsed = _read_line(raw, first=number == 1)
+        if parsed is None:
+            continue
+        saw_content = True
+        if isinstance(parsed, str):
+            problems.append(DatasetProblem(path, number, parsed))
+            continue
+        case, messages = _build_case(parsed, number)
+        messages.extend(_duplicate_id(parsed, number, first_line_of))
+        problems.extend(DatasetProblem(path, number, message) for message in messages)
+        if case is not None and not messages:
+            cases.append(case)
+    if not saw_content:
+        message = "empty golden set: no case (the file is empty or has only blank lines)"
+        problems.append(DatasetProblem(path, 0, message))
+    return cases, problems
+
+
+def _duplicate_id(obj: _JsonObject, number: int, first_line_of: dict[str, int]) -> list[str]:
+    """A problem when this case's id was used on an earlier line; records the id otherwise."""
+    case_id = _as_text(obj.get("id"), "id", [])
+    if case_id is None:
+        return []
+    first = first_line_of.setdefault(case_id, number)
+    if first == number:
+        return []
+    return [f"duplicate id {_quote(case_id)} (first used on line {first})"]
+
+
+# --- one line: bytes -> JSON object -------------------------------------------------------------
+
+
+class _JsonObject(dict[str, object]):
+    """A decoded JSON object that remembers the keys given more than once."""
+
+    __slots__ = ("repeated_keys",)
+
+    def __init__(self, pairs: list[tuple[str, object]]) -> None:
+        super().__init__(pairs)
+        counts = Counter(key for key, _ in pairs)
+        self.repeated_keys = tuple(key for key, count in counts.items() if count > 1)
+
+
+class _NonStandardJSON(ValueError):
+    """NaN or Infinity: accepted by Python's json module, but not JSON."""
+
+
+def _reject_constant(name: str) -> object:
+    raise _NonStandardJSON(f"{name} is not valid JSON")
+
+
+def _read_line(raw: bytes, *, first: bool) -> _JsonObject | str | None:
+    """Decode one physical line: the object, a problem message, or None for a blank line."""
+    raw = raw.removesuffix(b"\r")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        bad = raw[exc.start]
+        return f"not valid UTF-8: byte 0x{bad:02x} at byte {exc.start + 1} of the line"
+    if first:
+        text = text.removeprefix(_BOM)
+    if not text.strip():
+        return None
+    if text.startswith(_BOM):
+        return "byte-order mark (U+FEFF) on a later line: it is only accepted at the file's start"
+    try:
+        value = json.loads(text, object_pairs_hook=_JsonObject, parse_constant=_reject_constant)
+    except json.JSONDecodeError as exc:
+        return f"malformed JSON: {exc.msg} (column {exc.colno})"
+    except RecursionError:
+        return "malformed JSON: nested too deeply"
+    except _NonStandardJSON as exc:
+        return f"malformed JSON: {exc}"
+    except ValueError:  # Python refuses to convert integers of more than 4300 digits
+        return "malformed JSON: a number has too many digits"
+    if not isinstance(value, _JsonObject):
+        return f"not a JSON object (got {_describe(value)}): each line must hold one case"
+    return value
+
+
+# --- one JSON object -> Case ------------------------------------------------------------------
+
+
+@dataclass
+class _Fields:
+    """The typed values of one case's fields; None where a field is absent or invalid."""
+
+    messages: list[str] = field(default_factory=list)
+    id: str | None = None
+    question: str | None = None
+    relevance: dict[str, int] | None = None
+    graded: bool = False
+    expected_facts: tuple[tuple[str, ...], ...] | None = None
+    unanswerable: bool | None = None
+    tags: tuple[str, ...] | None = None
+
+
+def _build_case(obj: _JsonObject, number: int) -> tuple[Case | None, list[str]]:
+    """The case on line ``number``, or None, with every problem found in it."""
+    found = _Fields()
+    found.messages.extend(
+        f"field {_quote(key)} is given more than once" for key in obj.repeated_keys
+    )
+    found.messages.extend(_unknown_field(key) for key in obj if key not in KNOWN_FIELDS)
+    found.id = _required_text(obj, "id", found.messages)
+    found.question = _required_text(obj, "question", found.messages)
+    found.unanswerable = _unanswerable(obj, found.messages)
+    if "relevant_ids" in obj:
+        found.relevance, found.graded = _relevance(obj["relevant_ids"], found.messages)
+    if "expected_facts" in obj:
+        found.expected_facts = _expected_facts(obj["expected_facts"], found.messages)
+    if "tags" in obj:
+        found.tags = _tags(obj["tags"], found.messages)
+    found.messages.extend(_consistency(obj, found))
+    if found.messages or found.id is None or found.question is None:
+        return None, found.messages
+    case = Case(
+        id=found.id,
+        question=found.question,
+        relevance=found.relevance or {},
+        expected_facts=found.expected_facts or (),
+        unanswerable=bool(found.unanswerable),
+        tags=found.tags or (),
+        line=number,
+        graded=found.graded,
+    )
+    return case, found.messages
+
+
+def _unknown_field(key: str) -> str:
+    """The problem for a field we do not know, suggesting the closest known one."""
+    close = difflib.get_close_matches(key.lower(), KNOWN_FIELDS, n=1)
+    if close:
+        return f"unknown field {_quote(key)} (did you mean {_quote(close[0])}?)"
+    return f"unknown field {_quote(key)} (known fields: {', '.join(KNOWN_FIELDS)})"
+
+
+def _required_text(obj: _JsonObject, name: str, messages: list[str]) -> str | None:
+    """A required non-blank string field, kept verbatim."""
+    if name not in obj:
+        messages.append(f"missing required field {_quote(name)}")
+        return None
+    return _as_text(obj[name], f"field {_quote(name)}", messages)
+
+
+def _unanswerable(obj: _JsonObject, messages: list[str]) -> bool | None:
+    """The ``unanswerable`` flag: False when absent, None when mistyped."""
+    value = obj.get("unanswerable", False)
+    if isinstance(value, bool):
+        return value
+    messages.append(f'field "unanswerable" must be true or false (got {_describe(value)})')
+    return None
+
+
+def _relevance(value: object, messages: list[str]) -> tuple[dict[str, int] | None, bool]:
+    """``relevant_ids`` as ``({id: grade}, graded)``; a list means grade 1 for each id."""
+    if isinstance(value, list):
+        return _relevance_list(value, messages), False
+    if isinstance(value, _JsonObject):
+        return _relevance_grades(value, messages), True
+    messages.append(
+        'field "relevant_ids" must be a list of ids or an object {id: grade} '
+        f"(got {_describe(value)})"
+    )
+    return None, False
+
+
+def _relevance_list(items: list[object], messages: list[str]) -> dict[str, int] | None:
+    before = len(messages)
+    ids = [
+        doc_id
+        for index, item in enumerate(items, start=1)
+        if (doc_id := _as_text(item, f'field "relevant_ids" item {index}', messages)) is not None
+    ]
+    messages.extend(
+        f'field "relevant_ids" lists id {_quote(doc_id)} more than once'
+        for doc_id, count in Counter(ids).items()
+        if count > 1
+    )
+    return dict.fromkeys(ids, 1) if len(messages) == before else None
+
+
+def _relevance_grades(grades: _JsonObject, messages: list[str]) -> dict[str, int] | None:
+    before = len(messages)
+    messages.extend(
+        f'field "relevant_ids" lists id {_quote(doc_id)} more than once'
+        for doc_id in grades.repeated_keys
+    )
+    relevance: dict[str, int] = {}
+    for key, grade in grades.items():
+        doc_id = _as_text(key, 'field "relevant_ids" id', messages)
+        if doc_id is None:
+            continue
+        if isinstance(grade, bool) or not isinstance(grade, int) or grade < 1:
+            messages.append(
+                f'field "relevant_ids" grade of {_quote(doc_id)} must be an integer >= 1 '
+                f"(got {_describe(grade)})"
+            )
+        else:
+            relevance[doc_id] = grade
+    return relevance if len(messages) == before else None
+
+
+def _expected_facts(value: object, messages: list[str]) -> tuple[tuple[str, ...], ...] | None:
+    """``expected_facts``: each item a fact, or a list of alternatives any one of which counts."""
+    if not isinstance(value, list):
+        messages.append(
+            f'field "expected_facts" must be a list (got {_describe(value)}); '
+            'write ["fact"] for a single fact'
+        )
+        return None
+    before = len(messages)
+    facts: list[tuple[str, ...]] = []
+    for index, item in enumerate(value, start=1):
+        where = f'field "expected_facts" item {index}'
+        if isinstance(item, list):
+            facts.append(tuple(_alternatives(item, where, messages)))
+        else:
+            fact = _fact(item, where, messages)
+            facts.append(() if fact is None else (fact,))
+    return tuple(facts) if len(messages) == before else None
+
+
+def _alternatives(items: list[object], where: str, messages: list[str]) -> list[str]:
+    if not items:
+        messages.append(f"{where} is an empty list of alternatives")
+    return [
+        fact
+        for index, item in enumerate(items, start=1)
+        if (fact := _fact(item, f"{where} alternative {index}", messages)) is not None
+    ]
+
+
+def _fact(value: object, where: str, messages: list[str]) -> str | None:
+    """One usable fact string, or None after appending why it is not usable."""
+    fact = _as_text(value, where, messages)
+    if fact is not None and not normalise(fact):
+        messages.append(
+            f"{where} {_quote(fact)} is only punctuation or whitespace: it would match every answer"
+        )
+        return None
+    return fact
+
+
+def _tags(value: object, messages: list[str]) -> tuple[str, ...] | None:
+    """``tags``: a list of non-blank strings for slicing results."""
+    if not isinstance(value, list):
+        messages.append(f'field "tags" must be a list of strings (got {_describe(value)})')
+        return None
+    before = len(messages)
+    tags = tuple(
+        tag
+        for index, item in enumerate(value, start=1)
+        if (tag := _as_text(item, f'field "tags" item {index}', messages)) is not None
+    )
+    return tags if len(messages) == before else None
+
+
+def _consistency(obj: _JsonObject, found: _Fields) -> list[str]:
+    """Rules across fields; skipped when ``unanswerable`` itself is invalid."""
+    if found.unanswerable is None:
+        return []
+    if found.unanswerable:
+        problems = []
+        if found.relevance:
+            problems.append(
+                'unanswerable case has relevant ids: remove "relevant_ids" '
+                '(or set "unanswerable": false)'
+            )
+        if found.expected_facts:
+            problems.append(
+                'unanswerable case has expected facts: remove "expected_facts" '
+                '(or set "unanswerable": false)'
+            )
+        return problems
+    if "relevant_ids" not in obj:
+        return ['missing required field "relevant_ids" (required unless "unanswerable" is true)']
+    if found.relevance == {}:
+        return [
+            'answerable case has no relevant ids: "relevant_ids" is empty '
+            '(set "unanswerable": true if the knowledge base holds no evidence)'
+        ]
+    return []
+
+
+# --- small helpers ------------------------------------------------------------------------------
+
+
+def _as_text(value: object, where: str, messages: list[str]) -> str | None:
+    """``value`` when it is a usable non-blank string; else None after appending why not."""
+    if not isinstance(value, str) or not value.strip():
+        messages.append(f"{where} must be a non-empty string (got {_describe(value)})")
+        return None
+    if _has_lone_surrogate(value):
+        messages.append(f"{where} is not valid Unicode (an unpaired surrogate in {_quote(value)})")
+        return None
+    return value
+
+
+def _has_lone_surrogate(text: str) -> bool:
+    """JSON allows ``"\\ud800"``, but such a string cannot be written back as UTF-8."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def _describe(value: object) -> str:
+    """A short JSON-flavoured description of a value for messages: its type, and its value."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return f"boolean {json.dumps(value)}"
+    if isinstance(value, int | float):
+        return f"number {_shorten(repr(value))}"
+    if isinstance(value, str):
+        return f"string {_quote(value)}"
+    if isinstance(value, list):
+        return "array"
+    return "object"
+
+
+def _quote(text: str) -> str:
+    """``text`` quoted on one printable line, shortened if long; invisible characters escaped."""
+    quoted = json.dumps(_shorten(text), ensure_ascii=False)
+    return "".join(char if char.isprintable() else _escape(char) for char in quoted)
+
+
+def _escape(char: str) -> str:
+    code = ord(char)
+    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
+
+
+def _shorten(text: str) -> str:
+    return text if len(text) <= _MAX_SHOWN else text[: _MAX_SHOWN - 1] + "…"

@@ -1,0 +1,82 @@
+"""Human-readable text for terminals: the run summary table and the worst cases."""
+
+from __future__ import annotations
+
+from evaluator.models import CaseRecord
+from evaluator.report import RunReport
+from evaluator.summary import QUALITY_METRICS, Summary
+
+__all__ = ["badness", "format_run", "format_summary", "worst_cases"]
+
+
+def _fmt(value: float | None, seconds: bool = False) -> str:
+    if value is None:
+        return "n/a"
+    return f"{value:.3f}s" if seconds else f"{value:.4f}"
+
+
+def format_summary(summary: Summary) -> str:
+    """The summary as an aligned two-column table, with the denominators shown."""
+    lines = [f"{'metric':<22} {'value':>9}  cases"]
+    for name in QUALITY_METRICS:
+        total = summary.totals[name]
+        lines.append(f"{name:<22} {_fmt(total.mean):>9}  {total.count}")
+    lines.append(f"{'error_rate':<22} {_fmt(summary.error_rate):>9}  {summary.case_count}")
+    lines.append(f"{'p50_seconds':<22} {_fmt(summary.p50_seconds, True):>9}")
+    lines.append(f"{'p95_seconds':<22} {_fmt(summary.p95_seconds, True):>9}")
+    for stage, p95 in summary.stage_p95_seconds.items():
+        lines.append(f"{'  p95 ' + stage:<22} {_fmt(p95, True):>9}")
+    return "\n".join(lines)
+
+
+def badness(case: CaseRecord) -> float:
+    """How bad a case went: errors first, then wrong answers and lost retrieval."""
+    if case.error is not None or case.scores is None:
+        return 10.0
+    s = case.scores
+    bad = (1 - s.recall_at_k) + (1 - s.mrr)
+    if s.answer_correct is False:
+        bad += 2
+    if s.citation_precision is not None:
+        bad += 1 - s.citation_precision
+    return bad
+
+
+def worst_cases(cases: tuple[CaseRecord, ...], n: int) -> list[CaseRecord]:
+    """The ``n`` worst cases, worst first; perfect cases are never listed."""
+    ranked = sorted((c for c in cases if badness(c) > 0), key=badness, reverse=True)
+    return ranked[:n]
+
+
+def _case_line(c: CaseRecord) -> str:
+    if c.error is not None:
+        what = f"error {c.error.kind}: {c.error.message}"
+    else:
+        s = c.scores
+        assert s is not None  # scored cases carry scores
+        answer = {True: "right", False: "wrong", None: "unscored"}[s.answer_correct]
+        what = f"recall {s.recall_at_k:.2f} rr {s.mrr:.2f} answer {answer}"
+        if c.unanswerable:
+            what += " (unanswerable)"
+    expected = ",".join(c.relevance) or "-"
+    got = ",".join(c.ranked_ids[:5]) or "-"
+    return f"  {c.id}: {what}\n      q: {c.question}\n      relevant: {expected}  retrieved: {got}"
+
+
+def format_run(report: RunReport, worst: int = 5) -> str:
+    """The whole terminal summary of a run."""
+    s = report.summary
+    head = (
+        f"{report.dataset} against {report.target}: {report.case_count} cases, "
+        f"{s.scored_count} scored, {s.error_count} failed, K={report.k}, "
+        f"{report.duration_seconds:.2f}s, config {report.config_hash}"
+    )
+    parts = [head, "", format_summary(s)]
+    if s.errors_by_kind:
+        parts.append("errors: " + ", ".join(f"{k} {n}" for k, n in s.errors_by_kind.items()))
+    if report.retrieval_only:
+        parts.append("retrieval-only target: answer and citation metrics not scored")
+    bad = worst_cases(report.cases, worst)
+    if bad:
+        parts += ["", f"worst {len(bad)} case(s):", *(_case_line(c) for c in bad)]
+    return "\n".join(parts)

@@ -1,0 +1,88 @@
+"""Retry policy for transient target failures, on tenacity (exponential backoff with jitter)."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TypeVar
+
+import tenacity
+
+from evaluator.errors import TargetError, TargetHTTPStatusError
+
+__all__ = ["RetryPolicy", "call_with_retries"]
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """How often and how patiently a transient failure is retried.
+
+    ``retries`` counts extra attempts after the first (DESIGN.md: by default twice).
+    Waits grow exponentially from ``backoff_initial`` up to ``backoff_max`` seconds, with
+    full jitter; a 429's ``Retry-After`` is honoured up to ``backoff_max``.
+    """
+
+    retries: int = 2
+    backoff_initial: float = 0.2
+    backoff_max: float = 5.0
+
+
+def _is_transient(exc: BaseException) -> bool:
+    return isinstance(exc, TargetError) and exc.transient
+
+
+def _wait(policy: RetryPolicy) -> Callable[[tenacity.RetryCallState], float]:
+    jittered = tenacity.wait_random_exponential(
+        multiplier=policy.backoff_initial, max=policy.backoff_max
+    )
+
+    def wait(state: tenacity.RetryCallState) -> float:
+        outcome = state.outcome
+        exc = outcome.exception() if outcome is not None else None
+        if isinstance(exc, TargetHTTPStatusError) and exc.retry_after is not None:
+            return min(max(exc.retry_after, 0.0), policy.backoff_max)
+        return float(jittered(state))
+
+    return wait
+
+
+async def call_with_retries(
+    call: Callable[[], Awaitable[T]],
+    policy: RetryPolicy,
+    *,
+    on_retry: Callable[[int, TargetError, float], None] | None = None,
+) -> tuple[T, int]:
+    """Run ``call``, retrying transient :class:`TargetError`s per ``policy``.
+
+    Returns:
+        The result and the number of attempts made.
+
+    Raises:
+        TargetError: the last attempt's error, with ``attempts`` set on it.
+    """
+    attempts = 0
+
+    def before_sleep(state: tenacity.RetryCallState) -> None:
+        exc = state.outcome.exception() if state.outcome is not None else None
+        if on_retry is not None and isinstance(exc, TargetError):
+            sleep = state.next_action.sleep if state.next_action is not None else 0.0
+            on_retry(state.attempt_number, exc, sleep)
+
+    retrying = tenacity.AsyncRetrying(
+        stop=tenacity.stop_after_attempt(policy.retries + 1),
+        wait=_wait(policy),
+        retry=tenacity.retry_if_exception(_is_transient),
+        before_sleep=before_sleep,
+        reraise=True,
+    )
+    try:
+        async for attempt in retrying:
+            with attempt:
+                attempts = attempt.retry_state.attempt_number
+                result = await call()
+    except TargetError as exc:
+        exc.attempts = attempts
+        raise
+    return result, attempts

@@ -1,0 +1,172 @@
+"""One evaluation pass: every case of a golden set against a target, scored, into a report.
+
+The runner never sleeps and never schedules: the CLI calls it once, the daemon on a timer.
+Failed cases are recorded with their error kind and stay out of the quality averages.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from evaluator.errors import TargetError
+from evaluator.models import Case, CaseError, CaseRecord, Dataset, TargetResponse
+from evaluator.report import RunReport, compute_config_hash
+from evaluator.retry import RetryPolicy, call_with_retries
+from evaluator.scoring import ScoringSettings, score_case
+from evaluator.summary import summarise
+from evaluator.targets.base import Target
+
+__all__ = ["RetryEvent", "RunOptions", "config_hash_for", "run_dataset"]
+
+
+@dataclass(frozen=True, slots=True)
+class RunOptions:
+    """How a run is made: K, concurrency, scoring settings and the retry policy."""
+
+    k: int = 5
+    concurrency: int = 4
+    scoring: ScoringSettings = field(default_factory=ScoringSettings)
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+
+
+@dataclass(frozen=True, slots=True)
+class RetryEvent:
+    """A transient failure about to be retried (for logs and counters)."""
+
+    case_id: str
+    attempt: int
+    kind: str
+    message: str
+    sleep_seconds: float
+
+
+CaseCallback = Callable[[CaseRecord], None]
+RetryCallback = Callable[[RetryEvent], None]
+
+
+def config_hash_for(dataset: Dataset, target: Target, options: RunOptions) -> str:
+    """The configuration identity of a run of ``dataset`` against ``target``."""
+    return compute_config_hash(
+        dataset_hash=dataset.content_hash,
+        target_identity=target.identity(),
+        k=options.k,
+        scoring={"refusal_phrases": list(options.scoring.refusal_phrases)},
+    )
+
+
+def _record(
+    case: Case,
+    response: TargetResponse | None,
+    options: RunOptions,
+    latency: float,
+    attempts: int,
+    error: CaseError | None,
+) -> CaseRecord:
+    scores = None
+    if response is not None and error is None:
+        scores = score_case(case, response, options.k, options.scoring)
+    return CaseRecord(
+        id=case.id,
+        question=case.question,
+        unanswerable=case.unanswerable,
+        relevance=case.relevance,
+        expected_facts=case.expected_facts,
+        tags=case.tags,
+        ranked_ids=response.ranked_ids if response is not None else (),
+        answer=response.answer if response is not None else None,
+        citations=response.citations if response is not None else (),
+        scores=scores,
+        latency_seconds=latency,
+        stage_seconds=dict(response.timings) if response is not None else {},
+        attempts=attempts,
+        error=error,
+    )
+
+
+async def _run_case(
+    case: Case,
+    target: Target,
+    options: RunOptions,
+    on_retry: RetryCallback | None,
+) -> CaseRecord:
+    def retried(attempt: int, exc: TargetError, sleep: float) -> None:
+        if on_retry is not None:
+            on_retry(RetryEvent(case.id, attempt, exc.kind, exc.message, sleep))
+
+    started = time.perf_counter()
+    try:
+        response, attempts = await call_with_retries(
+            lambda: target.query(case, options.k), options.retry, on_retry=retried
+        )
+    except TargetError as exc:
+        latency = time.perf_counter() - started
+        status = getattr(exc, "status", None)
+        return _record(
+            case, None, options, latency, exc.attempts, CaseError(exc.kind, exc.message, status)
+        )
+    latency = time.perf_counter() - started
+    return _record(case, response, options, latency, attempts, None)
+
+
+async def run_dataset(
+    dataset: Dataset,
+    target: Target,
+    options: RunOptions,
+    *,
+    on_case: CaseCallback | None = None,
+    on_retry: RetryCallback | None = None,
+    run_id: str | None = None,
+    cases: tuple[Case, ...] | None = None,
+) -> RunReport:
+    """Run every case (or ``cases``, a subset such as a shard) with bounded concurrency.
+
+    Args:
+        dataset: the golden set.
+        target: the system under test.
+        options: K, concurrency, scoring and retry settings.
+        on_case: called as each case finishes (logs, histograms), in completion order.
+        on_retry: called before each retry of a transient failure.
+        run_id: identifies the run in logs and exemplars; a new one by default.
+        cases: the cases to run, in report order; all of the dataset's by default.
+
+    Returns:
+        The report, cases in golden-set order.
+    """
+    if options.concurrency < 1:
+        raise ValueError("concurrency must be at least 1")
+    todo = dataset.cases if cases is None else cases
+    records: list[CaseRecord | None] = [None] * len(todo)
+    queue = iter(enumerate(todo))
+    started = time.perf_counter()
+
+    async def worker() -> None:
+        # a fixed pool of workers pulls cases: memory stays flat for large golden sets
+        for index, case in queue:
+            record = await _run_case(case, target, options, on_retry)
+            records[index] = record
+            if on_case is not None:
+                on_case(record)
+
+    async with asyncio.TaskGroup() as group:
+        for _ in range(min(options.concurrency, len(todo)) or 1):
+            group.create_task(worker())
+    done = tuple(r for r in records if r is not None)
+    scored = [r for r in done if r.scored]
+    return RunReport(
+        run_id=run_id or uuid.uuid4().hex[:12],
+        generated_at=datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+        config_hash=config_hash_for(dataset, target, options),
+        dataset_hash=dataset.content_hash,
+        target=target.name,
+        dataset=dataset.name,
+        k=options.k,
+        duration_seconds=time.perf_counter() - started,
+        summary=summarise(done),
+        cases=done,
+        retrieval_only=bool(scored) and all(r.answer is None for r in scored),
+    )

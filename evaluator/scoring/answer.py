@@ -1,0 +1,151 @@
+"""Answer checks: normalised substring matching of expected facts and refusal phrases.
+
+Both sides are normalised the same way (:func:`normalise`), so "7 天" matches "7天" and
+"Seven Days" matches "seven days". A fact or phrase that normalises to the empty string
+never matches: otherwise it would be found in every answer.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from collections.abc import Sequence
+
+__all__ = [
+    "DEFAULT_REFUSAL_PHRASES",
+    "answer_correct",
+    "contains_fact",
+    "fact_recall",
+    "is_refusal",
+    "normalise",
+]
+
+#: Phrases whose presence marks an answer as a refusal. The first seven are the contract's
+#: defaults; the rest are close variants of them that models often write. Open-ended
+#: phrases such as "无法确定" or "不知道" are left out: they also occur inside genuine
+#: answers ("目前无法确定到账时间，一般 3 天") and would count them as refusals.
+DEFAULT_REFUSAL_PHRASES: tuple[str, ...] = (
+    "没有足够证据",
+    "无法回答",
+    "证据不足",
+    "not enough evidence",
+    "insufficient evidence",
+    "cannot answer",
+    "I don't know",
+    "没有足够的证据",
+    "can't answer",
+    "unable to answer",
+    "I do not know",
+)
+
+# Z* (separators) and P* (punctuation) per the contract; Cc and Cf cover the remaining
+# invisible characters (control characters, zero-width space, soft hyphen, BOM).
+_DROPPED_CATEGORIES = ("Z", "P", "Cc", "Cf")
+# Unicode files the percent signs under punctuation (Po), yet "50%" must not match "50".
+_KEPT_PUNCTUATION = frozenset("%٪‰‱")
+
+
+def normalise(text: str) -> str:
+    """Canonical form for matching: NFKC, case-folded, without spaces or punctuation.
+
+    Steps: Unicode NFKC, ``str.casefold``, NFKC again (case folding can denormalise), then
+    every character whose category starts with Z or P, is Cc or Cf, or is whitespace is
+    removed. Symbols (``$``, ``+``) and percent signs (``%``, ``‰``; Unicode calls them
+    punctuation) are kept.
+
+    Args:
+        text: any text.
+
+    Returns:
+        The normalised text, possibly empty.
+    """
+    folded = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).casefold())
+    return "".join(
+        ch
+        for ch in folded
+        if ch in _KEPT_PUNCTUATION
+        or not (ch.isspace() or unicodedata.category(ch).startswith(_DROPPED_CATEGORIES))
+    )
+
+
+def contains_fact(normalised_answer: str, alternatives: Sequence[str]) -> bool:
+    """Whether any alternative of one fact occurs in an already normalised answer.
+
+    ``found = any(normalise(alt) != "" and normalise(alt) in normalised_answer)``.
+
+    Args:
+        normalised_answer: the output of :func:`normalise` for the answer.
+        alternatives: the forms of one fact, any of which counts; a bare string is one
+            alternative.
+
+    Returns:
+        True when a non-empty normalised alternative is a substring of the answer.
+    """
+    if isinstance(alternatives, str):
+        alternatives = (alternatives,)
+    for alternative in alternatives:
+        needle = normalise(alternative)
+        if needle and needle in normalised_answer:
+            return True
+    return False
+
+
+def _facts_found(answer: str, expected_facts: Sequence[Sequence[str]]) -> int:
+    if isinstance(expected_facts, str):
+        raise TypeError("expected_facts must be a sequence of facts, not one string")
+    if not expected_facts:
+        raise ValueError("expected_facts is empty: the answer has nothing to be checked against")
+    normalised = normalise(answer)
+    return sum(1 for fact in expected_facts if contains_fact(normalised, fact))
+
+
+def answer_correct(answer: str, expected_facts: Sequence[Sequence[str]]) -> bool:
+    """Whether the answer contains every expected fact (one alternative of each).
+
+    ``correct = all(contains_fact(normalise(answer), fact) for fact in expected_facts)``.
+
+    Args:
+        answer: the target's answer.
+        expected_facts: one entry per fact, each a sequence of alternatives.
+
+    Returns:
+        True when every fact is found.
+
+    Raises:
+        ValueError: ``expected_facts`` is empty (a retrieval-only case is not scored).
+        TypeError: ``expected_facts`` is a bare string.
+    """
+    return _facts_found(answer, expected_facts) == len(expected_facts)
+
+
+def fact_recall(answer: str, expected_facts: Sequence[Sequence[str]]) -> float:
+    """Partial credit: the share of expected facts the answer contains.
+
+    ``fact_recall = |{facts found}| / |expected_facts|``.
+
+    Args:
+        answer: the target's answer.
+        expected_facts: one entry per fact, each a sequence of alternatives.
+
+    Returns:
+        A value in [0, 1].
+
+    Raises:
+        ValueError: ``expected_facts`` is empty (a retrieval-only case is not scored).
+        TypeError: ``expected_facts`` is a bare string.
+    """
+    return _facts_found(answer, expected_facts) / len(expected_facts)
+
+
+def is_refusal(answer: str, phrases: Sequence[str] = DEFAULT_REFUSAL_PHRASES) -> bool:
+    """Whether the answer contains a refusal phrase, both sides normalised.
+
+    ``refused = any(normalise(p) != "" and normalise(p) in normalise(answer))``.
+
+    Args:
+        answer: the target's answer.
+        phrases: refusal phrases; a bare string is one phrase.
+
+    Returns:
+        True when a non-empty normalised phrase occurs in the normalised answer.
+    """
+    return contains_fact(normalise(answer), phrases)

@@ -1,0 +1,103 @@
+"""Retrieval metrics over a ranked list of ids and graded relevance (trec_eval semantics).
+
+Every function keeps the first occurrence of each id, so a ranking that repeats an id can
+never score above 1, and treats an id as relevant when its grade is >= 1. With no relevant
+id at all (empty or all-zero ``relevance``) every metric is 0.0, as in the source article:
+there is nothing to find. Unanswerable cases are scored by :func:`evaluator.scoring.score_case`,
+not here.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+__all__ = ["ndcg_at_k", "recall_at_k", "reciprocal_rank"]
+
+
+def _dedupe(ranked: Sequence[str]) -> list[str]:
+    return list(dict.fromkeys(ranked))
+
+
+def _check_k(k: int) -> None:
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise ValueError(f"k must be an integer >= 1, got {k!r}")
+
+
+def _gain(relevance: Mapping[str, int], doc_id: str) -> int:
+    grade = relevance.get(doc_id, 0)
+    return grade if grade >= 1 else 0
+
+
+def recall_at_k(ranked: Sequence[str], relevance: Mapping[str, int], k: int) -> float:
+    """Share of the relevant ids that appear in the top ``k`` of the ranking.
+
+    ``recall@K = |{relevant ids in top K}| / |{relevant ids}|``, as trec_eval's ``recall_K``.
+
+    Args:
+        ranked: ids best first; later duplicates are ignored.
+        relevance: id -> grade; ids with grade >= 1 are relevant.
+        k: cutoff, >= 1; a ranking shorter than ``k`` is used whole.
+
+    Returns:
+        A value in [0, 1]; 0.0 when there is no relevant id.
+
+    Raises:
+        ValueError: ``k`` is below 1.
+    """
+    _check_k(k)
+    relevant = {doc_id for doc_id, grade in relevance.items() if grade >= 1}
+    if not relevant:
+        return 0.0
+    found = sum(1 for doc_id in _dedupe(ranked)[:k] if doc_id in relevant)
+    return found / len(relevant)
+
+
+def reciprocal_rank(ranked: Sequence[str], relevance: Mapping[str, int]) -> float:
+    """Reciprocal of the rank of the first relevant id, over the whole ranking (no cutoff).
+
+    ``RR = 1 / rank(first relevant id)``, ranks 1-based; as trec_eval's ``recip_rank``.
+
+    Args:
+        ranked: ids best first; later duplicates are ignored.
+        relevance: id -> grade; ids with grade >= 1 are relevant.
+
+    Returns:
+        A value in (0, 1], or 0.0 when no relevant id is ranked.
+    """
+    for rank, doc_id in enumerate(_dedupe(ranked), start=1):
+        if _gain(relevance, doc_id):
+            return 1.0 / rank
+    return 0.0
+
+
+def ndcg_at_k(ranked: Sequence[str], relevance: Mapping[str, int], k: int) -> float:
+    """Normalised discounted cumulative gain at ``k`` with linear gain, as trec_eval's ndcg_cut.
+
+    ``DCG@K = sum over ranks r = 1..K of grade(r) / log2(r + 1)``;
+    ``nDCG@K = DCG@K / IDCG@K``, where IDCG@K is the DCG@K of the grades sorted descending.
+    Ids absent from ``relevance`` or graded below 1 gain 0.
+
+    Args:
+        ranked: ids best first; later duplicates are ignored.
+        relevance: id -> grade (1 for binary relevance).
+        k: cutoff, >= 1.
+
+    Returns:
+        A value in [0, 1]; 0.0 when there is no relevant id.
+
+    Raises:
+        ValueError: ``k`` is below 1.
+    """
+    _check_k(k)
+    ideal_grades = sorted((g for g in relevance.values() if g >= 1), reverse=True)[:k]
+    ideal = _dcg(ideal_grades)
+    if ideal <= 0.0:
+        return 0.0
+    dcg = _dcg([_gain(relevance, doc_id) for doc_id in _dedupe(ranked)[:k]])
+    # DCG <= IDCG in exact arithmetic; the clamp only guards against rounding.
+    return min(1.0, dcg / ideal)
+
+
+def _dcg(gains: Sequence[int]) -> float:
+    return sum(g / math.log2(rank + 1) for rank, g in enumerate(gains, start=1) if g)

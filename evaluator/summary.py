@@ -1,0 +1,168 @@
+"""Run summary: quality averages over scored cases, latency percentiles over every case.
+
+Denominators follow DESIGN.md: retrieval metrics and citation recall over answerable scored
+cases (all scored cases when none is answerable), citation precision over all scored cases,
+answer accuracy over cases with an answer check, fact recall over answerable cases with
+expected facts. A metric with no case to average is None, never NaN.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from evaluator.models import CaseRecord, CaseScores
+
+__all__ = ["QUALITY_METRICS", "Summary", "Total", "nearest_rank", "summarise"]
+
+#: Summary keys of the quality ratios, in display order.
+QUALITY_METRICS: tuple[str, ...] = (
+    "recall_at_k",
+    "mrr",
+    "ndcg_at_k",
+    "citation_precision",
+    "citation_recall",
+    "answer_accuracy",
+    "fact_recall",
+    "false_refusal_rate",
+    "correct_refusal_rate",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Total:
+    """Sum and count behind an average, so averages over shards can be combined exactly."""
+
+    sum: float
+    count: int
+
+    @property
+    def mean(self) -> float | None:
+        return self.sum / self.count if self.count else None
+
+
+@dataclass(frozen=True, slots=True)
+class Summary:
+    """Aggregates of one run (or of one tag's cases)."""
+
+    case_count: int
+    scored_count: int
+    error_count: int
+    totals: Mapping[str, Total]
+    error_rate: float | None
+    p50_seconds: float | None
+    p95_seconds: float | None
+    stage_p95_seconds: Mapping[str, float]
+    errors_by_kind: Mapping[str, int]
+    by_tag: Mapping[str, Summary] = field(default_factory=dict)
+
+    def get(self, metric: str) -> float | None:
+        """A summary value by its report name (quality ratio, ``error_rate`` or percentile)."""
+        if metric in self.totals:
+            return self.totals[metric].mean
+        value = getattr(self, metric, None)
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return float(value)
+        return None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The report's JSON shape (the article's names first)."""
+        out: dict[str, Any] = {name: self.totals[name].mean for name in QUALITY_METRICS}
+        out.update(
+            case_count=self.case_count,
+            scored_count=self.scored_count,
+            error_count=self.error_count,
+            error_rate=self.error_rate,
+            p50_seconds=self.p50_seconds,
+            p95_seconds=self.p95_seconds,
+            stage_p95_seconds=dict(self.stage_p95_seconds),
+            errors_by_kind=dict(self.errors_by_kind),
+            totals={k: {"sum": t.sum, "count": t.count} for k, t in self.totals.items()},
+        )
+        if self.by_tag:
+            out["by_tag"] = {tag: s.to_dict() for tag, s in sorted(self.by_tag.items())}
+        return out
+
+
+def nearest_rank(values: Sequence[float], percentile: float) -> float | None:
+    """Nearest-rank percentile: the smallest value with at least ``percentile``% at or below it.
+
+    Args:
+        values: observations, any order.
+        percentile: in (0, 100].
+
+    Returns:
+        ``sorted(values)[ceil(p/100 * n) - 1]``, or None for no values.
+    """
+    if not values:
+        return None
+    ordered = sorted(values)
+    rank = max(1, math.ceil(percentile / 100 * len(ordered)))
+    return ordered[rank - 1]
+
+
+def _total(
+    records: Iterable[CaseRecord], pick: Callable[[CaseScores], float | bool | None]
+) -> Total:
+    s, n = 0.0, 0
+    for r in records:
+        if r.scores is None:
+            continue
+        v = pick(r.scores)
+        if v is None:
+            continue
+        s += float(v)
+        n += 1
+    return Total(s, n)
+
+
+def _totals(scored: Sequence[CaseRecord]) -> dict[str, Total]:
+    answerable = [r for r in scored if not r.unanswerable]
+    unanswerable = [r for r in scored if r.unanswerable]
+    retrieval_pool = answerable or scored
+    return {
+        "recall_at_k": _total(retrieval_pool, lambda s: s.recall_at_k),
+        "mrr": _total(retrieval_pool, lambda s: s.mrr),
+        "ndcg_at_k": _total(retrieval_pool, lambda s: s.ndcg_at_k),
+        "citation_precision": _total(scored, lambda s: s.citation_precision),
+        "citation_recall": _total(retrieval_pool, lambda s: s.citation_recall),
+        "answer_accuracy": _total(scored, lambda s: s.answer_correct),
+        "fact_recall": _total(answerable, lambda s: s.fact_recall),
+        "false_refusal_rate": _total(answerable, lambda s: s.refused),
+        "correct_refusal_rate": _total(unanswerable, lambda s: s.refused),
+    }
+
+
+def summarise(records: Sequence[CaseRecord], *, with_tags: bool = True) -> Summary:
+    """Aggregate per-case records into a :class:`Summary` (and one per tag)."""
+    scored = [r for r in records if r.scored]
+    errors = [r for r in records if r.error is not None]
+    by_kind: dict[str, int] = {}
+    for r in records:
+        if r.error is not None:
+            by_kind[r.error.kind] = by_kind.get(r.error.kind, 0) + 1
+    stages: dict[str, list[float]] = {}
+    for r in records:
+        for stage, seconds in r.stage_seconds.items():
+            stages.setdefault(stage, []).append(seconds)
+    latencies = [r.latency_seconds for r in records]
+    by_tag: dict[str, Summary] = {}
+    if with_tags:
+        tags = sorted({t for r in records for t in r.tags})
+        by_tag = {t: summarise([r for r in records if t in r.tags], with_tags=False) for t in tags}
+    return Summary(
+        case_count=len(records),
+        scored_count=len(scored),
+        error_count=len(errors),
+        totals=_totals(scored),
+        error_rate=len(errors) / len(records) if records else None,
+        p50_seconds=nearest_rank(latencies, 50),
+        p95_seconds=nearest_rank(latencies, 95),
+        stage_p95_seconds={
+            s: v for s, vals in sorted(stages.items()) if (v := nearest_rank(vals, 95)) is not None
+        },
+        errors_by_kind=dict(sorted(by_kind.items())),
+        by_tag=by_tag,
+    )

@@ -1,0 +1,136 @@
+"""The target protocol and the parser of the default response contract (DESIGN.md)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+from evaluator.errors import BadResponseError
+from evaluator.models import Case, Citation, Retrieved, TargetResponse
+
+__all__ = ["Target", "parse_default_response"]
+
+
+class Target(Protocol):
+    """A system under test: answers one question with ranked evidence and an answer.
+
+    Implementations raise only :class:`evaluator.errors.TargetError` subclasses.
+    """
+
+    #: the ``target`` label: host:port, or the callable's name, or the configured name
+    name: str
+
+    def identity(self) -> Mapping[str, Any]:
+        """What identifies the target for the config hash: never a secret."""
+        ...
+
+    async def query(self, case: Case, k: int) -> TargetResponse:
+        """Send the case's question, asking for the top ``k`` items."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release connections."""
+        ...
+
+
+def parse_default_response(body: object) -> TargetResponse:
+    """Map a body in the default contract onto a :class:`TargetResponse`.
+
+    Raises:
+        BadResponseError: naming the field that is missing or of the wrong type.
+    """
+    if not isinstance(body, Mapping):
+        raise BadResponseError(f"response is {_type_name(body)}, expected a JSON object")
+    retrieved = _parse_retrieved(body.get("retrieved", []))
+    answer = body.get("answer")
+    if answer is not None and not isinstance(answer, str):
+        raise BadResponseError(f"field 'answer' is {_type_name(answer)}, expected a string")
+    return TargetResponse(
+        retrieved=retrieved,
+        answer=answer,
+        citations=parse_citations(body.get("citations", [])),
+        timings=parse_timings(body.get("timings", {})),
+    )
+
+
+def _parse_retrieved(value: object) -> tuple[Retrieved, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise BadResponseError(f"field 'retrieved' is {_type_name(value)}, expected a list")
+    items: list[Retrieved] = []
+    for i, item in enumerate(value):
+        if isinstance(item, str):
+            items.append(Retrieved(id=item))
+            continue
+        if not isinstance(item, Mapping):
+            raise BadResponseError(
+                f"field 'retrieved[{i}]' is {_type_name(item)}, expected an object or an id"
+            )
+        doc_id = item.get("id")
+        if isinstance(doc_id, bool) or not isinstance(doc_id, str | int):
+            raise BadResponseError(f"field 'retrieved[{i}].id' is missing or not a string")
+        score = item.get("score")
+        text = item.get("text")
+        items.append(
+            Retrieved(
+                id=str(doc_id),
+                score=float(score)
+                if isinstance(score, int | float) and _is_number(score)
+                else None,
+                text=text if isinstance(text, str) else None,
+            )
+        )
+    return tuple(items)
+
+
+def parse_citations(value: object) -> tuple[Citation, ...]:
+    """Citations: a list of 1-based positions (ints) or doc ids (strings)."""
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise BadResponseError(f"field 'citations' is {_type_name(value)}, expected a list")
+    out: list[Citation] = []
+    for i, c in enumerate(value):
+        if isinstance(c, bool) or not isinstance(c, int | str):
+            if isinstance(c, float) and c.is_integer():
+                out.append(int(c))
+                continue
+            raise BadResponseError(
+                f"field 'citations[{i}]' is {_type_name(c)}, expected a position or an id"
+            )
+        out.append(c)
+    return tuple(out)
+
+
+def parse_timings(value: object) -> dict[str, float]:
+    """Stage timings: stage name -> seconds; negative or non-finite values are rejected."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise BadResponseError(f"field 'timings' is {_type_name(value)}, expected an object")
+    out: dict[str, float] = {}
+    for stage, seconds in value.items():
+        if not _is_number(seconds) or not math.isfinite(seconds) or seconds < 0:
+            raise BadResponseError(
+                f"field 'timings.{stage}' is {seconds!r}, expected a non-negative number of seconds"
+            )
+        out[str(stage)] = float(seconds)
+    return out
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _type_name(value: object) -> str:
+    names = {dict: "an object", list: "a list", str: "a string", bool: "a boolean"}
+    if value is None:
+        return "null"
+    for t, name in names.items():
+        if isinstance(value, t):
+            return name
+    if _is_number(value):
+        return "a number"
+    return type(value).__name__

@@ -1,0 +1,80 @@
+"""In-process target: a Python callable ``module:function``, sync or async."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import inspect
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from evaluator.errors import ConfigError, TargetError, TargetExceptionError, TargetTimeout
+from evaluator.models import Case, TargetResponse
+from evaluator.targets.base import parse_default_response
+
+__all__ = ["CallableTarget", "load_callable"]
+
+TargetFunction = Callable[[Case, int], Any]
+
+
+def load_callable(spec: str) -> TargetFunction:
+    """Import ``module:function`` (``module:Class.method`` works too).
+
+    Raises:
+        ConfigError: when the module or attribute cannot be found or is not callable.
+    """
+    module_name, sep, attr_path = spec.partition(":")
+    if not sep or not module_name or not attr_path:
+        raise ConfigError(f"target {spec!r}: expected 'module:function'")
+    try:
+        obj: Any = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ConfigError(f"target {spec!r}: cannot import module {module_name!r}: {exc}") from exc
+    for part in attr_path.split("."):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError as exc:
+            raise ConfigError(
+                f"target {spec!r}: {module_name!r} has no attribute {part!r}"
+            ) from exc
+    if not callable(obj):
+        raise ConfigError(f"target {spec!r}: {attr_path!r} is not callable")
+    return obj  # type: ignore[no-any-return]
+
+
+class CallableTarget:
+    """A Python callable receiving ``(case, k)`` and returning the default-contract fields.
+
+    The function may be sync (run in a worker thread so it cannot block the loop) or async,
+    and may return a :class:`TargetResponse` or a mapping shaped like the HTTP response.
+    """
+
+    def __init__(self, spec: str, *, name: str | None = None, timeout: float = 30.0) -> None:
+        self.spec = spec
+        self._function = load_callable(spec)
+        self.name = name or spec.partition(":")[2]
+        self._timeout = timeout
+        self._is_async = inspect.iscoroutinefunction(self._function)
+
+    def identity(self) -> Mapping[str, Any]:
+        return {"kind": "callable", "spec": self.spec}
+
+    async def query(self, case: Case, k: int) -> TargetResponse:
+        try:
+            async with asyncio.timeout(self._timeout):
+                if self._is_async:
+                    result = await self._function(case, k)
+                else:
+                    result = await asyncio.to_thread(self._function, case, k)
+        except TimeoutError:
+            raise TargetTimeout(f"{self.name} did not return within {self._timeout:g}s") from None
+        except TargetError:
+            raise
+        except Exception as exc:
+            raise TargetExceptionError(f"{self.name} raised {type(exc).__name__}: {exc}") from exc
+        if isinstance(result, TargetResponse):
+            return result
+        return parse_default_response(result)
+
+    async def aclose(self) -> None:
+        return None

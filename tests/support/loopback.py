@@ -1,0 +1,133 @@
+"""A scripted RAG endpoint on loopback for tests: real sockets, real timeouts, real failures.
+
+Each request's question picks a :class:`Reply` from a script (a dict or a function), so a
+test controls rankings, answers, citations, timings and failures case by case.
+The server runs an aiohttp application on its own event loop in a background thread, so
+it serves subprocesses (``evaluator run``) and in-process clients alike.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+
+__all__ = ["LoopbackServer", "Reply"]
+
+
+@dataclass
+class Reply:
+    """What the endpoint does for one request.
+
+    ``body`` is sent as JSON unless ``raw`` is given. ``delay`` sleeps before answering;
+    ``drip`` sends ``raw``/``body`` one byte every ``drip`` seconds; ``reset`` closes the
+    connection after the headers and half the body.
+    """
+
+    body: Any = None
+    status: int = 200
+    delay: float = 0.0
+    raw: bytes | None = None
+    drip: float = 0.0
+    reset: bool = False
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+    def payload(self) -> bytes:
+        if self.raw is not None:
+            return self.raw
+        return json.dumps(self.body, ensure_ascii=False).encode()
+
+
+Script = Callable[[dict[str, Any]], Reply] | Mapping[str, Reply]
+
+
+class LoopbackServer:
+    """Start with ``with LoopbackServer(script) as server: server.url``."""
+
+    def __init__(self, script: Script, path: str = "/rag") -> None:
+        self.script = script
+        self.path = path
+        self.requests: list[dict[str, Any]] = []
+        self.request_headers: list[dict[str, str]] = []
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
+        self._runner: web.AppRunner | None = None
+        self.port = 0
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}{self.path}"
+
+    def _reply_for(self, request: dict[str, Any]) -> Reply:
+        if callable(self.script):
+            return self.script(request)
+        question = str(request.get("question", request.get("q", "")))
+        return self.script.get(question, Reply(body={"answer": "", "retrieved": []}))
+
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
+        if request.method == "GET":
+            payload: dict[str, Any] = dict(request.query)
+        else:
+            try:
+                payload = await request.json()
+            except ValueError:
+                payload = {}
+        self.requests.append(payload)
+        self.request_headers.append(dict(request.headers))
+        reply = self._reply_for(payload)
+        if reply.delay:
+            await asyncio.sleep(reply.delay)
+        data = reply.payload()
+        if not (reply.drip or reply.reset):
+            return web.Response(
+                body=data,
+                status=reply.status,
+                content_type="application/json",
+                headers=dict(reply.headers),
+            )
+        response = web.StreamResponse(status=reply.status, headers=dict(reply.headers))
+        response.content_type = "application/json"
+        response.content_length = len(data)
+        await response.prepare(request)
+        if reply.reset:
+            await response.write(data[: len(data) // 2])
+            transport = request.transport
+            if transport is not None:
+                transport.abort()
+            return response
+        for i in range(len(data)):
+            await response.write(data[i : i + 1])
+            await asyncio.sleep(reply.drip)
+        await response.write_eof()
+        return response
+
+    async def _start(self) -> None:
+        app = web.Application()
+        app.router.add_route("*", self.path, self._handle)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        server = site._server
+        assert server is not None and server.sockets
+        self.port = server.sockets[0].getsockname()[1]
+
+    async def _stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+    def __enter__(self) -> LoopbackServer:
+        self._thread.start()
+        asyncio.run_coroutine_threadsafe(self._start(), self._loop).result(10)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        asyncio.run_coroutine_threadsafe(self._stop(), self._loop).result(10)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(10)
+        self._loop.close()
