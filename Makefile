@@ -14,9 +14,11 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP)
 
+LINTED := $(wildcard evaluator tests deploy)
+
 lint: venv
-	$(BIN)/ruff check evaluator tests deploy
-	$(BIN)/ruff format --check evaluator tests deploy
+	$(BIN)/ruff check $(LINTED)
+	$(BIN)/ruff format --check $(LINTED)
 
 typecheck: venv
 	$(BIN)/mypy

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 
-from evaluator.commands import run, validate
+from evaluator.commands import run, serve, validate
 
 __all__ = ["COMMANDS"]
 
@@ -19,6 +19,12 @@ COMMANDS: list[tuple[str, str, Configure, Handler]] = [
         "run a golden set against a target once and write the report",
         run.configure,
         run.handle,
+    ),
+    (
+        "serve",
+        "the daemon: run every job on its schedule, serve metrics, health and reports",
+        serve.configure,
+        serve.handle,
     ),
     (
         "validate",

@@ -1,0 +1,287 @@
+"""One scheduled job: a (target, golden set) pair, its runs, reloads, reports and metrics."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+from evaluator.config import JobConfig, Settings
+from evaluator.dataset import parse_dataset
+from evaluator.errors import DatasetError
+from evaluator.exporter import Metrics
+from evaluator.models import CaseRecord, Dataset
+from evaluator.report import RunReport
+from evaluator.report_store import ReportStore
+from evaluator.runner import RetryEvent, RunOptions, config_hash_for, run_dataset
+from evaluator.shard import shard_cases
+from evaluator.summary import Summary
+from evaluator.targets.base import Target
+
+__all__ = ["JobRunner", "classify"]
+
+log = structlog.get_logger("evaluator.daemon")
+
+# an error ratio equal to the limit is still complete, whatever the float rounding
+_EPSILON = 1e-9
+
+
+def classify(summary: Summary, error_ratio_limit: float) -> str:
+    """A finished run's outcome: ``complete``, ``incomplete`` or ``failed`` (DESIGN.md)."""
+    if summary.scored_count == 0:
+        return "failed"
+    if (summary.error_rate or 0.0) > error_ratio_limit + _EPSILON:
+        return "incomplete"
+    return "complete"
+
+
+def _timestamp(report: RunReport) -> float:
+    return datetime.fromisoformat(report.generated_at.replace("Z", "+00:00")).timestamp()
+
+
+class JobRunner:
+    """Runs one job when the scheduler says so; never two runs at once (the scheduler's job)."""
+
+    def __init__(
+        self,
+        *,
+        job: JobConfig,
+        settings: Settings,
+        target: Target,
+        dataset: Dataset,
+        metrics: Metrics,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.job = job
+        self.settings = settings
+        self.target = target
+        self.dataset = dataset
+        self.metrics = metrics
+        self.clock = clock
+        self.labels = (target.name, dataset.name)
+        self.options = RunOptions(
+            k=job.k or settings.k,
+            concurrency=job.concurrency or settings.concurrency,
+            scoring=settings.scoring.to_settings(),
+            retry=settings.target(job.target).retry.to_policy(),
+        )
+        self.store = ReportStore(settings.reports_dir, job.key, settings.reports_keep)
+        self._signature = self._stat_signature()
+        self.runs_by_outcome: dict[str, int] = {}
+
+    @property
+    def key(self) -> str:
+        return self.job.key
+
+    @property
+    def config_hash(self) -> str:
+        return config_hash_for(self.dataset, self.target, self.options)
+
+    def _stat_signature(self) -> tuple[int, int] | None:
+        try:
+            st = Path(self.job.dataset).stat()
+        except OSError:
+            return None
+        return (st.st_mtime_ns, st.st_size)
+
+    def restore(self) -> None:
+        """Seed the gauges from the last report on disk, so a restart does not blank them."""
+        report = self.store.load_latest()
+        if report is None or report.dataset_hash != self.dataset.content_hash:
+            return
+        changes: dict[str, Any] = {
+            "last_run_timestamp": _timestamp(report),
+            "last_run_duration": report.duration_seconds,
+            "last_error_ratio": report.summary.error_rate,
+        }
+        if classify(report.summary, self.settings.error_ratio_limit) == "complete":
+            changes.update(last_complete=report.summary, last_complete_timestamp=_timestamp(report))
+        self.metrics.update(self.labels, **changes)
+        log.info("job_restored", job=self.key, run_id=report.run_id, **self._label_fields())
+
+    def _label_fields(self) -> dict[str, str]:
+        return {"target": self.labels[0], "dataset": self.labels[1]}
+
+    def reload_dataset(self) -> None:
+        """Pick up a changed golden set; an invalid one is rejected and the old one kept."""
+        signature = self._stat_signature()
+        if signature == self._signature:
+            return
+        self._signature = signature
+        path = self.job.dataset
+        try:
+            data = Path(path).read_bytes()
+            fresh = parse_dataset(data, str(path))
+        except (OSError, DatasetError) as exc:
+            problems = (
+                [str(p) for p in exc.problems[:5]]
+                if isinstance(exc, DatasetError)
+                else [f"{path}: {exc}"]
+            )
+            self.metrics.dataset_reload_errors.labels(*self.labels).inc()
+            log.error(
+                "dataset_reload_failed",
+                job=self.key,
+                path=str(path),
+                problems=problems,
+                problem_count=len(exc.problems) if isinstance(exc, DatasetError) else 1,
+                kept_dataset_hash=self.dataset.content_hash,
+                **self._label_fields(),
+            )
+            return
+        if fresh.content_hash == self.dataset.content_hash:
+            return
+        old = self.dataset
+        # the dataset label stays what the job configured, whatever the file is called
+        self.dataset = Dataset(fresh.path, old.name, fresh.cases, fresh.content_hash)
+        self.metrics.update(
+            self.labels, dataset_hash=self.dataset.content_hash, config_hash=self.config_hash
+        )
+        log.info(
+            "dataset_reloaded",
+            job=self.key,
+            path=str(path),
+            old_dataset_hash=old.content_hash,
+            dataset_hash=self.dataset.content_hash,
+            case_count=len(self.dataset.cases),
+            **self._label_fields(),
+        )
+
+    def _log_case(self, record: CaseRecord) -> None:
+        s = record.scores
+        fields: dict[str, Any] = {
+            "case_id": record.id,
+            "latency_seconds": round(record.latency_seconds, 6),
+            "stage_seconds": dict(record.stage_seconds),
+            "attempts": record.attempts,
+            "recall_at_k": s.recall_at_k if s else None,
+            "mrr": s.mrr if s else None,
+            "ndcg_at_k": s.ndcg_at_k if s else None,
+            "citation_precision": s.citation_precision if s else None,
+            "citation_recall": s.citation_recall if s else None,
+            "answer_correct": s.answer_correct if s else None,
+            "fact_recall": s.fact_recall if s else None,
+            "refused": s.refused if s else None,
+            "error_kind": record.error.kind if record.error else None,
+            "error_message": record.error.message if record.error else None,
+        }
+        if self.settings.log_answers and record.answer is not None:
+            fields["answer"] = record.answer[: self.settings.log_answer_max_chars]
+        log.info("case", **fields)
+
+    def _on_retry(self, event: RetryEvent) -> None:
+        self.metrics.retries.labels(*self.labels).inc()
+        log.warning(
+            "retry",
+            case_id=event.case_id,
+            attempt=event.attempt,
+            error_kind=event.kind,
+            error_message=event.message,
+            sleep_seconds=round(event.sleep_seconds, 3),
+        )
+
+    def _count(self, outcome: str) -> None:
+        self.metrics.count_run(self.labels, outcome)
+        self.runs_by_outcome[outcome] = self.runs_by_outcome.get(outcome, 0) + 1
+
+    def skipped(self) -> None:
+        """The scheduler found the previous run still going: count and log the skip."""
+        self._count("skipped")
+        log.warning("run_skipped", job=self.key, reason="previous run still going",
+                    **self._label_fields())  # fmt: skip
+
+    async def run(self) -> str:
+        """One run: reload the golden set if changed, run, score, export, write the report.
+
+        Returns:
+            The outcome. Errors of the target never escape; a run that breaks is ``failed``.
+        """
+        run_id = uuid.uuid4().hex[:12]
+        structlog.contextvars.clear_contextvars()
+        structlog.contextvars.bind_contextvars(run_id=run_id, **self._label_fields())
+        self.reload_dataset()
+        cases = shard_cases(
+            self.dataset.cases, self.settings.shard_index, self.settings.shard_count
+        )
+        labels = self.labels
+
+        def on_case(record: CaseRecord) -> None:
+            self.metrics.observe_case(labels, record, run_id)
+            self._log_case(record)
+
+        started = time.perf_counter()
+        try:
+            report = await run_dataset(
+                self.dataset, self.target, self.options, on_case=on_case,
+                on_retry=self._on_retry, run_id=run_id, cases=cases,
+            )  # fmt: skip
+        except asyncio.CancelledError:
+            self._finish_broken(started, "cancelled by shutdown")
+            raise
+        except Exception as exc:  # the scheduler loop is the one place that catches broadly
+            log.exception("run_failed", job=self.key)
+            self._finish_broken(started, f"{type(exc).__name__}: {exc}")
+            return "failed"
+        outcome = classify(report.summary, self.settings.error_ratio_limit)
+        self._publish(report, outcome)
+        self._save(report)
+        self._count(outcome)
+        log.info(
+            "run",
+            job=self.key,
+            outcome=outcome,
+            duration_seconds=round(report.duration_seconds, 3),
+            config_hash=report.config_hash,
+            dataset_hash=report.dataset_hash,
+            case_count=report.case_count,
+            error_count=report.error_count,
+            summary=_flat_summary(report.summary),
+        )
+        return outcome
+
+    def _finish_broken(self, started: float, reason: str) -> None:
+        self._count("failed")
+        self.metrics.update(
+            self.labels,
+            last_run_timestamp=self.clock(),
+            last_run_duration=time.perf_counter() - started,
+        )
+        log.error("run", job=self.key, outcome="failed", reason=reason)
+
+    def _publish(self, report: RunReport, outcome: str) -> None:
+        now = self.clock()
+        changes: dict[str, Any] = {
+            "last_run_timestamp": now,
+            "last_run_duration": report.duration_seconds,
+            "last_error_ratio": report.summary.error_rate,
+            "config_hash": report.config_hash,
+            "dataset_hash": report.dataset_hash,
+        }
+        if outcome == "complete":
+            changes.update(last_complete=report.summary, last_complete_timestamp=now)
+        self.metrics.update(self.labels, **changes)
+
+    def _save(self, report: RunReport) -> None:
+        try:
+            path = self.store.save(report)
+        except OSError as exc:
+            self.metrics.report_write_errors.labels(*self.labels).inc()
+            log.error(
+                "report_write_failed", job=self.key, folder=str(self.store.folder),
+                error=exc.strerror or str(exc),
+            )  # fmt: skip
+            return
+        log.debug("report_written", job=self.key, path=str(path))
+
+
+def _flat_summary(summary: Summary) -> dict[str, Any]:
+    data = summary.to_dict()
+    data.pop("by_tag", None)
+    data.pop("totals", None)
+    return data

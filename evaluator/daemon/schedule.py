@@ -1,0 +1,67 @@
+"""Triggers for APScheduler 3.x: interval or cron, with jitter and staggered first runs."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from apscheduler.triggers.base import BaseTrigger
+from apscheduler.triggers.cron import CronTrigger
+from apscheduler.triggers.interval import IntervalTrigger
+
+from evaluator.config import JobConfig
+from evaluator.errors import ConfigError
+
+__all__ = ["DEFAULT_INTERVAL_SECONDS", "build_trigger", "interval_of", "stagger_offsets"]
+
+DEFAULT_INTERVAL_SECONDS = 300.0
+
+
+def stagger_offsets(count: int, spread_seconds: float) -> list[float]:
+    """First-run offsets that spread ``count`` jobs evenly over ``spread_seconds``.
+
+    Many jobs starting at the same second would hit shared targets all at once.
+    """
+    if count <= 1:
+        return [0.0] * count
+    step = spread_seconds / count
+    return [round(i * step, 3) for i in range(count)]
+
+
+def build_trigger(job: JobConfig, start: datetime) -> BaseTrigger:
+    """The job's trigger: its cron expression (UTC) or its interval starting at ``start``.
+
+    Raises:
+        ConfigError: an invalid cron expression, naming the job.
+    """
+    jitter = int(job.jitter_seconds) or None
+    if job.cron is not None:
+        fields = job.cron.split()
+        try:
+            if len(fields) != 5:
+                raise ValueError(
+                    f"expected 5 fields (minute hour day month weekday), got {len(fields)}"
+                )
+            minute, hour, day, month, day_of_week = fields
+            return CronTrigger(
+                minute=minute, hour=hour, day=day, month=month, day_of_week=day_of_week,
+                timezone=UTC, jitter=jitter,
+            )  # fmt: skip
+        except ValueError as exc:
+            raise ConfigError(
+                f"job {job.key!r}: invalid cron expression {job.cron!r}: {exc}"
+            ) from exc
+    seconds = job.interval_seconds or DEFAULT_INTERVAL_SECONDS
+    return IntervalTrigger(seconds=seconds, start_date=start, timezone=UTC, jitter=jitter)
+
+
+def interval_of(trigger: BaseTrigger, now: datetime) -> float | None:
+    """Seconds between the trigger's next two fire times (for a cron job, the current gap)."""
+    if isinstance(trigger, IntervalTrigger):
+        return float(trigger.interval.total_seconds())
+    first = trigger.get_next_fire_time(None, now)
+    if first is None:
+        return None
+    second = trigger.get_next_fire_time(first, first + timedelta(microseconds=1))
+    if second is None:
+        return None
+    return float((second - first).total_seconds())

@@ -1,0 +1,112 @@
+"""HTTP endpoints of the daemon on aiohttp: /metrics, /healthz, /readyz, /reports/latest."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from aiohttp import web
+from prometheus_client import CollectorRegistry
+from prometheus_client.exposition import choose_encoder
+
+from evaluator.errors import ConfigError
+
+__all__ = ["HttpEndpoints", "parse_listen"]
+
+
+def parse_listen(listen: str) -> tuple[str, int]:
+    """``HOST:PORT`` (``[::1]:9464`` for IPv6) to a host and port.
+
+    Raises:
+        ConfigError: naming the bad value.
+    """
+    host, sep, port = listen.rpartition(":")
+    if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise ConfigError(f"listen {listen!r}: expected HOST:PORT, e.g. 127.0.0.1:9464")
+    return host.strip("[]") or "0.0.0.0", int(port)
+
+
+def _json(data: Any, status: int = 200) -> web.Response:
+    return web.Response(
+        text=json.dumps(data, ensure_ascii=False), status=status, content_type="application/json"
+    )
+
+
+class HttpEndpoints:
+    """The daemon's web app; what it serves comes from callables, so it holds no state."""
+
+    def __init__(
+        self,
+        registry: CollectorRegistry,
+        *,
+        healthy: Callable[[], bool],
+        ready: Callable[[], bool],
+        latest_reports: Callable[[], Mapping[tuple[str, str], dict[str, Any] | None]],
+    ) -> None:
+        self.registry = registry
+        self._healthy = healthy
+        self._ready = ready
+        self._latest = latest_reports
+        self._runner: web.AppRunner | None = None
+        self.port = 0
+
+    def app(self) -> web.Application:
+        app = web.Application()
+        app.router.add_get("/metrics", self.metrics)
+        app.router.add_get("/healthz", self.healthz)
+        app.router.add_get("/readyz", self.readyz)
+        app.router.add_get("/reports/latest", self.latest_report)
+        return app
+
+    async def metrics(self, request: web.Request) -> web.Response:
+        # prometheus-client picks text or OpenMetrics (with exemplars) from the Accept header
+        encoder, content_type = choose_encoder(request.headers.get("Accept", ""))
+        return web.Response(body=encoder(self.registry), headers={"Content-Type": content_type})
+
+    async def healthz(self, _request: web.Request) -> web.Response:
+        ok = self._healthy()
+        return _json({"status": "ok" if ok else "scheduler stopped"}, 200 if ok else 503)
+
+    async def readyz(self, _request: web.Request) -> web.Response:
+        ok = self._ready()
+        return _json({"status": "ready" if ok else "loading"}, 200 if ok else 503)
+
+    async def latest_report(self, request: web.Request) -> web.Response:
+        reports = self._latest()
+        target, dataset = request.query.get("target"), request.query.get("dataset")
+        matches = [
+            key
+            for key in reports
+            if (target is None or key[0] == target) and (dataset is None or key[1] == dataset)
+        ]
+        if len(matches) != 1:
+            jobs = [{"target": t, "dataset": d} for t, d in sorted(reports)]
+            why = "no such job" if not matches else "several jobs: pass ?target=..&dataset=.."
+            return _json({"error": why, "jobs": jobs}, 404 if not matches else 400)
+        report = reports[matches[0]]
+        if report is None:
+            return _json({"error": "no run has finished yet"}, 404)
+        return _json(report)
+
+    async def start(self, host: str, port: int) -> None:
+        """Bind and serve.
+
+        Raises:
+            ConfigError: the address cannot be bound (in use, not local).
+        """
+        self._runner = web.AppRunner(self.app(), access_log=None, handle_signals=False)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, host, port)
+        try:
+            await site.start()
+        except OSError as exc:
+            await self._runner.cleanup()
+            raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
+        server = site._server
+        sockets = getattr(server, "sockets", None) or []
+        self.port = sockets[0].getsockname()[1] if sockets else port
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()

@@ -1,0 +1,277 @@
+"""Prometheus metrics of the daemon; names are a contract for dashboards and alerts.
+
+Per-run results are served by a custom collector from immutable per-job snapshots, swapped
+whole after each run, so a scrape never sees half of one run and half of the next.
+Counters and histograms are ordinary instruments, updated as cases finish. Every series
+carries ``target`` and ``dataset``; case ids appear only in exemplars, never as labels.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client.core import GaugeMetricFamily, InfoMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from evaluator import __version__
+from evaluator.errors import ERROR_KINDS
+from evaluator.models import CaseRecord
+from evaluator.summary import Summary
+
+__all__ = [
+    "OUTCOMES",
+    "QUALITY_GAUGES",
+    "JobSnapshot",
+    "Metrics",
+]
+
+#: Run outcomes, the values of ``rag_eval_runs_total{outcome}``.
+OUTCOMES: tuple[str, ...] = ("complete", "incomplete", "failed", "skipped")
+
+#: Summary metric -> gauge name, for the quality gauges of the last complete run.
+QUALITY_GAUGES: Mapping[str, str] = {
+    "recall_at_k": "rag_eval_recall_at_k",
+    "mrr": "rag_eval_mrr",
+    "ndcg_at_k": "rag_eval_ndcg_at_k",
+    "citation_precision": "rag_eval_citation_precision",
+    "citation_recall": "rag_eval_citation_recall",
+    "answer_accuracy": "rag_eval_answer_accuracy",
+}
+
+#: Metrics whose sum and count are exported so replicas (shards) aggregate exactly.
+_SHARDABLE = (*QUALITY_GAUGES, "fact_recall")
+
+# OpenMetrics caps an exemplar's label set at 128 UTF-8 characters
+_EXEMPLAR_BUDGET = 120
+
+
+@dataclass(frozen=True, slots=True)
+class JobSnapshot:
+    """Everything the collector exports for one job; replaced whole, never mutated."""
+
+    target: str
+    dataset: str
+    k: int
+    config_hash: str
+    dataset_hash: str
+    interval_seconds: float | None
+    last_complete: Summary | None = None
+    last_complete_timestamp: float | None = None
+    last_run_timestamp: float | None = None
+    last_run_duration: float | None = None
+    last_error_ratio: float | None = None
+    gate_passing: bool | None = None
+    gate_rules_failing: Mapping[str, bool] = field(default_factory=dict)
+    baseline: Mapping[str, float] = field(default_factory=dict)
+
+    @property
+    def labels(self) -> tuple[str, str]:
+        return (self.target, self.dataset)
+
+
+def _exemplar(run_id: str, case_id: str) -> dict[str, str]:
+    room = _EXEMPLAR_BUDGET - len("run_id") - len(run_id) - len("case_id")
+    return {"run_id": run_id, "case_id": case_id[: max(room, 0)]}
+
+
+class _SnapshotCollector(Collector):
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._jobs: dict[tuple[str, str], JobSnapshot] = {}
+
+    def put(self, snapshot: JobSnapshot) -> None:
+        with self._lock:
+            self._jobs[snapshot.labels] = snapshot
+
+    def get(self, labels: tuple[str, str]) -> JobSnapshot | None:
+        with self._lock:
+            return self._jobs.get(labels)
+
+    def remove(self, labels: tuple[str, str]) -> None:
+        with self._lock:
+            self._jobs.pop(labels, None)
+
+    def describe(self) -> Iterable[Metric]:
+        # without describe(), registering would call collect(); nothing to pre-declare
+        return []
+
+    def collect(self) -> Iterable[Metric]:
+        with self._lock:
+            jobs = list(self._jobs.values())
+        lab = ["target", "dataset"]
+
+        def gauge(name: str, doc: str, extra: Sequence[str] = ()) -> GaugeMetricFamily:
+            return GaugeMetricFamily(name, doc, labels=[*lab, *extra])
+
+        quality = {
+            m: gauge(name, f"{m} over the scored cases of the last complete run (0..1)")
+            for m, name in QUALITY_GAUGES.items()
+        }
+        p95 = gauge(
+            "rag_eval_latency_p95_seconds", "Nearest-rank P95 case latency, last complete run"
+        )
+        scored = gauge("rag_eval_last_run_scored_cases", "Cases scored in the last complete run")
+        numerator = gauge(
+            "rag_eval_quality_numerator",
+            "Sum of per-case values behind a quality ratio, last complete run (for shards)",
+            ["metric"],
+        )
+        denominator = gauge(
+            "rag_eval_quality_denominator",
+            "Cases averaged into a quality ratio, last complete run (for shards)",
+            ["metric"],
+        )
+        error_ratio = gauge("rag_eval_error_ratio", "Share of cases that failed, last run (0..1)")
+        last_run = gauge("rag_eval_last_run_timestamp_seconds", "End of the last run, Unix time")
+        last_complete = gauge(
+            "rag_eval_last_complete_run_timestamp_seconds",
+            "End of the last complete run, Unix time",
+        )
+        duration = gauge("rag_eval_run_duration_seconds", "Wall time of the last run")
+        interval = gauge("rag_eval_run_interval_seconds", "Configured time between runs of the job")
+        gate = gauge(
+            "rag_eval_gate_passing", "1 when the last complete run passes the baseline gate"
+        )
+        rule = gauge(
+            "rag_eval_gate_rule_failing", "1 when a gate rule fails against the baseline", ["rule"]
+        )
+        baseline = gauge(
+            "rag_eval_baseline_ratio",
+            "Quality ratios of the configured baseline report",
+            ["metric"],
+        )
+        info = InfoMetricFamily(
+            "rag_eval_job",
+            "Identity of a job: evaluator version, config and golden-set hashes, K",
+            labels=[*lab, "version", "config_hash", "dataset_hash", "k"],
+        )
+        for job in jobs:
+            labels = list(job.labels)
+            info.add_metric(
+                [*labels, __version__, job.config_hash, job.dataset_hash, str(job.k)], {}
+            )
+            if job.interval_seconds is not None:
+                interval.add_metric(labels, job.interval_seconds)
+            s = job.last_complete
+            if s is not None:
+                for m, family in quality.items():
+                    value = s.totals[m].mean
+                    if value is not None:
+                        family.add_metric(labels, value)
+                if s.p95_seconds is not None:
+                    p95.add_metric(labels, s.p95_seconds)
+                scored.add_metric(labels, s.scored_count)
+                for m in _SHARDABLE:
+                    numerator.add_metric([*labels, m], s.totals[m].sum)
+                    denominator.add_metric([*labels, m], s.totals[m].count)
+                numerator.add_metric([*labels, "error_ratio"], s.error_count)
+                denominator.add_metric([*labels, "error_ratio"], s.case_count)
+            if job.last_complete_timestamp is not None:
+                last_complete.add_metric(labels, job.last_complete_timestamp)
+            if job.last_run_timestamp is not None:
+                last_run.add_metric(labels, job.last_run_timestamp)
+            if job.last_run_duration is not None:
+                duration.add_metric(labels, job.last_run_duration)
+            if job.last_error_ratio is not None:
+                error_ratio.add_metric(labels, job.last_error_ratio)
+            if job.gate_passing is not None:
+                gate.add_metric(labels, 1.0 if job.gate_passing else 0.0)
+            for name, failing in sorted(job.gate_rules_failing.items()):
+                rule.add_metric([*labels, name], 1.0 if failing else 0.0)
+            for m, value in sorted(job.baseline.items()):
+                baseline.add_metric([*labels, m], value)
+        yield from quality.values()
+        yield from (p95, scored, numerator, denominator, error_ratio, last_run, last_complete)
+        yield from (duration, interval, gate, rule, baseline, info)
+
+
+class Metrics:
+    """The daemon's instruments on one registry (a fresh one per daemon; tests make their own).
+
+    Example::
+
+        metrics = Metrics(registry, buckets=(0.1, 1, 10))
+        metrics.add_job(snapshot, stages=())
+        metrics.observe_case(snapshot, record, run_id="ab12")
+    """
+
+    def __init__(self, registry: CollectorRegistry, buckets: Sequence[float]) -> None:
+        self.registry = registry
+        lab = ["target", "dataset"]
+        self.case_latency = Histogram(
+            "rag_eval_case_latency_seconds",
+            "Wall time around each target call (all attempts), every case",
+            lab,
+            buckets=buckets,
+            registry=registry,
+        )
+        self.stage_latency = Histogram(
+            "rag_eval_stage_latency_seconds",
+            "Stage durations reported by the target, every case",
+            [*lab, "stage"],
+            buckets=buckets,
+            registry=registry,
+        )
+        self.runs = Counter(
+            "rag_eval_runs", "Runs by outcome", [*lab, "outcome"], registry=registry
+        )
+        self.case_errors = Counter(
+            "rag_eval_case_errors", "Failed cases by error kind", [*lab, "kind"], registry=registry
+        )
+        self.retries = Counter(
+            "rag_eval_case_retries", "Retries of transient target failures", lab, registry=registry
+        )
+        self.dataset_reload_errors = Counter(
+            "rag_eval_dataset_reload_errors",
+            "Golden-set reloads rejected as invalid (the previous set kept running)",
+            lab,
+            registry=registry,
+        )
+        self.report_write_errors = Counter(
+            "rag_eval_report_write_errors",
+            "Reports that could not be written",
+            lab,
+            registry=registry,
+        )
+        self._snapshots = _SnapshotCollector()
+        registry.register(self._snapshots)
+
+    def add_job(self, snapshot: JobSnapshot) -> None:
+        """Publish a job and create its counters at zero, so its series exist from start."""
+        labels = snapshot.labels
+        self._snapshots.put(snapshot)
+        self.case_latency.labels(*labels)
+        for outcome in OUTCOMES:
+            self.runs.labels(*labels, outcome)
+        for kind in ERROR_KINDS:
+            self.case_errors.labels(*labels, kind)
+        for counter in (self.retries, self.dataset_reload_errors, self.report_write_errors):
+            counter.labels(*labels)
+
+    def snapshot(self, labels: tuple[str, str]) -> JobSnapshot | None:
+        return self._snapshots.get(labels)
+
+    def update(self, labels: tuple[str, str], **changes: Any) -> JobSnapshot:
+        """Replace a job's snapshot with a copy carrying ``changes``."""
+        current = self._snapshots.get(labels)
+        if current is None:
+            raise KeyError(f"unknown job {labels}")
+        new = replace(current, **changes)
+        self._snapshots.put(new)
+        return new
+
+    def observe_case(self, labels: tuple[str, str], record: CaseRecord, run_id: str) -> None:
+        """Histograms (with a run/case exemplar) and the error counter for one finished case."""
+        exemplar = _exemplar(run_id, record.id)
+        self.case_latency.labels(*labels).observe(record.latency_seconds, exemplar=exemplar)
+        for stage, seconds in record.stage_seconds.items():
+            self.stage_latency.labels(*labels, stage).observe(seconds, exemplar=exemplar)
+        if record.error is not None:
+            self.case_errors.labels(*labels, record.error.kind).inc()
+
+    def count_run(self, labels: tuple[str, str], outcome: str) -> None:
+        self.runs.labels(*labels, outcome).inc()

@@ -1,0 +1,64 @@
+"""Reports on disk for the daemon: one folder per job, atomic writes, retention, latest."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from evaluator.errors import ReportError
+from evaluator.report import RunReport, report_from_dict, report_to_dict, write_json_atomic
+
+__all__ = ["ReportStore", "job_folder_name"]
+
+LATEST = "latest.json"
+
+
+def job_folder_name(job_key: str) -> str:
+    """A file-system-safe folder name for a job key such as ``reference/rag_cases``."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", job_key).strip("._") or "job"
+
+
+class ReportStore:
+    """Keeps the last ``keep`` reports of one job, plus ``latest.json``, under ``root``.
+
+    The last report is also held in memory (as its JSON dict) so ``/reports/latest`` keeps
+    answering when the disk does not.
+    """
+
+    def __init__(self, root: Path, job_key: str, keep: int) -> None:
+        self.folder = root / job_folder_name(job_key)
+        self.keep = keep
+        self.latest: dict[str, Any] | None = None
+
+    def save(self, report: RunReport) -> Path:
+        """Write the report and ``latest.json`` atomically, then prune old reports.
+
+        Raises:
+            OSError: the folder is not writable; the in-memory latest is updated anyway.
+        """
+        data = report_to_dict(report)
+        self.latest = data
+        stamp = re.sub(r"[^0-9TZ]", "", report.generated_at.split(".")[0]) + "Z"
+        path = self.folder / f"{stamp}-{report.run_id}.json"
+        write_json_atomic(data, path)
+        write_json_atomic(data, self.folder / LATEST)
+        self._prune()
+        return path
+
+    def _prune(self) -> None:
+        runs = sorted(p for p in self.folder.glob("*.json") if p.name != LATEST)
+        for old in runs[: max(len(runs) - self.keep, 0)]:
+            old.unlink(missing_ok=True)
+
+    def load_latest(self) -> RunReport | None:
+        """The last report written before a restart, or None when there is none or it is bad."""
+        path = self.folder / LATEST
+        try:
+            data = json.loads(path.read_bytes())
+            report = report_from_dict(data, str(path))
+        except (OSError, ValueError, ReportError):
+            return None
+        self.latest = data
+        return report
