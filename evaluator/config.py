@@ -7,6 +7,8 @@ Every model forbids unknown keys: a typo stops the process at start, naming the 
 
 from __future__ import annotations
 
+import difflib
+import os
 import tomllib
 from pathlib import Path
 from typing import Any, Literal
@@ -221,6 +223,19 @@ def _format_validation(exc: ValidationError, source: str) -> str:
     return f"invalid configuration in {source}: " + "; ".join(parts)
 
 
+def _check_environment() -> None:
+    """A misspelt ``EVALUATOR_`` variable would be ignored silently: reject it by name."""
+    known = set(Settings.model_fields)
+    for name in sorted(os.environ):
+        if not name.upper().startswith("EVALUATOR_"):
+            continue
+        field = name[len("EVALUATOR_") :].split("__", 1)[0].lower()
+        if field not in known:
+            hint = difflib.get_close_matches(field, known, n=1)
+            also = f" (did you mean EVALUATOR_{hint[0].upper()}?)" if hint else ""
+            raise ConfigError(f"unknown environment variable {name}{also}")
+
+
 def load_settings(
     config_path: str | Path | None = None, overrides: dict[str, Any] | None = None
 ) -> Settings:
@@ -233,6 +248,7 @@ def load_settings(
     Raises:
         ConfigError: unreadable or invalid TOML, or a field that fails validation.
     """
+    _check_environment()
     path: Path | None
     if config_path is not None:
         path = Path(config_path)

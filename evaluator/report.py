@@ -152,6 +152,8 @@ def write_json_atomic(data: Any, path: str | os.PathLike[str]) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
+        # mkstemp creates 0600; reports are read by sidecars and CI steps running as others
+        os.fchmod(fd, 0o644)
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             json.dump(data, f, ensure_ascii=False, indent=2, allow_nan=False)
             f.write("\n")

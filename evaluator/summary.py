@@ -69,7 +69,11 @@ class Summary:
 
     def to_dict(self) -> dict[str, Any]:
         """The report's JSON shape (the article's names first)."""
-        out: dict[str, Any] = {name: self.totals[name].mean for name in QUALITY_METRICS}
+        # a summary read back from a report may lack some totals: those metrics are null
+        out: dict[str, Any] = {
+            name: self.totals[name].mean if name in self.totals else None
+            for name in QUALITY_METRICS
+        }
         out.update(
             case_count=self.case_count,
             scored_count=self.scored_count,

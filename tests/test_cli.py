@@ -75,6 +75,14 @@ class TestExitCodes:
         )  # fmt: skip
         _assert_one_line_error(env_result, "EVALUATOR_K")
 
+    def test_misspelt_env_variable(self, tmp_path: Path) -> None:
+        """An EVALUATOR_ variable naming no setting is an error, with a suggestion."""
+        result = subprocess.run(
+            [EXE, "run"], cwd=tmp_path, capture_output=True, text=True, timeout=60, check=False,
+            env={"EVALUATOR_CONCURENCY": "3", "PATH": "/usr/bin:/bin"},
+        )  # fmt: skip
+        _assert_one_line_error(result, "EVALUATOR_CONCURENCY", "EVALUATOR_CONCURRENCY")
+
     def test_no_job(self, tmp_path: Path) -> None:
         """Without a config or flags, the error says how to name a job."""
         _assert_one_line_error(_run("run", cwd=tmp_path), "--dataset")

@@ -76,9 +76,7 @@ def _parse_retrieved(value: object) -> tuple[Retrieved, ...]:
         items.append(
             Retrieved(
                 id=str(doc_id),
-                score=float(score)
-                if isinstance(score, int | float) and _is_number(score)
-                else None,
+                score=_as_float(score),
                 text=text if isinstance(text, str) else None,
             )
         )
@@ -112,16 +110,27 @@ def parse_timings(value: object) -> dict[str, float]:
         raise BadResponseError(f"field 'timings' is {_type_name(value)}, expected an object")
     out: dict[str, float] = {}
     for stage, seconds in value.items():
-        if not _is_number(seconds) or not math.isfinite(seconds) or seconds < 0:
+        as_float = _as_float(seconds)
+        if as_float is None or not math.isfinite(as_float) or as_float < 0:
             raise BadResponseError(
                 f"field 'timings.{stage}' is {seconds!r}, expected a non-negative number of seconds"
             )
-        out[str(stage)] = float(seconds)
+        out[str(stage)] = as_float
     return out
 
 
 def _is_number(value: object) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _as_float(value: object) -> float | None:
+    """``value`` as a float; None for a non-number (bools included) or an int beyond float range."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    try:
+        return float(value)
+    except OverflowError:  # JSON allows integers of any size: 10**400 must not crash the run
+        return None
 
 
 def _type_name(value: object) -> str:

@@ -60,17 +60,24 @@ class CallableTarget:
         return {"kind": "callable", "spec": self.spec}
 
     async def query(self, case: Case, k: int) -> TargetResponse:
+        deadline = asyncio.timeout(self._timeout)
         try:
-            async with asyncio.timeout(self._timeout):
+            async with deadline:
                 if self._is_async:
                     result = await self._function(case, k)
                 else:
                     result = await asyncio.to_thread(self._function, case, k)
-        except TimeoutError:
-            raise TargetTimeout(f"{self.name} did not return within {self._timeout:g}s") from None
+                if inspect.isawaitable(result):
+                    # an object with ``async def __call__`` is not a coroutine function
+                    result = await result
         except TargetError:
             raise
         except Exception as exc:
+            if isinstance(exc, TimeoutError) and deadline.expired():
+                raise TargetTimeout(
+                    f"{self.name} did not return within {self._timeout:g}s"
+                ) from None
+            # includes a TimeoutError the callable raised itself, well inside our deadline
             raise TargetExceptionError(f"{self.name} raised {type(exc).__name__}: {exc}") from exc
         if isinstance(result, TargetResponse):
             return result

@@ -1,0 +1,376 @@
+"""Run reports: JSON round trip, atomic writes, read errors and the configuration hash."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from evaluator import __version__
+from evaluator.errors import EvaluatorError, ReportError
+from evaluator.models import (
+    Case,
+    CaseError,
+    CaseRecord,
+    CaseScores,
+    Dataset,
+    Retrieved,
+    TargetResponse,
+)
+from evaluator.report import (
+    SCHEMA_VERSION,
+    RunReport,
+    compute_config_hash,
+    read_report,
+    report_from_dict,
+    report_to_dict,
+    write_json_atomic,
+    write_report,
+)
+from evaluator.runner import RunOptions, run_dataset
+from evaluator.summary import summarise
+
+GRADED = CaseRecord(
+    id="refund-deadline",
+    question="退款申请有期限吗？",
+    unanswerable=False,
+    relevance={"refund-policy": 2, "faq": 1},
+    expected_facts=(("七天", "7天"), ("原路退回",)),
+    tags=("refund", "easy"),
+    ranked_ids=("faq", "refund-policy", "other"),
+    answer="七天内可申请，原路退回。[2]",
+    citations=(2, "faq"),
+    scores=CaseScores(
+        recall_at_k=1.0,
+        mrr=1.0,
+        ndcg_at_k=0.8,
+        citation_precision=1.0,
+        citation_recall=1.0,
+        citation_valid=True,
+        answer_correct=True,
+        fact_recall=1.0,
+        refused=False,
+    ),
+    latency_seconds=0.42,
+    stage_seconds={"embedding": 0.011, "model": 0.3},
+    attempts=2,
+)
+BINARY_RETRIEVAL_ONLY = CaseRecord(
+    id="shipping",
+    question="运费怎么算？",
+    unanswerable=False,
+    relevance={"shipping": 1},
+    expected_facts=(),
+    tags=(),
+    ranked_ids=("shipping",),
+    answer=None,
+    citations=(),
+    scores=CaseScores(recall_at_k=1.0, mrr=1.0, ndcg_at_k=1.0),
+    latency_seconds=0.1,
+    stage_seconds={},
+)
+UNANSWERABLE = CaseRecord(
+    id="ceo-birthday",
+    question="CEO 的生日是哪天？",
+    unanswerable=True,
+    relevance={},
+    expected_facts=(),
+    tags=("refund",),
+    ranked_ids=(),
+    answer="证据不足，无法回答。",
+    citations=(),
+    scores=CaseScores(
+        recall_at_k=1.0,
+        mrr=1.0,
+        ndcg_at_k=1.0,
+        citation_precision=1.0,
+        citation_valid=True,
+        answer_correct=True,
+        refused=True,
+    ),
+    latency_seconds=0.2,
+    stage_seconds={"model": 0.15},
+)
+FAILED = CaseRecord(
+    id="refund-time",
+    question="退款多久到账？",
+    unanswerable=False,
+    relevance={"refund-policy": 1},
+    expected_facts=(("3-5 个工作日",),),
+    tags=("refund",),
+    ranked_ids=(),
+    answer=None,
+    citations=(),
+    scores=None,
+    latency_seconds=1.5,
+    stage_seconds={},
+    attempts=3,
+    error=CaseError(kind="http_status", message="HTTP 503 from host:1", status=503),
+)
+CASES = (GRADED, BINARY_RETRIEVAL_ONLY, UNANSWERABLE, FAILED)
+
+
+def _report(cases: tuple[CaseRecord, ...] = CASES) -> RunReport:
+    return RunReport(
+        run_id="abc123",
+        generated_at="2025-01-02T03:04:05.678Z",
+        config_hash="0123456789abcdef",
+        dataset_hash="f" * 64,
+        target="rag:8000",
+        dataset="example",
+        k=5,
+        duration_seconds=2.5,
+        summary=summarise(cases),
+        cases=cases,
+    )
+
+
+def _hash(**changes: Any) -> str:
+    kwargs: dict[str, Any] = {
+        "dataset_hash": "a" * 64,
+        "target_identity": {"kind": "http", "url": "http://rag:8000/query", "method": "POST"},
+        "k": 5,
+        "scoring": {"refusal_phrases": ["无法回答", "cannot answer"]},
+    }
+    kwargs.update(changes)
+    return compute_config_hash(**kwargs)
+
+
+class TestRoundTrip:
+    """A report read back from its JSON equals the report written."""
+
+    def test_dict_round_trip(self) -> None:
+        """Graded relevance, alternative facts, citations of both kinds and errors survive."""
+        report = _report()
+        assert report == report_from_dict(json.loads(json.dumps(report_to_dict(report))))
+
+    def test_file_round_trip(self, tmp_path: Path) -> None:
+        """write_report then read_report gives an equal report, summary and by_tag included."""
+        report = _report()
+        path = tmp_path / "reports" / "run.json"
+        write_report(report, path)
+        assert report == read_report(path)
+
+    def test_empty_report_round_trip(self, tmp_path: Path) -> None:
+        """A report of no case (null metrics) round-trips too."""
+        report = _report(())
+        write_report(report, tmp_path / "empty.json")
+        assert report == read_report(tmp_path / "empty.json")
+
+    def test_json_shape(self) -> None:
+        """Relevance and facts keep the golden-set shapes; a failed case has null scores."""
+        cases = report_to_dict(_report())["cases"]
+        graded, binary, failed = cases[0], cases[1], cases[3]
+        assert {"refund-policy": 2, "faq": 1} == graded["relevant_ids"]
+        assert [["七天", "7天"], "原路退回"] == graded["expected_facts"]
+        assert [2, "faq"] == graded["citations"]
+        assert ["shipping"] == binary["relevant_ids"]
+        assert {"kind": "http_status", "message": "HTTP 503 from host:1", "status": 503} == failed[
+            "error"
+        ]
+        assert [None] * 3 == [failed[m] for m in ("recall_at_k", "mrr", "answer_correct")]
+        assert (3, None) == (failed["attempts"], graded["error"])
+
+    def test_top_level_fields(self) -> None:
+        """The report carries DESIGN.md's top-level fields with derived counts."""
+        data = report_to_dict(_report())
+        expected = {
+            "schema_version": SCHEMA_VERSION,
+            "generated_at": "2025-01-02T03:04:05.678Z",
+            "config_hash": "0123456789abcdef",
+            "target": "rag:8000",
+            "dataset": "example",
+            "k": 5,
+            "case_count": 4,
+            "error_count": 1,
+            "evaluator_version": __version__,
+        }
+        assert expected == {key: data[key] for key in expected}
+        assert 0.25 == data["summary"]["error_rate"]
+
+
+class TestAtomicWrite:
+    """Reports are written atomically: a failed write never damages the previous file."""
+
+    def test_failed_write_keeps_previous_file(self, tmp_path: Path) -> None:
+        """A NaN makes json.dump raise: the old report stays and no temp file is left."""
+        path = tmp_path / "report.json"
+        write_json_atomic({"ok": 1}, path)
+        before = path.read_bytes()
+        with pytest.raises(ValueError, match="JSON compliant"):
+            write_json_atomic({"ok": 2, "bad": math.nan}, path)
+        assert before == path.read_bytes()
+        assert ["report.json"] == [p.name for p in tmp_path.iterdir()]
+
+    def test_failed_report_write_keeps_previous_report(self, tmp_path: Path) -> None:
+        """A report with a NaN latency cannot replace a good one."""
+        path = tmp_path / "report.json"
+        write_report(_report(), path)
+        broken = CaseRecord(**{**_as_kwargs(GRADED), "latency_seconds": math.nan})
+        with pytest.raises(ValueError):
+            write_report(_report((broken,)), path)
+        assert _report() == read_report(path)
+        assert ["report.json"] == [p.name for p in tmp_path.iterdir()]
+
+    def test_replaces_and_creates_folders(self, tmp_path: Path) -> None:
+        """A write creates missing folders and replaces an existing file whole."""
+        path = tmp_path / "a" / "b" / "out.json"
+        write_json_atomic({"first": "一" * 1000}, path)
+        write_json_atomic({"second": 2}, path)
+        assert {"second": 2} == json.loads(path.read_text(encoding="utf-8"))
+        assert ["out.json"] == [p.name for p in path.parent.iterdir()]
+
+    def test_non_ascii_kept_readable(self, tmp_path: Path) -> None:
+        """Chinese text is written as UTF-8, not escaped."""
+        path = tmp_path / "r.json"
+        write_json_atomic({"q": "退款"}, path)
+        assert "退款" in path.read_text(encoding="utf-8")
+
+
+def _as_kwargs(record: CaseRecord) -> dict[str, Any]:
+    return {name: getattr(record, name) for name in CaseRecord.__dataclass_fields__}
+
+
+class TestReadErrors:
+    """Unreadable or invalid reports raise ReportError with a one-line message."""
+
+    def _write(self, tmp_path: Path, data: object) -> Path:
+        path = tmp_path / "report.json"
+        path.write_text(json.dumps(data), encoding="utf-8")
+        return path
+
+    def test_truncated(self, tmp_path: Path) -> None:
+        """Half a report is reported as invalid JSON, naming the file, on one line."""
+        path = tmp_path / "report.json"
+        write_report(_report(), path)
+        data = path.read_bytes()
+        path.write_bytes(data[: len(data) // 2])
+        with pytest.raises(ReportError) as info:
+            read_report(path)
+        message = str(info.value)
+        assert "\n" not in message
+        assert message.startswith(f"{path}: not valid JSON")
+
+    def test_empty_file(self, tmp_path: Path) -> None:
+        """An empty file is not a report."""
+        path = tmp_path / "report.json"
+        path.write_bytes(b"")
+        with pytest.raises(ReportError, match="not valid JSON"):
+            read_report(path)
+
+    def test_missing_file(self, tmp_path: Path) -> None:
+        """A missing file names the path; ReportError is an EvaluatorError."""
+        path = tmp_path / "nope.json"
+        with pytest.raises(EvaluatorError, match="cannot read report") as info:
+            read_report(path)
+        assert isinstance(info.value, ReportError)
+        assert str(path) in str(info.value)
+
+    def test_not_an_object(self, tmp_path: Path) -> None:
+        """A JSON list is not a report."""
+        with pytest.raises(ReportError, match="expected a JSON object"):
+            read_report(self._write(tmp_path, [1, 2]))
+
+    def test_wrong_schema_version(self, tmp_path: Path) -> None:
+        """Another schema version is refused with both versions named."""
+        data = report_to_dict(_report())
+        data["schema_version"] = 99
+        with pytest.raises(ReportError, match="schema_version 99 is not supported"):
+            read_report(self._write(tmp_path, data))
+
+    @pytest.mark.parametrize(
+        ("mutate", "field"),
+        [
+            (lambda d: d.pop("k"), "'k'"),
+            (lambda d: d.update(k="5"), "'k'"),
+            (lambda d: d.pop("summary"), "'summary'"),
+            (lambda d: d["cases"][1].update(latency_seconds="fast"), "'cases[1].latency_seconds'"),
+            (lambda d: d["cases"][0].update(mrr=None), "'cases[0].mrr'"),
+            (lambda d: d["cases"][3]["error"].pop("kind"), "'cases[3].error.kind'"),
+            (lambda d: d["summary"].pop("case_count"), "'summary.case_count'"),
+            (
+                lambda d: d["summary"]["totals"]["mrr"].update(count=1.5),
+                "'summary.totals.mrr.count'",
+            ),
+        ],
+    )
+    def test_bad_field_named(self, tmp_path: Path, mutate: Any, field: str) -> None:
+        """A missing or mistyped field is named in a one-line message."""
+        data = report_to_dict(_report())
+        mutate(data)
+        with pytest.raises(ReportError) as info:
+            report_from_dict(data, "r.json")
+        assert field in str(info.value)
+        assert "\n" not in str(info.value)
+        assert str(info.value).startswith("r.json: ")
+
+
+class _StaticTarget:
+    """A target answering every question with the same evidence."""
+
+    name = "static"
+
+    def __init__(self, identity: Mapping[str, Any]) -> None:
+        self._identity = identity
+
+    def identity(self) -> Mapping[str, Any]:
+        return self._identity
+
+    async def query(self, case: Case, k: int) -> TargetResponse:
+        return TargetResponse(retrieved=(Retrieved("doc"),), answer="doc says so", citations=(1,))
+
+    async def aclose(self) -> None:
+        return None
+
+
+class TestConfigHash:
+    """config_hash identifies what makes two runs comparable, and nothing else."""
+
+    def test_stable_and_short(self) -> None:
+        """The same inputs give the same 16-hex-digit hash, whatever the key order."""
+        reordered = {"method": "POST", "url": "http://rag:8000/query", "kind": "http"}
+        assert _hash() == _hash(target_identity=reordered)
+        assert 16 == len(_hash())
+        int(_hash(), 16)
+
+    @pytest.mark.parametrize(
+        "change",
+        [
+            {"dataset_hash": "b" * 64},
+            {"k": 10},
+            {"target_identity": {"kind": "http", "url": "http://rag:9000/query", "method": "POST"}},
+            {"target_identity": {"kind": "callable", "spec": "app:answer"}},
+            {"scoring": {"refusal_phrases": ["无法回答"]}},
+            {"version": "9.9.9"},
+        ],
+    )
+    def test_changes_with_identity(self, change: dict[str, Any]) -> None:
+        """Dataset content, K, target identity, scoring settings and version each change it."""
+        assert _hash() != _hash(**change)
+
+    def test_not_with_run_id_or_time(self) -> None:
+        """Two runs of the same configuration share the hash, not the run id or timestamp."""
+        dataset = Dataset(
+            path="evals/x.jsonl",
+            name="x",
+            cases=(Case(id="c", question="q?", relevance={"doc": 1}, expected_facts=(("doc",),)),),
+            content_hash="c" * 64,
+        )
+        target = _StaticTarget({"kind": "callable", "spec": "tests:static"})
+
+        async def twice() -> tuple[RunReport, RunReport]:
+            first = await run_dataset(dataset, target, RunOptions(k=3), run_id="run-1")
+            await asyncio.sleep(0.002)
+            return first, await run_dataset(dataset, target, RunOptions(k=3), run_id="run-2")
+
+        first, second = asyncio.run(twice())
+        assert first.config_hash == second.config_hash
+        assert ("run-1", "run-2") == (first.run_id, second.run_id)
+        assert first.generated_at != second.generated_at
+        changed = asyncio.run(run_dataset(dataset, target, RunOptions(k=4)))
+        assert first.config_hash != changed.config_hash

@@ -1,0 +1,153 @@
+"""The retry policy: only transient target errors are retried, Retry-After is honoured."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable, Sequence
+
+import pytest
+
+from evaluator.errors import (
+    BadResponseError,
+    ResponseTooLargeError,
+    TargetConnectError,
+    TargetError,
+    TargetExceptionError,
+    TargetHTTPStatusError,
+    TargetTimeout,
+)
+from evaluator.retry import RetryPolicy, call_with_retries
+
+FAST = RetryPolicy(retries=2, backoff_initial=0.01, backoff_max=0.02)
+
+
+class _Script:
+    """A call that raises the scripted errors in turn, then returns "ok"."""
+
+    def __init__(self, errors: Sequence[BaseException]) -> None:
+        self.errors = list(errors)
+        self.calls = 0
+
+    async def __call__(self) -> str:
+        self.calls += 1
+        if self.errors:
+            raise self.errors.pop(0)
+        return "ok"
+
+
+Retry = tuple[int, str, float]
+
+
+def _run(
+    call: Callable[[], Awaitable[str]], policy: RetryPolicy = FAST
+) -> tuple[tuple[str, int], list[Retry]]:
+    seen: list[Retry] = []
+
+    def on_retry(attempt: int, exc: TargetError, sleep: float) -> None:
+        seen.append((attempt, exc.kind, sleep))
+
+    result = asyncio.run(call_with_retries(call, policy, on_retry=on_retry))
+    return result, seen
+
+
+def _status(code: int, retry_after: float | None = None) -> TargetHTTPStatusError:
+    return TargetHTTPStatusError(f"HTTP {code}", status=code, retry_after=retry_after)
+
+
+class TestRetried:
+    """Transient failures (connect errors, 429, 502, 503, 504) are retried."""
+
+    def test_first_attempt_succeeds(self) -> None:
+        """No failure: one attempt, no retry callback."""
+        assert (("ok", 1), []) == _run(_Script([]))
+
+    def test_connect_error_then_success(self) -> None:
+        """Two connect errors then success: three attempts, two retry callbacks in order."""
+        script = _Script([TargetConnectError("refused"), TargetConnectError("reset")])
+        result, seen = _run(script)
+        assert ("ok", 3) == result
+        assert [(1, "connect"), (2, "connect")] == [(a, k) for a, k, _ in seen]
+        assert 3 == script.calls
+
+    @pytest.mark.parametrize("code", [429, 502, 503, 504])
+    def test_transient_statuses(self, code: int) -> None:
+        """These statuses are retried."""
+        result, seen = _run(_Script([_status(code)]))
+        assert (("ok", 2), ["http_status"]) == (result, [k for _, k, _ in seen])
+
+    def test_backoff_bounded(self) -> None:
+        """Jittered waits never exceed the exponential step nor backoff_max."""
+        policy = RetryPolicy(retries=3, backoff_initial=0.01, backoff_max=0.015)
+        _, seen = _run(_Script([TargetConnectError("x")] * 3), policy)
+        sleeps = [s for _, _, s in seen]
+        assert 3 == len(sleeps)
+        assert all(0.0 <= s <= min(0.01 * 2 ** (i), 0.015) for i, s in enumerate(sleeps)), sleeps
+
+    def test_gives_up_after_policy_retries(self) -> None:
+        """The last error is raised with the attempt count set on it."""
+        script = _Script([TargetConnectError(f"refused {i}") for i in range(5)])
+        with pytest.raises(TargetConnectError) as info:
+            _run(script)
+        assert (3, 3, "refused 2") == (info.value.attempts, script.calls, info.value.message)
+
+    def test_zero_retries(self) -> None:
+        """retries=0 makes exactly one attempt."""
+        script = _Script([TargetConnectError("refused"), TargetConnectError("refused")])
+        with pytest.raises(TargetConnectError) as info:
+            _run(script, RetryPolicy(retries=0, backoff_initial=0.01))
+        assert (1, 1) == (info.value.attempts, script.calls)
+
+
+class TestNotRetried:
+    """Permanent failures and foreign exceptions are raised at once."""
+
+    @pytest.mark.parametrize(
+        "error",
+        [
+            TargetTimeout("slow"),
+            BadResponseError("not JSON"),
+            ResponseTooLargeError("too big"),
+            TargetExceptionError("boom"),
+            _status(500),
+            _status(404),
+        ],
+        ids=lambda e: type(e).__name__ + str(getattr(e, "status", "")),
+    )
+    def test_permanent_target_errors(self, error: TargetError) -> None:
+        """One attempt; the error carries attempts == 1; no retry callback."""
+        script = _Script([error])
+        seen: list[int] = []
+        with pytest.raises(type(error)) as info:
+            asyncio.run(call_with_retries(script, FAST, on_retry=lambda a, e, s: seen.append(a)))
+        assert (1, 1, []) == (info.value.attempts, script.calls, seen)
+
+    def test_other_exceptions_propagate(self) -> None:
+        """A non-TargetError is not the policy's business: raised after one attempt."""
+        script = _Script([KeyError("bug")])
+        with pytest.raises(KeyError):
+            _run(script)
+        assert 1 == script.calls
+
+
+class TestRetryAfter:
+    """A status error's Retry-After sets the wait, capped at backoff_max."""
+
+    def test_honoured(self) -> None:
+        """Retry-After below the cap is waited exactly."""
+        policy = RetryPolicy(retries=1, backoff_initial=0.001, backoff_max=1.0)
+        started = time.perf_counter()
+        result, seen = _run(_Script([_status(429, retry_after=0.05)]), policy)
+        assert (("ok", 2), [(1, "http_status", 0.05)]) == (result, seen)
+        assert time.perf_counter() - started >= 0.05
+
+    def test_capped(self) -> None:
+        """A Retry-After of minutes is cut to backoff_max."""
+        policy = RetryPolicy(retries=1, backoff_initial=0.001, backoff_max=0.02)
+        _, seen = _run(_Script([_status(503, retry_after=600.0)]), policy)
+        assert [(1, "http_status", 0.02)] == seen
+
+    def test_negative_is_zero(self) -> None:
+        """A negative Retry-After means no wait."""
+        _, seen = _run(_Script([_status(429, retry_after=-3.0)]))
+        assert [(1, "http_status", 0.0)] == seen
