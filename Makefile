@@ -28,6 +28,7 @@ unit: venv
 
 test: lint typecheck unit
 
+# the reference service, the daemon against it, and Prometheus when its binary is present
 demo: venv
 	$(BIN)/evaluator demo
 

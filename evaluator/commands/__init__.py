@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 
-from evaluator.commands import run, serve, validate
+from evaluator.commands import demo, run, serve, validate
 
 __all__ = ["COMMANDS"]
 
@@ -25,6 +25,12 @@ COMMANDS: list[tuple[str, str, Configure, Handler]] = [
         "the daemon: run every job on its schedule, serve metrics, health and reports",
         serve.configure,
         serve.handle,
+    ),
+    (
+        "demo",
+        "start the bundled reference RAG service and the daemon against it",
+        demo.configure,
+        demo.handle,
     ),
     (
         "validate",

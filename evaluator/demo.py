@@ -1,0 +1,190 @@
+"""The embedded default: the reference RAG service, the daemon against it, and Prometheus.
+
+One command, one process tree: the reference service (and Prometheus, when its binary is on
+the machine) run as child processes; the daemon runs in this process. Ctrl-C stops all.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+import structlog
+
+from evaluator.config import JobConfig, Settings, TargetConfig
+from evaluator.daemon import Daemon
+from evaluator.daemon.server import parse_listen
+from evaluator.errors import ConfigError, EvaluatorError
+
+__all__ = ["DemoOptions", "run_demo"]
+
+log = structlog.get_logger("evaluator.demo")
+
+
+@dataclass(frozen=True)
+class DemoOptions:
+    """Where the demo's parts listen and how often the golden set runs."""
+
+    dataset: Path = Path("evals/rag_cases.jsonl")
+    rag_port: int = 8900
+    listen: str = "127.0.0.1:9464"
+    prometheus_port: int = 9090
+    interval_seconds: float = 30.0
+    reports_dir: Path = Path("reports/demo")
+    failure_modes: tuple[str, ...] = ()
+    prometheus: bool = True
+    rules_dir: Path = Path("deploy/prometheus/rules")
+
+
+def _wait_http(url: str, timeout: float, proc: subprocess.Popen[bytes] | None = None) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            raise EvaluatorError(f"{proc.args!r} exited with code {proc.returncode} at start")
+        try:
+            with urllib.request.urlopen(url, timeout=1) as response:
+                if response.status == 200:
+                    return
+        except (urllib.error.URLError, OSError):
+            pass
+        time.sleep(0.2)
+    raise EvaluatorError(f"{url} did not answer within {timeout:g}s")
+
+
+def _start_reference(options: DemoOptions) -> subprocess.Popen[bytes]:
+    cmd = [sys.executable, "-m", "evaluator.reference", "--host", "127.0.0.1", "--no-access-log",
+           "--port", str(options.rag_port)]  # fmt: skip
+    for mode in options.failure_modes:
+        cmd += ["--failure-mode", mode]
+    proc = subprocess.Popen(cmd)
+    _wait_http(f"http://127.0.0.1:{options.rag_port}/healthz", 60, proc)
+    return proc
+
+
+def _prometheus_config(options: DemoOptions, folder: Path) -> Path:
+    host, port = parse_listen(options.listen)
+    rules = sorted(options.rules_dir.glob("*.yml")) if options.rules_dir.is_dir() else []
+    lines = [
+        "global:",
+        "  scrape_interval: 5s",
+        "  evaluation_interval: 5s",
+        "rule_files:",
+        *(f"  - {p.resolve()}" for p in rules),
+        "scrape_configs:",
+        "  - job_name: rag-evaluator",
+        "    static_configs:",
+        f"      - targets: ['{host}:{port}']",
+    ]
+    if not rules:
+        lines[3] = "rule_files: []"
+    path = folder / "prometheus.yml"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def _start_prometheus(options: DemoOptions, folder: Path) -> subprocess.Popen[bytes] | None:
+    binary = shutil.which("prometheus")
+    if binary is None or not options.prometheus:
+        return None
+    config = _prometheus_config(options, folder)
+    proc = subprocess.Popen(
+        [binary, f"--config.file={config}", f"--storage.tsdb.path={folder / 'data'}",
+         f"--web.listen-address=127.0.0.1:{options.prometheus_port}"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        _wait_http(f"http://127.0.0.1:{options.prometheus_port}/-/ready", 30, proc)
+    except EvaluatorError as exc:
+        log.warning("prometheus_not_started", reason=str(exc))
+        proc.terminate()
+        return None
+    return proc
+
+
+def _settings(options: DemoOptions) -> Settings:
+    if not options.dataset.is_file():
+        raise ConfigError(
+            f"golden set {options.dataset} not found: run the demo from the source tree "
+            "or pass --dataset"
+        )
+    target = TargetConfig(name="reference", url=f"http://127.0.0.1:{options.rag_port}/rag")
+    job = JobConfig(
+        target="reference", dataset=options.dataset, interval_seconds=options.interval_seconds
+    )
+    return Settings(
+        listen=options.listen, reports_dir=options.reports_dir, targets=(target,), jobs=(job,)
+    )
+
+
+def _banner(options: DemoOptions, prometheus: bool, daemon_port: int) -> str:
+    host, _ = parse_listen(options.listen)
+    base = f"http://{host}:{daemon_port}"
+    rag = f"http://127.0.0.1:{options.rag_port}"
+    lines = [
+        "",
+        "evaluator demo is running (Ctrl-C stops everything)",
+        f"  reference RAG service  {rag}/rag",
+        f"  metrics                {base}/metrics",
+        f"  health                 {base}/healthz   {base}/readyz",
+        f"  latest report          {base}/reports/latest",
+    ]
+    if prometheus:
+        lines.append(f"  Prometheus             http://127.0.0.1:{options.prometheus_port}/alerts")
+    lines += [
+        f"  golden set             {options.dataset}, every {options.interval_seconds:g}s",
+        "",
+        "Flip a failure mode and watch the metrics move (modes: retrieval_degraded,",
+        "rerank_degraded, answer_degraded, citations_degraded, slow_model, server_errors):",
+        f'  curl -X PUT {rag}/admin/failure-modes -d \'{{"modes": ["rerank_degraded"]}}\'',
+        f"  curl -X PUT {rag}/admin/failure-modes -d '{{\"modes\": []}}'",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+async def _serve(settings: Settings, options: DemoOptions, prometheus: bool) -> None:
+    daemon = Daemon(settings)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    await daemon.start()
+    print(_banner(options, prometheus, daemon.http.port), file=sys.stderr, flush=True)
+    try:
+        await stop.wait()
+    finally:
+        await daemon.stop()
+
+
+def run_demo(options: DemoOptions) -> int:
+    """Start everything, block until SIGINT/SIGTERM, stop everything; exit code 0."""
+    settings = _settings(options)
+    children: list[subprocess.Popen[bytes]] = []
+    with tempfile.TemporaryDirectory(prefix="evaluator-demo-") as tmp:
+        try:
+            children.append(_start_reference(options))
+            prom = _start_prometheus(options, Path(tmp))
+            if prom is not None:
+                children.append(prom)
+            asyncio.run(_serve(settings, options, prom is not None))
+        finally:
+            for child in reversed(children):
+                child.terminate()
+            for child in reversed(children):
+                try:
+                    child.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    child.kill()
+                    with contextlib.suppress(subprocess.TimeoutExpired):
+                        child.wait(timeout=5)
+    return 0
