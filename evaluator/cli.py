@@ -7,6 +7,7 @@ with one line on stderr (a traceback only with ``--debug``).
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
@@ -53,31 +54,34 @@ def add_target_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--job", metavar="NAME", help="which configured job (default the first)")
 
 
-def _commands() -> list[tuple[str, str, Callable[[argparse.ArgumentParser], None], Handler]]:
-    # imported lazily so `evaluator validate` does not pay for the HTTP and metrics stacks
+def build_parser(chosen: str | None = None) -> argparse.ArgumentParser:
+    """The parser; only the ``chosen`` subcommand's module is imported and given its flags."""
     from evaluator.commands import COMMANDS
 
-    return COMMANDS
-
-
-def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="evaluator", description="Continuous quality evaluation of RAG services.")
     parser.add_argument("--version", action="version", version=f"evaluator {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    for name, help_text, configure, handler in _commands():
+    for name, help_text, module_name in COMMANDS:
         p = sub.add_parser(name, help=help_text, description=help_text)
         add_common(p)
-        configure(p)
-        p.set_defaults(handler=handler)
+        if name == chosen:
+            module = importlib.import_module(module_name)
+            module.configure(p)
+            p.set_defaults(handler=module.handle)
     return parser
+
+
+def _chosen_command(argv: Sequence[str]) -> str | None:
+    return next((a for a in argv if not a.startswith("-")), None)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``evaluator`` console script."""
     args: Any = None
     try:
-        parser = build_parser()
-        args = parser.parse_args(argv)
+        arguments = list(sys.argv[1:] if argv is None else argv)
+        parser = build_parser(_chosen_command(arguments))
+        args = parser.parse_args(arguments)
         if getattr(args, "handler", None) is None:
             parser.print_help(sys.stderr)
             return EXIT_ERROR

@@ -8,12 +8,25 @@ Every model forbids unknown keys: a typo stops the process at start, naming the 
 from __future__ import annotations
 
 import difflib
+import json
 import os
 import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+import jmespath
+from jmespath.exceptions import JMESPathError
+from jmespath.parser import ParsedResult
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    JsonValue,
+    PrivateAttr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -24,15 +37,24 @@ from pydantic_settings import (
 from evaluator.errors import ConfigError
 from evaluator.retry import RetryPolicy
 from evaluator.scoring import DEFAULT_REFUSAL_PHRASES, ScoringSettings
+from evaluator.templates import (
+    DEFAULT_BODY,
+    ENV_REFERENCE,
+    env_reference_problem,
+    mentions_question,
+)
 
 __all__ = [
     "DEFAULT_BUCKETS",
     "DEFAULT_CONFIG_PATH",
     "JobConfig",
+    "RequestConfig",
+    "ResponseConfig",
     "RetryConfig",
     "ScoringConfig",
     "Settings",
     "TargetConfig",
+    "TlsConfig",
     "load_settings",
 ]
 
@@ -68,13 +90,134 @@ class RetryConfig(_Strict):
         return RetryPolicy(self.retries, self.backoff_initial_seconds, self.backoff_max_seconds)
 
 
+class RequestConfig(_Strict):
+    """How a question becomes a request; the default is the default contract.
+
+    ``{question}`` and ``{k}`` are substituted in parameter values and body strings (a body
+    value of exactly ``"{k}"`` becomes the integer K); ``${NAME}`` in header and parameter
+    values reads the environment variable NAME when the target is built, as a secret.
+    """
+
+    method: Literal["GET", "POST"] = "POST"
+    params: dict[str, str] = Field(
+        default_factory=dict, description="query parameters: {question}, {k}, ${ENV}"
+    )
+    headers: dict[str, str] = Field(default_factory=dict, description="headers: ${ENV}")
+    body: JsonValue = Field(
+        None,
+        description='JSON body template; POST default {"question": "{question}", "top_k": "{k}"}',
+    )
+
+    @model_validator(mode="after")
+    def _consistent(self) -> RequestConfig:
+        if self.method == "GET" and self.body is not None:
+            raise ValueError("a GET request has no body: put {question} in 'params'")
+        for section, entries in (("params", self.params), ("headers", self.headers)):
+            for name, value in entries.items():
+                problem = env_reference_problem(value)
+                if problem:
+                    raise ValueError(f"{section}.{name}: {problem}")
+        if ENV_REFERENCE.search(json.dumps(self.body)):
+            raise ValueError(
+                "body: ${...} is not resolved in the body; pass secrets in headers or params"
+            )
+        body = DEFAULT_BODY if self.body is None and self.method == "POST" else self.body
+        if not (mentions_question(body) or mentions_question(dict(self.params))):
+            raise ValueError(
+                "the question is sent nowhere: put '{question}' in 'params' or in the 'body'"
+            )
+        return self
+
+
+class ResponseConfig(_Strict):
+    """Where each field sits in the response: JMESPath expressions (https://jmespath.org).
+
+    Only ``ids`` is required; without ``answer`` the target is retrieval-only (answer and
+    citation metrics are not scored). Expressions are compiled here, once.
+    """
+
+    ids: str = Field(description="ranked ids, best first: 'retrieved[].id', '[].id'")
+    answer: str | None = Field(None, description="the answer text; absent: retrieval-only")
+    citations: str | None = Field(None, description="1-based positions or ids")
+    timings: str | None = Field(None, description="object: stage -> seconds")
+    texts: str | None = Field(None, description="one text per id")
+    scores: str | None = Field(None, description="one score per id")
+
+    _compiled: dict[str, ParsedResult] = PrivateAttr(default_factory=dict)
+
+    @field_validator("ids", "answer", "citations", "timings", "texts", "scores")
+    @classmethod
+    def _compiles(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        try:
+            jmespath.compile(value)
+        except JMESPathError as exc:
+            first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            raise ValueError(f"invalid JMESPath expression {value!r}: {first}") from None
+        return value
+
+    def model_post_init(self, context: Any, /) -> None:
+        self._compiled = {
+            name: jmespath.compile(value)
+            for name, value in self.model_dump().items()
+            if value is not None
+        }
+
+    @property
+    def compiled(self) -> dict[str, ParsedResult]:
+        """Field name -> compiled expression, for the fields that are set."""
+        return dict(self._compiled)
+
+
+class TlsConfig(_Strict):
+    """Certificate verification: on by default; ``ca_bundle`` for a private CA."""
+
+    verify: bool = True
+    ca_bundle: Path | None = Field(None, description="PEM file of CA certificates to trust")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> TlsConfig:
+        if self.ca_bundle is not None and not self.verify:
+            raise ValueError("ca_bundle is set but verify is false: drop one of them")
+        return self
+
+
+_HTTP_ONLY = (
+    "request",
+    "response",
+    "tls",
+    "connect_timeout_seconds",
+    "read_timeout_seconds",
+    "max_response_bytes",
+    "max_connections",
+    "requests_per_second",
+)
+
+
 class TargetConfig(_Strict):
-    """One system under test: an HTTP endpoint (``url``) or a Python callable."""
+    """One system under test: an HTTP endpoint (``url``) or a Python callable.
+
+    ``timeout_seconds`` bounds each attempt as a whole (connect, send, the whole body);
+    ``read_timeout_seconds`` bounds silence while waiting for or reading the response.
+    """
 
     name: str | None = Field(None, description="the target label; default host:port")
     url: str | None = None
     callable: str | None = Field(None, description="module:function")
-    timeout_seconds: float = Field(30.0, gt=0)
+    timeout_seconds: float = Field(30.0, gt=0, description="whole-call deadline per attempt")
+    connect_timeout_seconds: float = Field(5.0, gt=0)
+    read_timeout_seconds: float | None = Field(
+        None, gt=0, description="longest silence from the endpoint; default timeout_seconds"
+    )
+    max_response_bytes: int = Field(4 * 1024 * 1024, ge=1024, description="response size cap")
+    max_connections: int = Field(100, ge=1, le=10_000, description="calls in flight, at most")
+    requests_per_second: float | None = Field(None, gt=0, description="request rate, at most")
+    request: RequestConfig = RequestConfig()
+    response: ResponseConfig | None = Field(
+        None, description="JMESPath mapping; default the default contract"
+    )
+    tls: TlsConfig = TlsConfig()
     retry: RetryConfig = RetryConfig()
 
     @model_validator(mode="after")
@@ -83,7 +226,21 @@ class TargetConfig(_Strict):
             raise ValueError("set exactly one of 'url' or 'callable'")
         if self.url is not None and not self.url.startswith(("http://", "https://")):
             raise ValueError(f"url {self.url!r} must start with http:// or https://")
+        if self.url is not None and "${" in self.url:
+            raise ValueError("url: ${...} is not resolved in the url; use request.params")
+        if self.callable is not None:
+            # compared with the defaults, not model_fields_set: a dumped-and-reloaded
+            # config (the command line does that) sets every field
+            fields = type(self).model_fields
+            http_only = [n for n in _HTTP_ONLY if getattr(self, n) != fields[n].get_default()]
+            if http_only:
+                raise ValueError(f"{', '.join(http_only)}: only for a 'url' target")
         return self
+
+    @property
+    def retrieval_only(self) -> bool:
+        """A mapped HTTP target without an answer expression."""
+        return self.response is not None and self.response.answer is None
 
     @property
     def label(self) -> str:

@@ -13,10 +13,15 @@ from collections.abc import MutableMapping
 from typing import Any, Literal, TextIO
 
 import structlog
+import structlog.tracebacks
 
 __all__ = ["REDACTED", "configure_logging", "get_logger", "redact_secrets"]
 
 REDACTED = "[redacted]"
+# tracebacks as JSON, without frame locals: a local may hold a token or a request header
+_DICT_TRACEBACKS = structlog.processors.ExceptionRenderer(
+    structlog.tracebacks.ExceptionDictTransformer(show_locals=False)
+)
 _SECRET_KEYS = ("authorization", "token", "api_key", "apikey", "password", "secret", "cookie")
 
 
@@ -68,7 +73,7 @@ def configure_logging(
         foreign_pre_chain=shared,
         processors=[
             structlog.stdlib.ProcessorFormatter.remove_processors_meta,
-            structlog.processors.dict_tracebacks if not use_console else _identity,
+            _DICT_TRACEBACKS if not use_console else _identity,
             renderer,
         ],
     )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +41,8 @@ class ReportStore:
         """
         data = report_to_dict(report)
         self.latest = data
-        stamp = re.sub(r"[^0-9TZ]", "", report.generated_at.split(".")[0]) + "Z"
+        # milliseconds included: names sort in run order even for runs within one second
+        stamp = re.sub(r"[^0-9T]", "", report.generated_at) + "Z"
         path = self.folder / f"{stamp}-{report.run_id}.json"
         write_json_atomic(data, path)
         write_json_atomic(data, self.folder / LATEST)
@@ -51,6 +53,15 @@ class ReportStore:
         runs = sorted(p for p in self.folder.glob("*.json") if p.name != LATEST)
         for old in runs[: max(len(runs) - self.keep, 0)]:
             old.unlink(missing_ok=True)
+
+    def kept(self) -> Iterator[RunReport]:
+        """The kept reports, newest first; unreadable ones are skipped."""
+        runs = sorted((p for p in self.folder.glob("*.json") if p.name != LATEST), reverse=True)
+        for path in runs:
+            try:
+                yield report_from_dict(json.loads(path.read_bytes()), str(path))
+            except (OSError, ValueError, ReportError):
+                continue
 
     def load_latest(self) -> RunReport | None:
         """The last report written before a restart, or None when there is none or it is bad."""

@@ -19,6 +19,7 @@ from evaluator.report import RunReport, compute_config_hash
 from evaluator.retry import RetryPolicy, call_with_retries
 from evaluator.scoring import ScoringSettings, score_case
 from evaluator.summary import summarise
+from evaluator.targets.admission import measure_queue_wait
 from evaluator.targets.base import Target
 
 __all__ = ["RetryEvent", "RunOptions", "config_hash_for", "run_dataset"]
@@ -98,18 +99,20 @@ async def _run_case(
         if on_retry is not None:
             on_retry(RetryEvent(case.id, attempt, exc.kind, exc.message, sleep))
 
-    started = time.perf_counter()
-    try:
-        response, attempts = await call_with_retries(
-            lambda: target.query(case, options.k), options.retry, on_retry=retried
-        )
-    except TargetError as exc:
-        latency = time.perf_counter() - started
-        status = getattr(exc, "status", None)
-        return _record(
-            case, None, options, latency, exc.attempts, CaseError(exc.kind, exc.message, status)
-        )
-    latency = time.perf_counter() - started
+    # time queued behind the target's own limits (rate, connections) is not its latency
+    with measure_queue_wait() as queued:
+        started = time.perf_counter()
+        try:
+            response, attempts = await call_with_retries(
+                lambda: target.query(case, options.k), options.retry, on_retry=retried
+            )
+        except TargetError as exc:
+            latency = time.perf_counter() - started - queued.seconds
+            status = getattr(exc, "status", None)
+            return _record(
+                case, None, options, latency, exc.attempts, CaseError(exc.kind, exc.message, status)
+            )
+    latency = time.perf_counter() - started - queued.seconds
     return _record(case, response, options, latency, attempts, None)
 
 

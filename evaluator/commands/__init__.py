@@ -1,41 +1,43 @@
-"""Subcommands of the ``evaluator`` CLI; each module adds its flags and a handler."""
+"""Subcommands of the ``evaluator`` CLI; each module has ``configure(parser)`` and ``handle(args)``.
+
+Modules are imported only for the command being run, so ``evaluator validate`` does not pay
+for the daemon, numpy or the HTTP stack.
+"""
 
 from __future__ import annotations
 
-import argparse
-from collections.abc import Callable
-
-from evaluator.commands import demo, run, serve, validate
-
 __all__ = ["COMMANDS"]
 
-Configure = Callable[[argparse.ArgumentParser], None]
-Handler = Callable[[argparse.Namespace], int]
-
-#: (name, help, add-flags function, handler), in --help order
-COMMANDS: list[tuple[str, str, Configure, Handler]] = [
+#: (name, help, module), in --help order
+COMMANDS: tuple[tuple[str, str, str], ...] = (
     (
         "run",
         "run a golden set against a target once and write the report",
-        run.configure,
-        run.handle,
+        "evaluator.commands.run",
     ),
     (
         "serve",
         "the daemon: run every job on its schedule, serve metrics, health and reports",
-        serve.configure,
-        serve.handle,
+        "evaluator.commands.serve",
     ),
     (
         "demo",
         "start the bundled reference RAG service and the daemon against it",
-        demo.configure,
-        demo.handle,
+        "evaluator.commands.demo",
+    ),
+    (
+        "gate",
+        "judge a candidate report (or a run now) against a baseline; exit 2 when it fails",
+        "evaluator.commands.gate",
+    ),
+    (
+        "probe",
+        "send one question to a target; show the request, raw response and mapped fields",
+        "evaluator.commands.probe",
     ),
     (
         "validate",
         "check golden-set files; print every problem with file:line",
-        validate.configure,
-        validate.handle,
+        "evaluator.commands.validate",
     ),
-]
+)

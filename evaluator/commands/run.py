@@ -8,8 +8,9 @@ from pathlib import Path
 from evaluator.cli import add_target_flags
 from evaluator.commands.common import plan_job, run_job, settings_from_args
 from evaluator.display import format_run
-from evaluator.errors import EvaluatorError
+from evaluator.errors import ConfigError, EvaluatorError
 from evaluator.report import write_report
+from evaluator.targets.mapping import mapping_diagnosis
 
 __all__ = ["configure", "handle"]
 
@@ -35,6 +36,9 @@ def handle(args: argparse.Namespace) -> int:
         raise EvaluatorError(f"cannot write report {output}: {exc.strerror or exc}") from exc
     print(format_run(report, worst=args.worst))
     print(f"report: {output}")
+    diagnosis = mapping_diagnosis(report)
+    if diagnosis is not None:
+        raise ConfigError(f"target {report.target}: {diagnosis}")
     if report.summary.scored_count == 0:
         kinds = ", ".join(f"{k} {n}" for k, n in report.summary.errors_by_kind.items())
         first = next((c.error.message for c in report.cases if c.error is not None), "no cases")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import time
 import uuid
 from collections.abc import Callable
@@ -13,10 +14,11 @@ from typing import Any
 import structlog
 
 from evaluator.config import JobConfig, Settings
+from evaluator.daemon.baseline import BaselineGate
 from evaluator.dataset import parse_dataset
 from evaluator.errors import DatasetError
 from evaluator.exporter import Metrics
-from evaluator.models import CaseRecord, Dataset
+from evaluator.models import Case, CaseRecord, Dataset
 from evaluator.report import RunReport
 from evaluator.report_store import ReportStore
 from evaluator.runner import RetryEvent, RunOptions, config_hash_for, run_dataset
@@ -56,6 +58,7 @@ class JobRunner:
         target: Target,
         dataset: Dataset,
         metrics: Metrics,
+        gate: BaselineGate | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.job = job
@@ -63,6 +66,7 @@ class JobRunner:
         self.target = target
         self.dataset = dataset
         self.metrics = metrics
+        self.gate = gate
         self.clock = clock
         self.labels = (target.name, dataset.name)
         self.options = RunOptions(
@@ -100,8 +104,22 @@ class JobRunner:
             "last_run_duration": report.duration_seconds,
             "last_error_ratio": report.summary.error_rate,
         }
-        if classify(report.summary, self.settings.error_ratio_limit) == "complete":
-            changes.update(last_complete=report.summary, last_complete_timestamp=_timestamp(report))
+        limit = self.settings.error_ratio_limit
+        # after an incomplete or failed run, the last complete one is among the kept reports
+        complete = next(
+            (
+                r
+                for r in itertools.chain((report,), self.store.kept())  # lazily, newest first
+                if r.dataset_hash == self.dataset.content_hash
+                and classify(r.summary, limit) == "complete"
+            ),
+            None,
+        )
+        if complete is not None:
+            changes.update(
+                last_complete=complete.summary, last_complete_timestamp=_timestamp(complete)
+            )
+            changes.update(self._gate_changes(complete))
         self.metrics.update(self.labels, **changes)
         log.info("job_restored", job=self.key, run_id=report.run_id, **self._label_fields())
 
@@ -206,9 +224,7 @@ class JobRunner:
         structlog.contextvars.clear_contextvars()
         structlog.contextvars.bind_contextvars(run_id=run_id, **self._label_fields())
         self.reload_dataset()
-        cases = shard_cases(
-            self.dataset.cases, self.settings.shard_index, self.settings.shard_count
-        )
+        cases = self._shard()
         labels = self.labels
 
         def on_case(record: CaseRecord) -> None:
@@ -265,7 +281,19 @@ class JobRunner:
         }
         if outcome == "complete":
             changes.update(last_complete=report.summary, last_complete_timestamp=now)
+            changes.update(self._gate_changes(report))
         self.metrics.update(self.labels, **changes)
+
+    def _shard(self) -> tuple[Case, ...]:
+        return shard_cases(self.dataset.cases, self.settings.shard_index, self.settings.shard_count)
+
+    def _gate_changes(self, report: RunReport) -> dict[str, Any]:
+        if self.gate is None:
+            return {}
+        verdict = self.gate.judge(report, self._shard(), self.settings.shard_count > 1)
+        if verdict is None:
+            return {"gate_passing": None, "gate_rules_failing": {}}
+        return {"gate_passing": verdict.passing, "gate_rules_failing": verdict.rules_failing}
 
     def _save(self, report: RunReport) -> None:
         try:

@@ -21,6 +21,7 @@ from prometheus_client import (
 
 from evaluator import __version__
 from evaluator.config import Settings
+from evaluator.daemon.baseline import BaselineGate
 from evaluator.daemon.job import JobRunner
 from evaluator.daemon.schedule import build_trigger, interval_of, stagger_offsets
 from evaluator.daemon.server import HttpEndpoints, parse_listen
@@ -84,11 +85,15 @@ class Daemon:
         for job in self.settings.jobs:
             if job.target not in targets:
                 targets[job.target] = build_target(self.settings.target(job.target))
+                self._targets.append(targets[job.target])  # closed by stop() even if start fails
             key = str(job.dataset)
             if key not in datasets:
                 datasets[key] = load_dataset(job.dataset)
             loaded = datasets[key]
             dataset = Dataset(loaded.path, job.dataset_name, loaded.cases, loaded.content_hash)
+            gate = None
+            if job.baseline is not None:
+                gate = BaselineGate.load(job.baseline, self.settings.gates_file)
             self.jobs.append(
                 JobRunner(
                     job=job,
@@ -96,9 +101,9 @@ class Daemon:
                     target=targets[job.target],
                     dataset=dataset,
                     metrics=self.metrics,
+                    gate=gate,
                 )
             )
-        self._targets = list(targets.values())
 
     async def start(self) -> None:
         """Load, bind, schedule. Raises ConfigError/DatasetError on a bad start (exit 1)."""
@@ -129,12 +134,16 @@ class Daemon:
                     config_hash=runner.config_hash,
                     dataset_hash=runner.dataset.content_hash,
                     interval_seconds=interval,
+                    baseline=runner.gate.ratios() if runner.gate is not None else {},
                 )
             )
             runner.restore()
             extra: dict[str, Any] = {}
             if runner.job.run_at_start:
                 extra["next_run_time"] = start
+            else:
+                # one period after the staggered start (the trigger alone would fire at it)
+                extra["next_run_time"] = trigger.get_next_fire_time(start, start)
             scheduler.add_job(
                 self._fire, trigger, args=[runner], id=runner.key, name=runner.key, **extra
             )
@@ -167,7 +176,12 @@ class Daemon:
         self._running.add(task)
         task.add_done_callback(self._running.discard)
         # shielded: the scheduler's shutdown cancels its job coroutines; our stop() decides
-        await asyncio.shield(task)
+        try:
+            await asyncio.shield(task)
+        except asyncio.CancelledError:
+            if not self._stopping:
+                raise
+            # cancelled by stop(), which logs it: not a job error for the scheduler to report
 
     async def stop(self) -> None:
         """Stop scheduling, let running runs finish within the grace period, then cancel them."""
@@ -203,8 +217,8 @@ class Daemon:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
-        await self.start()
         try:
+            await self.start()
             await stop.wait()
             log.info("shutdown_requested")
         finally:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import ssl
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -26,7 +27,11 @@ class Reply:
 
     ``body`` is sent as JSON unless ``raw`` is given. ``delay`` sleeps before answering;
     ``drip`` sends ``raw``/``body`` one byte every ``drip`` seconds; ``reset`` closes the
-    connection after the headers and half the body.
+    connection after the headers and half the body. ``echo_headers`` answers with the
+    request's headers and query as JSON (an endpoint that echoes what it got).
+    ``stream_bytes`` streams that many filler bytes in 64 KiB chunks, declaring the length
+    only when ``declare_length``; the server counts what it managed to send in
+    :attr:`LoopbackServer.bytes_streamed`.
     """
 
     body: Any = None
@@ -36,6 +41,9 @@ class Reply:
     drip: float = 0.0
     reset: bool = False
     headers: Mapping[str, str] = field(default_factory=dict)
+    echo_headers: bool = False
+    stream_bytes: int = 0
+    declare_length: bool = False
 
     def payload(self) -> bytes:
         if self.raw is not None:
@@ -49,11 +57,23 @@ Script = Callable[[dict[str, Any]], Reply] | Mapping[str, Reply]
 class LoopbackServer:
     """Start with ``with LoopbackServer(script) as server: server.url``."""
 
-    def __init__(self, script: Script, path: str = "/rag") -> None:
+    def __init__(
+        self,
+        script: Script,
+        path: str = "/rag",
+        question_of: Callable[[dict[str, Any]], str] | None = None,
+        ssl_context: ssl.SSLContext | None = None,
+    ) -> None:
         self.script = script
         self.path = path
+        self.question_of = question_of
+        self.ssl_context = ssl_context
         self.requests: list[dict[str, Any]] = []
         self.request_headers: list[dict[str, str]] = []
+        #: method and path with query string of every request
+        self.request_lines: list[str] = []
+        #: bytes of ``stream_bytes`` replies actually written before the client went away
+        self.bytes_streamed = 0
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
         self._runner: web.AppRunner | None = None
@@ -61,12 +81,16 @@ class LoopbackServer:
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}{self.path}"
+        scheme = "https" if self.ssl_context is not None else "http"
+        return f"{scheme}://127.0.0.1:{self.port}{self.path}"
 
     def _reply_for(self, request: dict[str, Any]) -> Reply:
         if callable(self.script):
             return self.script(request)
-        question = str(request.get("question", request.get("q", "")))
+        if self.question_of is not None:
+            question = self.question_of(request)
+        else:
+            question = str(request.get("question", request.get("q", "")))
         return self.script.get(question, Reply(body={"answer": "", "retrieved": []}))
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
@@ -79,10 +103,19 @@ class LoopbackServer:
                 payload = {}
         self.requests.append(payload)
         self.request_headers.append(dict(request.headers))
+        self.request_lines.append(f"{request.method} {request.path_qs}")
         reply = self._reply_for(payload)
         if reply.delay:
             await asyncio.sleep(reply.delay)
+        if reply.stream_bytes:
+            return await self._stream(request, reply)
         data = reply.payload()
+        if reply.echo_headers:
+            error = (
+                f"invalid credentials {request.headers.get('Authorization')} for {request.path_qs}"
+            )
+            echoed = {"headers": dict(request.headers), "query": dict(request.query)}
+            data = json.dumps({"error": error, "request": echoed}).encode()
         if not (reply.drip or reply.reset):
             return web.Response(
                 body=data,
@@ -100,10 +133,28 @@ class LoopbackServer:
             if transport is not None:
                 transport.abort()
             return response
-        for i in range(len(data)):
-            await response.write(data[i : i + 1])
-            await asyncio.sleep(reply.drip)
-        await response.write_eof()
+        try:
+            for i in range(len(data)):
+                await response.write(data[i : i + 1])
+                await asyncio.sleep(reply.drip)
+            await response.write_eof()
+        except ConnectionError:
+            pass  # the client gave up (its deadline): expected in a slow-drip test
+        return response
+
+    async def _stream(self, request: web.Request, reply: Reply) -> web.StreamResponse:
+        response = web.StreamResponse(status=reply.status, headers=dict(reply.headers))
+        response.content_type = "application/json"
+        if reply.declare_length:
+            response.content_length = reply.stream_bytes
+        await response.prepare(request)
+        chunk = b"[" + b"0," * (32 * 1024 - 1)
+        try:
+            while self.bytes_streamed < reply.stream_bytes:
+                await response.write(chunk)
+                self.bytes_streamed += len(chunk)
+        except (ConnectionError, RuntimeError):
+            pass  # the client stopped reading: what the test wants to see
         return response
 
     async def _start(self) -> None:
@@ -111,7 +162,7 @@ class LoopbackServer:
         app.router.add_route("*", self.path, self._handle)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        site = web.TCPSite(self._runner, "127.0.0.1", 0, ssl_context=self.ssl_context)
         await site.start()
         server = site._server
         assert server is not None and server.sockets

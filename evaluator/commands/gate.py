@@ -1,0 +1,156 @@
+"""``evaluator gate``: judge a candidate report (saved, or run now) against a baseline.
+
+Exit 0 when every rule passes, 2 when the gate fails, 1 on any other problem
+(incomparable or unreadable reports, a bad gates file, an unreachable target).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from evaluator.cli import EXIT_GATE_FAILED, EXIT_OK, add_target_flags
+from evaluator.commands.common import plan_job, run_job, settings_from_args
+from evaluator.config import Settings, load_settings
+from evaluator.errors import ConfigError, EvaluatorError
+from evaluator.gate.compare import check_run_comparable
+from evaluator.gate.render import FORMATS, GateSources, render, render_junit
+from evaluator.gate.rules import resolve_rules
+from evaluator.gate.verdict import evaluate_gate
+from evaluator.report import RunReport, read_report, write_report
+
+__all__ = ["configure", "handle"]
+
+#: Flags that only make sense when the candidate is run now (no --candidate).
+_LIVE_FLAGS = ("dataset", "target_url", "target", "k", "concurrency", "job", "output")
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--baseline",
+        metavar="FILE",
+        help="the approved report (default: the job's configured baseline)",
+    )
+    parser.add_argument(
+        "--candidate",
+        metavar="FILE",
+        help="a saved report to judge; without it the configured job is run now",
+    )
+    add_target_flags(parser)
+    parser.add_argument(
+        "--output",
+        metavar="FILE",
+        help="where a live run writes the candidate report "
+        "(default REPORTS_DIR/candidate-<run id>.json)",
+    )
+    parser.add_argument(
+        "--gates",
+        metavar="FILE",
+        help="gate rules (default: gates_file setting, else config/gates.toml, else built-in)",
+    )
+    parser.add_argument(
+        "--allow-dataset-change",
+        action="store_true",
+        help="compare reports of different golden sets on their shared cases",
+    )
+    parser.add_argument(
+        "--significance",
+        action="store_true",
+        help="a drop rule fails only when its paired 95%% CI lies entirely beyond the allowance",
+    )
+    parser.add_argument("--format", choices=FORMATS, default="text", help="stdout format")
+    parser.add_argument("--junit", metavar="FILE", help="also write JUnit XML, one case per rule")
+    parser.add_argument(
+        "--pushgateway",
+        metavar="URL",
+        help="push the verdict and candidate summary to this Prometheus Pushgateway",
+    )
+    parser.add_argument(
+        "--worst", type=int, default=10, metavar="N", help="cases listed per direction"
+    )
+
+
+def _live_candidate(
+    args: argparse.Namespace, settings: Settings
+) -> tuple[RunReport, Path, RunReport, str]:
+    """Read the baseline, run the job now, write the candidate report.
+
+    Returns:
+        (baseline, its path, candidate, where the candidate was written).
+    """
+    plan = plan_job(settings, args.job)
+    baseline_path = args.baseline or plan.job.baseline
+    if baseline_path is None:
+        raise ConfigError("--baseline FILE is required (or set 'baseline' on the job)")
+    baseline = read_report(baseline_path)
+    check_run_comparable(
+        baseline,
+        k=plan.options.k,
+        dataset=plan.dataset.name,
+        dataset_hash=plan.dataset.content_hash,
+        case_ids=[c.id for c in plan.dataset.cases],
+        allow_dataset_change=args.allow_dataset_change,
+    )
+    report = run_job(plan)
+    output = Path(args.output or settings.reports_dir / f"candidate-{report.run_id}.json")
+    try:
+        write_report(report, output)
+    except OSError as exc:
+        raise EvaluatorError(f"cannot write report {output}: {exc.strerror or exc}") from exc
+    print(f"candidate report: {output}", file=sys.stderr)
+    if report.summary.scored_count == 0:
+        kinds = ", ".join(f"{k} {n}" for k, n in report.summary.errors_by_kind.items())
+        raise EvaluatorError(
+            f"no case could be scored against {report.target}: all {report.case_count} "
+            f"failed ({kinds}); candidate report {output}"
+        )
+    return baseline, Path(baseline_path), report, str(output)
+
+
+def handle(args: argparse.Namespace) -> int:
+    if args.worst < 0:
+        raise ConfigError("--worst must be >= 0")
+    live = args.candidate is None
+    if live:
+        settings = settings_from_args(args)
+    else:
+        given = [f for f in _LIVE_FLAGS if getattr(args, f, None) is not None]
+        if given:
+            flags = ", ".join("--" + f.replace("_", "-") for f in given)
+            raise ConfigError(f"{flags} only apply without --candidate (when the job runs now)")
+        if args.baseline is None:
+            raise ConfigError("--baseline FILE is required")
+        settings = load_settings(args.config)
+    rules, rules_source = resolve_rules(args.gates or settings.gates_file)
+    if live:
+        baseline, baseline_path, candidate, candidate_source = _live_candidate(args, settings)
+    else:
+        baseline_path = Path(args.baseline)
+        baseline = read_report(baseline_path)
+        candidate = read_report(args.candidate)
+        candidate_source = str(args.candidate)
+    result = evaluate_gate(
+        baseline,
+        candidate,
+        rules,
+        allow_dataset_change=args.allow_dataset_change,
+        significance=args.significance,
+    )
+    sources = GateSources(str(baseline_path), candidate_source, rules_source)
+    print(render(result, sources, args.format, worst=args.worst))
+    if args.junit:
+        try:
+            Path(args.junit).parent.mkdir(parents=True, exist_ok=True)
+            Path(args.junit).write_text(render_junit(result, sources), encoding="utf-8")
+        except OSError as exc:
+            raise EvaluatorError(f"cannot write {args.junit}: {exc.strerror or exc}") from exc
+    if args.pushgateway:
+        from evaluator.gate.push import PushError, push_result
+
+        try:
+            push_result(args.pushgateway, result)
+        except PushError as exc:
+            # monitoring must not decide a release: the verdict stands, the push is reported
+            print(f"evaluator: warning: {exc}", file=sys.stderr)
+    return EXIT_OK if result.passed else EXIT_GATE_FAILED

@@ -1,0 +1,168 @@
+"""``evaluator probe``: one question to a target; shows the request, the raw response and the
+fields the mapping found in it, to get a ``[targets.response]`` mapping right in a minute.
+
+Exit 0 when the call worked and every mapped field was found, 1 otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import textwrap
+
+from evaluator.config import Settings, TargetConfig, load_settings
+from evaluator.dataset import load_dataset
+from evaluator.errors import ConfigError, EvaluatorError, TargetError
+from evaluator.models import Case, TargetResponse
+from evaluator.targets.factory import build_target
+from evaluator.targets.http import HttpTarget, ProbeResult
+from evaluator.targets.mapping import FIELDS
+
+__all__ = ["configure", "handle"]
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--question", metavar="TEXT", help="question to send")
+    parser.add_argument(
+        "--dataset", metavar="FILE", help="golden set whose first case is sent (no --question)"
+    )
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--target-url", metavar="URL", help="RAG endpoint (default contract)")
+    group.add_argument("--target", metavar="MODULE:FUNCTION", help="in-process Python target")
+    group.add_argument(
+        "--target-config", metavar="FILE", help="TOML file with [[targets]] (default: --config)"
+    )
+    parser.add_argument(
+        "--name", metavar="NAME", help="which configured target (default: the job's, or the first)"
+    )
+    parser.add_argument("--job", metavar="NAME", help="the configured job whose target is probed")
+    parser.add_argument("--k", type=int, metavar="N", help="K sent with the question")
+    parser.add_argument(
+        "--max-chars", type=int, default=2000, metavar="N", help="raw response shown up to N chars"
+    )
+
+
+def _pick_target(settings: Settings, args: argparse.Namespace) -> tuple[TargetConfig, str | None]:
+    """The target to probe, and the golden set of its job when there is one."""
+    if args.name is not None:
+        for target in settings.targets:
+            if target.label == args.name:
+                return target, None
+        known = sorted(t.label for t in settings.targets)
+        raise ConfigError(f"no target named {args.name!r}; known: {known}")
+    if args.job is not None or settings.jobs:
+        job = settings.job(args.job)
+        return settings.target(job.target), str(job.dataset)
+    if settings.targets:
+        return settings.targets[0], None
+    raise ConfigError(
+        "no target to probe: pass --target-url URL, --target MODULE:FUNCTION, "
+        "--target-config FILE or a --config with [[targets]]"
+    )
+
+
+def _resolve(args: argparse.Namespace) -> tuple[TargetConfig, Case, int]:
+    settings = load_settings(args.target_config or args.config)
+    dataset: str | None = args.dataset
+    if args.target_url is not None:
+        target = TargetConfig(url=args.target_url)
+    elif args.target is not None:
+        target = TargetConfig(callable=args.target)
+    else:
+        target, job_dataset = _pick_target(settings, args)
+        dataset = dataset or job_dataset
+    if args.question is not None:
+        case = Case(id="probe", question=args.question, relevance={})
+    elif dataset is not None:
+        cases = load_dataset(dataset).cases
+        if not cases:
+            raise ConfigError(f"{dataset}: no case to take a question from")
+        case = cases[0]
+    else:
+        raise ConfigError("nothing to ask: pass --question TEXT or --dataset FILE")
+    k = args.k if args.k is not None else settings.k
+    if k < 1:
+        raise ConfigError(f"--k {k}: must be at least 1")
+    return target, case, k
+
+
+async def _probe(config: TargetConfig, case: Case, k: int) -> tuple[ProbeResult, HttpTarget | None]:
+    target = build_target(config)
+    try:
+        if isinstance(target, HttpTarget):
+            return await target.probe(case, k), target
+        result = ProbeResult(request=f"{config.callable}(case, {k})")
+        try:
+            result.response = await target.query(case, k)
+        except TargetError as exc:
+            result.error = exc
+        return result, None
+    finally:
+        await target.aclose()
+
+
+def _indent(text: str) -> str:
+    return textwrap.indent(text, "  ", lambda _line: True)
+
+
+def _raw(body: bytes, max_chars: int) -> str:
+    text = body.decode("utf-8", errors="replace")
+    with contextlib.suppress(ValueError):  # not JSON: shown as it came
+        text = json.dumps(json.loads(text), ensure_ascii=False, indent=2)
+    if len(text) > max_chars:
+        text = text[:max_chars] + f"\n... ({len(text) - max_chars} more characters)"
+    return text
+
+
+def _mapped(response: TargetResponse, target: HttpTarget | None) -> list[str]:
+    values: dict[str, object] = {
+        "ids": list(response.ranked_ids),
+        "answer": response.answer,
+        "citations": list(response.citations),
+        "timings": dict(response.timings),
+        "texts": [r.text for r in response.retrieved],
+        "scores": [r.score for r in response.retrieved],
+    }
+    mapper = target.mapper if target is not None else None
+    lines = []
+    for name in FIELDS:
+        if mapper is None:
+            source = "(default contract)"
+        elif name in mapper:
+            source = mapper.expressions[name].expression
+        else:
+            lines.append(f"{name:<10} (not mapped)")
+            continue
+        shown = json.dumps(values[name], ensure_ascii=False)
+        if len(shown) > 300:
+            shown = shown[:300] + "..."
+        lines.append(f"{name:<10} {source}\n{'':<10} -> {shown}")
+    return lines
+
+
+def handle(args: argparse.Namespace) -> int:
+    config, case, k = _resolve(args)
+    result, target = asyncio.run(_probe(config, case, k))
+    print(f"target: {config.label}")
+    print(f"question: {case.question}  (k={k})")
+    print("\nrequest sent:")
+    print(_indent(result.request))
+    if result.status is not None:
+        print(
+            f"\nresponse: HTTP {result.status} in {result.seconds:.3f}s, {len(result.body)} bytes"
+        )
+        if result.body:
+            print(_indent(_raw(result.body, args.max_chars)))
+    if result.response is not None:
+        print("\nmapped fields:")
+        print(_indent("\n".join(_mapped(result.response, target))))
+        if target is not None and target.retrieval_only:
+            print("\nretrieval-only target: answers and citations will not be scored")
+        if not result.response.ranked_ids:
+            print("\nwarning: no ids found; check that the ids expression matches a hit list")
+    if result.error is not None:
+        raise EvaluatorError(f"probe failed ({result.error.kind}): {result.error.message}")
+    print("\nmapping ok")
+    return 0

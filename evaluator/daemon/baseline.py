@@ -1,0 +1,90 @@
+"""The release gate in production: each complete run judged against a job's baseline report.
+
+The same rules as ``evaluator gate`` (``gates_file``, else ``config/gates.toml``, else the
+defaults), so a Grafana alert on ``rag_eval_gate_passing`` mirrors the release gate.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import structlog
+
+from evaluator.errors import ConfigError, GateError, ReportError
+from evaluator.exporter import QUALITY_GAUGES
+from evaluator.gate import Rule, evaluate_gate, resolve_rules
+from evaluator.models import Case
+from evaluator.report import RunReport, read_report
+from evaluator.summary import summarise
+
+__all__ = ["BaselineGate", "GateVerdict"]
+
+log = structlog.get_logger("evaluator.daemon")
+
+
+@dataclass(frozen=True, slots=True)
+class GateVerdict:
+    """What the exporter shows: the verdict and each rule's state (applicable rules only)."""
+
+    passing: bool
+    rules_failing: Mapping[str, bool]
+
+
+class BaselineGate:
+    """A baseline report and the gate rules, loaded once at start."""
+
+    def __init__(self, baseline: RunReport, rules: tuple[Rule, ...], source: str) -> None:
+        self.baseline = baseline
+        self.rules = rules
+        self.source = source
+
+    @classmethod
+    def load(cls, path: Path, gates_file: Path | None) -> BaselineGate:
+        """Raises ConfigError naming the job's baseline or gates file when either is bad."""
+        try:
+            baseline = read_report(path)
+        except ReportError as exc:
+            raise ConfigError(f"baseline: {exc}") from exc
+        rules, source = resolve_rules(gates_file)
+        return cls(baseline, rules, source)
+
+    def ratios(self) -> dict[str, float]:
+        """The baseline's quality ratios, for dashboard overlays."""
+        out: dict[str, float] = {}
+        for metric in QUALITY_GAUGES:
+            value = self.baseline.summary.get(metric)
+            if value is not None:
+                out[metric] = value
+        return out
+
+    def for_cases(self, cases: tuple[Case, ...], sharded: bool) -> RunReport:
+        """The baseline restricted to a shard's cases: a shard can't be missing the others."""
+        if not sharded:
+            return self.baseline
+        ids = {c.id for c in cases}
+        kept = tuple(c for c in self.baseline.cases if c.id in ids)
+        return replace(self.baseline, cases=kept, summary=summarise(kept))
+
+    def judge(
+        self, candidate: RunReport, cases: tuple[Case, ...], sharded: bool
+    ) -> GateVerdict | None:
+        """The verdict on a complete run, or None when the reports are not comparable."""
+        try:
+            result = evaluate_gate(
+                self.for_cases(cases, sharded), candidate, self.rules, with_intervals=False
+            )
+        except GateError as exc:
+            log.warning("gate_not_comparable", reason=str(exc), baseline=self.baseline.run_id)
+            return None
+        failing = {r.name: not r.passed for r in result.rules if r.applicable}
+        if result.missing_ids:
+            failing["cases.complete"] = True
+        if not result.passed:
+            log.warning(
+                "gate_failing",
+                rules=[r.message for r in result.failures],
+                missing_cases=len(result.missing_ids),
+            )
+        return GateVerdict(passing=result.passed, rules_failing=failing)

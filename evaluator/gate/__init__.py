@@ -1,0 +1,37 @@
+"""The release gate: judge a candidate run report against a baseline under hard rules.
+
+The core is pure and cheap to import (numpy is loaded only when intervals are computed)::
+
+    from evaluator.gate import evaluate_gate, resolve_rules
+
+    rules, _source = resolve_rules()
+    result = evaluate_gate(baseline, candidate, rules, with_intervals=False)
+    result.passed                      # the verdict
+    [(r.name, r.passed, r.applicable) for r in result.rules]
+
+Rendering (:mod:`evaluator.gate.render`) and the Pushgateway (:mod:`evaluator.gate.push`)
+are separate modules, imported by the CLI.
+"""
+
+from __future__ import annotations
+
+from evaluator.gate.compare import Alignment, CaseChange, CaseDiff
+from evaluator.gate.diagnosis import Finding
+from evaluator.gate.rules import DEFAULT_RULES, Rule, RuleResult, load_rules, resolve_rules
+from evaluator.gate.stats import Interval
+from evaluator.gate.verdict import GateResult, evaluate_gate
+
+__all__ = [
+    "DEFAULT_RULES",
+    "Alignment",
+    "CaseChange",
+    "CaseDiff",
+    "Finding",
+    "GateResult",
+    "Interval",
+    "Rule",
+    "RuleResult",
+    "evaluate_gate",
+    "load_rules",
+    "resolve_rules",
+]

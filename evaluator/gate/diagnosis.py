@@ -1,0 +1,170 @@
+"""Where to look: the article's decision table applied to the deltas.
+
+=========================================  =====================================
+signal                                     look at
+=========================================  =====================================
+recall down, MRR down                      parsing, chunking, retrieval
+recall flat, MRR down                      fusion or rerank
+retrieval flat, accuracy down              prompt, model, context assembly
+accuracy flat, citation precision down     citation protocol or checking
+quality up, P95 doubled                    a product trade-off, not an automatic yes
+=========================================  =====================================
+
+"Flat" means "not down": a move smaller than :data:`FLAT` either way, or a rise. A
+quality delta is the paired mean difference over the cases matched by id when intervals
+were computed (so cases that failed on one side do not shift the population), else the
+difference of the summaries.
+
+Two rows are ours, not the article's. A grown error rate comes first and points at the
+target's availability: an outage must not read as a retrieval regression. A P95 that grew
+beyond 20% without the trade-off row applying points at the stage whose own P95 grew most,
+or at the time outside the reported stages when none of them explains the growth.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from evaluator.gate.stats import Interval
+from evaluator.summary import Summary
+
+__all__ = ["FLAT", "Finding", "diagnose"]
+
+#: Quality moves smaller than this (absolute, on 0..1 ratios) count as flat.
+FLAT = 0.005
+#: P95 growth (relative) worth a latency finding; the default gate allows 20%.
+_LATENCY_GROWTH = 0.20
+#: A stage explains a P95 growth when its own P95 grew by at least this share of it.
+_STAGE_SHARE = 0.5
+
+_QUALITY = ("recall_at_k", "mrr", "ndcg_at_k", "citation_precision", "answer_accuracy")
+_LABELS = {
+    "recall_at_k": "recall",
+    "mrr": "MRR",
+    "ndcg_at_k": "nDCG",
+    "citation_precision": "citation precision",
+    "answer_accuracy": "accuracy",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One row of the decision table that matched: the signal seen and where to look."""
+
+    area: str
+    signal: str
+    look_at: str
+
+
+def _secs(value: float) -> str:
+    """A duration to 3 significant digits, in ms below 0.1 s."""
+    return f"{value * 1000:.3g}ms" if value < 0.1 else f"{value:.3g}s"
+
+
+def _delta(
+    baseline: Summary, candidate: Summary, metric: str, intervals: Mapping[str, Interval]
+) -> float | None:
+    interval = intervals.get(metric)
+    if interval is not None:
+        return interval.mean_difference
+    b, c = baseline.get(metric), candidate.get(metric)
+    return None if b is None or c is None else c - b
+
+
+def _evidence(metric: str, delta: float, intervals: Mapping[str, Interval]) -> str:
+    text = f"{_LABELS.get(metric, metric)} {delta:+.3f}"
+    interval = intervals.get(metric)
+    if abs(delta) > FLAT and interval is not None and not interval.excludes_zero:
+        text += f" (CI [{interval.low:+.3f}, {interval.high:+.3f}] includes 0: may be noise)"
+    return text
+
+
+def diagnose(
+    baseline: Summary,
+    candidate: Summary,
+    intervals: Mapping[str, Interval] | None = None,
+) -> tuple[Finding, ...]:
+    """Every row of the decision table that the deltas match.
+
+    Args:
+        baseline: the baseline summary the rules were judged on.
+        candidate: the candidate summary.
+        intervals: paired intervals, when computed: their mean differences are the quality
+            deltas, and a move whose interval includes zero is marked as possibly noise.
+
+    Returns:
+        The findings: errors first, then the table's rows in order, then latency.
+    """
+    ivs = intervals or {}
+    d = {m: _delta(baseline, candidate, m, ivs) for m in _QUALITY}
+
+    def down(m: str) -> bool:
+        v = d[m]
+        return v is not None and v < -FLAT
+
+    def flat(m: str) -> bool:
+        v = d[m]
+        return v is not None and v >= -FLAT
+
+    def ev(*metrics: str) -> str:
+        return ", ".join(_evidence(m, d[m] or 0.0, ivs) for m in metrics)
+
+    out: list[Finding] = []
+    b_err, c_err = baseline.error_rate, candidate.error_rate
+    if b_err is not None and c_err is not None and c_err > b_err + 1e-9:
+        kinds = ", ".join(f"{k} {n}" for k, n in candidate.errors_by_kind.items())
+        signal = f"error rate {b_err:.3f} → {c_err:.3f}" + (f" ({kinds})" if kinds else "")
+        out.append(Finding("errors", signal, "the target's availability, timeouts and responses"))
+    if down("recall_at_k") and down("mrr"):
+        out.append(Finding("retrieval", ev("recall_at_k", "mrr"), "parsing, chunking, retrieval"))
+    if flat("recall_at_k") and down("mrr"):
+        out.append(Finding("rerank", ev("recall_at_k", "mrr"), "fusion or rerank"))
+    if flat("recall_at_k") and flat("mrr") and down("answer_accuracy"):
+        out.append(
+            Finding(
+                "generation",
+                ev("recall_at_k", "mrr", "answer_accuracy"),
+                "prompt, model, context assembly",
+            )
+        )
+    if flat("answer_accuracy") and down("citation_precision"):
+        out.append(
+            Finding(
+                "citation",
+                ev("answer_accuracy", "citation_precision"),
+                "citation protocol or checking",
+            )
+        )
+    b95, c95 = baseline.p95_seconds, candidate.p95_seconds
+    if b95 and c95 is not None:
+        growth = c95 / b95 - 1
+        p95 = f"P95 {_secs(b95)} → {_secs(c95)} ({growth:+.0%})"
+        quality_up = [m for m in _QUALITY if (v := d[m]) is not None and v > FLAT]
+        if quality_up and growth >= 1 - 1e-9:
+            out.append(
+                Finding(
+                    "trade-off",
+                    f"{ev(*quality_up)}; {p95}",
+                    "a product trade-off, not an automatic yes",
+                )
+            )
+        elif growth > _LATENCY_GROWTH:
+            out.append(Finding("latency", p95, _slow_stage(baseline, candidate, c95 - b95)))
+    return tuple(out)
+
+
+def _slow_stage(baseline: Summary, candidate: Summary, p95_growth: float) -> str:
+    """Where a P95 growth comes from: the stage whose own P95 grew most, if it explains it."""
+    before, after = baseline.stage_p95_seconds, candidate.stage_p95_seconds
+    if not before and not after:
+        return "per-stage timings: the endpoint reports none (add timings to its responses)"
+    grown = sorted(((after[s] - before.get(s, 0.0), s) for s in after), reverse=True)
+    if grown and grown[0][0] >= _STAGE_SHARE * p95_growth:
+        stage = grown[0][1]
+        was = _secs(before[stage]) if stage in before else "absent"
+        return f"the {stage} stage (its P95 {was} → {_secs(after[stage])})"
+    return (
+        "time outside the stages the endpoint reports (queueing, network, serialisation): "
+        "no stage's P95 grew by half as much"
+    )

@@ -1,0 +1,105 @@
+"""``--pushgateway URL``: push the verdict and the candidate's summary for release dashboards.
+
+A fresh :class:`~prometheus_client.CollectorRegistry` per push (never the global one)
+and ``push_to_gateway`` (PUT: the group is replaced, so a rule removed from the gates file
+disappears too). Grouping key ``job="rag_eval_gate", dataset=<golden set>``: no commit,
+branch or instance label, so the group does not grow with every build. The candidate's
+values get their own ``rag_eval_gate_candidate_*`` names so that alerts on the daemon's
+``rag_eval_*`` gauges never fire on a candidate the gate blocked.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Gauge, push_to_gateway
+
+from evaluator.errors import EvaluatorError
+from evaluator.gate.verdict import GateResult
+
+__all__ = ["GATE_JOB", "SUMMARY_GAUGES", "PushError", "build_registry", "push_result"]
+
+GATE_JOB = "rag_eval_gate"
+
+#: (summary metric, gauge name after ``rag_eval_gate_candidate_``, help) of the values pushed;
+#: the suffixes are the daemon's names (DESIGN.md "Prometheus metrics").
+SUMMARY_GAUGES: tuple[tuple[str, str, str], ...] = (
+    ("recall_at_k", "recall_at_k", "recall@K"),
+    ("mrr", "mrr", "mean reciprocal rank"),
+    ("ndcg_at_k", "ndcg_at_k", "nDCG@K"),
+    ("citation_precision", "citation_precision", "citation precision"),
+    ("citation_recall", "citation_recall", "citation recall"),
+    ("answer_accuracy", "answer_accuracy", "answer accuracy"),
+    ("error_rate", "error_ratio", "ratio of failed cases"),
+    ("p95_seconds", "latency_p95_seconds", "P95 case latency"),
+)
+
+
+class PushError(EvaluatorError):
+    """The Pushgateway could not be reached or refused the push."""
+
+
+def build_registry(result: GateResult) -> CollectorRegistry:
+    """A new registry holding the verdict, each rule's outcome and the candidate summary."""
+    registry = CollectorRegistry()
+    target = result.candidate.target
+    passing = Gauge(
+        "rag_eval_gate_passing",
+        "1 when the candidate passed the release gate, else 0",
+        ["target"],
+        registry=registry,
+    )
+    passing.labels(target).set(1 if result.passed else 0)
+    rule_passing = Gauge(
+        "rag_eval_gate_rule_passing",
+        "1 when the rule passed (or was not applicable), else 0",
+        ["target", "rule"],
+        registry=registry,
+    )
+    for r in result.rules:
+        rule_passing.labels(target, r.name).set(1 if r.passed else 0)
+    Gauge(
+        "rag_eval_gate_failed_rules",
+        "Rules the candidate failed",
+        ["target"],
+        registry=registry,
+    ).labels(target).set(len(result.failures))
+    Gauge(
+        "rag_eval_gate_missing_cases",
+        "Baseline cases absent from the candidate report",
+        ["target"],
+        registry=registry,
+    ).labels(target).set(len(result.missing_ids))
+    summary = result.candidate_summary
+    for metric, suffix, help_text in SUMMARY_GAUGES:
+        value = summary.get(metric)
+        if value is None:
+            continue  # no sample rather than a made-up 0 or NaN
+        gauge = Gauge(
+            f"rag_eval_gate_candidate_{suffix}",
+            f"Candidate {help_text} judged by the release gate",
+            ["target"],
+            registry=registry,
+        )
+        gauge.labels(target).set(value)
+    return registry
+
+
+def push_result(url: str, result: GateResult, *, timeout: float = 10.0) -> None:
+    """PUT the gate's metrics to the Pushgateway at ``url``.
+
+    Raises:
+        PushError: unreachable gateway or a non-2xx answer (one line).
+    """
+    grouping: dict[str, Any] = {"dataset": result.candidate.dataset}
+    try:
+        push_to_gateway(
+            url,
+            job=GATE_JOB,
+            registry=build_registry(result),
+            grouping_key=grouping,
+            timeout=timeout,
+        )
+    except (OSError, ValueError) as exc:  # URLError, IOError on a non-2xx status, bad URL
+        reason = getattr(exc, "reason", None) or exc
+        raise PushError(f"cannot push to the Pushgateway at {url}: {reason}") from exc

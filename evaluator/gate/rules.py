@@ -1,0 +1,395 @@
+"""Gate rules: what a candidate must satisfy against its baseline, and their pure evaluation.
+
+Rules live in ``config/gates.toml``, one table per metric; each key of the table is one
+rule (a metric may carry several)::
+
+    [rules.mrr]
+    max_drop = 0.01          # baseline - candidate <= 0.01
+
+    [rules.p95_seconds]
+    max_relative_growth = 0.20
+
+Kinds: ``min`` (floor), ``max`` (ceiling), ``max_drop``, ``max_growth`` (absolute) and
+``max_relative_growth`` (a fraction of the baseline). Every comparison tolerates
+floating-point noise (:data:`TOLERANCE`): a drop of exactly the allowance passes.
+"""
+
+from __future__ import annotations
+
+import math
+import tomllib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal, get_args
+
+from evaluator.errors import ConfigError
+from evaluator.summary import QUALITY_METRICS, Summary
+
+if TYPE_CHECKING:
+    from evaluator.gate.stats import Interval
+
+__all__ = [
+    "DEFAULT_GATES_PATH",
+    "DEFAULT_RULES",
+    "GATE_METRICS",
+    "LOWER_IS_BETTER",
+    "RULE_KINDS",
+    "TOLERANCE",
+    "Rule",
+    "RuleKind",
+    "RuleResult",
+    "check_rule",
+    "evaluate_rules",
+    "format_difference",
+    "format_value",
+    "load_rules",
+    "parse_rules",
+    "resolve_rules",
+]
+
+RuleKind = Literal["min", "max", "max_drop", "max_growth", "max_relative_growth"]
+
+#: Every rule kind, in the order a table's keys are documented.
+RULE_KINDS: tuple[RuleKind, ...] = get_args(RuleKind)
+
+#: Absolute slack on every comparison: report values are means of floats, so 0.76 - 0.75
+#: is 0.010000000000000009, which must still count as a drop of exactly 0.01.
+TOLERANCE = 1e-9
+
+#: Summary metrics a rule may name.
+GATE_METRICS: tuple[str, ...] = (*QUALITY_METRICS, "error_rate", "p50_seconds", "p95_seconds")
+
+#: Metrics where a rise is bad; every other gate metric is a quality ratio (higher is better).
+LOWER_IS_BETTER: frozenset[str] = frozenset(
+    {"false_refusal_rate", "error_rate", "p50_seconds", "p95_seconds"}
+)
+
+#: Where ``evaluator gate`` looks for rules when no file is configured.
+DEFAULT_GATES_PATH = Path("config/gates.toml")
+
+_DROP_KINDS = frozenset({"max_drop"})
+_GROWTH_KINDS = frozenset({"max_growth", "max_relative_growth"})
+
+
+def _is_seconds(metric: str) -> bool:
+    return metric.endswith("_seconds")
+
+
+def format_value(metric: str, value: float | None) -> str:
+    """A metric value for people: ratios to 4 places, durations in seconds to 3."""
+    if value is None:
+        return "null"
+    return f"{value:.3f}s" if _is_seconds(metric) else f"{value:.4f}"
+
+
+def format_difference(metric: str, baseline: float | None, candidate: float | None) -> str:
+    """``candidate - baseline`` with its sign, and the relative change for durations."""
+    if baseline is None or candidate is None:
+        return "n/a"
+    diff = candidate - baseline
+    if _is_seconds(metric):
+        text = f"{diff:+.3f}s"
+        if baseline > 0:
+            text += f" ({diff / baseline:+.1%})"
+        return text
+    return f"{diff:+.4f}"
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """One limit on one summary metric.
+
+    Example::
+
+        Rule("mrr", "max_drop", 0.01)   # MRR may drop at most 0.01
+    """
+
+    metric: str
+    kind: RuleKind
+    limit: float
+
+    @property
+    def key(self) -> str:
+        """Stable identifier, as in the gates file: ``mrr.max_drop``."""
+        return f"{self.metric}.{self.kind}"
+
+    @property
+    def text(self) -> str:
+        """The rule in words, as DESIGN.md's table puts it."""
+        limit = f"{self.limit:g}"
+        if self.kind == "min":
+            return f"at least {limit}"
+        if self.kind == "max":
+            return f"at most {limit}"
+        if self.kind == "max_drop":
+            return "must not drop" if self.limit == 0 else f"may drop at most {limit}"
+        if self.kind == "max_growth":
+            return "must not grow" if self.limit == 0 else f"may grow at most {limit}"
+        return "must not grow" if self.limit == 0 else f"may grow at most {self.limit * 100:g}%"
+
+    @property
+    def needs_baseline(self) -> bool:
+        """Floors and ceilings judge the candidate alone; the others compare with the baseline."""
+        return self.kind not in ("min", "max")
+
+    def allows(self, baseline: float | None, candidate: float) -> bool:
+        """Whether ``candidate`` satisfies the rule (``baseline`` is ignored by floors/ceilings)."""
+        if self.kind == "min":
+            return candidate >= self.limit - TOLERANCE
+        if self.kind == "max":
+            return candidate <= self.limit + TOLERANCE
+        if baseline is None:
+            raise ValueError(f"rule {self.key} needs a baseline value")
+        if self.kind == "max_drop":
+            return baseline - candidate <= self.limit + TOLERANCE
+        if self.kind == "max_growth":
+            return candidate - baseline <= self.limit + TOLERANCE
+        return candidate - baseline <= baseline * self.limit + TOLERANCE
+
+
+#: DESIGN.md's defaults (the article's exercise), used when no gates file exists.
+DEFAULT_RULES: tuple[Rule, ...] = (
+    Rule("recall_at_k", "max_drop", 0.0),
+    Rule("mrr", "max_drop", 0.01),
+    Rule("citation_precision", "min", 0.97),
+    Rule("answer_accuracy", "max_drop", 0.0),
+    Rule("p95_seconds", "max_relative_growth", 0.20),
+    Rule("error_rate", "max_growth", 0.0),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class RuleResult:
+    """The outcome of one rule: passed, failed or not applicable (a null value).
+
+    ``message`` is one line naming the metric, both values, the difference and the rule.
+    ``judged_by`` is ``"interval"`` when ``--significance`` judged a drop on its confidence
+    interval, ``"point"`` otherwise.
+    """
+
+    rule: Rule
+    baseline: float | None
+    candidate: float | None
+    passed: bool
+    applicable: bool
+    message: str
+    interval: Interval | None = None
+    judged_by: Literal["point", "interval"] = "point"
+
+    @property
+    def name(self) -> str:
+        return self.rule.key
+
+    @property
+    def metric(self) -> str:
+        return self.rule.metric
+
+    @property
+    def difference(self) -> float | None:
+        """``candidate - baseline``, or None when either is null."""
+        if self.baseline is None or self.candidate is None:
+            return None
+        return self.candidate - self.baseline
+
+    @property
+    def status(self) -> Literal["pass", "fail", "n/a"]:
+        if not self.applicable:
+            return "n/a"
+        return "pass" if self.passed else "fail"
+
+
+def _interval_text(interval: Interval) -> str:
+    return (
+        f"paired {interval.confidence:.0%} CI [{interval.low:+.4f}, {interval.high:+.4f}] "
+        f"over {interval.pairs} cases"
+    )
+
+
+def check_rule(
+    rule: Rule,
+    baseline: float | None,
+    candidate: float | None,
+    *,
+    interval: Interval | None = None,
+    significance: bool = False,
+) -> RuleResult:
+    """Judge one rule on the two values.
+
+    Args:
+        rule: the rule.
+        baseline: the baseline's summary value (None when null).
+        candidate: the candidate's summary value (None when null).
+        interval: the paired confidence interval of ``candidate - baseline``, if computed.
+        significance: judge a drop rule on ``interval`` (fails only when the whole interval
+            lies beyond the allowance) instead of on the point values.
+
+    Returns:
+        The result. A null value on either side makes the rule not applicable, except
+        that a floor or ceiling, which reads only the candidate, still judges a candidate
+        whose baseline is null.
+    """
+    metric = rule.metric
+    # a floor or ceiling reads only the candidate: a null baseline must not excuse it
+    if candidate is None or (baseline is None and rule.needs_baseline):
+        side = "the baseline and the candidate"
+        if baseline is not None:
+            side = "the candidate"
+        elif candidate is not None:
+            side = "the baseline"
+        return RuleResult(
+            rule,
+            baseline,
+            candidate,
+            passed=True,
+            applicable=False,
+            message=f"{metric}: not applicable (null in {side}); rule: {rule.text}",
+            interval=interval,
+        )
+    head = (
+        f"{metric}: baseline {format_value(metric, baseline)}, "
+        f"candidate {format_value(metric, candidate)}, "
+        f"difference {format_difference(metric, baseline, candidate)}"
+    )
+    if significance and rule.kind in _DROP_KINDS and interval is not None:
+        passed = interval.high >= -rule.limit - TOLERANCE
+        verdict = "the whole interval is beyond" if not passed else "the interval reaches within"
+        message = (
+            f"{head}; {_interval_text(interval)}; rule: {rule.text} "
+            f"(significance: {verdict} the allowance)"
+        )
+        return RuleResult(
+            rule, baseline, candidate, passed, True, message, interval, judged_by="interval"
+        )
+    passed = rule.allows(baseline, candidate)
+    message = f"{head}; rule: {rule.text}"
+    baseline_fails = (
+        baseline is not None and not rule.needs_baseline and not rule.allows(None, baseline)
+    )
+    if not passed and baseline_fails:
+        message += " (the baseline fails it too)"
+    if significance and rule.kind in _DROP_KINDS:
+        message += " (significance: no paired interval, judged on the point values)"
+    return RuleResult(rule, baseline, candidate, passed, True, message, interval)
+
+
+def evaluate_rules(
+    rules: Sequence[Rule],
+    baseline: Summary,
+    candidate: Summary,
+    *,
+    intervals: Mapping[str, Interval] | None = None,
+    significance: bool = False,
+) -> tuple[RuleResult, ...]:
+    """Judge every rule (none stops the others) on two summaries, in rule order."""
+    found = intervals or {}
+    return tuple(
+        check_rule(
+            rule,
+            baseline.get(rule.metric),
+            candidate.get(rule.metric),
+            interval=found.get(rule.metric),
+            significance=significance,
+        )
+        for rule in rules
+    )
+
+
+# --- loading ------------------------------------------------------------------------------
+
+
+def _check_limit(source: str, where: str, metric: str, kind: str, value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise ConfigError(f"{source}: {where}: must be a finite number (got {value!r})")
+    limit = float(value)
+    if kind in _DROP_KINDS | _GROWTH_KINDS and limit < 0:
+        raise ConfigError(f"{source}: {where}: must be >= 0 (got {value!r})")
+    if kind in _DROP_KINDS and metric in LOWER_IS_BETTER:
+        raise ConfigError(
+            f"{source}: {where}: {metric} is better when lower, so a drop is never a "
+            "regression; use max_growth or max_relative_growth"
+        )
+    if kind in _GROWTH_KINDS and metric not in LOWER_IS_BETTER:
+        raise ConfigError(
+            f"{source}: {where}: {metric} is better when higher, so growth is never a "
+            "regression; use max_drop"
+        )
+    if kind in ("min", "max") and not _is_seconds(metric) and not 0 <= limit <= 1:
+        raise ConfigError(
+            f"{source}: {where}: {value!r} is outside 0..1 ({metric} is a ratio, not a percentage)"
+        )
+    return limit
+
+
+def parse_rules(data: Mapping[str, object], source: str) -> tuple[Rule, ...]:
+    """Build rules from a decoded gates file.
+
+    Raises:
+        ConfigError: one line naming ``source`` and the offending key.
+    """
+    for key in data:
+        if key != "rules":
+            raise ConfigError(
+                f"{source}: {key}: unknown top-level key (expected [rules.METRIC] tables)"
+            )
+    tables = data.get("rules")
+    if not isinstance(tables, Mapping) or not tables:
+        raise ConfigError(
+            f"{source}: rules: no rules; add [rules.METRIC] tables "
+            "(an empty gate would pass every candidate)"
+        )
+    rules: list[Rule] = []
+    for metric, table in tables.items():
+        where = f"rules.{metric}"
+        if metric not in GATE_METRICS:
+            raise ConfigError(
+                f"{source}: {where}: unknown metric (known: {', '.join(GATE_METRICS)})"
+            )
+        if not isinstance(table, Mapping) or not table:
+            raise ConfigError(
+                f"{source}: {where}: expected a table with at least one of {', '.join(RULE_KINDS)}"
+            )
+        for kind, value in table.items():
+            if kind not in RULE_KINDS:
+                raise ConfigError(
+                    f"{source}: {where}.{kind}: unknown key (known: {', '.join(RULE_KINDS)})"
+                )
+            limit = _check_limit(source, f"{where}.{kind}", metric, kind, value)
+            rules.append(Rule(metric, kind, limit))
+    return tuple(rules)
+
+
+def load_rules(path: str | Path) -> tuple[Rule, ...]:
+    """Read a gates file (TOML).
+
+    Raises:
+        ConfigError: unreadable, invalid TOML, or an invalid rule; one line naming the file.
+    """
+    source = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"{source}: gates file does not exist") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{source}: cannot read gates file: {exc}") from exc
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{source}: invalid TOML: {exc}") from exc
+    return parse_rules(data, source)
+
+
+def resolve_rules(path: str | Path | None = None) -> tuple[tuple[Rule, ...], str]:
+    """The rules to apply and where they came from.
+
+    ``path`` (a ``--gates`` flag or the ``gates_file`` setting) must exist when given;
+    otherwise ``config/gates.toml`` is used when present, else :data:`DEFAULT_RULES`.
+
+    Returns:
+        ``(rules, source)``, ``source`` being the file or ``"built-in defaults"``.
+    """
+    if path is not None:
+        return load_rules(path), str(path)
+    if DEFAULT_GATES_PATH.is_file():
+        return load_rules(DEFAULT_GATES_PATH), str(DEFAULT_GATES_PATH)
+    return DEFAULT_RULES, "built-in defaults"

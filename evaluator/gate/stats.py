@@ -1,0 +1,177 @@
+"""Is a change real or noise? Paired bootstrap confidence intervals over cases matched by id.
+
+For every quality metric, each case present (and in the metric's population) on both
+sides contributes ``candidate - baseline``. The matched cases are resampled with
+replacement :data:`RESAMPLES` times, the same resamples for every metric, and the
+interval is the percentile interval of the resampled mean differences. The generator
+has a fixed seed and the cases a fixed order (the baseline's), so the same two reports
+always give the same intervals.
+
+numpy is imported inside :func:`paired_intervals`, so importing this module (and the
+gate, which the daemon calls after every run) stays cheap when no interval is wanted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+from evaluator.models import CaseRecord, CaseScores
+from evaluator.summary import QUALITY_METRICS
+
+__all__ = [
+    "CONFIDENCE",
+    "RESAMPLES",
+    "SEED",
+    "Interval",
+    "case_values",
+    "paired_intervals",
+]
+
+#: Two-sided confidence level of every interval.
+CONFIDENCE = 0.95
+#: Bootstrap resamples; the percentile bounds are stable to about 0.002 at this count.
+RESAMPLES = 2000
+#: Fixed seed: the same inputs always give the same intervals.
+SEED = 5252
+#: Resamples drawn per block, bounding memory to a few (block x cases) matrices.
+_BLOCK = 250
+#: Fewer matched cases than this give no interval.
+MIN_PAIRS = 2
+
+
+@dataclass(frozen=True, slots=True)
+class Interval:
+    """The paired difference ``candidate - baseline`` of one metric, with its interval."""
+
+    metric: str
+    pairs: int
+    mean_difference: float
+    low: float
+    high: float
+    confidence: float = CONFIDENCE
+
+    @property
+    def excludes_zero(self) -> bool:
+        """Whether the change is distinguishable from noise at this confidence."""
+        return self.low > 0 or self.high < 0
+
+
+Pick = Callable[[CaseScores], float | bool | None]
+
+_PICKS: dict[str, Pick] = {
+    "recall_at_k": lambda s: s.recall_at_k,
+    "mrr": lambda s: s.mrr,
+    "ndcg_at_k": lambda s: s.ndcg_at_k,
+    "citation_precision": lambda s: s.citation_precision,
+    "citation_recall": lambda s: s.citation_recall,
+    "answer_accuracy": lambda s: s.answer_correct,
+    "fact_recall": lambda s: s.fact_recall,
+    "false_refusal_rate": lambda s: s.refused,
+    "correct_refusal_rate": lambda s: s.refused,
+}
+
+
+def _population(metric: str, scored: Sequence[CaseRecord]) -> Iterable[CaseRecord]:
+    """The cases a metric averages over, as in :func:`evaluator.summary.summarise`."""
+    answerable = [r for r in scored if not r.unanswerable]
+    if metric in ("recall_at_k", "mrr", "ndcg_at_k", "citation_recall"):
+        return answerable or scored
+    if metric in ("fact_recall", "false_refusal_rate"):
+        return answerable
+    if metric == "correct_refusal_rate":
+        return [r for r in scored if r.unanswerable]
+    return scored
+
+
+def case_values(cases: Sequence[CaseRecord], metric: str) -> dict[str, float]:
+    """Per-case values of a quality metric, by case id, over the metric's population.
+
+    Failed cases and cases where the metric is not scored are absent, exactly as they are
+    absent from the summary's average.
+    """
+    pick = _PICKS[metric]
+    scored = [r for r in cases if r.scored]
+    out: dict[str, float] = {}
+    for record in _population(metric, scored):
+        assert record.scores is not None  # scored records carry scores
+        value = pick(record.scores)
+        if value is not None:
+            out[record.id] = float(value)
+    return out
+
+
+def paired_intervals(
+    baseline: Sequence[CaseRecord],
+    candidate: Sequence[CaseRecord],
+    metrics: Sequence[str] = QUALITY_METRICS,
+    *,
+    resamples: int = RESAMPLES,
+    seed: int = SEED,
+    confidence: float = CONFIDENCE,
+) -> dict[str, Interval]:
+    """Paired bootstrap intervals of ``candidate - baseline`` for each metric.
+
+    Args:
+        baseline: the baseline's cases; their order fixes the resampling order.
+        candidate: the candidate's cases, matched to the baseline's by id.
+        metrics: quality metrics to compute.
+        resamples: bootstrap resamples.
+        seed: generator seed.
+        confidence: two-sided level, e.g. 0.95.
+
+    Returns:
+        An :class:`Interval` per metric with at least :data:`MIN_PAIRS` matched cases.
+    """
+    import numpy as np
+
+    base = {m: case_values(baseline, m) for m in metrics}
+    cand = {m: case_values(candidate, m) for m in metrics}
+    matched = {m: base[m].keys() & cand[m].keys() for m in metrics}
+    ids = [r.id for r in baseline if any(r.id in matched[m] for m in metrics)]
+    ids = list(dict.fromkeys(ids))
+    n = len(ids)
+    if n < MIN_PAIRS:
+        return {}
+    # diffs[i, j]: the difference of case i on metric j; mask marks the pairs that exist
+    diffs = np.zeros((n, len(metrics)))
+    mask = np.zeros((n, len(metrics)))
+    for j, m in enumerate(metrics):
+        for i, case_id in enumerate(ids):
+            if case_id in matched[m]:
+                diffs[i, j] = cand[m][case_id] - base[m][case_id]
+                mask[i, j] = 1.0
+    rng = np.random.default_rng(seed)
+    sums = np.empty((resamples, len(metrics)))
+    counts = np.empty((resamples, len(metrics)))
+    for start in range(0, resamples, _BLOCK):
+        rows = min(_BLOCK, resamples - start)
+        draws = rng.integers(0, n, size=(rows, n))
+        # weights[r, i]: how often resample r drew case i, so one product gives every mean
+        offsets = (np.arange(rows) * n)[:, None]
+        weights = np.bincount((draws + offsets).ravel(), minlength=rows * n).reshape(rows, n)
+        w = weights.astype(np.float64)
+        sums[start : start + rows] = w @ diffs
+        counts[start : start + rows] = w @ mask
+    with np.errstate(invalid="ignore", divide="ignore"):
+        means = sums / counts
+    tail = (1 - confidence) / 2 * 100
+    out: dict[str, Interval] = {}
+    for j, m in enumerate(metrics):
+        pairs = int(mask[:, j].sum())
+        if pairs < MIN_PAIRS:
+            continue
+        column = means[:, j]
+        column = column[~np.isnan(column)]
+        if column.size == 0:
+            continue
+        low, high = np.percentile(column, [tail, 100 - tail])
+        out[m] = Interval(
+            metric=m,
+            pairs=pairs,
+            mean_difference=float(diffs[:, j].sum() / pairs),
+            low=float(low),
+            high=float(high),
+            confidence=confidence,
+        )
+    return out

@@ -1,0 +1,118 @@
+"""The gate's verdict on a candidate report against a baseline: :func:`evaluate_gate`.
+
+Pure: two reports and the rules in, a :class:`GateResult` out; no files, no network,
+nothing printed. The CLI renders the result; the daemon calls it after each complete run
+(with ``with_intervals=False`` it never imports numpy).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from evaluator.gate.compare import Alignment, CaseDiff, align, diff_cases
+from evaluator.gate.diagnosis import Finding, diagnose
+from evaluator.gate.rules import DEFAULT_RULES, Rule, RuleResult, evaluate_rules
+from evaluator.gate.stats import Interval, paired_intervals
+from evaluator.report import RunReport
+from evaluator.summary import Summary
+
+__all__ = ["GateResult", "evaluate_gate"]
+
+
+@dataclass(frozen=True, slots=True)
+class GateResult:
+    """Everything the gate decided, and why.
+
+    Example::
+
+        result = evaluate_gate(read_report("baseline.json"), report, rules)
+        if not result.passed:
+            for r in result.failures:
+                print(r.message)
+    """
+
+    baseline: RunReport
+    candidate: RunReport
+    rules: tuple[RuleResult, ...]
+    alignment: Alignment
+    case_diff: CaseDiff
+    diagnosis: tuple[Finding, ...]
+    significance: bool = False
+    intervals: Mapping[str, Interval] = field(default_factory=dict)
+
+    @property
+    def passed(self) -> bool:
+        """Every applicable rule passed and the candidate has every baseline case."""
+        return not self.alignment.missing_ids and all(r.passed for r in self.rules)
+
+    @property
+    def failures(self) -> tuple[RuleResult, ...]:
+        return tuple(r for r in self.rules if not r.passed)
+
+    @property
+    def missing_ids(self) -> tuple[str, ...]:
+        """Baseline cases the candidate lacks (each fails the gate)."""
+        return self.alignment.missing_ids
+
+    @property
+    def baseline_summary(self) -> Summary:
+        """The summary the rules judged (recomputed over shared cases on a dataset change)."""
+        return self.alignment.baseline_summary
+
+    @property
+    def candidate_summary(self) -> Summary:
+        return self.alignment.candidate_summary
+
+
+def evaluate_gate(
+    baseline: RunReport,
+    candidate: RunReport,
+    rules: Sequence[Rule] = DEFAULT_RULES,
+    *,
+    allow_dataset_change: bool = False,
+    significance: bool = False,
+    with_intervals: bool = True,
+) -> GateResult:
+    """Judge ``candidate`` against ``baseline``.
+
+    Args:
+        baseline: the approved report.
+        candidate: the report to judge.
+        rules: the gate rules (:func:`evaluator.gate.rules.resolve_rules`).
+        allow_dataset_change: compare reports of different golden sets on their shared cases.
+        significance: a drop rule fails only when its paired confidence interval lies
+            entirely beyond the allowance (needs ``with_intervals``).
+        with_intervals: compute the paired bootstrap intervals (numpy); the daemon may
+            skip them.
+
+    Returns:
+        The result; ``result.passed`` is the verdict.
+
+    Raises:
+        GateError: the reports are not comparable (golden set or K).
+        ValueError: ``significance`` without ``with_intervals``.
+    """
+    if significance and not with_intervals:
+        raise ValueError("significance=True needs with_intervals=True")
+    alignment = align(baseline, candidate, allow_dataset_change=allow_dataset_change)
+    intervals: dict[str, Interval] = {}
+    if with_intervals:
+        intervals = paired_intervals(alignment.baseline_cases, alignment.candidate_cases)
+    results = evaluate_rules(
+        rules,
+        alignment.baseline_summary,
+        alignment.candidate_summary,
+        intervals=intervals,
+        significance=significance,
+    )
+    return GateResult(
+        baseline=baseline,
+        candidate=candidate,
+        rules=results,
+        alignment=alignment,
+        case_diff=diff_cases(alignment),
+        diagnosis=diagnose(alignment.baseline_summary, alignment.candidate_summary, intervals),
+        significance=significance,
+        intervals=intervals,
+    )

@@ -1,0 +1,92 @@
+"""Admission to a target: per-target concurrency and request rate, and the time spent waiting.
+
+The evaluator measures latency, so time a request spends queued behind our own limits is
+not the target's: :class:`Admission` reports each wait to the meter that
+:func:`measure_queue_wait` opens around a case, and the runner subtracts it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+
+__all__ = ["Admission", "QueueWait", "RateLimiter", "measure_queue_wait", "record_queue_wait"]
+
+
+@dataclass
+class QueueWait:
+    """Seconds one case spent waiting for admission, summed over its attempts."""
+
+    seconds: float = 0.0
+
+
+_meter: ContextVar[QueueWait | None] = ContextVar("evaluator_queue_wait", default=None)
+
+
+@contextmanager
+def measure_queue_wait() -> Iterator[QueueWait]:
+    """Collect the admission waits of the calls made inside the block (same task)."""
+    meter = QueueWait()
+    token = _meter.set(meter)
+    try:
+        yield meter
+    finally:
+        _meter.reset(token)
+
+
+def record_queue_wait(seconds: float) -> None:
+    """Add a wait to the current meter, if a caller opened one."""
+    meter = _meter.get()
+    if meter is not None:
+        meter.seconds += seconds
+
+
+class RateLimiter:
+    """At most ``rate`` requests per second, evenly spaced (a bucket of one token).
+
+    Each caller reserves the next free slot and sleeps until it comes; there is no lock
+    because nothing awaits between reading and moving the next slot.
+    """
+
+    def __init__(
+        self,
+        rate: float,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> None:
+        if rate <= 0:
+            raise ValueError("rate must be positive")
+        self._interval = 1.0 / rate
+        self._clock = clock
+        self._sleep = sleep
+        self._next = 0.0
+
+    async def wait(self) -> None:
+        now = self._clock()
+        slot = max(now, self._next)
+        self._next = slot + self._interval
+        if slot > now:
+            await self._sleep(slot - now)
+
+
+class Admission:
+    """At most ``max_concurrent`` calls in flight and, optionally, a request rate."""
+
+    def __init__(self, max_concurrent: int, rate: float | None = None) -> None:
+        self._slots = asyncio.Semaphore(max_concurrent)
+        self._rate = RateLimiter(rate) if rate is not None else None
+
+    @asynccontextmanager
+    async def slot(self) -> AsyncIterator[None]:
+        """Hold one call slot; the wait to get it is recorded as queue wait."""
+        started = time.perf_counter()
+        async with self._slots:
+            if self._rate is not None:
+                await self._rate.wait()
+            record_queue_wait(time.perf_counter() - started)
+            yield

@@ -1,0 +1,282 @@
+"""Response mapping: JMESPath expressions that find our fields in a real endpoint's JSON.
+
+Each field has one expression, evaluated against the decoded body:
+
+========== =========================================================== =====================
+field      result must be                                              example
+========== =========================================================== =====================
+ids        a list of ids (strings or integers), best first             ``hits[].id``, ``[].id``
+answer     a string; no expression makes the target retrieval-only    ``output.message.text``
+citations  a list of 1-based positions (integers) or ids (strings)     ``sources[].n``
+timings    an object: stage name -> non-negative seconds               ``debug.timings``
+texts      a list of strings (or nulls), one per id                    ``hits[].text``
+scores     a list of numbers (or nulls), one per id                    ``hits[].score``
+========== =========================================================== =====================
+
+A field whose expression matches nothing (null) or gives the wrong type is a
+:class:`~evaluator.errors.BadResponseError` naming the field and the expression; write
+``expr || `[]``` to accept a missing list. A projection at the top of an expression
+(``hits[].id``) is applied hit by hit without dropping nulls, so a hit without an id is an
+error instead of a silently shorter ranking, and texts and scores stay aligned with ids.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections import Counter
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
+
+from jmespath import visitor
+from jmespath.exceptions import JMESPathError
+from jmespath.parser import ParsedResult
+
+from evaluator.errors import BadResponseError
+from evaluator.models import Citation, Retrieved, TargetResponse
+from evaluator.report import RunReport
+
+__all__ = ["FIELDS", "ResponseMapper", "mapping_diagnosis", "mapping_failure"]
+
+T = TypeVar("T")
+
+#: the fields a response mapping may set, in the order they are shown
+FIELDS = ("ids", "answer", "citations", "timings", "texts", "scores")
+
+_MESSAGE = re.compile(r'^response\.(\w+) expression ("(?:[^"\\]|\\.)*") ')
+#: the default contract parser's messages: a shape the mapping could fix
+_DEFAULT_CONTRACT = re.compile(r"^(field '|response is (a|an|null) )")
+
+
+def _mapping_error(field: str, expression: str, problem: str) -> BadResponseError:
+    return BadResponseError(f"response.{field} expression {json.dumps(expression)} {problem}")
+
+
+def mapping_failure(message: str) -> tuple[str, str] | None:
+    """The (field, expression) a bad_response message names, or None for another message."""
+    match = _MESSAGE.match(message)
+    if match is None:
+        return None
+    return match.group(1), json.loads(match.group(2))
+
+
+def _kind_of(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "an object"
+    return type(value).__name__
+
+
+def _finite(value: object) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:  # JSON integers have no size limit
+        return None
+    return number if math.isfinite(number) else None
+
+
+class ResponseMapper:
+    """Maps a decoded JSON body onto a :class:`TargetResponse` with compiled expressions.
+
+    Example::
+
+        mapper = ResponseMapper({"ids": jmespath.compile("[].id")})
+        mapper([{"id": "a"}, {"id": "b"}]).ranked_ids  # ("a", "b")
+    """
+
+    def __init__(self, expressions: Mapping[str, ParsedResult]) -> None:
+        unknown = set(expressions) - set(FIELDS)
+        if unknown or "ids" not in expressions:
+            raise ValueError(f"expressions must include 'ids' and only {FIELDS}: {unknown}")
+        self.expressions = dict(expressions)
+        self._interpreter = visitor.TreeInterpreter()
+
+    @property
+    def retrieval_only(self) -> bool:
+        """No answer expression: answers (and citations) are not scored."""
+        return "answer" not in self.expressions
+
+    def identity(self) -> dict[str, str]:
+        """Field -> expression source, for the config hash."""
+        return {name: self.expressions[name].expression for name in FIELDS if name in self}
+
+    def __contains__(self, field: str) -> bool:
+        return field in self.expressions
+
+    def search(self, field: str, body: object) -> Any:
+        """Evaluate one field's expression; a top-level projection keeps its nulls."""
+        compiled = self.expressions[field]
+        node = compiled.parsed
+        try:
+            if node["type"] == "projection":
+                left, right = node["children"]
+                base = self._interpreter.visit(left, body)
+                if not isinstance(base, list):
+                    return None
+                return [self._interpreter.visit(right, item) for item in base]
+            return compiled.search(body)
+        except JMESPathError as exc:  # a function given the wrong types: sort_by on mixed scores
+            raise self._fail(field, f"failed: {exc}") from None
+
+    def _fail(self, field: str, problem: str) -> BadResponseError:
+        return _mapping_error(field, self.expressions[field].expression, problem)
+
+    def _list(self, field: str, body: object, expected: str) -> list[Any]:
+        value = self.search(field, body)
+        if value is None:
+            raise self._fail(field, "matched nothing (null)")
+        if not isinstance(value, list):
+            raise self._fail(field, f"gave {_kind_of(value)}, expected {expected}")
+        return value
+
+    def __call__(self, body: object) -> TargetResponse:
+        """Map ``body``.
+
+        Raises:
+            BadResponseError: a field matched nothing or has the wrong type.
+        """
+        ids = self._ids(body)
+        texts = self._aligned("texts", body, len(ids), self._text)
+        scores = self._aligned("scores", body, len(ids), self._score)
+        retrieved = tuple(
+            Retrieved(id=doc_id, score=score, text=text)
+            for doc_id, text, score in zip(ids, texts, scores, strict=True)
+        )
+        return TargetResponse(
+            retrieved=retrieved,
+            answer=self._answer(body),
+            citations=self._citations(body),
+            timings=self._timings(body),
+        )
+
+    def _ids(self, body: object) -> list[str]:
+        value = self._list("ids", body, "a list of ids")
+        ids: list[str] = []
+        for i, item in enumerate(value):
+            if isinstance(item, str) or (isinstance(item, int) and not isinstance(item, bool)):
+                ids.append(str(item))
+            elif item is None:
+                raise self._fail("ids", f"matched nothing for hit {i}")
+            else:
+                raise self._fail(
+                    "ids", f"gave {_kind_of(item)} for hit {i}, expected a string or integer id"
+                )
+        return ids
+
+    def _aligned(
+        self, field: str, body: object, count: int, check: Callable[[str, int, object], T]
+    ) -> list[T | None]:
+        if field not in self:
+            return [None] * count
+        value = self._list(field, body, f"a list of {field}")
+        if len(value) != count:
+            raise self._fail(
+                field,
+                f"gave {len(value)} value(s) for {count} id(s); a projection such as "
+                f"hits[].{field[:-1]} keeps them aligned",
+            )
+        return [check(field, i, item) for i, item in enumerate(value)]
+
+    def _text(self, field: str, i: int, item: object) -> str | None:
+        if item is None or isinstance(item, str):
+            return item
+        raise self._fail(field, f"gave {_kind_of(item)} for hit {i}, expected a string")
+
+    def _score(self, field: str, i: int, item: object) -> float | None:
+        if item is None:
+            return None
+        number = _finite(item)
+        if number is None:
+            raise self._fail(field, f"gave {_kind_of(item)} for hit {i}, expected a number")
+        return number
+
+    def _answer(self, body: object) -> str | None:
+        if "answer" not in self:
+            return None
+        value = self.search("answer", body)
+        if value is None:
+            raise self._fail("answer", "matched nothing (null)")
+        if not isinstance(value, str):
+            raise self._fail("answer", f"gave {_kind_of(value)}, expected a string")
+        return value
+
+    def _citations(self, body: object) -> tuple[Citation, ...]:
+        if "citations" not in self:
+            return ()
+        out: list[Citation] = []
+        for i, item in enumerate(self._list("citations", body, "a list")):
+            if isinstance(item, str):
+                out.append(item)
+            elif isinstance(item, int | float) and not isinstance(item, bool) and item == item:
+                if isinstance(item, float) and not item.is_integer():
+                    raise self._fail("citations", f"gave {item!r} for citation {i}")
+                out.append(int(item))
+            else:
+                raise self._fail(
+                    "citations",
+                    f"gave {_kind_of(item)} for citation {i}, expected a position or an id",
+                )
+        return tuple(out)
+
+    def _timings(self, body: object) -> dict[str, float]:
+        if "timings" not in self:
+            return {}
+        value = self.search("timings", body)
+        if value is None:
+            raise self._fail("timings", "matched nothing (null)")
+        if not isinstance(value, dict):
+            raise self._fail("timings", f"gave {_kind_of(value)}, expected an object")
+        out: dict[str, float] = {}
+        for stage, seconds in value.items():
+            number = _finite(seconds)
+            if number is None or number < 0:
+                raise self._fail(
+                    "timings", f"gave {_kind_of(seconds)} for stage {stage!r}, expected seconds"
+                )
+            out[str(stage)] = number
+        return out
+
+
+def mapping_diagnosis(report: RunReport) -> str | None:
+    """A configuration error when the response shape failed on every case that got one.
+
+    Returns None when some case was scored, or when no case got a response at all (the
+    target is down, not misconfigured). Otherwise, when every answered case failed on a
+    mapped field (or on the default contract's shape), one line naming the expression
+    that failed most often, for ``evaluator run`` to print and exit 1 with.
+    """
+    answered = [c for c in report.cases if c.error is None or c.error.kind == "bad_response"]
+    if not answered or any(c.error is None for c in answered):
+        return None
+    messages = [c.error.message for c in answered if c.error is not None]
+    failures = [mapping_failure(m) for m in messages]
+    count = len(answered)
+    if all(f is not None for f in failures):
+        (field, expression), _ = Counter(f for f in failures if f is not None).most_common(1)[0]
+        example = next(
+            m for m, f in zip(messages, failures, strict=True) if f == (field, expression)
+        )
+        return (
+            f"response mapping failed on all {count} case(s) that got a response: {example}; "
+            f"fix response.{field} = {json.dumps(expression)} in the target's config "
+            f"(try `evaluator probe`)"
+        )
+    if all(_DEFAULT_CONTRACT.match(m) for m in messages):
+        return (
+            f"no response of the {count} received follows the default contract: {messages[0]}; "
+            f"describe the endpoint's shape with a [targets.response] mapping "
+            f"(try `evaluator probe`)"
+        )
+    return None

@@ -1,0 +1,228 @@
+"""Request templates: how one question becomes an HTTP request, secrets included.
+
+Two kinds of placeholder (the grammar is in :mod:`evaluator.templates`):
+
+- ``{question}`` and ``{k}``, in query-parameter values and in the strings of the JSON body
+  template. A body value that is exactly ``"{k}"`` becomes the integer K and exactly
+  ``"{question}"`` the question string; inside a longer string both are substituted as text
+  (``"top-{k}"`` gives ``"top-5"``). Substitution is a single pass over the parsed template
+  and the body is serialised with :func:`json.dumps` afterwards, so a question holding quotes,
+  backslashes or ``{k}`` can neither break the JSON nor be substituted again.
+- ``${NAME}``, in header and query-parameter values: the environment variable ``NAME``, read
+  once when the target is built. Such values, and every value of a header or parameter whose
+  name looks secret (``Authorization``, ``api_key``...), are secrets: held as
+  :class:`pydantic.SecretStr`, added to the request only as it leaves (so the request httpx
+  logs never holds them), masked when shown and redacted from error messages.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote, quote_plus, urlsplit
+
+import httpx
+from pydantic import JsonValue, SecretStr
+
+from evaluator import __version__
+from evaluator.errors import ConfigError
+from evaluator.templates import DEFAULT_BODY, ENV_REFERENCE, render_body, render_text
+
+__all__ = ["MASK", "Redactor", "RequestTemplate", "is_secret_name"]
+
+#: what a secret is shown as
+MASK = "***"
+
+_SECRET_NAMES = frozenset({"authorization", "proxyauthorization", "cookie", "key", "signature"})
+_SECRET_SUFFIXES = (
+    "token",
+    "secret",
+    "password",
+    "passwd",
+    "apikey",
+    "accesskey",
+    "subscriptionkey",
+)
+
+
+def is_secret_name(name: str) -> bool:
+    """Whether a header or parameter called ``name`` carries a secret whatever its value.
+
+    ``Authorization``, ``Cookie``, ``key`` and names ending in token, secret, password or
+    api key (``X-API-Key``, ``access_token``), separators ignored.
+    """
+    normalised = name.lower().replace("-", "").replace("_", "")
+    return normalised in _SECRET_NAMES or normalised.endswith(_SECRET_SUFFIXES)
+
+
+def _resolve_env(value: str, where: str, environ: Mapping[str, str], found: list[str]) -> str:
+    """``value`` with its ``${NAME}`` references replaced; each value read goes to ``found``."""
+
+    def lookup(match: re.Match[str]) -> str:
+        name = match.group(1)
+        resolved = environ.get(name)
+        if not resolved:
+            # name the variable, never a value
+            raise ConfigError(
+                f"{where}: environment variable {name} is not set (or empty); "
+                f"export it before starting evaluator"
+            )
+        found.append(resolved)
+        return resolved
+
+    return ENV_REFERENCE.sub(lookup, value)
+
+
+class Redactor:
+    """Replaces known secret values in text, in the forms they travel in.
+
+    A secret is matched as is, URL-encoded (both styles) and JSON-escaped, so an endpoint
+    echoing a request back in an error body cannot leak it into a message.
+    """
+
+    def __init__(self, secrets: Iterable[str]) -> None:
+        forms: set[str] = set()
+        for secret in secrets:
+            if secret:
+                forms.update(
+                    {secret, quote(secret, safe=""), quote_plus(secret), json.dumps(secret)[1:-1]}
+                )
+        # longest first: a secret containing another is replaced whole
+        self._forms = sorted(forms, key=len, reverse=True)
+
+    def __call__(self, text: str) -> str:
+        for form in self._forms:
+            text = text.replace(form, MASK)
+        return text
+
+
+@dataclass(frozen=True, slots=True)
+class RequestTemplate:
+    """A request with placeholders, and the secrets to add to it as it leaves.
+
+    Build it with :meth:`from_config`; :meth:`build` makes the request for one question.
+    ``params`` and ``headers`` hold the plain entries, ``secret_params`` and
+    ``secret_headers`` the resolved secret ones.
+    """
+
+    method: str
+    url: str
+    params: tuple[tuple[str, str], ...] = ()
+    headers: tuple[tuple[str, str], ...] = ()
+    body: JsonValue = None
+    secret_params: tuple[tuple[str, SecretStr], ...] = ()
+    secret_headers: tuple[tuple[str, SecretStr], ...] = ()
+    #: the environment values inside them (a token without its "Bearer ")
+    env_values: tuple[SecretStr, ...] = ()
+
+    @classmethod
+    def from_config(
+        cls,
+        url: str,
+        *,
+        method: str = "POST",
+        params: Mapping[str, str] | None = None,
+        headers: Mapping[str, str] | None = None,
+        body: JsonValue = None,
+        environ: Mapping[str, str] | None = None,
+    ) -> RequestTemplate:
+        """Resolve ``${NAME}`` references and split secret entries from plain ones.
+
+        Raises:
+            ConfigError: a referenced environment variable is unset or empty (the message
+                names the variable and where it is used, never a value).
+        """
+        env = os.environ if environ is None else environ
+        found: list[str] = []
+
+        def split(
+            entries: Mapping[str, str], section: str
+        ) -> tuple[tuple[tuple[str, str], ...], tuple[tuple[str, SecretStr], ...]]:
+            plain: list[tuple[str, str]] = []
+            secret: list[tuple[str, SecretStr]] = []
+            for name, value in entries.items():
+                where = f"request.{section}.{name}"
+                if ENV_REFERENCE.search(value) or is_secret_name(name):
+                    secret.append((name, SecretStr(_resolve_env(value, where, env, found))))
+                else:
+                    plain.append((name, value))
+            return tuple(plain), tuple(secret)
+
+        plain_params, secret_params = split(params or {}, "params")
+        plain_headers, secret_headers = split(headers or {}, "headers")
+        if body is None and method == "POST":
+            body = DEFAULT_BODY
+        return cls(
+            method=method,
+            url=url,
+            params=plain_params,
+            headers=plain_headers,
+            body=body,
+            secret_params=secret_params,
+            secret_headers=secret_headers,
+            env_values=tuple(SecretStr(v) for v in found),
+        )
+
+    @property
+    def is_default(self) -> bool:
+        """Whether this is the default contract's request (POST url {question, top_k})."""
+        return (
+            self.method == "POST"
+            and self.body == DEFAULT_BODY
+            and not (self.params or self.headers or self.secret_params or self.secret_headers)
+        )
+
+    def secrets(self) -> tuple[str, ...]:
+        """Every secret value, whole and the environment values inside, for redaction."""
+        whole = [v for _, v in (*self.secret_params, *self.secret_headers)]
+        return tuple(v.get_secret_value() for v in (*whole, *self.env_values))
+
+    def build(self, client: httpx.AsyncClient, question: str, k: int) -> httpx.Request:
+        """The request for one question, without its secrets (the transport adds them)."""
+        params = tuple((name, render_text(value, question, k)) for name, value in self.params)
+        headers = {"User-Agent": f"evaluator/{__version__}", **dict(self.headers)}
+        content: bytes | None = None
+        if self.body is not None:
+            content = json.dumps(render_body(self.body, question, k), ensure_ascii=False).encode()
+            headers.setdefault("Content-Type", "application/json")
+        return client.build_request(
+            self.method, self.url, params=params, headers=headers, content=content
+        )
+
+    def describe(self, request: httpx.Request) -> str:
+        """``request`` as text, with every secret shown as ``***`` (for ``evaluator probe``)."""
+        url = request.url
+        if self.secret_params:
+            url = url.copy_merge_params({name: MASK for name, _ in self.secret_params})
+        shown = str(url).replace(quote(MASK, safe=""), MASK)
+        lines = [f"{request.method} {shown}"]
+        secret_names = {name.lower() for name, _ in self.secret_headers}
+        for raw_name, raw_value in request.headers.raw:
+            name, value = raw_name.decode("latin-1"), raw_value.decode("latin-1")
+            if name.lower() not in secret_names:
+                lines.append(f"{name}: {MASK if is_secret_name(name) else value}")
+        lines += [f"{name}: {MASK}" for name, _ in self.secret_headers]
+        if request.content:
+            lines += ["", request.content.decode("utf-8", errors="replace")]
+        return "\n".join(lines)
+
+    def identity(self) -> dict[str, Any]:
+        """What identifies the request for the config hash: templates, secrets as ``***``."""
+        parts = urlsplit(self.url)
+        out: dict[str, Any] = {"url": f"{parts.scheme}://{parts.netloc}{parts.path}"}
+        if self.is_default:
+            return out
+        out["method"] = self.method
+        out["params"] = sorted([*self.params, *((name, MASK) for name, _ in self.secret_params)])
+        out["headers"] = sorted(
+            [
+                *((name.lower(), value) for name, value in self.headers),
+                *((name.lower(), MASK) for name, _ in self.secret_headers),
+            ]
+        )
+        out["body"] = self.body
+        return out

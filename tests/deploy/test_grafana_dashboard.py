@@ -1,0 +1,279 @@
+"""Static checks of the Grafana dashboard and its provisioning (deploy/grafana/).
+
+The conventions are grafana/dashboard-linter's, re-implemented: one `datasource` variable
+used by every panel, a title, description and unit on every panel. Every query, variables
+substituted, must parse (promtool, as recording rules) and read only contract metrics.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import pytest
+
+from tests.deploy.dashboard_queries import (
+    DEFAULT_SUBSTITUTIONS,
+    dashboard_queries,
+    iter_panels,
+    substitute,
+)
+from tests.deploy.deploy_support import (
+    DASHBOARD,
+    DEPLOY,
+    QUALITY_METRICS,
+    contract_problems,
+    load_yaml,
+    run_promtool,
+)
+
+DS = {"type": "prometheus", "uid": "${datasource}"}
+_WINDOW = re.compile(r"\[([^\]]+)\]")
+
+
+def _dashboard() -> dict[str, Any]:
+    return json.loads(DASHBOARD.read_text(encoding="utf-8"))
+
+
+def _panels() -> list[dict[str, Any]]:
+    return [p for p in iter_panels(_dashboard()) if p["type"] != "row"]
+
+
+def _exprs(panel: dict[str, Any]) -> list[str]:
+    return [t["expr"] for t in panel["targets"]]
+
+
+def _variables() -> dict[str, dict[str, Any]]:
+    return {v["name"]: v for v in _dashboard()["templating"]["list"]}
+
+
+def _panel(title: str) -> dict[str, Any]:
+    (panel,) = [p for p in _panels() if p["title"] == title]
+    return panel
+
+
+PANEL_TITLES = [p["title"] for p in _panels()]
+
+
+def test_dashboard_identity() -> None:
+    dashboard = _dashboard()
+    assert dashboard["uid"] == "rag-evaluator"
+    assert dashboard["id"] is None
+    assert dashboard["title"] == "RAG evaluator"
+    assert isinstance(dashboard["schemaVersion"], int)
+    assert dashboard["tags"]
+
+
+def test_panel_titles_and_ids_are_unique() -> None:
+    assert len(PANEL_TITLES) == len(set(PANEL_TITLES))
+    ids = [p["id"] for p in iter_panels(_dashboard())]
+    assert len(ids) == len(set(ids))
+
+
+def test_one_datasource_variable() -> None:
+    variables = _variables()
+    datasources = [v for v in variables.values() if v["type"] == "datasource"]
+    assert [v["name"] for v in datasources] == ["datasource"]
+    assert datasources[0]["query"] == "prometheus"
+    assert datasources[0]["label"] == "Data Source"
+
+
+@pytest.mark.parametrize("name", ["target", "dataset"])
+def test_query_variables_list_jobs(name: str) -> None:
+    variable = _variables()[name]
+    assert variable["type"] == "query"
+    assert variable["datasource"] == DS
+    assert variable["multi"] is True
+    assert variable["includeAll"] is True
+    assert variable["allValue"] == ".*"
+    query = variable["query"]["query"]
+    assert re.fullmatch(rf"label_values\(rag_eval_job_info(\{{.*\}})?, {name}\)", query), query
+    assert variable["definition"] == query
+
+
+def test_dataset_choices_follow_the_target() -> None:
+    assert 'target=~"$target"' in _variables()["dataset"]["query"]["query"]
+
+
+@pytest.mark.parametrize("title", PANEL_TITLES)
+def test_panel_has_title_description_unit_and_datasource(title: str) -> None:
+    panel = _panel(title)
+    assert panel["description"].strip()
+    assert panel["fieldConfig"]["defaults"]["unit"]
+    assert panel["datasource"] == DS
+    assert panel["targets"], "a panel without a query"
+    for target in panel["targets"]:
+        assert target["datasource"] == DS
+        assert target["expr"].strip()
+
+
+@pytest.mark.parametrize("title", PANEL_TITLES)
+def test_panel_unit_matches_what_it_shows(title: str) -> None:
+    """Seconds in s, 0..1 ratios in percentunit."""
+    panel = _panel(title)
+    unit = panel["fieldConfig"]["defaults"]["unit"]
+    exprs = " ".join(_exprs(panel))
+    if re.search(r"quality_(numerator|denominator)|baseline_ratio|error_ratio", exprs):
+        assert unit == "percentunit"
+    elif "/ max by (target, dataset) (rag_eval_run_interval_seconds" in exprs:
+        assert unit == "none"  # a number of intervals
+    elif re.search(r"_seconds\b|_seconds_bucket|time\(\)", exprs):
+        assert unit == "s"
+
+
+@pytest.mark.parametrize("title", PANEL_TITLES)
+def test_panel_queries_filter_on_the_variables(title: str) -> None:
+    for expr in _exprs(_panel(title)):
+        for selector in re.findall(r"rag_eval_\w+\{([^}]*)\}", expr):
+            assert 'target=~"$target"' in selector and 'dataset=~"$dataset"' in selector, expr
+        assert not re.search(r"\brag_eval_\w+(?!\w|\{)", expr), f"unfiltered selector: {expr}"
+
+
+@pytest.mark.parametrize("title", PANEL_TITLES)
+def test_rate_windows_are_fixed_and_span_several_runs(title: str) -> None:
+    """Counters move once per run: no $__rate_interval, [1h] or longer."""
+    for expr in _exprs(_panel(title)):
+        assert "$__rate_interval" not in expr and "$__interval" not in expr
+        for window in _WINDOW.findall(expr):
+            assert window in ("1h", "2h", "6h", "1d"), f"[{window}] in {expr}"
+
+
+@pytest.mark.parametrize("metric", QUALITY_METRICS)
+def test_each_quality_metric_has_a_panel_with_its_baseline(metric: str) -> None:
+    panels = [p for p in _panels() if any(f'metric="{metric}"' in e for e in _exprs(p))]
+    assert len(panels) == 1, f"{metric}: {[p['title'] for p in panels]}"
+    exprs = _exprs(panels[0])
+    assert any(
+        "rag_eval_quality_numerator" in e and "rag_eval_quality_denominator" in e for e in exprs
+    ), "the ratio must be sum(numerator) / sum(denominator), right across shards"
+    assert any("rag_eval_baseline_ratio" in e for e in exprs), "no baseline overlay"
+    assert panels[0]["fieldConfig"]["defaults"]["max"] == 1
+
+
+def test_latency_panels_come_from_the_histograms() -> None:
+    case = " ".join(_exprs(_panel("Case latency P50 / P95")))
+    assert "histogram_quantile(0.95, sum by (target, dataset, le) (rate(" in case
+    assert "histogram_quantile(0.5, sum by (target, dataset, le) (rate(" in case
+    assert "rag_eval_case_latency_seconds_bucket" in case
+    stage = " ".join(_exprs(_panel("P95 by stage")))
+    assert "sum by (target, dataset, stage, le)" in stage
+    assert "rag_eval_stage_latency_seconds_bucket" in stage
+
+
+@pytest.mark.parametrize(
+    ("title", "needle"),
+    [
+        (
+            "Case errors by kind",
+            "sum by (target, dataset, kind) (increase(rag_eval_case_errors_total",
+        ),
+        ("Runs by outcome", "sum by (target, dataset, outcome) (increase(rag_eval_runs_total"),
+        ("Gate status", "rag_eval_gate_passing"),
+        ("Gate rules failing", "rag_eval_gate_rule_failing"),
+        ("Time since last complete run", "time() - max by (target, dataset) (rag_eval_last_"),
+        ("Error ratio, last run", "rag_eval_error_ratio"),
+        ("Evaluation jobs", "rag_eval_job_info"),
+    ],
+)
+def test_required_panel_exists(title: str, needle: str) -> None:
+    assert any(needle in e for p in _panels() if p["title"] == title for e in _exprs(p)), title
+
+
+def test_alert_descriptions_name_existing_panels() -> None:
+    """Alert texts point on-call at panels by title: those must exist."""
+    alerts = (DEPLOY / "prometheus" / "rules" / "alerts.yml").read_text(encoding="utf-8")
+    for title in re.findall(r'dashboard "([^"]+)"', alerts):
+        assert title in PANEL_TITLES
+
+
+def test_panels_do_not_overlap() -> None:
+    cells: dict[tuple[int, int], str] = {}
+    for panel in iter_panels(_dashboard()):
+        pos = panel["gridPos"]
+        assert pos["x"] + pos["w"] <= 24, panel["title"]
+        for x in range(pos["x"], pos["x"] + pos["w"]):
+            for y in range(pos["y"], pos["y"] + pos["h"]):
+                assert (x, y) not in cells, f"{panel['title']} overlaps {cells[(x, y)]}"
+                cells[(x, y)] = panel["title"]
+
+
+def test_queries_read_only_contract_metrics() -> None:
+    for title, expr in dashboard_queries(DASHBOARD, DEFAULT_SUBSTITUTIONS):
+        assert not contract_problems(expr), (title, contract_problems(expr))
+
+
+def test_helper_returns_every_panel_query_and_variable_substituted() -> None:
+    queries = dashboard_queries(DASHBOARD, DEFAULT_SUBSTITUTIONS)
+    panel_exprs = sum(len(p["targets"]) for p in _panels())
+    assert len(queries) == panel_exprs + 2
+    assert ("variable target", "count by (target) (rag_eval_job_info)") in queries
+    assert (
+        "variable dataset",
+        'count by (dataset) (rag_eval_job_info{target=~".*"})',
+    ) in queries
+    for title, expr in queries:
+        assert "$" not in expr and "[[" not in expr, (title, expr)
+
+
+def test_helper_substitutes_fixture_values_and_refuses_unknown_variables() -> None:
+    values = {**DEFAULT_SUBSTITUTIONS, "target": "reference", "dataset": "rag_cases"}
+    queries = dict(dashboard_queries(DASHBOARD, values))
+    assert 'target=~"reference", dataset=~"rag_cases"' in queries["Error ratio, last run"]
+    assert substitute("x{a=~'${target:regex}'}[[dataset]]$1", values) == (
+        "x{a=~'reference'}rag_cases$1"
+    )
+    with pytest.raises(KeyError, match="job"):
+        substitute('up{job=~"$job"}', values)
+
+
+@pytest.mark.prometheus
+def test_every_query_parses(promtool: str, tmp_path: Any) -> None:
+    """promtool parses each query as a recording rule: a PromQL check without a server."""
+    queries = dashboard_queries(DASHBOARD, DEFAULT_SUBSTITUTIONS)
+    rules = {
+        "groups": [
+            {
+                "name": "dashboard-queries",
+                "rules": [
+                    {"record": f"dashboard:query_{i}:check", "expr": expr}
+                    for i, (_, expr) in enumerate(queries)
+                ],
+            }
+        ]
+    }
+    path = tmp_path / "dashboard-queries.yml"
+    path.write_text(json.dumps(rules), encoding="utf-8")
+    result = run_promtool(promtool, "check", "rules", path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"SUCCESS: {len(queries)} rules found" in result.stdout
+
+
+def test_provisioned_datasource_is_the_compose_prometheus() -> None:
+    provisioning = load_yaml(DEPLOY / "grafana" / "provisioning" / "datasources" / "prometheus.yml")
+    assert provisioning["apiVersion"] == 1
+    (datasource,) = provisioning["datasources"]
+    assert datasource["type"] == "prometheus"
+    assert datasource["url"] == "http://prometheus:9090"
+    scrape = load_yaml(DEPLOY / "prometheus" / "prometheus.yml")["global"]["scrape_interval"]
+    assert datasource["jsonData"]["timeInterval"] == scrape
+
+
+def test_dashboard_provider_loads_the_dashboards_folder() -> None:
+    provisioning = load_yaml(
+        DEPLOY / "grafana" / "provisioning" / "dashboards" / "rag-evaluator.yml"
+    )
+    assert provisioning["apiVersion"] == 1
+    (provider,) = provisioning["providers"]
+    assert provider["type"] == "file"
+    compose = load_yaml(DEPLOY / "docker-compose.yml")
+    mounts = compose["services"]["grafana"]["volumes"]
+    assert f"./grafana/dashboards:{provider['options']['path']}:ro" in mounts
+
+
+def test_runbook_names_existing_panels() -> None:
+    """RUNBOOK.md writes panel titles in italics: on-call must find each on the dashboard."""
+    text = (DEPLOY / "RUNBOOK.md").read_text(encoding="utf-8")
+    referenced = set(re.findall(r"(?<![*\w])\*([^*\n]+)\*(?![*\w])", text))
+    assert referenced, "the runbook names no panel"
+    assert referenced <= set(PANEL_TITLES), referenced - set(PANEL_TITLES)

@@ -1,0 +1,209 @@
+"""The Prometheus configuration, recording and alerting rules of deploy/prometheus/.
+
+promtool checks and unit-tests them (tests marked ``prometheus``); the other tests read the
+YAML: every alert has its severity, annotations and runbook section, a unit test that sees
+it fire and one that sees it stay quiet, and reads only metrics of the contract.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.deploy.deploy_support import (
+    DEPLOY,
+    RULE_FILES,
+    RULE_TESTS,
+    RUNBOOK,
+    SCRAPE_JOB,
+    alerting_rules,
+    contract_problems,
+    load_yaml,
+    recording_rules,
+    run_promtool,
+)
+
+PROMETHEUS_YML = DEPLOY / "prometheus" / "prometheus.yml"
+SEVERITIES = {"critical", "warning"}
+# Counters move once per run (default every 15 min): windows must span several runs.
+_RANGE = re.compile(r"\b(rate|increase|irate|delta|idelta)\s*\((?:[^()\[]|\([^()]*\))*\[(\w+)\]")
+_DURATION = re.compile(r"^(\d+)([smhdw])$")
+_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+
+
+def _seconds(duration: str) -> int:
+    match = _DURATION.match(duration)
+    assert match, f"unexpected duration {duration!r}"
+    return int(match[1]) * _SECONDS[match[2]]
+
+
+def _runbook_anchors() -> set[str]:
+    """GitHub's anchors of the runbook's second-level headings."""
+    text = RUNBOOK.read_text(encoding="utf-8")
+    return {
+        re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+        for heading in re.findall(r"^## (.+)$", text, re.M)
+    }
+
+
+def _unit_test_cases() -> list[tuple[Path, dict[str, object]]]:
+    return [
+        (path, case)
+        for path in RULE_TESTS
+        for group in load_yaml(path)["tests"]
+        for case in group.get("alert_rule_test", [])
+    ]
+
+
+ALERTS = alerting_rules()
+ALERT_NAMES = [rule["alert"] for rule in ALERTS]
+
+
+def test_rule_files_exist() -> None:
+    names = {path.name for path in RULE_FILES}
+    assert {"alerts.yml", "recording.yml"} <= names
+    assert RULE_TESTS, "no promtool unit tests in deploy/prometheus/tests"
+
+
+@pytest.mark.prometheus
+def test_rules_pass_promtool_check_with_lint(promtool: str) -> None:
+    result = run_promtool(promtool, "check", "rules", "--lint=all", "--lint-fatal", *RULE_FILES)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "SUCCESS" in result.stdout
+
+
+@pytest.mark.prometheus
+def test_prometheus_config_passes_promtool_check(promtool: str) -> None:
+    """prometheus.yml is valid and its rule_files glob finds every rule file."""
+    result = run_promtool(promtool, "check", "config", PROMETHEUS_YML)
+    assert result.returncode == 0, result.stdout + result.stderr
+    for path in RULE_FILES:
+        assert f"Checking {PROMETHEUS_YML.parent / 'rules' / path.name}" in result.stdout or (
+            f"rules/{path.name}" in result.stdout
+        ), f"{path.name} is not loaded by prometheus.yml:\n{result.stdout}"
+
+
+@pytest.mark.prometheus
+@pytest.mark.parametrize("test_file", RULE_TESTS, ids=lambda p: p.name)
+def test_promtool_unit_tests_pass(promtool: str, test_file: Path) -> None:
+    result = run_promtool(promtool, "test", "rules", test_file)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "SUCCESS" in result.stdout
+
+
+def test_unit_tests_load_the_shipped_rule_files() -> None:
+    for path in RULE_TESTS:
+        loaded = {(path.parent / name).resolve() for name in load_yaml(path)["rule_files"]}
+        assert loaded == {p.resolve() for p in RULE_FILES}, path.name
+
+
+@pytest.mark.parametrize("alert", ALERT_NAMES)
+def test_every_alert_is_unit_tested_firing_and_quiet(alert: str) -> None:
+    """promtool 2.42 has no --coverage: count the cases that fire and that stay quiet."""
+    cases = [case for _, case in _unit_test_cases() if case["alertname"] == alert]
+    assert any(case.get("exp_alerts") for case in cases), f"{alert}: no test sees it fire"
+    assert any(not case.get("exp_alerts") for case in cases), f"{alert}: no test sees it quiet"
+
+
+def test_unit_tests_name_only_existing_alerts() -> None:
+    tested = {case["alertname"] for _, case in _unit_test_cases()}
+    assert tested <= set(ALERT_NAMES), tested - set(ALERT_NAMES)
+
+
+def test_alert_names_are_unique_and_prefixed() -> None:
+    assert len(ALERT_NAMES) == len(set(ALERT_NAMES))
+    assert all(re.fullmatch(r"RagEval[A-Z][A-Za-z0-9]+", name) for name in ALERT_NAMES)
+
+
+@pytest.mark.parametrize("rule", ALERTS, ids=ALERT_NAMES)
+def test_alert_has_severity_and_annotations(rule: dict[str, object]) -> None:
+    labels = rule["labels"]
+    annotations = rule["annotations"]
+    assert isinstance(labels, dict) and isinstance(annotations, dict)
+    assert labels["severity"] in SEVERITIES
+    for key in ("summary", "description", "runbook_url"):
+        assert str(annotations.get(key, "")).strip(), f"{rule['alert']}: no {key}"
+    assert "\n" not in annotations["summary"], "a summary is one line"
+
+
+@pytest.mark.parametrize("rule", ALERTS, ids=ALERT_NAMES)
+def test_runbook_url_points_at_the_alerts_section(rule: dict[str, object]) -> None:
+    url = str(rule["annotations"]["runbook_url"])  # type: ignore[index]
+    path, _, anchor = url.partition("#")
+    assert path == "deploy/RUNBOOK.md"
+    assert anchor == str(rule["alert"]).lower()
+    assert anchor in _runbook_anchors(), f"RUNBOOK.md has no section ## {rule['alert']}"
+
+
+def test_runbook_sections_match_the_alerts() -> None:
+    headings = set(re.findall(r"^## (RagEval\w+)$", RUNBOOK.read_text(encoding="utf-8"), re.M))
+    assert headings == set(ALERT_NAMES)
+
+
+def test_runbook_carries_the_decision_table() -> None:
+    text = RUNBOOK.read_text(encoding="utf-8")
+    for row in (
+        "| recall down, MRR down | parsing, chunking, retrieval",
+        "| recall flat, MRR down | fusion or rerank",
+        "| retrieval flat, accuracy down | prompt, model, context assembly",
+        "| accuracy flat, citation precision down | citation protocol",
+        "| quality up, P95 or cost doubled | a product trade-off",
+    ):
+        assert row in text
+    for command in ("evaluator run", "evaluator gate", "run_id", "case_id"):
+        assert command in text
+
+
+def test_rules_read_only_contract_metrics() -> None:
+    recorded = {rule["record"] for rule in recording_rules()}
+    for rule in recording_rules() + ALERTS:
+        name = rule.get("alert") or rule.get("record")
+        exprs = [rule["expr"], *rule.get("annotations", {}).values()]
+        problems = [p for expr in exprs for p in contract_problems(str(expr), recorded)]
+        assert not problems, f"{name}: {problems}"
+
+
+def test_recorded_names_follow_the_colon_convention() -> None:
+    for rule in recording_rules():
+        assert re.fullmatch(r"rag_eval:[a-z0-9_]+:[a-z0-9_]+", rule["record"]), rule["record"]
+
+
+def test_quality_is_aggregated_as_sums_not_mean_of_means() -> None:
+    (ratio,) = [r for r in recording_rules() if r["record"] == "rag_eval:quality:ratio"]
+    expr = " ".join(ratio["expr"].split())
+    assert "sum by (target, dataset, metric) (rag_eval_quality_numerator)" in expr
+    assert "sum by (target, dataset, metric) (rag_eval_quality_denominator)" in expr
+    assert "avg" not in expr
+
+
+@pytest.mark.parametrize(
+    "rule", recording_rules() + ALERTS, ids=lambda r: r.get("alert") or r.get("record")
+)
+def test_counter_windows_span_several_runs(rule: dict[str, str]) -> None:
+    for function, window in _RANGE.findall(rule["expr"]):
+        assert _seconds(window) >= 3600, f"{function}(...[{window}]) moves once per run"
+
+
+def test_drift_alerts_wait_for_two_runs_and_a_minimum_sample() -> None:
+    for rule in ALERTS:
+        if rule["alert"].endswith("Drop"):
+            assert _seconds(rule["for"]) >= 1800
+            assert "rag_eval:scored_cases:sum >= 30" in rule["expr"]
+            assert "rag_eval:quality:ratio_avg7d_offset1d" in rule["expr"]
+
+
+def test_availability_alerts_select_the_scrape_job() -> None:
+    config = load_yaml(PROMETHEUS_YML)
+    jobs = {job["job_name"] for job in config["scrape_configs"]}
+    assert SCRAPE_JOB in jobs
+    selected = {m for rule in ALERTS for m in re.findall(r'job="([^"]+)"', rule["expr"])}
+    assert selected == {SCRAPE_JOB}
+
+
+def test_prometheus_config_loads_rules_and_alertmanager() -> None:
+    config = load_yaml(PROMETHEUS_YML)
+    assert config["rule_files"] == ["rules/*.yml"]
+    (alertmanager,) = config["alerting"]["alertmanagers"]
+    assert alertmanager["static_configs"][0]["targets"] == ["alertmanager:9093"]

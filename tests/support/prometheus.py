@@ -1,0 +1,404 @@
+"""Real processes on loopback for end-to-end tests: a Prometheus server and the daemon.
+
+Everything binds to 127.0.0.1, lives in a temporary folder and is bounded in time.
+
+API (all context managers stop what they started, even when the test fails)::
+
+    free_port() -> int                      # a free TCP port on 127.0.0.1
+    require_binary("promtool") -> str       # its path; skips the test (fails when CI=true)
+    check_metrics(text) -> CompletedProcess # `promtool check metrics` on a text exposition
+
+    with DaemonProcess(["--dataset", f, "--target-url", u], workdir=tmp) as daemon:
+        daemon.wait_ready()                 # /readyz answered 200 (bounded)
+        daemon.address                      # "127.0.0.1:PORT", for a scrape config
+        daemon.get("/metrics")              # an httpx.Response
+        daemon.wait_for_log(lambda e: e["event"] == "run")
+        result = daemon.stop()              # SIGTERM; result.returncode, result.logs (dicts)
+
+    with PrometheusServer([daemon.address], workdir=tmp) as prom:   # scrapes every 1 s
+        prom.query('rag_eval_mrr{dataset="golden"}')   # -> [{"metric": {...}, "value": [t, "0.5"]}]
+        prom.wait_for("rag_eval_mrr", lambda result: len(result) == 1, timeout=20)
+
+``PrometheusServer`` skips the test when ``prometheus`` is not installed, and fails it
+instead when the environment variable ``CI`` is ``"true"`` (CI must exercise it).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import httpx
+import pytest
+
+__all__ = [
+    "DaemonProcess",
+    "DaemonResult",
+    "PrometheusServer",
+    "check_metrics",
+    "free_port",
+    "parse_log_lines",
+    "require_binary",
+]
+
+HOST = "127.0.0.1"
+EVALUATOR = str(Path(sys.executable).with_name("evaluator"))
+
+QueryResult = list[dict[str, Any]]
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that was free a moment ago (bind to 0, read it, release it)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((HOST, 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def require_binary(name: str) -> str:
+    """The path of ``name`` on PATH; skip the test when it is missing, or fail when CI=true."""
+    path = shutil.which(name)
+    if path is None:
+        why = f"{name!r} is not installed (Debian package 'prometheus')"
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"{why}; CI=true requires it")
+        pytest.skip(why)
+    return path
+
+
+def check_metrics(text: str, timeout: float = 30.0) -> subprocess.CompletedProcess[str]:
+    """Run ``promtool check metrics`` on a text-format exposition (exit 0 and no output: clean)."""
+    promtool = require_binary("promtool")
+    return subprocess.run(
+        [promtool, "check", "metrics"],
+        input=text,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+def _tail(path: Path, lines: int = 30) -> str:
+    try:
+        return "\n".join(path.read_text("utf-8", errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(no output)"
+
+
+def _stop_process(proc: subprocess.Popen[bytes], timeout: float) -> int:
+    """SIGTERM, wait up to ``timeout``; SIGKILL after that. Returns the exit code."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(10)
+    return proc.returncode
+
+
+class PrometheusServer:
+    """A real ``prometheus`` on 127.0.0.1 scraping ``targets`` (``host:port``) every second.
+
+    Args:
+        targets: what to scrape at ``/metrics`` (one scrape job, ``job="evaluator"``).
+        workdir: a folder of its own for the config, the TSDB and the server's log.
+        scrape_interval: also used as the scrape timeout.
+        start_timeout: seconds to wait for ``/-/ready``.
+    """
+
+    def __init__(
+        self,
+        targets: Sequence[str],
+        *,
+        workdir: Path,
+        scrape_interval: str = "1s",
+        start_timeout: float = 30.0,
+    ) -> None:
+        self.targets = list(targets)
+        self.workdir = workdir
+        self.scrape_interval = scrape_interval
+        self.start_timeout = start_timeout
+        self.port = 0
+        self.log_path = workdir / "prometheus.log"
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._client = httpx.Client(timeout=10.0)
+
+    @property
+    def url(self) -> str:
+        return f"http://{HOST}:{self.port}"
+
+    def _write_config(self) -> Path:
+        config = {
+            "global": {
+                "scrape_interval": self.scrape_interval,
+                "scrape_timeout": self.scrape_interval,
+                "evaluation_interval": self.scrape_interval,
+            },
+            "scrape_configs": [
+                {"job_name": "evaluator", "static_configs": [{"targets": self.targets}]}
+            ],
+        }
+        path = self.workdir / "prometheus.yml"
+        path.write_text(json.dumps(config, indent=2), "utf-8")  # JSON is YAML
+        return path
+
+    def start(self) -> PrometheusServer:
+        binary = require_binary("prometheus")
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        config = self._write_config()
+        for _attempt in range(3):  # another process may grab the free port first
+            self.port = free_port()
+            tsdb = self.workdir / f"tsdb-{self.port}"
+            with self.log_path.open("ab") as log:
+                self._proc = subprocess.Popen(
+                    [
+                        binary,
+                        f"--config.file={config}",
+                        f"--storage.tsdb.path={tsdb}",
+                        f"--web.listen-address={HOST}:{self.port}",
+                        "--storage.tsdb.retention.time=1h",
+                        "--log.level=warn",
+                    ],
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    cwd=self.workdir,
+                )
+            if self._wait_ready():
+                return self
+        self.stop()
+        raise AssertionError(f"prometheus did not start:\n{_tail(self.log_path)}")
+
+    def _wait_ready(self) -> bool:
+        """True once /-/ready answers 200; False when the process died (port taken)."""
+        assert self._proc is not None
+        deadline = time.monotonic() + self.start_timeout
+        while time.monotonic() < deadline:
+            if self._proc.poll() is not None:
+                return False
+            try:
+                if self._client.get(f"{self.url}/-/ready").status_code == 200:
+                    return True
+            except httpx.TransportError:
+                pass
+            time.sleep(0.1)
+        self.stop()
+        raise AssertionError(
+            f"prometheus not ready within {self.start_timeout}s:\n{_tail(self.log_path)}"
+        )
+
+    def stop(self) -> None:
+        if self._proc is not None:
+            _stop_process(self._proc, 10.0)
+            self._proc = None
+        self._client.close()
+
+    def __enter__(self) -> PrometheusServer:
+        return self.start()
+
+    def __exit__(
+        self, _t: type[BaseException] | None, _e: BaseException | None, _tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+    def query(self, expr: str) -> QueryResult:
+        """An instant query at now via ``/api/v1/query``; the ``data.result`` list.
+
+        Raises:
+            AssertionError: the query failed (bad PromQL, server error).
+        """
+        response = self._client.get(f"{self.url}/api/v1/query", params={"query": expr})
+        body = response.json()
+        assert "success" == body.get("status"), f"{expr}: {body}"
+        assert body["data"]["resultType"] == "vector", f"{expr}: {body['data']['resultType']}"
+        result: QueryResult = body["data"]["result"]
+        return result
+
+    def wait_for(
+        self,
+        expr: str,
+        predicate: Callable[[QueryResult], bool] = bool,
+        timeout: float = 20.0,
+    ) -> QueryResult:
+        """Query ``expr`` until ``predicate(result)`` holds; the result, or AssertionError."""
+        deadline = time.monotonic() + timeout
+        while True:
+            result = self.query(expr)
+            if predicate(result):
+                return result
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{expr}: still {result} after {timeout}s")
+            time.sleep(0.2)
+
+
+@dataclass(frozen=True)
+class DaemonResult:
+    """How a daemon subprocess ended: exit code, JSON log events (stdout) and stderr."""
+
+    returncode: int
+    logs: list[dict[str, Any]]
+    stderr: str
+
+
+def parse_log_lines(text: str) -> list[dict[str, Any]]:
+    """JSON log lines as dicts; a line that is not JSON becomes ``{"unparsed": line}``."""
+    events: list[dict[str, Any]] = []
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        try:
+            data = json.loads(line)
+        except ValueError:
+            data = None
+        events.append(data if isinstance(data, dict) else {"unparsed": line})
+    return events
+
+
+class DaemonProcess:
+    """``evaluator serve ARGS`` as a subprocess, logs (stdout) to a file in ``workdir``.
+
+    Unless ``args`` has ``--listen``, the daemon listens on ``127.0.0.1:0`` and the port it
+    bound is read from its ``daemon_started`` log event: no race for a free port.
+    ``EVALUATOR_*`` variables of the test process are not inherited; pass them in ``env``.
+    """
+
+    def __init__(
+        self,
+        args: Sequence[str],
+        *,
+        workdir: Path,
+        env: Mapping[str, str] | None = None,
+        name: str = "daemon",
+    ) -> None:
+        self.args = list(args)
+        if "--listen" not in self.args:
+            self.args += ["--listen", f"{HOST}:0"]
+        self.workdir = workdir
+        self.stdout_path = workdir / f"{name}.stdout.jsonl"
+        self.stderr_path = workdir / f"{name}.stderr.txt"
+        self.env = {k: v for k, v in os.environ.items() if not k.startswith("EVALUATOR_")}
+        self.env.update(env or {})
+        self.env["PYTHONUNBUFFERED"] = "1"
+        self.port = 0
+        self.proc: subprocess.Popen[bytes] | None = None
+        self._client = httpx.Client(timeout=10.0)
+
+    @property
+    def address(self) -> str:
+        """``127.0.0.1:PORT`` of the metrics and health server (after :meth:`wait_ready`)."""
+        return f"{HOST}:{self.port}"
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.address}"
+
+    def start(self) -> DaemonProcess:
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        with self.stdout_path.open("wb") as out, self.stderr_path.open("wb") as err:
+            self.proc = subprocess.Popen(
+                [EVALUATOR, "serve", *self.args],
+                stdout=out,
+                stderr=err,
+                cwd=self.workdir,
+                env=self.env,
+            )
+        return self
+
+    def logs(self) -> list[dict[str, Any]]:
+        """The JSON log events written so far."""
+        try:
+            return parse_log_lines(self.stdout_path.read_text("utf-8", errors="replace"))
+        except OSError:
+            return []
+
+    def _diagnostics(self) -> str:
+        return f"stderr:\n{_tail(self.stderr_path)}\nstdout:\n{_tail(self.stdout_path)}"
+
+    def wait_for_log(
+        self, predicate: Callable[[dict[str, Any]], bool], timeout: float = 15.0
+    ) -> dict[str, Any]:
+        """The first log event matching ``predicate``; AssertionError after ``timeout``."""
+        deadline = time.monotonic() + timeout
+        while True:
+            for event in self.logs():
+                if predicate(event):
+                    return event
+            if self.proc is not None and self.proc.poll() is not None:
+                for event in self.logs():  # the last lines may have landed just now
+                    if predicate(event):
+                        return event
+                raise AssertionError(
+                    f"daemon exited with {self.proc.returncode}\n{self._diagnostics()}"
+                )
+            if time.monotonic() > deadline:
+                raise AssertionError(f"no such log event after {timeout}s\n{self._diagnostics()}")
+            time.sleep(0.05)
+
+    def wait_ready(self, timeout: float = 20.0) -> DaemonProcess:
+        """Wait for ``daemon_started`` (to learn the port), then for ``/readyz`` to answer 200."""
+        deadline = time.monotonic() + timeout
+        started = self.wait_for_log(lambda e: e.get("event") == "daemon_started", timeout)
+        self.port = int(str(started["listen"]).rpartition(":")[2])
+        while True:
+            try:
+                if self.get("/readyz").status_code == 200:
+                    return self
+            except httpx.TransportError:
+                pass
+            if time.monotonic() > deadline:
+                raise AssertionError(f"/readyz not 200 after {timeout}s\n{self._diagnostics()}")
+            time.sleep(0.05)
+
+    def get(self, path: str, **kwargs: Any) -> httpx.Response:
+        """GET ``path`` (``/metrics``, ``/reports/latest?...``) from the daemon."""
+        return self._client.get(f"{self.url}{path}", **kwargs)
+
+    def wait_exit(self, timeout: float = 20.0) -> DaemonResult:
+        """Wait for the process to end by itself (e.g. a bad start); kill it after ``timeout``."""
+        assert self.proc is not None, "not started"
+        try:
+            self.proc.wait(timeout)
+        except subprocess.TimeoutExpired as exc:
+            self.proc.kill()
+            self.proc.wait(10)
+            raise AssertionError(
+                f"daemon still running after {timeout}s\n{self._diagnostics()}"
+            ) from exc
+        return self._result()
+
+    def stop(self, timeout: float = 20.0) -> DaemonResult:
+        """SIGTERM and wait up to ``timeout`` (then SIGKILL, and the code is -9)."""
+        assert self.proc is not None, "not started"
+        _stop_process(self.proc, timeout)
+        return self._result()
+
+    def _result(self) -> DaemonResult:
+        assert self.proc is not None
+        self._client.close()
+        return DaemonResult(
+            returncode=self.proc.returncode,
+            logs=self.logs(),
+            stderr=self.stderr_path.read_text("utf-8", errors="replace"),
+        )
+
+    def __enter__(self) -> DaemonProcess:
+        return self.start()
+
+    def __exit__(
+        self, _t: type[BaseException] | None, _e: BaseException | None, _tb: TracebackType | None
+    ) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            _stop_process(self.proc, 10.0)
+        self._client.close()

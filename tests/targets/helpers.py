@@ -1,0 +1,91 @@
+"""Helpers shared by the HTTP target tests: datasets, free ports, scripted reply sequences."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from evaluator.config import TargetConfig
+from evaluator.models import Case, Dataset
+from evaluator.report import RunReport
+from evaluator.retry import RetryPolicy
+from evaluator.runner import RetryEvent, RunOptions, run_dataset
+from evaluator.targets.factory import build_target
+from tests.support.loopback import Reply
+
+FAST_RETRY = RetryPolicy(retries=2, backoff_initial=0.01, backoff_max=2.0)
+
+#: a correct default-contract body for a case about refunds
+GOOD_BODY: dict[str, Any] = {
+    "answer": "Refunds are accepted within 7 days. [1]",
+    "retrieved": [{"id": "refund-policy", "score": 3.2, "text": "7 days"}, {"id": "faq"}],
+    "citations": [1],
+    "timings": {"retrieve": 0.01, "model": 0.2},
+}
+
+
+def case(question: str, case_id: str | None = None) -> Case:
+    """An answerable case expecting ``refund-policy`` and the fact "7 days"."""
+    return Case(
+        id=case_id or question,
+        question=question,
+        relevance={"refund-policy": 1},
+        expected_facts=(("7 days",),),
+    )
+
+
+def dataset(questions: Iterable[str], name: str = "failures") -> Dataset:
+    cases = tuple(case(q) for q in questions)
+    return Dataset(path=f"{name}.jsonl", name=name, cases=cases, content_hash="0" * 64)
+
+
+def free_port() -> int:
+    """A loopback port with nothing listening (bound, read, released)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+    return port
+
+
+class Sequenced:
+    """A loopback script answering each question with its replies in turn (the last repeats)."""
+
+    def __init__(self, replies: Mapping[str, Sequence[Reply]], question_key: str = "question"):
+        self.replies = {q: list(r) for q, r in replies.items()}
+        self.question_key = question_key
+        self.calls: dict[str, int] = {}
+
+    def __call__(self, request: dict[str, Any]) -> Reply:
+        question = str(request.get(self.question_key, ""))
+        n = self.calls.get(question, 0)
+        self.calls[question] = n + 1
+        replies = self.replies.get(question) or [Reply(body=GOOD_BODY)]
+        return replies[min(n, len(replies) - 1)]
+
+
+def run_config(
+    config: TargetConfig,
+    data: Dataset,
+    *,
+    concurrency: int = 4,
+    retry: RetryPolicy = FAST_RETRY,
+    environ: Mapping[str, str] | None = None,
+) -> tuple[RunReport, list[RetryEvent]]:
+    """Build the target, run the whole dataset through the runner, close the target."""
+    events: list[RetryEvent] = []
+
+    async def go() -> RunReport:
+        target = build_target(config, environ=environ)
+        try:
+            return await run_dataset(
+                data,
+                target,
+                RunOptions(k=3, concurrency=concurrency, retry=retry),
+                on_retry=events.append,
+            )
+        finally:
+            await target.aclose()
+
+    return asyncio.run(go()), events

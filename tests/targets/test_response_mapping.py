@@ -1,0 +1,306 @@
+"""Response mapping with JMESPath: shapes, strict types naming the expression, diagnosis."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import jmespath
+import pytest
+
+from evaluator.errors import BadResponseError
+from evaluator.models import CaseError, CaseRecord, Retrieved, TargetResponse
+from evaluator.report import RunReport
+from evaluator.summary import summarise
+from evaluator.targets.base import parse_default_response
+from evaluator.targets.mapping import (
+    ResponseMapper,
+    mapping_diagnosis,
+    mapping_failure,
+)
+
+
+def mapper(**expressions: str) -> ResponseMapper:
+    return ResponseMapper({k: jmespath.compile(v) for k, v in expressions.items()})
+
+
+DEFAULT_EQUIVALENT = mapper(
+    ids="retrieved[].id",
+    answer="answer",
+    citations="citations",
+    timings="timings",
+    texts="retrieved[].text",
+    scores="retrieved[].score",
+)
+
+CHAT = {
+    "output": {
+        "message": {"role": "assistant", "content": "七天内可以申请。"},
+        "citations": [{"source": 1}, {"source": 2}],
+    },
+    "context": {
+        "sources": [
+            {"doc_id": "refund-policy", "relevance": 0.9, "snippet": "七天"},
+            {"doc_id": 42, "relevance": 0.5},
+        ]
+    },
+    "debug": {"timings": {"retrieve": 0.01, "generate": 1}},
+}
+
+
+class TestShapes:
+    """Each supported shape maps onto the same TargetResponse fields."""
+
+    def test_default_contract_equivalent(self) -> None:
+        """Spelled out as expressions, the default contract maps as the built-in parser does."""
+        body = {
+            "answer": "a",
+            "retrieved": [{"id": "x", "score": 1.5, "text": "t"}, {"id": "y"}],
+            "citations": [1, "y"],
+            "timings": {"model": 0.5},
+        }
+        assert parse_default_response(body) == DEFAULT_EQUIVALENT(body)
+
+    def test_top_level_list(self) -> None:
+        """A bare list of hits is retrieval-only: answer None, scores and texts aligned."""
+        search = mapper(ids="[].id", scores="[].score", texts="[].text")
+        response = search([{"id": "a", "score": 2, "text": "t"}, {"id": "b", "score": None}])
+        assert TargetResponse(retrieved=(Retrieved("a", 2.0, "t"), Retrieved("b"))) == response
+        assert search.retrieval_only
+
+    def test_nested_chat_shape(self) -> None:
+        """Answer, citations, sources and timings deep in nested objects."""
+        chat = mapper(
+            ids="context.sources[].doc_id",
+            answer="output.message.content",
+            citations="output.citations[].source",
+            timings="debug.timings",
+            scores="context.sources[].relevance",
+            texts="context.sources[].snippet",
+        )
+        expected = TargetResponse(
+            retrieved=(Retrieved("refund-policy", 0.9, "七天"), Retrieved("42", 0.5, None)),
+            answer="七天内可以申请。",
+            citations=(1, 2),
+            timings={"retrieve": 0.01, "generate": 1.0},
+        )
+        assert expected == chat(CHAT)
+        assert not chat.retrieval_only
+
+    def test_empty_hit_list_is_an_empty_ranking(self) -> None:
+        """Zero hits is a valid answer, not a mapping failure."""
+        assert () == mapper(ids="hits[].id")({"hits": []}).retrieved
+
+    def test_missing_list_accepted_with_default(self) -> None:
+        """`expr || `[]`` turns a missing list into an empty one."""
+        m = mapper(ids="hits[].id || `[]`", answer="answer")
+        assert TargetResponse(answer="none") == m({"answer": "none"})
+
+    def test_identity_lists_expressions(self) -> None:
+        """The config hash sees each field's expression, in field order."""
+        assert {"ids": "[].id", "texts": "[].text"} == mapper(
+            texts="[].text", ids="[].id"
+        ).identity()
+
+
+def _error(m: ResponseMapper, body: object) -> str:
+    with pytest.raises(BadResponseError) as info:
+        m(body)
+    assert "bad_response" == info.value.kind
+    return str(info.value)
+
+
+class TestStrictTypes:
+    """A field missing or of the wrong type is a bad_response naming its expression."""
+
+    @pytest.mark.parametrize(
+        ("expressions", "body", "message"),
+        [
+            (
+                {"ids": "results[].id"},
+                {"hits": [{"id": "a"}]},
+                'response.ids expression "results[].id" matched nothing (null)',
+            ),
+            (
+                {"ids": "hits[].docid"},
+                {"hits": [{"id": "a"}]},
+                'response.ids expression "hits[].docid" matched nothing for hit 0',
+            ),
+            (
+                {"ids": "hits"},
+                {"hits": [{"id": "a"}]},
+                'response.ids expression "hits" gave an object for hit 0, expected a string',
+            ),
+            ({"ids": "hits"}, {"hits": "a"}, 'response.ids expression "hits" gave a string'),
+            ({"ids": "[].id"}, [{"id": True}], "gave a boolean for hit 0"),
+            ({"ids": "[].id"}, [{"id": 1.5}], "gave a number for hit 0"),
+            (
+                {"ids": "[].id", "answer": "answer"},
+                [{"id": "a"}],
+                'response.answer expression "answer" matched nothing (null)',
+            ),
+            (
+                {"ids": "ids", "answer": "answer"},
+                {"ids": [], "answer": ["x"]},
+                'response.answer expression "answer" gave a list, expected a string',
+            ),
+            (
+                {"ids": "ids", "citations": "cites"},
+                {"ids": [], "cites": "1"},
+                'response.citations expression "cites" gave a string, expected a list',
+            ),
+            (
+                {"ids": "ids", "citations": "cites"},
+                {"ids": [], "cites": [1, None]},
+                "gave null for citation 1",
+            ),
+            (
+                {"ids": "ids", "citations": "cites"},
+                {"ids": [], "cites": [1.5]},
+                "gave 1.5 for citation 0",
+            ),
+            (
+                {"ids": "ids", "timings": "t"},
+                {"ids": [], "t": [0.1]},
+                'response.timings expression "t" gave a list, expected an object',
+            ),
+            (
+                {"ids": "ids", "timings": "t"},
+                {"ids": [], "t": {"model": -1}},
+                "gave a number for stage 'model', expected seconds",
+            ),
+            (
+                {"ids": "ids", "timings": "t"},
+                {"ids": [], "t": {"model": "fast"}},
+                "gave a string for stage 'model'",
+            ),
+            (
+                {"ids": "[].id", "texts": "[].text"},
+                [{"id": "a", "text": 3}],
+                'response.texts expression "[].text" gave a number for hit 0',
+            ),
+            (
+                {"ids": "[].id", "scores": "[].score"},
+                [{"id": "a", "score": "high"}],
+                'response.scores expression "[].score" gave a string for hit 0',
+            ),
+            (
+                {"ids": "[].id", "texts": "texts"},
+                [{"id": "a"}],
+                'response.texts expression "texts" matched nothing',
+            ),
+        ],
+    )
+    def test_names_the_expression(
+        self, expressions: dict[str, str], body: Any, message: str
+    ) -> None:
+        """The message says which field and which expression, and what was wrong."""
+        assert message in _error(mapper(**expressions), body)
+
+    def test_misaligned_texts(self) -> None:
+        """Texts that do not line up with ids are an error, not a silent shift."""
+        m = mapper(ids="[].id", texts="[?text].text")
+        message = _error(m, [{"id": "a"}, {"id": "b", "text": "t"}])
+        assert "gave 1 value(s) for 2 id(s)" in message
+
+    def test_non_finite_score(self) -> None:
+        """NaN and numbers beyond float range are not scores."""
+        m = mapper(ids="[].id", scores="[].s")
+        assert "for hit 0" in _error(m, [{"id": "a", "s": math.inf}])
+        assert "for hit 0" in _error(m, [{"id": "a", "s": 10**400}])
+
+    def test_function_type_error(self) -> None:
+        """A JMESPath function failing on the data is a bad_response naming the expression."""
+        m = mapper(ids="sort_by(hits, &score)[].id")
+        message = _error(m, {"hits": [{"id": "a", "score": 1}, {"id": "b", "score": "x"}]})
+        assert message.startswith('response.ids expression "sort_by(hits, &score)[].id" failed:')
+
+    def test_unknown_field_rejected(self) -> None:
+        """The mapper only knows the documented fields, and needs ids."""
+        with pytest.raises(ValueError):
+            ResponseMapper({"answer": jmespath.compile("a")})
+
+
+class TestMappingFailure:
+    """Messages round-trip to (field, expression), even with quotes in the expression."""
+
+    @pytest.mark.parametrize("expression", ["hits[].id", 'hits[?kind==`"doc"`].id', 'a."b c"'])
+    def test_round_trip(self, expression: str) -> None:
+        m = ResponseMapper({"ids": jmespath.compile(expression)})
+        assert ("ids", expression) == mapping_failure(_error(m, {"hits": None}))
+
+    def test_other_messages(self) -> None:
+        assert mapping_failure("response is not valid JSON (x)") is None
+
+
+def _record(case_id: str, error: CaseError | None) -> CaseRecord:
+    from evaluator.models import CaseScores
+
+    return CaseRecord(
+        id=case_id,
+        question="q",
+        unanswerable=False,
+        relevance={"a": 1},
+        expected_facts=(),
+        tags=(),
+        ranked_ids=(),
+        answer=None,
+        citations=(),
+        scores=None if error else CaseScores(recall_at_k=1.0, mrr=1.0, ndcg_at_k=1.0),
+        latency_seconds=0.01,
+        stage_seconds={},
+        error=error,
+    )
+
+
+def _report(*errors: CaseError | None) -> RunReport:
+    cases = tuple(_record(f"c{i}", e) for i, e in enumerate(errors))
+    return RunReport(
+        run_id="r",
+        generated_at="2026-01-01T00:00:00Z",
+        config_hash="h",
+        dataset_hash="d",
+        target="t",
+        dataset="ds",
+        k=3,
+        duration_seconds=0.1,
+        summary=summarise(cases),
+        cases=cases,
+    )
+
+
+IDS = CaseError("bad_response", 'response.ids expression "results[].id" matched nothing (null)')
+ANSWER = CaseError("bad_response", 'response.answer expression "out.text" gave a list, expected')
+TIMEOUT = CaseError("timeout", "slow")
+JSON = CaseError("bad_response", "response is not valid JSON (x); it starts with '<html>'")
+SHAPE = CaseError("bad_response", "response is a list, expected a JSON object")
+
+
+class TestDiagnosis:
+    """A mapping that failed on every answered case is reported as a configuration error."""
+
+    def test_every_case_failed_the_mapping(self) -> None:
+        """The message names the expression that failed most often."""
+        message = mapping_diagnosis(_report(IDS, IDS, ANSWER, TIMEOUT))
+        assert message is not None
+        assert "all 3 case(s) that got a response" in message
+        assert 'response.ids = "results[].id"' in message
+
+    def test_default_contract_shape(self) -> None:
+        """Every response off the default contract: suggests a mapping."""
+        message = mapping_diagnosis(_report(SHAPE, SHAPE))
+        assert message is not None
+        assert "[targets.response]" in message
+
+    @pytest.mark.parametrize(
+        "errors",
+        [
+            (IDS, None),  # one case scored: the mapping works
+            (TIMEOUT, TIMEOUT),  # no response at all: the target is down
+            (IDS, JSON),  # not every failure is the mapping's
+            (),
+        ],
+        ids=["one-scored", "all-down", "mixed", "empty"],
+    )
+    def test_no_diagnosis(self, errors: tuple[CaseError | None, ...]) -> None:
+        assert mapping_diagnosis(_report(*errors)) is None
