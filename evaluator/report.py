@@ -13,7 +13,7 @@ import json
 import os
 import tempfile
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +29,7 @@ __all__ = [
     "read_report",
     "report_from_dict",
     "report_to_dict",
+    "scores_to_dict",
     "write_json_atomic",
     "write_report",
 ]
@@ -93,8 +94,15 @@ def _relevant_json(relevance: Mapping[str, int]) -> list[str] | dict[str, int]:
     return dict(relevance)
 
 
+_SCORE_FIELDS = tuple(f.name for f in fields(CaseScores))
+
+
+def scores_to_dict(scores: CaseScores | None) -> dict[str, Any]:
+    """Every per-case metric by its report name; all None for a failed case."""
+    return {name: getattr(scores, name) if scores else None for name in _SCORE_FIELDS}
+
+
 def _case_to_dict(c: CaseRecord) -> dict[str, Any]:
-    s = c.scores
     return {
         "id": c.id,
         "question": c.question,
@@ -105,15 +113,7 @@ def _case_to_dict(c: CaseRecord) -> dict[str, Any]:
         "ranked_ids": list(c.ranked_ids),
         "answer": c.answer,
         "citations": list(c.citations),
-        "recall_at_k": s.recall_at_k if s else None,
-        "mrr": s.mrr if s else None,
-        "ndcg_at_k": s.ndcg_at_k if s else None,
-        "citation_precision": s.citation_precision if s else None,
-        "citation_recall": s.citation_recall if s else None,
-        "citation_valid": s.citation_valid if s else None,
-        "answer_correct": s.answer_correct if s else None,
-        "fact_recall": s.fact_recall if s else None,
-        "refused": s.refused if s else None,
+        **scores_to_dict(c.scores),
         "latency_seconds": c.latency_seconds,
         "stage_seconds": dict(c.stage_seconds),
         "attempts": c.attempts,

@@ -5,17 +5,25 @@ from __future__ import annotations
 import argparse
 import asyncio
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from evaluator.config import JobConfig, Settings, TargetConfig, load_settings
 from evaluator.dataset import load_dataset
-from evaluator.errors import ConfigError
+from evaluator.errors import ConfigError, EvaluatorError
 from evaluator.models import Dataset
-from evaluator.report import RunReport
+from evaluator.report import RunReport, write_report
 from evaluator.runner import RunOptions, run_dataset
 from evaluator.targets.factory import build_target
 
-__all__ = ["JobPlan", "plan_job", "run_job", "settings_from_args"]
+__all__ = [
+    "JobPlan",
+    "check_scored",
+    "plan_job",
+    "run_job",
+    "save_report",
+    "settings_from_args",
+]
 
 
 def settings_from_args(args: argparse.Namespace, extra: dict[str, Any] | None = None) -> Settings:
@@ -80,6 +88,26 @@ async def _run(plan: JobPlan) -> RunReport:
         return await run_dataset(plan.dataset, target, plan.options)
     finally:
         await target.aclose()
+
+
+def save_report(report: RunReport, output: Path) -> None:
+    """Write ``report`` atomically; a folder that cannot be written is a one-line error."""
+    try:
+        write_report(report, output)
+    except OSError as exc:
+        raise EvaluatorError(f"cannot write report {output}: {exc.strerror or exc}") from exc
+
+
+def check_scored(report: RunReport, where: str) -> None:
+    """Raise when no case could be scored: the run says nothing about quality (exit 1)."""
+    if report.summary.scored_count > 0:
+        return
+    kinds = ", ".join(f"{k} {n}" for k, n in report.summary.errors_by_kind.items())
+    first = next((c.error.message for c in report.cases if c.error is not None), "no cases")
+    raise EvaluatorError(
+        f"no case could be scored against {report.target}: all {report.case_count} failed "
+        f"({kinds}); first error: {first}; {where}"
+    )
 
 
 def run_job(plan: JobPlan) -> RunReport:

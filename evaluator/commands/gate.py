@@ -11,14 +11,20 @@ import sys
 from pathlib import Path
 
 from evaluator.cli import EXIT_GATE_FAILED, EXIT_OK, add_target_flags
-from evaluator.commands.common import plan_job, run_job, settings_from_args
+from evaluator.commands.common import (
+    check_scored,
+    plan_job,
+    run_job,
+    save_report,
+    settings_from_args,
+)
 from evaluator.config import Settings, load_settings
 from evaluator.errors import ConfigError, EvaluatorError
 from evaluator.gate.compare import check_run_comparable
 from evaluator.gate.render import FORMATS, GateSources, render, render_junit
 from evaluator.gate.rules import resolve_rules
 from evaluator.gate.verdict import evaluate_gate
-from evaluator.report import RunReport, read_report, write_report
+from evaluator.report import RunReport, read_report
 
 __all__ = ["configure", "handle"]
 
@@ -94,17 +100,9 @@ def _live_candidate(
     )
     report = run_job(plan)
     output = Path(args.output or settings.reports_dir / f"candidate-{report.run_id}.json")
-    try:
-        write_report(report, output)
-    except OSError as exc:
-        raise EvaluatorError(f"cannot write report {output}: {exc.strerror or exc}") from exc
+    save_report(report, output)
     print(f"candidate report: {output}", file=sys.stderr)
-    if report.summary.scored_count == 0:
-        kinds = ", ".join(f"{k} {n}" for k, n in report.summary.errors_by_kind.items())
-        raise EvaluatorError(
-            f"no case could be scored against {report.target}: all {report.case_count} "
-            f"failed ({kinds}); candidate report {output}"
-        )
+    check_scored(report, f"candidate report {output}")
     return baseline, Path(baseline_path), report, str(output)
 
 

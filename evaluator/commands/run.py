@@ -6,10 +6,15 @@ import argparse
 from pathlib import Path
 
 from evaluator.cli import add_target_flags
-from evaluator.commands.common import plan_job, run_job, settings_from_args
+from evaluator.commands.common import (
+    check_scored,
+    plan_job,
+    run_job,
+    save_report,
+    settings_from_args,
+)
 from evaluator.display import format_run
-from evaluator.errors import ConfigError, EvaluatorError
-from evaluator.report import write_report
+from evaluator.errors import ConfigError
 from evaluator.targets.mapping import mapping_diagnosis
 
 __all__ = ["configure", "handle"]
@@ -30,20 +35,11 @@ def handle(args: argparse.Namespace) -> int:
     plan = plan_job(settings, args.job)
     report = run_job(plan)
     output = Path(args.output or settings.reports_dir / f"{report.dataset}-{report.run_id}.json")
-    try:
-        write_report(report, output)
-    except OSError as exc:
-        raise EvaluatorError(f"cannot write report {output}: {exc.strerror or exc}") from exc
+    save_report(report, output)
     print(format_run(report, worst=args.worst))
     print(f"report: {output}")
     diagnosis = mapping_diagnosis(report)
     if diagnosis is not None:
         raise ConfigError(f"target {report.target}: {diagnosis}")
-    if report.summary.scored_count == 0:
-        kinds = ", ".join(f"{k} {n}" for k, n in report.summary.errors_by_kind.items())
-        first = next((c.error.message for c in report.cases if c.error is not None), "no cases")
-        raise EvaluatorError(
-            f"no case could be scored against {report.target}: all {report.case_count} failed "
-            f"({kinds}); first error: {first}"
-        )
+    check_scored(report, f"report {output}")
     return 0

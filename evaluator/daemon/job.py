@@ -19,7 +19,7 @@ from evaluator.dataset import parse_dataset
 from evaluator.errors import DatasetError
 from evaluator.exporter import Metrics
 from evaluator.models import Case, CaseRecord, Dataset
-from evaluator.report import RunReport
+from evaluator.report import RunReport, scores_to_dict
 from evaluator.report_store import ReportStore
 from evaluator.runner import RetryEvent, RunOptions, config_hash_for, run_dataset
 from evaluator.shard import shard_cases
@@ -172,20 +172,12 @@ class JobRunner:
         )
 
     def _log_case(self, record: CaseRecord) -> None:
-        s = record.scores
         fields: dict[str, Any] = {
             "case_id": record.id,
             "latency_seconds": round(record.latency_seconds, 6),
             "stage_seconds": dict(record.stage_seconds),
             "attempts": record.attempts,
-            "recall_at_k": s.recall_at_k if s else None,
-            "mrr": s.mrr if s else None,
-            "ndcg_at_k": s.ndcg_at_k if s else None,
-            "citation_precision": s.citation_precision if s else None,
-            "citation_recall": s.citation_recall if s else None,
-            "answer_correct": s.answer_correct if s else None,
-            "fact_recall": s.fact_recall if s else None,
-            "refused": s.refused if s else None,
+            **scores_to_dict(record.scores),
             "error_kind": record.error.kind if record.error else None,
             "error_message": record.error.message if record.error else None,
         }
