@@ -99,6 +99,23 @@ def test_unit_tests_load_the_shipped_rule_files() -> None:
         assert loaded == {p.resolve() for p in RULE_FILES}, path.name
 
 
+def test_unit_tests_evaluate_recording_rules_first() -> None:
+    """promtool evaluates unordered groups in random order: alerts would sometimes read the
+    previous step's recorded values (a flaky test). Every group must be ordered, recording
+    first."""
+    groups = [g["name"] for p in RULE_FILES for g in load_yaml(p)["groups"]]
+    recording = [
+        g["name"]
+        for p in RULE_FILES
+        for g in load_yaml(p)["groups"]
+        if all("record" in r for r in g["rules"])
+    ]
+    for path in RULE_TESTS:
+        order = load_yaml(path).get("group_eval_order", [])
+        assert sorted(order) == sorted(groups), path.name
+        assert order[: len(recording)] == recording, path.name
+
+
 @pytest.mark.parametrize("alert", ALERT_NAMES)
 def test_every_alert_is_unit_tested_firing_and_quiet(alert: str) -> None:
     """promtool 2.42 has no --coverage: count the cases that fire and that stay quiet."""

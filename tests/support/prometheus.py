@@ -19,6 +19,11 @@ API (all context managers stop what they started, even when the test fails)::
         prom.query('rag_eval_mrr{dataset="golden"}')   # -> [{"metric": {...}, "value": [t, "0.5"]}]
         prom.wait_for("rag_eval_mrr", lambda result: len(result) == 1, timeout=20)
 
+    # the deploy bundle's scrape job name and rules, evaluated every second
+    with PrometheusServer(targets, workdir=tmp, job_name="rag-evaluator",
+                          rule_files=[Path("deploy/prometheus/rules/recording.yml")]) as prom:
+        prom.api("/api/v1/rules")           # the "data" of any GET endpoint of the HTTP API
+
 ``PrometheusServer`` skips the test when ``prometheus`` is not installed, and fails it
 instead when the environment variable ``CI`` is ``"true"`` (CI must exercise it).
 """
@@ -113,10 +118,14 @@ class PrometheusServer:
     """A real ``prometheus`` on 127.0.0.1 scraping ``targets`` (``host:port``) every second.
 
     Args:
-        targets: what to scrape at ``/metrics`` (one scrape job, ``job="evaluator"``).
+        targets: what to scrape at ``/metrics`` (one scrape job).
         workdir: a folder of its own for the config, the TSDB and the server's log.
-        scrape_interval: also used as the scrape timeout.
+        scrape_interval: also used as the scrape timeout and the rule evaluation interval.
         start_timeout: seconds to wait for ``/-/ready``.
+        job_name: the scrape job, i.e. the ``job`` label of every scraped series.
+        rule_files: rule files to load (absolute paths are safest: Prometheus resolves
+            relative ones against its config file, in ``workdir``). A file that does not
+            load makes :meth:`start` fail with Prometheus's message.
     """
 
     def __init__(
@@ -126,11 +135,15 @@ class PrometheusServer:
         workdir: Path,
         scrape_interval: str = "1s",
         start_timeout: float = 30.0,
+        job_name: str = "evaluator",
+        rule_files: Sequence[Path] = (),
     ) -> None:
         self.targets = list(targets)
         self.workdir = workdir
         self.scrape_interval = scrape_interval
         self.start_timeout = start_timeout
+        self.job_name = job_name
+        self.rule_files = [Path(p).resolve() for p in rule_files]
         self.port = 0
         self.log_path = workdir / "prometheus.log"
         self._proc: subprocess.Popen[bytes] | None = None
@@ -141,16 +154,18 @@ class PrometheusServer:
         return f"http://{HOST}:{self.port}"
 
     def _write_config(self) -> Path:
-        config = {
+        config: dict[str, Any] = {
             "global": {
                 "scrape_interval": self.scrape_interval,
                 "scrape_timeout": self.scrape_interval,
                 "evaluation_interval": self.scrape_interval,
             },
             "scrape_configs": [
-                {"job_name": "evaluator", "static_configs": [{"targets": self.targets}]}
+                {"job_name": self.job_name, "static_configs": [{"targets": self.targets}]}
             ],
         }
+        if self.rule_files:
+            config["rule_files"] = [str(p) for p in self.rule_files]
         path = self.workdir / "prometheus.yml"
         path.write_text(json.dumps(config, indent=2), "utf-8")  # JSON is YAML
         return path
@@ -212,6 +227,16 @@ class PrometheusServer:
         self, _t: type[BaseException] | None, _e: BaseException | None, _tb: TracebackType | None
     ) -> None:
         self.stop()
+
+    def api(self, path: str, **params: str) -> Any:
+        """The ``data`` of a GET on the HTTP API (``/api/v1/rules``, ``/api/v1/targets``...).
+
+        Raises:
+            AssertionError: the answer's status is not ``success``.
+        """
+        body = self._client.get(f"{self.url}{path}", params=params).json()
+        assert "success" == body.get("status"), f"{path} {params}: {body}"
+        return body["data"]
 
     def query(self, expr: str) -> QueryResult:
         """An instant query at now via ``/api/v1/query``; the ``data.result`` list.

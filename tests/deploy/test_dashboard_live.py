@@ -1,0 +1,297 @@
+"""Every query of the Grafana dashboard returns data from a real Prometheus scraping a real daemon.
+
+One stack for the module: a scripted RAG endpoint on loopback (right and wrong answers, a
+server error, a body that is not JSON, a flaky case that succeeds on retry, stage timings),
+a baseline report made first by ``evaluator run``, ``evaluator serve`` running the same job
+every 2 s against that baseline, and a Prometheus (Debian's 2.42) scraping it every second
+as the deploy bundle does (job ``rag-evaluator``, every rule file of deploy/prometheus/rules
+loaded and evaluated every second).
+
+Each panel target and each query variable is then sent through ``/api/v1/query`` twice:
+with the variables set as Grafana sets them when the user picks the one target and dataset
+the variable queries offer (multi-value variables, so the value is regex-escaped), and with
+"All" (``.*``). Each must parse (status success) and return at least one finite sample.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import os
+import re
+import subprocess
+import threading
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.deploy.dashboard_queries import DEFAULT_SUBSTITUTIONS, dashboard_queries
+from tests.deploy.deploy_support import DASHBOARD, RULE_FILES, SCRAPE_JOB, recording_rules
+from tests.support.loopback import LoopbackServer, Reply
+from tests.support.prometheus import (
+    EVALUATOR,
+    DaemonProcess,
+    PrometheusServer,
+    require_binary,
+)
+
+pytestmark = [pytest.mark.e2e, pytest.mark.prometheus]
+
+#: Panels that cannot show data in a Prometheus started seconds ago, with the reason (for
+#: example a 7-day baseline recorded with `offset 1d`). Keep this empty unless a panel truly
+#: needs history: the dashboard's baselines come from rag_eval_baseline_ratio, which a fresh
+#: daemon exports at once.
+NO_DATA_IN_A_FRESH_PROMETHEUS: Mapping[str, str] = {}
+
+DATASET = "golden"
+INTERVAL_SECONDS = 2
+#: complete runs Prometheus must have seen before the queries are sent
+RUNS = 3
+
+
+def _case(n: int, **fields: Any) -> dict[str, Any]:
+    return {"id": f"c{n:02d}", "question": f"q{n:02d}", **fields}
+
+
+CASES = [
+    _case(1, relevant_ids=["d1"], expected_facts=["七天"], tags=["refund"]),
+    _case(2, relevant_ids=["d2", "d3"], expected_facts=["receipt"], tags=["refund"]),
+    _case(3, relevant_ids={"d4": 2, "d5": 1}, expected_facts=[["7 days", "seven days"]]),
+    _case(4, relevant_ids=["d6"], expected_facts=["48小时"]),
+    _case(5, relevant_ids=["d7"], expected_facts=["$20"]),
+    _case(6, relevant_ids=["d8"], expected_facts=["x"]),
+    _case(7, unanswerable=True),
+    _case(8, unanswerable=True),
+    _case(9, relevant_ids=["d9"], expected_facts=["refund"]),
+    _case(10, relevant_ids=["d10"]),  # retrieval only
+    _case(11, relevant_ids=["d1"], expected_facts=["x"]),  # HTTP 500: http_status
+    _case(12, relevant_ids=["d1"], expected_facts=["x"]),  # not JSON: bad_response
+    _case(13, relevant_ids=["d11"], expected_facts=["flaky"]),  # 503, then right on retry
+]
+
+
+def _body(ranked: list[str], answer: str, citations: list[Any]) -> dict[str, Any]:
+    return {
+        "answer": answer,
+        "retrieved": [
+            {"id": d, "score": 10.0 - i, "text": f"text {d}"} for i, d in enumerate(ranked)
+        ],
+        "citations": citations,
+        "timings": {"embedding": 0.011, "vector": 0.004, "rerank": 0.03, "model": 0.25},
+    }
+
+
+# some right, some wrong, two failures per run: 2/13 errors, within the 0.25 limit set below
+REPLIES = {
+    "q01": Reply(_body(["d1", "x", "y"], "申请需在七天内提交", [1]), delay=0.01),
+    "q02": Reply(_body(["d1", "d2", "x", "d3"], "Keep the receipt.", [2, 3]), delay=0.02),
+    "q03": Reply(_body(["d5", "d4"], "Within seven days", ["d4"]), delay=0.03),
+    "q04": Reply(_body(["x", "y", "z", "d6"], "大约一天", [1]), delay=0.04),
+    "q05": Reply(_body(["d7"], "I don't know.", []), delay=0.05),
+    "q06": Reply(_body([], "", []), delay=0.06),
+    "q07": Reply(_body([], "没有足够证据回答。", []), delay=0.07),
+    "q08": Reply(_body(["d1"], "七天", [1]), delay=0.08),
+    "q09": Reply(_body(["x", "d9"], "A refund is possible.", [2]), delay=0.09),
+    "q10": Reply(_body(["d10", "x"], "", []), delay=0.1),
+    "q11": Reply(body={"detail": "boom"}, status=500, delay=0.11),
+    "q12": Reply(raw=b"{not json", delay=0.12),
+}
+FLAKY = "q13"
+
+
+class Script:
+    """The endpoint's replies; the flaky question alternates 503 and a right answer."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._flaky = itertools.count()
+
+    def __call__(self, request: dict[str, Any]) -> Reply:
+        question = str(request.get("question", ""))
+        if question == FLAKY:
+            with self._lock:
+                attempt = next(self._flaky)
+            if attempt % 2 == 0:
+                return Reply(body={"detail": "busy"}, status=503, delay=0.01)
+            return Reply(_body(["d11"], "flaky but right", [1]), delay=0.02)
+        return REPLIES[question]
+
+
+def _config(root: Path, url: str, target: str) -> Path:
+    """The job: no target name, so the label is the default ``host:port`` (it has dots)."""
+    path = root / "evaluator.toml"
+    path.write_text(
+        f"""
+reports_dir = "{root / "reports"}"
+error_ratio_limit = 0.25
+
+[[targets]]
+url = "{url}"
+
+[targets.retry]
+retries = 2
+backoff_initial_seconds = 0.01
+backoff_max_seconds = 0.05
+
+[[jobs]]
+target = "{target}"
+dataset = "{root / f"{DATASET}.jsonl"}"
+interval_seconds = {INTERVAL_SECONDS}
+baseline = "{root / "baseline.json"}"
+k = 3
+concurrency = 4
+""",
+        "utf-8",
+    )
+    return path
+
+
+def _make_baseline(config: Path, root: Path) -> None:
+    """``evaluator run`` of the job once: the approved report the daemon's gate compares with."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("EVALUATOR_")}
+    done = subprocess.run(
+        [EVALUATOR, "run", "--config", str(config), "--output", str(root / "baseline.json")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        cwd=root,
+        env=env,
+    )
+    assert 0 == done.returncode, done.stdout + done.stderr
+    report = json.loads((root / "baseline.json").read_text("utf-8"))
+    assert (len(CASES), 2) == (report["case_count"], report["error_count"])
+
+
+def grafana_regex_escape(value: str) -> str:
+    """What Grafana's Prometheus data source puts in a query for a multi-value variable.
+
+    ``prometheusSpecialRegexEscape``: each regex metacharacter gets two backslashes in the
+    query text, which the PromQL string literal turns into one for the regex.
+    """
+    value = value.replace("\\", "\\\\\\\\")
+    return re.sub(r"([$^*{}\[\]'+?.()|])", r"\\\\\1", value)
+
+
+@dataclass
+class Stack:
+    prom: PrometheusServer
+    daemon: DaemonProcess
+    target: str
+    #: variable values as Grafana substitutes them after the user picks the offered choice
+    selected: dict[str, str]
+
+
+def _select_variables(prom: PrometheusServer, target: str) -> dict[str, str]:
+    """Resolve the dashboard's query variables one after the other, as Grafana does."""
+    substitutions = dict(DEFAULT_SUBSTITUTIONS)
+    expected = {"target": target, "dataset": DATASET}
+    for name in ("target", "dataset"):
+        queries = dict(dashboard_queries(DASHBOARD, substitutions))
+        offered = sorted(r["metric"][name] for r in prom.query(queries[f"variable {name}"]))
+        assert [expected[name]] == offered, name
+        substitutions[name] = grafana_regex_escape(offered[0])
+    return substitutions
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    require_binary("prometheus")
+    root = tmp_path_factory.mktemp("dashboard")
+    (root / f"{DATASET}.jsonl").write_text(
+        "\n".join(json.dumps(c, ensure_ascii=False) for c in CASES) + "\n", "utf-8"
+    )
+    with LoopbackServer(Script()) as server:
+        target = f"127.0.0.1:{server.port}"
+        config = _config(root, server.url, target)
+        _make_baseline(config, root)
+        with DaemonProcess(["--config", str(config)], workdir=root) as daemon:
+            daemon.wait_ready()
+            with PrometheusServer(
+                [daemon.address], workdir=root / "prom", job_name=SCRAPE_JOB, rule_files=RULE_FILES
+            ) as prom:
+                sel = f'job="{SCRAPE_JOB}", target="{target}", dataset="{DATASET}"'
+                # several complete runs seen, counters and histograms moving, the gate judged
+                prom.wait_for(
+                    f'rag_eval_runs_total{{{sel}, outcome="complete"}} >= {RUNS}',
+                    lambda r: 1 == len(r),
+                    timeout=RUNS * INTERVAL_SECONDS + 30,
+                )
+                for expr in (
+                    f"increase(rag_eval_runs_total{{{sel}, outcome='complete'}}[1h]) > 0",
+                    f"rate(rag_eval_case_latency_seconds_count{{{sel}}}[1h]) > 0",
+                    f"rate(rag_eval_stage_latency_seconds_count{{{sel}}}[1h]) > 0",
+                    f"increase(rag_eval_case_errors_total{{{sel}}}[1h]) > 0",
+                    f"increase(rag_eval_case_retries_total{{{sel}}}[1h]) > 0",
+                    f"rag_eval_gate_rule_failing{{{sel}}}",
+                    "rag_eval:quality:ratio",
+                ):
+                    prom.wait_for(expr)
+                yield Stack(prom, daemon, target, _select_variables(prom, target))
+            result = daemon.stop()
+            assert 0 == result.returncode, result.stderr
+
+
+#: (id, panel title) of every query, listed statically so each is a test of its own
+QUERY_IDS = [
+    f"{i:02d} {title}"
+    for i, (title, _expr) in enumerate(dashboard_queries(DASHBOARD, DEFAULT_SUBSTITUTIONS))
+]
+
+
+def _finite(sample: dict[str, Any]) -> bool:
+    return math.isfinite(float(sample["value"][1]))
+
+
+@pytest.mark.parametrize("choice", ["selected", "all"])
+@pytest.mark.parametrize("index", range(len(QUERY_IDS)), ids=QUERY_IDS)
+def test_dashboard_query_returns_data(stack: Stack, index: int, choice: str) -> None:
+    """The query parses in Prometheus and returns finite samples for the running job."""
+    substitutions = stack.selected if choice == "selected" else DEFAULT_SUBSTITUTIONS
+    title, expr = dashboard_queries(DASHBOARD, substitutions)[index]
+    if title in NO_DATA_IN_A_FRESH_PROMETHEUS:
+        pytest.skip(f"{title}: {NO_DATA_IN_A_FRESH_PROMETHEUS[title]}")
+    result = stack.prom.query(expr)  # asserts status success
+    assert result, f"{title}: no data for {expr}"
+    assert all(_finite(s) for s in result), f"{title}: {expr} -> {result}"
+    for sample in result:
+        labels = sample["metric"]
+        assert labels.get("target", stack.target) == stack.target, (title, labels)
+        assert labels.get("dataset", DATASET) == DATASET, (title, labels)
+
+
+def test_every_panel_is_queried() -> None:
+    """Each panel with a query is in the list above, and every exception names a real panel."""
+    dashboard = json.loads(DASHBOARD.read_text("utf-8"))
+    titles = {
+        p["title"]
+        for top in dashboard["panels"]
+        for p in (top, *top.get("panels", []))
+        if p.get("targets")
+    }
+    queried = {title for title, _ in dashboard_queries(DASHBOARD, DEFAULT_SUBSTITUTIONS)}
+    assert titles <= queried
+    assert {"variable target", "variable dataset"} <= queried
+    assert set(NO_DATA_IN_A_FRESH_PROMETHEUS) <= titles
+
+
+def test_rules_load_and_evaluate_in_prometheus(stack: Stack) -> None:
+    """Every rule file loads into a real Prometheus and each rule evaluates without error."""
+    groups = stack.prom.api("/api/v1/rules")["groups"]
+    assert {Path(g["file"]).name for g in groups} == {p.name for p in RULE_FILES}
+    unhealthy = [
+        (r["name"], r.get("lastError")) for g in groups for r in g["rules"] if r["health"] != "ok"
+    ]
+    assert [] == unhealthy
+    recorded = {r["name"] for g in groups for r in g["rules"] if r["type"] == "recording"}
+    assert {r["record"] for r in recording_rules()} == recorded
+
+
+def test_selected_variables_are_regex_escaped(stack: Stack) -> None:
+    """The target label has dots: Grafana escapes them, and the queries still match."""
+    assert stack.selected["target"] == stack.target.replace(".", "\\\\.")
+    assert stack.selected["dataset"] == DATASET
