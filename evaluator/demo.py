@@ -2,6 +2,9 @@
 
 One command, one process tree: the reference service (and Prometheus, when its binary is on
 the machine) run as child processes; the daemon runs in this process. Ctrl-C stops all.
+The children run in process groups of their own, so a terminal's Ctrl-C reaches only this
+process, which stops the daemon first and its children after: a run in flight never sees
+its target vanish.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import structlog
+from prometheus_client import disable_created_metrics
 
 from evaluator.config import JobConfig, Settings, TargetConfig
 from evaluator.daemon import Daemon
@@ -29,6 +33,11 @@ from evaluator.errors import ConfigError, EvaluatorError
 __all__ = ["DemoOptions", "run_demo"]
 
 log = structlog.get_logger("evaluator.demo")
+
+#: How long Ctrl-C lets a run in flight finish before cancelling it. A healthy run takes
+#: well under a second; under ``slow_model`` one takes about a minute, and a demo must
+#: not hang that long (the daemon's own default is 30 s).
+_SHUTDOWN_GRACE_SECONDS = 2.0
 
 
 @dataclass(frozen=True)
@@ -61,14 +70,14 @@ def _wait_http(url: str, timeout: float, proc: subprocess.Popen[bytes] | None = 
     raise EvaluatorError(f"{url} did not answer within {timeout:g}s")
 
 
-def _start_reference(options: DemoOptions) -> subprocess.Popen[bytes]:
+def _start_reference(options: DemoOptions, children: list[subprocess.Popen[bytes]]) -> None:
     cmd = [sys.executable, "-m", "evaluator.reference", "--host", "127.0.0.1", "--no-access-log",
            "--port", str(options.rag_port)]  # fmt: skip
     for mode in options.failure_modes:
         cmd += ["--failure-mode", mode]
-    proc = subprocess.Popen(cmd)
+    proc = subprocess.Popen(cmd, process_group=0)
+    children.append(proc)  # before waiting: Ctrl-C meanwhile must stop it too
     _wait_http(f"http://127.0.0.1:{options.rag_port}/healthz", 60, proc)
-    return proc
 
 
 def _prometheus_config(options: DemoOptions, folder: Path) -> Path:
@@ -92,23 +101,26 @@ def _prometheus_config(options: DemoOptions, folder: Path) -> Path:
     return path
 
 
-def _start_prometheus(options: DemoOptions, folder: Path) -> subprocess.Popen[bytes] | None:
+def _start_prometheus(
+    options: DemoOptions, folder: Path, children: list[subprocess.Popen[bytes]]
+) -> bool:
     binary = shutil.which("prometheus")
     if binary is None or not options.prometheus:
-        return None
+        return False
     config = _prometheus_config(options, folder)
     proc = subprocess.Popen(
         [binary, f"--config.file={config}", f"--storage.tsdb.path={folder / 'data'}",
          f"--web.listen-address=127.0.0.1:{options.prometheus_port}"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, process_group=0,
     )  # fmt: skip
+    children.append(proc)  # before waiting: Ctrl-C meanwhile must stop it too
     try:
         _wait_http(f"http://127.0.0.1:{options.prometheus_port}/-/ready", 30, proc)
     except EvaluatorError as exc:
         log.warning("prometheus_not_started", reason=str(exc))
-        proc.terminate()
-        return None
-    return proc
+        proc.terminate()  # run_demo waits for it
+        return False
+    return True
 
 
 def _settings(options: DemoOptions) -> Settings:
@@ -122,7 +134,11 @@ def _settings(options: DemoOptions) -> Settings:
         target="reference", dataset=options.dataset, interval_seconds=options.interval_seconds
     )
     return Settings(
-        listen=options.listen, reports_dir=options.reports_dir, targets=(target,), jobs=(job,)
+        listen=options.listen,
+        reports_dir=options.reports_dir,
+        targets=(target,),
+        jobs=(job,),
+        shutdown_grace_seconds=_SHUTDOWN_GRACE_SECONDS,
     )
 
 
@@ -169,14 +185,13 @@ async def _serve(settings: Settings, options: DemoOptions, prometheus: bool) -> 
 def run_demo(options: DemoOptions) -> int:
     """Start everything, block until SIGINT/SIGTERM, stop everything; exit code 0."""
     settings = _settings(options)
+    disable_created_metrics()  # type: ignore[no-untyped-call]  # as `evaluator serve` does
     children: list[subprocess.Popen[bytes]] = []
     with tempfile.TemporaryDirectory(prefix="evaluator-demo-") as tmp:
         try:
-            children.append(_start_reference(options))
-            prom = _start_prometheus(options, Path(tmp))
-            if prom is not None:
-                children.append(prom)
-            asyncio.run(_serve(settings, options, prom is not None))
+            _start_reference(options, children)
+            prometheus = _start_prometheus(options, Path(tmp), children)
+            asyncio.run(_serve(settings, options, prometheus))
         finally:
             for child in reversed(children):
                 child.terminate()

@@ -8,6 +8,7 @@ they are JSON too and carry the bound ``run_id``.
 from __future__ import annotations
 
 import logging
+import re
 import sys
 from collections.abc import MutableMapping
 from typing import Any, Literal, TextIO
@@ -22,7 +23,11 @@ REDACTED = "[redacted]"
 _DICT_TRACEBACKS = structlog.processors.ExceptionRenderer(
     structlog.tracebacks.ExceptionDictTransformer(show_locals=False)
 )
-_SECRET_KEYS = ("authorization", "token", "api_key", "apikey", "password", "secret", "cookie")
+# whole words of a key: "api_token" and "Authorization" are secrets, "tokenize" is not
+_SECRET_KEY = re.compile(
+    r"(^|[_\-.])(authorization|tokens?|api[_\-]?key|password|passwd|secrets?|cookies?)($|[_\-.])",
+    re.IGNORECASE,
+)
 
 
 def redact_secrets(
@@ -30,7 +35,7 @@ def redact_secrets(
 ) -> MutableMapping[str, Any]:
     """Replace the values of secret-looking keys, however deeply they are nested."""
     for key, value in list(event_dict.items()):
-        if any(s in str(key).lower() for s in _SECRET_KEYS):
+        if _SECRET_KEY.search(str(key)):
             event_dict[key] = REDACTED
         elif isinstance(value, MutableMapping):
             redact_secrets(_logger, _method, value)

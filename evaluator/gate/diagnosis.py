@@ -35,6 +35,9 @@ __all__ = ["FLAT", "Finding", "diagnose"]
 FLAT = 0.005
 #: P95 growth (relative) worth a latency finding; the default gate allows 20%.
 _LATENCY_GROWTH = 0.20
+#: P95 growth (absolute) below which latency is noise, whatever the ratio: a 3 ms
+#: loopback call doubling to 6 ms says nothing about the service.
+_LATENCY_FLOOR_SECONDS = 0.05
 #: A stage explains a P95 growth when its own P95 grew by at least this share of it.
 _STAGE_SHARE = 0.5
 
@@ -137,7 +140,7 @@ def diagnose(
             )
         )
     b95, c95 = baseline.p95_seconds, candidate.p95_seconds
-    if b95 and c95 is not None:
+    if b95 and c95 is not None and c95 - b95 > _LATENCY_FLOOR_SECONDS:
         growth = c95 / b95 - 1
         p95 = f"P95 {_secs(b95)} → {_secs(c95)} ({growth:+.0%})"
         quality_up = [m for m in _QUALITY if (v := d[m]) is not None and v > FLAT]

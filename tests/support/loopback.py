@@ -31,7 +31,8 @@ class Reply:
     request's headers and query as JSON (an endpoint that echoes what it got).
     ``stream_bytes`` streams that many filler bytes in 64 KiB chunks, declaring the length
     only when ``declare_length``; the server counts what it managed to send in
-    :attr:`LoopbackServer.bytes_streamed`.
+    :attr:`LoopbackServer.bytes_streamed` (the total) and :attr:`LoopbackServer.streamed`
+    (one entry per reply). Each reply streams its own ``stream_bytes``.
     """
 
     body: Any = None
@@ -55,7 +56,11 @@ Script = Callable[[dict[str, Any]], Reply] | Mapping[str, Reply]
 
 
 class LoopbackServer:
-    """Start with ``with LoopbackServer(script) as server: server.url``."""
+    """Start with ``with LoopbackServer(script) as server: server.url``.
+
+    ``port`` 0 (the default) binds a free port; a fixed ``port`` brings a stopped server
+    back at the same address (a target that went down and came back).
+    """
 
     def __init__(
         self,
@@ -63,6 +68,7 @@ class LoopbackServer:
         path: str = "/rag",
         question_of: Callable[[dict[str, Any]], str] | None = None,
         ssl_context: ssl.SSLContext | None = None,
+        port: int = 0,
     ) -> None:
         self.script = script
         self.path = path
@@ -74,10 +80,12 @@ class LoopbackServer:
         self.request_lines: list[str] = []
         #: bytes of ``stream_bytes`` replies actually written before the client went away
         self.bytes_streamed = 0
+        #: bytes written by each ``stream_bytes`` reply, in the order the replies ended
+        self.streamed: list[int] = []
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
         self._runner: web.AppRunner | None = None
-        self.port = 0
+        self.port = port
 
     @property
     def url(self) -> str:
@@ -149,12 +157,15 @@ class LoopbackServer:
             response.content_length = reply.stream_bytes
         await response.prepare(request)
         chunk = b"[" + b"0," * (32 * 1024 - 1)
+        sent = 0
         try:
-            while self.bytes_streamed < reply.stream_bytes:
+            while sent < reply.stream_bytes:
                 await response.write(chunk)
+                sent += len(chunk)
                 self.bytes_streamed += len(chunk)
         except (ConnectionError, RuntimeError):
             pass  # the client stopped reading: what the test wants to see
+        self.streamed.append(sent)
         return response
 
     async def _start(self) -> None:
@@ -162,7 +173,7 @@ class LoopbackServer:
         app.router.add_route("*", self.path, self._handle)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0, ssl_context=self.ssl_context)
+        site = web.TCPSite(self._runner, "127.0.0.1", self.port, ssl_context=self.ssl_context)
         await site.start()
         server = site._server
         assert server is not None and server.sockets

@@ -1,0 +1,449 @@
+"""`evaluator demo` as a newcomer runs it: one command, live metrics, Ctrl-C stops everything.
+
+The demo runs as a subprocess in a session of its own, from the source tree (as ``make demo``
+does), on free loopback ports. "Ctrl-C" is SIGINT to the demo's process group, which is
+what a terminal sends; every test checks that afterwards no child is left running and
+that none of the demo's ports still accepts connections.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from evaluator.demo import DemoOptions, _banner
+from tests.support.prometheus import free_port, parse_log_lines, require_binary
+
+try:
+    import psutil
+except ImportError:  # the bench extra; `make` installs it, the port checks do not need it
+    psutil = None
+
+pytestmark = pytest.mark.e2e
+
+REPO = Path(__file__).resolve().parents[2]
+GOLDEN_SET = REPO / "evals" / "rag_cases.jsonl"
+EVALUATOR = str(Path(sys.executable).with_name("evaluator"))
+HOST = "127.0.0.1"
+
+#: the README's quick-start table, baseline row (recall@5, MRR, nDCG@5, citation precision,
+#: accuracy), to its three decimals; tests/reference/test_reference_quality.py pins the same
+README_BASELINE = {
+    "rag_eval_recall_at_k": 0.944,
+    "rag_eval_mrr": 0.900,
+    "rag_eval_ndcg_at_k": 0.907,
+    "rag_eval_citation_precision": 0.796,
+    "rag_eval_answer_accuracy": 0.752,
+}
+#: the issue: live metrics within 30 s of the venv being ready
+LIVE_WITHIN_SECONDS = 30.0
+#: Ctrl-C must stop the demo, its children included, within this
+STOP_WITHIN_SECONDS = 15.0
+
+
+def _golden_set_size() -> int:
+    return sum(1 for line in GOLDEN_SET.read_text("utf-8").splitlines() if line.strip())
+
+
+def _accepts_connections(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.settimeout(1.0)
+        return sock.connect_ex((HOST, port)) == 0
+
+
+def _tail(path: Path, lines: int = 40) -> str:
+    try:
+        return "\n".join(path.read_text("utf-8", errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(no output)"
+
+
+#: Runs argv[1:] with SIGINT at its default disposition, as under a terminal: a shell
+#: starts background jobs with SIGINT ignored, which a child would inherit.
+_SIGINT_DEFAULT = (
+    "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
+    "os.execv(sys.argv[1], sys.argv[1:])"
+)
+
+
+def _demo_command(*args: str) -> list[str]:
+    return [sys.executable, "-c", _SIGINT_DEFAULT, EVALUATOR, "demo", *args]
+
+
+@dataclass
+class Demo:
+    """A running ``evaluator demo``: its process, ports and output files."""
+
+    proc: subprocess.Popen[bytes]
+    rag_port: int
+    daemon_port: int
+    prometheus_port: int
+    stdout_path: Path
+    stderr_path: Path
+    started: float
+    client: httpx.Client = field(default_factory=lambda: httpx.Client(timeout=5.0))
+    #: pids of the demo's children (reference service, Prometheus), read with psutil
+    child_pids: list[int] = field(default_factory=list)
+
+    @property
+    def url(self) -> str:
+        return f"http://{HOST}:{self.daemon_port}"
+
+    @property
+    def ports(self) -> dict[str, int]:
+        return {
+            "reference service": self.rag_port,
+            "daemon": self.daemon_port,
+            "prometheus": self.prometheus_port,
+        }
+
+    def banner(self) -> str:
+        return self.stderr_path.read_text("utf-8", errors="replace")
+
+    def logs(self) -> list[dict[str, Any]]:
+        return parse_log_lines(self.stdout_path.read_text("utf-8", errors="replace"))
+
+    def diagnostics(self) -> str:
+        return f"stderr:\n{_tail(self.stderr_path)}\nstdout:\n{_tail(self.stdout_path, 10)}"
+
+    def get(self, path: str) -> httpx.Response:
+        return self.client.get(f"{self.url}{path}")
+
+    def samples(self) -> dict[str, list[tuple[dict[str, str], float]]]:
+        """The /metrics scrape: sample name -> [(labels, value)]."""
+        response = self.get("/metrics")
+        assert 200 == response.status_code
+        out: dict[str, list[tuple[dict[str, str], float]]] = {}
+        for family in text_string_to_metric_families(response.text):
+            for s in family.samples:
+                out.setdefault(s.name, []).append((dict(s.labels), s.value))
+        return out
+
+    def wait_for_complete_run(self, timeout: float = 60.0) -> float:
+        """Poll /metrics until ``rag_eval_runs_total{outcome="complete"} >= 1``; seconds
+        from the demo's start."""
+        deadline = time.monotonic() + timeout
+        while True:
+            with contextlib.suppress(httpx.TransportError):
+                runs = self.samples().get("rag_eval_runs_total", [])
+                if any(lab.get("outcome") == "complete" and v >= 1 for lab, v in runs):
+                    return time.monotonic() - self.started
+            if self.proc.poll() is not None:
+                code = self.proc.returncode
+                raise AssertionError(f"demo exited with {code}\n{self.diagnostics()}")
+            if time.monotonic() > deadline:
+                raise AssertionError(f"no complete run after {timeout}s\n{self.diagnostics()}")
+            time.sleep(0.1)
+
+    def ctrl_c(self, timeout: float = STOP_WITHIN_SECONDS) -> tuple[int, float]:
+        """SIGINT to the demo's process group, as a terminal's Ctrl-C; (exit code, seconds)."""
+        sent = time.monotonic()
+        os.killpg(self.proc.pid, signal.SIGINT)
+        try:
+            code = self.proc.wait(timeout)
+        except subprocess.TimeoutExpired as exc:
+            raise AssertionError(
+                f"demo still running {timeout}s after Ctrl-C\n{self.diagnostics()}"
+            ) from exc
+        return code, time.monotonic() - sent
+
+    def assert_nothing_left(self) -> None:
+        """No child process survives the demo and none of its ports accepts connections."""
+        if psutil is not None:
+            alive = [
+                pid
+                for pid in self.child_pids
+                if psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+            ]
+            assert [] == alive, f"children still running: {alive}"
+        deadline = time.monotonic() + 5.0
+        listening = {name: port for name, port in self.ports.items() if _accepts_connections(port)}
+        while listening and time.monotonic() < deadline:  # a socket may take a moment to close
+            time.sleep(0.1)
+            listening = {n: p for n, p in listening.items() if _accepts_connections(p)}
+        assert {} == listening, f"still accepting connections after the demo exited: {listening}"
+
+    def kill(self) -> None:
+        """Last resort after a failed test: SIGKILL the demo's group and its children."""
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        for pid in self.child_pids:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(10)
+        self.client.close()
+
+
+def _wait_for_banner(demo: Demo, timeout: float) -> bool:
+    """True once the banner is printed; False when the demo exited first."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if "evaluator demo is running" in demo.banner():
+            return True
+        if demo.proc.poll() is not None:
+            return False
+        time.sleep(0.05)
+    raise AssertionError(f"no banner after {timeout}s\n{demo.diagnostics()}")
+
+
+@contextlib.contextmanager
+def run_demo(workdir: Path, *args: str, prometheus: bool) -> Iterator[Demo]:
+    """``evaluator demo`` on free ports with a 5 s interval; killed on the way out if the
+    test left it running. Retried on another set of ports when it exits at start (a port
+    taken between choosing it and binding it)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("EVALUATOR_")}
+    env["PYTHONUNBUFFERED"] = "1"
+    demo: Demo | None = None
+    for attempt in range(3):
+        out = workdir / f"demo-{attempt}"
+        out.mkdir(parents=True)
+        rag, daemon, prom = free_port(), free_port(), free_port()
+        cmd = _demo_command(
+            "--rag-port", str(rag), "--listen", f"{HOST}:{daemon}",
+            "--prometheus-port", str(prom), "--interval", "5",
+            "--reports-dir", str(out / "reports"), *args,
+        )  # fmt: skip
+        if not prometheus:
+            cmd.append("--no-prometheus")
+        started = time.monotonic()
+        with (out / "stdout.jsonl").open("wb") as so, (out / "stderr.txt").open("wb") as se:
+            proc = subprocess.Popen(
+                cmd, cwd=REPO, env=env, stdout=so, stderr=se, start_new_session=True
+            )
+        demo = Demo(proc, rag, daemon, prom, out / "stdout.jsonl", out / "stderr.txt", started)
+        if _wait_for_banner(demo, timeout=60.0):
+            break
+        demo.kill()
+    else:
+        assert demo is not None
+        raise AssertionError(f"the demo did not start in 3 attempts\n{demo.diagnostics()}")
+    if psutil is not None:
+        demo.child_pids = [c.pid for c in psutil.Process(demo.proc.pid).children(recursive=True)]
+    try:
+        yield demo
+    finally:
+        if demo.proc.poll() is None:
+            demo.kill()
+        demo.client.close()
+
+
+def _prometheus_checks(demo: Demo) -> None:
+    """The demo's Prometheus is ready, loaded the project's rules and scraped rag_eval_mrr."""
+    prom = f"http://{HOST}:{demo.prometheus_port}"
+    with httpx.Client(base_url=prom, timeout=5.0) as client:
+        assert 200 == client.get("/-/ready").status_code
+        groups = client.get("/api/v1/rules").json()["data"]["groups"]
+        assert groups, "no rule groups loaded from deploy/prometheus/rules"
+        deadline = time.monotonic() + 30.0  # the demo's scrape interval is 5 s
+        while True:
+            body = client.get("/api/v1/query", params={"query": "rag_eval_mrr"}).json()
+            assert "success" == body["status"], body
+            if body["data"]["result"]:
+                break
+            assert time.monotonic() < deadline, "Prometheus has no rag_eval_mrr after 30 s"
+            time.sleep(0.5)
+    (series,) = body["data"]["result"]
+    assert "rag-evaluator" == series["metric"]["job"]
+    assert README_BASELINE["rag_eval_mrr"] == pytest.approx(float(series["value"][1]), abs=5e-4)
+
+
+@pytest.mark.parametrize(
+    "prometheus",
+    [
+        pytest.param(False, id="no-prometheus"),
+        pytest.param(True, id="with-prometheus", marks=pytest.mark.prometheus),
+    ],
+)
+def test_demo_brings_up_live_metrics_and_stops_on_ctrl_c(tmp_path: Path, prometheus: bool) -> None:
+    """The newcomer's path: banner, first complete run on /metrics within 30 s, health,
+    the latest report, Prometheus when installed, then Ctrl-C: exit 0, nothing left."""
+    if prometheus:
+        require_binary("prometheus")  # skips, or fails when CI=true
+    with run_demo(tmp_path, prometheus=prometheus) as demo:
+        live_after = demo.wait_for_complete_run(timeout=60.0)
+        print(f"\ndemo ({'with' if prometheus else 'no'} prometheus): live metrics after "
+              f"{live_after:.2f}s")  # fmt: skip
+        assert live_after < LIVE_WITHIN_SECONDS
+
+        banner = demo.banner()
+        rag = f"http://{HOST}:{demo.rag_port}"
+        for line in (
+            f"reference RAG service  {rag}/rag",
+            f"metrics                {demo.url}/metrics",
+            f"health                 {demo.url}/healthz   {demo.url}/readyz",
+            f"latest report          {demo.url}/reports/latest",
+            f"golden set             {Path('evals/rag_cases.jsonl')}, every 5s",
+            f"curl -X PUT {rag}/admin/failure-modes",
+        ):
+            assert line in banner, f"{line!r} not in the banner:\n{banner}"
+        prometheus_line = f"Prometheus             http://{HOST}:{demo.prometheus_port}/alerts"
+        assert (prometheus_line in banner) is prometheus, banner
+
+        samples = demo.samples()
+        for name, expected in README_BASELINE.items():
+            ((labels, value),) = samples[name]
+            assert {"dataset": "rag_cases", "target": "reference"} == labels
+            assert expected == pytest.approx(value, abs=5e-4), name
+        assert 0.80 <= samples["rag_eval_recall_at_k"][0][1] < 1.0  # realistic, not perfect
+        ((_, p95),) = samples["rag_eval_latency_p95_seconds"]
+        assert 0.0 < p95 < 1.0
+        ((_, errors),) = samples["rag_eval_error_ratio"]
+        assert 0.0 == errors
+        ((_, scored),) = samples["rag_eval_last_run_scored_cases"]
+        assert _golden_set_size() == scored == 137
+
+        health = demo.get("/healthz")
+        assert 200 == health.status_code
+        assert 200 == demo.get("/readyz").status_code
+        latest = demo.get("/reports/latest")
+        assert 200 == latest.status_code
+        report = latest.json()
+        assert 137 == report["case_count"] == len(report["cases"])
+        assert "reference" == report["target"]
+        assert 0 == report["error_count"]
+
+        if prometheus:
+            _prometheus_checks(demo)
+            assert demo.proc.poll() is None
+
+        if psutil is not None:  # the reference service, and Prometheus when started
+            assert len(demo.child_pids) >= (2 if prometheus else 1), demo.child_pids
+        code, took = demo.ctrl_c()
+        print(f"demo: stopped {took:.2f}s after Ctrl-C")
+        assert 0 == code, demo.diagnostics()
+        demo.assert_nothing_left()
+        stopped = [e for e in demo.logs() if e.get("event") == "daemon_stopped"]
+        assert 1 == len(stopped), demo.diagnostics()
+        assert "Traceback" not in demo.banner()
+
+
+def _cases_scored(demo: Demo) -> float:
+    with contextlib.suppress(httpx.TransportError):
+        for labels, value in demo.samples().get("rag_eval_case_latency_seconds_count", []):
+            if labels.get("target") == "reference":
+                return value
+    return 0.0
+
+
+@pytest.mark.parametrize("signal_to", ["process-group", "demo-only"])
+def test_ctrl_c_during_a_slow_run_stops_promptly_without_failing_the_service(
+    tmp_path: Path, signal_to: str
+) -> None:
+    """Under ``slow_model`` a run takes ~50 s (137 cases x 1.5 s / 4 in flight), so Ctrl-C
+    nearly always lands during one. The demo must still stop within 15 s, and it must stop
+    the daemon before the reference service: a run that went on against a service already
+    shut down would record a burst of connection errors and an incomplete run."""
+    with run_demo(tmp_path, "--failure-mode", "slow_model", prometheus=False) as demo:
+        deadline = time.monotonic() + 30.0
+        while _cases_scored(demo) < 1:  # the first run is under way
+            assert demo.proc.poll() is None, demo.diagnostics()
+            assert time.monotonic() < deadline, f"no case scored\n{demo.diagnostics()}"
+            time.sleep(0.1)
+        if signal_to == "process-group":
+            code, took = demo.ctrl_c()
+        else:
+            sent = time.monotonic()
+            demo.proc.send_signal(signal.SIGINT)
+            try:
+                code = demo.proc.wait(STOP_WITHIN_SECONDS)
+            except subprocess.TimeoutExpired as exc:
+                raise AssertionError(
+                    f"demo still running {STOP_WITHIN_SECONDS}s after SIGINT\n{demo.diagnostics()}"
+                ) from exc
+            took = time.monotonic() - sent
+        print(f"\ndemo under slow_model ({signal_to}): stopped {took:.2f}s after SIGINT")
+        assert 0 == code, demo.diagnostics()
+        demo.assert_nothing_left()
+        logs = demo.logs()
+        connect_errors = [e for e in logs if e.get("error_kind") == "connect"]
+        assert [] == connect_errors[:3], "the run went on against a stopped reference service"
+        runs = [e for e in logs if e.get("event") == "run"]
+        assert all(e.get("outcome") != "incomplete" for e in runs), json.dumps(runs)[:2000]
+        assert any(e.get("event") == "daemon_stopped" for e in logs), demo.diagnostics()
+
+
+def _cmdline(process: Any) -> str:
+    """A psutil process's command line; empty when it is gone or not readable."""
+    assert psutil is not None
+    try:
+        return " ".join(process.cmdline())
+    except psutil.Error:
+        return ""
+
+
+@pytest.mark.skipif(psutil is None, reason="needs psutil (the bench extra) to see the child")
+def test_ctrl_c_while_starting_leaves_no_child(tmp_path: Path) -> None:
+    """Ctrl-C while the demo waits for its reference service to come up (it builds its
+    index first) stops the demo and the service it had already started."""
+    assert psutil is not None
+    env = {k: v for k, v in os.environ.items() if not k.startswith("EVALUATOR_")}
+    rag, daemon = free_port(), free_port()
+    cmd = _demo_command(
+        "--no-prometheus", "--rag-port", str(rag),
+        "--listen", f"{HOST}:{daemon}", "--reports-dir", str(tmp_path / "reports"),
+    )  # fmt: skip
+    with (tmp_path / "stderr.txt").open("wb") as err:
+        proc = subprocess.Popen(
+            cmd, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=err, start_new_session=True
+        )
+    children: list[int] = []
+    try:
+        deadline = time.monotonic() + 30.0
+        # the reference service runs (it has exec'd: Ctrl-C within the milliseconds between
+        # fork and exec, inside subprocess.Popen, is not what this test is about)
+        while not children:
+            assert proc.poll() is None, _tail(tmp_path / "stderr.txt")
+            assert time.monotonic() < deadline, "the demo started no child within 30 s"
+            children = [
+                c.pid
+                for c in psutil.Process(proc.pid).children(recursive=True)
+                if "evaluator.reference" in _cmdline(c)
+            ]
+            time.sleep(0.01)
+        assert not _accepts_connections(rag), "the service was up already: too late to test"
+        os.killpg(proc.pid, signal.SIGINT)
+        assert 130 == proc.wait(STOP_WITHIN_SECONDS), _tail(tmp_path / "stderr.txt")
+        assert "evaluator: interrupted" in _tail(tmp_path / "stderr.txt")
+        deadline = time.monotonic() + 5.0
+        alive = children
+        while alive and time.monotonic() < deadline:
+            alive = [
+                pid
+                for pid in alive
+                if psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+            ]
+            time.sleep(0.1)
+        assert [] == alive, f"children left running after Ctrl-C at start: {alive}"
+        assert not _accepts_connections(rag)
+    finally:
+        for pid in [proc.pid, *children]:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(10)
+
+
+def test_readme_quick_start_shows_the_banner_the_demo_prints() -> None:
+    """The README's quick start quotes the banner, with the default ports, line for line."""
+    readme = (REPO / "README.md").read_text("utf-8")
+    block = re.search(r"```text\n(evaluator demo is running.*?)```", readme, re.S)
+    assert block is not None, "no banner in the README's quick start"
+    banner = _banner(DemoOptions(), prometheus=True, daemon_port=9464)
+
+    assert banner.strip("\n") == block.group(1).strip("\n")
