@@ -26,10 +26,12 @@ __all__ = [
     "SCHEMA_VERSION",
     "RunReport",
     "compute_config_hash",
+    "encode_json",
     "read_report",
     "report_from_dict",
     "report_to_dict",
     "scores_to_dict",
+    "write_bytes_atomic",
     "write_json_atomic",
     "write_report",
 ]
@@ -146,17 +148,22 @@ def report_to_dict(report: RunReport) -> dict[str, Any]:
     }
 
 
-def write_json_atomic(data: Any, path: str | os.PathLike[str]) -> None:
-    """Write JSON to a temporary file in the same folder, fsync it, then rename over ``path``."""
+def encode_json(data: Any) -> bytes:
+    """The JSON bytes reports are written as (UTF-8, indented, NaN refused)."""
+    return (json.dumps(data, ensure_ascii=False, indent=2, allow_nan=False) + "\n").encode()
+
+
+def write_bytes_atomic(content: bytes, path: str | os.PathLike[str]) -> None:
+    """Write to a temporary file in the same folder, fsync it, rename it over ``path``, and
+    fsync the folder so the rename itself survives a power loss."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
         # mkstemp creates 0600; reports are read by sidecars and CI steps running as others
         os.fchmod(fd, 0o644)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(data, f, ensure_ascii=False, indent=2, allow_nan=False)
-            f.write("\n")
+        with os.fdopen(fd, "wb") as f:
+            f.write(content)
             f.flush()
             os.fsync(f.fileno())
         Path(tmp).replace(target)
@@ -164,6 +171,20 @@ def write_json_atomic(data: Any, path: str | os.PathLike[str]) -> None:
         with contextlib.suppress(OSError):
             Path(tmp).unlink()
         raise
+    folder = os.open(target.parent, os.O_RDONLY)
+    try:
+        os.fsync(folder)
+    finally:
+        os.close(folder)
+
+
+def write_json_atomic(data: Any, path: str | os.PathLike[str]) -> None:
+    """Write ``data`` as JSON atomically (see :func:`write_bytes_atomic`).
+
+    Raises:
+        ValueError: ``data`` holds NaN or infinity; the previous file is left as it was.
+    """
+    write_bytes_atomic(encode_json(data), path)
 
 
 def write_report(report: RunReport, path: str | os.PathLike[str]) -> None:

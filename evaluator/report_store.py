@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 from collections.abc import Iterator
@@ -9,7 +10,13 @@ from pathlib import Path
 from typing import Any
 
 from evaluator.errors import ReportError
-from evaluator.report import RunReport, report_from_dict, report_to_dict, write_json_atomic
+from evaluator.report import (
+    RunReport,
+    encode_json,
+    report_from_dict,
+    report_to_dict,
+    write_bytes_atomic,
+)
 
 __all__ = ["ReportStore", "job_folder_name"]
 
@@ -44,10 +51,21 @@ class ReportStore:
         # milliseconds included: names sort in run order even for runs within one second
         stamp = re.sub(r"[^0-9T]", "", report.generated_at) + "Z"
         path = self.folder / f"{stamp}-{report.run_id}.json"
-        write_json_atomic(data, path)
-        write_json_atomic(data, self.folder / LATEST)
+        content = encode_json(data)  # encoded once, written twice
+        write_bytes_atomic(content, path)
+        write_bytes_atomic(content, self.folder / LATEST)
         self._prune()
         return path
+
+    def remove_stale_temp_files(self) -> int:
+        """Delete temporary files left by a process killed mid-write; one writer per folder,
+        so at start-up any found are stale. Returns how many were removed."""
+        removed = 0
+        for stale in self.folder.glob(".*.tmp"):
+            with contextlib.suppress(OSError):
+                stale.unlink()
+                removed += 1
+        return removed
 
     def _prune(self) -> None:
         runs = sorted(p for p in self.folder.glob("*.json") if p.name != LATEST)

@@ -96,6 +96,9 @@ class JobRunner:
 
     def restore(self) -> None:
         """Seed the gauges from the last report on disk, so a restart does not blank them."""
+        stale = self.store.remove_stale_temp_files()
+        if stale:
+            log.info("stale_temp_files_removed", job=self.key, count=stale)
         report = self.store.load_latest()
         if report is None or report.dataset_hash != self.dataset.content_hash:
             return

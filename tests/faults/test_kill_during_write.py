@@ -183,3 +183,12 @@ class TestKillDuringWrite:
         fresh = ReportStore(tmp_path, JOB, 2)
         loaded = fresh.load_latest()
         assert loaded is not None and "r3" == loaded.run_id
+
+    def test_stale_temp_files_removed_at_start(self, tmp_path: Path) -> None:
+        """At start-up the only writer of the folder deletes what killed writers left."""
+        store = ReportStore(tmp_path, JOB, 2)
+        store.save(_report("r1", "2025-01-02T00:00:00.000Z"))
+        (store.folder / f".{LATEST}.x1y2z3.tmp").write_bytes(b'{"schema_version": 1, "ca')
+        assert 1 == store.remove_stale_temp_files()
+        assert [] == [p.name for p in store.folder.iterdir() if p.name.endswith(".tmp")]
+        assert ["r1"] == [r.run_id for r in store.kept()]
