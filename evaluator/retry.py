@@ -62,6 +62,25 @@ async def call_with_retries(
     Raises:
         TargetError: the last attempt's error, with ``attempts`` set on it.
     """
+    # The first attempt runs bare: nearly every call succeeds at once, and tenacity's
+    # machinery cost more per call than scoring a case (tests/benchmarks/bench_scoring.py).
+    try:
+        return await call(), 1
+    except TargetError as exc:
+        if policy.retries < 1 or not _is_transient(exc):
+            exc.attempts = 1
+            raise
+        replay: TargetError | None = exc
+
+    async def attempt_call() -> T:
+        # tenacity's first attempt replays the failure above, so waits, callbacks and
+        # attempt numbers are what they would be had tenacity made that attempt itself
+        nonlocal replay
+        if replay is not None:
+            failed, replay = replay, None
+            raise failed
+        return await call()
+
     attempts = 0
 
     def before_sleep(state: tenacity.RetryCallState) -> None:
@@ -81,7 +100,7 @@ async def call_with_retries(
         async for attempt in retrying:
             with attempt:
                 attempts = attempt.retry_state.attempt_number
-                result = await call()
+                result = await attempt_call()
     except TargetError as exc:
         exc.attempts = attempts
         raise

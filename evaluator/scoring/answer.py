@@ -7,6 +7,7 @@ never matches: otherwise it would be found in every answer.
 
 from __future__ import annotations
 
+import functools
 import unicodedata
 from collections.abc import Sequence
 
@@ -14,6 +15,7 @@ __all__ = [
     "DEFAULT_REFUSAL_PHRASES",
     "answer_correct",
     "contains_fact",
+    "count_facts",
     "fact_recall",
     "is_refusal",
     "normalise",
@@ -59,12 +61,35 @@ def normalise(text: str) -> str:
         The normalised text, possibly empty.
     """
     folded = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).casefold())
-    return "".join(
-        ch
-        for ch in folded
-        if ch in _KEPT_PUNCTUATION
-        or not (ch.isspace() or unicodedata.category(ch).startswith(_DROPPED_CATEGORIES))
+    return folded.translate(_KEPT)
+
+
+def _kept(ch: str) -> bool:
+    return ch in _KEPT_PUNCTUATION or not (
+        ch.isspace() or unicodedata.category(ch).startswith(_DROPPED_CATEGORIES)
     )
+
+
+class _KeptTable(dict[int, int | None]):
+    """``str.translate`` table of :func:`normalise`: code point -> itself when kept, None when
+    dropped. Filled on first sight of each code point (a per-character generator was the
+    scoring hot spot); at most ``_TABLE_LIMIT`` entries, beyond that computed each time."""
+
+    def __missing__(self, code: int) -> int | None:
+        value = code if _kept(chr(code)) else None
+        if len(self) < _TABLE_LIMIT:
+            self[code] = value
+        return value
+
+
+_TABLE_LIMIT = 1 << 16
+_KEPT = _KeptTable()
+
+
+@functools.lru_cache(maxsize=8192)
+def _normalised_needle(text: str) -> str:
+    """:func:`normalise` of a fact or refusal phrase: the same few strings, every case."""
+    return normalise(text)
 
 
 def contains_fact(normalised_answer: str, alternatives: Sequence[str]) -> bool:
@@ -83,19 +108,28 @@ def contains_fact(normalised_answer: str, alternatives: Sequence[str]) -> bool:
     if isinstance(alternatives, str):
         alternatives = (alternatives,)
     for alternative in alternatives:
-        needle = normalise(alternative)
+        needle = _normalised_needle(alternative)
         if needle and needle in normalised_answer:
             return True
     return False
 
 
-def _facts_found(answer: str, expected_facts: Sequence[Sequence[str]]) -> int:
+def count_facts(normalised_answer: str, expected_facts: Sequence[Sequence[str]]) -> int:
+    """How many expected facts an already normalised answer contains (one alternative each).
+
+    Raises:
+        ValueError: ``expected_facts`` is empty.
+        TypeError: ``expected_facts`` is a bare string.
+    """
     if isinstance(expected_facts, str):
         raise TypeError("expected_facts must be a sequence of facts, not one string")
     if not expected_facts:
         raise ValueError("expected_facts is empty: the answer has nothing to be checked against")
-    normalised = normalise(answer)
-    return sum(1 for fact in expected_facts if contains_fact(normalised, fact))
+    return sum(1 for fact in expected_facts if contains_fact(normalised_answer, fact))
+
+
+def _facts_found(answer: str, expected_facts: Sequence[Sequence[str]]) -> int:
+    return count_facts(normalise(answer), expected_facts)
 
 
 def answer_correct(answer: str, expected_facts: Sequence[Sequence[str]]) -> bool:

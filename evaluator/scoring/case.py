@@ -7,9 +7,9 @@ from dataclasses import dataclass
 from evaluator.models import Case, CaseScores, TargetResponse
 from evaluator.scoring.answer import (
     DEFAULT_REFUSAL_PHRASES,
-    answer_correct,
-    fact_recall,
-    is_refusal,
+    contains_fact,
+    count_facts,
+    normalise,
 )
 from evaluator.scoring.citation import citation_precision, citation_recall, citations_valid
 from evaluator.scoring.retrieval import _check_k, ndcg_at_k, recall_at_k, reciprocal_rank
@@ -74,14 +74,18 @@ def score_case(
     answer = response.answer
     retrieved_ids = tuple(r.id for r in response.retrieved)
     citations = response.citations
-    refused = is_refusal(answer, settings.refusal_phrases)
+    # normalised once for the refusal check and every fact: is_refusal, answer_correct and
+    # fact_recall would each normalise it again
+    normalised = normalise(answer)
+    refused = contains_fact(normalised, settings.refusal_phrases)
     correct: bool | None = None
     facts: float | None = None
     if case.unanswerable:
         correct = refused
     elif case.expected_facts:
-        correct = answer_correct(answer, case.expected_facts)
-        facts = fact_recall(answer, case.expected_facts)
+        found = count_facts(normalised, case.expected_facts)
+        correct = found == len(case.expected_facts)
+        facts = found / len(case.expected_facts)
     return CaseScores(
         recall_at_k=recall,
         mrr=rr,

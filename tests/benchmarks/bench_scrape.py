@@ -1,0 +1,250 @@
+"""``/metrics`` scrape time with 5 targets x 3 golden sets x 6 stages (15 jobs).
+
+1. In process: a :class:`evaluator.exporter.Metrics` registry with the daemon's collectors
+   (process, platform, GC), populated as after real runs: a real 200-case ``run_dataset``
+   per job (a callable target reporting 6 stage timings) observed case by case into the
+   histograms (with exemplars), runs counted, snapshots holding the summary, gate rules and
+   baseline ratios. Timed: ``generate_latest`` (Prometheus text) and the OpenMetrics
+   encoder (with exemplars), median of ``SCRAPES``.
+2. Over HTTP: ``evaluator serve`` as a subprocess with the same 15 jobs (callable targets,
+   200 cases each), after every job's first run: ``GET /metrics`` from this process on a
+   kept-alive connection, text and OpenMetrics, median of ``SCRAPES`` each.
+
+``python -m tests.benchmarks.run --only scrape``
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from prometheus_client import (
+    CollectorRegistry,
+    GCCollector,
+    PlatformCollector,
+    ProcessCollector,
+    disable_created_metrics,
+    generate_latest,
+)
+from prometheus_client.openmetrics.exposition import generate_latest as generate_openmetrics
+from prometheus_client.parser import text_string_to_metric_families
+
+from evaluator.config import DEFAULT_BUCKETS
+from evaluator.exporter import JobSnapshot, Metrics
+from evaluator.runner import RunOptions, run_dataset
+from evaluator.targets.callable import CallableTarget
+from tests.benchmarks.support import REPO, figure, golden_set, golden_set_bytes, median, profile
+
+TARGETS = 5
+DATASETS = 3
+CASES = 200
+SCRAPES = 200
+HTTP_SCRAPES = 50
+GOAL_MS = 5.0
+OPENMETRICS = "application/openmetrics-text; version=1.0.0; charset=utf-8"
+
+
+def _registry() -> tuple[CollectorRegistry, Metrics]:
+    """As ``evaluator serve`` builds it (``Daemon._registry``; ``_created`` series off)."""
+    registry = CollectorRegistry()
+    ProcessCollector(registry=registry)
+    PlatformCollector(registry=registry)
+    GCCollector(registry=registry)
+    return registry, Metrics(registry, DEFAULT_BUCKETS)
+
+
+async def _populate(metrics: Metrics) -> int:
+    """Every job after two real runs; returns the number of stages seen."""
+    target = CallableTarget("tests.benchmarks.support:answer", name="bench")
+    stages: set[str] = set()
+    for d in range(DATASETS):
+        dataset = golden_set(CASES, seed=d, name=f"golden-{d}")
+        report = await run_dataset(dataset, target, RunOptions(k=5, concurrency=4))
+        for t in range(TARGETS):
+            labels = (f"target-{t}", dataset.name)
+            metrics.add_job(
+                JobSnapshot(
+                    target=labels[0],
+                    dataset=labels[1],
+                    k=5,
+                    config_hash=f"{t}{d}" * 8,
+                    dataset_hash=dataset.content_hash,
+                    interval_seconds=300.0,
+                    baseline={"recall_at_k": 0.9, "mrr": 0.8, "citation_precision": 0.97},
+                )
+            )
+            for run_no in range(2):
+                run_id = f"run-{t}-{d}-{run_no}"
+                for record in report.cases:
+                    metrics.observe_case(labels, record, run_id)
+                    stages.update(record.stage_seconds)
+                metrics.count_run(labels, "complete")
+            now = time.time()
+            metrics.update(
+                labels,
+                last_complete=report.summary,
+                last_complete_timestamp=now,
+                last_run_timestamp=now,
+                last_run_duration=report.duration_seconds,
+                last_error_ratio=report.summary.error_rate,
+                gate_passing=True,
+                gate_rules_failing={"recall_at_k": False, "mrr": False, "p95_seconds": False},
+            )
+    return len(stages)
+
+
+def _time(encode: Any, registry: CollectorRegistry) -> tuple[list[float], int]:
+    encode(registry)  # warm-up
+    timings = []
+    for _ in range(SCRAPES):
+        started = time.perf_counter()
+        body = encode(registry)
+        timings.append((time.perf_counter() - started) * 1000)
+    return timings, len(body)
+
+
+def _series(text: str) -> int:
+    return sum(len(family.samples) for family in text_string_to_metric_families(text))
+
+
+def _series_by_family(registry: CollectorRegistry) -> dict[str, int]:
+    text = generate_latest(registry).decode()
+    counts = {f.name: len(f.samples) for f in text_string_to_metric_families(text)}
+    return dict(sorted(counts.items(), key=lambda kv: kv[1], reverse=True))
+
+
+def _collect_ms(registry: CollectorRegistry) -> float:
+    """Collecting alone (every collector's samples, no formatting), median ms."""
+    timings = []
+    for _ in range(SCRAPES // 4):
+        started = time.perf_counter()
+        list(registry.collect())
+        timings.append((time.perf_counter() - started) * 1000)
+    return median(timings)
+
+
+def _http_scrapes() -> dict[str, Any]:
+    """The real thing: ``evaluator serve`` with 15 jobs, scraped over loopback."""
+    from tests.support.prometheus import DaemonProcess
+
+    with tempfile.TemporaryDirectory() as tmp:
+        lines = [f'reports_dir = "{Path(tmp, "reports")}"', 'log_format = "json"', ""]
+        for t in range(TARGETS):
+            lines += [
+                "[[targets]]",
+                f'name = "target-{t}"',
+                'callable = "tests.benchmarks.support:answer"',
+                "",
+            ]
+        for d in range(DATASETS):
+            path = Path(tmp, f"golden-{d}.jsonl")
+            path.write_bytes(golden_set_bytes(CASES, seed=d))
+            for t in range(TARGETS):
+                lines += [
+                    "[[jobs]]",
+                    f'target = "target-{t}"',
+                    f'dataset = "{path}"',
+                    "interval_seconds = 3600",
+                    "",
+                ]
+        config = Path(tmp, "evaluator.toml")
+        config.write_text("\n".join(lines), "utf-8")
+        env = {
+            "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
+        }
+        with DaemonProcess(["--config", str(config)], workdir=Path(tmp), env=env) as daemon:
+            daemon.wait_ready(timeout=60)
+            # first runs are staggered over 10 s: wait for all 15 (bounded)
+            jobs = TARGETS * DATASETS
+            deadline = time.monotonic() + 60
+            done = 0
+            while time.monotonic() < deadline:
+                done = sum(1 for e in daemon.logs() if e.get("event") == "run")
+                if done >= jobs:
+                    break
+                time.sleep(0.2)
+            if done < jobs:
+                raise RuntimeError(f"only {done} of {jobs} first runs finished within 60 s")
+            out: dict[str, Any] = {}
+            for name, accept in (("text", "text/plain"), ("openmetrics", OPENMETRICS)):
+                daemon.get("/metrics", headers={"Accept": accept})  # warm-up
+                timings, size, status = [], 0, 0
+                for _ in range(HTTP_SCRAPES):
+                    started = time.perf_counter()
+                    response = daemon.get("/metrics", headers={"Accept": accept})
+                    timings.append((time.perf_counter() - started) * 1000)
+                    size, status = len(response.content), response.status_code
+                    if status != 200:
+                        raise RuntimeError(f"/metrics answered {status}")
+                out[name] = {"ms": timings, "bytes": size}
+            text = daemon.get("/metrics").text
+            out["series"] = _series(text)
+            daemon.stop()
+    return out
+
+
+def run() -> dict[str, Any]:
+    disable_created_metrics()  # type: ignore[no-untyped-call]
+    registry, metrics = _registry()
+    stages = asyncio.run(_populate(metrics))
+    text_ms, text_bytes = _time(generate_latest, registry)
+    om_ms, om_bytes = _time(generate_openmetrics, registry)
+    series = _series(generate_latest(registry).decode())
+    http = _http_scrapes()
+    details: dict[str, Any] = {
+        "series": series,
+        "series_by_family": _series_by_family(registry),
+        "stages": stages,
+        "collect_only_ms": round(_collect_ms(registry), 3),
+        "encode_ms": {"text": text_ms[:20], "openmetrics": om_ms[:20]},
+        "http_ms": {k: http[k]["ms"] for k in ("text", "openmetrics")},
+    }
+    if median(text_ms) >= GOAL_MS or median(om_ms) >= GOAL_MS:
+        details["profile_text"] = profile(lambda: [generate_latest(registry) for _ in range(20)])
+        details["profile_openmetrics"] = profile(
+            lambda: [generate_openmetrics(registry) for _ in range(20)]
+        )
+    shape = f"{TARGETS} targets x {DATASETS} golden sets x {stages} stages"
+    out: dict[str, Any] = {}
+    for name, timings, size in (
+        ("Prometheus text", text_ms, text_bytes),
+        ("OpenMetrics", om_ms, om_bytes),
+    ):
+        value = median(timings)
+        out[f"/metrics encoding in process, {name}"] = figure(
+            value,
+            "ms",
+            goal=f"median < {GOAL_MS:g}",
+            met=value < GOAL_MS,
+            meaning=(
+                f"{shape} (with gate and baseline series): {series:,} series, "
+                f"{size / 1024:,.0f} KiB, encoded {SCRAPES} times; "
+                f"P95 {statistics.quantiles(timings, n=20)[-1]:.2f} ms"
+            ),
+        )
+    for name, key in (("Prometheus text", "text"), ("OpenMetrics", "openmetrics")):
+        timings = http[key]["ms"]
+        value = median(timings)
+        out[f"/metrics scrape over HTTP, evaluator serve, {name}"] = figure(
+            value,
+            "ms",
+            goal=f"median < {GOAL_MS:g}",
+            met=value < GOAL_MS,
+            meaning=(
+                f"GET /metrics of a running daemon with 15 jobs ({http['series']:,} series, "
+                f"{http[key]['bytes'] / 1024:,.0f} KiB), {HTTP_SCRAPES} scrapes on a kept-alive "
+                "connection: request, encoding and transfer"
+            ),
+        )
+    out["_details"] = details
+    return out
+
+
+if __name__ == "__main__":
+    print(json.dumps(run(), indent=2))

@@ -1,0 +1,78 @@
+"""A RAG endpoint for benchmarks: aiohttp, default contract, a fixed latency, own process.
+
+``python -m tests.benchmarks.endpoint --latency 0.05`` binds 127.0.0.1 on a free port,
+prints the port on stdout and serves ``POST /rag`` until terminated. Each answer sleeps
+``latency`` seconds (``asyncio.sleep``) and reports the sleep it actually got in
+``timings.sleep``, so a client can subtract exactly the endpoint's share from the latency
+it measured. With ``--latency 0`` the body is encoded once and served as is: the server
+does as little as aiohttp allows, so benchmarks measure the client.
+
+Use :func:`tests.benchmarks.support.endpoint` to start and stop it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import time
+from typing import Any
+
+from aiohttp import web
+
+#: the retrieved evidence every answer carries: ids doc-0 .. doc-4, best first
+RETRIEVED = [{"id": f"doc-{i}", "score": 1.0 / (i + 1), "text": "x" * 200} for i in range(5)]
+#: six stages, as a real pipeline reports (embedding, vector, keyword, rerank, model, sleep)
+STAGES = {"embedding": 0.011, "vector": 0.004, "keyword": 0.002, "rerank": 0.03, "model": 0.9}
+
+
+def body(slept: float) -> dict[str, Any]:
+    return {
+        "answer": "Refunds are accepted within 7 days (七天) of delivery, see the policy [1].",
+        "retrieved": RETRIEVED,
+        "citations": [1, 2],
+        "timings": {**STAGES, "sleep": slept},
+    }
+
+
+def make_app(latency: float) -> web.Application:
+    static = json.dumps(body(0.0), ensure_ascii=False).encode()
+
+    async def handle(request: web.Request) -> web.Response:
+        await request.read()
+        if latency <= 0:
+            return web.Response(body=static, content_type="application/json")
+        started = time.perf_counter()
+        await asyncio.sleep(latency)
+        slept = time.perf_counter() - started
+        data = json.dumps(body(slept), ensure_ascii=False).encode()
+        return web.Response(body=data, content_type="application/json")
+
+    app = web.Application()
+    app.router.add_post("/rag", handle)
+    return app
+
+
+async def serve(latency: float) -> None:
+    runner = web.AppRunner(make_app(latency), access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0, backlog=1024)
+    await site.start()
+    server = site._server
+    assert server is not None and server.sockets
+    print(server.sockets[0].getsockname()[1], flush=True)
+    try:
+        await asyncio.Event().wait()  # until SIGTERM ends the process
+    finally:
+        await runner.cleanup()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--latency", type=float, default=0.0, help="seconds per answer")
+    args = parser.parse_args()
+    asyncio.run(serve(args.latency))
+
+
+if __name__ == "__main__":
+    main()
