@@ -239,11 +239,22 @@ class Metrics:
         )
         self._snapshots = _SnapshotCollector()
         registry.register(self._snapshots)
+        #: bumped on every change, so an exposition can be reused until something changes
+        self.generation = 0
+
+    def _touch(self) -> None:
+        self.generation += 1
+
+    def count(self, counter: Counter, labels: tuple[str, str]) -> None:
+        """Increment one of the job's counters (retries, reload or write errors)."""
+        counter.labels(*labels).inc()
+        self._touch()
 
     def add_job(self, snapshot: JobSnapshot) -> None:
         """Publish a job and create its counters at zero, so its series exist from start."""
         labels = snapshot.labels
         self._snapshots.put(snapshot)
+        self._touch()
         self.case_latency.labels(*labels)
         for outcome in OUTCOMES:
             self.runs.labels(*labels, outcome)
@@ -262,6 +273,7 @@ class Metrics:
             raise KeyError(f"unknown job {labels}")
         new = replace(current, **changes)
         self._snapshots.put(new)
+        self._touch()
         return new
 
     def observe_case(self, labels: tuple[str, str], record: CaseRecord, run_id: str) -> None:
@@ -272,6 +284,8 @@ class Metrics:
             self.stage_latency.labels(*labels, stage).observe(seconds, exemplar=exemplar)
         if record.error is not None:
             self.case_errors.labels(*labels, record.error.kind).inc()
+        self._touch()
 
     def count_run(self, labels: tuple[str, str], outcome: str) -> None:
         self.runs.labels(*labels, outcome).inc()
+        self._touch()

@@ -145,7 +145,7 @@ class JobRunner:
                 if isinstance(exc, DatasetError)
                 else [f"{path}: {exc}"]
             )
-            self.metrics.dataset_reload_errors.labels(*self.labels).inc()
+            self.metrics.count(self.metrics.dataset_reload_errors, self.labels)
             log.error(
                 "dataset_reload_failed",
                 job=self.key,
@@ -189,7 +189,7 @@ class JobRunner:
         log.info("case", **fields)
 
     def _on_retry(self, event: RetryEvent) -> None:
-        self.metrics.retries.labels(*self.labels).inc()
+        self.metrics.count(self.metrics.retries, self.labels)
         log.warning(
             "retry",
             case_id=event.case_id,
@@ -294,7 +294,7 @@ class JobRunner:
         try:
             path = self.store.save(report)
         except OSError as exc:
-            self.metrics.report_write_errors.labels(*self.labels).inc()
+            self.metrics.count(self.metrics.report_write_errors, self.labels)
             log.error(
                 "report_write_failed", job=self.key, folder=str(self.store.folder),
                 error=exc.strerror or str(exc),

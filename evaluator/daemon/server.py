@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -40,11 +41,16 @@ class HttpEndpoints:
         self,
         registry: CollectorRegistry,
         *,
+        runtime: CollectorRegistry | None = None,
+        generation: Callable[[], int] | None = None,
         healthy: Callable[[], bool],
         ready: Callable[[], bool],
         latest_reports: Callable[[], Mapping[tuple[str, str], dict[str, Any] | None]],
     ) -> None:
         self.registry = registry
+        self.runtime = runtime
+        self._generation = generation
+        self._cache: dict[str, tuple[int, bytes]] = {}
         self._healthy = healthy
         self._ready = ready
         self._latest = latest_reports
@@ -62,7 +68,30 @@ class HttpEndpoints:
     async def metrics(self, request: web.Request) -> web.Response:
         # prometheus-client picks text or OpenMetrics (with exemplars) from the Accept header
         encoder, content_type = choose_encoder(request.headers.get("Accept", ""))
-        return web.Response(body=encoder(self.registry), headers={"Content-Type": content_type})
+        body = await self._encoded(encoder, content_type)
+        if self.runtime is not None:
+            runtime = encoder(self.runtime)
+            if content_type.startswith("application/openmetrics-text"):
+                body = body.removesuffix(b"# EOF\n")  # one exposition, one EOF at the end
+            body += runtime
+        return web.Response(body=body, headers={"Content-Type": content_type})
+
+    async def _encoded(self, encoder: Callable[[CollectorRegistry], bytes], kind: str) -> bytes:
+        """The evaluation metrics, re-encoded only when they changed since the last scrape.
+
+        Encoding thousands of series takes milliseconds of prometheus-client time: between runs
+        nothing changes, and during a run the work goes to a thread so cases in flight on the
+        event loop don't wait for it (their latency is what we measure).
+        """
+        if self._generation is None:
+            return await asyncio.to_thread(encoder, self.registry)
+        generation = self._generation()
+        cached = self._cache.get(kind)
+        if cached is not None and cached[0] == generation:
+            return cached[1]
+        body = await asyncio.to_thread(encoder, self.registry)
+        self._cache[kind] = (generation, body)  # stamped before encoding: a change re-encodes
+        return body
 
     async def healthz(self, _request: web.Request) -> web.Response:
         ok = self._healthy()

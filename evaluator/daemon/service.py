@@ -40,7 +40,8 @@ log = structlog.get_logger("evaluator.daemon")
 _STAGGER_SPREAD_SECONDS = 10.0
 
 
-def _registry() -> CollectorRegistry:
+def _runtime_registry() -> CollectorRegistry:
+    """Process, platform and GC metrics: few series, changing all the time, never cached."""
     registry = CollectorRegistry()
     ProcessCollector(registry=registry)
     PlatformCollector(registry=registry)
@@ -60,8 +61,9 @@ class Daemon:
 
     def __init__(self, settings: Settings, registry: CollectorRegistry | None = None) -> None:
         self.settings = settings
-        self.registry = registry or _registry()
+        self.registry = registry or CollectorRegistry()
         self.metrics = Metrics(self.registry, settings.histogram_buckets)
+        self.runtime_registry = _runtime_registry()
         self.jobs: list[JobRunner] = []
         self._targets: list[Target] = []
         self._scheduler: AsyncIOScheduler | None = None
@@ -70,6 +72,8 @@ class Daemon:
         self._stopping = False
         self.http = HttpEndpoints(
             self.registry,
+            runtime=self.runtime_registry,
+            generation=lambda: self.metrics.generation,
             healthy=self._healthy,
             ready=lambda: self._ready,
             latest_reports=lambda: {j.labels: j.store.latest for j in self.jobs},
