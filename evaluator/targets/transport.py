@@ -3,10 +3,10 @@ chooses it, so switching (httpx's own, httpx2, another) is a change to this modu
 
 httpx keeps the API (and respx / ``httpx.MockTransport`` in tests); requests go out through
 aiohttp's connection pool via ``httpx_aiohttp.AiohttpTransport``. Measured at concurrency
-50 on a zero-latency loopback endpoint (``tests/benchmarks/bench_transport.py``), plain
-httpx's pool managed about 540 requests/s, this transport about 3,000 and bare aiohttp
-about 7,500: httpx's own pool would add queueing time to the latency we measure
-(encode/httpx#3215).
+50 on a zero-latency loopback endpoint (``tests/benchmarks/bench_transport.py``), this
+transport is about six times plain httpx and about 0.4 of bare aiohttp (figures in the
+README's "Performance"): httpx's own pool would add queueing time to the latency we
+measure (encode/httpx#3215).
 """
 
 from __future__ import annotations
