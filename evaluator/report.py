@@ -338,7 +338,7 @@ def _case_from_dict(r: _Reader, d: Mapping[str, Any], where: str) -> CaseRecord:
     return CaseRecord(
         id=r.str_(d, "id", where),
         question=r.str_(d, "question", where),
-        unanswerable=bool(d.get("unanswerable", False)),
+        unanswerable=r.opt_bool(d, "unanswerable", where) or False,
         relevance=relevance,
         expected_facts=facts,
         tags=tuple(str(t) for t in tags) if isinstance(tags, list) else (),

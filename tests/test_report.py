@@ -374,3 +374,14 @@ class TestConfigHash:
         assert first.generated_at != second.generated_at
         changed = asyncio.run(run_dataset(dataset, target, RunOptions(k=4)))
         assert first.config_hash != changed.config_hash
+
+
+class TestStrictFlags:
+    def test_unanswerable_must_be_a_boolean(self, tmp_path: Path) -> None:
+        """A string "false" is not read as true: the report is rejected, naming the field."""
+        good = report_to_dict(_report())
+        good["cases"][0]["unanswerable"] = "false"
+        path = tmp_path / "r.json"
+        path.write_text(json.dumps(good), "utf-8")
+        with pytest.raises(ReportError, match=r"cases\[0\]\.unanswerable"):
+            read_report(path)
