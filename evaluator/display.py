@@ -12,7 +12,10 @@ __all__ = ["badness", "format_run", "format_summary", "worst_cases"]
 def _fmt(value: float | None, seconds: bool = False) -> str:
     if value is None:
         return "n/a"
-    return f"{value:.3f}s" if seconds else f"{value:.4f}"
+    if seconds:
+        # sub-10 ms stages would all print as 0.000s
+        return f"{value * 1000:.2f}ms" if value < 0.01 else f"{value:.3f}s"
+    return f"{value:.4f}"
 
 
 def format_summary(summary: Summary) -> str:
