@@ -6,11 +6,9 @@ loopback endpoint, with a fresh metrics registry per daemon, bounded to a few se
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import json
 import time
-from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +20,7 @@ from evaluator.config import JobConfig, RetryConfig, Settings, TargetConfig, loa
 from evaluator.daemon import Daemon
 from evaluator.errors import ERROR_KINDS, ConfigError
 from evaluator.report_store import LATEST
+from tests.support.inprocess import run_bounded, running, until
 from tests.support.loopback import LoopbackServer, Reply
 
 LABELS = {"target": "loop", "dataset": "golden"}
@@ -149,34 +148,6 @@ def _settings(
     return Settings(**values)
 
 
-def _run(body: Callable[[], Coroutine[Any, Any, None]], timeout: float = 10.0) -> None:
-    """Run an async test body on a fresh event loop, bounded in time."""
-
-    async def bounded() -> None:
-        await asyncio.wait_for(body(), timeout)
-
-    asyncio.run(bounded())
-
-
-@contextlib.asynccontextmanager
-async def _running(settings: Settings) -> AsyncIterator[Daemon]:
-    daemon = Daemon(settings)
-    await daemon.start()
-    try:
-        yield daemon
-    finally:
-        await daemon.stop()
-
-
-async def _until(condition: Callable[[], bool], seconds: float = 5.0) -> None:
-    """Poll ``condition`` until it holds; TimeoutError after ``seconds``."""
-    async with asyncio.timeout(seconds):
-        while True:  # metrics have no event to wait on: poll them
-            if condition():
-                return
-            await asyncio.sleep(0.02)
-
-
 def _sample(daemon: Daemon, name: str, **labels: str) -> float | None:
     return daemon.registry.get_sample_value(name, {**LABELS, **labels})
 
@@ -221,8 +192,8 @@ class TestSchedule:
         )
 
         async def body() -> None:
-            async with _running(settings) as daemon:
-                await _until(
+            async with running(settings) as daemon:
+                await until(
                     lambda: (
                         (_runs(daemon)["skipped"] or 0) >= 1
                         and (_runs(daemon)["complete"] or 0) >= 1
@@ -233,7 +204,7 @@ class TestSchedule:
             assert runs["skipped"] is not None and runs["skipped"] >= 1
             assert (0.0, 0.0) == (runs["incomplete"], runs["failed"])
 
-        _run(body)
+        run_bounded(body)
         assert 1 == endpoint.max_in_flight
         assert len(endpoint.requests) >= 1
 
@@ -247,13 +218,13 @@ class TestSchedule:
 
         async def body() -> None:
             started = time.monotonic()
-            async with _running(settings) as daemon:
-                await _until(lambda: (_runs(daemon)["complete"] or 0) >= 1, seconds=2)
+            async with running(settings) as daemon:
+                await until(lambda: (_runs(daemon)["complete"] or 0) >= 1, seconds=2)
                 assert time.monotonic() - started < 0.9  # not one interval later
-                await _until(lambda: (_runs(daemon)["complete"] or 0) >= 2, seconds=3)
+                await until(lambda: (_runs(daemon)["complete"] or 0) >= 2, seconds=3)
                 assert time.monotonic() - started >= 1.0
 
-        _run(body)
+        run_bounded(body)
 
     def test_run_at_start_false_waits_an_interval_for_every_job(
         self, tmp_path: Path, endpoint: Endpoint
@@ -264,12 +235,12 @@ class TestSchedule:
         settings = base.model_copy(update={"jobs": (base.jobs[0], second)})
 
         async def body() -> None:
-            async with _running(settings) as daemon:
+            async with running(settings) as daemon:
                 assert daemon._scheduler is not None
                 soonest = min(job.next_run_time.timestamp() for job in daemon._scheduler.get_jobs())
                 assert soonest - time.time() > 3000  # an hour away, not the stagger offset
 
-        _run(body)
+        run_bounded(body)
 
 
 class TestOutcomes:
@@ -282,7 +253,7 @@ class TestOutcomes:
         settings = _settings(tmp_path, endpoint.url)
 
         async def body() -> None:
-            async with _running(settings) as daemon:
+            async with running(settings) as daemon:
                 runner = daemon.jobs[0]
                 assert "complete" == await runner.run()
                 before = _quality(daemon)
@@ -311,7 +282,7 @@ class TestOutcomes:
                     report["cases"][0]["error"]["kind"],
                 )
 
-        _run(body)
+        run_bounded(body)
 
     def test_errors_above_the_limit_make_the_run_incomplete(
         self, tmp_path: Path, endpoint: Endpoint, script: Script
@@ -320,7 +291,7 @@ class TestOutcomes:
         settings = _settings(tmp_path, endpoint.url)
 
         async def body() -> None:
-            async with _running(settings) as daemon:
+            async with running(settings) as daemon:
                 runner = daemon.jobs[0]
                 assert "complete" == await runner.run()
                 before = _quality(daemon)
@@ -335,7 +306,7 @@ class TestOutcomes:
                     _runs(daemon)
                 )
 
-        _run(body)
+        run_bounded(body)
 
     def test_errors_at_the_limit_still_complete(
         self, tmp_path: Path, endpoint: Endpoint, script: Script
@@ -345,7 +316,7 @@ class TestOutcomes:
         settings = _settings(tmp_path, endpoint.url, error_ratio_limit=0.25)
 
         async def body() -> None:
-            async with _running(settings) as daemon:
+            async with running(settings) as daemon:
                 assert "complete" == await daemon.jobs[0].run()
                 report = _latest(daemon)
                 assert (4, 3) == (report["case_count"], report["summary"]["scored_count"])
@@ -353,7 +324,7 @@ class TestOutcomes:
                 assert 2 / 3 == pytest.approx(_sample(daemon, "rag_eval_answer_accuracy"))
                 assert 0.25 == _sample(daemon, "rag_eval_error_ratio")
 
-        _run(body)
+        run_bounded(body)
 
 
 class TestDatasetReload:
@@ -365,7 +336,7 @@ class TestDatasetReload:
         golden = tmp_path / "golden.jsonl"
 
         async def body() -> None:
-            async with _running(settings) as daemon:
+            async with running(settings) as daemon:
                 runner = daemon.jobs[0]
                 assert "complete" == await runner.run()
                 old_hash = _job_info(daemon)["dataset_hash"]
@@ -394,7 +365,7 @@ class TestDatasetReload:
                 assert report["config_hash"] == info["config_hash"]
                 assert 1.0 == _sample(daemon, "rag_eval_dataset_reload_errors_total")
 
-        _run(body)
+        run_bounded(body)
 
 
 class TestReports:
@@ -407,7 +378,7 @@ class TestReports:
         settings = _settings(tmp_path, endpoint.url, reports_keep=2)
 
         async def body() -> None:
-            async with _running(settings) as daemon:
+            async with running(settings) as daemon:
                 run_ids = []
                 for _ in range(4):
                     assert "complete" == await daemon.jobs[0].run()
@@ -420,7 +391,7 @@ class TestReports:
                 assert set(run_ids[2:]) == kept
                 assert run_ids[-1] == _latest(daemon)["run_id"]
 
-        _run(body)
+        run_bounded(body)
 
     def test_unwritable_reports_dir(self, tmp_path: Path, endpoint: Endpoint) -> None:
         """Writes fail (a file stands where a folder must be): counted, runs go on, served."""
@@ -429,7 +400,7 @@ class TestReports:
         settings = _settings(tmp_path, endpoint.url, reports_dir=blocker / "reports")
 
         async def body() -> None:
-            async with _running(settings) as daemon:
+            async with running(settings) as daemon:
                 runner = daemon.jobs[0]
                 assert "complete" == await runner.run()
                 assert 1.0 == _sample(daemon, "rag_eval_report_write_errors_total")
@@ -445,7 +416,7 @@ class TestReports:
                 assert runner.store.latest["run_id"] == response.json()["run_id"]
                 assert _expected_quality(response.json()) == _quality(daemon)
 
-        _run(body)
+        run_bounded(body)
         assert blocker.is_file()
 
     def test_restart_restores_gauges_from_latest(self, tmp_path: Path, endpoint: Endpoint) -> None:
@@ -453,12 +424,12 @@ class TestReports:
         settings = _settings(tmp_path, endpoint.url)
 
         async def body() -> None:
-            async with _running(settings) as first:
+            async with running(settings) as first:
                 assert "complete" == await first.jobs[0].run()
                 report = _latest(first)
                 stamp = _sample(first, "rag_eval_last_run_timestamp_seconds")
             requests = len(endpoint.requests)
-            async with _running(settings) as second:
+            async with running(settings) as second:
                 assert _expected_quality(report) == _quality(second)
                 assert 0.0 == _sample(second, "rag_eval_error_ratio")
                 restored = _sample(second, "rag_eval_last_complete_run_timestamp_seconds")
@@ -476,7 +447,7 @@ class TestReports:
                 assert 0.0 == _sample(second, "rag_eval_runs_total", outcome="complete")
             assert requests == len(endpoint.requests)
 
-        _run(body)
+        run_bounded(body)
 
     def test_restart_after_an_incomplete_run_keeps_the_complete_one(
         self, tmp_path: Path, endpoint: Endpoint, script: Script
@@ -485,20 +456,20 @@ class TestReports:
         settings = _settings(tmp_path, endpoint.url)
 
         async def body() -> None:
-            async with _running(settings) as first:
+            async with running(settings) as first:
                 assert "complete" == await first.jobs[0].run()
                 complete = _latest(first)
                 stamp = _sample(first, "rag_eval_last_complete_run_timestamp_seconds")
                 script.failing = {"q2", "q3"}
                 assert "incomplete" == await first.jobs[0].run()
-            async with _running(settings) as second:
+            async with running(settings) as second:
                 assert _expected_quality(complete) == _quality(second)
                 assert 0.5 == _sample(second, "rag_eval_error_ratio")
                 restored = _sample(second, "rag_eval_last_complete_run_timestamp_seconds")
                 assert stamp is not None and restored is not None
                 assert abs(stamp - restored) < 1.0
 
-        _run(body)
+        run_bounded(body)
 
     def test_restart_ignores_latest_of_another_golden_set(
         self, tmp_path: Path, endpoint: Endpoint
@@ -507,14 +478,14 @@ class TestReports:
         settings = _settings(tmp_path, endpoint.url)
 
         async def body() -> None:
-            async with _running(settings) as first:
+            async with running(settings) as first:
                 assert "complete" == await first.jobs[0].run()
             _write_cases(tmp_path / "golden.jsonl", CASES[:2])
-            async with _running(settings) as second:
+            async with running(settings) as second:
                 assert dict.fromkeys(QUALITY) == _quality(second)
                 assert _sample(second, "rag_eval_last_run_timestamp_seconds") is None
 
-        _run(body)
+        run_bounded(body)
 
 
 class TestStartErrors:
@@ -540,7 +511,7 @@ class TestStartErrors:
             message = str(caught.value)
             assert "'nightly'" in message and repr(cron) in message and needle in message
 
-        _run(body)
+        run_bounded(body)
 
     def test_valid_cron_schedules_the_job(self, tmp_path: Path, endpoint: Endpoint) -> None:
         """A valid cron expression starts, and its interval is exported."""
@@ -549,10 +520,10 @@ class TestStartErrors:
         )
 
         async def body() -> None:
-            async with _running(settings) as daemon:
+            async with running(settings) as daemon:
                 assert 900.0 == _sample(daemon, "rag_eval_run_interval_seconds")
 
-        _run(body)
+        run_bounded(body)
 
     @pytest.mark.parametrize(
         ("listen", "needle"),
@@ -571,7 +542,7 @@ class TestStartErrors:
             await daemon.stop()
             assert repr(listen) in str(caught.value)
 
-        _run(body)
+        run_bounded(body)
 
     def test_no_job_configured(self, tmp_path: Path) -> None:
         """A daemon with nothing to run refuses to start."""
@@ -581,7 +552,7 @@ class TestStartErrors:
             with pytest.raises(ConfigError, match="no job configured"):
                 await daemon.start()
 
-        _run(body)
+        run_bounded(body)
 
     @pytest.mark.parametrize(
         ("job_line", "field"),

@@ -13,15 +13,13 @@ from evaluator.report_store import LATEST
 from tests.daemon.test_daemon import (
     Endpoint,
     Script,
-    _run,
-    _running,
     _runs,
     _sample,
     _settings,
-    _until,
     endpoint,
     script,
 )
+from tests.support.inprocess import run_bounded, running, until
 
 __all__ = ["endpoint", "script"]  # fixtures, imported so pytest finds them here
 
@@ -48,11 +46,11 @@ def _baseline(tmp_path: Path, url: str) -> Path:
     settings = _settings(tmp_path, url, job={"run_at_start": True}, reports_dir=tmp_path / "b")
 
     async def body() -> None:
-        async with _running(settings) as daemon:
-            await _until(lambda: (_runs(daemon)["complete"] or 0) >= 1)
+        async with running(settings) as daemon:
+            await until(lambda: (_runs(daemon)["complete"] or 0) >= 1)
             shutil.copy(daemon.jobs[0].store.folder / LATEST, tmp_path / "baseline.json")
 
-    _run(body)
+    run_bounded(body)
     return tmp_path / "baseline.json"
 
 
@@ -70,14 +68,14 @@ class TestBaselineGate:
         )  # fmt: skip
 
         async def body() -> None:
-            async with _running(settings) as daemon:
+            async with running(settings) as daemon:
                 assert 0.75 == _sample(daemon, "rag_eval_baseline_ratio", metric="recall_at_k")
-                await _until(lambda: (_runs(daemon)["complete"] or 0) >= 1)
+                await until(lambda: (_runs(daemon)["complete"] or 0) >= 1)
                 passing, failing = _gate(daemon)
                 assert 0.0 == passing
                 assert {"recall_at_k.max_drop": 1.0, "error_rate.max_growth": 1.0} == failing
 
-        _run(body)
+        run_bounded(body)
 
     def test_same_quality_passes(self, tmp_path: Path, endpoint: Endpoint) -> None:
         """A run as good as its baseline passes every rule."""
@@ -89,13 +87,13 @@ class TestBaselineGate:
         )  # fmt: skip
 
         async def body() -> None:
-            async with _running(settings) as daemon:
-                await _until(lambda: (_runs(daemon)["complete"] or 0) >= 1)
+            async with running(settings) as daemon:
+                await until(lambda: (_runs(daemon)["complete"] or 0) >= 1)
                 assert (1.0, {"recall_at_k.max_drop": 0.0, "error_rate.max_growth": 0.0}) == (
                     _gate(daemon)
                 )
 
-        _run(body)
+        run_bounded(body)
 
     def test_a_shard_is_judged_on_its_own_cases(self, tmp_path: Path, endpoint: Endpoint) -> None:
         """A shard lacks the other shards' cases by design: that alone never fails its gate."""
@@ -107,13 +105,13 @@ class TestBaselineGate:
         )  # fmt: skip
 
         async def body() -> None:
-            async with _running(settings) as daemon:
-                await _until(lambda: (_runs(daemon)["complete"] or 0) >= 1)
+            async with running(settings) as daemon:
+                await until(lambda: (_runs(daemon)["complete"] or 0) >= 1)
                 shard_cases = len(daemon.jobs[0].store.latest["cases"])  # type: ignore[index]
                 assert 0 < shard_cases < 4
                 assert 1.0 == _gate(daemon)[0]
 
-        _run(body)
+        run_bounded(body)
 
     def test_unreadable_baseline_stops_the_start(self, tmp_path: Path, endpoint: Endpoint) -> None:
         """A job whose baseline report is corrupt does not start: the file is named."""
@@ -129,4 +127,4 @@ class TestBaselineGate:
             finally:
                 await daemon.stop()
 
-        _run(body)
+        run_bounded(body)

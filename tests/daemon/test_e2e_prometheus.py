@@ -19,7 +19,8 @@ from prometheus_client.openmetrics.parser import text_string_to_metric_families
 from evaluator.errors import ERROR_KINDS
 from evaluator.exporter import OUTCOMES
 from evaluator.report_store import job_folder_name
-from tests.support.loopback import LoopbackServer, Reply
+from tests.support.loopback import LoopbackServer
+from tests.support.mixed_golden import MIXED_CASES, MIXED_REPLIES
 from tests.support.prometheus import (
     DaemonProcess,
     PrometheusServer,
@@ -58,52 +59,9 @@ DESIGN_METRICS = (
 )
 
 
-def _case(n: int, **fields: Any) -> dict[str, Any]:
-    return {"id": f"c{n:02d}", "question": f"q{n:02d}", **fields}
-
-
-CASES = [
-    _case(1, relevant_ids=["d1"], expected_facts=["七天"]),
-    _case(2, relevant_ids=["d2", "d3"], expected_facts=["receipt"]),
-    _case(3, relevant_ids={"d4": 2, "d5": 1}, expected_facts=[["7 days", "seven days"]]),
-    _case(4, relevant_ids=["d6"], expected_facts=["48小时"]),
-    _case(5, relevant_ids=["d7"], expected_facts=["$20"]),
-    _case(6, relevant_ids=["d8"], expected_facts=["x"]),
-    _case(7, unanswerable=True),
-    _case(8, unanswerable=True),
-    _case(9, relevant_ids=["d9"], expected_facts=["refund"]),
-    _case(10, relevant_ids=["d10"]),  # retrieval only
-    _case(11, relevant_ids=["d1"], expected_facts=["x"]),  # HTTP 500
-    _case(12, relevant_ids=["d1"], expected_facts=["x"]),  # not JSON
-]
-
-
-def _body(ranked: list[str], answer: str, citations: list[Any]) -> dict[str, Any]:
-    return {
-        "answer": answer,
-        "retrieved": [
-            {"id": d, "score": 10.0 - i, "text": f"text {d}"} for i, d in enumerate(ranked)
-        ],
-        "citations": citations,
-        "timings": {"embedding": 0.011, "rerank": 0.03, "model": 0.25},
-    }
-
-
+CASES = MIXED_CASES
 # some right, some wrong, two failures: 2/12 errors stays within the 0.25 limit set below
-SCRIPT = {
-    "q01": Reply(_body(["d1", "x", "y"], "申请需在七天内提交", [1]), delay=0.01),
-    "q02": Reply(_body(["d1", "d2", "x", "d3"], "Keep the receipt.", [2, 3]), delay=0.02),
-    "q03": Reply(_body(["d5", "d4"], "Within seven days", ["d4"]), delay=0.03),
-    "q04": Reply(_body(["x", "y", "z", "d6"], "大约一天", [1]), delay=0.04),
-    "q05": Reply(_body(["d7"], "I don't know.", []), delay=0.05),
-    "q06": Reply(_body([], "", []), delay=0.06),
-    "q07": Reply(_body([], "没有足够证据回答。", []), delay=0.07),
-    "q08": Reply(_body(["d1"], "七天", [1]), delay=0.08),
-    "q09": Reply(_body(["x", "d9"], "A refund is possible.", [2]), delay=0.09),
-    "q10": Reply(_body(["d10", "x"], "", []), delay=0.1),
-    "q11": Reply(body={"detail": "boom"}, status=500, delay=0.11),
-    "q12": Reply(raw=b"{not json", delay=0.12),
-}
+SCRIPT = MIXED_REPLIES
 
 
 @dataclass

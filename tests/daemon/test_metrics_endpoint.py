@@ -11,12 +11,11 @@ from prometheus_client import CollectorRegistry
 from evaluator.daemon import Daemon
 from tests.daemon.test_daemon import (
     Endpoint,
-    _run,
-    _running,
     _settings,
     endpoint,
     script,
 )
+from tests.support.inprocess import run_bounded, running
 
 __all__ = ["endpoint", "script"]  # fixtures, imported so pytest finds them here
 
@@ -44,7 +43,7 @@ class TestMetricsEndpoint:
         settings = _settings(tmp_path, endpoint.url)
 
         async def body() -> None:
-            async with _running(settings) as daemon:
+            async with running(settings) as daemon:
                 calls = _encodings(daemon)
                 url = f"http://127.0.0.1:{daemon.http.port}/metrics"
                 async with httpx.AsyncClient() as client:
@@ -59,14 +58,14 @@ class TestMetricsEndpoint:
                     assert "process_resident_memory_bytes" in text
                     assert "rag_eval_job_info" in text
 
-        _run(body)
+        run_bounded(body)
 
     def test_openmetrics_has_one_eof(self, tmp_path: Path, endpoint: Endpoint) -> None:
         """Both registries in one OpenMetrics exposition, ending in a single # EOF."""
         settings = _settings(tmp_path, endpoint.url)
 
         async def body() -> None:
-            async with _running(settings) as daemon:
+            async with running(settings) as daemon:
                 url = f"http://127.0.0.1:{daemon.http.port}/metrics"
                 async with httpx.AsyncClient() as client:
                     response = await client.get(url, headers={"Accept": OPENMETRICS})
@@ -77,4 +76,4 @@ class TestMetricsEndpoint:
                 assert "process_resident_memory_bytes" in text
                 assert "rag_eval_runs_total" in text
 
-        _run(body)
+        run_bounded(body)

@@ -11,8 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import shutil
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +24,7 @@ from evaluator.config import JobConfig, RetryConfig, Settings, TargetConfig
 from evaluator.daemon import Daemon
 from evaluator.report import read_report
 from evaluator.report_store import LATEST
+from tests.support.inprocess import running, until
 from tests.support.loopback import LoopbackServer, Reply
 
 pytestmark = pytest.mark.e2e
@@ -59,25 +59,6 @@ def _settings(tmp_path: Path, url: str) -> Settings:
         listen="127.0.0.1:0",
         shutdown_grace_seconds=5,
     )
-
-
-@asynccontextmanager
-async def _running(settings: Settings) -> AsyncIterator[Daemon]:
-    daemon = Daemon(settings)
-    await daemon.start()
-    try:
-        yield daemon
-    finally:
-        await daemon.stop()
-
-
-async def _until(condition: Callable[[], bool], seconds: float = 10.0) -> None:
-    """Poll ``condition`` until it holds; TimeoutError after ``seconds``."""
-    async with asyncio.timeout(seconds):
-        while True:  # metrics have no event to wait on: poll them
-            if condition():
-                return
-            await asyncio.sleep(0.02)
 
 
 def _sample(daemon: Daemon, name: str, **labels: str) -> float:
@@ -148,7 +129,7 @@ class TestReportsUnwritable:
             outcome: dict[str, Any] = {}
 
             async def body() -> None:
-                async with _running(settings) as daemon:
+                async with running(settings) as daemon:
                     outcome.update(await _scenario(daemon, breakage))
                 outcome["errors"] = _sample(daemon, "rag_eval_report_write_errors_total")
                 outcome["complete"] = _sample(daemon, "rag_eval_runs_total", outcome="complete")
@@ -209,11 +190,11 @@ async def _scenario(daemon: Daemon, breakage: Breakage) -> dict[str, Any]:
     def errors() -> float:
         return _sample(daemon, "rag_eval_report_write_errors_total")
 
-    await _until(lambda: len(_on_disk(folder)) >= 2)
+    await until(lambda: len(_on_disk(folder)) >= 2)
     # runs save and count in one stretch of the event loop: none is half-saved right now
     breakage.block(folder)
     blocked_at = complete()
-    await _until(lambda: errors() >= 3)
+    await until(lambda: errors() >= 3)
     assert errors() == complete() - blocked_at  # one error per blocked run, no more
     errors_then = errors()  # more runs may finish while the requests below are answered
     async with httpx.AsyncClient(timeout=5) as client:
@@ -236,5 +217,5 @@ async def _scenario(daemon: Daemon, breakage: Breakage) -> dict[str, Any]:
     }
     breakage.repair(folder)
     out["repaired_at"] = int(complete())
-    await _until(lambda: complete() >= out["repaired_at"] + 2)
+    await until(lambda: complete() >= out["repaired_at"] + 2)
     return out
