@@ -36,6 +36,7 @@ from pydantic_settings import (
 
 from evaluator.errors import ConfigError
 from evaluator.retry import RetryPolicy
+from evaluator.runner import RunOptions
 from evaluator.scoring import DEFAULT_REFUSAL_PHRASES, ScoringSettings
 from evaluator.templates import (
     DEFAULT_BODY,
@@ -350,6 +351,15 @@ class Settings(BaseSettings):
 
     def target(self, label: str) -> TargetConfig:
         return next(t for t in self.targets if t.label == label)
+
+    def run_options(self, job: JobConfig) -> RunOptions:
+        """How ``job`` runs: its K and concurrency (else the defaults), scoring and retries."""
+        return RunOptions(
+            k=job.k or self.k,
+            concurrency=job.concurrency or self.concurrency,
+            scoring=self.scoring.to_settings(),
+            retry=self.target(job.target).retry.to_policy(),
+        )
 
     def job(self, name: str | None = None) -> JobConfig:
         """The job called ``name``, or the first job.

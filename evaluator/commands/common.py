@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -71,14 +71,9 @@ def plan_job(settings: Settings, job_name: str | None = None) -> JobPlan:
     job = settings.job(job_name)
     dataset = load_dataset(job.dataset)
     if job.dataset_label:
-        dataset = Dataset(dataset.path, job.dataset_label, dataset.cases, dataset.content_hash)
+        dataset = replace(dataset, name=job.dataset_label)
     target = settings.target(job.target)
-    options = RunOptions(
-        k=job.k or settings.k,
-        concurrency=job.concurrency or settings.concurrency,
-        scoring=settings.scoring.to_settings(),
-        retry=target.retry.to_policy(),
-    )
+    options = settings.run_options(job)
     return JobPlan(settings, job, target, dataset, options)
 
 

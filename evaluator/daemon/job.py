@@ -7,6 +7,7 @@ import itertools
 import time
 import uuid
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,7 @@ from evaluator.exporter import Metrics
 from evaluator.models import Case, CaseRecord, Dataset
 from evaluator.report import RunReport, scores_to_dict
 from evaluator.report_store import ReportStore
-from evaluator.runner import RetryEvent, RunOptions, config_hash_for, run_dataset
+from evaluator.runner import RetryEvent, config_hash_for, run_dataset
 from evaluator.shard import shard_cases
 from evaluator.summary import Summary
 from evaluator.targets.base import Target
@@ -69,12 +70,7 @@ class JobRunner:
         self.gate = gate
         self.clock = clock
         self.labels = (target.name, dataset.name)
-        self.options = RunOptions(
-            k=job.k or settings.k,
-            concurrency=job.concurrency or settings.concurrency,
-            scoring=settings.scoring.to_settings(),
-            retry=settings.target(job.target).retry.to_policy(),
-        )
+        self.options = settings.run_options(job)
         self.store = ReportStore(settings.reports_dir, job.key, settings.reports_keep)
         self._signature = self._stat_signature()
         self.runs_by_outcome: dict[str, int] = {}
@@ -160,7 +156,7 @@ class JobRunner:
             return
         old = self.dataset
         # the dataset label stays what the job configured, whatever the file is called
-        self.dataset = Dataset(fresh.path, old.name, fresh.cases, fresh.content_hash)
+        self.dataset = replace(fresh, name=old.name)
         self.metrics.update(
             self.labels, dataset_hash=self.dataset.content_hash, config_hash=self.config_hash
         )

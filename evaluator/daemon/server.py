@@ -41,8 +41,8 @@ class HttpEndpoints:
         self,
         registry: CollectorRegistry,
         *,
-        runtime: CollectorRegistry | None = None,
-        generation: Callable[[], int] | None = None,
+        runtime: CollectorRegistry,
+        generation: Callable[[], int],
         healthy: Callable[[], bool],
         ready: Callable[[], bool],
         latest_reports: Callable[[], Mapping[tuple[str, str], dict[str, Any] | None]],
@@ -69,11 +69,9 @@ class HttpEndpoints:
         # prometheus-client picks text or OpenMetrics (with exemplars) from the Accept header
         encoder, content_type = choose_encoder(request.headers.get("Accept", ""))
         body = await self._encoded(encoder, content_type)
-        if self.runtime is not None:
-            runtime = encoder(self.runtime)
-            if content_type.startswith("application/openmetrics-text"):
-                body = body.removesuffix(b"# EOF\n")  # one exposition, one EOF at the end
-            body += runtime
+        if content_type.startswith("application/openmetrics-text"):
+            body = body.removesuffix(b"# EOF\n")  # one exposition, one EOF at the end
+        body += encoder(self.runtime)
         return web.Response(body=body, headers={"Content-Type": content_type})
 
     async def _encoded(self, encoder: Callable[[CollectorRegistry], bytes], kind: str) -> bytes:
@@ -83,8 +81,6 @@ class HttpEndpoints:
         nothing changes, and during a run the work goes to a thread so cases in flight on the
         event loop don't wait for it (their latency is what we measure).
         """
-        if self._generation is None:
-            return await asyncio.to_thread(encoder, self.registry)
         generation = self._generation()
         cached = self._cache.get(kind)
         if cached is not None and cached[0] == generation:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import signal
 import time
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -94,7 +95,7 @@ class Daemon:
             if key not in datasets:
                 datasets[key] = load_dataset(job.dataset)
             loaded = datasets[key]
-            dataset = Dataset(loaded.path, job.dataset_name, loaded.cases, loaded.content_hash)
+            dataset = replace(loaded, name=job.dataset_name)
             gate = None
             if job.baseline is not None:
                 gate = BaselineGate.load(job.baseline, self.settings.gates_file)

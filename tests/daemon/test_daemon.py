@@ -20,20 +20,12 @@ from evaluator.config import JobConfig, RetryConfig, Settings, TargetConfig, loa
 from evaluator.daemon import Daemon
 from evaluator.errors import ERROR_KINDS, ConfigError
 from evaluator.report_store import LATEST
+from tests.support.contract import QUALITY_GAUGES as QUALITY
 from tests.support.inprocess import run_bounded, running, until
 from tests.support.loopback import LoopbackServer, Reply
 
 LABELS = {"target": "loop", "dataset": "golden"}
 
-QUALITY = {
-    "rag_eval_recall_at_k": "recall_at_k",
-    "rag_eval_mrr": "mrr",
-    "rag_eval_ndcg_at_k": "ndcg_at_k",
-    "rag_eval_citation_precision": "citation_precision",
-    "rag_eval_citation_recall": "citation_recall",
-    "rag_eval_answer_accuracy": "answer_accuracy",
-    "rag_eval_latency_p95_seconds": "p95_seconds",
-}
 
 #: four cases; q1 and q3 score badly, so averages differ from one subset of cases to another
 CASES = [

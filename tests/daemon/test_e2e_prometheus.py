@@ -19,6 +19,7 @@ from prometheus_client.openmetrics.parser import text_string_to_metric_families
 from evaluator.errors import ERROR_KINDS
 from evaluator.exporter import OUTCOMES
 from evaluator.report_store import job_folder_name
+from tests.support.contract import QUALITY_GAUGES
 from tests.support.loopback import LoopbackServer
 from tests.support.mixed_golden import MIXED_CASES, MIXED_REPLIES
 from tests.support.prometheus import (
@@ -32,16 +33,6 @@ pytestmark = [pytest.mark.e2e, pytest.mark.prometheus]
 
 OPENMETRICS = "application/openmetrics-text; version=1.0.0"
 
-#: gauge -> the report's summary key it must equal
-QUALITY_GAUGES = {
-    "rag_eval_recall_at_k": "recall_at_k",
-    "rag_eval_mrr": "mrr",
-    "rag_eval_ndcg_at_k": "ndcg_at_k",
-    "rag_eval_citation_precision": "citation_precision",
-    "rag_eval_citation_recall": "citation_recall",
-    "rag_eval_answer_accuracy": "answer_accuracy",
-    "rag_eval_latency_p95_seconds": "p95_seconds",
-}
 
 #: every metric name of DESIGN.md's table, as it appears in a text-format `# TYPE` line
 DESIGN_METRICS = (

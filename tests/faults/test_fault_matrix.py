@@ -32,6 +32,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from evaluator.errors import ERROR_KINDS
 from evaluator.report import read_report
 from evaluator.report_store import LATEST, job_folder_name
+from tests.support.contract import QUALITY_GAUGES as QUALITY
 from tests.support.loopback import LoopbackServer, Reply
 from tests.support.prometheus import DaemonProcess, DaemonResult
 
@@ -48,15 +49,6 @@ LABELS = {"target": "flaky", "dataset": "golden"}
 CASE_IDS = tuple(f"c{i}" for i in range(5))
 ALL = frozenset(CASE_IDS)
 OUTCOMES = ("complete", "incomplete", "failed")
-QUALITY = {
-    "rag_eval_recall_at_k": "recall_at_k",
-    "rag_eval_mrr": "mrr",
-    "rag_eval_ndcg_at_k": "ndcg_at_k",
-    "rag_eval_citation_precision": "citation_precision",
-    "rag_eval_citation_recall": "citation_recall",
-    "rag_eval_answer_accuracy": "answer_accuracy",
-    "rag_eval_latency_p95_seconds": "p95_seconds",
-}
 
 # --- what the endpoint answers ---------------------------------------------------------------
 

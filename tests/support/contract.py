@@ -1,0 +1,17 @@
+"""Metric names from DESIGN.md, written out literally: tests check the product against the
+contract, so they must not derive these names from the code under test."""
+
+from __future__ import annotations
+
+__all__ = ["QUALITY_GAUGES"]
+
+#: each quality gauge of the last complete run -> the report summary key it must equal
+QUALITY_GAUGES: dict[str, str] = {
+    "rag_eval_recall_at_k": "recall_at_k",
+    "rag_eval_mrr": "mrr",
+    "rag_eval_ndcg_at_k": "ndcg_at_k",
+    "rag_eval_citation_precision": "citation_precision",
+    "rag_eval_citation_recall": "citation_recall",
+    "rag_eval_answer_accuracy": "answer_accuracy",
+    "rag_eval_latency_p95_seconds": "p95_seconds",
+}
