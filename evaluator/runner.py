@@ -13,7 +13,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+from evaluator.bounds import RecordLimits
 from evaluator.errors import TargetError
+from evaluator.labels import StageNames
 from evaluator.models import Case, CaseError, CaseRecord, Dataset, TargetResponse
 from evaluator.report import RunReport, compute_config_hash
 from evaluator.retry import RetryPolicy, call_with_retries
@@ -27,12 +29,16 @@ __all__ = ["RetryEvent", "RunOptions", "config_hash_for", "run_dataset"]
 
 @dataclass(frozen=True, slots=True)
 class RunOptions:
-    """How a run is made: K, concurrency, scoring settings and the retry policy."""
+    """How a run is made: K, concurrency, scoring settings, the retry policy, and the bounds
+    on what a case keeps from a response (sizes, and the job's stage names)."""
 
     k: int = 5
     concurrency: int = 4
     scoring: ScoringSettings = field(default_factory=ScoringSettings)
     retry: RetryPolicy = field(default_factory=RetryPolicy)
+    limits: RecordLimits = field(default_factory=RecordLimits)
+    #: stateful: the stage names this job has kept so far
+    stages: StageNames = field(default_factory=StageNames)
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +75,9 @@ def _record(
     error: CaseError | None,
 ) -> CaseRecord:
     scores = None
+    limits = options.limits
+    if response is not None:
+        response = limits.ranking(response)
     if response is not None and error is None:
         scores = score_case(case, response, options.k, options.scoring)
     return CaseRecord(
@@ -78,12 +87,12 @@ def _record(
         relevance=case.relevance,
         expected_facts=case.expected_facts,
         tags=case.tags,
-        ranked_ids=response.ranked_ids if response is not None else (),
-        answer=response.answer if response is not None else None,
-        citations=response.citations if response is not None else (),
+        ranked_ids=limits.ids(response.ranked_ids) if response is not None else (),
+        answer=limits.answer(response.answer) if response is not None else None,
+        citations=limits.citations(response.citations) if response is not None else (),
         scores=scores,
         latency_seconds=latency,
-        stage_seconds=dict(response.timings) if response is not None else {},
+        stage_seconds=options.stages.fold(response.timings) if response is not None else {},
         attempts=attempts,
         error=error,
     )
@@ -95,9 +104,11 @@ async def _run_case(
     options: RunOptions,
     on_retry: RetryCallback | None,
 ) -> CaseRecord:
+    limits = options.limits
+
     def retried(attempt: int, exc: TargetError, sleep: float) -> None:
         if on_retry is not None:
-            on_retry(RetryEvent(case.id, attempt, exc.kind, exc.message, sleep))
+            on_retry(RetryEvent(case.id, attempt, exc.kind, limits.message(exc.message), sleep))
 
     # time queued behind the target's own limits (rate, connections) is not its latency
     with measure_queue_wait() as queued:
@@ -109,9 +120,8 @@ async def _run_case(
         except TargetError as exc:
             latency = time.perf_counter() - started - queued.seconds
             status = getattr(exc, "status", None)
-            return _record(
-                case, None, options, latency, exc.attempts, CaseError(exc.kind, exc.message, status)
-            )
+            error = CaseError(exc.kind, limits.message(exc.message), status)
+            return _record(case, None, options, latency, exc.attempts, error)
     latency = time.perf_counter() - started - queued.seconds
     return _record(case, response, options, latency, attempts, None)
 
