@@ -7,9 +7,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from evaluator.models import CaseRecord
 from evaluator.report import RunReport, write_report
 from evaluator.summary import summarise
+
+pytestmark = pytest.mark.e2e  # runs the CLI as a subprocess
 
 EXE = str(Path(sys.executable).with_name("evaluator"))
 POLICY = "退款审核通过后，款项将原路退回。退回到银行卡通常需要3-5个工作日到账。"
