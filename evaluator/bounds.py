@@ -17,7 +17,10 @@ from dataclasses import dataclass, replace
 from evaluator.models import Citation, TargetResponse
 from evaluator.redaction import redactor
 
-__all__ = ["RecordLimits", "cut", "one_line"]
+__all__ = ["DEFAULT_TEXT_CHARS", "RecordLimits", "cut", "one_line"]
+
+#: characters of each evidence text kept in reports, by default
+DEFAULT_TEXT_CHARS = 2000
 
 #: what marks a cut
 _CUT = "..."
@@ -54,12 +57,18 @@ class RecordLimits:
     max_answer_chars: int = 10_000
     #: characters of an error message (one line)
     max_message_chars: int = 300
+    #: characters of each evidence text kept (texts are not scored)
+    max_text_chars: int = DEFAULT_TEXT_CHARS
 
     def ranking(self, response: TargetResponse) -> TargetResponse:
         """``response`` with its ranking cut to ``max_ranked_ids`` (for scoring)."""
         if len(response.retrieved) <= self.max_ranked_ids:
             return response
         return replace(response, retrieved=response.retrieved[: self.max_ranked_ids])
+
+    def id(self, doc_id: str) -> str:
+        """One id as stored."""
+        return doc_id if len(doc_id) <= self.max_id_chars else cut(doc_id, self.max_id_chars)
 
     def ids(self, ids: tuple[str, ...]) -> tuple[str, ...]:
         """Ids as stored: at most ``max_ranked_ids``, each cut to ``max_id_chars``."""

@@ -40,13 +40,13 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
-from evaluator.bounds import RecordLimits
+from evaluator.bounds import DEFAULT_TEXT_CHARS, RecordLimits
 from evaluator.errors import ConfigError
 from evaluator.labels import DEFAULT_MAX_STAGES, StageNames
 from evaluator.retry import RetryPolicy
 from evaluator.runner import RunOptions
 from evaluator.scoring import DEFAULT_REFUSAL_PHRASES, ScoringSettings
-from evaluator.templates import (
+from evaluator.targets.templates import (
     DEFAULT_BODY,
     ENV_REFERENCE,
     env_reference_problem,
@@ -271,6 +271,9 @@ class TargetConfig(_Strict):
     max_answer_chars: int = Field(
         10_000, ge=0, le=10_000_000, description="answer characters kept in reports and logs"
     )
+    max_text_chars: int = Field(
+        DEFAULT_TEXT_CHARS, ge=0, le=10_000_000, description="characters kept of each text"
+    )
     stages: tuple[str, ...] | None = Field(
         None, description="allow-list of stage names exported; others are counted as 'other'"
     )
@@ -306,7 +309,9 @@ class TargetConfig(_Strict):
     def limits(self) -> RecordLimits:
         """How much of each response a case record keeps."""
         return RecordLimits(
-            max_ranked_ids=self.max_ranked_ids, max_answer_chars=self.max_answer_chars
+            max_ranked_ids=self.max_ranked_ids,
+            max_answer_chars=self.max_answer_chars,
+            max_text_chars=self.max_text_chars,
         )
 
     def stage_names(self) -> StageNames:

@@ -13,10 +13,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from evaluator.bounds import RecordLimits
+from evaluator.bounds import DEFAULT_TEXT_CHARS, RecordLimits
 from evaluator.errors import TargetError
 from evaluator.labels import StageNames
 from evaluator.models import Case, CaseError, CaseRecord, Dataset, TargetResponse
+from evaluator.redaction import redactor
 from evaluator.report import RunReport, compute_config_hash
 from evaluator.retry import RetryPolicy, call_with_retries
 from evaluator.scoring import ScoringSettings, score_case
@@ -24,7 +25,7 @@ from evaluator.summary import summarise
 from evaluator.targets.admission import measure_queue_wait
 from evaluator.targets.base import Target
 
-__all__ = ["RetryEvent", "RunOptions", "config_hash_for", "run_dataset"]
+__all__ = ["TEXT_KEEP_CHARS", "RetryEvent", "RunOptions", "config_hash_for", "run_dataset"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +67,37 @@ def config_hash_for(dataset: Dataset, target: Target, options: RunOptions) -> st
     )
 
 
+#: evidence text kept per id in reports by default: enough for read-back and the label
+#: audit, while a target returning huge chunks cannot grow a report without bound
+TEXT_KEEP_CHARS = DEFAULT_TEXT_CHARS
+
+
+def _kept_texts(
+    case: Case, response: TargetResponse, k: int, limits: RecordLimits
+) -> tuple[dict[str, str], frozenset[str]]:
+    """Texts of the top-K ids and of the relevant ids, first occurrence, each cut to size
+    (redacted first: a cut must not leave half a secret)."""
+    keep = limits.max_text_chars
+    texts: dict[str, str] = {}
+    cut: set[str] = set()
+    rank = 0
+    seen: set[str] = set()
+    for item in response.retrieved:
+        if item.id in seen:
+            continue
+        seen.add(item.id)
+        rank += 1
+        if not item.text or (rank > k and item.id not in case.relevance):
+            continue
+        doc_id = limits.id(item.id)
+        if len(item.text) > keep:
+            cut.add(doc_id)
+            texts[doc_id] = redactor().redact_text(item.text[: keep + 1024])[:keep]
+        else:
+            texts[doc_id] = item.text
+    return texts, frozenset(cut)
+
+
 def _record(
     case: Case,
     response: TargetResponse | None,
@@ -78,8 +110,11 @@ def _record(
     limits = options.limits
     if response is not None:
         response = limits.ranking(response)
+    texts: dict[str, str] = {}
+    cut: frozenset[str] = frozenset()
     if response is not None and error is None:
         scores = score_case(case, response, options.k, options.scoring)
+        texts, cut = _kept_texts(case, response, options.k, limits)
     return CaseRecord(
         id=case.id,
         question=case.question,
@@ -95,6 +130,8 @@ def _record(
         stage_seconds=options.stages.fold(response.timings) if response is not None else {},
         attempts=attempts,
         error=error,
+        texts=texts,
+        cut_texts=cut,
     )
 
 
