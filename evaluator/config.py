@@ -48,6 +48,7 @@ from evaluator.templates import (
 __all__ = [
     "DEFAULT_BUCKETS",
     "DEFAULT_CONFIG_PATH",
+    "HistoryConfig",
     "JobConfig",
     "RequestConfig",
     "ResponseConfig",
@@ -254,6 +255,30 @@ class TargetConfig(_Strict):
         return (self.callable or "").partition(":")[2]
 
 
+class HistoryConfig(_Strict):
+    """The per-case history store (REPORTS_DIR/history.sqlite3), stability and drift."""
+
+    enabled: bool = True
+    window: int = Field(10, ge=3, le=1000, description="runs a case's stability is judged over")
+    recent: int = Field(
+        3, ge=1, le=100, description="latest runs compared with the window before them (drift)"
+    )
+    alpha: float = Field(
+        0.05, gt=0, lt=0.5, description="chance, at most, that noise makes drift significant"
+    )
+    keep_runs: int = Field(3000, ge=1, description="runs kept per job")
+    max_age_days: float = Field(30.0, gt=0, description="runs older than this are deleted")
+
+    @model_validator(mode="after")
+    def _keeps_enough(self) -> HistoryConfig:
+        if self.keep_runs < self.window + self.recent:
+            raise ValueError(
+                f"keep_runs {self.keep_runs} must be at least window + recent "
+                f"({self.window + self.recent}): drift reads that many runs"
+            )
+        return self
+
+
 class JobConfig(_Strict):
     """A (target, golden set) pair run on a schedule."""
 
@@ -310,6 +335,7 @@ class Settings(BaseSettings):
     shard_index: int = Field(0, ge=0)
     shard_count: int = Field(1, ge=1)
     gates_file: Path | None = None
+    history: HistoryConfig = HistoryConfig()
     scoring: ScoringConfig = ScoringConfig()
     targets: tuple[TargetConfig, ...] = ()
     jobs: tuple[JobConfig, ...] = ()
