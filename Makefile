@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: venv lint typecheck unit test demo bench clean
+.PHONY: venv lint typecheck unit fast test demo bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -25,6 +25,10 @@ typecheck: venv
 
 unit: venv
 	$(BIN)/pytest
+
+# the in-process tier for the edit loop: no subprocesses, servers or Prometheus
+fast: venv
+	$(BIN)/pytest -m "not e2e and not prometheus" -q
 
 test: lint typecheck unit
 

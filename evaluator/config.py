@@ -38,7 +38,7 @@ from evaluator.errors import ConfigError
 from evaluator.retry import RetryPolicy
 from evaluator.runner import RunOptions
 from evaluator.scoring import DEFAULT_REFUSAL_PHRASES, ScoringSettings
-from evaluator.templates import (
+from evaluator.targets.templates import (
     DEFAULT_BODY,
     ENV_REFERENCE,
     env_reference_problem,

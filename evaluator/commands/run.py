@@ -13,7 +13,7 @@ from evaluator.commands.common import (
     save_report,
     settings_from_args,
 )
-from evaluator.display import format_run
+from evaluator.commands.display import format_run
 from evaluator.errors import ConfigError
 from evaluator.targets.mapping import mapping_diagnosis
 

@@ -16,17 +16,17 @@ import structlog
 
 from evaluator.config import JobConfig, Settings
 from evaluator.daemon.baseline import BaselineGate
+from evaluator.daemon.exporter import DriftGauge, Metrics
+from evaluator.daemon.report_store import ReportStore
+from evaluator.daemon.shard import shard_cases
 from evaluator.dataset import parse_dataset
 from evaluator.errors import DatasetError
-from evaluator.exporter import DriftGauge, Metrics
 from evaluator.history.drift import BINARY_CHECKS
 from evaluator.history.job import JobHistory
 from evaluator.history.recorder import HistoryRecorder, Outcome
 from evaluator.models import Case, CaseRecord, Dataset
 from evaluator.report import RunReport, scores_to_dict
-from evaluator.report_store import ReportStore
 from evaluator.runner import RetryEvent, config_hash_for, run_dataset
-from evaluator.shard import shard_cases
 from evaluator.summary import Summary
 from evaluator.targets.base import Target
 

@@ -23,12 +23,12 @@ from prometheus_client import (
 from evaluator import __version__
 from evaluator.config import Settings
 from evaluator.daemon.baseline import BaselineGate
+from evaluator.daemon.exporter import JobSnapshot, Metrics
 from evaluator.daemon.job import JobRunner
 from evaluator.daemon.schedule import build_trigger, interval_of, stagger_offsets
 from evaluator.daemon.server import HttpEndpoints, parse_listen
 from evaluator.dataset import load_dataset
 from evaluator.errors import ConfigError
-from evaluator.exporter import JobSnapshot, Metrics
 from evaluator.history.recorder import HistoryRecorder, HistorySettings
 from evaluator.models import Dataset
 from evaluator.targets.base import Target

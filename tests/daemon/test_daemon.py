@@ -18,8 +18,8 @@ from aiohttp import web
 
 from evaluator.config import JobConfig, RetryConfig, Settings, TargetConfig, load_settings
 from evaluator.daemon import Daemon
+from evaluator.daemon.report_store import LATEST
 from evaluator.errors import ERROR_KINDS, ConfigError
-from evaluator.report_store import LATEST
 from tests.support.contract import QUALITY_GAUGES as QUALITY
 from tests.support.inprocess import run_bounded, running, until
 from tests.support.loopback import LoopbackServer, Reply

@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 from prometheus_client.openmetrics.parser import text_string_to_metric_families
 
+from evaluator.daemon.exporter import OUTCOMES
+from evaluator.daemon.report_store import job_folder_name
 from evaluator.errors import ERROR_KINDS
-from evaluator.exporter import OUTCOMES
-from evaluator.report_store import job_folder_name
 from tests.support.contract import QUALITY_GAUGES
 from tests.support.loopback import LoopbackServer
 from tests.support.mixed_golden import MIXED_CASES, MIXED_REPLIES

@@ -26,7 +26,7 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from evaluator.demo import DemoOptions, _banner
+from evaluator.commands.demo_stack import DemoOptions, _banner
 from tests.support.prometheus import free_port, parse_log_lines, require_binary
 
 try:

@@ -22,8 +22,8 @@ from structlog.testing import LogCapture
 
 from evaluator.config import HistoryConfig, JobConfig, RetryConfig, Settings, TargetConfig
 from evaluator.daemon import Daemon
+from evaluator.daemon.report_store import LATEST
 from evaluator.report import read_report
-from evaluator.report_store import LATEST
 from tests.support.inprocess import running, until
 from tests.support.loopback import LoopbackServer, Reply
 
