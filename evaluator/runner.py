@@ -10,29 +10,20 @@ import asyncio
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from evaluator.errors import TargetError
 from evaluator.models import Case, CaseError, CaseRecord, Dataset, TargetResponse
 from evaluator.report import RunReport, compute_config_hash
-from evaluator.retry import RetryPolicy, call_with_retries
-from evaluator.scoring import ScoringSettings, score_case
+from evaluator.retry import call_with_retries
+from evaluator.run_options import RunOptions
+from evaluator.scoring import score_case
 from evaluator.summary import summarise
 from evaluator.targets.admission import measure_queue_wait
 from evaluator.targets.base import Target
 
 __all__ = ["RetryEvent", "RunOptions", "config_hash_for", "run_dataset"]
-
-
-@dataclass(frozen=True, slots=True)
-class RunOptions:
-    """How a run is made: K, concurrency, scoring settings and the retry policy."""
-
-    k: int = 5
-    concurrency: int = 4
-    scoring: ScoringSettings = field(default_factory=ScoringSettings)
-    retry: RetryPolicy = field(default_factory=RetryPolicy)
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from evaluator.dataset import check_files
+from evaluator.errors import ExitCode
 
 __all__ = ["configure", "handle"]
 
@@ -21,6 +22,6 @@ def handle(args: argparse.Namespace) -> int:
     bad = len({p.path for p in problems})
     if problems:
         print(f"{len(problems)} problem(s) in {bad} of {len(args.files)} file(s)", file=sys.stderr)
-        return 1
+        return ExitCode.ERROR
     print(f"{len(args.files)} file(s) valid")
-    return 0
+    return ExitCode.OK
