@@ -23,7 +23,7 @@ from evaluator.summary import summarise
 from evaluator.targets.admission import measure_queue_wait
 from evaluator.targets.base import Target
 
-__all__ = ["RetryEvent", "RunOptions", "config_hash_for", "run_dataset"]
+__all__ = ["TEXT_KEEP_CHARS", "RetryEvent", "RunOptions", "config_hash_for", "run_dataset"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +51,32 @@ def config_hash_for(dataset: Dataset, target: Target, options: RunOptions) -> st
     )
 
 
+#: evidence text kept per id in reports: enough for read-back and the label audit, while a
+#: target returning huge chunks cannot grow a report without bound
+TEXT_KEEP_CHARS = 2000
+
+
+def _kept_texts(
+    case: Case, response: TargetResponse, k: int
+) -> tuple[dict[str, str], frozenset[str]]:
+    """Texts of the top-K ids and of the relevant ids, first occurrence, each cut to size."""
+    texts: dict[str, str] = {}
+    cut: set[str] = set()
+    rank = 0
+    seen: set[str] = set()
+    for item in response.retrieved:
+        if item.id in seen:
+            continue
+        seen.add(item.id)
+        rank += 1
+        if not item.text or (rank > k and item.id not in case.relevance):
+            continue
+        if len(item.text) > TEXT_KEEP_CHARS:
+            cut.add(item.id)
+        texts[item.id] = item.text[:TEXT_KEEP_CHARS]
+    return texts, frozenset(cut)
+
+
 def _record(
     case: Case,
     response: TargetResponse | None,
@@ -60,8 +86,11 @@ def _record(
     error: CaseError | None,
 ) -> CaseRecord:
     scores = None
+    texts: dict[str, str] = {}
+    cut: frozenset[str] = frozenset()
     if response is not None and error is None:
         scores = score_case(case, response, options.k, options.scoring)
+        texts, cut = _kept_texts(case, response, options.k)
     return CaseRecord(
         id=case.id,
         question=case.question,
@@ -77,6 +106,8 @@ def _record(
         stage_seconds=dict(response.timings) if response is not None else {},
         attempts=attempts,
         error=error,
+        texts=texts,
+        cut_texts=cut,
     )
 
 
