@@ -19,6 +19,7 @@ LINTED := $(wildcard evaluator tests deploy)
 lint: venv
 	$(BIN)/ruff check $(LINTED)
 	$(BIN)/ruff format --check $(LINTED)
+	$(BIN)/lint-imports --no-logo --no-cache
 
 typecheck: venv
 	$(BIN)/mypy
