@@ -31,6 +31,7 @@ LINTED := $(wildcard evaluator tests deploy docs)
 lint: venv
 	$(BIN)/ruff check $(LINTED)
 	$(BIN)/ruff format --check $(LINTED)
+	$(BIN)/lint-imports --no-logo --no-cache
 
 typecheck: venv
 	$(BIN)/mypy

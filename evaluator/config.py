@@ -35,9 +35,9 @@ from pydantic_settings import (
 )
 
 from evaluator.errors import ConfigError
-from evaluator.retry import RetryPolicy
-from evaluator.runner import RunOptions
+from evaluator.run_options import RetryPolicy, RunOptions
 from evaluator.scoring import DEFAULT_REFUSAL_PHRASES, ScoringSettings
+from evaluator.targets.base import default_target_name
 from evaluator.targets.templates import (
     DEFAULT_BODY,
     ENV_REFERENCE,
@@ -248,8 +248,6 @@ class TargetConfig(_Strict):
         if self.name:
             return self.name
         if self.url is not None:
-            from evaluator.targets.http import default_target_name
-
             return default_target_name(self.url)
         return (self.callable or "").partition(":")[2]
 

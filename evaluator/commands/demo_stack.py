@@ -28,7 +28,7 @@ from prometheus_client import disable_created_metrics
 from evaluator.config import JobConfig, Settings, TargetConfig
 from evaluator.daemon import Daemon
 from evaluator.daemon.server import parse_listen
-from evaluator.errors import ConfigError, EvaluatorError
+from evaluator.errors import ConfigError, EvaluatorError, ExitCode
 
 __all__ = ["DemoOptions", "PrometheusUi", "run_demo"]
 
@@ -232,4 +232,4 @@ def run_demo(options: DemoOptions) -> int:
                     child.kill()
                     with contextlib.suppress(subprocess.TimeoutExpired):
                         child.wait(timeout=5)
-    return 0
+    return ExitCode.OK

@@ -17,7 +17,7 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import GaugeMetricFamily, InfoMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from evaluator import __version__
+from evaluator._version import __version__
 from evaluator.errors import ERROR_KINDS
 from evaluator.models import CaseRecord
 from evaluator.summary import Summary

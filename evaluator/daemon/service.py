@@ -20,7 +20,7 @@ from prometheus_client import (
     disable_created_metrics,
 )
 
-from evaluator import __version__
+from evaluator._version import __version__
 from evaluator.config import Settings
 from evaluator.daemon.baseline import BaselineGate
 from evaluator.daemon.exporter import JobSnapshot, Metrics
@@ -28,10 +28,10 @@ from evaluator.daemon.job import JobRunner
 from evaluator.daemon.schedule import build_trigger, interval_of, stagger_offsets
 from evaluator.daemon.server import HttpEndpoints, parse_listen
 from evaluator.dataset import load_dataset
-from evaluator.errors import ConfigError
+from evaluator.errors import ConfigError, ExitCode
+from evaluator.factory import build_target
 from evaluator.models import Dataset
 from evaluator.targets.base import Target
-from evaluator.targets.factory import build_target
 
 __all__ = ["Daemon", "serve"]
 
@@ -237,4 +237,4 @@ def serve(settings: Settings) -> int:
     disable_created_metrics()  # type: ignore[no-untyped-call]
     asyncio.run(Daemon(settings).run_until_signal())
     log.info("daemon_exit", uptime_seconds=round(time.perf_counter() - started, 3))
-    return 0
+    return ExitCode.OK

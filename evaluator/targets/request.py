@@ -28,7 +28,7 @@ from urllib.parse import quote, quote_plus, urlsplit
 import httpx
 from pydantic import JsonValue, SecretStr
 
-from evaluator import __version__
+from evaluator._version import __version__
 from evaluator.errors import ConfigError
 from evaluator.targets.templates import DEFAULT_BODY, ENV_REFERENCE, render_body, render_text
 
