@@ -9,12 +9,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from evaluator._version import __version__
 from evaluator.models import Case, Retrieved, TargetResponse
 
 if TYPE_CHECKING:
     from evaluator.gate.verdict import evaluate_gate
-
-__version__ = "0.1.0"
 
 __all__ = ["Case", "Retrieved", "TargetResponse", "__version__", "evaluate_gate"]
 

@@ -43,9 +43,9 @@ from pydantic_settings import (
 from evaluator.bounds import DEFAULT_TEXT_CHARS, RecordLimits
 from evaluator.errors import ConfigError
 from evaluator.labels import DEFAULT_MAX_STAGES, StageNames
-from evaluator.retry import RetryPolicy
-from evaluator.runner import RunOptions
+from evaluator.run_options import RetryPolicy, RunOptions
 from evaluator.scoring import DEFAULT_REFUSAL_PHRASES, ScoringSettings
+from evaluator.targets.base import default_target_name
 from evaluator.targets.templates import (
     DEFAULT_BODY,
     ENV_REFERENCE,
@@ -56,6 +56,7 @@ from evaluator.targets.templates import (
 __all__ = [
     "DEFAULT_BUCKETS",
     "DEFAULT_CONFIG_PATH",
+    "HistoryConfig",
     "JobConfig",
     "RequestConfig",
     "ResponseConfig",
@@ -328,8 +329,6 @@ class TargetConfig(_Strict):
         if self.name:
             return self.name
         if self.url is not None:
-            from evaluator.targets.http import default_target_name
-
             return default_target_name(self.url)
         return (self.callable or "").partition(":")[2]
 
@@ -354,6 +353,30 @@ def cron_trigger(expression: str, jitter: int | None = None) -> CronTrigger:
         )  # fmt: skip
     except ValueError as exc:
         raise ValueError(f"invalid cron expression {expression!r}: {exc}") from None
+
+
+class HistoryConfig(_Strict):
+    """The per-case history store (REPORTS_DIR/history.sqlite3), stability and drift."""
+
+    enabled: bool = True
+    window: int = Field(10, ge=3, le=1000, description="runs a case's stability is judged over")
+    recent: int = Field(
+        3, ge=1, le=100, description="latest runs compared with the window before them (drift)"
+    )
+    alpha: float = Field(
+        0.05, gt=0, lt=0.5, description="chance, at most, that noise makes drift significant"
+    )
+    keep_runs: int = Field(3000, ge=1, description="runs kept per job")
+    max_age_days: float = Field(30.0, gt=0, description="runs older than this are deleted")
+
+    @model_validator(mode="after")
+    def _keeps_enough(self) -> HistoryConfig:
+        if self.keep_runs < self.window + self.recent:
+            raise ValueError(
+                f"keep_runs {self.keep_runs} must be at least window + recent "
+                f"({self.window + self.recent}): drift reads that many runs"
+            )
+        return self
 
 
 class JobConfig(_Strict):
@@ -410,12 +433,14 @@ class Settings(BaseSettings):
     shutdown_grace_seconds: float = _seconds(30.0, gt=None, ge=0)
     log_format: Literal["auto", "json", "console"] = "auto"
     log_level: Literal["debug", "info", "warning", "error"] = "info"
+    log_cases: bool = True
     log_answers: bool = False
     log_answer_max_chars: int = Field(200, ge=0)
     histogram_buckets: tuple[float, ...] = DEFAULT_BUCKETS
     shard_index: int = Field(0, ge=0)
     shard_count: int = Field(1, ge=1)
     gates_file: Path | None = None
+    history: HistoryConfig = HistoryConfig()
     scoring: ScoringConfig = ScoringConfig()
     targets: tuple[TargetConfig, ...] = ()
     jobs: tuple[JobConfig, ...] = ()

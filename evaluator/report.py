@@ -17,7 +17,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from evaluator import __version__
+from evaluator._version import __version__
 from evaluator.errors import ReportError
 from evaluator.models import CaseError, CaseRecord, CaseScores, Citation
 from evaluator.redaction import redactor

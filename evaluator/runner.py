@@ -10,36 +10,22 @@ import asyncio
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from evaluator.bounds import DEFAULT_TEXT_CHARS, RecordLimits
 from evaluator.errors import TargetError
-from evaluator.labels import StageNames
 from evaluator.models import Case, CaseError, CaseRecord, Dataset, TargetResponse
 from evaluator.redaction import redactor
 from evaluator.report import RunReport, compute_config_hash
-from evaluator.retry import RetryPolicy, call_with_retries
-from evaluator.scoring import ScoringSettings, score_case
+from evaluator.retry import call_with_retries
+from evaluator.run_options import RunOptions
+from evaluator.scoring import score_case
 from evaluator.summary import summarise
 from evaluator.targets.admission import measure_queue_wait
 from evaluator.targets.base import Target
 
 __all__ = ["TEXT_KEEP_CHARS", "RetryEvent", "RunOptions", "config_hash_for", "run_dataset"]
-
-
-@dataclass(frozen=True, slots=True)
-class RunOptions:
-    """How a run is made: K, concurrency, scoring settings, the retry policy, and the bounds
-    on what a case keeps from a response (sizes, and the job's stage names)."""
-
-    k: int = 5
-    concurrency: int = 4
-    scoring: ScoringSettings = field(default_factory=ScoringSettings)
-    retry: RetryPolicy = field(default_factory=RetryPolicy)
-    limits: RecordLimits = field(default_factory=RecordLimits)
-    #: stateful: the stage names this job has kept so far
-    stages: StageNames = field(default_factory=StageNames)
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,6 +8,7 @@ import argparse
 import sys
 
 from evaluator.dataset import check_files, load_dataset
+from evaluator.errors import ExitCode
 from evaluator.models import Dataset
 from evaluator.report import RunReport, read_report
 from evaluator.scoring.labels import LabelAudit
@@ -58,10 +59,10 @@ def handle(args: argparse.Namespace) -> int:
     bad = len({p.path for p in problems})
     if problems:
         print(f"{len(problems)} problem(s) in {bad} of {len(args.files)} file(s)", file=sys.stderr)
-        return 1
+        return ExitCode.ERROR
     print(f"{len(args.files)} file(s) valid")
     if args.against is None:
-        return 0
+        return ExitCode.OK
     report = read_report(args.against)
     suspect = 0
     for path in args.files:
@@ -74,4 +75,4 @@ def handle(args: argparse.Namespace) -> int:
             f"label audit of {path} against {args.against}: {len(lines)} suspect of "
             f"{checked} checked{note}"
         )
-    return 1 if suspect else 0
+    return ExitCode.ERROR if suspect else ExitCode.OK

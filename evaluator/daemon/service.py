@@ -21,7 +21,7 @@ from prometheus_client import (
     disable_created_metrics,
 )
 
-from evaluator import __version__
+from evaluator._version import __version__
 from evaluator.config import Settings
 from evaluator.daemon.baseline import BaselineGate
 from evaluator.daemon.exporter import JobSnapshot, Metrics
@@ -29,10 +29,11 @@ from evaluator.daemon.job import JobRunner
 from evaluator.daemon.schedule import build_trigger, interval_of, stagger_offsets
 from evaluator.daemon.server import HttpEndpoints, parse_listen
 from evaluator.dataset import load_dataset
-from evaluator.errors import ConfigError, EvaluatorError
+from evaluator.errors import ConfigError, EvaluatorError, ExitCode
+from evaluator.factory import build_target
+from evaluator.history.recorder import HistoryRecorder, HistorySettings
 from evaluator.models import Dataset
 from evaluator.targets.base import Target
-from evaluator.targets.factory import build_target
 
 __all__ = ["Daemon", "serve"]
 
@@ -78,6 +79,13 @@ class Daemon:
         self.metrics = Metrics(self.registry, settings.histogram_buckets)
         self.runtime_registry = _runtime_registry()
         self.jobs: list[JobRunner] = []
+        self.history: HistoryRecorder | None = None
+        h = settings.history
+        if h.enabled:
+            self.history = HistoryRecorder(
+                settings.reports_dir,
+                HistorySettings(h.window, h.recent, h.alpha, h.keep_runs, h.max_age_days),
+            )
         self._targets: list[Target] = []
         self._scheduler: AsyncIOScheduler | None = None
         self._running: set[asyncio.Task[str]] = set()
@@ -90,6 +98,7 @@ class Daemon:
             healthy=self._healthy,
             ready=lambda: self._ready,
             latest_reports=lambda: {j.labels: j.store.latest for j in self.jobs},
+            histories=lambda: {j.labels: j.latest_history for j in self.jobs},
         )
 
     def _healthy(self) -> bool:
@@ -125,6 +134,7 @@ class Daemon:
                     dataset=dataset,
                     metrics=self.metrics,
                     gate=gate,
+                    history=self.history,
                 )
             )
         return runners
@@ -163,6 +173,7 @@ class Daemon:
             interval = interval_of(trigger, now)
             self.metrics.add_job(self._snapshot(runner, interval))
             runner.restore()
+            await runner.restore_history()
             extra: dict[str, Any] = {}
             if runner.job.run_at_start:
                 extra["next_run_time"] = start
@@ -220,7 +231,8 @@ class Daemon:
                 self.metrics.config_reloaded(False)
                 log.error("config_reload_failed", error=str(exc), kept_jobs=len(self.jobs))
                 return False
-            self._swap(settings, runners, built, now)
+            for runner in self._swap(settings, runners, built, now):
+                await runner.restore_history()
             self.metrics.config_reloaded(True)
             return True
 
@@ -230,12 +242,14 @@ class Daemon:
         runners: list[JobRunner],
         targets: list[Target],
         now: datetime,
-    ) -> None:
+    ) -> list[JobRunner]:
+        """Swap the jobs; returns the new ones (not there before), whose history to restore."""
         scheduler = self._scheduler
         assert scheduler is not None
         old = {r.key: r for r in self.jobs}
         fresh_labels = {r.labels for r in runners}
         next_runs: dict[str, datetime] = {}
+        added: list[JobRunner] = []
         for runner in old.values():
             scheduled = scheduler.get_job(runner.key)
             if scheduled is not None:
@@ -261,10 +275,12 @@ class Daemon:
                 if previous is not None:
                     runner.store.latest = previous.store.latest
                     runner.runs_by_outcome = previous.runs_by_outcome
+                    runner.latest_history = previous.latest_history
                 extra["next_run_time"] = trigger.get_next_fire_time(None, now)
             else:  # a new job starts as at start-up
                 self.metrics.add_job(self._snapshot(runner, interval))
                 runner.restore()
+                added.append(runner)
                 extra["next_run_time"] = now if runner.job.run_at_start else None
                 if extra["next_run_time"] is None:
                     extra["next_run_time"] = trigger.get_next_fire_time(None, now)
@@ -274,7 +290,7 @@ class Daemon:
         before = self.settings
         needs_restart = [n for n in _RESTART_ONLY if getattr(settings, n) != getattr(before, n)]
         retired, self._targets = self._targets, targets
-        task = asyncio.create_task(self._retire(retired, list(self._running)))
+        task = asyncio.create_task(self._retire(list(old.values()), retired, list(self._running)))
         self._retiring.add(task)
         task.add_done_callback(self._retiring.discard)
         self.settings, self.jobs = settings, runners
@@ -287,11 +303,16 @@ class Daemon:
         )  # fmt: skip
         if needs_restart:
             log.warning("config_reload_needs_restart", fields=needs_restart)
+        return added
 
-    async def _retire(self, targets: list[Target], running: list[asyncio.Task[str]]) -> None:
+    async def _retire(
+        self, runners: list[JobRunner], targets: list[Target], running: list[asyncio.Task[str]]
+    ) -> None:
         """Close the targets of the old configuration once the runs using them are over."""
         if running:
             await asyncio.wait(running)
+        for runner in runners:
+            await runner.drain_history(10.0)
         for target in targets:
             await target.aclose()
 
@@ -333,6 +354,10 @@ class Daemon:
             await asyncio.sleep(0)
         if self._retiring:
             await asyncio.wait(list(self._retiring), timeout=5)
+        for runner in self.jobs:
+            await runner.drain_history(10.0)
+        if self.history is not None:
+            await asyncio.to_thread(self.history.close)
         for target in self._targets:
             await target.aclose()
         await self.http.stop()
@@ -376,4 +401,4 @@ def serve(settings: Settings, reload: Callable[[], Settings] | None = None) -> i
     disable_created_metrics()  # type: ignore[no-untyped-call]
     asyncio.run(Daemon(settings, reload=reload).run_until_signal())
     log.info("daemon_exit", uptime_seconds=round(time.perf_counter() - started, 3))
-    return 0
+    return ExitCode.OK

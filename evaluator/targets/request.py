@@ -29,7 +29,7 @@ from urllib.parse import quote, urlsplit
 import httpx
 from pydantic import JsonValue, SecretStr
 
-from evaluator import __version__
+from evaluator._version import __version__
 from evaluator.errors import ConfigError
 from evaluator.redaction import MASK, Redactor, register_secrets
 from evaluator.targets.templates import DEFAULT_BODY, ENV_REFERENCE, render_body, render_text
