@@ -17,9 +17,11 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from evaluator import __version__
+from evaluator._version import __version__
 from evaluator.errors import ReportError
 from evaluator.models import CaseError, CaseRecord, CaseScores, Citation
+from evaluator.redaction import redactor
+from evaluator.scoring.labels import audit_record, audit_run
 from evaluator.summary import Summary, Total
 
 __all__ = [
@@ -124,12 +126,19 @@ def _case_to_dict(c: CaseRecord) -> dict[str, Any]:
             if c.error is None
             else {"kind": c.error.kind, "message": c.error.message, "status": c.error.status}
         ),
+        "texts": dict(c.texts),
+        "cut_texts": sorted(c.cut_texts),
+        "suspect_label": audit_record(c).message,
     }
 
 
 def report_to_dict(report: RunReport) -> dict[str, Any]:
-    """The report as a JSON-ready dict (field order as DESIGN.md lists it)."""
-    return {
+    """The report as a JSON-ready dict (field order as DESIGN.md lists it), redacted.
+
+    Every way a report leaves the process (a file, ``latest.json``, ``/reports/latest``,
+    a candidate report) starts here, so this is where the targets' secrets are removed.
+    """
+    data = {
         "schema_version": report.schema_version,
         "evaluator_version": report.evaluator_version,
         "run_id": report.run_id,
@@ -144,8 +153,11 @@ def report_to_dict(report: RunReport) -> dict[str, Any]:
         "error_count": report.error_count,
         "duration_seconds": report.duration_seconds,
         "summary": report.summary.to_dict(),
+        "label_audit": audit_run(report.cases).to_dict(),
         "cases": [_case_to_dict(c) for c in report.cases],
     }
+    redacted: dict[str, Any] = redactor().redact_json(data)
+    return redacted
 
 
 def encode_json(data: Any) -> bytes:
@@ -294,6 +306,20 @@ def _citations(r: _Reader, d: Mapping[str, Any], where: str) -> tuple[Citation, 
     return tuple(raw)
 
 
+def _texts(r: _Reader, d: Mapping[str, Any], where: str) -> dict[str, str]:
+    raw = d.get("texts") or {}
+    if not isinstance(raw, Mapping) or not all(isinstance(t, str) for t in raw.values()):
+        raise r.fail(f"{where}texts", "an object of id -> text")
+    return {str(k): v for k, v in raw.items()}
+
+
+def _str_list(r: _Reader, d: Mapping[str, Any], key: str, where: str) -> list[str]:
+    raw = d.get(key) or []
+    if not isinstance(raw, list) or not all(isinstance(i, str) for i in raw):
+        raise r.fail(f"{where}{key}", "a list of strings")
+    return raw
+
+
 def _case_from_dict(r: _Reader, d: Mapping[str, Any], where: str) -> CaseRecord:
     rel_raw = d.get("relevant_ids") or []
     relevance: dict[str, int]
@@ -350,6 +376,8 @@ def _case_from_dict(r: _Reader, d: Mapping[str, Any], where: str) -> CaseRecord:
         stage_seconds=r.num_map(d, "stage_seconds", where),
         attempts=r.int_(d, "attempts", where) if "attempts" in d else 1,
         error=error,
+        texts=_texts(r, d, where),
+        cut_texts=frozenset(_str_list(r, d, "cut_texts", where)),
     )
 
 

@@ -10,29 +10,22 @@ import asyncio
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from evaluator.bounds import DEFAULT_TEXT_CHARS, RecordLimits
 from evaluator.errors import TargetError
 from evaluator.models import Case, CaseError, CaseRecord, Dataset, TargetResponse
+from evaluator.redaction import redactor
 from evaluator.report import RunReport, compute_config_hash
-from evaluator.retry import RetryPolicy, call_with_retries
-from evaluator.scoring import ScoringSettings, score_case
+from evaluator.retry import call_with_retries
+from evaluator.run_options import RunOptions
+from evaluator.scoring import score_case
 from evaluator.summary import summarise
 from evaluator.targets.admission import measure_queue_wait
 from evaluator.targets.base import Target
 
-__all__ = ["RetryEvent", "RunOptions", "config_hash_for", "run_dataset"]
-
-
-@dataclass(frozen=True, slots=True)
-class RunOptions:
-    """How a run is made: K, concurrency, scoring settings and the retry policy."""
-
-    k: int = 5
-    concurrency: int = 4
-    scoring: ScoringSettings = field(default_factory=ScoringSettings)
-    retry: RetryPolicy = field(default_factory=RetryPolicy)
+__all__ = ["TEXT_KEEP_CHARS", "RetryEvent", "RunOptions", "config_hash_for", "run_dataset"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +53,37 @@ def config_hash_for(dataset: Dataset, target: Target, options: RunOptions) -> st
     )
 
 
+#: evidence text kept per id in reports by default: enough for read-back and the label
+#: audit, while a target returning huge chunks cannot grow a report without bound
+TEXT_KEEP_CHARS = DEFAULT_TEXT_CHARS
+
+
+def _kept_texts(
+    case: Case, response: TargetResponse, k: int, limits: RecordLimits
+) -> tuple[dict[str, str], frozenset[str]]:
+    """Texts of the top-K ids and of the relevant ids, first occurrence, each cut to size
+    (redacted first: a cut must not leave half a secret)."""
+    keep = limits.max_text_chars
+    texts: dict[str, str] = {}
+    cut: set[str] = set()
+    rank = 0
+    seen: set[str] = set()
+    for item in response.retrieved:
+        if item.id in seen:
+            continue
+        seen.add(item.id)
+        rank += 1
+        if not item.text or (rank > k and item.id not in case.relevance):
+            continue
+        doc_id = limits.id(item.id)
+        if len(item.text) > keep:
+            cut.add(doc_id)
+            texts[doc_id] = redactor().redact_text(item.text[: keep + 1024])[:keep]
+        else:
+            texts[doc_id] = item.text
+    return texts, frozenset(cut)
+
+
 def _record(
     case: Case,
     response: TargetResponse | None,
@@ -69,8 +93,14 @@ def _record(
     error: CaseError | None,
 ) -> CaseRecord:
     scores = None
+    limits = options.limits
+    if response is not None:
+        response = limits.ranking(response)
+    texts: dict[str, str] = {}
+    cut: frozenset[str] = frozenset()
     if response is not None and error is None:
         scores = score_case(case, response, options.k, options.scoring)
+        texts, cut = _kept_texts(case, response, options.k, limits)
     return CaseRecord(
         id=case.id,
         question=case.question,
@@ -78,14 +108,16 @@ def _record(
         relevance=case.relevance,
         expected_facts=case.expected_facts,
         tags=case.tags,
-        ranked_ids=response.ranked_ids if response is not None else (),
-        answer=response.answer if response is not None else None,
-        citations=response.citations if response is not None else (),
+        ranked_ids=limits.ids(response.ranked_ids) if response is not None else (),
+        answer=limits.answer(response.answer) if response is not None else None,
+        citations=limits.citations(response.citations) if response is not None else (),
         scores=scores,
         latency_seconds=latency,
-        stage_seconds=dict(response.timings) if response is not None else {},
+        stage_seconds=options.stages.fold(response.timings) if response is not None else {},
         attempts=attempts,
         error=error,
+        texts=texts,
+        cut_texts=cut,
     )
 
 
@@ -95,9 +127,11 @@ async def _run_case(
     options: RunOptions,
     on_retry: RetryCallback | None,
 ) -> CaseRecord:
+    limits = options.limits
+
     def retried(attempt: int, exc: TargetError, sleep: float) -> None:
         if on_retry is not None:
-            on_retry(RetryEvent(case.id, attempt, exc.kind, exc.message, sleep))
+            on_retry(RetryEvent(case.id, attempt, exc.kind, limits.message(exc.message), sleep))
 
     # time queued behind the target's own limits (rate, connections) is not its latency
     with measure_queue_wait() as queued:
@@ -109,9 +143,8 @@ async def _run_case(
         except TargetError as exc:
             latency = time.perf_counter() - started - queued.seconds
             status = getattr(exc, "status", None)
-            return _record(
-                case, None, options, latency, exc.attempts, CaseError(exc.kind, exc.message, status)
-            )
+            error = CaseError(exc.kind, limits.message(exc.message), status)
+            return _record(case, None, options, latency, exc.attempts, error)
     latency = time.perf_counter() - started - queued.seconds
     return _record(case, response, options, latency, attempts, None)
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import structlog
 
+from evaluator.daemon.exporter import QUALITY_GAUGES
 from evaluator.errors import ConfigError, GateError, ReportError
-from evaluator.exporter import QUALITY_GAUGES
 from evaluator.gate import Rule, evaluate_gate, resolve_rules
 from evaluator.models import Case
 from evaluator.report import RunReport, read_report
