@@ -14,6 +14,8 @@ from typing import Any
 
 import httpx
 import pytest
+import structlog
+import structlog.testing
 from aiohttp import web
 
 from evaluator.config import JobConfig, RetryConfig, Settings, TargetConfig, load_settings
@@ -217,6 +219,25 @@ class TestSchedule:
                 assert time.monotonic() - started >= 1.0
 
         run_bounded(body)
+
+    @pytest.mark.parametrize("log_cases", [True, False])
+    def test_log_cases_switches_the_per_case_lines_and_keeps_the_run_line(
+        self, tmp_path: Path, endpoint: Endpoint, log_cases: bool
+    ) -> None:
+        """log_cases = false (the demo's console) keeps the run line; the default logs each case."""
+        settings = _settings(
+            tmp_path, endpoint.url, job={"run_at_start": True}, log_cases=log_cases
+        )
+
+        async def body() -> None:
+            async with running(settings) as daemon:
+                await until(lambda: (_runs(daemon)["complete"] or 0) >= 1, seconds=3)
+
+        with structlog.testing.capture_logs() as logs:
+            run_bounded(body)
+        events = [e["event"] for e in logs]
+        assert (4 if log_cases else 0) == events.count("case")
+        assert 1 == events.count("run")
 
     def test_run_at_start_false_waits_an_interval_for_every_job(
         self, tmp_path: Path, endpoint: Endpoint
@@ -434,7 +455,10 @@ class TestReports:
                     response = await client.get(
                         f"http://127.0.0.1:{second.http.port}/reports/latest"
                     )
-                assert (200, report) == (response.status_code, response.json())
+                served = response.json()
+                # the history lists ride beside the report (restored from the store too)
+                assert served.pop("history")["runs_in_window"] == 1
+                assert (200, report) == (response.status_code, served)
                 # restoring is not running: the counters start again at zero
                 assert 0.0 == _sample(second, "rag_eval_runs_total", outcome="complete")
             assert requests == len(endpoint.requests)
@@ -490,20 +514,18 @@ class TestStartErrors:
     def test_invalid_cron_names_the_job(
         self, tmp_path: Path, endpoint: Endpoint, cron: str, needle: str
     ) -> None:
-        """An invalid cron expression raises ConfigError naming the job and the expression."""
-        settings = _settings(
-            tmp_path, endpoint.url, job={"interval_seconds": None, "cron": cron, "name": "nightly"}
+        """An invalid cron expression stops the configuration load, naming the job and the
+        expression, before any daemon exists."""
+        config = tmp_path / "evaluator.toml"
+        config.write_text(
+            f'[[targets]]\nname = "loop"\nurl = "{endpoint.url}"\n'
+            f'[[jobs]]\ntarget = "loop"\ndataset = "golden.jsonl"\nname = "nightly"\n'
+            f"cron = {json.dumps(cron)}\n"
         )
-
-        async def body() -> None:
-            daemon = Daemon(settings)
-            with pytest.raises(ConfigError) as caught:
-                await daemon.start()
-            await daemon.stop()
-            message = str(caught.value)
-            assert "'nightly'" in message and repr(cron) in message and needle in message
-
-        run_bounded(body)
+        with pytest.raises(ConfigError) as caught:
+            load_settings(config)
+        message = str(caught.value)
+        assert "jobs.0" in message and repr(cron) in message and needle in message
 
     def test_valid_cron_schedules_the_job(self, tmp_path: Path, endpoint: Endpoint) -> None:
         """A valid cron expression starts, and its interval is exported."""
