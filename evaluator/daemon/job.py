@@ -75,6 +75,7 @@ class JobRunner:
         self.clock = clock
         self.labels = (target.name, dataset.name)
         self.options = settings.run_options(job)
+        self.options.stages.on_fold = self._on_stage_folded
         self.store = ReportStore(settings.reports_dir, job.key, settings.reports_keep)
         self._signature = self._stat_signature()
         self.runs_by_outcome: dict[str, int] = {}
@@ -193,6 +194,21 @@ class JobRunner:
         if self.settings.log_answers and record.answer is not None:
             fields["answer"] = record.answer[: self.settings.log_answer_max_chars]
         log.info("case", **fields)
+
+    def _on_stage_folded(self, name: str, first: bool) -> None:
+        self.metrics.count(self.metrics.stage_names_folded, self.labels)
+        if first:
+            log.warning(
+                "stage_folded",
+                job=self.key,
+                stage=name,
+                into="other",
+                kept=sorted(self.options.stages.kept),
+                reason="not in the target's stages allow-list"
+                if self.options.stages.allowed is not None
+                else f"beyond max_stages ({self.options.stages.cap})",
+                **self._label_fields(),
+            )
 
     def _on_retry(self, event: RetryEvent) -> None:
         self.metrics.count(self.metrics.retries, self.labels)
