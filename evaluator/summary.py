@@ -51,6 +51,11 @@ class Summary:
     stage_p95_seconds: Mapping[str, float]
     errors_by_kind: Mapping[str, int]
     by_tag: Mapping[str, Summary] = field(default_factory=dict)
+    #: how late the event loop ran timers during the run (P95, max), seconds: a P95 latency
+    #: that grew with these is the evaluator's own doing. None when not measured (a tag's
+    #: summary, an older report); a property of the run, not recomputed from its cases
+    event_loop_lag_p95_seconds: float | None = None
+    event_loop_lag_max_seconds: float | None = None
 
     def __post_init__(self) -> None:
         # Every quality metric has a total, so readers index ``totals[name]`` safely: one
@@ -83,6 +88,10 @@ class Summary:
             errors_by_kind=dict(self.errors_by_kind),
             totals={k: {"sum": t.sum, "count": t.count} for k, t in self.totals.items()},
         )
+        if self.event_loop_lag_p95_seconds is not None:
+            out["event_loop_lag_p95_seconds"] = self.event_loop_lag_p95_seconds
+        if self.event_loop_lag_max_seconds is not None:
+            out["event_loop_lag_max_seconds"] = self.event_loop_lag_max_seconds
         if self.by_tag:
             out["by_tag"] = {tag: s.to_dict() for tag, s in sorted(self.by_tag.items())}
         return out
