@@ -16,6 +16,7 @@ CLI can print its message as one line and exit with :class:`ExitCode` ``ERROR``:
     │   ├── TargetHTTPStatusError  kind "http_status" (with the ``status`` code)
     │   ├── BadResponseError       kind "bad_response" (with the ``field`` and ``expression``)
     │   ├── ResponseTooLargeError  kind "response_too_large"
+    │   ├── ResponseMemoryError    kind "out_of_memory" (memory ran out reading a response)
     │   └── TargetExceptionError   kind "target_exception" (a callable target raised)
     └── GateError              two reports that cannot be compared
 
@@ -42,6 +43,7 @@ __all__ = [
     "OutputError",
     "PushError",
     "ReportError",
+    "ResponseMemoryError",
     "ResponseTooLargeError",
     "TargetConnectError",
     "TargetError",
@@ -193,6 +195,12 @@ class ResponseTooLargeError(TargetError):
     kind = "response_too_large"
 
 
+class ResponseMemoryError(TargetError):
+    """Memory ran out while a response was read or decoded (the process is near its limit)."""
+
+    kind = "out_of_memory"
+
+
 class TargetExceptionError(TargetError):
     """A Python-callable target raised an exception."""
 
@@ -206,6 +214,7 @@ CASE_ERRORS: tuple[type[TargetError], ...] = (
     TargetHTTPStatusError,
     BadResponseError,
     ResponseTooLargeError,
+    ResponseMemoryError,
     TargetExceptionError,
 )
 

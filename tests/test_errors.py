@@ -52,6 +52,7 @@ class TestKinds:
             "http_status",
             "bad_response",
             "response_too_large",
+            "out_of_memory",
             "target_exception",
         ) == ERROR_KINDS
 
