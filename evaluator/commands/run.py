@@ -10,13 +10,14 @@ from pathlib import Path
 
 from evaluator.commands.common import (
     check_scored,
+    format_repeats,
     plan_job,
     run_job,
     save_report,
     settings_from_args,
 )
 from evaluator.commands.display import format_run
-from evaluator.commands.flags import add_target_flags
+from evaluator.commands.flags import add_repeat_flag, add_target_flags
 from evaluator.errors import ConfigError, ExitCode
 from evaluator.report import RunReport
 from evaluator.targets.mapping import mapping_failure
@@ -29,6 +30,7 @@ _DEFAULT_CONTRACT = re.compile(r"^(field '|response is (a|an|null) )")
 
 def configure(parser: argparse.ArgumentParser) -> None:
     add_target_flags(parser)
+    add_repeat_flag(parser)
     parser.add_argument(
         "--output", metavar="FILE", help="report path (default REPORTS_DIR/<dataset>-<run id>.json)"
     )
@@ -40,10 +42,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def handle(args: argparse.Namespace) -> int:
     settings = settings_from_args(args)
     plan = plan_job(settings, args.job)
-    report = run_job(plan)
+    report = run_job(plan, args.repeat)
     output = Path(args.output or settings.reports_dir / f"{report.dataset}-{report.run_id}.json")
     save_report(report, output)
     print(format_run(report, worst=args.worst))
+    repeats = format_repeats(report)
+    if repeats is not None:
+        print(repeats)
     print(f"report: {output}")
     diagnosis = mapping_diagnosis(report)
     if diagnosis is not None:
