@@ -15,6 +15,7 @@ from evaluator.commands.common import (
     run_job,
     save_report,
     settings_from_args,
+    warn_id_mismatch,
 )
 from evaluator.commands.display import format_run
 from evaluator.commands.flags import add_repeat_flag, add_target_flags
@@ -50,6 +51,7 @@ def handle(args: argparse.Namespace) -> int:
     if repeats is not None:
         print(repeats)
     print(f"report: {output}")
+    warn_id_mismatch(report)
     diagnosis = mapping_diagnosis(report)
     if diagnosis is not None:
         raise ConfigError(f"target {report.target}: {diagnosis}")

@@ -19,7 +19,13 @@ from evaluator.gate.repeats import (
     judge_repeats,
     leave_out,
 )
-from evaluator.gate.rules import DEFAULT_RULES, Rule, RuleResult, evaluate_rules
+from evaluator.gate.rules import (
+    DEFAULT_RULES,
+    Rule,
+    RuleResult,
+    evaluate_rules,
+    latency_limits,
+)
 from evaluator.gate.stats import Interval, paired_intervals
 from evaluator.report import RunReport
 from evaluator.summary import Summary
@@ -121,6 +127,7 @@ def evaluate_gate(
     intervals: dict[str, Interval] = {}
     if with_intervals:
         intervals = paired_intervals(alignment.baseline_cases, alignment.candidate_cases)
+    growth, floor = latency_limits(rules)
     results = evaluate_rules(
         rules,
         alignment.baseline_summary,
@@ -134,7 +141,13 @@ def evaluate_gate(
         rules=results,
         alignment=alignment,
         case_diff=diff_cases(alignment),
-        diagnosis=diagnose(alignment.baseline_summary, alignment.candidate_summary, intervals),
+        diagnosis=diagnose(
+            alignment.baseline_summary,
+            alignment.candidate_summary,
+            intervals,
+            latency_growth=growth,
+            latency_floor=floor,
+        ),
         significance=significance,
         intervals=intervals,
         repeats=repeats,
