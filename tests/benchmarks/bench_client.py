@@ -22,6 +22,7 @@ import aiohttp
 from evaluator.targets.factory import build_target
 
 from evaluator.config import TargetConfig
+from evaluator.factory import build_target
 from evaluator.models import Case
 from evaluator.targets.base import Target
 from tests.benchmarks.support import endpoint, figure, median
