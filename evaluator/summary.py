@@ -1,34 +1,20 @@
 """Run summary: quality averages over scored cases, latency percentiles over every case.
 
-Denominators follow DESIGN.md: retrieval metrics and citation recall over answerable scored
-cases (all scored cases when none is answerable), citation precision over all scored cases,
-answer accuracy over cases with an answer check, fact recall over answerable cases with
-expected facts. A metric with no case to average is None, never NaN.
+Which cases each quality ratio averages over is the registry's rule
+(:mod:`evaluator.metrics`); a metric with no case to average is None, never NaN.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from evaluator.models import CaseRecord, CaseScores
+from evaluator.metrics import METRICS, QUALITY_METRICS, populations, values
+from evaluator.models import CaseRecord
 
 __all__ = ["QUALITY_METRICS", "Summary", "Total", "nearest_rank", "summarise"]
-
-#: Summary keys of the quality ratios, in display order.
-QUALITY_METRICS: tuple[str, ...] = (
-    "recall_at_k",
-    "mrr",
-    "ndcg_at_k",
-    "citation_precision",
-    "citation_recall",
-    "answer_accuracy",
-    "fact_recall",
-    "false_refusal_rate",
-    "correct_refusal_rate",
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +44,14 @@ class Summary:
     errors_by_kind: Mapping[str, int]
     by_tag: Mapping[str, Summary] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        # Every quality metric has a total, so readers index ``totals[name]`` safely: one
+        # read back from a report without it (another version, a hand edit) has no case.
+        missing = [name for name in QUALITY_METRICS if name not in self.totals]
+        if missing:
+            complete = {**self.totals, **{name: Total(0.0, 0) for name in missing}}
+            object.__setattr__(self, "totals", complete)
+
     def get(self, metric: str) -> float | None:
         """A summary value by its report name (quality ratio, ``error_rate`` or percentile)."""
         if metric in self.totals:
@@ -69,11 +63,7 @@ class Summary:
 
     def to_dict(self) -> dict[str, Any]:
         """The report's JSON shape (the article's names first)."""
-        # a summary read back from a report may lack some totals: those metrics are null
-        out: dict[str, Any] = {
-            name: self.totals[name].mean if name in self.totals else None
-            for name in QUALITY_METRICS
-        }
+        out: dict[str, Any] = {name: self.totals[name].mean for name in QUALITY_METRICS}
         out.update(
             case_count=self.case_count,
             scored_count=self.scored_count,
@@ -107,36 +97,14 @@ def nearest_rank(values: Sequence[float], percentile: float) -> float | None:
     return ordered[rank - 1]
 
 
-def _total(
-    records: Iterable[CaseRecord], pick: Callable[[CaseScores], float | bool | None]
-) -> Total:
-    s, n = 0.0, 0
-    for r in records:
-        if r.scores is None:
-            continue
-        v = pick(r.scores)
-        if v is None:
-            continue
-        s += float(v)
-        n += 1
-    return Total(s, n)
-
-
 def _totals(scored: Sequence[CaseRecord]) -> dict[str, Total]:
-    answerable = [r for r in scored if not r.unanswerable]
-    unanswerable = [r for r in scored if r.unanswerable]
-    retrieval_pool = answerable or scored
-    return {
-        "recall_at_k": _total(retrieval_pool, lambda s: s.recall_at_k),
-        "mrr": _total(retrieval_pool, lambda s: s.mrr),
-        "ndcg_at_k": _total(retrieval_pool, lambda s: s.ndcg_at_k),
-        "citation_precision": _total(scored, lambda s: s.citation_precision),
-        "citation_recall": _total(retrieval_pool, lambda s: s.citation_recall),
-        "answer_accuracy": _total(scored, lambda s: s.answer_correct),
-        "fact_recall": _total(answerable, lambda s: s.fact_recall),
-        "false_refusal_rate": _total(answerable, lambda s: s.refused),
-        "correct_refusal_rate": _total(unanswerable, lambda s: s.refused),
-    }
+    pools = populations(scored)
+    out: dict[str, Total] = {}
+    for spec in METRICS:
+        if spec.quality:
+            picked = [value for _, value in values(spec, pools)]
+            out[spec.name] = Total(sum(picked), len(picked))
+    return out
 
 
 def summarise(records: Sequence[CaseRecord], *, with_tags: bool = True) -> Summary:

@@ -21,6 +21,7 @@ from prometheus_client.registry import Collector
 from evaluator._version import __version__
 from evaluator.errors import ERROR_KINDS
 from evaluator.history.store import HISTORY_ERROR_KINDS
+from evaluator.metrics import METRICS
 from evaluator.models import CaseRecord
 from evaluator.summary import Summary
 
@@ -37,16 +38,11 @@ OUTCOMES: tuple[str, ...] = ("complete", "incomplete", "failed", "skipped")
 
 #: Summary metric -> gauge name, for the quality gauges of the last complete run.
 QUALITY_GAUGES: Mapping[str, str] = {
-    "recall_at_k": "rag_eval_recall_at_k",
-    "mrr": "rag_eval_mrr",
-    "ndcg_at_k": "rag_eval_ndcg_at_k",
-    "citation_precision": "rag_eval_citation_precision",
-    "citation_recall": "rag_eval_citation_recall",
-    "answer_accuracy": "rag_eval_answer_accuracy",
+    spec.name: spec.gauge for spec in METRICS if spec.quality and spec.gauge is not None
 }
 
 #: Metrics whose sum and count are exported so replicas (shards) aggregate exactly.
-_SHARDABLE = (*QUALITY_GAUGES, "fact_recall")
+_SHARDABLE = tuple(spec.name for spec in METRICS if spec.shardable)
 
 # OpenMetrics caps an exemplar's label set at 128 UTF-8 characters
 _EXEMPLAR_BUDGET = 120

@@ -24,6 +24,7 @@ from evaluator.errors import DatasetError
 from evaluator.history.drift import BINARY_CHECKS
 from evaluator.history.job import JobHistory
 from evaluator.history.recorder import HistoryRecorder, Outcome
+from evaluator.metrics import FLOAT_TOLERANCE
 from evaluator.models import Case, CaseRecord, Dataset
 from evaluator.report import RunReport, scores_to_dict
 from evaluator.runner import RetryEvent, config_hash_for, run_dataset
@@ -34,15 +35,12 @@ __all__ = ["JobRunner", "classify"]
 
 log = structlog.get_logger("evaluator.daemon")
 
-# an error ratio equal to the limit is still complete, whatever the float rounding
-_EPSILON = 1e-9
-
 
 def classify(summary: Summary, error_ratio_limit: float) -> str:
     """A finished run's outcome: ``complete``, ``incomplete`` or ``failed`` (DESIGN.md)."""
     if summary.scored_count == 0:
         return "failed"
-    if (summary.error_rate or 0.0) > error_ratio_limit + _EPSILON:
+    if (summary.error_rate or 0.0) > error_ratio_limit + FLOAT_TOLERANCE:
         return "incomplete"
     return "complete"
 
