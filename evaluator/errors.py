@@ -14,6 +14,7 @@ CLI can print its message as one line and exit with :class:`ExitCode` ``ERROR``:
     │   ├── TargetHTTPStatusError  kind "http_status" (with the status code)
     │   ├── BadResponseError       kind "bad_response"
     │   ├── ResponseTooLargeError  kind "response_too_large"
+    │   ├── ResponseMemoryError    kind "out_of_memory" (memory ran out reading a response)
     │   └── TargetExceptionError   kind "target_exception" (a callable target raised)
     └── GateError              two reports that cannot be compared
 """
@@ -34,6 +35,7 @@ __all__ = [
     "ExitCode",
     "GateError",
     "ReportError",
+    "ResponseMemoryError",
     "ResponseTooLargeError",
     "TargetConnectError",
     "TargetError",
@@ -154,6 +156,12 @@ class ResponseTooLargeError(TargetError):
     kind = "response_too_large"
 
 
+class ResponseMemoryError(TargetError):
+    """Memory ran out while a response was read or decoded (the process is near its limit)."""
+
+    kind = "out_of_memory"
+
+
 class TargetExceptionError(TargetError):
     """A Python-callable target raised an exception."""
 
@@ -167,5 +175,6 @@ ERROR_KINDS: tuple[str, ...] = (
     "http_status",
     "bad_response",
     "response_too_large",
+    "out_of_memory",
     "target_exception",
 )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ from evaluator.factory import build_target
 from evaluator.models import Dataset
 from evaluator.report import RunReport, write_report
 from evaluator.runner import RunOptions, run_dataset
+from evaluator.summary import id_mismatch_warning
 
 __all__ = [
     "JobPlan",
@@ -23,6 +25,7 @@ __all__ = [
     "run_job",
     "save_report",
     "settings_from_args",
+    "warn_id_mismatch",
 ]
 
 
@@ -103,6 +106,13 @@ def check_scored(report: RunReport, where: str) -> None:
         f"no case could be scored against {report.target}: all {report.case_count} failed "
         f"({kinds}); first error: {first}; {where}"
     )
+
+
+def warn_id_mismatch(report: RunReport) -> None:
+    """After a run: say so on stderr when no relevant id was ever retrieved."""
+    warning = id_mismatch_warning(report.cases)
+    if warning is not None:
+        print(f"evaluator: warning: {warning}", file=sys.stderr)
 
 
 def run_job(plan: JobPlan) -> RunReport:

@@ -16,6 +16,7 @@ from evaluator.commands.common import (
     run_job,
     save_report,
     settings_from_args,
+    warn_id_mismatch,
 )
 from evaluator.commands.flags import add_target_flags
 from evaluator.config import Settings, load_settings
@@ -102,6 +103,7 @@ def _live_candidate(
     output = Path(args.output or settings.reports_dir / f"candidate-{report.run_id}.json")
     save_report(report, output)
     print(f"candidate report: {output}", file=sys.stderr)
+    warn_id_mismatch(report)
     check_scored(report, f"candidate report {output}")
     return baseline, Path(baseline_path), report, str(output)
 

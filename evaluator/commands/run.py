@@ -14,6 +14,7 @@ from evaluator.commands.common import (
     run_job,
     save_report,
     settings_from_args,
+    warn_id_mismatch,
 )
 from evaluator.commands.display import format_run
 from evaluator.commands.flags import add_target_flags
@@ -45,6 +46,7 @@ def handle(args: argparse.Namespace) -> int:
     save_report(report, output)
     print(format_run(report, worst=args.worst))
     print(f"report: {output}")
+    warn_id_mismatch(report)
     diagnosis = mapping_diagnosis(report)
     if diagnosis is not None:
         raise ConfigError(f"target {report.target}: {diagnosis}")
