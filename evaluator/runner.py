@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from evaluator.bounds import DEFAULT_TEXT_CHARS, RecordLimits
-from evaluator.errors import TargetError
+from evaluator.errors import BadResponseError, TargetError, TargetHTTPStatusError
 from evaluator.looplag import LoopLagMonitor
 from evaluator.models import Case, CaseError, CaseRecord, Dataset, TargetResponse
 from evaluator.redaction import redactor
@@ -123,6 +123,14 @@ def _record(
     )
 
 
+def _case_error(exc: TargetError, message: str) -> CaseError:
+    """The case's error, with the exception's structured context carried over."""
+    status = exc.status if isinstance(exc, TargetHTTPStatusError) else None
+    if isinstance(exc, BadResponseError):
+        return CaseError(exc.kind, message, status, field=exc.field, expression=exc.expression)
+    return CaseError(exc.kind, message, status)
+
+
 async def _run_case(
     case: Case,
     target: Target,
@@ -144,8 +152,7 @@ async def _run_case(
             )
         except TargetError as exc:
             latency = time.perf_counter() - started - queued.seconds
-            status = getattr(exc, "status", None)
-            error = CaseError(exc.kind, limits.message(exc.message), status)
+            error = _case_error(exc, limits.message(exc.message))
             return _record(case, None, options, latency, exc.attempts, error)
     # ends at the last byte when the target says when it came (parsing is not its latency)
     ended = queued.received_at if queued.received_at is not None else time.perf_counter()

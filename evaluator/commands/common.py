@@ -11,7 +11,7 @@ from typing import Any
 
 from evaluator.config import JobConfig, Settings, TargetConfig, load_settings
 from evaluator.dataset import load_dataset
-from evaluator.errors import ConfigError, EvaluatorError
+from evaluator.errors import ConfigError, EvaluatorError, OutputError
 from evaluator.factory import build_target
 from evaluator.models import Dataset
 from evaluator.report import RunReport, write_report
@@ -93,7 +93,7 @@ def save_report(report: RunReport, output: Path) -> None:
     try:
         write_report(report, output)
     except OSError as exc:
-        raise EvaluatorError(f"cannot write report {output}: {exc.strerror or exc}") from exc
+        raise OutputError(f"cannot write report {output}: {exc.strerror or exc}") from exc
 
 
 def check_scored(report: RunReport, where: str) -> None:
