@@ -19,7 +19,6 @@ import time
 from typing import Any
 
 import aiohttp
-from evaluator.targets.factory import build_target
 
 from evaluator.config import TargetConfig
 from evaluator.factory import build_target
