@@ -267,7 +267,7 @@ class TargetConfig(_Strict):
         description="request rate, at most",
     )
     max_ranked_ids: int = Field(
-        1000, ge=1, le=100_000, description="ranked items kept and scored per case"
+        100, ge=1, le=100_000, description="ranked items kept and scored per case"
     )
     max_answer_chars: int = Field(
         10_000, ge=0, le=10_000_000, description="answer characters kept in reports and logs"
