@@ -33,10 +33,12 @@ __all__ = [
 def settings_from_args(args: argparse.Namespace, extra: dict[str, Any] | None = None) -> Settings:
     """Load the config file and environment, then apply the command-line flags on top."""
     overrides: dict[str, Any] = dict(extra or {})
+    flags: dict[str, str] = {}
     for flag in ("k", "concurrency"):
         value = getattr(args, flag, None)
         if value is not None:
             overrides[flag] = value
+            flags[flag] = f"--{flag}"
     url, spec = getattr(args, "target_url", None), getattr(args, "target", None)
     dataset = getattr(args, "dataset", None)
     if url is not None or spec is not None:
@@ -47,8 +49,12 @@ def settings_from_args(args: argparse.Namespace, extra: dict[str, Any] | None = 
         job.update(getattr(args, "job_overrides", None) or {})
         overrides["targets"] = [target.model_dump()]
         overrides["jobs"] = [job]
-    settings = load_settings(getattr(args, "config", None), overrides)
+        # built from several flags (--target-url, --dataset, --interval...): name the field
+        flags["targets"] = flags["jobs"] = ""
+    settings = load_settings(getattr(args, "config", None), overrides, flags)
     if dataset is not None and url is None and spec is None:
+        if not settings.jobs:
+            raise ConfigError(_dataset_without_job(settings, getattr(args, "config", None)))
         # --dataset alone swaps the golden set of the selected job
         chosen = settings.job(getattr(args, "job", None))
         jobs = [
@@ -57,6 +63,23 @@ def settings_from_args(args: argparse.Namespace, extra: dict[str, Any] | None = 
         ]
         settings = settings.model_copy(update={"jobs": tuple(jobs)})
     return settings
+
+
+def _dataset_without_job(settings: Settings, config: str | None) -> str:
+    """--dataset swaps a job's golden set; with targets but no job, say what is missing."""
+    where = config or "the configuration"
+    if not settings.targets:
+        return (
+            "--dataset needs a target: add --target-url URL (or --target module:function), "
+            f"or a [[targets]] entry and a [[jobs]] entry in {where}"
+        )
+    names = ", ".join(repr(t.label) for t in settings.targets)
+    first = settings.targets[0].label
+    return (
+        f"--dataset replaces the golden set of a job, and {where} has target(s) {names} but "
+        f'no [[jobs]]: add [[jobs]] with target = "{first}" and dataset = "...", '
+        "or pass --target-url/--target with --dataset"
+    )
 
 
 @dataclass(frozen=True)
