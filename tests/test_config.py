@@ -174,7 +174,8 @@ class TestUnknownKeys:
     def test_nested_env(self, workdir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         """An unknown nested environment key is rejected, naming the variable."""
         monkeypatch.setenv("EVALUATOR_SCORING__BOGUS", "1")
-        assert "environment variable EVALUATOR_SCORING__BOGUS (scoring.bogus): unknown key" in _error()
+        expected = "environment variable EVALUATOR_SCORING__BOGUS (scoring.bogus): unknown key"
+        assert expected in _error()
 
     def test_overrides(self, workdir: Path) -> None:
         """An unknown override key is rejected too."""
