@@ -315,6 +315,7 @@ class JobRunner:
         return {"gate_passing": verdict.passing, "gate_rules_failing": verdict.rules_failing}
 
     def _save(self, report: RunReport) -> None:
+        pruned = self.store.pruned_for_space
         try:
             path = self.store.save(report)
         except OSError as exc:
@@ -324,6 +325,11 @@ class JobRunner:
                 error=exc.strerror or str(exc),
             )  # fmt: skip
             return
+        if self.store.pruned_for_space > pruned:
+            log.warning(
+                "reports_pruned_for_space", job=self.key, folder=str(self.store.folder),
+                deleted=self.store.pruned_for_space - pruned, keep=self.store.keep,
+            )  # fmt: skip
         log.debug("report_written", job=self.key, path=str(path))
 
     # --- history: written and read in the recorder's thread, applied back on the loop ------
