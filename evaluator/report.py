@@ -294,6 +294,8 @@ def _summary_from_dict(r: _Reader, d: Mapping[str, Any], where: str) -> Summary:
             )
             for tag in by_tag_raw
         },
+        event_loop_lag_p95_seconds=r.opt_num(d, "event_loop_lag_p95_seconds", where),
+        event_loop_lag_max_seconds=r.opt_num(d, "event_loop_lag_max_seconds", where),
     )
 
 

@@ -7,6 +7,7 @@ Failed cases are recorded with their error kind and stay out of the quality aver
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 import uuid
 from collections.abc import Callable
@@ -14,7 +15,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from evaluator.bounds import DEFAULT_TEXT_CHARS, RecordLimits
-from evaluator.errors import TargetError
+from evaluator.errors import BadResponseError, TargetError, TargetHTTPStatusError
+from evaluator.looplag import LoopLagMonitor
 from evaluator.models import Case, CaseError, CaseRecord, Dataset, TargetResponse
 from evaluator.redaction import redactor
 from evaluator.report import RunReport, compute_config_hash
@@ -121,6 +123,14 @@ def _record(
     )
 
 
+def _case_error(exc: TargetError, message: str) -> CaseError:
+    """The case's error, with the exception's structured context carried over."""
+    status = exc.status if isinstance(exc, TargetHTTPStatusError) else None
+    if isinstance(exc, BadResponseError):
+        return CaseError(exc.kind, message, status, field=exc.field, expression=exc.expression)
+    return CaseError(exc.kind, message, status)
+
+
 async def _run_case(
     case: Case,
     target: Target,
@@ -142,10 +152,11 @@ async def _run_case(
             )
         except TargetError as exc:
             latency = time.perf_counter() - started - queued.seconds
-            status = getattr(exc, "status", None)
-            error = CaseError(exc.kind, limits.message(exc.message), status)
+            error = _case_error(exc, limits.message(exc.message))
             return _record(case, None, options, latency, exc.attempts, error)
-    latency = time.perf_counter() - started - queued.seconds
+    # ends at the last byte when the target says when it came (parsing is not its latency)
+    ended = queued.received_at if queued.received_at is not None else time.perf_counter()
+    latency = ended - started - queued.seconds
     return _record(case, response, options, latency, attempts, None)
 
 
@@ -188,7 +199,7 @@ async def run_dataset(
             if on_case is not None:
                 on_case(record)
 
-    async with asyncio.TaskGroup() as group:
+    async with LoopLagMonitor() as lag, asyncio.TaskGroup() as group:
         for _ in range(min(options.concurrency, len(todo)) or 1):
             group.create_task(worker())
     done = tuple(r for r in records if r is not None)
@@ -202,7 +213,11 @@ async def run_dataset(
         dataset=dataset.name,
         k=options.k,
         duration_seconds=time.perf_counter() - started,
-        summary=summarise(done),
+        summary=dataclasses.replace(
+            summarise(done),
+            event_loop_lag_p95_seconds=lag.p95,
+            event_loop_lag_max_seconds=lag.max,
+        ),
         cases=done,
         retrieval_only=bool(scored) and all(r.answer is None for r in scored),
     )

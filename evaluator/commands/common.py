@@ -4,17 +4,19 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from evaluator.config import JobConfig, Settings, TargetConfig, load_settings
 from evaluator.dataset import load_dataset
-from evaluator.errors import ConfigError, EvaluatorError
+from evaluator.errors import ConfigError, EvaluatorError, OutputError
 from evaluator.factory import build_target
 from evaluator.models import Dataset
 from evaluator.report import RunReport, write_report
 from evaluator.runner import RunOptions, run_dataset
+from evaluator.summary import id_mismatch_warning
 
 __all__ = [
     "JobPlan",
@@ -23,16 +25,19 @@ __all__ = [
     "run_job",
     "save_report",
     "settings_from_args",
+    "warn_id_mismatch",
 ]
 
 
 def settings_from_args(args: argparse.Namespace, extra: dict[str, Any] | None = None) -> Settings:
     """Load the config file and environment, then apply the command-line flags on top."""
     overrides: dict[str, Any] = dict(extra or {})
+    flags: dict[str, str] = {}
     for flag in ("k", "concurrency"):
         value = getattr(args, flag, None)
         if value is not None:
             overrides[flag] = value
+            flags[flag] = f"--{flag}"
     url, spec = getattr(args, "target_url", None), getattr(args, "target", None)
     dataset = getattr(args, "dataset", None)
     if url is not None or spec is not None:
@@ -43,8 +48,12 @@ def settings_from_args(args: argparse.Namespace, extra: dict[str, Any] | None = 
         job.update(getattr(args, "job_overrides", None) or {})
         overrides["targets"] = [target.model_dump()]
         overrides["jobs"] = [job]
-    settings = load_settings(getattr(args, "config", None), overrides)
+        # built from several flags (--target-url, --dataset, --interval...): name the field
+        flags["targets"] = flags["jobs"] = ""
+    settings = load_settings(getattr(args, "config", None), overrides, flags)
     if dataset is not None and url is None and spec is None:
+        if not settings.jobs:
+            raise ConfigError(_dataset_without_job(settings, getattr(args, "config", None)))
         # --dataset alone swaps the golden set of the selected job
         chosen = settings.job(getattr(args, "job", None))
         jobs = [
@@ -53,6 +62,23 @@ def settings_from_args(args: argparse.Namespace, extra: dict[str, Any] | None = 
         ]
         settings = settings.model_copy(update={"jobs": tuple(jobs)})
     return settings
+
+
+def _dataset_without_job(settings: Settings, config: str | None) -> str:
+    """--dataset swaps a job's golden set; with targets but no job, say what is missing."""
+    where = config or "the configuration"
+    if not settings.targets:
+        return (
+            "--dataset needs a target: add --target-url URL (or --target module:function), "
+            f"or a [[targets]] entry and a [[jobs]] entry in {where}"
+        )
+    names = ", ".join(repr(t.label) for t in settings.targets)
+    first = settings.targets[0].label
+    return (
+        f"--dataset replaces the golden set of a job, and {where} has target(s) {names} but "
+        f'no [[jobs]]: add [[jobs]] with target = "{first}" and dataset = "...", '
+        "or pass --target-url/--target with --dataset"
+    )
 
 
 @dataclass(frozen=True)
@@ -90,7 +116,7 @@ def save_report(report: RunReport, output: Path) -> None:
     try:
         write_report(report, output)
     except OSError as exc:
-        raise EvaluatorError(f"cannot write report {output}: {exc.strerror or exc}") from exc
+        raise OutputError(f"cannot write report {output}: {exc.strerror or exc}") from exc
 
 
 def check_scored(report: RunReport, where: str) -> None:
@@ -103,6 +129,13 @@ def check_scored(report: RunReport, where: str) -> None:
         f"no case could be scored against {report.target}: all {report.case_count} failed "
         f"({kinds}); first error: {first}; {where}"
     )
+
+
+def warn_id_mismatch(report: RunReport) -> None:
+    """After a run: say so on stderr when no relevant id was ever retrieved."""
+    warning = id_mismatch_warning(report.cases)
+    if warning is not None:
+        print(f"evaluator: warning: {warning}", file=sys.stderr)
 
 
 def run_job(plan: JobPlan) -> RunReport:

@@ -16,10 +16,11 @@ from evaluator.commands.common import (
     run_job,
     save_report,
     settings_from_args,
+    warn_id_mismatch,
 )
 from evaluator.commands.flags import add_target_flags
 from evaluator.config import Settings, load_settings
-from evaluator.errors import ConfigError, EvaluatorError, ExitCode
+from evaluator.errors import ConfigError, ExitCode, OutputError, PushError
 from evaluator.gate.compare import check_run_comparable
 from evaluator.gate.render import FORMATS, GateSources, render, render_junit
 from evaluator.gate.rules import resolve_rules
@@ -102,6 +103,7 @@ def _live_candidate(
     output = Path(args.output or settings.reports_dir / f"candidate-{report.run_id}.json")
     save_report(report, output)
     print(f"candidate report: {output}", file=sys.stderr)
+    warn_id_mismatch(report)
     check_scored(report, f"candidate report {output}")
     return baseline, Path(baseline_path), report, str(output)
 
@@ -142,9 +144,9 @@ def handle(args: argparse.Namespace) -> int:
             Path(args.junit).parent.mkdir(parents=True, exist_ok=True)
             Path(args.junit).write_text(render_junit(result, sources), encoding="utf-8")
         except OSError as exc:
-            raise EvaluatorError(f"cannot write {args.junit}: {exc.strerror or exc}") from exc
+            raise OutputError(f"cannot write {args.junit}: {exc.strerror or exc}") from exc
     if args.pushgateway:
-        from evaluator.gate.push import PushError, push_result
+        from evaluator.gate.push import push_result
 
         try:
             push_result(args.pushgateway, result)

@@ -149,6 +149,11 @@ class _SnapshotCollector(Collector):
         shards = gauge(
             "rag_eval_shards", "Replicas the golden set is split across (1: not sharded)"
         )
+        lag = gauge(
+            "rag_eval_event_loop_lag_p95_seconds",
+            "P95 of the evaluator's event-loop lag during the last complete run: a latency P95 "
+            "that grew with it is the evaluator's, not the service's",
+        )
         scored = gauge("rag_eval_last_run_scored_cases", "Cases scored in the last complete run")
         numerator = gauge(
             "rag_eval_quality_numerator",
@@ -221,6 +226,8 @@ class _SnapshotCollector(Collector):
                     value = s.get(m)
                     if value is not None:
                         family.add_metric(labels, value)
+                if s.event_loop_lag_p95_seconds is not None:
+                    lag.add_metric(labels, s.event_loop_lag_p95_seconds)
                 scored.add_metric(labels, s.scored_count)
                 for m in _SHARDABLE:
                     numerator.add_metric([*labels, m], s.totals[m].sum)
@@ -254,8 +261,8 @@ class _SnapshotCollector(Collector):
                 if d.rose is not None:
                     drift_cases.add_metric([*labels, check, "rise"], d.rose)
         yield from summary_gauges.values()
-        yield from (shards, scored, numerator, denominator, error_ratio, last_run, last_complete)
-        yield from (duration, interval, gate, rule, baseline)
+        yield from (shards, lag, scored, numerator, denominator, error_ratio, last_run)
+        yield from (last_complete, duration, interval, gate, rule, baseline)
         yield from (stability, window_runs, shift, significant, drift_cases, info)
 
 

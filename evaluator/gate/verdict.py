@@ -12,7 +12,13 @@ from dataclasses import dataclass, field
 
 from evaluator.gate.compare import Alignment, CaseDiff, align, diff_cases
 from evaluator.gate.diagnosis import Finding, diagnose
-from evaluator.gate.rules import DEFAULT_RULES, Rule, RuleResult, evaluate_rules
+from evaluator.gate.rules import (
+    DEFAULT_RULES,
+    Rule,
+    RuleResult,
+    evaluate_rules,
+    latency_limits,
+)
 from evaluator.gate.stats import Interval, paired_intervals
 from evaluator.report import RunReport
 from evaluator.summary import Summary
@@ -99,6 +105,7 @@ def evaluate_gate(
     intervals: dict[str, Interval] = {}
     if with_intervals:
         intervals = paired_intervals(alignment.baseline_cases, alignment.candidate_cases)
+    growth, floor = latency_limits(rules)
     results = evaluate_rules(
         rules,
         alignment.baseline_summary,
@@ -112,7 +119,13 @@ def evaluate_gate(
         rules=results,
         alignment=alignment,
         case_diff=diff_cases(alignment),
-        diagnosis=diagnose(alignment.baseline_summary, alignment.candidate_summary, intervals),
+        diagnosis=diagnose(
+            alignment.baseline_summary,
+            alignment.candidate_summary,
+            intervals,
+            latency_growth=growth,
+            latency_floor=floor,
+        ),
         significance=significance,
         intervals=intervals,
     )
