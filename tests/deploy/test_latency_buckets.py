@@ -32,7 +32,7 @@ from tests.support.prometheus import DaemonProcess, PrometheusServer, free_port,
 #: one 1-2.5-5 step either way
 _ONE_BUCKET = 2.5 * 2.5
 #: long enough for the scrape after a run to land before the next run starts
-INTERVAL_SECONDS = 5
+INTERVAL_SECONDS = 8
 
 
 def test_default_buckets_span_half_a_millisecond_to_a_minute() -> None:
@@ -114,6 +114,11 @@ def _runs_p95(reports_dir: Path, runs: int) -> tuple[float, dict[str, float]]:
     return latency, {s: v for s, vs in stages.items() if (v := nearest_rank(vs, 95)) is not None}
 
 
+def _value(prom: PrometheusServer, expr: str) -> float:
+    result = prom.query(expr)
+    return float(result[0]["value"][1]) if result else 0.0
+
+
 @pytest.mark.e2e
 @pytest.mark.prometheus
 def test_dashboard_p95_by_stage_is_within_one_bucket_of_the_report(
@@ -137,29 +142,46 @@ run_at_start = false
 """,
         "utf-8",
     )
-    with DaemonProcess(["--config", str(config)], workdir=tmp_path) as daemon:
-        daemon.wait_ready()
-        with PrometheusServer(
-            [daemon.address], workdir=tmp_path / "prom", job_name=SCRAPE_JOB, rule_files=RULE_FILES
-        ) as prom:
-            prom.wait_for(f'up{{job="{SCRAPE_JOB}"}} == 1', lambda r: len(r) == 1)
-            seen = prom.wait_for(
-                'rag_eval_runs_total{outcome="complete"} >= 2',
-                lambda r: len(r) == 1,
-                timeout=6 * INTERVAL_SECONDS + 60,
-            )
-            runs = int(float(seen[0]["value"][1]))
-            queries = dashboard_queries(DASHBOARD, DEFAULT_SUBSTITUTIONS)
-            (stage_expr,) = [e for title, e in queries if title == "P95 by stage"]
-            (case_expr,) = [
-                e
-                for title, e in queries
-                if title == "Case latency P50 / P95" and "histogram_quantile(0.95" in e
-            ]
-            by_stage = {r["metric"]["stage"]: float(r["value"][1]) for r in prom.query(stage_expr)}
-            (case_p95,) = [float(r["value"][1]) for r in prom.query(case_expr)]
-        assert daemon.stop().returncode == 0
-    latency_p95, stage_p95 = _runs_p95(tmp_path / "reports", runs)
+    golden = (REPO / "evals" / "rag_cases.jsonl").read_text("utf-8")
+    cases = sum(1 for line in golden.splitlines() if line.strip())
+    address = f"127.0.0.1:{free_port()}"
+    # Prometheus first, then the daemon on the address it scrapes: the first sample of the
+    # histograms is their zero, so their increase covers every run the reports hold
+    with (
+        PrometheusServer(
+            [address], workdir=tmp_path / "prom", job_name=SCRAPE_JOB, rule_files=RULE_FILES
+        ) as prom,
+        DaemonProcess(["--config", str(config), "--listen", address], workdir=tmp_path) as d,
+    ):
+        d.wait_ready()
+        prom.wait_for(
+            "rag_eval_case_latency_seconds_count == 0",
+            lambda r: len(r) == 1,
+            timeout=INTERVAL_SECONDS - 1,
+        )
+        queries = dashboard_queries(DASHBOARD, DEFAULT_SUBSTITUTIONS)
+        (stage_expr,) = [e for title, e in queries if title == "P95 by stage"]
+        (case_expr,) = [
+            e
+            for title, e in queries
+            if title == "Case latency P50 / P95" and "histogram_quantile(0.95" in e
+        ]
+        deadline = time.monotonic() + 6 * INTERVAL_SECONDS + 90
+        while True:
+            # between runs: the histograms hold exactly the cases of `runs` complete runs
+            runs = _value(prom, 'sum(rag_eval_runs_total{outcome="complete"})')
+            observed = _value(prom, "sum(rag_eval_case_latency_seconds_count)")
+            if runs >= 2 and observed == runs * cases:
+                by_stage = {
+                    r["metric"]["stage"]: float(r["value"][1]) for r in prom.query(stage_expr)
+                }
+                (case_p95,) = [float(r["value"][1]) for r in prom.query(case_expr)]
+                if _value(prom, "sum(rag_eval_case_latency_seconds_count)") == observed:
+                    break
+            assert time.monotonic() < deadline, (runs, observed)
+            time.sleep(0.5)
+        assert d.stop().returncode == 0
+    latency_p95, stage_p95 = _runs_p95(tmp_path / "reports", int(runs))
     assert len(stage_p95) >= 3 and set(by_stage) == set(stage_p95), (by_stage, stage_p95)
     far = {
         stage: (by_stage[stage], actual)
