@@ -21,6 +21,7 @@ from evaluator._version import __version__
 from evaluator.errors import ReportError
 from evaluator.models import CaseError, CaseRecord, CaseScores, Citation
 from evaluator.redaction import redactor
+from evaluator.repeats import Repeats, repeats_from_dict
 from evaluator.scoring.labels import audit_record, audit_run
 from evaluator.summary import Summary, Total
 
@@ -39,6 +40,8 @@ __all__ = [
 ]
 
 SCHEMA_VERSION = 1
+#: the largest integer a float holds exactly: beyond it a count is not a count
+_MAX_EXACT_INT = 2**53
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +59,8 @@ class RunReport:
     summary: Summary
     cases: tuple[CaseRecord, ...]
     retrieval_only: bool = False
+    #: each case's counts over ``--repeat N`` runs (``cases`` and ``summary`` are run 1)
+    repeats: Repeats | None = None
     evaluator_version: str = __version__
     schema_version: int = SCHEMA_VERSION
 
@@ -156,6 +161,8 @@ def report_to_dict(report: RunReport) -> dict[str, Any]:
         "label_audit": audit_run(report.cases).to_dict(),
         "cases": [_case_to_dict(c) for c in report.cases],
     }
+    if report.repeats is not None:
+        data["repeats"] = report.repeats.to_dict()
     redacted: dict[str, Any] = redactor().redact_json(data)
     return redacted
 
@@ -232,6 +239,8 @@ class _Reader:
         v = d.get(key)
         if isinstance(v, bool) or not isinstance(v, int):
             raise self.fail(f"{where}{key}", "an integer")
+        if abs(v) > _MAX_EXACT_INT:  # a count of 10**400 would overflow every ratio made of it
+            raise self.fail(f"{where}{key}", "an integer below 2**53")
         return v
 
     def num(self, d: Mapping[str, Any], key: str, where: str = "") -> float:
@@ -246,7 +255,10 @@ class _Reader:
             return None
         if isinstance(v, bool) or not isinstance(v, int | float):
             raise self.fail(f"{where}{key}", "a number or null")
-        return float(v)
+        try:
+            return float(v)
+        except OverflowError:  # JSON integers have no size limit: 10**400 is valid JSON
+            raise self.fail(f"{where}{key}", "a number within float range") from None
 
     def opt_bool(self, d: Mapping[str, Any], key: str, where: str = "") -> bool | None:
         v = d.get(key)
@@ -417,9 +429,21 @@ def report_from_dict(data: object, source: str = "report") -> RunReport:
         summary=_summary_from_dict(r, r.obj(data, "summary", ""), "summary."),
         cases=tuple(cases),
         retrieval_only=bool(data.get("retrieval_only", False)),
+        repeats=_repeats(data, source),
         evaluator_version=str(data.get("evaluator_version", "")),
         schema_version=SCHEMA_VERSION,
     )
+
+
+def _repeats(data: Mapping[str, Any], source: str) -> Repeats | None:
+    """The optional ``repeats`` block (``--repeat N``), checked."""
+    raw = data.get("repeats")
+    if raw is None:
+        return None
+    try:
+        return repeats_from_dict(raw, source)
+    except ValueError as exc:
+        raise ReportError(str(exc)) from None
 
 
 def read_report(path: str | os.PathLike[str]) -> RunReport:
@@ -436,4 +460,6 @@ def read_report(path: str | os.PathLike[str]) -> RunReport:
         data = json.loads(raw)
     except (ValueError, UnicodeDecodeError) as exc:
         raise ReportError(f"{path}: not valid JSON (truncated or corrupt?): {exc}") from exc
+    except RecursionError:  # thousands of nested arrays: no report looks like that
+        raise ReportError(f"{path}: not a report (JSON nested too deeply)") from None
     return report_from_dict(data, str(path))

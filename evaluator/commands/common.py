@@ -21,6 +21,7 @@ from evaluator.summary import id_mismatch_warning
 __all__ = [
     "JobPlan",
     "check_scored",
+    "format_repeats",
     "plan_job",
     "run_job",
     "save_report",
@@ -103,10 +104,10 @@ def plan_job(settings: Settings, job_name: str | None = None) -> JobPlan:
     return JobPlan(settings, job, target, dataset, options)
 
 
-async def _run(plan: JobPlan) -> RunReport:
+async def _run(plan: JobPlan, repeats: int) -> RunReport:
     target = build_target(plan.target)
     try:
-        return await run_dataset(plan.dataset, target, plan.options)
+        return await run_dataset(plan.dataset, target, plan.options, repeats=repeats)
     finally:
         await target.aclose()
 
@@ -138,6 +139,20 @@ def warn_id_mismatch(report: RunReport) -> None:
         print(f"evaluator: warning: {warning}", file=sys.stderr)
 
 
-def run_job(plan: JobPlan) -> RunReport:
-    """Run a planned job once, synchronously (for the one-shot commands)."""
-    return asyncio.run(_run(plan))
+def run_job(plan: JobPlan, repeats: int = 1) -> RunReport:
+    """Run a planned job once (each case ``repeats`` times), synchronously."""
+    return asyncio.run(_run(plan, repeats))
+
+
+def format_repeats(report: RunReport) -> str | None:
+    """The ``--repeat`` lines of a run's output, or None for a run without repeats."""
+    rep = report.repeats
+    if rep is None:
+        return None
+    ks = sorted({1, 2, rep.n} & set(range(1, rep.n + 1)))
+    hats = ", ".join(f"pass^{k} {v:.3f}" for k in ks if (v := rep.pass_hat_k(k)) is not None)
+    flaky = rep.flaky_ids
+    shown = ", ".join(flaky[:10]) + (f" and {len(flaky) - 10} more" if len(flaky) > 10 else "")
+    lines = [f"repeats: each case {rep.n} times, interleaved; {hats or 'no case judged'}"]
+    lines.append(f"flaky within this run ({len(flaky)}): {shown or '-'}")
+    return "\n".join(lines)

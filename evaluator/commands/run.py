@@ -9,6 +9,7 @@ from pathlib import Path
 
 from evaluator.commands.common import (
     check_scored,
+    format_repeats,
     plan_job,
     run_job,
     save_report,
@@ -16,7 +17,7 @@ from evaluator.commands.common import (
     warn_id_mismatch,
 )
 from evaluator.commands.display import format_run
-from evaluator.commands.flags import add_target_flags
+from evaluator.commands.flags import add_repeat_flag, add_target_flags
 from evaluator.errors import ConfigError, ExitCode
 from evaluator.report import RunReport
 
@@ -25,6 +26,7 @@ __all__ = ["configure", "handle", "mapping_diagnosis"]
 
 def configure(parser: argparse.ArgumentParser) -> None:
     add_target_flags(parser)
+    add_repeat_flag(parser)
     parser.add_argument(
         "--output", metavar="FILE", help="report path (default REPORTS_DIR/<dataset>-<run id>.json)"
     )
@@ -36,10 +38,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def handle(args: argparse.Namespace) -> int:
     settings = settings_from_args(args)
     plan = plan_job(settings, args.job)
-    report = run_job(plan)
+    report = run_job(plan, args.repeat)
     output = Path(args.output or settings.reports_dir / f"{report.dataset}-{report.run_id}.json")
     save_report(report, output)
     print(format_run(report, worst=args.worst))
+    repeats = format_repeats(report)
+    if repeats is not None:
+        print(repeats)
     print(f"report: {output}")
     warn_id_mismatch(report)
     diagnosis = mapping_diagnosis(report)

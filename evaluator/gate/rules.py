@@ -368,9 +368,10 @@ def parse_rules(data: Mapping[str, object], source: str) -> tuple[Rule, ...]:
         ConfigError: one line naming ``source`` and the offending key.
     """
     for key in data:
-        if key != "rules":
+        if key not in ("rules", "quarantine"):  # [quarantine]: evaluator.gate.repeats
             raise ConfigError(
-                f"{source}: {key}: unknown top-level key (expected [rules.METRIC] tables)"
+                f"{source}: {key}: unknown top-level key (expected [rules.METRIC] tables "
+                "or [quarantine])"
             )
     tables = data.get("rules")
     if not isinstance(tables, Mapping) or not tables:
