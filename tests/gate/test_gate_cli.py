@@ -1,7 +1,13 @@
-"""`evaluator gate` as a pipeline runs it: a subprocess, its exit code, stdout and stderr."""
+"""`evaluator gate` as a pipeline runs it: its exit code, stdout and stderr.
+
+Most cases call the CLI's ``main`` in process (the same code path, without a Python start
+per case); :class:`TestAsAProcess` and :class:`TestLiveCandidate` run real subprocesses.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import socket
@@ -14,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from evaluator.cli import main
 from tests.gate.factories import (
     EXERCISE_BASELINE,
     EXERCISE_CANDIDATE,
@@ -28,7 +35,21 @@ EVALUATOR = Path(sys.executable).with_name("evaluator")
 
 
 def _gate(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    """Run ``evaluator gate`` in ``cwd`` (no config/ there: built-in rules, no config file)."""
+    """``evaluator gate`` in ``cwd`` (no config/ there: built-in rules, no config file), in
+    process: ``main``'s exit code and what it printed (the autouse fixture strips
+    ``EVALUATOR_*`` from the environment)."""
+    out, err = io.StringIO(), io.StringIO()
+    argv = ["gate", *args]
+    with contextlib.chdir(cwd), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main(argv)
+        except SystemExit as exc:  # --help
+            code = exc.code if isinstance(exc.code, int) else 1
+    return subprocess.CompletedProcess(argv, code, out.getvalue(), err.getvalue())
+
+
+def _gate_process(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """``evaluator gate`` as a pipeline starts it: a process of its own."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("EVALUATOR_")}
     return subprocess.run(
         [str(EVALUATOR), "gate", *args],
@@ -291,6 +312,28 @@ def _answers(good: bool) -> dict[str, Reply]:
             }
         )
     return replies
+
+
+@pytest.mark.e2e
+class TestAsAProcess:
+    """The process a pipeline sees: the exit code, and one stderr line with no traceback."""
+
+    def test_failed_gate_exits_2(self, tmp_path: Path) -> None:
+        """A failed gate is exit 2, with the verdict on stdout."""
+        b, c = _pair(
+            tmp_path, summary_report(EXERCISE_BASELINE), summary_report(EXERCISE_CANDIDATE)
+        )
+        proc = _gate_process("--baseline", b, "--candidate", c, cwd=tmp_path)
+        assert 2 == proc.returncode, proc.stderr
+        assert "verdict: FAIL (exit 2)" in proc.stdout
+
+    def test_unreadable_report_is_one_line(self, tmp_path: Path) -> None:
+        """A missing baseline: exit 1, one line on stderr, no traceback."""
+        _, c = _pair(tmp_path, summary_report(EXERCISE_BASELINE), summary_report(EXERCISE_BASELINE))
+        proc = _gate_process(
+            "--baseline", str(tmp_path / "absent.json"), "--candidate", c, cwd=tmp_path
+        )
+        assert "absent.json" in _one_error_line(proc)
 
 
 @pytest.mark.e2e
