@@ -61,6 +61,8 @@ class RunReport:
     retrieval_only: bool = False
     #: each case's counts over ``--repeat N`` runs (``cases`` and ``summary`` are run 1)
     repeats: Repeats | None = None
+    #: stopped by Ctrl-C: ``cases`` are the ones that finished (the gate refuses it)
+    interrupted: bool = False
     evaluator_version: str = __version__
     schema_version: int = SCHEMA_VERSION
 
@@ -163,6 +165,8 @@ def report_to_dict(report: RunReport) -> dict[str, Any]:
     }
     if report.repeats is not None:
         data["repeats"] = report.repeats.to_dict()
+    if report.interrupted:
+        data["interrupted"] = True
     redacted: dict[str, Any] = redactor().redact_json(data)
     return redacted
 
@@ -430,9 +434,17 @@ def report_from_dict(data: object, source: str = "report") -> RunReport:
         cases=tuple(cases),
         retrieval_only=bool(data.get("retrieval_only", False)),
         repeats=_repeats(data, source),
+        interrupted=_interrupted(data, source),
         evaluator_version=str(data.get("evaluator_version", "")),
         schema_version=SCHEMA_VERSION,
     )
+
+
+def _interrupted(data: Mapping[str, Any], source: str) -> bool:
+    value = data.get("interrupted", False)
+    if not isinstance(value, bool):
+        raise ReportError(f"{source}: interrupted: expected true or false (got {value!r})")
+    return value
 
 
 def _repeats(data: Mapping[str, Any], source: str) -> Repeats | None:
