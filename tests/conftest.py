@@ -9,11 +9,16 @@ from collections.abc import Iterator
 import pytest
 import structlog
 
+from evaluator import redaction
+
 
 @pytest.fixture(autouse=True)
 def _clean_state(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """Reset structlog's global configuration and remove every ``EVALUATOR_*`` variable."""
+    """Reset structlog's global configuration, the process-wide redactor (a secret another
+    test registered would mask matching words here) and remove every ``EVALUATOR_*``
+    variable."""
     structlog.reset_defaults()
+    monkeypatch.setattr(redaction, "_active", redaction.Redactor())
     for name in list(os.environ):
         if name.startswith("EVALUATOR_"):
             monkeypatch.delenv(name)
