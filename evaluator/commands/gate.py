@@ -26,6 +26,7 @@ from evaluator.gate.render import FORMATS, GateSources, render, render_junit
 from evaluator.gate.repeats import load_quarantine
 from evaluator.gate.rules import resolve_rules
 from evaluator.gate.verdict import evaluate_gate
+from evaluator.redaction import redactor
 from evaluator.report import RunReport, read_report
 
 __all__ = ["configure", "handle"]
@@ -154,7 +155,8 @@ def handle(args: argparse.Namespace) -> int:
     if args.junit:
         try:
             Path(args.junit).parent.mkdir(parents=True, exist_ok=True)
-            Path(args.junit).write_text(render_junit(result, sources), encoding="utf-8")
+            junit = redactor().redact_text(render_junit(result, sources))  # a file leaving us
+            Path(args.junit).write_text(junit, encoding="utf-8")
         except OSError as exc:
             raise OutputError(f"cannot write {args.junit}: {exc.strerror or exc}") from exc
     if args.pushgateway:
