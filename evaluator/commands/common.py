@@ -9,6 +9,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from evaluator.commands.progress import Progress
 from evaluator.config import JobConfig, Settings, TargetConfig, load_settings
 from evaluator.dataset import load_dataset
@@ -32,6 +34,20 @@ __all__ = [
 ]
 
 
+def target_from_flags(url: str | None, spec: str | None) -> TargetConfig:
+    """The target ``--target-url URL`` or ``--target MODULE:FUNCTION`` names.
+
+    Raises:
+        ConfigError: naming the flag, for a URL with a bad port or a broken IPv6 host.
+    """
+    try:
+        return TargetConfig(url=url) if url else TargetConfig(callable=spec)
+    except ValidationError as exc:
+        flag = "--target-url" if url else "--target"
+        problems = "; ".join(e["msg"].removeprefix("Value error, ") for e in exc.errors())
+        raise ConfigError(f"invalid configuration: {flag} {url or spec}: {problems}") from None
+
+
 def settings_from_args(args: argparse.Namespace, extra: dict[str, Any] | None = None) -> Settings:
     """Load the config file and environment, then apply the command-line flags on top."""
     overrides: dict[str, Any] = dict(extra or {})
@@ -46,7 +62,7 @@ def settings_from_args(args: argparse.Namespace, extra: dict[str, Any] | None = 
     if url is not None or spec is not None:
         if dataset is None:
             raise ConfigError("--target-url/--target needs --dataset FILE")
-        target = TargetConfig(url=url, callable=spec) if url else TargetConfig(callable=spec)
+        target = target_from_flags(url, spec)
         job: dict[str, Any] = {"target": target.label, "dataset": dataset}
         job.update(getattr(args, "job_overrides", None) or {})
         overrides["targets"] = [target.model_dump()]

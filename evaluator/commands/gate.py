@@ -32,6 +32,7 @@ from evaluator.gate.rules import resolve_rules
 from evaluator.gate.verdict import evaluate_gate
 from evaluator.history.stability import Stability, stabilities
 from evaluator.history.store import HistoryStore, StoreCorrupt, windows_of
+from evaluator.redaction import redactor
 from evaluator.report import RunReport, read_report
 
 __all__ = ["configure", "handle"]
@@ -196,7 +197,8 @@ def handle(args: argparse.Namespace) -> int:
     if args.junit:
         try:
             Path(args.junit).parent.mkdir(parents=True, exist_ok=True)
-            Path(args.junit).write_text(render_junit(result, sources), encoding="utf-8")
+            junit = redactor().redact_text(render_junit(result, sources))  # a file leaving us
+            Path(args.junit).write_text(junit, encoding="utf-8")
         except OSError as exc:
             raise OutputError(f"cannot write {args.junit}: {exc.strerror or exc}") from exc
     if args.pushgateway:

@@ -12,6 +12,7 @@ import contextlib
 import json
 import textwrap
 
+from evaluator.commands.common import target_from_flags
 from evaluator.config import Settings, TargetConfig, load_settings
 from evaluator.dataset import load_dataset
 from evaluator.errors import ConfigError, EvaluatorError, ExitCode, TargetError
@@ -67,10 +68,8 @@ def _pick_target(settings: Settings, args: argparse.Namespace) -> tuple[TargetCo
 def _resolve(args: argparse.Namespace) -> tuple[TargetConfig, Case, int]:
     settings = load_settings(args.target_config or args.config)
     dataset: str | None = args.dataset
-    if args.target_url is not None:
-        target = TargetConfig(url=args.target_url)
-    elif args.target is not None:
-        target = TargetConfig(callable=args.target)
+    if args.target_url is not None or args.target is not None:
+        target = target_from_flags(args.target_url, args.target)
     else:
         target, job_dataset = _pick_target(settings, args)
         dataset = dataset or job_dataset

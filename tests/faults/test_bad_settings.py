@@ -111,3 +111,22 @@ def test_forged_baseline_stops_serve_and_gate_naming_the_file(tmp_path: Path, ki
         assert 1 == proc.returncode, proc.stderr
         line = proc.stderr.strip().splitlines()[-1]
         assert "internal error" not in line and str(baseline) in line, line
+
+
+@pytest.mark.parametrize("command", ["run", "serve", "probe", "gate"])
+@pytest.mark.parametrize("url", ["http://127.0.0.1:99999/rag", "http://[::1/rag"])
+def test_bad_target_url_flag_names_the_flag(tmp_path: Path, command: str, url: str) -> None:
+    golden = tmp_path / "golden.jsonl"
+    golden.write_text(json.dumps({"id": "c", "question": "q", "relevant_ids": ["d"]}) + "\n")
+    args = [command, "--target-url", url]
+    args += ["--question", "q"] if command == "probe" else ["--dataset", str(golden)]
+    if command == "gate":
+        args += ["--baseline", str(Path(__file__).parents[2] / "docs/examples/baseline.json")]
+    base = {k: v for k, v in os.environ.items() if not k.startswith("EVALUATOR_")}
+    proc = subprocess.run(
+        [EVALUATOR, *args], capture_output=True, text=True, env=base, cwd=tmp_path, timeout=30,
+        check=False,
+    )  # fmt: skip
+    assert 1 == proc.returncode
+    (line,) = proc.stderr.strip().splitlines()
+    assert line.startswith("evaluator: error: ") and "--target-url" in line, line

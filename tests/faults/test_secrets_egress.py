@@ -108,7 +108,7 @@ def test_no_secret_leaves_in_any_encoding(tmp_path: Path) -> None:
             probe = _cli(["probe", "--config", str(config), "--question", question], tmp_path)
             outputs.update({f"{k} {question}": v for k, v in probe.items()})
         gate = ["gate", "--config", str(config), "--baseline", str(baseline)]
-        outputs.update(_cli([*gate, "--output", "candidate.json"], tmp_path))
+        outputs.update(_cli([*gate, "--output", "candidate.json", "--junit", "gate.xml"], tmp_path))
         outputs.update(_files(tmp_path / "reports"))
         outputs.update(_files(tmp_path))
         received = endpoint.request_headers
@@ -118,7 +118,7 @@ def test_no_secret_leaves_in_any_encoding(tmp_path: Path) -> None:
     assert {} == leaks
     # the endpoint really got the credentials, and really echoed them
     assert any(h.get("Authorization") == f"Bearer {TOKEN}" for h in received)
-    assert (tmp_path / "run.json").is_file() and (tmp_path / "candidate.json").is_file()
+    assert all((tmp_path / name).is_file() for name in ("run.json", "candidate.json", "gate.xml"))
     report = json.loads(outputs["/reports/latest"])
     assert "***" in report["cases"][0]["answer"]
     messages = " ".join(str(c["error"]) for c in report["cases"])
