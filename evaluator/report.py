@@ -1,8 +1,11 @@
 """Run reports: the JSON written after every run, read back by the gate and the daemon.
 
 The shape keeps the article's names (``recall_at_k``, ``mrr``, ``ndcg_at_k``,
-``citation_precision``, ``answer_correct``, ``latency_seconds``...) and adds the rest of
-DESIGN.md's fields. Files are written atomically: a crash never leaves half a report.
+``citation_precision``, ``answer_correct``, ``latency_seconds``...) and adds the rest of the
+documented fields. A report is streamed to a temporary file (the header, then one compact
+line per case), fsynced and renamed over the target: a crash never leaves half a report,
+and a 100,000-case report is never held whole in memory as JSON. Reading back, with every
+check the gate relies on, is :mod:`evaluator.report_read`.
 """
 
 from __future__ import annotations
@@ -12,22 +15,24 @@ import hashlib
 import json
 import os
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from evaluator import __version__
-from evaluator.errors import ReportError
-from evaluator.models import CaseError, CaseRecord, CaseScores, Citation
-from evaluator.summary import Summary, Total
+from evaluator.models import CaseRecord, CaseScores
+from evaluator.summary import Summary
 
 __all__ = [
     "SCHEMA_VERSION",
     "RunReport",
     "compute_config_hash",
     "encode_json",
+    "encode_report",
+    "fsync_folder",
     "read_report",
+    "report_chunks",
     "report_from_dict",
     "report_to_dict",
     "scores_to_dict",
@@ -127,8 +132,8 @@ def _case_to_dict(c: CaseRecord) -> dict[str, Any]:
     }
 
 
-def report_to_dict(report: RunReport) -> dict[str, Any]:
-    """The report as a JSON-ready dict (field order as DESIGN.md lists it)."""
+def _header_to_dict(report: RunReport) -> dict[str, Any]:
+    """Every field but the cases, in report order."""
     return {
         "schema_version": report.schema_version,
         "evaluator_version": report.evaluator_version,
@@ -144,26 +149,75 @@ def report_to_dict(report: RunReport) -> dict[str, Any]:
         "error_count": report.error_count,
         "duration_seconds": report.duration_seconds,
         "summary": report.summary.to_dict(),
-        "cases": [_case_to_dict(c) for c in report.cases],
     }
 
 
+def report_to_dict(report: RunReport) -> dict[str, Any]:
+    """The report as a JSON-ready dict (fields in report order).
+
+    Files are not written from this dict (see :func:`report_chunks`); it is for callers
+    that want the report as data.
+    """
+    return {**_header_to_dict(report), "cases": [_case_to_dict(c) for c in report.cases]}
+
+
+#: Compact and strict: the C encoder, no indentation, NaN and infinity refused.
+_ENCODER = json.JSONEncoder(
+    ensure_ascii=False, allow_nan=False, separators=(",", ":"), check_circular=False
+)
+
+
+def _egress(text: str) -> str:
+    """The one place report text leaves the process (files, ``/reports/latest``)."""
+    return text
+
+
+def report_chunks(report: RunReport) -> Iterator[str]:
+    """The report's JSON, piece by piece: the header, then one compact line per case.
+
+    Joined, the pieces are one JSON object whose ``cases`` come last, one per line::
+
+        {"schema_version":1,...,"summary":{...},"cases":[
+        {"id":"q1",...},
+        {"id":"q2",...}
+        ]}
+
+    Raises:
+        ValueError: a number is NaN or infinite (nothing of it should be kept).
+    """
+    head = _ENCODER.encode(_header_to_dict(report))
+    yield _egress(head[:-1] + ',"cases":[\n')
+    last = len(report.cases) - 1
+    for i, case in enumerate(report.cases):
+        line = _ENCODER.encode(_case_to_dict(case))
+        yield _egress(line + (",\n" if i < last else "\n"))
+    yield "]}\n"
+
+
+def encode_report(report: RunReport) -> bytes:
+    """The report file's bytes (as :func:`write_report` writes them)."""
+    return "".join(report_chunks(report)).encode()
+
+
 def encode_json(data: Any) -> bytes:
-    """The JSON bytes reports are written as (UTF-8, indented, NaN refused)."""
-    return (json.dumps(data, ensure_ascii=False, indent=2, allow_nan=False) + "\n").encode()
+    """Compact JSON bytes (UTF-8, NaN refused), for JSON that is not a report."""
+    return (_ENCODER.encode(data) + "\n").encode()
 
 
-def write_bytes_atomic(content: bytes, path: str | os.PathLike[str]) -> None:
-    """Write to a temporary file in the same folder, fsync it, rename it over ``path``, and
-    fsync the folder so the rename itself survives a power loss."""
+@contextlib.contextmanager
+def _atomic_file(path: str | os.PathLike[str]) -> Iterator[BinaryIO]:
+    """A temporary file in the same folder that replaces ``path`` when the block ends
+    without an exception: written, fsynced, renamed over ``path``, and the folder fsynced
+    so the rename itself survives a power loss. On an exception the temporary file is
+    removed and ``path`` is left as it was."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
         # mkstemp creates 0600; reports are read by sidecars and CI steps running as others
         os.fchmod(fd, 0o644)
-        with os.fdopen(fd, "wb") as f:
-            f.write(content)
+        with os.fdopen(fd, "wb", buffering=_BUFFER) as f:
+            yield f
             f.flush()
             os.fsync(f.fileno())
         Path(tmp).replace(target)
@@ -171,15 +225,30 @@ def write_bytes_atomic(content: bytes, path: str | os.PathLike[str]) -> None:
         with contextlib.suppress(OSError):
             Path(tmp).unlink()
         raise
-    folder = os.open(target.parent, os.O_RDONLY)
+    fsync_folder(target.parent)
+
+
+#: Write buffer: large enough that a 100,000-case report is a few hundred write calls.
+_BUFFER = 1 << 20
+
+
+def fsync_folder(folder: Path) -> None:
+    """fsync a folder, so a rename inside it is durable."""
+    fd = os.open(folder, os.O_RDONLY)
     try:
-        os.fsync(folder)
+        os.fsync(fd)
     finally:
-        os.close(folder)
+        os.close(fd)
+
+
+def write_bytes_atomic(content: bytes, path: str | os.PathLike[str]) -> None:
+    """Write ``content`` to ``path`` atomically (see :func:`_atomic_file`)."""
+    with _atomic_file(path) as f:
+        f.write(content)
 
 
 def write_json_atomic(data: Any, path: str | os.PathLike[str]) -> None:
-    """Write ``data`` as JSON atomically (see :func:`write_bytes_atomic`).
+    """Write ``data`` as compact JSON atomically.
 
     Raises:
         ValueError: ``data`` holds NaN or infinity; the previous file is left as it was.
@@ -188,222 +257,30 @@ def write_json_atomic(data: Any, path: str | os.PathLike[str]) -> None:
 
 
 def write_report(report: RunReport, path: str | os.PathLike[str]) -> None:
-    """Write ``report`` atomically to ``path``."""
-    write_json_atomic(report_to_dict(report), path)
-
-
-# --- reading back -------------------------------------------------------------------------
-
-
-class _Reader:
-    """Typed access to a decoded report, raising :class:`ReportError` naming the field."""
-
-    def __init__(self, source: str) -> None:
-        self.source = source
-
-    def fail(self, where: str, expected: str) -> ReportError:
-        return ReportError(f"{self.source}: field {where!r} is missing or not {expected}")
-
-    def obj(self, d: Mapping[str, Any], key: str, where: str) -> Mapping[str, Any]:
-        v = d.get(key)
-        if not isinstance(v, Mapping):
-            raise self.fail(f"{where}{key}", "an object")
-        return v
-
-    def str_(self, d: Mapping[str, Any], key: str, where: str = "") -> str:
-        v = d.get(key)
-        if not isinstance(v, str):
-            raise self.fail(f"{where}{key}", "a string")
-        return v
-
-    def int_(self, d: Mapping[str, Any], key: str, where: str = "") -> int:
-        v = d.get(key)
-        if isinstance(v, bool) or not isinstance(v, int):
-            raise self.fail(f"{where}{key}", "an integer")
-        return v
-
-    def num(self, d: Mapping[str, Any], key: str, where: str = "") -> float:
-        v = self.opt_num(d, key, where)
-        if v is None:
-            raise self.fail(f"{where}{key}", "a number")
-        return v
-
-    def opt_num(self, d: Mapping[str, Any], key: str, where: str = "") -> float | None:
-        v = d.get(key)
-        if v is None:
-            return None
-        if isinstance(v, bool) or not isinstance(v, int | float):
-            raise self.fail(f"{where}{key}", "a number or null")
-        return float(v)
-
-    def opt_bool(self, d: Mapping[str, Any], key: str, where: str = "") -> bool | None:
-        v = d.get(key)
-        if v is not None and not isinstance(v, bool):
-            raise self.fail(f"{where}{key}", "a boolean or null")
-        return v
-
-    def num_map(self, d: Mapping[str, Any], key: str, where: str) -> dict[str, float]:
-        m = d.get(key) or {}
-        if not isinstance(m, Mapping):
-            raise self.fail(f"{where}{key}", "an object")
-        return {str(k): self.num(m, k, f"{where}{key}.") for k in m}
-
-
-def _summary_from_dict(r: _Reader, d: Mapping[str, Any], where: str) -> Summary:
-    totals_raw = r.obj(d, "totals", where)
-    totals = {
-        name: Total(
-            r.num(r.obj(totals_raw, name, f"{where}totals."), "sum", f"{where}totals.{name}."),
-            r.int_(r.obj(totals_raw, name, f"{where}totals."), "count", f"{where}totals.{name}."),
-        )
-        for name in totals_raw
-    }
-    by_tag_raw = d.get("by_tag") or {}
-    if not isinstance(by_tag_raw, Mapping):
-        raise r.fail(f"{where}by_tag", "an object")
-    errors_raw = d.get("errors_by_kind") or {}
-    if not isinstance(errors_raw, Mapping):
-        raise r.fail(f"{where}errors_by_kind", "an object")
-    return Summary(
-        case_count=r.int_(d, "case_count", where),
-        scored_count=r.int_(d, "scored_count", where),
-        error_count=r.int_(d, "error_count", where),
-        totals=totals,
-        error_rate=r.opt_num(d, "error_rate", where),
-        p50_seconds=r.opt_num(d, "p50_seconds", where),
-        p95_seconds=r.opt_num(d, "p95_seconds", where),
-        stage_p95_seconds=r.num_map(d, "stage_p95_seconds", where),
-        errors_by_kind={
-            str(k): r.int_(errors_raw, k, f"{where}errors_by_kind.") for k in errors_raw
-        },
-        by_tag={
-            str(tag): _summary_from_dict(
-                r, r.obj(by_tag_raw, tag, f"{where}by_tag."), f"{where}by_tag.{tag}."
-            )
-            for tag in by_tag_raw
-        },
-    )
-
-
-def _citations(r: _Reader, d: Mapping[str, Any], where: str) -> tuple[Citation, ...]:
-    raw = d.get("citations") or []
-    if not isinstance(raw, list) or not all(
-        isinstance(c, int | str) and not isinstance(c, bool) for c in raw
-    ):
-        raise r.fail(f"{where}citations", "a list of positions or ids")
-    return tuple(raw)
-
-
-def _case_from_dict(r: _Reader, d: Mapping[str, Any], where: str) -> CaseRecord:
-    rel_raw = d.get("relevant_ids") or []
-    relevance: dict[str, int]
-    if isinstance(rel_raw, list):
-        relevance = {str(i): 1 for i in rel_raw}
-    elif isinstance(rel_raw, Mapping):
-        relevance = {str(i): r.int_(rel_raw, i, f"{where}relevant_ids.") for i in rel_raw}
-    else:
-        raise r.fail(f"{where}relevant_ids", "a list or an object")
-    facts_raw = d.get("expected_facts") or []
-    if not isinstance(facts_raw, list):
-        raise r.fail(f"{where}expected_facts", "a list")
-    facts = tuple(tuple(f) if isinstance(f, list) else (str(f),) for f in facts_raw)
-    err_raw = d.get("error")
-    error: CaseError | None = None
-    if err_raw is not None:
-        if not isinstance(err_raw, Mapping):
-            raise r.fail(f"{where}error", "an object or null")
-        status = err_raw.get("status")
-        error = CaseError(
-            kind=r.str_(err_raw, "kind", f"{where}error."),
-            message=r.str_(err_raw, "message", f"{where}error."),
-            status=status if isinstance(status, int) and not isinstance(status, bool) else None,
-        )
-    recall = r.opt_num(d, "recall_at_k", where)
-    scores: CaseScores | None = None
-    if error is None and recall is not None:
-        scores = CaseScores(
-            recall_at_k=recall,
-            mrr=r.num(d, "mrr", where),
-            ndcg_at_k=r.num(d, "ndcg_at_k", where),
-            citation_precision=r.opt_num(d, "citation_precision", where),
-            citation_recall=r.opt_num(d, "citation_recall", where),
-            citation_valid=r.opt_bool(d, "citation_valid", where),
-            answer_correct=r.opt_bool(d, "answer_correct", where),
-            fact_recall=r.opt_num(d, "fact_recall", where),
-            refused=r.opt_bool(d, "refused", where),
-        )
-    ranked = d.get("ranked_ids") or []
-    tags = d.get("tags") or []
-    answer = d.get("answer")
-    return CaseRecord(
-        id=r.str_(d, "id", where),
-        question=r.str_(d, "question", where),
-        unanswerable=r.opt_bool(d, "unanswerable", where) or False,
-        relevance=relevance,
-        expected_facts=facts,
-        tags=tuple(str(t) for t in tags) if isinstance(tags, list) else (),
-        ranked_ids=tuple(str(i) for i in ranked) if isinstance(ranked, list) else (),
-        answer=answer if isinstance(answer, str) else None,
-        citations=_citations(r, d, where),
-        scores=scores,
-        latency_seconds=r.num(d, "latency_seconds", where),
-        stage_seconds=r.num_map(d, "stage_seconds", where),
-        attempts=r.int_(d, "attempts", where) if "attempts" in d else 1,
-        error=error,
-    )
-
-
-def report_from_dict(data: object, source: str = "report") -> RunReport:
-    """Rebuild a :class:`RunReport` from its JSON dict.
+    """Stream ``report`` to ``path`` atomically: never held whole in memory, and a crash or
+    an error part-way leaves the previous file (or none) in place, never half a report.
 
     Raises:
-        ReportError: naming the source and the first bad field.
+        ValueError: a number is NaN or infinite; ``path`` is left as it was.
+        OSError: the folder is not writable.
     """
-    r = _Reader(source)
-    if not isinstance(data, Mapping):
-        raise ReportError(f"{source}: not a report (expected a JSON object)")
-    version = data.get("schema_version")
-    if version != SCHEMA_VERSION:
-        raise ReportError(
-            f"{source}: schema_version {version!r} is not supported (expected {SCHEMA_VERSION})"
-        )
-    cases_raw = data.get("cases")
-    if not isinstance(cases_raw, list):
-        raise r.fail("cases", "a list")
-    cases = []
-    for i, c in enumerate(cases_raw):
-        if not isinstance(c, Mapping):
-            raise r.fail(f"cases[{i}]", "an object")
-        cases.append(_case_from_dict(r, c, f"cases[{i}]."))
-    return RunReport(
-        run_id=r.str_(data, "run_id"),
-        generated_at=r.str_(data, "generated_at"),
-        config_hash=r.str_(data, "config_hash"),
-        dataset_hash=r.str_(data, "dataset_hash"),
-        target=r.str_(data, "target"),
-        dataset=r.str_(data, "dataset"),
-        k=r.int_(data, "k"),
-        duration_seconds=r.num(data, "duration_seconds"),
-        summary=_summary_from_dict(r, r.obj(data, "summary", ""), "summary."),
-        cases=tuple(cases),
-        retrieval_only=bool(data.get("retrieval_only", False)),
-        evaluator_version=str(data.get("evaluator_version", "")),
-        schema_version=SCHEMA_VERSION,
-    )
+    with _atomic_file(path) as f:
+        for chunk in report_chunks(report):
+            f.write(chunk.encode())
+
+
+# --- reading back (evaluator.report_read; imported late, it builds on this module) ---
 
 
 def read_report(path: str | os.PathLike[str]) -> RunReport:
-    """Read a report file.
+    """Read and validate a report file: see :func:`evaluator.report_read.read_report`."""
+    from evaluator.report_read import read_report as read
 
-    Raises:
-        ReportError: unreadable, not JSON (e.g. truncated), or not a report.
-    """
-    try:
-        raw = Path(path).read_bytes()
-    except OSError as exc:
-        raise ReportError(f"{path}: cannot read report: {exc.strerror or exc}") from exc
-    try:
-        data = json.loads(raw)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise ReportError(f"{path}: not valid JSON (truncated or corrupt?): {exc}") from exc
-    return report_from_dict(data, str(path))
+    return read(path)
+
+
+def report_from_dict(data: object, source: str = "report") -> RunReport:
+    """Validate decoded report JSON: see :func:`evaluator.report_read.report_from_dict`."""
+    from evaluator.report_read import report_from_dict as convert
+
+    return convert(data, source)

@@ -3,24 +3,24 @@
 from __future__ import annotations
 
 import contextlib
-import json
+import os
 import re
+import shutil
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+
+import structlog
 
 from evaluator.errors import ReportError
-from evaluator.report import (
-    RunReport,
-    encode_json,
-    report_from_dict,
-    report_to_dict,
-    write_bytes_atomic,
-)
+from evaluator.report import RunReport, fsync_folder, write_report
+from evaluator.report_read import read_report
 
 __all__ = ["ReportStore", "job_folder_name"]
 
 LATEST = "latest.json"
+
+log = structlog.get_logger("evaluator.daemon")
 
 
 def job_folder_name(job_key: str) -> str:
@@ -31,31 +31,48 @@ def job_folder_name(job_key: str) -> str:
 class ReportStore:
     """Keeps the last ``keep`` reports of one job, plus ``latest.json``, under ``root``.
 
-    The last report is also held in memory (as its JSON dict) so ``/reports/latest`` keeps
-    answering when the disk does not.
+    The last report is also held in memory so ``/reports/latest`` keeps answering when the
+    disk does not (encoded on request, like the file).
     """
 
     def __init__(self, root: Path, job_key: str, keep: int) -> None:
         self.folder = root / job_folder_name(job_key)
         self.keep = keep
-        self.latest: dict[str, Any] | None = None
+        self.latest: RunReport | None = None
 
     def save(self, report: RunReport) -> Path:
         """Write the report and ``latest.json`` atomically, then prune old reports.
 
+        The report is streamed once; ``latest.json`` is a hard link to the same file (a copy
+        where the file system has no links), put in place by an atomic rename.
+
         Raises:
             OSError: the folder is not writable; the in-memory latest is updated anyway.
         """
-        data = report_to_dict(report)
-        self.latest = data
+        self.latest = report
         # milliseconds included: names sort in run order even for runs within one second
         stamp = re.sub(r"[^0-9T]", "", report.generated_at) + "Z"
         path = self.folder / f"{stamp}-{report.run_id}.json"
-        content = encode_json(data)  # encoded once, written twice
-        write_bytes_atomic(content, path)
-        write_bytes_atomic(content, self.folder / LATEST)
+        write_report(report, path)
+        self._link_latest(path)
         self._prune()
         return path
+
+    def _link_latest(self, path: Path) -> None:
+        tmp = self.folder / f".{LATEST}.{uuid.uuid4().hex}.tmp"
+        try:
+            try:
+                os.link(path, tmp)
+            except OSError:
+                shutil.copyfile(path, tmp)
+                with tmp.open("rb+") as f:
+                    os.fsync(f.fileno())
+            tmp.replace(self.folder / LATEST)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+            raise
+        fsync_folder(self.folder)
 
     def remove_stale_temp_files(self) -> int:
         """Delete temporary files left by a process killed mid-write; one writer per folder,
@@ -77,17 +94,20 @@ class ReportStore:
         runs = sorted((p for p in self.folder.glob("*.json") if p.name != LATEST), reverse=True)
         for path in runs:
             try:
-                yield report_from_dict(json.loads(path.read_bytes()), str(path))
-            except (OSError, ValueError, ReportError):
+                yield read_report(path)
+            except ReportError:
                 continue
 
     def load_latest(self) -> RunReport | None:
         """The last report written before a restart, or None when there is none or it is bad."""
         path = self.folder / LATEST
-        try:
-            data = json.loads(path.read_bytes())
-            report = report_from_dict(data, str(path))
-        except (OSError, ValueError, ReportError):
+        if not path.exists():
             return None
-        self.latest = data
+        try:
+            report = read_report(path)
+        except ReportError as exc:
+            # a corrupt or forged latest.json must not seed the gauges, nor stop the daemon
+            log.warning("latest_report_rejected", path=str(path), reason=str(exc))
+            return None
+        self.latest = report
         return report

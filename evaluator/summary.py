@@ -9,8 +9,9 @@ expected facts. A metric with no case to average is None, never NaN.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any
 
 from evaluator.models import CaseRecord, CaseScores
@@ -107,35 +108,29 @@ def nearest_rank(values: Sequence[float], percentile: float) -> float | None:
     return ordered[rank - 1]
 
 
-def _total(
-    records: Iterable[CaseRecord], pick: Callable[[CaseScores], float | bool | None]
-) -> Total:
-    s, n = 0.0, 0
-    for r in records:
-        if r.scores is None:
-            continue
-        v = pick(r.scores)
-        if v is None:
-            continue
-        s += float(v)
-        n += 1
-    return Total(s, n)
+def _total(population: Sequence[CaseScores], name: str) -> Total:
+    """Sum and count of one per-case value, None skipped; added in case order. attrgetter
+    and map run in C: summaries of 100,000 cases are recomputed whenever a report is read."""
+    values = [v for v in map(attrgetter(name), population) if v is not None]
+    return Total(float(sum(map(float, values))), len(values))
 
 
 def _totals(scored: Sequence[CaseRecord]) -> dict[str, Total]:
-    answerable = [r for r in scored if not r.unanswerable]
-    unanswerable = [r for r in scored if r.unanswerable]
-    retrieval_pool = answerable or scored
+    every = [r.scores for r in scored if r.scores is not None]
+    answerable = [r.scores for r in scored if r.scores is not None and not r.unanswerable]
+    unanswerable = [r.scores for r in scored if r.scores is not None and r.unanswerable]
+    # retrieval is averaged over answerable cases, or over all when none is answerable
+    retrieval_pool = answerable or every
     return {
-        "recall_at_k": _total(retrieval_pool, lambda s: s.recall_at_k),
-        "mrr": _total(retrieval_pool, lambda s: s.mrr),
-        "ndcg_at_k": _total(retrieval_pool, lambda s: s.ndcg_at_k),
-        "citation_precision": _total(scored, lambda s: s.citation_precision),
-        "citation_recall": _total(retrieval_pool, lambda s: s.citation_recall),
-        "answer_accuracy": _total(scored, lambda s: s.answer_correct),
-        "fact_recall": _total(answerable, lambda s: s.fact_recall),
-        "false_refusal_rate": _total(answerable, lambda s: s.refused),
-        "correct_refusal_rate": _total(unanswerable, lambda s: s.refused),
+        "recall_at_k": _total(retrieval_pool, "recall_at_k"),
+        "mrr": _total(retrieval_pool, "mrr"),
+        "ndcg_at_k": _total(retrieval_pool, "ndcg_at_k"),
+        "citation_precision": _total(every, "citation_precision"),
+        "citation_recall": _total(retrieval_pool, "citation_recall"),
+        "answer_accuracy": _total(every, "answer_correct"),
+        "fact_recall": _total(answerable, "fact_recall"),
+        "false_refusal_rate": _total(answerable, "refused"),
+        "correct_refusal_rate": _total(unanswerable, "refused"),
     }
 
 
@@ -147,15 +142,20 @@ def summarise(records: Sequence[CaseRecord], *, with_tags: bool = True) -> Summa
     for r in records:
         if r.error is not None:
             by_kind[r.error.kind] = by_kind.get(r.error.kind, 0) + 1
-    stages: dict[str, list[float]] = {}
-    for r in records:
-        for stage, seconds in r.stage_seconds.items():
-            stages.setdefault(stage, []).append(seconds)
-    latencies = [r.latency_seconds for r in records]
+    names = {stage for r in records for stage in r.stage_seconds}
+    # one comprehension per stage: a few stages x many cases, no per-value method calls
+    stages = {
+        name: [t[name] for t in (r.stage_seconds for r in records) if name in t] for name in names
+    }
+    latencies = sorted(r.latency_seconds for r in records)  # sorted once for both ranks
     by_tag: dict[str, Summary] = {}
     if with_tags:
-        tags = sorted({t for r in records for t in r.tags})
-        by_tag = {t: summarise([r for r in records if t in r.tags], with_tags=False) for t in tags}
+        # one pass over the cases, not one per tag: linear in cases whatever the tag count
+        groups: dict[str, list[CaseRecord]] = {}
+        for r in records:
+            for t in dict.fromkeys(r.tags):
+                groups.setdefault(t, []).append(r)
+        by_tag = {t: summarise(groups[t], with_tags=False) for t in sorted(groups)}
     return Summary(
         case_count=len(records),
         scored_count=len(scored),

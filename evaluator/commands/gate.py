@@ -24,7 +24,8 @@ from evaluator.gate.compare import check_run_comparable
 from evaluator.gate.render import FORMATS, GateSources, render, render_junit
 from evaluator.gate.rules import resolve_rules
 from evaluator.gate.verdict import evaluate_gate
-from evaluator.report import RunReport, read_report
+from evaluator.report import RunReport
+from evaluator.report_read import read_report
 
 __all__ = ["configure", "handle"]
 

@@ -12,6 +12,7 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import choose_encoder
 
 from evaluator.errors import ConfigError
+from evaluator.report import RunReport, encode_report
 
 __all__ = ["HttpEndpoints", "parse_listen"]
 
@@ -45,7 +46,7 @@ class HttpEndpoints:
         generation: Callable[[], int],
         healthy: Callable[[], bool],
         ready: Callable[[], bool],
-        latest_reports: Callable[[], Mapping[tuple[str, str], dict[str, Any] | None]],
+        latest_reports: Callable[[], Mapping[tuple[str, str], RunReport | None]],
     ) -> None:
         self.registry = registry
         self.runtime = runtime
@@ -112,7 +113,9 @@ class HttpEndpoints:
         report = reports[matches[0]]
         if report is None:
             return _json({"error": "no run has finished yet"}, 404)
-        return _json(report)
+        # encoded as the file is, in a thread: a large report must not hold the event loop
+        body = await asyncio.to_thread(encode_report, report)
+        return web.Response(body=body, content_type="application/json")
 
     async def start(self, host: str, port: int) -> None:
         """Bind and serve.
