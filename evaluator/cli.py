@@ -12,20 +12,13 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
-from evaluator import __version__
-from evaluator.errors import EvaluatorError
+from evaluator._version import __version__
+from evaluator.commands.flags import add_common
+from evaluator.errors import EvaluatorError, ExitCode, UsageError
 
-__all__ = ["EXIT_ERROR", "EXIT_GATE_FAILED", "EXIT_OK", "main"]
-
-EXIT_OK = 0
-EXIT_ERROR = 1
-EXIT_GATE_FAILED = 2
+__all__ = ["main"]
 
 Handler = Callable[[argparse.Namespace], int]
-
-
-class UsageError(EvaluatorError):
-    """Bad command-line arguments."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -33,25 +26,6 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         raise UsageError(f"{self.prog}: {message} (see --help)")
-
-
-def add_common(parser: argparse.ArgumentParser) -> None:
-    """Flags every subcommand takes."""
-    parser.add_argument(
-        "--config", metavar="FILE", help="TOML config (default config/evaluator.toml if present)"
-    )
-    parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
-
-
-def add_target_flags(parser: argparse.ArgumentParser) -> None:
-    """Flags that describe a single (target, golden set) job without a config file."""
-    parser.add_argument("--dataset", metavar="FILE", help="golden set (JSONL)")
-    group = parser.add_mutually_exclusive_group()
-    group.add_argument("--target-url", metavar="URL", help="RAG endpoint (default contract)")
-    group.add_argument("--target", metavar="MODULE:FUNCTION", help="in-process Python target")
-    parser.add_argument("--k", type=int, metavar="N", help="cutoff for recall/nDCG (default 5)")
-    parser.add_argument("--concurrency", type=int, metavar="N", help="cases in flight (default 4)")
-    parser.add_argument("--job", metavar="NAME", help="which configured job (default the first)")
 
 
 def build_parser(chosen: str | None = None) -> argparse.ArgumentParser:
@@ -84,17 +58,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(arguments)
         if getattr(args, "handler", None) is None:
             parser.print_help(sys.stderr)
-            return EXIT_ERROR
+            return ExitCode.ERROR
         code: int = args.handler(args)
         return code
     except EvaluatorError as exc:
         if getattr(args, "debug", False):
             raise
         print(f"evaluator: error: {exc}", file=sys.stderr)
-        return EXIT_ERROR
+        return ExitCode.ERROR
     except KeyboardInterrupt:
         print("evaluator: interrupted", file=sys.stderr)
-        return 130
+        return ExitCode.INTERRUPTED
     except Exception as exc:  # the last line of defence: one line unless --debug
         if getattr(args, "debug", False):
             raise
@@ -102,4 +76,4 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"evaluator: internal error: {type(exc).__name__}: {exc} (rerun with --debug)",
             file=sys.stderr,
         )
-        return EXIT_ERROR
+        return ExitCode.ERROR

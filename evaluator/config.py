@@ -35,10 +35,10 @@ from pydantic_settings import (
 )
 
 from evaluator.errors import ConfigError
-from evaluator.retry import RetryPolicy
-from evaluator.runner import RunOptions
+from evaluator.run_options import RetryPolicy, RunOptions
 from evaluator.scoring import DEFAULT_REFUSAL_PHRASES, ScoringSettings
-from evaluator.templates import (
+from evaluator.targets.base import default_target_name
+from evaluator.targets.templates import (
     DEFAULT_BODY,
     ENV_REFERENCE,
     env_reference_problem,
@@ -48,6 +48,7 @@ from evaluator.templates import (
 __all__ = [
     "DEFAULT_BUCKETS",
     "DEFAULT_CONFIG_PATH",
+    "HistoryConfig",
     "JobConfig",
     "RequestConfig",
     "ResponseConfig",
@@ -248,10 +249,32 @@ class TargetConfig(_Strict):
         if self.name:
             return self.name
         if self.url is not None:
-            from evaluator.targets.http import default_target_name
-
             return default_target_name(self.url)
         return (self.callable or "").partition(":")[2]
+
+
+class HistoryConfig(_Strict):
+    """The per-case history store (REPORTS_DIR/history.sqlite3), stability and drift."""
+
+    enabled: bool = True
+    window: int = Field(10, ge=3, le=1000, description="runs a case's stability is judged over")
+    recent: int = Field(
+        3, ge=1, le=100, description="latest runs compared with the window before them (drift)"
+    )
+    alpha: float = Field(
+        0.05, gt=0, lt=0.5, description="chance, at most, that noise makes drift significant"
+    )
+    keep_runs: int = Field(3000, ge=1, description="runs kept per job")
+    max_age_days: float = Field(30.0, gt=0, description="runs older than this are deleted")
+
+    @model_validator(mode="after")
+    def _keeps_enough(self) -> HistoryConfig:
+        if self.keep_runs < self.window + self.recent:
+            raise ValueError(
+                f"keep_runs {self.keep_runs} must be at least window + recent "
+                f"({self.window + self.recent}): drift reads that many runs"
+            )
+        return self
 
 
 class JobConfig(_Strict):
@@ -304,12 +327,14 @@ class Settings(BaseSettings):
     shutdown_grace_seconds: float = Field(30.0, ge=0)
     log_format: Literal["auto", "json", "console"] = "auto"
     log_level: Literal["debug", "info", "warning", "error"] = "info"
+    log_cases: bool = True
     log_answers: bool = False
     log_answer_max_chars: int = Field(200, ge=0)
     histogram_buckets: tuple[float, ...] = DEFAULT_BUCKETS
     shard_index: int = Field(0, ge=0)
     shard_count: int = Field(1, ge=1)
     gates_file: Path | None = None
+    history: HistoryConfig = HistoryConfig()
     scoring: ScoringConfig = ScoringConfig()
     targets: tuple[TargetConfig, ...] = ()
     jobs: tuple[JobConfig, ...] = ()

@@ -1,10 +1,11 @@
 """The one exception hierarchy of evaluator.
 
 Every error the tool raises on purpose derives from :class:`EvaluatorError`, so the
-CLI can print its message as one line and exit 1 (or 2 for a failed gate)::
+CLI can print its message as one line and exit with :class:`ExitCode` ``ERROR``::
 
     EvaluatorError
     ├── ConfigError            bad configuration or command-line values
+    ├── UsageError             command-line arguments argparse rejects
     ├── DatasetError           a golden set that cannot be loaded (carries every problem)
     ├── ReportError            a report file that is unreadable, corrupt or incompatible
     ├── TargetError            one call to the system under test failed (has a ``kind``)
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from enum import IntEnum
 
 __all__ = [
     "ERROR_KINDS",
@@ -29,6 +31,7 @@ __all__ = [
     "DatasetError",
     "DatasetProblem",
     "EvaluatorError",
+    "ExitCode",
     "GateError",
     "ReportError",
     "ResponseTooLargeError",
@@ -37,7 +40,19 @@ __all__ = [
     "TargetExceptionError",
     "TargetHTTPStatusError",
     "TargetTimeout",
+    "UsageError",
 ]
+
+
+class ExitCode(IntEnum):
+    """The process's exit status: 2 means the gate failed and nothing else."""
+
+    OK = 0
+    #: every other failure, with one line on stderr
+    ERROR = 1
+    GATE_FAILED = 2
+    #: Ctrl-C (128 + SIGINT), as shells report it
+    INTERRUPTED = 130
 
 
 class EvaluatorError(Exception):
@@ -46,6 +61,10 @@ class EvaluatorError(Exception):
 
 class ConfigError(EvaluatorError):
     """The configuration (file, environment or flags) is invalid; the message names the field."""
+
+
+class UsageError(EvaluatorError):
+    """Bad command-line arguments (argparse's own exit 2 is reserved for a failed gate)."""
 
 
 @dataclass(frozen=True)

@@ -145,6 +145,11 @@ class CaseRecord:
     stage_seconds: Mapping[str, float]
     attempts: int = 1
     error: CaseError | None = None
+    #: evidence text kept for read-back (label audit, case view): id -> text, for the top-K
+    #: ids and the relevant ids that came back with text, each cut to ``TEXT_KEEP_CHARS``
+    texts: Mapping[str, str] = field(default_factory=dict)
+    #: ids in ``texts`` whose text was cut: what is missing from them proves nothing
+    cut_texts: frozenset[str] = frozenset()
 
     @property
     def scored(self) -> bool:

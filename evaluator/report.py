@@ -5,7 +5,7 @@ The shape keeps the article's names (``recall_at_k``, ``mrr``, ``ndcg_at_k``,
 documented fields. A report is streamed to a temporary file (the header, then one compact
 line per case), fsynced and renamed over the target: a crash never leaves half a report,
 and a 100,000-case report is never held whole in memory as JSON. Reading back, with every
-check the gate relies on, is :mod:`evaluator.report_read`.
+check the gate relies on, is :mod:`evaluator.report`.
 """
 
 from __future__ import annotations
@@ -20,8 +20,9 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from evaluator import __version__
+from evaluator._version import __version__
 from evaluator.models import CaseRecord, CaseScores
+from evaluator.scoring.labels import audit_record, audit_run
 from evaluator.summary import Summary
 
 __all__ = [
@@ -129,6 +130,9 @@ def _case_to_dict(c: CaseRecord) -> dict[str, Any]:
             if c.error is None
             else {"kind": c.error.kind, "message": c.error.message, "status": c.error.status}
         ),
+        "texts": dict(c.texts),
+        "cut_texts": sorted(c.cut_texts),
+        "suspect_label": audit_record(c).message,
     }
 
 
@@ -149,6 +153,7 @@ def _header_to_dict(report: RunReport) -> dict[str, Any]:
         "error_count": report.error_count,
         "duration_seconds": report.duration_seconds,
         "summary": report.summary.to_dict(),
+        "label_audit": audit_run(report.cases).to_dict(),
     }
 
 
@@ -269,18 +274,18 @@ def write_report(report: RunReport, path: str | os.PathLike[str]) -> None:
             f.write(chunk.encode())
 
 
-# --- reading back (evaluator.report_read; imported late, it builds on this module) ---
+# --- reading back (evaluator.report; imported late, it builds on this module) ---
 
 
 def read_report(path: str | os.PathLike[str]) -> RunReport:
-    """Read and validate a report file: see :func:`evaluator.report_read.read_report`."""
-    from evaluator.report_read import read_report as read
+    """Read and validate a report file: see :func:`evaluator.report.read_report`."""
+    from evaluator.report import read_report as read
 
     return read(path)
 
 
 def report_from_dict(data: object, source: str = "report") -> RunReport:
-    """Validate decoded report JSON: see :func:`evaluator.report_read.report_from_dict`."""
-    from evaluator.report_read import report_from_dict as convert
+    """Validate decoded report JSON: see :func:`evaluator.report.report_from_dict`."""
+    from evaluator.report import report_from_dict as convert
 
     return convert(data, source)

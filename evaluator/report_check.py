@@ -4,7 +4,7 @@ restore of ``latest.json`` only trust a report that passes these checks.
 A report is one file anyone can edit: a summary copied from a better run onto cases that all
 failed, an error rate of -Infinity or a recall of 10.0 must not decide a release. Ranges
 (finite numbers, ratios in 0..1, non-negative counts) are enforced by the decoder's schema
-(:mod:`evaluator.report_read`); here are the relations between fields:
+(:mod:`evaluator.report`); here are the relations between fields:
 
 - case ids are unique;
 - every summary ratio equals its totals (``sum / count``, null when the count is 0), a total

@@ -82,6 +82,8 @@ class _Case(Struct, frozen=True, gc=False):
     stage_seconds: dict[str, Seconds] = {}
     attempts: Attempts = 1
     error: _Error | None = None
+    texts: dict[str, str] = {}
+    cut_texts: list[str] = []
 
 
 class _Total(Struct, frozen=True, gc=False):
@@ -296,6 +298,8 @@ def _case(source: str, c: _Case, where: str) -> CaseRecord:
         stage_seconds=c.stage_seconds,
         attempts=c.attempts,
         error=error,
+        texts=c.texts,
+        cut_texts=frozenset(c.cut_texts),
     )
 
 

@@ -3,30 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import TypeVar
 
 import tenacity
 
 from evaluator.errors import TargetError, TargetHTTPStatusError
+from evaluator.run_options import RetryPolicy
 
 __all__ = ["RetryPolicy", "call_with_retries"]
 
 T = TypeVar("T")
-
-
-@dataclass(frozen=True, slots=True)
-class RetryPolicy:
-    """How often and how patiently a transient failure is retried.
-
-    ``retries`` counts extra attempts after the first (DESIGN.md: by default twice).
-    Waits grow exponentially from ``backoff_initial`` up to ``backoff_max`` seconds, with
-    full jitter; a 429's ``Retry-After`` is honoured up to ``backoff_max``.
-    """
-
-    retries: int = 2
-    backoff_initial: float = 0.2
-    backoff_max: float = 5.0
 
 
 def _is_transient(exc: BaseException) -> bool:

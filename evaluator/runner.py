@@ -10,29 +10,20 @@ import asyncio
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from evaluator.errors import TargetError
 from evaluator.models import Case, CaseError, CaseRecord, Dataset, TargetResponse
 from evaluator.report import RunReport, compute_config_hash
-from evaluator.retry import RetryPolicy, call_with_retries
-from evaluator.scoring import ScoringSettings, score_case
+from evaluator.retry import call_with_retries
+from evaluator.run_options import RunOptions
+from evaluator.scoring import score_case
 from evaluator.summary import summarise
 from evaluator.targets.admission import measure_queue_wait
 from evaluator.targets.base import Target
 
-__all__ = ["RetryEvent", "RunOptions", "config_hash_for", "run_dataset"]
-
-
-@dataclass(frozen=True, slots=True)
-class RunOptions:
-    """How a run is made: K, concurrency, scoring settings and the retry policy."""
-
-    k: int = 5
-    concurrency: int = 4
-    scoring: ScoringSettings = field(default_factory=ScoringSettings)
-    retry: RetryPolicy = field(default_factory=RetryPolicy)
+__all__ = ["TEXT_KEEP_CHARS", "RetryEvent", "RunOptions", "config_hash_for", "run_dataset"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +51,32 @@ def config_hash_for(dataset: Dataset, target: Target, options: RunOptions) -> st
     )
 
 
+#: evidence text kept per id in reports: enough for read-back and the label audit, while a
+#: target returning huge chunks cannot grow a report without bound
+TEXT_KEEP_CHARS = 2000
+
+
+def _kept_texts(
+    case: Case, response: TargetResponse, k: int
+) -> tuple[dict[str, str], frozenset[str]]:
+    """Texts of the top-K ids and of the relevant ids, first occurrence, each cut to size."""
+    texts: dict[str, str] = {}
+    cut: set[str] = set()
+    rank = 0
+    seen: set[str] = set()
+    for item in response.retrieved:
+        if item.id in seen:
+            continue
+        seen.add(item.id)
+        rank += 1
+        if not item.text or (rank > k and item.id not in case.relevance):
+            continue
+        if len(item.text) > TEXT_KEEP_CHARS:
+            cut.add(item.id)
+        texts[item.id] = item.text[:TEXT_KEEP_CHARS]
+    return texts, frozenset(cut)
+
+
 def _record(
     case: Case,
     response: TargetResponse | None,
@@ -69,8 +86,11 @@ def _record(
     error: CaseError | None,
 ) -> CaseRecord:
     scores = None
+    texts: dict[str, str] = {}
+    cut: frozenset[str] = frozenset()
     if response is not None and error is None:
         scores = score_case(case, response, options.k, options.scoring)
+        texts, cut = _kept_texts(case, response, options.k)
     return CaseRecord(
         id=case.id,
         question=case.question,
@@ -86,6 +106,8 @@ def _record(
         stage_seconds=dict(response.timings) if response is not None else {},
         attempts=attempts,
         error=error,
+        texts=texts,
+        cut_texts=cut,
     )
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -273,3 +275,27 @@ class TestJobs:
         settings = load_settings()
         with pytest.raises(ValueError, match="frozen"):
             settings.k = 3  # type: ignore[misc]
+
+
+class TestImportCost:
+    """Loading a configuration stays cheap: ``evaluator validate`` and every command pay it."""
+
+    def test_loading_a_config_does_not_import_the_http_stack(self, workdir: Path) -> None:
+        """A config with an HTTP target (whose label is derived from the URL) loads, and every
+        run option is built, without httpx, aiohttp, tenacity, the runner or the HTTP target."""
+        path = _write(workdir, TOML)
+        code = (
+            "import sys\n"
+            "from evaluator.config import load_settings\n"
+            f"settings = load_settings({str(path)!r})\n"
+            "assert [t.label for t in settings.targets] == ['rag:8000', 'in-process']\n"
+            "[settings.run_options(job) for job in settings.jobs]\n"
+            "heavy = ('httpx', 'httpx_aiohttp', 'aiohttp', 'tenacity', 'numpy',\n"
+            "         'evaluator.runner', 'evaluator.targets.http', 'evaluator.report')\n"
+            "print(sorted(m for m in heavy if m in sys.modules))\n"
+        )
+        done = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, check=False
+        )
+        assert 0 == done.returncode, done.stderr
+        assert "[]" == done.stdout.strip()

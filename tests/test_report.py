@@ -60,6 +60,8 @@ GRADED = CaseRecord(
     latency_seconds=0.42,
     stage_seconds={"embedding": 0.011, "model": 0.3},
     attempts=2,
+    texts={"faq": "七天内可申请。", "refund-policy": "原路退回……"},
+    cut_texts=frozenset({"refund-policy"}),
 )
 BINARY_RETRIEVAL_ONLY = CaseRecord(
     id="shipping",
@@ -211,6 +213,31 @@ class TestRoundTrip:
         ]
         assert [None] * 3 == [failed[m] for m in ("recall_at_k", "mrr", "answer_correct")]
         assert (3, None) == (failed["attempts"], graded["error"])
+        assert {"faq": "七天内可申请。", "refund-policy": "原路退回……"} == graded["texts"]
+        assert (["refund-policy"], None) == (graded["cut_texts"], graded["suspect_label"])
+
+    def test_label_audit_counted(self) -> None:
+        """The report counts checked and suspect labels; a suspect case carries the message."""
+        wrong = _as_kwargs(GRADED) | {
+            "id": "mislabelled",
+            "expected_facts": (("三天",),),
+            "cut_texts": frozenset(),
+        }
+        data = report_to_dict(_report((GRADED, CaseRecord(**wrong), FAILED)))
+
+        assert {
+            "checked": 2,
+            "suspect": 1,
+            "suspect_cases": [
+                {
+                    "id": "mislabelled",
+                    "message": "suspect label: '三天' is in none of the relevant evidence",
+                }
+            ],
+        } == data["label_audit"]
+        assert (
+            data["label_audit"]["suspect_cases"][0]["message"] == data["cases"][1]["suspect_label"]
+        )
 
     def test_top_level_fields(self) -> None:
         """The report carries DESIGN.md's top-level fields with derived counts."""

@@ -15,7 +15,7 @@ from evaluator.errors import TargetConnectError, TargetHTTPStatusError
 from evaluator.models import Case, CaseRecord, Dataset
 from evaluator.report import RunReport
 from evaluator.retry import RetryPolicy
-from evaluator.runner import RetryEvent, RunOptions, config_hash_for, run_dataset
+from evaluator.runner import TEXT_KEEP_CHARS, RetryEvent, RunOptions, config_hash_for, run_dataset
 from evaluator.targets.callable import CallableTarget
 
 MODULE = "evaluator_test_runner_rag"
@@ -291,3 +291,35 @@ class TestReport:
             report.summary.error_rate,
             report.summary.get("recall_at_k"),
         )
+
+
+class TestKeptTexts:
+    """Reports keep the evidence text of the top K and of relevant ids, each cut to size."""
+
+    def test_top_k_and_relevant_texts_kept_and_long_ones_cut(
+        self, make_target: Callable[[AsyncAnswer], CallableTarget]
+    ) -> None:
+        long_text = "x" * (TEXT_KEEP_CHARS + 10)
+
+        async def answer(case: Case, k: int) -> dict[str, Any]:
+            relevant = next(iter(case.relevance))
+            return {
+                "answer": "fact",
+                "retrieved": [
+                    {"id": "a", "text": "first"},
+                    {"id": "a", "text": "duplicate, not kept"},
+                    {"id": "b", "text": long_text},
+                    {"id": "c"},  # no text
+                    {"id": "d", "text": "past K, not relevant"},
+                    {"id": relevant, "text": "relevant, past K"},
+                ],
+                "citations": [1],
+            }
+
+        report = _run(_dataset(1), make_target(answer))
+        record = report.cases[0]
+
+        assert {"a": "first", "b": "x" * TEXT_KEEP_CHARS, "doc-0": "relevant, past K"} == dict(
+            record.texts
+        )
+        assert frozenset({"b"}) == record.cut_texts

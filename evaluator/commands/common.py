@@ -11,10 +11,10 @@ from typing import Any
 from evaluator.config import JobConfig, Settings, TargetConfig, load_settings
 from evaluator.dataset import load_dataset
 from evaluator.errors import ConfigError, EvaluatorError
+from evaluator.factory import build_target
 from evaluator.models import Dataset
 from evaluator.report import RunReport, write_report
 from evaluator.runner import RunOptions, run_dataset
-from evaluator.targets.factory import build_target
 
 __all__ = [
     "JobPlan",

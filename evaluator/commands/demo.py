@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from evaluator.demo import DemoOptions, run_demo
+from evaluator.commands.demo_stack import DemoOptions, run_demo
 from evaluator.logs import configure_logging
 
 __all__ = ["configure", "handle"]

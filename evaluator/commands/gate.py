@@ -10,7 +10,6 @@ import argparse
 import sys
 from pathlib import Path
 
-from evaluator.cli import EXIT_GATE_FAILED, EXIT_OK, add_target_flags
 from evaluator.commands.common import (
     check_scored,
     plan_job,
@@ -18,14 +17,14 @@ from evaluator.commands.common import (
     save_report,
     settings_from_args,
 )
+from evaluator.commands.flags import add_target_flags
 from evaluator.config import Settings, load_settings
-from evaluator.errors import ConfigError, EvaluatorError
+from evaluator.errors import ConfigError, EvaluatorError, ExitCode
 from evaluator.gate.compare import check_run_comparable
 from evaluator.gate.render import FORMATS, GateSources, render, render_junit
 from evaluator.gate.rules import resolve_rules
 from evaluator.gate.verdict import evaluate_gate
-from evaluator.report import RunReport
-from evaluator.report_read import read_report
+from evaluator.report import RunReport, read_report
 
 __all__ = ["configure", "handle"]
 
@@ -152,4 +151,4 @@ def handle(args: argparse.Namespace) -> int:
         except PushError as exc:
             # monitoring must not decide a release: the verdict stands, the push is reported
             print(f"evaluator: warning: {exc}", file=sys.stderr)
-    return EXIT_OK if result.passed else EXIT_GATE_FAILED
+    return ExitCode.OK if result.passed else ExitCode.GATE_FAILED

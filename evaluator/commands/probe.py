@@ -14,9 +14,9 @@ import textwrap
 
 from evaluator.config import Settings, TargetConfig, load_settings
 from evaluator.dataset import load_dataset
-from evaluator.errors import ConfigError, EvaluatorError, TargetError
+from evaluator.errors import ConfigError, EvaluatorError, ExitCode, TargetError
+from evaluator.factory import build_target
 from evaluator.models import Case, TargetResponse
-from evaluator.targets.factory import build_target
 from evaluator.targets.http import HttpTarget, ProbeResult
 from evaluator.targets.mapping import FIELDS
 
@@ -165,4 +165,4 @@ def handle(args: argparse.Namespace) -> int:
     if result.error is not None:
         raise EvaluatorError(f"probe failed ({result.error.kind}): {result.error.message}")
     print("\nmapping ok")
-    return 0
+    return ExitCode.OK

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import json
+import re
+from collections import Counter
 from pathlib import Path
 
-from evaluator.cli import add_target_flags
 from evaluator.commands.common import (
     check_scored,
     plan_job,
@@ -13,11 +15,16 @@ from evaluator.commands.common import (
     save_report,
     settings_from_args,
 )
-from evaluator.display import format_run
-from evaluator.errors import ConfigError
-from evaluator.targets.mapping import mapping_diagnosis
+from evaluator.commands.display import format_run
+from evaluator.commands.flags import add_target_flags
+from evaluator.errors import ConfigError, ExitCode
+from evaluator.report import RunReport
+from evaluator.targets.mapping import mapping_failure
 
-__all__ = ["configure", "handle"]
+__all__ = ["configure", "handle", "mapping_diagnosis"]
+
+#: the default contract parser's messages: a shape the mapping could fix
+_DEFAULT_CONTRACT = re.compile(r"^(field '|response is (a|an|null) )")
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -42,4 +49,37 @@ def handle(args: argparse.Namespace) -> int:
     if diagnosis is not None:
         raise ConfigError(f"target {report.target}: {diagnosis}")
     check_scored(report, f"report {output}")
-    return 0
+    return ExitCode.OK
+
+
+def mapping_diagnosis(report: RunReport) -> str | None:
+    """A configuration error when the response shape failed on every case that got one.
+
+    Returns None when some case was scored, or when no case got a response at all (the
+    target is down, not misconfigured). Otherwise, when every answered case failed on a
+    mapped field (or on the default contract's shape), one line naming the expression
+    that failed most often, for ``evaluator run`` to print and exit 1 with.
+    """
+    answered = [c for c in report.cases if c.error is None or c.error.kind == "bad_response"]
+    if not answered or any(c.error is None for c in answered):
+        return None
+    messages = [c.error.message for c in answered if c.error is not None]
+    failures = [mapping_failure(m) for m in messages]
+    count = len(answered)
+    if all(f is not None for f in failures):
+        (field, expression), _ = Counter(f for f in failures if f is not None).most_common(1)[0]
+        example = next(
+            m for m, f in zip(messages, failures, strict=True) if f == (field, expression)
+        )
+        return (
+            f"response mapping failed on all {count} case(s) that got a response: {example}; "
+            f"fix response.{field} = {json.dumps(expression)} in the target's config "
+            f"(try `evaluator probe`)"
+        )
+    if all(_DEFAULT_CONTRACT.match(m) for m in messages):
+        return (
+            f"no response of the {count} received follows the default contract: {messages[0]}; "
+            f"describe the endpoint's shape with a [targets.response] mapping "
+            f"(try `evaluator probe`)"
+        )
+    return None

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from evaluator.cli import add_target_flags
 from evaluator.commands.common import settings_from_args
+from evaluator.commands.flags import add_target_flags
 from evaluator.daemon import serve
 from evaluator.logs import configure_logging
 

@@ -12,12 +12,11 @@ from pathlib import Path
 
 import structlog
 
+from evaluator.daemon.exporter import QUALITY_GAUGES
 from evaluator.errors import ConfigError, GateError, ReportError
-from evaluator.exporter import QUALITY_GAUGES
 from evaluator.gate import Rule, evaluate_gate, resolve_rules
 from evaluator.models import Case
-from evaluator.report import RunReport
-from evaluator.report_read import read_report
+from evaluator.report import RunReport, read_report
 from evaluator.summary import summarise
 
 __all__ = ["BaselineGate", "GateVerdict"]

@@ -16,14 +16,17 @@ import structlog
 
 from evaluator.config import JobConfig, Settings
 from evaluator.daemon.baseline import BaselineGate
+from evaluator.daemon.exporter import DriftGauge, Metrics
+from evaluator.daemon.report_store import ReportStore
+from evaluator.daemon.shard import shard_cases
 from evaluator.dataset import parse_dataset
 from evaluator.errors import DatasetError
-from evaluator.exporter import Metrics
+from evaluator.history.drift import BINARY_CHECKS
+from evaluator.history.job import JobHistory
+from evaluator.history.recorder import HistoryRecorder, Outcome
 from evaluator.models import Case, CaseRecord, Dataset
 from evaluator.report import RunReport, scores_to_dict
-from evaluator.report_store import ReportStore
 from evaluator.runner import RetryEvent, config_hash_for, run_dataset
-from evaluator.shard import shard_cases
 from evaluator.summary import Summary
 from evaluator.targets.base import Target
 
@@ -60,6 +63,7 @@ class JobRunner:
         dataset: Dataset,
         metrics: Metrics,
         gate: BaselineGate | None = None,
+        history: HistoryRecorder | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.job = job
@@ -74,6 +78,10 @@ class JobRunner:
         self.store = ReportStore(settings.reports_dir, job.key, settings.reports_keep)
         self._signature = self._stat_signature()
         self.runs_by_outcome: dict[str, int] = {}
+        self.history = history
+        #: stability and drift after the latest complete run (None: no history yet)
+        self.latest_history: JobHistory | None = None
+        self._history_pending: set[asyncio.Future[Outcome]] = set()
 
     @property
     def key(self) -> str:
@@ -171,6 +179,8 @@ class JobRunner:
         )
 
     def _log_case(self, record: CaseRecord) -> None:
+        if not self.settings.log_cases:
+            return
         fields: dict[str, Any] = {
             "case_id": record.id,
             "latency_seconds": round(record.latency_seconds, 6),
@@ -238,6 +248,7 @@ class JobRunner:
         outcome = classify(report.summary, self.settings.error_ratio_limit)
         self._publish(report, outcome)
         self._save(report)
+        self._record_history(report, outcome)
         self._count(outcome)
         log.info(
             "run",
@@ -297,6 +308,76 @@ class JobRunner:
             )  # fmt: skip
             return
         log.debug("report_written", job=self.key, path=str(path))
+
+    # --- history: written and read in the recorder's thread, applied back on the loop ------
+
+    def _record_history(self, report: RunReport, outcome: str) -> None:
+        """Queue the run for the history store; the run does not wait for the write."""
+        if self.history is None:
+            return
+        loop = asyncio.get_running_loop()
+        future = loop.run_in_executor(
+            self.history.executor, self.history.record, *self.labels, report, outcome
+        )
+        self._history_pending.add(future)
+        future.add_done_callback(self._history_done)
+
+    def _history_done(self, future: asyncio.Future[Outcome]) -> None:
+        self._history_pending.discard(future)
+        if future.cancelled():
+            return
+        exc = future.exception()
+        if exc is not None:  # a bug, not a store problem (those come back as errors)
+            self.metrics.count_history_error(self.labels, "io")
+            log.error("history_failed", job=self.key, error=f"{type(exc).__name__}: {exc}")
+            return
+        self._apply_history(future.result())
+
+    def _apply_history(self, result: Outcome) -> None:
+        for kind in result.errors:
+            self.metrics.count_history_error(self.labels, kind)
+        history = result.history
+        if history is None:
+            return
+        self.latest_history = history
+        drift: dict[str, DriftGauge] = {}
+        if history.drift is not None:
+            for name, check in history.drift.checks.items():
+                binary = name in BINARY_CHECKS
+                drift[name] = DriftGauge(
+                    shift=check.shift,
+                    significant=check.significant,
+                    dropped=len(check.dropped) if binary else None,
+                    rose=len(check.rose) if binary else None,
+                )
+            if history.drift.significant:
+                log.warning(
+                    "drift_significant",
+                    job=self.key,
+                    checks={n: c.to_dict() for n, c in history.drift.checks.items()
+                            if c.significant},
+                    **self._label_fields(),
+                )  # fmt: skip
+        self.metrics.update(
+            self.labels,
+            stability_counts={k.value: v for k, v in history.counts.items()},
+            history_window_runs=history.runs_in_window,
+            drift=drift,
+        )
+
+    async def restore_history(self) -> None:
+        """Seed stability and drift from the store, so a restart keeps them."""
+        if self.history is None:
+            return
+        loop = asyncio.get_running_loop()
+        result = await loop.run_in_executor(self.history.executor, self.history.load, *self.labels)
+        self._apply_history(result)
+
+    async def drain_history(self, seconds: float) -> None:
+        """Wait (bounded) for queued history writes, at shutdown."""
+        pending = list(self._history_pending)
+        if pending:
+            await asyncio.wait(pending, timeout=seconds)
 
 
 def _flat_summary(summary: Summary) -> dict[str, Any]:

@@ -1,4 +1,5 @@
-"""HTTP endpoints of the daemon on aiohttp: /metrics, /healthz, /readyz, /reports/latest."""
+"""HTTP endpoints of the daemon on aiohttp: /metrics, /healthz, /readyz, /reports/latest,
+/cases."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import choose_encoder
 
 from evaluator.errors import ConfigError
+from evaluator.history.job import JobHistory
+from evaluator.history.stability import Stability
 from evaluator.report import RunReport, encode_report
 
 __all__ = ["HttpEndpoints", "parse_listen"]
@@ -35,6 +38,24 @@ def _json(data: Any, status: int = 200) -> web.Response:
     )
 
 
+def _select(
+    request: web.Request, jobs: Mapping[tuple[str, str], Any]
+) -> tuple[str, str] | web.Response:
+    """The one job ``?target=..&dataset=..`` names (either may be left out when unambiguous),
+    or the error response."""
+    target, dataset = request.query.get("target"), request.query.get("dataset")
+    matches = [
+        key
+        for key in jobs
+        if (target is None or key[0] == target) and (dataset is None or key[1] == dataset)
+    ]
+    if len(matches) != 1:
+        listed = [{"target": t, "dataset": d} for t, d in sorted(jobs)]
+        why = "no such job" if not matches else "several jobs: pass ?target=..&dataset=.."
+        return _json({"error": why, "jobs": listed}, 404 if not matches else 400)
+    return matches[0]
+
+
 class HttpEndpoints:
     """The daemon's web app; what it serves comes from callables, so it holds no state."""
 
@@ -47,6 +68,7 @@ class HttpEndpoints:
         healthy: Callable[[], bool],
         ready: Callable[[], bool],
         latest_reports: Callable[[], Mapping[tuple[str, str], RunReport | None]],
+        histories: Callable[[], Mapping[tuple[str, str], JobHistory | None]] | None = None,
     ) -> None:
         self.registry = registry
         self.runtime = runtime
@@ -55,6 +77,7 @@ class HttpEndpoints:
         self._healthy = healthy
         self._ready = ready
         self._latest = latest_reports
+        self._histories = histories or (dict)
         self._runner: web.AppRunner | None = None
         self.port = 0
 
@@ -64,6 +87,7 @@ class HttpEndpoints:
         app.router.add_get("/healthz", self.healthz)
         app.router.add_get("/readyz", self.readyz)
         app.router.add_get("/reports/latest", self.latest_report)
+        app.router.add_get("/cases", self.cases)
         return app
 
     async def metrics(self, request: web.Request) -> web.Response:
@@ -100,22 +124,39 @@ class HttpEndpoints:
 
     async def latest_report(self, request: web.Request) -> web.Response:
         reports = self._latest()
-        target, dataset = request.query.get("target"), request.query.get("dataset")
-        matches = [
-            key
-            for key in reports
-            if (target is None or key[0] == target) and (dataset is None or key[1] == dataset)
-        ]
-        if len(matches) != 1:
-            jobs = [{"target": t, "dataset": d} for t, d in sorted(reports)]
-            why = "no such job" if not matches else "several jobs: pass ?target=..&dataset=.."
-            return _json({"error": why, "jobs": jobs}, 404 if not matches else 400)
-        report = reports[matches[0]]
+        key = _select(request, reports)
+        if isinstance(key, web.Response):
+            return key
+        report = reports[key]
         if report is None:
             return _json({"error": "no run has finished yet"}, 404)
         # encoded as the file is, in a thread: a large report must not hold the event loop
         body = await asyncio.to_thread(encode_report, report)
+        history = self._histories().get(key)
+        if history is not None:
+            # the stability lists and drift beside the report (not in the file on disk: they
+            # are computed after it is written, from the history store)
+            extra = json.dumps(history.to_dict(with_cases=False), ensure_ascii=False)
+            body = body.rstrip()[:-1] + b',"history":' + extra.encode() + b"}"
         return web.Response(body=body, content_type="application/json")
+
+    async def cases(self, request: web.Request) -> web.Response:
+        """Per-case stability of a job: ``/cases?target=..&dataset=..[&class=flaky]``."""
+        histories = self._histories()
+        key = _select(request, histories)
+        if isinstance(key, web.Response):
+            return key
+        history = histories[key]
+        if history is None:
+            return _json({"error": "no history yet: no complete run recorded"}, 404)
+        data = {"target": key[0], "dataset": key[1], **history.to_dict()}
+        wanted = request.query.get("class")
+        if wanted is not None:
+            known = [s.value for s in Stability]
+            if wanted not in known:
+                return _json({"error": f"unknown class {wanted!r}", "classes": known}, 400)
+            data["cases"] = [c.to_dict() for c in history.cases if c.stability.value == wanted]
+        return _json(data)
 
     async def start(self, host: str, port: int) -> None:
         """Bind and serve.

@@ -20,18 +20,19 @@ from prometheus_client import (
     disable_created_metrics,
 )
 
-from evaluator import __version__
+from evaluator._version import __version__
 from evaluator.config import Settings
 from evaluator.daemon.baseline import BaselineGate
+from evaluator.daemon.exporter import JobSnapshot, Metrics
 from evaluator.daemon.job import JobRunner
 from evaluator.daemon.schedule import build_trigger, interval_of, stagger_offsets
 from evaluator.daemon.server import HttpEndpoints, parse_listen
 from evaluator.dataset import load_dataset
-from evaluator.errors import ConfigError
-from evaluator.exporter import JobSnapshot, Metrics
+from evaluator.errors import ConfigError, ExitCode
+from evaluator.factory import build_target
+from evaluator.history.recorder import HistoryRecorder, HistorySettings
 from evaluator.models import Dataset
 from evaluator.targets.base import Target
-from evaluator.targets.factory import build_target
 
 __all__ = ["Daemon", "serve"]
 
@@ -66,6 +67,13 @@ class Daemon:
         self.metrics = Metrics(self.registry, settings.histogram_buckets)
         self.runtime_registry = _runtime_registry()
         self.jobs: list[JobRunner] = []
+        self.history: HistoryRecorder | None = None
+        h = settings.history
+        if h.enabled:
+            self.history = HistoryRecorder(
+                settings.reports_dir,
+                HistorySettings(h.window, h.recent, h.alpha, h.keep_runs, h.max_age_days),
+            )
         self._targets: list[Target] = []
         self._scheduler: AsyncIOScheduler | None = None
         self._running: set[asyncio.Task[str]] = set()
@@ -78,6 +86,7 @@ class Daemon:
             healthy=self._healthy,
             ready=lambda: self._ready,
             latest_reports=lambda: {j.labels: j.store.latest for j in self.jobs},
+            histories=lambda: {j.labels: j.latest_history for j in self.jobs},
         )
 
     def _healthy(self) -> bool:
@@ -107,6 +116,7 @@ class Daemon:
                     dataset=dataset,
                     metrics=self.metrics,
                     gate=gate,
+                    history=self.history,
                 )
             )
 
@@ -143,6 +153,7 @@ class Daemon:
                 )
             )
             runner.restore()
+            await runner.restore_history()
             extra: dict[str, Any] = {}
             if runner.job.run_at_start:
                 extra["next_run_time"] = start
@@ -207,6 +218,10 @@ class Daemon:
         if self._scheduler is not None and self._scheduler.running:
             self._scheduler.shutdown(wait=False)
             await asyncio.sleep(0)
+        for runner in self.jobs:
+            await runner.drain_history(10.0)
+        if self.history is not None:
+            await asyncio.to_thread(self.history.close)
         for target in self._targets:
             await target.aclose()
         await self.http.stop()
@@ -237,4 +252,4 @@ def serve(settings: Settings) -> int:
     disable_created_metrics()  # type: ignore[no-untyped-call]
     asyncio.run(Daemon(settings).run_until_signal())
     log.info("daemon_exit", uptime_seconds=round(time.perf_counter() - started, 3))
-    return 0
+    return ExitCode.OK

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from evaluator.errors import ExitCode
 from evaluator.gate.compare import CaseChange
 from evaluator.gate.rules import RuleResult, format_difference, format_value
 from evaluator.gate.stats import CONFIDENCE, RESAMPLES, SEED, Interval
@@ -33,8 +34,6 @@ FORMATS: tuple[str, ...] = ("text", "json", "markdown")
 
 #: How many removed/added/missing ids the text and Markdown list before "and N more".
 _ID_LIMIT = 20
-#: Exit codes, mirrored here so a JSON reader sees what the process returned.
-_EXIT_PASS, _EXIT_FAIL = 0, 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,7 +150,7 @@ def render_text(result: GateResult, sources: GateSources, *, worst: int = 10) ->
             lines += _case_lines(change)
         if len(changes) > worst:
             lines.append(f"  ... and {len(changes) - worst} more (--worst N, or --format json)")
-    code = _EXIT_PASS if result.passed else _EXIT_FAIL
+    code = int(ExitCode.OK if result.passed else ExitCode.GATE_FAILED)
     lines += ["", f"verdict: {'PASS' if result.passed else 'FAIL'} (exit {code})"]
     return "\n".join(lines)
 
@@ -241,7 +240,8 @@ def result_to_dict(result: GateResult, sources: GateSources) -> dict[str, Any]:
     return {
         "passed": result.passed,
         "verdict": "pass" if result.passed else "fail",
-        "exit_code": _EXIT_PASS if result.passed else _EXIT_FAIL,
+        # what the process returns, so a JSON reader need not know the numbers
+        "exit_code": int(ExitCode.OK if result.passed else ExitCode.GATE_FAILED),
         "mode": "significance" if result.significance else "point",
         "rules_source": sources.rules,
         "baseline": _report_dict(result.baseline, sources.baseline),

@@ -5,11 +5,19 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from typing import Any, Protocol
+from urllib.parse import urlsplit
 
 from evaluator.errors import BadResponseError
 from evaluator.models import Case, Citation, Retrieved, TargetResponse
 
-__all__ = ["Target", "parse_default_response"]
+__all__ = ["Target", "default_target_name", "parse_default_response"]
+
+
+def default_target_name(url: str) -> str:
+    """The default ``target`` label: the URL's ``host:port``."""
+    parts = urlsplit(url)
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    return f"{parts.hostname}:{port}"
 
 
 class Target(Protocol):

@@ -34,7 +34,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
-from urllib.parse import urlsplit
 
 import httpx
 
@@ -48,7 +47,7 @@ from evaluator.errors import (
 )
 from evaluator.models import Case, TargetResponse
 from evaluator.targets.admission import Admission
-from evaluator.targets.base import parse_default_response
+from evaluator.targets.base import default_target_name, parse_default_response
 from evaluator.targets.mapping import ResponseMapper
 from evaluator.targets.request import Redactor, RequestTemplate
 from evaluator.targets.transport import SecretInjectingTransport, make_transport
@@ -67,13 +66,6 @@ MAX_RESPONSE_BYTES = 4 * 1024 * 1024
 #: how much of an error body is read, and how much of it a message shows
 _SNIPPET_READ = 8 * 1024
 _SNIPPET_SHOWN = 200
-
-
-def default_target_name(url: str) -> str:
-    """The default ``target`` label: the URL's ``host:port``."""
-    parts = urlsplit(url)
-    port = parts.port or (443 if parts.scheme == "https" else 80)
-    return f"{parts.hostname}:{port}"
 
 
 def parse_retry_after(value: str | None, now: datetime | None = None) -> float | None:

@@ -25,7 +25,6 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections import Counter
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
@@ -35,9 +34,8 @@ from jmespath.parser import ParsedResult
 
 from evaluator.errors import BadResponseError
 from evaluator.models import Citation, Retrieved, TargetResponse
-from evaluator.report import RunReport
 
-__all__ = ["FIELDS", "ResponseMapper", "mapping_diagnosis", "mapping_failure"]
+__all__ = ["FIELDS", "ResponseMapper", "mapping_failure"]
 
 T = TypeVar("T")
 
@@ -45,8 +43,6 @@ T = TypeVar("T")
 FIELDS = ("ids", "answer", "citations", "timings", "texts", "scores")
 
 _MESSAGE = re.compile(r'^response\.(\w+) expression ("(?:[^"\\]|\\.)*") ')
-#: the default contract parser's messages: a shape the mapping could fix
-_DEFAULT_CONTRACT = re.compile(r"^(field '|response is (a|an|null) )")
 
 
 def _mapping_error(field: str, expression: str, problem: str) -> BadResponseError:
@@ -247,36 +243,3 @@ class ResponseMapper:
                 )
             out[str(stage)] = number
         return out
-
-
-def mapping_diagnosis(report: RunReport) -> str | None:
-    """A configuration error when the response shape failed on every case that got one.
-
-    Returns None when some case was scored, or when no case got a response at all (the
-    target is down, not misconfigured). Otherwise, when every answered case failed on a
-    mapped field (or on the default contract's shape), one line naming the expression
-    that failed most often, for ``evaluator run`` to print and exit 1 with.
-    """
-    answered = [c for c in report.cases if c.error is None or c.error.kind == "bad_response"]
-    if not answered or any(c.error is None for c in answered):
-        return None
-    messages = [c.error.message for c in answered if c.error is not None]
-    failures = [mapping_failure(m) for m in messages]
-    count = len(answered)
-    if all(f is not None for f in failures):
-        (field, expression), _ = Counter(f for f in failures if f is not None).most_common(1)[0]
-        example = next(
-            m for m, f in zip(messages, failures, strict=True) if f == (field, expression)
-        )
-        return (
-            f"response mapping failed on all {count} case(s) that got a response: {example}; "
-            f"fix response.{field} = {json.dumps(expression)} in the target's config "
-            f"(try `evaluator probe`)"
-        )
-    if all(_DEFAULT_CONTRACT.match(m) for m in messages):
-        return (
-            f"no response of the {count} received follows the default contract: {messages[0]}; "
-            f"describe the endpoint's shape with a [targets.response] mapping "
-            f"(try `evaluator probe`)"
-        )
-    return None

@@ -1,6 +1,6 @@
 """Request templates: how one question becomes an HTTP request, secrets included.
 
-Two kinds of placeholder (the grammar is in :mod:`evaluator.templates`):
+Two kinds of placeholder (the grammar is in :mod:`evaluator.targets.templates`):
 
 - ``{question}`` and ``{k}``, in query-parameter values and in the strings of the JSON body
   template. A body value that is exactly ``"{k}"`` becomes the integer K and exactly
@@ -28,9 +28,9 @@ from urllib.parse import quote, quote_plus, urlsplit
 import httpx
 from pydantic import JsonValue, SecretStr
 
-from evaluator import __version__
+from evaluator._version import __version__
 from evaluator.errors import ConfigError
-from evaluator.templates import DEFAULT_BODY, ENV_REFERENCE, render_body, render_text
+from evaluator.targets.templates import DEFAULT_BODY, ENV_REFERENCE, render_body, render_text
 
 __all__ = ["MASK", "Redactor", "RequestTemplate", "is_secret_name"]
 

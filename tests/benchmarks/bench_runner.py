@@ -32,10 +32,10 @@ import aiohttp
 
 from evaluator.config import TargetConfig
 from evaluator.errors import TargetConnectError, TargetHTTPStatusError
+from evaluator.factory import build_target
 from evaluator.models import Case, Dataset, TargetResponse
 from evaluator.runner import RunOptions, run_dataset
 from evaluator.targets.base import Target, parse_default_response
-from evaluator.targets.factory import build_target
 from tests.benchmarks.support import (
     Profile,
     endpoint,

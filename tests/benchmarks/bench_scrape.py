@@ -1,6 +1,6 @@
 """``/metrics`` scrape time with 5 targets x 3 golden sets x 6 stages (15 jobs).
 
-1. In process: a :class:`evaluator.exporter.Metrics` registry with the daemon's collectors
+1. In process: a :class:`evaluator.daemon.exporter.Metrics` registry with the daemon's collectors
    (process, platform, GC), populated as after real runs: a real 200-case ``run_dataset``
    per job (a callable target reporting 6 stage timings) observed case by case into the
    histograms (with exemplars), runs counted, snapshots holding the summary, gate rules and
@@ -37,7 +37,7 @@ from prometheus_client.openmetrics.exposition import generate_latest as generate
 from prometheus_client.parser import text_string_to_metric_families
 
 from evaluator.config import DEFAULT_BUCKETS
-from evaluator.exporter import JobSnapshot, Metrics
+from evaluator.daemon.exporter import JobSnapshot, Metrics
 from evaluator.runner import RunOptions, run_dataset
 from evaluator.targets.callable import CallableTarget
 from tests.benchmarks.support import REPO, figure, golden_set, golden_set_bytes, median, profile

@@ -33,7 +33,7 @@ import psutil
 
 from evaluator.config import JobConfig, Settings, TargetConfig
 from evaluator.daemon import Daemon
-from evaluator.exporter import OUTCOMES
+from evaluator.daemon.exporter import OUTCOMES
 from evaluator.logs import configure_logging
 from tests.benchmarks.support import endpoint, figure, golden_set_bytes
 

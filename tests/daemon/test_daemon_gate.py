@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from evaluator.daemon import Daemon
+from evaluator.daemon.report_store import LATEST
 from evaluator.errors import ConfigError
-from evaluator.report_store import LATEST
 from tests.daemon.test_daemon import (
     Endpoint,
     Script,

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from evaluator.report_store import LATEST, job_folder_name
+from evaluator.daemon.report_store import LATEST, job_folder_name
 from tests.support.loopback import LoopbackServer, Reply
 from tests.support.prometheus import DaemonProcess, DaemonResult
 

@@ -26,9 +26,9 @@ from typing import Any
 
 import pytest
 
+from evaluator.daemon.report_store import LATEST, job_folder_name
+from evaluator.daemon.shard import shard_cases
 from evaluator.dataset import load_dataset
-from evaluator.report_store import LATEST, job_folder_name
-from evaluator.shard import shard_cases
 from tests.deploy.deploy_support import QUALITY_METRICS, RULES_DIR, SCRAPE_JOB, SHARDED_METRICS
 from tests.support.loopback import LoopbackServer, Reply
 from tests.support.prometheus import DaemonProcess, PrometheusServer, require_binary

@@ -29,9 +29,9 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from evaluator.daemon.report_store import LATEST, job_folder_name
 from evaluator.errors import ERROR_KINDS
 from evaluator.report import read_report
-from evaluator.report_store import LATEST, job_folder_name
 from tests.support.contract import QUALITY_GAUGES as QUALITY
 from tests.support.loopback import LoopbackServer, Reply
 from tests.support.prometheus import DaemonProcess, DaemonResult

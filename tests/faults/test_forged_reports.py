@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from evaluator.report import report_to_dict
-from evaluator.report_store import LATEST, job_folder_name
+from evaluator.daemon.report_store import LATEST, job_folder_name
 from tests.gate.factories import record, report, write
 from tests.support.prometheus import EVALUATOR, DaemonProcess
 

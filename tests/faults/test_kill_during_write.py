@@ -1,7 +1,7 @@
 """SIGKILL during a report write leaves the previous report readable.
 
 A child process saves a 600-case report (about 0.6 MB) over and over through
-:class:`~evaluator.report_store.ReportStore`, the daemon's own writer, and says on stdout
+:class:`~evaluator.daemon.report_store.ReportStore`, the daemon's own writer, and says on stdout
 which run it begins and which it has finished. It is killed at random moments, 20 times;
 after each kill every report in the folder must read back whole, and ``latest.json`` must
 be the last finished report or the one being written, never anything older or broken.
@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
+from evaluator.daemon.report_store import LATEST, ReportStore
 from evaluator.models import CaseRecord, CaseScores
 from evaluator.report import RunReport, read_report, write_report
-from evaluator.report_store import LATEST, ReportStore
 from evaluator.summary import summarise
 
 pytestmark = pytest.mark.e2e
@@ -36,7 +36,7 @@ import dataclasses, sys, uuid
 from datetime import UTC, datetime
 from pathlib import Path
 from evaluator.report import read_report
-from evaluator.report_store import ReportStore
+from evaluator.daemon.report_store import ReportStore
 
 seed, root, keep = sys.argv[1], Path(sys.argv[2]), int(sys.argv[3])
 base = read_report(seed)

@@ -20,10 +20,10 @@ import pytest
 import structlog
 from structlog.testing import LogCapture
 
-from evaluator.config import JobConfig, RetryConfig, Settings, TargetConfig
+from evaluator.config import HistoryConfig, JobConfig, RetryConfig, Settings, TargetConfig
 from evaluator.daemon import Daemon
+from evaluator.daemon.report_store import LATEST
 from evaluator.report import encode_report, read_report
-from evaluator.report_store import LATEST
 from tests.support.inprocess import running, until
 from tests.support.loopback import LoopbackServer, Reply
 
@@ -58,6 +58,9 @@ def _settings(tmp_path: Path, url: str) -> Settings:
         reports_keep=100,
         listen="127.0.0.1:0",
         shutdown_grace_seconds=5,
+        # the history store writes from its own thread: removing the folder under it would
+        # race that thread, not the report writes under test (tests/history covers it)
+        history=HistoryConfig(enabled=False),
     )
 
 

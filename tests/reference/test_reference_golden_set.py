@@ -7,6 +7,7 @@ from collections import Counter
 from evaluator.models import Dataset
 from evaluator.reference.corpus import load_corpus
 from evaluator.scoring import normalise
+from evaluator.scoring.labels import LabelAudit
 
 
 def test_has_enough_cases_of_every_kind(golden: Dataset) -> None:
@@ -39,11 +40,18 @@ def test_relevant_ids_exist_and_share_the_question_language(golden: Dataset) -> 
             assert chunks[chunk_id].lang in case.tags, (case.id, chunk_id)
 
 
+#: the one deliberately mislabelled case: a refund-arrival question labelled with the
+#: application deadline, which the label audit must find
+MISLABELLED = "zh-refund-arrival-mislabelled"
+
+
 def test_expected_facts_are_quoted_by_the_evidence(golden: Dataset) -> None:
     """An extractive answer quoting the evidence can contain each fact: no mislabels like
-    "退款多久到账" labelled with the application deadline."""
+    "退款多久到账" labelled with the application deadline, except the one planted on purpose."""
     texts = {c.id: normalise(c.text) for c in load_corpus()}
     for case in golden.cases:
+        if case.id == MISLABELLED:
+            continue
         evidence = [texts[i] for i in case.relevant_ids]
         for fact in case.expected_facts:
             assert any(normalise(alt) in text for alt in fact for text in evidence), (
@@ -58,3 +66,24 @@ def test_refund_arrival_is_not_labelled_with_the_deadline(golden: Dataset) -> No
 
     assert ("七天",) not in case.expected_facts
     assert any("3-5个工作日" in fact for fact in case.expected_facts)
+
+
+def test_the_label_audit_finds_exactly_the_planted_mislabel(golden: Dataset) -> None:
+    """With the whole corpus as evidence, the audit flags the planted case and no other."""
+    texts = {c.id: c.text for c in load_corpus()}
+    suspect = {
+        case.id: audit.message
+        for case in golden.cases
+        if (
+            audit := LabelAudit.of(
+                unanswerable=case.unanswerable,
+                expected_facts=case.expected_facts,
+                relevance=case.relevance,
+                texts=texts,
+            )
+        ).suspect
+    }
+
+    assert {MISLABELLED: "suspect label: '七天' is in none of the relevant evidence"} == suspect
+    case = next(c for c in golden.cases if c.id == MISLABELLED)
+    assert "mislabelled" in case.tags

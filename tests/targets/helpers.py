@@ -8,11 +8,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from evaluator.config import TargetConfig
+from evaluator.factory import build_target
 from evaluator.models import Case, Dataset
 from evaluator.report import RunReport
 from evaluator.retry import RetryPolicy
 from evaluator.runner import RetryEvent, RunOptions, run_dataset
-from evaluator.targets.factory import build_target
 from tests.support.loopback import Reply
 
 FAST_RETRY = RetryPolicy(retries=2, backoff_initial=0.01, backoff_max=2.0)

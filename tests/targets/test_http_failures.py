@@ -13,10 +13,10 @@ import pytest
 
 from evaluator.config import TargetConfig
 from evaluator.errors import ResponseTooLargeError
+from evaluator.factory import build_target
 from evaluator.models import CaseRecord
 from evaluator.report import RunReport, report_to_dict
 from evaluator.runner import RetryEvent
-from evaluator.targets.factory import build_target
 from tests.support.loopback import LoopbackServer, Reply
 from tests.targets.helpers import GOOD_BODY, Sequenced, case, dataset, free_port, run_config
 

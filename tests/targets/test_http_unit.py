@@ -19,8 +19,8 @@ import respx
 
 from evaluator.config import TargetConfig
 from evaluator.errors import TargetError
+from evaluator.factory import build_target
 from evaluator.models import TargetResponse
-from evaluator.targets.factory import build_target
 from evaluator.targets.http import HttpTarget, parse_retry_after
 from tests.support.loopback import LoopbackServer, Reply
 from tests.targets.helpers import GOOD_BODY, case

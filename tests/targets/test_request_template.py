@@ -10,7 +10,7 @@ from pydantic import JsonValue
 
 from evaluator.errors import ConfigError
 from evaluator.targets.request import MASK, Redactor, RequestTemplate, is_secret_name
-from evaluator.templates import DEFAULT_BODY, render_body, render_text
+from evaluator.targets.templates import DEFAULT_BODY, render_body, render_text
 
 CHAT_BODY: dict[str, JsonValue] = {
     "model": "rag-large",

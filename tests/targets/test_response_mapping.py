@@ -8,16 +8,13 @@ from typing import Any
 import jmespath
 import pytest
 
+from evaluator.commands.run import mapping_diagnosis
 from evaluator.errors import BadResponseError
 from evaluator.models import CaseError, CaseRecord, Retrieved, TargetResponse
 from evaluator.report import RunReport
 from evaluator.summary import summarise
 from evaluator.targets.base import parse_default_response
-from evaluator.targets.mapping import (
-    ResponseMapper,
-    mapping_diagnosis,
-    mapping_failure,
-)
+from evaluator.targets.mapping import ResponseMapper, mapping_failure
 
 
 def mapper(**expressions: str) -> ResponseMapper:

@@ -15,11 +15,11 @@ import pytest
 from evaluator.cli import main
 from evaluator.config import TargetConfig
 from evaluator.errors import TargetHTTPStatusError
+from evaluator.factory import build_target
 from evaluator.logs import configure_logging, get_logger
 from evaluator.models import CaseRecord
 from evaluator.report import RunReport, report_to_dict, write_report
 from evaluator.runner import RetryEvent, RunOptions, run_dataset
-from evaluator.targets.factory import build_target
 from tests.support.loopback import LoopbackServer, Reply
 from tests.targets.helpers import FAST_RETRY, case, dataset
 

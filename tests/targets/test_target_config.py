@@ -9,7 +9,7 @@ import pytest
 
 from evaluator.config import TargetConfig, load_settings
 from evaluator.errors import ConfigError
-from evaluator.targets.factory import build_target
+from evaluator.factory import build_target
 from evaluator.targets.http import HttpTarget
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "config" / "targets"

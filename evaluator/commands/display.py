@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from evaluator.models import CaseRecord
 from evaluator.report import RunReport
+from evaluator.scoring.labels import audit_run
 from evaluator.summary import QUALITY_METRICS, Summary
 
 __all__ = ["badness", "format_run", "format_summary", "worst_cases"]
@@ -82,4 +83,14 @@ def format_run(report: RunReport, worst: int = 5) -> str:
     bad = worst_cases(report.cases, worst)
     if bad:
         parts += ["", f"worst {len(bad)} case(s):", *(_case_line(c) for c in bad)]
+    parts += format_label_audit(report)
     return "\n".join(parts)
+
+
+def format_label_audit(report: RunReport) -> list[str]:
+    """Lines on the labels that the run's own evidence contradicts (none when it has none)."""
+    audit = audit_run(report.cases)
+    if not audit.checked:
+        return []
+    head = f"label audit: {audit.suspect_count} suspect of {audit.checked} checked"
+    return ["", head, *(f"  {case_id}: {a.message}" for case_id, a in audit.suspect)]

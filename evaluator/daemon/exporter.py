@@ -17,14 +17,16 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import GaugeMetricFamily, InfoMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from evaluator import __version__
+from evaluator._version import __version__
 from evaluator.errors import ERROR_KINDS
+from evaluator.history.store import HISTORY_ERROR_KINDS
 from evaluator.models import CaseRecord
 from evaluator.summary import Summary
 
 __all__ = [
     "OUTCOMES",
     "QUALITY_GAUGES",
+    "DriftGauge",
     "JobSnapshot",
     "Metrics",
 ]
@@ -50,6 +52,16 @@ _EXEMPLAR_BUDGET = 120
 
 
 @dataclass(frozen=True, slots=True)
+class DriftGauge:
+    """One check's drift, as exported: the shift, whether significant, cases that moved."""
+
+    shift: float | None
+    significant: bool
+    dropped: int | None = None
+    rose: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class JobSnapshot:
     """Everything the collector exports for one job; replaced whole, never mutated."""
 
@@ -67,6 +79,10 @@ class JobSnapshot:
     gate_passing: bool | None = None
     gate_rules_failing: Mapping[str, bool] = field(default_factory=dict)
     baseline: Mapping[str, float] = field(default_factory=dict)
+    #: history: cases per stability class, complete runs in the window, drift per check
+    stability_counts: Mapping[str, int] = field(default_factory=dict)
+    history_window_runs: int | None = None
+    drift: Mapping[str, DriftGauge] = field(default_factory=dict)
 
     @property
     def labels(self) -> tuple[str, str]:
@@ -144,6 +160,29 @@ class _SnapshotCollector(Collector):
             "Quality ratios of the configured baseline report",
             ["metric"],
         )
+        stability = gauge(
+            "rag_eval_stability_cases",
+            "Cases per stability class over the history window (complete runs)",
+            ["class"],
+        )
+        window_runs = gauge(
+            "rag_eval_history_window_runs", "Complete runs in the stability window so far"
+        )
+        shift = gauge(
+            "rag_eval_drift_shift",
+            "Mean paired change, latest runs minus the window before them, per check",
+            ["check"],
+        )
+        significant = gauge(
+            "rag_eval_drift_significant",
+            "1 when a check dropped beyond noise (exact paired test, latest runs vs window)",
+            ["check"],
+        )
+        drift_cases = gauge(
+            "rag_eval_drift_cases",
+            "Cases whose binary check moved beyond noise (exact test), by direction",
+            ["check", "direction"],
+        )
         info = InfoMetricFamily(
             "rag_eval_job",
             "Identity of a job: evaluator version, config and golden-set hashes, K",
@@ -186,9 +225,22 @@ class _SnapshotCollector(Collector):
                 rule.add_metric([*labels, name], 1.0 if failing else 0.0)
             for m, value in sorted(job.baseline.items()):
                 baseline.add_metric([*labels, m], value)
+            for name, count in job.stability_counts.items():
+                stability.add_metric([*labels, name], count)
+            if job.history_window_runs is not None:
+                window_runs.add_metric(labels, job.history_window_runs)
+            for check, d in job.drift.items():
+                if d.shift is not None:
+                    shift.add_metric([*labels, check], d.shift)
+                significant.add_metric([*labels, check], 1.0 if d.significant else 0.0)
+                if d.dropped is not None:
+                    drift_cases.add_metric([*labels, check, "drop"], d.dropped)
+                if d.rose is not None:
+                    drift_cases.add_metric([*labels, check, "rise"], d.rose)
         yield from quality.values()
         yield from (p95, scored, numerator, denominator, error_ratio, last_run, last_complete)
-        yield from (duration, interval, gate, rule, baseline, info)
+        yield from (duration, interval, gate, rule, baseline)
+        yield from (stability, window_runs, shift, significant, drift_cases, info)
 
 
 class Metrics:
@@ -239,6 +291,12 @@ class Metrics:
             lab,
             registry=registry,
         )
+        self.history_errors = Counter(
+            "rag_eval_history_errors",
+            "History store failures by kind (corrupt: moved aside and restarted; locked; io)",
+            [*lab, "kind"],
+            registry=registry,
+        )
         self._snapshots = _SnapshotCollector()
         registry.register(self._snapshots)
         #: bumped on every change, so an exposition can be reused until something changes
@@ -264,6 +322,12 @@ class Metrics:
             self.case_errors.labels(*labels, kind)
         for counter in (self.retries, self.dataset_reload_errors, self.report_write_errors):
             counter.labels(*labels)
+        for kind in HISTORY_ERROR_KINDS:
+            self.history_errors.labels(*labels, kind)
+
+    def count_history_error(self, labels: tuple[str, str], kind: str) -> None:
+        self.history_errors.labels(*labels, kind).inc()
+        self._touch()
 
     def snapshot(self, labels: tuple[str, str]) -> JobSnapshot | None:
         return self._snapshots.get(labels)

@@ -13,8 +13,7 @@ from pathlib import Path
 import structlog
 
 from evaluator.errors import ReportError
-from evaluator.report import RunReport, fsync_folder, write_report
-from evaluator.report_read import read_report
+from evaluator.report import RunReport, fsync_folder, read_report, write_report
 
 __all__ = ["ReportStore", "job_folder_name"]
 

@@ -1,0 +1,30 @@
+"""Command-line flags that several subcommands share.
+
+Here and not in :mod:`evaluator.cli`, so that commands do not import the entry point that
+imports them.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+__all__ = ["add_common", "add_target_flags"]
+
+
+def add_common(parser: argparse.ArgumentParser) -> None:
+    """Flags every subcommand takes."""
+    parser.add_argument(
+        "--config", metavar="FILE", help="TOML config (default config/evaluator.toml if present)"
+    )
+    parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+
+
+def add_target_flags(parser: argparse.ArgumentParser) -> None:
+    """Flags that describe a single (target, golden set) job without a config file."""
+    parser.add_argument("--dataset", metavar="FILE", help="golden set (JSONL)")
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--target-url", metavar="URL", help="RAG endpoint (default contract)")
+    group.add_argument("--target", metavar="MODULE:FUNCTION", help="in-process Python target")
+    parser.add_argument("--k", type=int, metavar="N", help="cutoff for recall/nDCG (default 5)")
+    parser.add_argument("--concurrency", type=int, metavar="N", help="cases in flight (default 4)")
+    parser.add_argument("--job", metavar="NAME", help="which configured job (default the first)")
