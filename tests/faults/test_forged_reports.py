@@ -21,8 +21,8 @@ from typing import Any
 
 import pytest
 
-from evaluator.report import report_to_dict
 from evaluator.daemon.report_store import LATEST, job_folder_name
+from evaluator.report import report_to_dict
 from tests.gate.factories import record, report, write
 from tests.support.prometheus import EVALUATOR, DaemonProcess
 

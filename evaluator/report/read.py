@@ -5,7 +5,7 @@ ratios in 0..1, non-negative counts, integers of sane size; NaN, Infinity and 1e
 numbers here). The cases array is kept as raw slices of the file and each case is decoded
 and turned into a :class:`CaseRecord` in turn, so the file's bytes plus the records are all
 that is held at once: never a dict tree of the whole report. Then
-:mod:`evaluator.report_check` checks the relations between fields, and the report is
+:mod:`evaluator.report.check` checks the relations between fields, and the report is
 trusted.
 
 A compact report (one case per line) and an indented one (older versions wrote
@@ -35,8 +35,8 @@ from msgspec import Meta, Struct
 
 from evaluator.errors import ReportError
 from evaluator.models import CaseError, CaseRecord, CaseScores
-from evaluator.report import SCHEMA_VERSION, RunReport
-from evaluator.report_check import check_cases, check_summary, check_summary_matches
+from evaluator.report.check import check_cases, check_summary, check_summary_matches
+from evaluator.report.model import SCHEMA_VERSION, RunReport
 from evaluator.summary import QUALITY_METRICS, Summary, Total
 
 __all__ = ["parse_report", "read_report", "report_from_dict"]
