@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from evaluator.gate.stats import Interval
+from evaluator.gate.stats import Interval, PairedDifference
 from evaluator.summary import Summary
 
 __all__ = ["FLAT", "Finding", "diagnose"]
@@ -65,9 +65,10 @@ def _secs(value: float) -> str:
     return f"{value * 1000:.3g}ms" if value < 0.1 else f"{value:.3g}s"
 
 
-def _delta(
-    baseline: Summary, candidate: Summary, metric: str, intervals: Mapping[str, Interval]
-) -> float | None:
+Paired = Mapping[str, "Interval | PairedDifference"]
+
+
+def _delta(baseline: Summary, candidate: Summary, metric: str, intervals: Paired) -> float | None:
     interval = intervals.get(metric)
     if interval is not None:
         return interval.mean_difference
@@ -75,10 +76,10 @@ def _delta(
     return None if b is None or c is None else c - b
 
 
-def _evidence(metric: str, delta: float, intervals: Mapping[str, Interval]) -> str:
+def _evidence(metric: str, delta: float, intervals: Paired) -> str:
     text = f"{_LABELS.get(metric, metric)} {delta:+.3f}"
     interval = intervals.get(metric)
-    if abs(delta) > FLAT and interval is not None and not interval.excludes_zero:
+    if abs(delta) > FLAT and isinstance(interval, Interval) and not interval.excludes_zero:
         text += f" (CI [{interval.low:+.3f}, {interval.high:+.3f}] includes 0: may be noise)"
     return text
 
@@ -86,15 +87,16 @@ def _evidence(metric: str, delta: float, intervals: Mapping[str, Interval]) -> s
 def diagnose(
     baseline: Summary,
     candidate: Summary,
-    intervals: Mapping[str, Interval] | None = None,
+    intervals: Paired | None = None,
 ) -> tuple[Finding, ...]:
     """Every row of the decision table that the deltas match.
 
     Args:
         baseline: the baseline summary the rules were judged on.
         candidate: the candidate summary.
-        intervals: paired intervals, when computed: their mean differences are the quality
-            deltas, and a move whose interval includes zero is marked as possibly noise.
+        intervals: paired differences (or intervals, when computed): their mean differences
+            are the quality deltas, and with intervals a move whose interval includes zero
+            is marked as possibly noise.
 
     Returns:
         The findings: errors first, then the table's rows in order, then latency.

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from evaluator.gate.compare import Alignment, CaseDiff, align, diff_cases
 from evaluator.gate.diagnosis import Finding, diagnose
 from evaluator.gate.rules import DEFAULT_RULES, Rule, RuleResult, evaluate_rules
-from evaluator.gate.stats import Interval, paired_intervals
+from evaluator.gate.stats import Interval, PairedDifference, paired_differences, paired_intervals
 from evaluator.report import RunReport
 from evaluator.summary import Summary
 
@@ -40,6 +40,8 @@ class GateResult:
     diagnosis: tuple[Finding, ...]
     significance: bool = False
     intervals: Mapping[str, Interval] = field(default_factory=dict)
+    #: the paired mean differences (always computed: exact and linear in cases)
+    differences: Mapping[str, PairedDifference] = field(default_factory=dict)
 
     @property
     def passed(self) -> bool:
@@ -83,8 +85,9 @@ def evaluate_gate(
         allow_dataset_change: compare reports of different golden sets on their shared cases.
         significance: a drop rule fails only when its paired confidence interval lies
             entirely beyond the allowance (needs ``with_intervals``).
-        with_intervals: compute the paired bootstrap intervals (numpy); the daemon may
-            skip them.
+        with_intervals: compute the paired bootstrap intervals (numpy, 2,000 resamples);
+            ``evaluator gate`` does only for ``--significance``, the daemon never. The
+            paired mean differences are computed either way.
 
     Returns:
         The result; ``result.passed`` is the verdict.
@@ -99,6 +102,7 @@ def evaluate_gate(
     intervals: dict[str, Interval] = {}
     if with_intervals:
         intervals = paired_intervals(alignment.baseline_cases, alignment.candidate_cases)
+    differences = paired_differences(alignment.baseline_cases, alignment.candidate_cases)
     results = evaluate_rules(
         rules,
         alignment.baseline_summary,
@@ -112,7 +116,10 @@ def evaluate_gate(
         rules=results,
         alignment=alignment,
         case_diff=diff_cases(alignment),
-        diagnosis=diagnose(alignment.baseline_summary, alignment.candidate_summary, intervals),
+        diagnosis=diagnose(
+            alignment.baseline_summary, alignment.candidate_summary, intervals or differences
+        ),
         significance=significance,
         intervals=intervals,
+        differences=differences,
     )
