@@ -1,9 +1,7 @@
 """Run summary: quality averages over scored cases, latency percentiles over every case.
 
-Denominators follow DESIGN.md: retrieval metrics and citation recall over answerable scored
-cases (all scored cases when none is answerable), citation precision over all scored cases,
-answer accuracy over cases with an answer check, fact recall over answerable cases with
-expected facts. A metric with no case to average is None, never NaN.
+Which cases each quality ratio averages over is the registry's rule
+(:mod:`evaluator.metrics`); a metric with no case to average is None, never NaN.
 """
 
 from __future__ import annotations
@@ -11,25 +9,12 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from operator import attrgetter
 from typing import Any
 
-from evaluator.models import CaseRecord, CaseScores
+from evaluator.metrics import METRICS, QUALITY_METRICS, populations
+from evaluator.models import CaseRecord
 
 __all__ = ["QUALITY_METRICS", "Summary", "Total", "nearest_rank", "summarise"]
-
-#: Summary keys of the quality ratios, in display order.
-QUALITY_METRICS: tuple[str, ...] = (
-    "recall_at_k",
-    "mrr",
-    "ndcg_at_k",
-    "citation_precision",
-    "citation_recall",
-    "answer_accuracy",
-    "fact_recall",
-    "false_refusal_rate",
-    "correct_refusal_rate",
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +44,14 @@ class Summary:
     errors_by_kind: Mapping[str, int]
     by_tag: Mapping[str, Summary] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        # Every quality metric has a total, so readers index ``totals[name]`` safely: one
+        # read back from a report without it (another version, a hand edit) has no case.
+        missing = [name for name in QUALITY_METRICS if name not in self.totals]
+        if missing:
+            complete = {**self.totals, **{name: Total(0.0, 0) for name in missing}}
+            object.__setattr__(self, "totals", complete)
+
     def get(self, metric: str) -> float | None:
         """A summary value by its report name (quality ratio, ``error_rate`` or percentile)."""
         if metric in self.totals:
@@ -70,11 +63,7 @@ class Summary:
 
     def to_dict(self) -> dict[str, Any]:
         """The report's JSON shape (the article's names first)."""
-        # a summary read back from a report may lack some totals: those metrics are null
-        out: dict[str, Any] = {
-            name: self.totals[name].mean if name in self.totals else None
-            for name in QUALITY_METRICS
-        }
+        out: dict[str, Any] = {name: self.totals[name].mean for name in QUALITY_METRICS}
         out.update(
             case_count=self.case_count,
             scored_count=self.scored_count,
@@ -108,30 +97,19 @@ def nearest_rank(values: Sequence[float], percentile: float) -> float | None:
     return ordered[rank - 1]
 
 
-def _total(population: Sequence[CaseScores], name: str) -> Total:
-    """Sum and count of one per-case value, None skipped; added in case order. attrgetter
-    and map run in C: summaries of 100,000 cases are recomputed whenever a report is read."""
-    values = [v for v in map(attrgetter(name), population) if v is not None]
-    return Total(float(sum(map(float, values))), len(values))
-
-
 def _totals(scored: Sequence[CaseRecord]) -> dict[str, Total]:
-    every = [r.scores for r in scored if r.scores is not None]
-    answerable = [r.scores for r in scored if r.scores is not None and not r.unanswerable]
-    unanswerable = [r.scores for r in scored if r.scores is not None and r.unanswerable]
-    # retrieval is averaged over answerable cases, or over all when none is answerable
-    retrieval_pool = answerable or every
-    return {
-        "recall_at_k": _total(retrieval_pool, "recall_at_k"),
-        "mrr": _total(retrieval_pool, "mrr"),
-        "ndcg_at_k": _total(retrieval_pool, "ndcg_at_k"),
-        "citation_precision": _total(every, "citation_precision"),
-        "citation_recall": _total(retrieval_pool, "citation_recall"),
-        "answer_accuracy": _total(every, "answer_correct"),
-        "fact_recall": _total(answerable, "fact_recall"),
-        "false_refusal_rate": _total(answerable, "refused"),
-        "correct_refusal_rate": _total(unanswerable, "refused"),
-    }
+    """Each quality total over its population (the registry's denominator rule, as
+    :func:`evaluator.metrics.values` applies it), added in case order. The loops are
+    comprehensions and ``map``: summaries of 100,000 cases are recomputed whenever a
+    report is read."""
+    pools = populations(scored)
+    out: dict[str, Total] = {}
+    for spec in METRICS:
+        if spec.per_case is not None:
+            pool = [r.scores for r in pools[spec.population] if r.scores is not None]
+            picked = [v for v in map(spec.per_case, pool) if v is not None]
+            out[spec.name] = Total(float(sum(map(float, picked))), len(picked))
+    return out
 
 
 def summarise(records: Sequence[CaseRecord], *, with_tags: bool = True) -> Summary:

@@ -8,18 +8,20 @@ carries ``target`` and ``dataset``; case ids appear only in exemplars, never as 
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import GaugeMetricFamily, InfoMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from evaluator._version import __version__
 from evaluator.errors import ERROR_KINDS
 from evaluator.history.store import HISTORY_ERROR_KINDS
+from evaluator.metrics import METRICS
 from evaluator.models import CaseRecord
 from evaluator.summary import Summary
 
@@ -36,16 +38,11 @@ OUTCOMES: tuple[str, ...] = ("complete", "incomplete", "failed", "skipped")
 
 #: Summary metric -> gauge name, for the quality gauges of the last complete run.
 QUALITY_GAUGES: Mapping[str, str] = {
-    "recall_at_k": "rag_eval_recall_at_k",
-    "mrr": "rag_eval_mrr",
-    "ndcg_at_k": "rag_eval_ndcg_at_k",
-    "citation_precision": "rag_eval_citation_precision",
-    "citation_recall": "rag_eval_citation_recall",
-    "answer_accuracy": "rag_eval_answer_accuracy",
+    spec.name: spec.gauge for spec in METRICS if spec.quality and spec.gauge is not None
 }
 
 #: Metrics whose sum and count are exported so replicas (shards) aggregate exactly.
-_SHARDABLE = (*QUALITY_GAUGES, "fact_recall")
+_SHARDABLE = tuple(spec.name for spec in METRICS if spec.shardable)
 
 # OpenMetrics caps an exemplar's label set at 128 UTF-8 characters
 _EXEMPLAR_BUDGET = 120
@@ -291,6 +288,32 @@ class Metrics:
             lab,
             registry=registry,
         )
+        self.stage_names_folded = Counter(
+            "rag_eval_stage_names_folded",
+            "Stage timings counted under stage='other': beyond the target's allow-list or cap",
+            lab,
+            registry=registry,
+        )
+        self.config_reloads = Counter(
+            "rag_eval_config_reload",
+            "Configuration reloads (SIGHUP) by result; on failure the old configuration runs on",
+            ["result"],
+            registry=registry,
+        )
+        self.config_last_reload_successful = Gauge(
+            "rag_eval_config_last_reload_successful",
+            "1 when the last configuration reload succeeded (or none was asked for)",
+            registry=registry,
+        )
+        self.config_last_reload_success_timestamp = Gauge(
+            "rag_eval_config_last_reload_success_timestamp_seconds",
+            "When the configuration was last loaded successfully, Unix time",
+            registry=registry,
+        )
+        for result in ("success", "failure"):
+            self.config_reloads.labels(result)
+        self.config_last_reload_successful.set(1)
+        self.config_last_reload_success_timestamp.set_to_current_time()
         self.history_errors = Counter(
             "rag_eval_history_errors",
             "History store failures by kind (corrupt: moved aside and restarted; locked; io)",
@@ -320,7 +343,12 @@ class Metrics:
             self.runs.labels(*labels, outcome)
         for kind in ERROR_KINDS:
             self.case_errors.labels(*labels, kind)
-        for counter in (self.retries, self.dataset_reload_errors, self.report_write_errors):
+        for counter in (
+            self.retries,
+            self.dataset_reload_errors,
+            self.report_write_errors,
+            self.stage_names_folded,
+        ):
             counter.labels(*labels)
         for kind in HISTORY_ERROR_KINDS:
             self.history_errors.labels(*labels, kind)
@@ -350,6 +378,39 @@ class Metrics:
             self.stage_latency.labels(*labels, stage).observe(seconds, exemplar=exemplar)
         if record.error is not None:
             self.case_errors.labels(*labels, record.error.kind).inc()
+        self._touch()
+
+    def config_reloaded(self, ok: bool) -> None:
+        """Count a configuration reload and set the last-reload gauges."""
+        self.config_reloads.labels("success" if ok else "failure").inc()
+        self.config_last_reload_successful.set(1 if ok else 0)
+        if ok:
+            self.config_last_reload_success_timestamp.set_to_current_time()
+        self._touch()
+
+    def remove_job(self, labels: tuple[str, str]) -> None:
+        """Withdraw a job dropped by a reload: its snapshot and its per-job series."""
+        self._snapshots.remove(labels)
+        for metric in (
+            self.case_latency,
+            self.retries,
+            self.dataset_reload_errors,
+            self.report_write_errors,
+            self.stage_names_folded,
+        ):
+            with contextlib.suppress(KeyError):
+                metric.remove(*labels)
+        for outcome in OUTCOMES:
+            with contextlib.suppress(KeyError):
+                self.runs.remove(*labels, outcome)
+        for kind in ERROR_KINDS:
+            with contextlib.suppress(KeyError):
+                self.case_errors.remove(*labels, kind)
+        # stage series of the job: label values are the job's two, then the stage
+        for key in list(self.stage_latency._metrics):
+            if tuple(key[:2]) == labels:
+                with contextlib.suppress(KeyError):
+                    self.stage_latency.remove(*key)
         self._touch()
 
     def count_run(self, labels: tuple[str, str], outcome: str) -> None:

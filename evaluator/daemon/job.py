@@ -24,6 +24,7 @@ from evaluator.errors import DatasetError
 from evaluator.history.drift import BINARY_CHECKS
 from evaluator.history.job import JobHistory
 from evaluator.history.recorder import HistoryRecorder, Outcome
+from evaluator.metrics import FLOAT_TOLERANCE
 from evaluator.models import Case, CaseRecord, Dataset
 from evaluator.report import RunReport, scores_to_dict
 from evaluator.runner import RetryEvent, config_hash_for, run_dataset
@@ -34,15 +35,12 @@ __all__ = ["JobRunner", "classify"]
 
 log = structlog.get_logger("evaluator.daemon")
 
-# an error ratio equal to the limit is still complete, whatever the float rounding
-_EPSILON = 1e-9
-
 
 def classify(summary: Summary, error_ratio_limit: float) -> str:
     """A finished run's outcome: ``complete``, ``incomplete`` or ``failed`` (DESIGN.md)."""
     if summary.scored_count == 0:
         return "failed"
-    if (summary.error_rate or 0.0) > error_ratio_limit + _EPSILON:
+    if (summary.error_rate or 0.0) > error_ratio_limit + FLOAT_TOLERANCE:
         return "incomplete"
     return "complete"
 
@@ -75,6 +73,7 @@ class JobRunner:
         self.clock = clock
         self.labels = (target.name, dataset.name)
         self.options = settings.run_options(job)
+        self.options.stages.on_fold = self._on_stage_folded
         self.store = ReportStore(settings.reports_dir, job.key, settings.reports_keep)
         self._signature = self._stat_signature()
         self.runs_by_outcome: dict[str, int] = {}
@@ -193,6 +192,21 @@ class JobRunner:
         if self.settings.log_answers and record.answer is not None:
             fields["answer"] = record.answer[: self.settings.log_answer_max_chars]
         log.info("case", **fields)
+
+    def _on_stage_folded(self, name: str, first: bool) -> None:
+        self.metrics.count(self.metrics.stage_names_folded, self.labels)
+        if first:
+            log.warning(
+                "stage_folded",
+                job=self.key,
+                stage=name,
+                into="other",
+                kept=sorted(self.options.stages.kept),
+                reason="not in the target's stages allow-list"
+                if self.options.stages.allowed is not None
+                else f"beyond max_stages ({self.options.stages.cap})",
+                **self._label_fields(),
+            )
 
     def _on_retry(self, event: RetryEvent) -> None:
         self.metrics.count(self.metrics.retries, self.labels)

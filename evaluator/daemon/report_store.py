@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import re
 import shutil
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import structlog
@@ -31,47 +32,81 @@ class ReportStore:
     """Keeps the last ``keep`` reports of one job, plus ``latest.json``, under ``root``.
 
     The last report is also held in memory so ``/reports/latest`` keeps answering when the
-    disk does not (encoded on request, like the file).
+    disk does not (encoded on request, as the file is).
     """
 
     def __init__(self, root: Path, job_key: str, keep: int) -> None:
         self.folder = root / job_folder_name(job_key)
         self.keep = keep
         self.latest: RunReport | None = None
+        #: reports deleted beyond ``keep`` because the disk was full
+        self.pruned_for_space = 0
 
     def save(self, report: RunReport) -> Path:
-        """Write the report and ``latest.json`` atomically, then prune old reports.
+        """Write ``latest.json`` then the numbered report, atomically, pruning first.
 
-        The report is streamed once; ``latest.json`` is a hard link to the same file (a copy
-        where the file system has no links), put in place by an atomic rename.
+        Old reports are pruned *before* writing, down to ``keep - 1``, so a folder filled
+        with our own reports frees room for the new one; when the disk is still full, the
+        oldest kept reports are deleted one by one until the write fits. ``latest.json`` is
+        written first: it is never older than the newest numbered report.
+
+        The report is streamed once, into ``latest.json``; the numbered report is a hard link
+        to the same file (a copy where the file system has no links), put in place by an
+        atomic rename.
 
         Raises:
-            OSError: the folder is not writable; the in-memory latest is updated anyway.
+            OSError: the folder is not writable, or the disk is full with nothing of ours
+                left to delete; the in-memory latest is updated anyway.
         """
         self.latest = report
         # milliseconds included: names sort in run order even for runs within one second
         stamp = re.sub(r"[^0-9T]", "", report.generated_at) + "Z"
         path = self.folder / f"{stamp}-{report.run_id}.json"
-        write_report(report, path)
-        self._link_latest(path)
-        self._prune()
+        latest = self.folder / LATEST
+        self._prune(self.keep - 1)
+        self._making_room(lambda: write_report(report, latest))
+        self._making_room(lambda: self._link(latest, path))
         return path
 
-    def _link_latest(self, path: Path) -> None:
-        tmp = self.folder / f".{LATEST}.{uuid.uuid4().hex}.tmp"
+    def _link(self, source: Path, path: Path) -> None:
+        """``path`` becomes the same file as ``source``, atomically."""
+        tmp = self.folder / f".{path.name}.{uuid.uuid4().hex}.tmp"
         try:
             try:
-                os.link(path, tmp)
-            except OSError:
-                shutil.copyfile(path, tmp)
+                os.link(source, tmp)
+            except OSError as exc:
+                if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+                    raise
+                shutil.copyfile(source, tmp)
                 with tmp.open("rb+") as f:
                     os.fsync(f.fileno())
-            tmp.replace(self.folder / LATEST)
+            tmp.replace(path)
         except BaseException:
             with contextlib.suppress(OSError):
                 tmp.unlink()
             raise
         fsync_folder(self.folder)
+
+    def _making_room(self, write: Callable[[], None]) -> None:
+        while True:
+            try:
+                write()
+                return
+            except OSError as exc:
+                if exc.errno not in (errno.ENOSPC, errno.EDQUOT) or not self._drop_oldest():
+                    raise
+                self.pruned_for_space += 1
+
+    def _runs(self) -> list[Path]:
+        return sorted(p for p in self.folder.glob("*.json") if p.name != LATEST)
+
+    def _drop_oldest(self) -> bool:
+        """Delete the oldest numbered report; False when there is none left."""
+        runs = self._runs()
+        if not runs:
+            return False
+        runs[0].unlink(missing_ok=True)
+        return True
 
     def remove_stale_temp_files(self) -> int:
         """Delete temporary files left by a process killed mid-write; one writer per folder,
@@ -83,9 +118,11 @@ class ReportStore:
                 removed += 1
         return removed
 
-    def _prune(self) -> None:
-        runs = sorted(p for p in self.folder.glob("*.json") if p.name != LATEST)
-        for old in runs[: max(len(runs) - self.keep, 0)]:
+    def _prune(self, keep: int) -> None:
+        if not self.folder.is_dir():
+            return
+        runs = self._runs()
+        for old in runs[: max(len(runs) - keep, 0)]:
             old.unlink(missing_ok=True)
 
     def kept(self) -> Iterator[RunReport]:

@@ -27,6 +27,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from evaluator.gate.stats import Interval, PairedDifference
+from evaluator.metrics import FLOAT_TOLERANCE, METRICS
 from evaluator.summary import Summary
 
 __all__ = ["FLAT", "Finding", "diagnose"]
@@ -41,14 +42,9 @@ _LATENCY_FLOOR_SECONDS = 0.05
 #: A stage explains a P95 growth when its own P95 grew by at least this share of it.
 _STAGE_SHARE = 0.5
 
-_QUALITY = ("recall_at_k", "mrr", "ndcg_at_k", "citation_precision", "answer_accuracy")
-_LABELS = {
-    "recall_at_k": "recall",
-    "mrr": "MRR",
-    "ndcg_at_k": "nDCG",
-    "citation_precision": "citation precision",
-    "answer_accuracy": "accuracy",
-}
+#: The quality ratios whose moves the decision table reads, and their names in findings.
+_QUALITY = tuple(spec.name for spec in METRICS if spec.diagnosed)
+_LABELS = {spec.name: spec.label for spec in METRICS}
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,7 +113,7 @@ def diagnose(
 
     out: list[Finding] = []
     b_err, c_err = baseline.error_rate, candidate.error_rate
-    if b_err is not None and c_err is not None and c_err > b_err + 1e-9:
+    if b_err is not None and c_err is not None and c_err > b_err + FLOAT_TOLERANCE:
         kinds = ", ".join(f"{k} {n}" for k, n in candidate.errors_by_kind.items())
         signal = f"error rate {b_err:.3f} → {c_err:.3f}" + (f" ({kinds})" if kinds else "")
         out.append(Finding("errors", signal, "the target's availability, timeouts and responses"))
@@ -146,7 +142,7 @@ def diagnose(
         growth = c95 / b95 - 1
         p95 = f"P95 {_secs(b95)} → {_secs(c95)} ({growth:+.0%})"
         quality_up = [m for m in _QUALITY if (v := d[m]) is not None and v > FLAT]
-        if quality_up and growth >= 1 - 1e-9:
+        if quality_up and growth >= 1 - FLOAT_TOLERANCE:
             out.append(
                 Finding(
                     "trade-off",

@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal, get_args
 
 from evaluator.errors import ConfigError
-from evaluator.summary import QUALITY_METRICS, Summary
+from evaluator.metrics import FLOAT_TOLERANCE, METRICS
+from evaluator.summary import Summary
 
 if TYPE_CHECKING:
     from evaluator.gate.stats import Interval
@@ -53,17 +54,14 @@ RuleKind = Literal["min", "max", "max_drop", "max_growth", "max_relative_growth"
 #: Every rule kind, in the order a table's keys are documented.
 RULE_KINDS: tuple[RuleKind, ...] = get_args(RuleKind)
 
-#: Absolute slack on every comparison: report values are means of floats, so 0.76 - 0.75
-#: is 0.010000000000000009, which must still count as a drop of exactly 0.01.
-TOLERANCE = 1e-9
+#: Absolute slack on every comparison (the registry's; kept under this name for importers).
+TOLERANCE = FLOAT_TOLERANCE
 
 #: Summary metrics a rule may name.
-GATE_METRICS: tuple[str, ...] = (*QUALITY_METRICS, "error_rate", "p50_seconds", "p95_seconds")
+GATE_METRICS: tuple[str, ...] = tuple(spec.name for spec in METRICS)
 
 #: Metrics where a rise is bad; every other gate metric is a quality ratio (higher is better).
-LOWER_IS_BETTER: frozenset[str] = frozenset(
-    {"false_refusal_rate", "error_rate", "p50_seconds", "p95_seconds"}
-)
+LOWER_IS_BETTER: frozenset[str] = frozenset(spec.name for spec in METRICS if spec.lower_is_better)
 
 #: Where ``evaluator gate`` looks for rules when no file is configured.
 DEFAULT_GATES_PATH = Path("config/gates.toml")
@@ -72,8 +70,11 @@ _DROP_KINDS = frozenset({"max_drop"})
 _GROWTH_KINDS = frozenset({"max_growth", "max_relative_growth"})
 
 
+_SECONDS = frozenset(spec.name for spec in METRICS if spec.unit == "seconds")
+
+
 def _is_seconds(metric: str) -> bool:
-    return metric.endswith("_seconds")
+    return metric in _SECONDS
 
 
 def format_value(metric: str, value: float | None) -> str:

@@ -26,6 +26,7 @@ class CaseOutcome:
     mrr: float | None
     ndcg_at_k: float | None
     error_kind: str | None = None
+    citation_precision: float | None = None
 
     @property
     def passed(self) -> bool | None:
@@ -41,5 +42,12 @@ def outcome_of(record: CaseRecord, run_id: str, finished_at: float) -> CaseOutco
         return CaseOutcome(run_id, finished_at, None, None, None, None, kind)
     hit = None if record.unanswerable else scores.recall_at_k > 0
     return CaseOutcome(
-        run_id, finished_at, scores.answer_correct, hit, scores.mrr, scores.ndcg_at_k, None
+        run_id,
+        finished_at,
+        scores.answer_correct,
+        hit,
+        scores.mrr,
+        scores.ndcg_at_k,
+        None,
+        scores.citation_precision,
     )

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from evaluator.models import CaseRecord, CaseScores
+from evaluator.redaction import redactor
 from evaluator.report.model import RunReport
 from evaluator.scoring.labels import audit_record, audit_run
 
@@ -96,12 +97,14 @@ def _header_to_dict(report: RunReport) -> dict[str, Any]:
 
 
 def report_to_dict(report: RunReport) -> dict[str, Any]:
-    """The report as a JSON-ready dict (fields in report order).
+    """The report as a JSON-ready dict (fields in report order), redacted.
 
     Files are not written from this dict (see :func:`report_chunks`); it is for callers
-    that want the report as data.
+    that want the report as data, and leaves the process as safely as a file does.
     """
-    return {**_header_to_dict(report), "cases": [_case_to_dict(c) for c in report.cases]}
+    data = {**_header_to_dict(report), "cases": [_case_to_dict(c) for c in report.cases]}
+    redacted: dict[str, Any] = redactor().redact_json(data)
+    return redacted
 
 
 #: Compact and strict: the C encoder, no indentation, NaN and infinity refused.
@@ -111,8 +114,10 @@ _ENCODER = json.JSONEncoder(
 
 
 def _egress(text: str) -> str:
-    """The one place report text leaves the process (files, ``/reports/latest``)."""
-    return text
+    """The one place report text leaves the process (files, ``latest.json``,
+    ``/reports/latest``, candidate reports): the targets' secrets are removed here, from the
+    encoded JSON (the redactor knows their JSON-escaped forms too), one case at a time."""
+    return redactor().redact_text(text)
 
 
 def report_chunks(report: RunReport) -> Iterator[str]:

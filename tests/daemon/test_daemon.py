@@ -514,20 +514,18 @@ class TestStartErrors:
     def test_invalid_cron_names_the_job(
         self, tmp_path: Path, endpoint: Endpoint, cron: str, needle: str
     ) -> None:
-        """An invalid cron expression raises ConfigError naming the job and the expression."""
-        settings = _settings(
-            tmp_path, endpoint.url, job={"interval_seconds": None, "cron": cron, "name": "nightly"}
+        """An invalid cron expression stops the configuration load, naming the job and the
+        expression, before any daemon exists."""
+        config = tmp_path / "evaluator.toml"
+        config.write_text(
+            f'[[targets]]\nname = "loop"\nurl = "{endpoint.url}"\n'
+            f'[[jobs]]\ntarget = "loop"\ndataset = "golden.jsonl"\nname = "nightly"\n'
+            f"cron = {json.dumps(cron)}\n"
         )
-
-        async def body() -> None:
-            daemon = Daemon(settings)
-            with pytest.raises(ConfigError) as caught:
-                await daemon.start()
-            await daemon.stop()
-            message = str(caught.value)
-            assert "'nightly'" in message and repr(cron) in message and needle in message
-
-        run_bounded(body)
+        with pytest.raises(ConfigError) as caught:
+            load_settings(config)
+        message = str(caught.value)
+        assert "jobs.0" in message and repr(cron) in message and needle in message
 
     def test_valid_cron_schedules_the_job(self, tmp_path: Path, endpoint: Endpoint) -> None:
         """A valid cron expression starts, and its interval is exported."""
