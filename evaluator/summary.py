@@ -14,7 +14,15 @@ from typing import Any
 from evaluator.metrics import METRICS, QUALITY_METRICS, populations
 from evaluator.models import CaseRecord
 
-__all__ = ["QUALITY_METRICS", "Summary", "Total", "nearest_rank", "summarise"]
+__all__ = [
+    "QUALITY_METRICS",
+    "Summary",
+    "Total",
+    "id_mismatch_warning",
+    "nearest_rank",
+    "relevant_never_retrieved",
+    "summarise",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +51,11 @@ class Summary:
     stage_p95_seconds: Mapping[str, float]
     errors_by_kind: Mapping[str, int]
     by_tag: Mapping[str, Summary] = field(default_factory=dict)
+    #: how late the event loop ran timers during the run (P95, max), seconds: a P95 latency
+    #: that grew with these is the evaluator's own doing. None when not measured (a tag's
+    #: summary, an older report); a property of the run, not recomputed from its cases
+    event_loop_lag_p95_seconds: float | None = None
+    event_loop_lag_max_seconds: float | None = None
 
     def __post_init__(self) -> None:
         # Every quality metric has a total, so readers index ``totals[name]`` safely: one
@@ -75,6 +88,10 @@ class Summary:
             errors_by_kind=dict(self.errors_by_kind),
             totals={k: {"sum": t.sum, "count": t.count} for k, t in self.totals.items()},
         )
+        if self.event_loop_lag_p95_seconds is not None:
+            out["event_loop_lag_p95_seconds"] = self.event_loop_lag_p95_seconds
+        if self.event_loop_lag_max_seconds is not None:
+            out["event_loop_lag_max_seconds"] = self.event_loop_lag_max_seconds
         if self.by_tag:
             out["by_tag"] = {tag: s.to_dict() for tag, s in sorted(self.by_tag.items())}
         return out
@@ -147,4 +164,29 @@ def summarise(records: Sequence[CaseRecord], *, with_tags: bool = True) -> Summa
         },
         errors_by_kind=dict(sorted(by_kind.items())),
         by_tag=by_tag,
+    )
+
+
+def relevant_never_retrieved(records: Sequence[CaseRecord]) -> int:
+    """How many answerable scored cases ran without one relevant id anywhere in any ranking.
+
+    0 when some case retrieved a relevant id, or when no answerable case was scored. A
+    positive count almost always means the golden set's ids are not the service's ids
+    (another chunking, a prefix, a numeric id), not that retrieval is that bad.
+    """
+    answerable = [r.scores for r in records if r.scores is not None and not r.unanswerable]
+    if not answerable or any(s.mrr > 0 for s in answerable):
+        return 0
+    return len(answerable)
+
+
+def id_mismatch_warning(records: Sequence[CaseRecord]) -> str | None:
+    """The warning to show after a run in which no relevant id was ever retrieved."""
+    count = relevant_never_retrieved(records)
+    if not count:
+        return None
+    return (
+        f"no relevant id was retrieved in any of the {count} answerable case(s): do your "
+        "golden set's ids match the service's? (compare relevant_ids with the ids "
+        "`evaluator probe` shows)"
     )

@@ -127,6 +127,11 @@ class _SnapshotCollector(Collector):
         p95 = gauge(
             "rag_eval_latency_p95_seconds", "Nearest-rank P95 case latency, last complete run"
         )
+        lag = gauge(
+            "rag_eval_event_loop_lag_p95_seconds",
+            "P95 of the evaluator's event-loop lag during the last complete run: a latency P95 "
+            "that grew with it is the evaluator's, not the service's",
+        )
         scored = gauge("rag_eval_last_run_scored_cases", "Cases scored in the last complete run")
         numerator = gauge(
             "rag_eval_quality_numerator",
@@ -200,6 +205,8 @@ class _SnapshotCollector(Collector):
                         family.add_metric(labels, value)
                 if s.p95_seconds is not None:
                     p95.add_metric(labels, s.p95_seconds)
+                if s.event_loop_lag_p95_seconds is not None:
+                    lag.add_metric(labels, s.event_loop_lag_p95_seconds)
                 scored.add_metric(labels, s.scored_count)
                 for m in _SHARDABLE:
                     total = s.totals.get(m)
@@ -235,8 +242,8 @@ class _SnapshotCollector(Collector):
                 if d.rose is not None:
                     drift_cases.add_metric([*labels, check, "rise"], d.rose)
         yield from quality.values()
-        yield from (p95, scored, numerator, denominator, error_ratio, last_run, last_complete)
-        yield from (duration, interval, gate, rule, baseline)
+        yield from (p95, lag, scored, numerator, denominator, error_ratio, last_run)
+        yield from (last_complete, duration, interval, gate, rule, baseline)
         yield from (stability, window_runs, shift, significant, drift_cases, info)
 
 

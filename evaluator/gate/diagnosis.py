@@ -34,10 +34,11 @@ __all__ = ["FLAT", "Finding", "diagnose"]
 
 #: Quality moves smaller than this (absolute, on 0..1 ratios) count as flat.
 FLAT = 0.005
-#: P95 growth (relative) worth a latency finding; the default gate allows 20%.
+#: P95 growth (relative) worth a latency finding when no rule says otherwise.
 _LATENCY_GROWTH = 0.20
 #: P95 growth (absolute) below which latency is noise, whatever the ratio: a 3 ms
-#: loopback call doubling to 6 ms says nothing about the service.
+#: loopback call doubling to 6 ms says nothing about the service. The gate passes the
+#: P95 rule's own limits (evaluator.gate.rules.latency_limits), so rule and diagnosis agree.
 _LATENCY_FLOOR_SECONDS = 0.05
 #: A stage explains a P95 growth when its own P95 grew by at least this share of it.
 _STAGE_SHARE = 0.5
@@ -84,6 +85,9 @@ def diagnose(
     baseline: Summary,
     candidate: Summary,
     intervals: Paired | None = None,
+    *,
+    latency_growth: float = _LATENCY_GROWTH,
+    latency_floor: float = _LATENCY_FLOOR_SECONDS,
 ) -> tuple[Finding, ...]:
     """Every row of the decision table that the deltas match.
 
@@ -93,6 +97,9 @@ def diagnose(
         intervals: paired differences (or intervals, when computed): their mean differences
             are the quality deltas, and with intervals a move whose interval includes zero
             is marked as possibly noise.
+        latency_growth: relative P95 growth worth a finding (the P95 rule's limit).
+        latency_floor: absolute P95 growth, in seconds, below which latency is noise (the
+            P95 rule's noise floor).
 
     Returns:
         The findings: errors first, then the table's rows in order, then latency.
@@ -138,7 +145,7 @@ def diagnose(
             )
         )
     b95, c95 = baseline.p95_seconds, candidate.p95_seconds
-    if b95 and c95 is not None and c95 - b95 > _LATENCY_FLOOR_SECONDS:
+    if b95 and c95 is not None and c95 - b95 > latency_floor:
         growth = c95 / b95 - 1
         p95 = f"P95 {_secs(b95)} → {_secs(c95)} ({growth:+.0%})"
         quality_up = [m for m in _QUALITY if (v := d[m]) is not None and v > FLAT]
@@ -150,7 +157,7 @@ def diagnose(
                     "a product trade-off, not an automatic yes",
                 )
             )
-        elif growth > _LATENCY_GROWTH:
+        elif growth > latency_growth:
             out.append(Finding("latency", p95, _slow_stage(baseline, candidate, c95 - b95)))
     return tuple(out)
 

@@ -10,6 +10,7 @@ from typing import Any
 
 from evaluator._version import __version__
 from evaluator.models import CaseRecord
+from evaluator.repeats import Repeats
 from evaluator.summary import Summary
 
 __all__ = ["SCHEMA_VERSION", "RunReport", "compute_config_hash"]
@@ -32,6 +33,8 @@ class RunReport:
     summary: Summary
     cases: tuple[CaseRecord, ...]
     retrieval_only: bool = False
+    #: each case's counts over ``--repeat N`` runs (``cases`` and ``summary`` are run 1)
+    repeats: Repeats | None = None
     evaluator_version: str = __version__
     schema_version: int = SCHEMA_VERSION
 

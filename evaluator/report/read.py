@@ -35,6 +35,7 @@ from msgspec import Meta, Struct
 
 from evaluator.errors import ReportError
 from evaluator.models import CaseError, CaseRecord, CaseScores
+from evaluator.repeats import Repeats, repeats_from_dict
 from evaluator.report.check import check_cases, check_summary, check_summary_matches
 from evaluator.report.model import SCHEMA_VERSION, RunReport
 from evaluator.summary import QUALITY_METRICS, Summary, Total
@@ -115,6 +116,8 @@ class _TagSummary(Struct, frozen=True, gc=False):
     p95_seconds: Seconds | None = None
     stage_p95_seconds: dict[str, Seconds] = {}
     errors_by_kind: dict[str, Count] = {}
+    event_loop_lag_p95_seconds: Seconds | None = None
+    event_loop_lag_max_seconds: Seconds | None = None
     recall_at_k: Ratio | None = None
     mrr: Ratio | None = None
     ndcg_at_k: Ratio | None = None
@@ -147,6 +150,8 @@ class _Report(Struct, frozen=True, gc=False):
     retrieval_only: bool = False
     case_count: Count | None = None
     error_count: Count | None = None
+    #: ``--repeat N``: checked by :func:`evaluator.repeats.repeats_from_dict`
+    repeats: dict[str, Any] | None = None
 
 
 class _Version(Struct, frozen=True, gc=False):
@@ -244,6 +249,8 @@ def _tag_summary(entry: _TagSummary, by_tag: Mapping[str, Summary]) -> Summary:
         stage_p95_seconds=dict(entry.stage_p95_seconds),
         errors_by_kind=dict(entry.errors_by_kind),
         by_tag=by_tag,
+        event_loop_lag_p95_seconds=entry.event_loop_lag_p95_seconds,
+        event_loop_lag_max_seconds=entry.event_loop_lag_max_seconds,
     )
 
 
@@ -342,9 +349,20 @@ def _build(source: str, head: _Report) -> RunReport:
         summary=summary,
         cases=tuple(cases),
         retrieval_only=head.retrieval_only,
+        repeats=_repeats(source, head.repeats),
         evaluator_version=head.evaluator_version,
         schema_version=SCHEMA_VERSION,
     )
+
+
+def _repeats(source: str, raw: dict[str, Any] | None) -> Repeats | None:
+    """The optional ``repeats`` block (``--repeat N``), checked."""
+    if raw is None:
+        return None
+    try:
+        return repeats_from_dict(raw, source)
+    except ValueError as exc:
+        raise ReportError(str(exc)) from None
 
 
 def _version_error(source: str, raw: bytes | None, data: object) -> ReportError | None:

@@ -92,6 +92,7 @@ def _header_to_dict(report: RunReport) -> dict[str, Any]:
         "error_count": report.error_count,
         "duration_seconds": report.duration_seconds,
         "summary": report.summary.to_dict(),
+        **({"repeats": report.repeats.to_dict()} if report.repeats is not None else {}),
         "label_audit": audit_run(report.cases).to_dict(),
     }
 

@@ -43,8 +43,8 @@ QUICK = ("goals", "scale", "scrape")
 TIMEOUTS = {"soak": 480.0, "runner": 240.0, "transport": 240.0, "goals": 420.0, "scale": 420.0}
 DEFAULT_TIMEOUT = 240.0
 PACKAGES = (
-    "evaluator", "aiohttp", "httpx", "httpx-aiohttp", "msgspec", "prometheus-client",
-    "apscheduler", "pydantic", "structlog", "tenacity",
+    "evaluator", "aiohttp", "brotli", "msgspec", "prometheus-client", "apscheduler",
+    "pydantic", "structlog", "tenacity",
 )  # fmt: skip
 
 

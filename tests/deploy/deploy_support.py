@@ -81,6 +81,7 @@ ERROR_KINDS = (
     "http_status",
     "bad_response",
     "response_too_large",
+    "out_of_memory",
     "target_exception",
 )
 GATE_RULES = (*QUALITY_METRICS, "p95_seconds", "error_rate")
