@@ -160,6 +160,7 @@ METRICS: tuple[MetricSpec, ...] = (
         "fact recall",
         per_case=lambda s: s.fact_recall,
         population="answerable",
+        gauge="rag_eval_fact_recall",
         shardable=True,
     ),
     MetricSpec(
@@ -169,6 +170,8 @@ METRICS: tuple[MetricSpec, ...] = (
         per_case=lambda s: s.refused,
         population="answerable",
         lower_is_better=True,
+        gauge="rag_eval_false_refusal_rate",
+        shardable=True,
     ),
     MetricSpec(
         "correct_refusal_rate",
@@ -176,6 +179,8 @@ METRICS: tuple[MetricSpec, ...] = (
         "correct refusals",
         per_case=lambda s: s.refused,
         population="unanswerable",
+        gauge="rag_eval_correct_refusal_rate",
+        shardable=True,
     ),
     MetricSpec(
         "error_rate",
@@ -190,6 +195,7 @@ METRICS: tuple[MetricSpec, ...] = (
         "P50",
         unit="seconds",
         lower_is_better=True,
+        gauge="rag_eval_latency_p50_seconds",
     ),
     MetricSpec(
         "p95_seconds",
@@ -197,6 +203,7 @@ METRICS: tuple[MetricSpec, ...] = (
         "P95",
         unit="seconds",
         lower_is_better=True,
+        gauge="rag_eval_latency_p95_seconds",
         pushed_as="latency_p95_seconds",
     ),
 )
