@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: venv install lint format typecheck unit fast test image-test lock demo bench clean
+.PHONY: venv install lint format typecheck unit fast test image-test lock crd-validator demo bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -41,8 +41,20 @@ format: venv
 typecheck: venv
 	$(BIN)/mypy
 
-unit: venv
+unit: venv crd-validator
 	$(BIN)/pytest
+
+# The Prometheus Operator's CRD schemas for the ServiceMonitor and PrometheusRule tests, from
+# the npm registry at the versions tests/deploy/crd/package-lock.json pins. Without npm the
+# tests skip (and fail under CI=true).
+CRD := tests/deploy/crd
+$(CRD)/node_modules/.stamp: $(CRD)/package-lock.json
+	npm ci --prefix $(CRD) --silent --no-audit --no-fund
+	touch $@
+
+crd-validator:
+	@if command -v npm >/dev/null 2>&1; then $(MAKE) --no-print-directory $(CRD)/node_modules/.stamp; \
+	  else echo "npm not found: the CRD schema tests will skip"; fi
 
 # the in-process tier for the edit loop: no subprocesses, servers or Prometheus
 fast: venv

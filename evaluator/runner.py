@@ -171,6 +171,7 @@ async def run_dataset(
     run_id: str | None = None,
     cases: tuple[Case, ...] | None = None,
     repeats: int = 1,
+    keep_partial: bool = False,
 ) -> RunReport:
     """Run every case (or ``cases``, a subset such as a shard) with bounded concurrency.
 
@@ -186,6 +187,8 @@ async def run_dataset(
             once, then every case again), never back to back, so a case's runs are spread
             over the whole run and not all answered by one warm cache. The report's cases
             and summary are the first round; ``report.repeats`` counts every round.
+        keep_partial: when the run is cancelled (Ctrl-C in a one-shot command), return the
+            cases that finished as a report marked ``interrupted`` instead of raising.
 
     Returns:
         The report, cases in golden-set order.
@@ -208,9 +211,16 @@ async def run_dataset(
             if on_case is not None:
                 on_case(record)
 
-    async with LoopLagMonitor() as lag, asyncio.TaskGroup() as group:
-        for _ in range(min(options.concurrency, len(todo)) or 1):
-            group.create_task(worker())
+    interrupted = False
+    try:
+        async with LoopLagMonitor() as lag, asyncio.TaskGroup() as group:
+            for _ in range(min(options.concurrency, len(todo)) or 1):
+                group.create_task(worker())
+    except asyncio.CancelledError:
+        if not keep_partial:
+            raise
+        # Ctrl-C: the cases that finished make a partial report, marked as such
+        interrupted = True
     done = tuple(r for r in records if r is not None)
     scored = [r for r in done if r.scored]
     return RunReport(
@@ -234,4 +244,5 @@ async def run_dataset(
             if repeats > 1
             else None
         ),
+        interrupted=interrupted,
     )

@@ -160,7 +160,10 @@ def summarise(records: Sequence[CaseRecord], *, with_tags: bool = True) -> Summa
         p50_seconds=nearest_rank(latencies, 50),
         p95_seconds=nearest_rank(latencies, 95),
         stage_p95_seconds={
-            s: v for s, vals in sorted(stages.items()) if (v := nearest_rank(vals, 95)) is not None
+            # in the order the endpoint reports its stages (first seen), not by name
+            s: v
+            for s, vals in stages.items()
+            if (v := nearest_rank(vals, 95)) is not None
         },
         errors_by_kind=dict(sorted(by_kind.items())),
         by_tag=by_tag,

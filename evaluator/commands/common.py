@@ -9,6 +9,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from evaluator.commands.progress import Progress
 from evaluator.config import JobConfig, Settings, TargetConfig, load_settings
 from evaluator.dataset import load_dataset
 from evaluator.errors import ConfigError, EvaluatorError, OutputError
@@ -21,6 +22,7 @@ from evaluator.summary import id_mismatch_warning
 __all__ = [
     "JobPlan",
     "check_scored",
+    "exit_if_interrupted",
     "format_repeats",
     "plan_job",
     "run_job",
@@ -104,10 +106,17 @@ def plan_job(settings: Settings, job_name: str | None = None) -> JobPlan:
     return JobPlan(settings, job, target, dataset, options)
 
 
-async def _run(plan: JobPlan, repeats: int) -> RunReport:
+async def _run(plan: JobPlan, repeats: int, progress: Progress) -> RunReport:
     target = build_target(plan.target)
     try:
-        return await run_dataset(plan.dataset, target, plan.options, repeats=repeats)
+        return await run_dataset(
+            plan.dataset,
+            target,
+            plan.options,
+            repeats=repeats,
+            on_case=progress.on_case,
+            keep_partial=True,  # Ctrl-C: a partial report, marked interrupted
+        )
     finally:
         await target.aclose()
 
@@ -140,8 +149,29 @@ def warn_id_mismatch(report: RunReport) -> None:
 
 
 def run_job(plan: JobPlan, repeats: int = 1) -> RunReport:
-    """Run a planned job once (each case ``repeats`` times), synchronously."""
-    return asyncio.run(_run(plan, repeats))
+    """Run a planned job once (each case ``repeats`` times), synchronously.
+
+    A progress line shows on stderr when it is a terminal. Ctrl-C stops the run and
+    returns the cases that finished, in a report marked ``interrupted``: the caller saves
+    it and exits 130 (:func:`exit_if_interrupted`).
+    """
+    progress = Progress(len(plan.dataset.cases) * repeats, sys.stderr)
+    try:
+        return asyncio.run(_run(plan, repeats, progress))
+    finally:
+        progress.close()
+
+
+def exit_if_interrupted(report: RunReport, output: Path) -> None:
+    """After saving a Ctrl-C'd run's partial report: say so and stop with exit 130."""
+    if not report.interrupted:
+        return
+    print(
+        f"evaluator: interrupted: {report.case_count} of the golden set's cases finished; "
+        f"partial report (marked interrupted) written to {output}",
+        file=sys.stderr,
+    )
+    raise KeyboardInterrupt
 
 
 def format_repeats(report: RunReport) -> str | None:

@@ -23,11 +23,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import structlog
-from prometheus_client import disable_created_metrics
 
 from evaluator.config import JobConfig, Settings, TargetConfig
 from evaluator.daemon import Daemon
 from evaluator.daemon.server import parse_listen
+from evaluator.daemon.service import without_created_series
 from evaluator.errors import ConfigError, EvaluatorError, ExitCode
 
 __all__ = ["DemoOptions", "PrometheusUi", "run_demo"]
@@ -215,7 +215,7 @@ async def _serve(settings: Settings, options: DemoOptions, prometheus: Prometheu
 def run_demo(options: DemoOptions) -> int:
     """Start everything, block until SIGINT/SIGTERM, stop everything; exit code 0."""
     settings = _settings(options)
-    disable_created_metrics()  # type: ignore[no-untyped-call]  # as `evaluator serve` does
+    without_created_series()  # as `evaluator serve` does
     children: list[subprocess.Popen[bytes]] = []
     with tempfile.TemporaryDirectory(prefix="evaluator-demo-") as tmp:
         try:

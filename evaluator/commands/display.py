@@ -7,16 +7,16 @@ from evaluator.models import CaseRecord
 from evaluator.report import RunReport
 from evaluator.scoring.labels import audit_run
 from evaluator.summary import Summary
+from evaluator.units import format_seconds
 
-__all__ = ["badness", "format_run", "format_summary", "worst_cases"]
+__all__ = ["badness", "format_run", "format_summary", "format_tags", "worst_cases"]
 
 
 def _fmt(value: float | None, seconds: bool = False) -> str:
     if value is None:
         return "n/a"
     if seconds:
-        # sub-10 ms stages would all print as 0.000s
-        return f"{value * 1000:.2f}ms" if value < 0.01 else f"{value:.3f}s"
+        return format_seconds(value)
     return f"{value:.4f}"
 
 
@@ -32,6 +32,32 @@ def format_summary(summary: Summary) -> str:
     for stage, p95 in summary.stage_p95_seconds.items():
         lines.append(f"{'  p95 ' + stage:<22} {_fmt(p95, True):>9}")
     return "\n".join(lines)
+
+
+#: the per-tag line's columns: the metrics that tell a slice apart at a glance
+_TAG_COLUMNS = (
+    ("recall_at_k", "recall"),
+    ("mrr", "mrr"),
+    ("citation_precision", "citations"),
+    ("answer_accuracy", "accuracy"),
+    ("error_rate", "errors"),
+)
+
+
+def format_tags(summary: Summary) -> list[str]:
+    """One line per tag: how each slice of the golden set did (none when no case has tags)."""
+    if not summary.by_tag:
+        return []
+    width = max(len(tag) for tag in summary.by_tag)
+    lines = ["", "by tag:"]
+    for tag, sub in summary.by_tag.items():
+        cells = [
+            f"{label} {value:.2f}"
+            for name, label in _TAG_COLUMNS
+            if (value := sub.get(name)) is not None
+        ]
+        lines.append(f"  {tag:<{width}}  {sub.case_count:>4} cases  " + "  ".join(cells))
+    return lines
 
 
 def _cases(summary: Summary, name: str) -> int:
@@ -83,6 +109,7 @@ def format_run(report: RunReport, worst: int = 5) -> str:
         f"{report.duration_seconds:.2f}s, config {report.config_hash}"
     )
     parts = [head, "", format_summary(s)]
+    parts += format_tags(s)
     if s.errors_by_kind:
         parts.append("errors: " + ", ".join(f"{k} {n}" for k, n in s.errors_by_kind.items()))
     if report.retrieval_only:

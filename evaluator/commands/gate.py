@@ -12,8 +12,10 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+from evaluator.commands.colour import colour_verdicts, use_colour
 from evaluator.commands.common import (
     check_scored,
+    exit_if_interrupted,
     plan_job,
     run_job,
     save_report,
@@ -22,7 +24,7 @@ from evaluator.commands.common import (
 )
 from evaluator.commands.flags import add_repeat_flag, add_target_flags
 from evaluator.config import Settings, load_settings
-from evaluator.errors import ConfigError, ExitCode, OutputError, PushError
+from evaluator.errors import ConfigError, ExitCode, GateError, OutputError, PushError
 from evaluator.gate.compare import check_run_comparable
 from evaluator.gate.render import FORMATS, GateSources, render, render_junit
 from evaluator.gate.repeats import load_quarantine
@@ -115,9 +117,19 @@ def _live_candidate(
     output = Path(args.output or settings.reports_dir / f"candidate-{report.run_id}.json")
     save_report(report, output)
     print(f"candidate report: {output}", file=sys.stderr)
+    exit_if_interrupted(report, Path(output))
     warn_id_mismatch(report)
     check_scored(report, f"candidate report {output}")
     return baseline, Path(baseline_path), report, str(output)
+
+
+def _refuse_partial(report: RunReport, source: str) -> None:
+    """A run stopped by Ctrl-C lacks cases at random: judging it would be meaningless."""
+    if report.interrupted:
+        raise GateError(
+            f"{source}: the report of an interrupted run (only the {report.case_count} cases "
+            "that finished before Ctrl-C); run the golden set again"
+        )
 
 
 def _classed_flaky(settings: Settings, target: str, dataset: str) -> tuple[str, ...]:
@@ -161,6 +173,9 @@ def handle(args: argparse.Namespace) -> int:
         baseline = read_report(baseline_path)
         candidate = read_report(args.candidate)
         candidate_source = str(args.candidate)
+        _refuse_partial(candidate, candidate_source)
+    _refuse_partial(baseline, str(baseline_path))
+
     if quarantine.flaky:
         quarantine = replace(
             quarantine, classed_flaky=_classed_flaky(settings, candidate.target, candidate.dataset)
@@ -176,7 +191,10 @@ def handle(args: argparse.Namespace) -> int:
         quarantine=quarantine,
     )
     sources = GateSources(str(baseline_path), candidate_source, rules_source)
-    print(render(result, sources, args.format, worst=args.worst))
+    text = render(result, sources, args.format, worst=args.worst)
+    if args.format == "text" and use_colour(sys.stdout):
+        text = colour_verdicts(text)
+    print(text)
     if args.junit:
         try:
             Path(args.junit).parent.mkdir(parents=True, exist_ok=True)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from evaluator.commands.common import (
     check_scored,
+    exit_if_interrupted,
     format_repeats,
     plan_job,
     run_job,
@@ -46,6 +47,7 @@ def handle(args: argparse.Namespace) -> int:
     if repeats is not None:
         print(repeats)
     print(f"report: {output}")
+    exit_if_interrupted(report, output)
     warn_id_mismatch(report)
     diagnosis = mapping_diagnosis(report)
     if diagnosis is not None:

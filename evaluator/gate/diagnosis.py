@@ -58,8 +58,8 @@ class Finding:
 
 
 def _secs(value: float) -> str:
-    """A duration to 3 significant digits, in ms below 0.1 s."""
-    return f"{value * 1000:.3g}ms" if value < 0.1 else f"{value:.3g}s"
+    """A duration to 3 significant digits, in ms below a second (as every command shows)."""
+    return f"{value * 1000:.3g}ms" if value < 1 else f"{value:.3g}s"
 
 
 Paired = Mapping[str, "Interval | PairedDifference"]

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Literal, get_args
 from evaluator.errors import ConfigError
 from evaluator.metrics import FLOAT_TOLERANCE, METRICS
 from evaluator.summary import Summary
+from evaluator.units import format_seconds
 
 if TYPE_CHECKING:
     from evaluator.gate.stats import Interval
@@ -94,10 +95,10 @@ def _is_seconds(metric: str) -> bool:
 
 
 def format_value(metric: str, value: float | None) -> str:
-    """A metric value for people: ratios to 4 places, durations in seconds to 3."""
+    """A metric value for people: ratios to 4 places, durations as every command shows them."""
     if value is None:
         return "null"
-    return f"{value:.3f}s" if _is_seconds(metric) else f"{value:.4f}"
+    return format_seconds(value) if _is_seconds(metric) else f"{value:.4f}"
 
 
 def format_difference(metric: str, baseline: float | None, candidate: float | None) -> str:
@@ -106,7 +107,7 @@ def format_difference(metric: str, baseline: float | None, candidate: float | No
         return "n/a"
     diff = candidate - baseline
     if _is_seconds(metric):
-        text = f"{diff:+.3f}s"
+        text = format_seconds(diff, signed=True)
         if baseline > 0:
             text += f" ({diff / baseline:+.1%})"
         return text

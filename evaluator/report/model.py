@@ -35,6 +35,8 @@ class RunReport:
     retrieval_only: bool = False
     #: each case's counts over ``--repeat N`` runs (``cases`` and ``summary`` are run 1)
     repeats: Repeats | None = None
+    #: stopped by Ctrl-C: ``cases`` are the ones that finished (the gate refuses it)
+    interrupted: bool = False
     evaluator_version: str = __version__
     schema_version: int = SCHEMA_VERSION
 

@@ -152,6 +152,7 @@ class _Report(Struct, frozen=True, gc=False):
     error_count: Count | None = None
     #: ``--repeat N``: checked by :func:`evaluator.repeats.repeats_from_dict`
     repeats: dict[str, Any] | None = None
+    interrupted: bool = False
 
 
 class _Version(Struct, frozen=True, gc=False):
@@ -350,6 +351,7 @@ def _build(source: str, head: _Report) -> RunReport:
         cases=tuple(cases),
         retrieval_only=head.retrieval_only,
         repeats=_repeats(source, head.repeats),
+        interrupted=head.interrupted,
         evaluator_version=head.evaluator_version,
         schema_version=SCHEMA_VERSION,
     )

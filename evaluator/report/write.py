@@ -93,6 +93,7 @@ def _header_to_dict(report: RunReport) -> dict[str, Any]:
         "duration_seconds": report.duration_seconds,
         "summary": report.summary.to_dict(),
         **({"repeats": report.repeats.to_dict()} if report.repeats is not None else {}),
+        **({"interrupted": True} if report.interrupted else {}),
         "label_audit": audit_run(report.cases).to_dict(),
     }
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 import ast
 import json
 import re
+import subprocess
+import sys
 import tomllib
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -318,3 +320,50 @@ def test_image_command_is_the_daemon_on_all_interfaces() -> None:
     assert argv[:2] == ["evaluator", "serve"]
     assert _flag(argv, "--config") == "/etc/evaluator/evaluator.toml"
     assert _flag(argv, "--listen").startswith("0.0.0.0:")
+
+
+def test_compose_file_matches_the_compose_spec_schema() -> None:
+    result = _check_compose(DEPLOY / "docker-compose.yml")
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_compose_spec_schema_rejects_a_misspelt_key(tmp_path: Path) -> None:
+    broken = {**COMPOSE, "services": {**SERVICES, "rag": {**SERVICES["rag"], "comand": ["x"]}}}
+    path = tmp_path / "docker-compose.yml"
+    path.write_text(json.dumps(broken), encoding="utf-8")
+    assert _check_compose(path).returncode != 0
+
+
+def _check_compose(path: Path) -> subprocess.CompletedProcess[str]:
+    binary = Path(sys.executable).parent / "check-jsonschema"
+    return subprocess.run(
+        [str(binary), "--builtin-schema", "vendor.compose-spec", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_compose_v2_is_stated() -> None:
+    """Top-level `name:` needs Compose v2; the header says so."""
+    assert "name" in COMPOSE
+    assert "Docker Compose v2" in (DEPLOY / "docker-compose.yml").read_text(encoding="utf-8")
+
+
+def _seconds(duration: str) -> float:
+    units = {"h": 3600, "m": 60, "s": 1, "ms": 0.001, "us": 1e-6}
+    parts = re.findall(r"(\d+(?:\.\d+)?)(h|ms|m|s|us)", duration)
+    assert "".join(n + u for n, u in parts) == duration, duration
+    return sum(float(n) * units[u] for n, u in parts)
+
+
+def test_stop_grace_period_outlasts_the_daemons_grace() -> None:
+    """Docker's default 10 s would SIGKILL a run the daemon's 30 s grace lets finish."""
+    settings = load_settings(DEPLOY / "compose" / "evaluator.toml")
+    grace = _seconds(SERVICES["evaluator"]["stop_grace_period"])
+    assert grace >= settings.shutdown_grace_seconds + 10
+
+
+def test_alertmanager_runs_as_one_replica_without_gossip() -> None:
+    assert "--cluster.listen-address=" in SERVICES["alertmanager"]["command"]

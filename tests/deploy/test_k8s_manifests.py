@@ -9,7 +9,11 @@ unknown fields forbidden: the API server would prune a misspelt field silently.
 from __future__ import annotations
 
 import importlib.util
+import json
+import os
 import re
+import shutil
+import subprocess
 import tomllib
 from pathlib import Path
 from types import ModuleType
@@ -24,6 +28,7 @@ from evaluator.config import load_settings
 from evaluator.dataset import parse_dataset
 from tests.deploy.deploy_support import (
     DEPLOY,
+    REPO,
     RULE_FILES,
     SCRAPE_JOB,
     load_yaml,
@@ -237,6 +242,51 @@ def test_crd_manifest_matches_its_schema(name: str, doc: dict[str, Any]) -> None
     jsonschema.validate(doc, CRD_SCHEMAS[doc["kind"]])
 
 
+CRD_VALIDATOR = REPO / "tests" / "deploy" / "crd"
+
+
+def _operator_schema_errors(docs: list[dict[str, Any]]) -> list[str | None]:
+    """Each document checked against the Prometheus Operator's own CRD schemas (compiled by
+    the npm package @kubernetes-models/prometheus-operator, installed by `make crd-validator`:
+    tests/deploy/crd/package-lock.json pins it). None for a valid document."""
+    node = shutil.which("node")
+    installed = (CRD_VALIDATOR / "node_modules" / "@kubernetes-models").is_dir()
+    if node is None or not installed:
+        why = "node is missing" if node is None else "run make crd-validator (npm ci)"
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"the CRD schema validator cannot run: {why}")
+        pytest.skip(f"the CRD schema validator cannot run: {why}")
+    done = subprocess.run(
+        [node, str(CRD_VALIDATOR / "validate.mjs")],
+        input=json.dumps(docs),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return [r["error"] for r in json.loads(done.stdout)]
+
+
+def test_crd_manifests_match_the_operators_schemas() -> None:
+    docs = [doc for _, doc in CRDS]
+    assert {d["kind"] for d in docs} == CRD_KINDS
+    errors = _operator_schema_errors(docs)
+    assert errors == [None] * len(docs), [(n, e) for (n, _), e in zip(CRDS, errors, strict=True)]
+
+
+def test_operators_schemas_reject_broken_documents() -> None:
+    """Not vacuous: a wrongly typed field and a missing required one fail."""
+    monitor = _one("base/servicemonitor.yaml", "ServiceMonitor")
+    rule = _one("base/prometheusrule.yaml", "PrometheusRule")
+    bad_interval = yaml.safe_load(yaml.safe_dump(monitor))
+    bad_interval["spec"]["endpoints"][0]["interval"] = 30
+    no_expr = yaml.safe_load(yaml.safe_dump(rule))
+    del no_expr["spec"]["groups"][0]["rules"][0]["expr"]
+    errors = _operator_schema_errors([bad_interval, no_expr])
+    assert all(errors), errors
+
+
 def test_crd_schema_rejects_a_misspelt_field() -> None:
     monitor = _one("base/servicemonitor.yaml", "ServiceMonitor")
     broken = {**monitor, "spec": {**monitor["spec"], "endpoint": monitor["spec"]["endpoints"]}}
@@ -437,10 +487,70 @@ def test_kustomization_resources_exist(kustomization: Path) -> None:
 
 def test_sharded_overlay_replaces_the_deployment() -> None:
     kustomization = load_yaml(K8S / "sharded" / "kustomization.yaml")
-    (patch,) = kustomization["patches"]
-    deletion = yaml.safe_load(patch["patch"])
+    (transformer,) = [yaml.safe_load(t) for t in kustomization["transformers"]]
+    deletion = yaml.safe_load(transformer["patch"])
     assert deletion["$patch"] == "delete"
     assert (deletion["kind"], deletion["metadata"]["name"]) == ("Deployment", "rag-evaluator")
+
+
+def _kubectl() -> str:
+    path = shutil.which("kubectl")
+    if path is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("kubectl is missing: the kustomize tests need `kubectl kustomize`")
+        pytest.skip("kubectl is not installed")
+    return path
+
+
+def _kustomize(tmp_path: Path, overlay: str, base_images: str = "") -> list[dict[str, Any]]:
+    """``kubectl kustomize`` of a copy of deploy/k8s, with ``base_images`` appended to the
+    base's kustomization.yaml (what ``kustomize edit set image`` writes there)."""
+    tree = tmp_path / "k8s"
+    shutil.copytree(K8S, tree)
+    if base_images:
+        with (tree / "base" / "kustomization.yaml").open("a", encoding="utf-8") as f:
+            f.write(base_images)
+    done = subprocess.run(
+        [_kubectl(), "kustomize", str(tree / overlay)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return [d for d in yaml.safe_load_all(done.stdout) if d]
+
+
+def _images(docs: list[dict[str, Any]]) -> dict[str, list[str]]:
+    return {
+        d["kind"]: [c["image"] for c in d["spec"]["template"]["spec"]["containers"]]
+        for d in docs
+        if d["kind"] in ("Deployment", "StatefulSet")
+    }
+
+
+_SET_IMAGE = """images:
+- name: rag-evaluator
+  newName: registry.example.org/team/rag-evaluator
+  newTag: 1.2.3
+"""
+
+
+@pytest.mark.parametrize("overlay", ["base", "sharded"])
+def test_kustomize_renders_without_an_override(tmp_path: Path, overlay: str) -> None:
+    docs = _kustomize(tmp_path, overlay)
+    kinds = {d["kind"] for d in docs}
+    assert ("Deployment" in kinds) == (overlay == "base")
+    assert ("StatefulSet" in kinds) == (overlay == "sharded")
+    assert list(_images(docs).values()) == [["rag-evaluator:0.1.0"]]
+
+
+@pytest.mark.parametrize("overlay", ["base", "sharded"])
+def test_image_set_in_base_reaches_every_overlay(tmp_path: Path, overlay: str) -> None:
+    """The sharded overlay rendered the StatefulSet with rag-evaluator:0.1.0 whatever the
+    base set (kustomize's images apply to a kustomization's own resources only)."""
+    docs = _kustomize(tmp_path, overlay, _SET_IMAGE)
+    assert list(_images(docs).values()) == [["registry.example.org/team/rag-evaluator:1.2.3"]]
 
 
 def test_image_matches_the_dockerfile_user() -> None:

@@ -12,7 +12,9 @@ implementation. An expected block becomes one regular expression:
 - ``<port>`` a TCP port number;
 - ``<id>`` one word of letters, digits, ``.``, ``_`` and ``-`` (run ids and the like).
 
-Trailing whitespace and trailing blank lines are ignored on both sides. Everything else
+Two or more spaces just before a placeholder match any run of spaces (a table column padded
+to a value whose width varies). Trailing whitespace and trailing blank lines are ignored on
+both sides. Everything else
 must match character for character.
 """
 
@@ -52,7 +54,12 @@ def _line_pattern(line: str) -> str:
     parts: list[str] = []
     position = 0
     for token in _TOKEN.finditer(line):
-        parts.append(re.escape(line[position : token.start()]))
+        literal = line[position : token.start()]
+        padded = re.search(r"  +$", literal)
+        if padded:  # a column padded to its width: the value's width varies, so may the padding
+            parts.append(re.escape(literal[: padded.start()]) + " +")
+        else:
+            parts.append(re.escape(literal))
         text = token.group()
         parts.append(".*?" if text == ELLIPSIS else PLACEHOLDERS[text])
         position = token.end()

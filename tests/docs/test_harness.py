@@ -24,6 +24,7 @@ from tests.docs.expected import matches
         ("first\n...\nlast", "first\nlast"),
         ("first\n...\nlast", "first\ntwo\nthree\nlast"),
         ("trailing   \n\n", "trailing"),
+        ("p50_seconds     <ms>", "p50_seconds   118.73ms"),  # padding before a placeholder
     ],
 )
 def test_placeholders_match_the_variable_parts(expected: str, actual: str) -> None:

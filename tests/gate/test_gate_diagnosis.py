@@ -114,7 +114,7 @@ class TestEvidence:
     def test_slowest_stage(self) -> None:
         """The stage whose P95 grew most, when it explains the growth, is where to look."""
         look = self._latency({"rerank": 0.05, "model": 1.5}, {"rerank": 0.9, "model": 1.6})
-        assert "the rerank stage (its P95 50ms → 0.9s)" == look
+        assert "the rerank stage (its P95 50ms → 900ms)" == look
 
     def test_untimed_growth(self) -> None:
         """No stage grew enough: the time is outside the stages the endpoint reports."""

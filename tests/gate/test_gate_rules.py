@@ -13,6 +13,8 @@ from evaluator.gate.rules import (
     Rule,
     check_rule,
     evaluate_rules,
+    format_difference,
+    format_value,
     load_rules,
     parse_rules,
     resolve_rules,
@@ -224,7 +226,7 @@ class TestMessages:
             "rule: may drop at most 0.01",
             "citation_precision: baseline 0.9800, candidate 0.9600, difference -0.0200; "
             "rule: at least 0.97",
-            "p95_seconds: baseline 2.000s, candidate 2.800s, difference +0.800s (+40.0%); "
+            "p95_seconds: baseline 2.000s, candidate 2.800s, difference +800.00ms (+40.0%); "
             "rule: may grow at most 20% (growth up to 0.05s is noise)",
         ]
         assert expected == [r.message for r in results if not r.passed]
@@ -271,3 +273,19 @@ def test_floor_failed_by_baseline_too() -> None:
     result = check_rule(Rule("citation_precision", "min", 0.97), 0.80, 0.79)
     assert not result.passed
     assert result.message.endswith("rule: at least 0.97 (the baseline fails it too)")
+
+
+class TestDurationsAlike:
+    """run and gate show a duration the same way: milliseconds below a second."""
+
+    @pytest.mark.parametrize(
+        ("seconds", "shown"),
+        [(0.00048, "0.48ms"), (0.0122, "12.20ms"), (0.9985, "998.50ms"), (1.518, "1.518s")],
+    )
+    def test_gate_values_match_the_run_summary(self, seconds: float, shown: str) -> None:
+        from evaluator.commands.display import _fmt
+
+        assert shown == format_value("p95_seconds", seconds) == _fmt(seconds, seconds=True)
+
+    def test_differences_are_signed_the_same_way(self) -> None:
+        assert "-24.00ms (-37.5%)" == format_difference("p95_seconds", 0.064, 0.040)
