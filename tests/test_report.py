@@ -26,6 +26,7 @@ from evaluator.report import (
     SCHEMA_VERSION,
     RunReport,
     compute_config_hash,
+    encode_report,
     read_report,
     report_from_dict,
     report_to_dict,
@@ -163,6 +164,41 @@ class TestRoundTrip:
         report = _report(())
         write_report(report, tmp_path / "empty.json")
         assert report == read_report(tmp_path / "empty.json")
+
+    def test_compact_and_indented_read_back_identically(self, tmp_path: Path) -> None:
+        """The streamed compact file and an indented one (as older versions wrote) give the
+        same report."""
+        report = _report()
+        compact, indented = tmp_path / "compact.json", tmp_path / "indented.json"
+        write_report(report, compact)
+        indented.write_text(json.dumps(report_to_dict(report), indent=2, ensure_ascii=False))
+        assert report == read_report(compact) == read_report(indented)
+        assert compact.stat().st_size < indented.stat().st_size
+
+    def test_streamed_layout(self, tmp_path: Path) -> None:
+        """Header first with ``cases`` last, then one case per line: the file is the JSON of
+        :func:`report_to_dict`, and :func:`encode_report` gives the same bytes."""
+        report = _report()
+        path = tmp_path / "r.json"
+        write_report(report, path)
+        raw = path.read_bytes()
+        lines = raw.decode().splitlines()
+        assert lines[0].startswith('{"schema_version":1,')
+        assert lines[0].endswith('"cases":[')
+        assert len(lines) == 2 + len(report.cases)
+        assert [json.loads(line.rstrip(","))["id"] for line in lines[1:-1]] == [
+            c.id for c in report.cases
+        ]
+        assert lines[-1] == "]}"
+        assert json.loads(raw) == report_to_dict(report)
+        assert encode_report(report) == raw
+
+    def test_unknown_fields_are_skipped(self) -> None:
+        """A newer writer's extra fields (per case or top level) do not stop the reader."""
+        data = json.loads(json.dumps(report_to_dict(_report())))
+        data["future_field"] = {"nested": [1, 2]}
+        data["cases"][0]["ttft_seconds"] = 0.05
+        assert _report() == report_from_dict(data)
 
     def test_json_shape(self) -> None:
         """Relevance and facts keep the golden-set shapes; a failed case has null scores."""

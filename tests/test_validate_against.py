@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from evaluator.models import CaseRecord
+from evaluator.models import CaseRecord, CaseScores
 from evaluator.report import RunReport, write_report
 from evaluator.summary import summarise
 
@@ -30,7 +30,8 @@ def _record(case_id: str, texts: dict[str, str]) -> CaseRecord:
         ranked_ids=tuple(texts),
         answer="3-5个工作日",
         citations=(1,),
-        scores=None,
+        # a report read back must be consistent: a case without an error is scored
+        scores=CaseScores(recall_at_k=1.0, mrr=1.0, ndcg_at_k=1.0),
         latency_seconds=0.1,
         stage_seconds={},
         texts=texts,

@@ -187,6 +187,8 @@ def handle(args: argparse.Namespace) -> int:
         rules,
         allow_dataset_change=args.allow_dataset_change,
         significance=args.significance,
+        # the bootstrap (2,000 resamples) only when asked: 4 s of a 100,000-case gate
+        with_intervals=args.significance,
         quarantine=quarantine,
     )
     sources = GateSources(str(baseline_path), candidate_source, rules_source)

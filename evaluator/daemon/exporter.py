@@ -223,15 +223,17 @@ class _SnapshotCollector(Collector):
             s = job.last_complete
             if s is not None:
                 for m, family in summary_gauges.items():
-                    value = s.get(m)
+                    value = s.get(m)  # a summary read back may lack a total: no series then
                     if value is not None:
                         family.add_metric(labels, value)
                 if s.event_loop_lag_p95_seconds is not None:
                     lag.add_metric(labels, s.event_loop_lag_p95_seconds)
                 scored.add_metric(labels, s.scored_count)
                 for m in _SHARDABLE:
-                    numerator.add_metric([*labels, m], s.totals[m].sum)
-                    denominator.add_metric([*labels, m], s.totals[m].count)
+                    total = s.totals.get(m)
+                    if total is not None:
+                        numerator.add_metric([*labels, m], total.sum)
+                        denominator.add_metric([*labels, m], total.count)
                 numerator.add_metric([*labels, "error_ratio"], s.error_count)
                 denominator.add_metric([*labels, "error_ratio"], s.case_count)
             if job.last_complete_timestamp is not None:

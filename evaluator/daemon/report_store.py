@@ -4,24 +4,23 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import json
+import os
 import re
-from collections.abc import Iterator
+import shutil
+import uuid
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+
+import structlog
 
 from evaluator.errors import ReportError
-from evaluator.report import (
-    RunReport,
-    encode_json,
-    report_from_dict,
-    report_to_dict,
-    write_bytes_atomic,
-)
+from evaluator.report import RunReport, fsync_folder, read_report, write_report
 
 __all__ = ["ReportStore", "job_folder_name"]
 
 LATEST = "latest.json"
+
+log = structlog.get_logger("evaluator.daemon")
 
 
 def job_folder_name(job_key: str) -> str:
@@ -32,14 +31,14 @@ def job_folder_name(job_key: str) -> str:
 class ReportStore:
     """Keeps the last ``keep`` reports of one job, plus ``latest.json``, under ``root``.
 
-    The last report is also held in memory (as its JSON dict) so ``/reports/latest`` keeps
-    answering when the disk does not.
+    The last report is also held in memory so ``/reports/latest`` keeps answering when the
+    disk does not (encoded on request, as the file is).
     """
 
     def __init__(self, root: Path, job_key: str, keep: int) -> None:
         self.folder = root / job_folder_name(job_key)
         self.keep = keep
-        self.latest: dict[str, Any] | None = None
+        self.latest: RunReport | None = None
         #: reports deleted beyond ``keep`` because the disk was full
         self.pruned_for_space = 0
 
@@ -51,25 +50,47 @@ class ReportStore:
         oldest kept reports are deleted one by one until the write fits. ``latest.json`` is
         written first: it is never older than the newest numbered report.
 
+        The report is streamed once, into ``latest.json``; the numbered report is a hard link
+        to the same file (a copy where the file system has no links), put in place by an
+        atomic rename.
+
         Raises:
             OSError: the folder is not writable, or the disk is full with nothing of ours
                 left to delete; the in-memory latest is updated anyway.
         """
-        data = report_to_dict(report)
-        self.latest = data
+        self.latest = report
         # milliseconds included: names sort in run order even for runs within one second
         stamp = re.sub(r"[^0-9T]", "", report.generated_at) + "Z"
         path = self.folder / f"{stamp}-{report.run_id}.json"
-        content = encode_json(data)  # encoded once, written twice
+        latest = self.folder / LATEST
         self._prune(self.keep - 1)
-        self._write_making_room(content, self.folder / LATEST)
-        self._write_making_room(content, path)
+        self._making_room(lambda: write_report(report, latest))
+        self._making_room(lambda: self._link(latest, path))
         return path
 
-    def _write_making_room(self, content: bytes, path: Path) -> None:
+    def _link(self, source: Path, path: Path) -> None:
+        """``path`` becomes the same file as ``source``, atomically."""
+        tmp = self.folder / f".{path.name}.{uuid.uuid4().hex}.tmp"
+        try:
+            try:
+                os.link(source, tmp)
+            except OSError as exc:
+                if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+                    raise
+                shutil.copyfile(source, tmp)
+                with tmp.open("rb+") as f:
+                    os.fsync(f.fileno())
+            tmp.replace(path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+            raise
+        fsync_folder(self.folder)
+
+    def _making_room(self, write: Callable[[], None]) -> None:
         while True:
             try:
-                write_bytes_atomic(content, path)
+                write()
                 return
             except OSError as exc:
                 if exc.errno not in (errno.ENOSPC, errno.EDQUOT) or not self._drop_oldest():
@@ -109,17 +130,20 @@ class ReportStore:
         runs = sorted((p for p in self.folder.glob("*.json") if p.name != LATEST), reverse=True)
         for path in runs:
             try:
-                yield report_from_dict(json.loads(path.read_bytes()), str(path))
-            except (OSError, ValueError, RecursionError, ReportError):
+                yield read_report(path)
+            except ReportError:
                 continue
 
     def load_latest(self) -> RunReport | None:
         """The last report written before a restart, or None when there is none or it is bad."""
         path = self.folder / LATEST
-        try:
-            data = json.loads(path.read_bytes())
-            report = report_from_dict(data, str(path))
-        except (OSError, ValueError, RecursionError, ReportError):
+        if not path.exists():
             return None
-        self.latest = data
+        try:
+            report = read_report(path)
+        except ReportError as exc:
+            # a corrupt or forged latest.json must not seed the gauges, nor stop the daemon
+            log.warning("latest_report_rejected", path=str(path), reason=str(exc))
+            return None
+        self.latest = report
         return report

@@ -15,6 +15,7 @@ from prometheus_client.exposition import choose_encoder
 from evaluator.errors import ConfigError
 from evaluator.history.job import JobHistory
 from evaluator.history.stability import Stability
+from evaluator.report import RunReport, encode_report
 
 __all__ = ["HttpEndpoints", "parse_listen"]
 
@@ -66,7 +67,7 @@ class HttpEndpoints:
         generation: Callable[[], int],
         healthy: Callable[[], bool],
         ready: Callable[[], bool],
-        latest_reports: Callable[[], Mapping[tuple[str, str], dict[str, Any] | None]],
+        latest_reports: Callable[[], Mapping[tuple[str, str], RunReport | None]],
         histories: Callable[[], Mapping[tuple[str, str], JobHistory | None]] | None = None,
     ) -> None:
         self.registry = registry
@@ -129,12 +130,15 @@ class HttpEndpoints:
         report = reports[key]
         if report is None:
             return _json({"error": "no run has finished yet"}, 404)
+        # encoded as the file is, in a thread: a large report must not hold the event loop
+        body = await asyncio.to_thread(encode_report, report)
         history = self._histories().get(key)
         if history is not None:
             # the stability lists and drift beside the report (not in the file on disk: they
             # are computed after it is written, from the history store)
-            report = {**report, "history": history.to_dict(with_cases=False)}
-        return _json(report)
+            extra = json.dumps(history.to_dict(with_cases=False), ensure_ascii=False)
+            body = body.rstrip()[:-1] + b',"history":' + extra.encode() + b"}"
+        return web.Response(body=body, content_type="application/json")
 
     async def cases(self, request: web.Request) -> web.Response:
         """Per-case stability of a job: ``/cases?target=..&dataset=..[&class=flaky]``."""

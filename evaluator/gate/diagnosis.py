@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from evaluator.gate.stats import Interval
+from evaluator.gate.stats import Interval, PairedDifference
 from evaluator.metrics import FLOAT_TOLERANCE, METRICS
 from evaluator.summary import Summary
 
@@ -62,9 +62,10 @@ def _secs(value: float) -> str:
     return f"{value * 1000:.3g}ms" if value < 1 else f"{value:.3g}s"
 
 
-def _delta(
-    baseline: Summary, candidate: Summary, metric: str, intervals: Mapping[str, Interval]
-) -> float | None:
+Paired = Mapping[str, "Interval | PairedDifference"]
+
+
+def _delta(baseline: Summary, candidate: Summary, metric: str, intervals: Paired) -> float | None:
     interval = intervals.get(metric)
     if interval is not None:
         return interval.mean_difference
@@ -72,10 +73,10 @@ def _delta(
     return None if b is None or c is None else c - b
 
 
-def _evidence(metric: str, delta: float, intervals: Mapping[str, Interval]) -> str:
+def _evidence(metric: str, delta: float, intervals: Paired) -> str:
     text = f"{_LABELS.get(metric, metric)} {delta:+.3f}"
     interval = intervals.get(metric)
-    if abs(delta) > FLAT and interval is not None and not interval.excludes_zero:
+    if abs(delta) > FLAT and isinstance(interval, Interval) and not interval.excludes_zero:
         text += f" (CI [{interval.low:+.3f}, {interval.high:+.3f}] includes 0: may be noise)"
     return text
 
@@ -83,7 +84,7 @@ def _evidence(metric: str, delta: float, intervals: Mapping[str, Interval]) -> s
 def diagnose(
     baseline: Summary,
     candidate: Summary,
-    intervals: Mapping[str, Interval] | None = None,
+    intervals: Paired | None = None,
     *,
     latency_growth: float = _LATENCY_GROWTH,
     latency_floor: float = _LATENCY_FLOOR_SECONDS,
@@ -93,8 +94,9 @@ def diagnose(
     Args:
         baseline: the baseline summary the rules were judged on.
         candidate: the candidate summary.
-        intervals: paired intervals, when computed: their mean differences are the quality
-            deltas, and a move whose interval includes zero is marked as possibly noise.
+        intervals: paired differences (or intervals, when computed): their mean differences
+            are the quality deltas, and with intervals a move whose interval includes zero
+            is marked as possibly noise.
         latency_growth: relative P95 growth worth a finding (the P95 rule's limit).
         latency_floor: absolute P95 growth, in seconds, below which latency is noise (the
             P95 rule's noise floor).

@@ -196,6 +196,15 @@ def render_text(result: GateResult, sources: GateSources, *, worst: int = 10) ->
 
 
 def _interval_lines(result: GateResult) -> list[str]:
+    if not result.intervals and result.differences:
+        lines = [
+            "paired differences, candidate - baseline, over cases matched by id "
+            "(--significance adds 95% bootstrap CIs):",
+            f"  {'metric':<22} {'diff':>8}  cases",
+        ]
+        for d in result.differences.values():
+            lines.append(f"  {d.metric:<22} {d.mean_difference:>+8.4f}  {d.pairs}")
+        return lines
     if not result.intervals:
         return ["paired differences: none (fewer than 2 cases matched by id)"]
     lines = [
@@ -297,6 +306,10 @@ def result_to_dict(result: GateResult, sources: GateSources) -> dict[str, Any]:
         },
         "bootstrap": {"resamples": RESAMPLES, "seed": SEED, "confidence": CONFIDENCE},
         "intervals": {m: _interval_dict(iv) for m, iv in result.intervals.items()},
+        "paired_differences": {
+            m: {"pairs": d.pairs, "mean_difference": d.mean_difference}
+            for m, d in result.differences.items()
+        },
         "diagnosis": [
             {"area": f.area, "signal": f.signal, "look_at": f.look_at} for f in result.diagnosis
         ],
@@ -374,6 +387,18 @@ def render_markdown(result: GateResult, sources: GateSources, *, worst: int = 10
     if result.diagnosis:
         lines += ["", "### Where to look", ""]
         lines += [f"- {_cell(f.signal)}: look at **{f.look_at}**" for f in result.diagnosis]
+    if not result.intervals and result.differences:
+        lines += [
+            "",
+            "### Paired differences (candidate − baseline; `--significance` adds CIs)",
+            "",
+            "| metric | difference | cases |",
+            "|---|---:|---:|",
+        ]
+        lines += [
+            f"| `{d.metric}` | {d.mean_difference:+.4f} | {d.pairs} |"
+            for d in result.differences.values()
+        ]
     if result.intervals:
         lines += [
             "",

@@ -26,7 +26,7 @@ from evaluator.gate.rules import (
     evaluate_rules,
     latency_limits,
 )
-from evaluator.gate.stats import Interval, paired_intervals
+from evaluator.gate.stats import Interval, PairedDifference, paired_differences, paired_intervals
 from evaluator.report import RunReport
 from evaluator.summary import Summary
 
@@ -55,6 +55,8 @@ class GateResult:
     intervals: Mapping[str, Interval] = field(default_factory=dict)
     #: per-case judgement with repeats, and the cases a quarantine left out (None: neither)
     repeats: RepeatVerdict | None = None
+    #: the paired mean differences (always computed: exact and linear in cases)
+    differences: Mapping[str, PairedDifference] = field(default_factory=dict)
 
     @property
     def passed(self) -> bool:
@@ -103,8 +105,9 @@ def evaluate_gate(
         allow_dataset_change: compare reports of different golden sets on their shared cases.
         significance: a drop rule fails only when its paired confidence interval lies
             entirely beyond the allowance (needs ``with_intervals``).
-        with_intervals: compute the paired bootstrap intervals (numpy); the daemon may
-            skip them.
+        with_intervals: compute the paired bootstrap intervals (numpy, 2,000 resamples);
+            ``evaluator gate`` does only for ``--significance``, the daemon never. The
+            paired mean differences are computed either way.
         quarantine: cases (by name, or every flaky one) left out of the hard rules; the
             result names them (``result.repeats.left_out``).
 
@@ -127,6 +130,7 @@ def evaluate_gate(
     intervals: dict[str, Interval] = {}
     if with_intervals:
         intervals = paired_intervals(alignment.baseline_cases, alignment.candidate_cases)
+    differences = paired_differences(alignment.baseline_cases, alignment.candidate_cases)
     growth, floor = latency_limits(rules)
     results = evaluate_rules(
         rules,
@@ -144,11 +148,12 @@ def evaluate_gate(
         diagnosis=diagnose(
             alignment.baseline_summary,
             alignment.candidate_summary,
-            intervals,
+            intervals or differences,
             latency_growth=growth,
             latency_floor=floor,
         ),
         significance=significance,
         intervals=intervals,
         repeats=repeats,
+        differences=differences,
     )

@@ -9,6 +9,7 @@ another's, and each is bounded in time. The machine is noted with the figures.
 Usage::
 
     python -m tests.benchmarks.run                 # everything (what make bench does)
+    python -m tests.benchmarks.run --quick         # the goal modules, fewer cases and repeats
     python -m tests.benchmarks.run --only scoring  # one module (repeat --only for more);
                                                    # writes results-scoring.{json,md}
 
@@ -35,12 +36,14 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 OUT = REPO / "bench-results"
 #: the order the table shows; modules not listed run after these, alphabetically
-ORDER = ("scoring", "runner", "transport", "scrape", "gate", "startup", "soak")
+ORDER = ("goals", "scale", "scrape", "scoring", "runner", "transport", "gate", "startup", "soak")
+#: what ``--quick`` runs: the modules that measure issue 15's goals
+QUICK = ("goals", "scale", "scrape")
 #: seconds a module may take before it is stopped (the soak has its own limit inside)
-TIMEOUTS = {"soak": 480.0, "runner": 240.0, "transport": 240.0}
-DEFAULT_TIMEOUT = 180.0
+TIMEOUTS = {"soak": 480.0, "runner": 240.0, "transport": 240.0, "goals": 420.0, "scale": 420.0}
+DEFAULT_TIMEOUT = 240.0
 PACKAGES = (
-    "evaluator", "aiohttp", "brotli", "prometheus-client", "apscheduler",
+    "evaluator", "aiohttp", "brotli", "msgspec", "prometheus-client", "apscheduler",
     "pydantic", "structlog", "tenacity",
 )  # fmt: skip
 
@@ -178,14 +181,27 @@ def table(benchmarks: dict[str, Any]) -> str:
 def _machine_line(m: dict[str, Any]) -> str:
     v = m["versions"]
     dirty = " with uncommitted changes to evaluator/" if m["uncommitted_changes"] else ""
+    packages = ", ".join(f"{k} {x}" for k, x in v.items() if x is not None and k != "evaluator")
     return (
         f"{m['cpu']}, {m['cores']} cores ({m['cores_usable']} usable), {m['memory_gib']} GiB; "
         f"{m['os']}; {m['python']}; evaluator {v['evaluator']} at {m['commit']}{dirty}; "
-        f"aiohttp {v['aiohttp']}, brotli {v['brotli']}, "
-        f"prometheus-client {v['prometheus-client']}, APScheduler {v['apscheduler']}; "
-        f"load average {m['load_average_at_start']} at start, "
+        f"{packages}; load average {m['load_average_at_start']} at start, "
         f"{m.get('load_average_at_end')} at end"
     )
+
+
+def goals_summary(results: dict[str, Any]) -> str:
+    """Each issue-15 goal with its measured value and met/missed, for the terminal."""
+    from tests.benchmarks.render_docs import goal_rows
+
+    lines = ["Goals:"]
+    for key, f in goal_rows(results):
+        if f is None:
+            lines.append(f"  NOT MEASURED  {key}")
+            continue
+        verdict = {True: "met   ", False: "MISSED", None: "n/a   "}[f["met"]]
+        lines.append(f"  {verdict}  {key}: {fmt_value(f['value'], f['unit'])} (goal {f['goal']})")
+    return "\n".join(lines)
 
 
 def _profiles(benchmarks: dict[str, Any]) -> list[str]:
@@ -248,8 +264,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--only", action="append", metavar="NAME", help="run only bench_NAME (repeatable)"
     )
+    parser.add_argument(
+        "--quick", action="store_true", help=f"only {', '.join(QUICK)}, fewer cases and repeats"
+    )
     parser.add_argument("--child", nargs=2, metavar=("NAME", "OUT"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.quick:
+        os.environ["BENCH_QUICK"] = "1"  # inherited by every module's process
     if args.child:
         run_child(args.child[0], Path(args.child[1]))
         return 0
@@ -261,6 +282,8 @@ def main(argv: list[str] | None = None) -> int:
         if unknown:
             parser.error(f"unknown benchmark(s) {unknown}; known: {available}")
         chosen = [n for n in available if n in wanted]
+    elif args.quick:
+        chosen = [n for n in available if n in QUICK]
     started = time.perf_counter()
     info = machine()
     benchmarks: dict[str, Any] = {}
@@ -273,13 +296,16 @@ def main(argv: list[str] | None = None) -> int:
     results = {
         "generated_at": datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
         "duration_seconds": round(time.perf_counter() - started, 1),
-        "only": chosen if args.only else None,
+        "only": chosen if args.only or args.quick else None,
+        "quick": bool(args.quick),
         "machine": info,
         "benchmarks": benchmarks,
     }
     OUT.mkdir(exist_ok=True)
     # a partial run must not overwrite the figures of the last full one
     stem = "results" if not args.only else "results-" + "-".join(chosen)
+    if args.quick and not args.only:
+        stem = "results"  # the quick run is a run of the goals: the page renders from it
     (OUT / f"{stem}.json").write_text(
         json.dumps(results, indent=2, ensure_ascii=False) + "\n", "utf-8"
     )
@@ -287,6 +313,8 @@ def main(argv: list[str] | None = None) -> int:
     (OUT / f"{stem}.md").write_text(text + "\n", "utf-8")
     print()
     print(text)
+    print()
+    print(goals_summary(results))
     print(f"\nwritten: {OUT / f'{stem}.json'}, {OUT / f'{stem}.md'}")
     return 1 if any(b["error"] for b in benchmarks.values()) else 0
 

@@ -8,7 +8,9 @@ A figure is a plain dict so that every module's ``run()`` result is JSON as it s
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
 import random
 import select
 import statistics
@@ -36,6 +38,7 @@ __all__ = [
     "median",
     "nearest_rank",
     "profile",
+    "quick",
 ]
 
 REPO = Path(__file__).resolve().parents[2]
@@ -64,6 +67,11 @@ def figure(
     if runs is not None:
         out["runs"] = [round(float(r), digits) for r in runs]
     return out
+
+
+def quick() -> bool:
+    """``make bench-quick`` (``BENCH_QUICK=1``): fewer repeats and cases, same figures."""
+    return os.environ.get("BENCH_QUICK") == "1"
 
 
 def median(values: Sequence[float]) -> float:
@@ -137,6 +145,16 @@ RESPONSE = TargetResponse(
 
 async def answer(case: Case, k: int) -> TargetResponse:
     """A callable target (``tests.benchmarks.support:answer``) that answers at once."""
+    return RESPONSE
+
+
+#: how long :func:`answer_slowly` takes per case
+SLOW_SECONDS = 0.05
+
+
+async def answer_slowly(case: Case, k: int) -> TargetResponse:
+    """A callable target that answers after 50 ms: runs that last, so they overlap."""
+    await asyncio.sleep(SLOW_SECONDS)
     return RESPONSE
 
 

@@ -427,7 +427,7 @@ class TestReports:
                         f"http://127.0.0.1:{daemon.http.port}/reports/latest"
                     )
                 assert 200 == response.status_code
-                assert runner.store.latest["run_id"] == response.json()["run_id"]
+                assert runner.store.latest.run_id == response.json()["run_id"]
                 assert _expected_quality(response.json()) == _quality(daemon)
 
         run_bounded(body)

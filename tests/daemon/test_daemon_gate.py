@@ -107,7 +107,7 @@ class TestBaselineGate:
         async def body() -> None:
             async with running(settings) as daemon:
                 await until(lambda: (_runs(daemon)["complete"] or 0) >= 1)
-                shard_cases = len(daemon.jobs[0].store.latest["cases"])  # type: ignore[index]
+                shard_cases = len(daemon.jobs[0].store.latest.cases)  # type: ignore[union-attr]
                 assert 0 < shard_cases < 4
                 assert 1.0 == _gate(daemon)[0]
 

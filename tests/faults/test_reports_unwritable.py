@@ -23,7 +23,7 @@ from structlog.testing import LogCapture
 from evaluator.config import HistoryConfig, JobConfig, RetryConfig, Settings, TargetConfig
 from evaluator.daemon import Daemon
 from evaluator.daemon.report_store import LATEST
-from evaluator.report import read_report
+from evaluator.report import encode_report, read_report
 from tests.support.inprocess import running, until
 from tests.support.loopback import LoopbackServer, Reply
 
@@ -174,8 +174,10 @@ class TestReportsUnwritable:
         resumed = run_ids[run_ids.index(failed_ids[-1]) + 1 :]
         assert len(resumed) >= 2
         assert set(resumed) <= set(on_disk)
-        assert run_ids[-1] == outcome["latest"]["run_id"]
-        assert outcome["latest"] == json.loads((folder / LATEST).read_text("utf-8"))
+        assert run_ids[-1] == outcome["latest"].run_id
+        assert json.loads(encode_report(outcome["latest"])) == json.loads(
+            (folder / LATEST).read_text("utf-8")
+        )
 
 
 async def _scenario(daemon: Daemon, breakage: Breakage) -> dict[str, Any]:

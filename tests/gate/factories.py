@@ -126,7 +126,7 @@ def summary_report(
     base["summary"] = {
         **{m: v for m, v in values.items() if not m.endswith("_seconds")},
         "case_count": n,
-        "scored_count": n,
+        "scored_count": n - round(error_rate * n),
         "error_count": round(error_rate * n),
         "error_rate": error_rate,
         "p50_seconds": values.get("p50_seconds"),

@@ -7,11 +7,12 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from evaluator.gate import DEFAULT_RULES, Rule, evaluate_gate, stats
-from evaluator.gate.stats import case_values, paired_intervals
+from evaluator.gate.stats import case_values, paired_differences, paired_intervals
 from evaluator.models import CaseRecord
 from evaluator.summary import QUALITY_METRICS, summarise
 from tests.gate.factories import record, report
@@ -88,13 +89,12 @@ class TestBootstrap:
         }
         rng = np.random.default_rng(7)
         means: dict[str, list[float]] = {"mrr": [], "answer_accuracy": []}
-        for start in range(0, 300, stats._BLOCK):
-            draws = rng.integers(0, len(ids), size=(min(stats._BLOCK, 300 - start), len(ids)))
-            for row in draws:
-                for m, d in diffs.items():
-                    picked = [d[ids[i]] for i in row if ids[i] in d]
-                    if picked:
-                        means[m].append(sum(picked) / len(picked))
+        # every draw at once: the blocked bootstrap must draw the same numbers
+        for row in rng.integers(0, len(ids), size=(300, len(ids))):
+            for m, d in diffs.items():
+                picked = [d[ids[i]] for i in row if ids[i] in d]
+                if picked:
+                    means[m].append(sum(picked) / len(picked))
         for m in means:
             low, high = np.percentile(means[m], [2.5, 97.5])
             assert math.isclose(low, got[m].low, abs_tol=1e-12), m
@@ -102,6 +102,25 @@ class TestBootstrap:
             assert math.isclose(sum(diffs[m].values()) / len(diffs[m]), got[m].mean_difference)
         assert 11 == got["answer_accuracy"].pairs  # the unanswerable case has an answer check
         assert 10 == got["mrr"].pairs  # retrieval metrics: answerable cases only
+
+    def test_blocks_do_not_change_the_answer(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """Memory is bounded by drawing in blocks; any block size gives the same intervals."""
+        b, c = _noisy_pair()
+        whole = paired_intervals(b, c, resamples=300)
+        monkeypatch.setattr(stats, "_BLOCK_DRAWS", 7)  # one resample per block
+        assert whole == paired_intervals(b, c, resamples=300)
+
+    def test_differences_without_resampling(self) -> None:
+        """The cheap path gives the bootstrap's mean differences and pair counts, exactly."""
+        b, c = _noisy_pair()
+        intervals = paired_intervals(b, c)
+        differences = paired_differences(b, c)
+        assert intervals.keys() == differences.keys()
+        for m, iv in intervals.items():
+            assert (iv.pairs, iv.mean_difference) == (
+                differences[m].pairs,
+                differences[m].mean_difference,
+            )
 
     def test_deterministic(self) -> None:
         """The same two reports always give the same intervals (fixed seed, fixed order)."""

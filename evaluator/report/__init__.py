@@ -1,0 +1,45 @@
+"""Run reports: the JSON written after every run, read back by the gate and the daemon.
+
+The shape keeps the article's names (``recall_at_k``, ``mrr``, ``ndcg_at_k``,
+``citation_precision``, ``answer_correct``, ``latency_seconds``...) and adds the rest of the
+documented fields.
+
+- :mod:`~evaluator.report.model`: the :class:`RunReport` record and its config hash;
+- :mod:`~evaluator.report.write`: streamed, compact, atomic writing;
+- :mod:`~evaluator.report.read`: one-pass decoding against a typed schema (msgspec);
+- :mod:`~evaluator.report.check`: the consistency checks a report must pass to be trusted.
+"""
+
+from __future__ import annotations
+
+from evaluator.report.model import SCHEMA_VERSION, RunReport, compute_config_hash
+from evaluator.report.read import parse_report, read_report, report_from_dict
+from evaluator.report.write import (
+    encode_json,
+    encode_report,
+    fsync_folder,
+    report_chunks,
+    report_to_dict,
+    scores_to_dict,
+    write_bytes_atomic,
+    write_json_atomic,
+    write_report,
+)
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "RunReport",
+    "compute_config_hash",
+    "encode_json",
+    "encode_report",
+    "fsync_folder",
+    "parse_report",
+    "read_report",
+    "report_chunks",
+    "report_from_dict",
+    "report_to_dict",
+    "scores_to_dict",
+    "write_bytes_atomic",
+    "write_json_atomic",
+    "write_report",
+]

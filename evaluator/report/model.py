@@ -1,0 +1,73 @@
+"""The run report record: one run of a golden set against a target, and its identity."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from evaluator._version import __version__
+from evaluator.models import CaseRecord
+from evaluator.repeats import Repeats
+from evaluator.summary import Summary
+
+__all__ = ["SCHEMA_VERSION", "RunReport", "compute_config_hash"]
+
+SCHEMA_VERSION = 1
+
+
+@dataclass(frozen=True, slots=True)
+class RunReport:
+    """One run of a golden set against a target."""
+
+    run_id: str
+    generated_at: str
+    config_hash: str
+    dataset_hash: str
+    target: str
+    dataset: str
+    k: int
+    duration_seconds: float
+    summary: Summary
+    cases: tuple[CaseRecord, ...]
+    retrieval_only: bool = False
+    #: each case's counts over ``--repeat N`` runs (``cases`` and ``summary`` are run 1)
+    repeats: Repeats | None = None
+    #: stopped by Ctrl-C: ``cases`` are the ones that finished (the gate refuses it)
+    interrupted: bool = False
+    evaluator_version: str = __version__
+    schema_version: int = SCHEMA_VERSION
+
+    @property
+    def case_count(self) -> int:
+        return len(self.cases)
+
+    @property
+    def error_count(self) -> int:
+        return sum(1 for c in self.cases if c.error is not None)
+
+
+def compute_config_hash(
+    *,
+    dataset_hash: str,
+    target_identity: Mapping[str, Any],
+    k: int,
+    scoring: Mapping[str, Any],
+    version: str = __version__,
+) -> str:
+    """Hash of what makes two runs comparable; secrets and timestamps are never part of it."""
+    material = json.dumps(
+        {
+            "dataset": dataset_hash,
+            "target": dict(target_identity),
+            "k": k,
+            "scoring": dict(scoring),
+            "version": version,
+        },
+        sort_keys=True,
+        ensure_ascii=False,
+        default=str,
+    )
+    return hashlib.sha256(material.encode()).hexdigest()[:16]

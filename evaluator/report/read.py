@@ -1,0 +1,433 @@
+"""Reading a report back: one pass over the file, typed and range-checked while decoding.
+
+The file is decoded by msgspec against the schema below (in C: types, finite numbers,
+ratios in 0..1, non-negative counts, integers of sane size; NaN, Infinity and 1e400 are not
+numbers here). The cases array is kept as raw slices of the file and each case is decoded
+and turned into a :class:`CaseRecord` in turn, so the file's bytes plus the records are all
+that is held at once: never a dict tree of the whole report. Then
+:mod:`evaluator.report.check` checks the relations between fields, and the report is
+trusted.
+
+A compact report (one case per line) and an indented one (older versions wrote
+``indent=2``) read back identically. Fields this version does not know are skipped, so a
+newer report with more per-case fields still reads; to add a field, add it to the
+``_Case`` (or ``_Report``) struct with a default and map it in :func:`_case`.
+
+Python's cyclic garbage collector is paused while the records are built: with hundreds of
+thousands of new objects it would otherwise rescan them again and again (four fifths of the
+reading time at 100,000 cases), and none of them can form a cycle.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import math
+import os
+import re
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Any
+
+import msgspec
+from msgspec import Meta, Struct
+
+from evaluator.errors import ReportError
+from evaluator.models import CaseError, CaseRecord, CaseScores
+from evaluator.repeats import Repeats, repeats_from_dict
+from evaluator.report.check import check_cases, check_summary, check_summary_matches
+from evaluator.report.model import SCHEMA_VERSION, RunReport
+from evaluator.summary import QUALITY_METRICS, Summary, Total
+
+__all__ = ["parse_report", "read_report", "report_from_dict"]
+
+# integers beyond 2**53 are not counts anyone made, and do not survive a float round trip
+_MAX_INT = 2**53
+Ratio = Annotated[float, Meta(ge=0.0, le=1.0)]
+Seconds = Annotated[float, Meta(ge=0.0)]
+Count = Annotated[int, Meta(ge=0, le=_MAX_INT)]
+Grade = Annotated[int, Meta(ge=0, le=1_000_000)]
+Attempts = Annotated[int, Meta(ge=1, le=1_000_000)]
+K = Annotated[int, Meta(ge=1, le=1_000_000)]
+Status = Annotated[int, Meta(ge=100, le=999)]
+Citation = Annotated[int, Meta(ge=-_MAX_INT, le=_MAX_INT)] | str
+
+
+class _Error(Struct, frozen=True, gc=False):
+    kind: str
+    message: str
+    status: Status | None = None
+
+
+class _Case(Struct, frozen=True, gc=False):
+    id: str
+    question: str
+    latency_seconds: Seconds
+    tags: list[str] = []
+    unanswerable: bool = False
+    relevant_ids: list[str] | dict[str, Grade] = []
+    expected_facts: list[str | list[str]] = []
+    ranked_ids: list[str] = []
+    answer: str | None = None
+    citations: list[Citation] = []
+    recall_at_k: Ratio | None = None
+    mrr: Ratio | None = None
+    ndcg_at_k: Ratio | None = None
+    citation_precision: Ratio | None = None
+    citation_recall: Ratio | None = None
+    citation_valid: bool | None = None
+    answer_correct: bool | None = None
+    fact_recall: Ratio | None = None
+    refused: bool | None = None
+    stage_seconds: dict[str, Seconds] = {}
+    attempts: Attempts = 1
+    error: _Error | None = None
+    texts: dict[str, str] = {}
+    cut_texts: list[str] = []
+
+
+class _Total(Struct, frozen=True, gc=False):
+    sum: Annotated[float, Meta(ge=0.0)]
+    count: Count
+
+
+class _Totals(Struct, frozen=True, gc=False):
+    """One field per quality ratio (not a map: an error then names the metric)."""
+
+    recall_at_k: _Total | None = None
+    mrr: _Total | None = None
+    ndcg_at_k: _Total | None = None
+    citation_precision: _Total | None = None
+    citation_recall: _Total | None = None
+    answer_accuracy: _Total | None = None
+    fact_recall: _Total | None = None
+    false_refusal_rate: _Total | None = None
+    correct_refusal_rate: _Total | None = None
+
+
+class _TagSummary(Struct, frozen=True, gc=False):
+    case_count: Count
+    scored_count: Count
+    error_count: Count
+    totals: _Totals = _Totals()
+    error_rate: Ratio | None = None
+    p50_seconds: Seconds | None = None
+    p95_seconds: Seconds | None = None
+    stage_p95_seconds: dict[str, Seconds] = {}
+    errors_by_kind: dict[str, Count] = {}
+    event_loop_lag_p95_seconds: Seconds | None = None
+    event_loop_lag_max_seconds: Seconds | None = None
+    recall_at_k: Ratio | None = None
+    mrr: Ratio | None = None
+    ndcg_at_k: Ratio | None = None
+    citation_precision: Ratio | None = None
+    citation_recall: Ratio | None = None
+    answer_accuracy: Ratio | None = None
+    fact_recall: Ratio | None = None
+    false_refusal_rate: Ratio | None = None
+    correct_refusal_rate: Ratio | None = None
+
+
+class _Summary(_TagSummary, frozen=True, gc=False):
+    # one level only: a tag's summary has no tags of its own
+    by_tag: dict[str, _TagSummary] = {}
+
+
+class _Report(Struct, frozen=True, gc=False):
+    schema_version: int
+    run_id: str
+    generated_at: str
+    config_hash: str
+    dataset_hash: str
+    target: str
+    dataset: str
+    k: K
+    duration_seconds: Seconds
+    summary: _Summary
+    cases: list[msgspec.Raw]
+    evaluator_version: str = ""
+    retrieval_only: bool = False
+    case_count: Count | None = None
+    error_count: Count | None = None
+    #: ``--repeat N``: checked by :func:`evaluator.repeats.repeats_from_dict`
+    repeats: dict[str, Any] | None = None
+    interrupted: bool = False
+
+
+class _Version(Struct, frozen=True, gc=False):
+    schema_version: Any = None
+
+
+_REPORT = msgspec.json.Decoder(_Report)
+_CASE = msgspec.json.Decoder(_Case)
+_VERSION = msgspec.json.Decoder(_Version)
+_AT = re.compile(r"\s*-\s*at\s*`\$(?P<path>[^`]*)`\s*$")
+_MISSING = re.compile(r"^Object missing required field `(?P<name>[^`]*)`$")
+
+
+@contextmanager
+def _no_gc() -> Iterator[None]:
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _field_error(source: str, exc: msgspec.ValidationError, prefix: str = "") -> ReportError:
+    """msgspec's "Expected `float` <= 1.0 - at `$.summary.mrr`" as our one line."""
+    text = str(exc)
+    match = _AT.search(text)
+    head = text[: match.start()].strip() if match else text
+    missing = _MISSING.match(head)
+    if missing is not None:
+        path = (prefix + (match.group("path").lstrip(".") if match else "")).rstrip(".")
+        field = f"{path}.{missing.group('name')}" if path else missing.group("name")
+        return ReportError(f"{source}: field {field!r} is missing")
+    if match is None and not prefix:
+        return ReportError(f"{source}: not a report (expected a JSON object): {text}")
+    if match is None:
+        return ReportError(f"{source}: field {prefix.rstrip('.')!r}: {text}")
+    field = prefix + match.group("path").lstrip(".")
+    why = text[: match.start()].strip()
+    if not field:
+        return ReportError(f"{source}: not a report: {why}")
+    return ReportError(f"{source}: field {field!r}: {why}")
+
+
+def _nonfinite_path(data: object, path: str = "") -> str | None:
+    """Where the first NaN or infinity is in decoded JSON (to name the field)."""
+    stack: list[tuple[object, str]] = [(data, path)]
+    while stack:
+        value, where = stack.pop()
+        if isinstance(value, float) and not math.isfinite(value):
+            return where or "report"
+        if isinstance(value, dict):
+            items = [(v, f"{where}.{k}" if where else str(k)) for k, v in value.items()]
+            stack.extend(reversed(items))
+        elif isinstance(value, list):
+            stack.extend(reversed([(v, f"{where}[{i}]") for i, v in enumerate(value)]))
+    return None
+
+
+def _malformed(source: str, raw: bytes, exc: msgspec.DecodeError) -> ReportError:
+    """Name the field when the JSON is malformed only by NaN/Infinity, else say where."""
+    try:
+        data = json.loads(raw)
+    except (ValueError, RecursionError):
+        return ReportError(f"{source}: not valid JSON (truncated or corrupt?): {exc}")
+    where = _nonfinite_path(data)
+    if where is not None:
+        return ReportError(f"{source}: field {where!r}: not a finite number (NaN or infinity)")
+    return ReportError(f"{source}: not valid JSON: {exc}")
+
+
+def _total_map(entry: _TagSummary) -> dict[str, Total]:
+    out: dict[str, Total] = {}
+    for name in QUALITY_METRICS:
+        total: _Total | None = getattr(entry.totals, name)
+        if total is not None:
+            out[name] = Total(total.sum, total.count)
+    return out
+
+
+def _ratios(entry: _TagSummary) -> dict[str, float | None]:
+    return {name: getattr(entry, name) for name in QUALITY_METRICS}
+
+
+def _tag_summary(entry: _TagSummary, by_tag: Mapping[str, Summary]) -> Summary:
+    return Summary(
+        case_count=entry.case_count,
+        scored_count=entry.scored_count,
+        error_count=entry.error_count,
+        totals=_total_map(entry),
+        error_rate=entry.error_rate,
+        p50_seconds=entry.p50_seconds,
+        p95_seconds=entry.p95_seconds,
+        stage_p95_seconds=dict(entry.stage_p95_seconds),
+        errors_by_kind=dict(entry.errors_by_kind),
+        by_tag=by_tag,
+        event_loop_lag_p95_seconds=entry.event_loop_lag_p95_seconds,
+        event_loop_lag_max_seconds=entry.event_loop_lag_max_seconds,
+    )
+
+
+def _summary(source: str, entry: _Summary) -> Summary:
+    by_tag: dict[str, Summary] = {}
+    for tag, tag_entry in entry.by_tag.items():
+        tag_summary = _tag_summary(tag_entry, {})
+        check_summary(source, f"summary.by_tag.{tag}.", tag_summary, _ratios(tag_entry))
+        by_tag[tag] = tag_summary
+    summary = _tag_summary(entry, by_tag)
+    check_summary(source, "summary.", summary, _ratios(entry))
+    return summary
+
+
+def _case(source: str, c: _Case, where: str) -> CaseRecord:
+    rel = c.relevant_ids
+    relevance = dict.fromkeys(rel, 1) if isinstance(rel, list) else rel
+    scores: CaseScores | None = None
+    error: CaseError | None = None
+    if c.error is not None:
+        error = CaseError(c.error.kind, c.error.message, c.error.status)
+    elif c.recall_at_k is None or c.mrr is None or c.ndcg_at_k is None:
+        missing = next(n for n in ("recall_at_k", "mrr", "ndcg_at_k") if getattr(c, n) is None)
+        raise ReportError(
+            f"{source}: field '{where}{missing}' is null but the case has no error "
+            "(a case is either scored or failed)"
+        )
+    else:
+        scores = CaseScores(
+            c.recall_at_k,
+            c.mrr,
+            c.ndcg_at_k,
+            c.citation_precision,
+            c.citation_recall,
+            c.citation_valid,
+            c.answer_correct,
+            c.fact_recall,
+            c.refused,
+        )
+    return CaseRecord(
+        id=c.id,
+        question=c.question,
+        unanswerable=c.unanswerable,
+        relevance=relevance,
+        expected_facts=tuple(tuple(f) if isinstance(f, list) else (f,) for f in c.expected_facts),
+        tags=tuple(c.tags),
+        ranked_ids=tuple(c.ranked_ids),
+        answer=c.answer,
+        citations=tuple(c.citations),
+        scores=scores,
+        latency_seconds=c.latency_seconds,
+        stage_seconds=c.stage_seconds,
+        attempts=c.attempts,
+        error=error,
+        texts=c.texts,
+        cut_texts=frozenset(c.cut_texts),
+    )
+
+
+def _build(source: str, head: _Report) -> RunReport:
+    if head.schema_version != SCHEMA_VERSION:
+        raise ReportError(
+            f"{source}: schema_version {head.schema_version!r} is not supported "
+            f"(expected {SCHEMA_VERSION})"
+        )
+    summary = _summary(source, head.summary)
+    cases: list[CaseRecord] = []
+    for i, raw in enumerate(head.cases):
+        where = f"cases[{i}]."
+        try:
+            entry = _CASE.decode(raw)
+        except msgspec.ValidationError as exc:
+            raise _field_error(source, exc, where) from None
+        cases.append(_case(source, entry, where))
+    check_cases(source, cases)
+    if cases:
+        errors = sum(1 for c in cases if c.error is not None)
+        for field, written, actual in (
+            ("case_count", head.case_count, len(cases)),
+            ("error_count", head.error_count, errors),
+        ):
+            if written is not None and written != actual:
+                raise ReportError(
+                    f"{source}: field {field!r} is {written} but the report holds {actual}"
+                )
+        check_summary_matches(source, summary, cases)
+    return RunReport(
+        run_id=head.run_id,
+        generated_at=head.generated_at,
+        config_hash=head.config_hash,
+        dataset_hash=head.dataset_hash,
+        target=head.target,
+        dataset=head.dataset,
+        k=head.k,
+        duration_seconds=head.duration_seconds,
+        summary=summary,
+        cases=tuple(cases),
+        retrieval_only=head.retrieval_only,
+        repeats=_repeats(source, head.repeats),
+        interrupted=head.interrupted,
+        evaluator_version=head.evaluator_version,
+        schema_version=SCHEMA_VERSION,
+    )
+
+
+def _repeats(source: str, raw: dict[str, Any] | None) -> Repeats | None:
+    """The optional ``repeats`` block (``--repeat N``), checked."""
+    if raw is None:
+        return None
+    try:
+        return repeats_from_dict(raw, source)
+    except ValueError as exc:
+        raise ReportError(str(exc)) from None
+
+
+def _version_error(source: str, raw: bytes | None, data: object) -> ReportError | None:
+    """A clearer message when the report is of another schema version."""
+    try:
+        if raw is not None:
+            version = _VERSION.decode(raw).schema_version
+        else:
+            version = data.get("schema_version") if isinstance(data, Mapping) else None
+    except (msgspec.MsgspecError, RecursionError):
+        return None
+    if version == SCHEMA_VERSION:
+        return None
+    return ReportError(
+        f"{source}: schema_version {version!r} is not supported (expected {SCHEMA_VERSION})"
+    )
+
+
+def parse_report(raw: bytes, source: str = "report") -> RunReport:
+    """A report from the bytes of its file, validated.
+
+    Raises:
+        ReportError: naming ``source`` and the first bad field.
+    """
+    with _no_gc():
+        try:
+            head = _REPORT.decode(raw)
+        except msgspec.ValidationError as exc:
+            raise (_version_error(source, raw, None) or _field_error(source, exc)) from None
+        except msgspec.DecodeError as exc:
+            raise _malformed(source, raw, exc) from None
+        except RecursionError:
+            raise ReportError(f"{source}: nested too deeply to be a report") from None
+        return _build(source, head)
+
+
+def report_from_dict(data: object, source: str = "report") -> RunReport:
+    """A report from its decoded JSON (a dict), validated exactly as :func:`read_report`.
+
+    Raises:
+        ReportError: naming the source and the first bad field.
+    """
+    if not isinstance(data, Mapping):
+        raise ReportError(f"{source}: not a report (expected a JSON object)")
+    where = _nonfinite_path(data)
+    if where is not None:
+        raise ReportError(f"{source}: field {where!r}: not a finite number (NaN or infinity)")
+    try:
+        raw = msgspec.json.encode(data)
+    except (TypeError, OverflowError, ValueError) as exc:
+        raise ReportError(f"{source}: not a report: {exc}") from None
+    return parse_report(raw, source)
+
+
+def read_report(path: str | os.PathLike[str]) -> RunReport:
+    """Read and validate a report file (compact or indented).
+
+    Raises:
+        ReportError: unreadable, not JSON (e.g. truncated), not a report, or inconsistent;
+            the message names the file and the field.
+    """
+    try:
+        raw = Path(path).read_bytes()
+    except OSError as exc:
+        raise ReportError(f"{path}: cannot read report: {exc.strerror or exc}") from exc
+    return parse_report(raw, str(path))

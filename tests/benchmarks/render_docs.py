@@ -1,0 +1,222 @@
+"""Render ``docs/performance.md`` from a ``make bench`` results file.
+
+``python -m tests.benchmarks.render_docs [bench-results/results.json]``
+
+The page is generated, never edited by hand: its tables are the results file's figures and
+every sentence that states a number or a verdict is built from them, so the prose cannot
+disagree with the table. Re-run ``make bench`` (or ``make bench-quick``) to refresh it.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from tests.benchmarks.run import OUT, REPO, fmt_met, fmt_value, table
+
+PAGE = REPO / "docs" / "performance.md"
+
+#: issue 15's goals: (module, figure key) in the order the page lists them
+GOALS: tuple[tuple[str, str], ...] = (
+    ("goals", "50 ms endpoint, concurrency 50: run loop wall / bare loop's"),
+    ("goals", "50 ms endpoint, concurrency 50: latency added, P50, / bare loop's"),
+    ("goals", "50 ms endpoint, concurrency 50: latency added, P95, / bare loop's"),
+    ("goals", "zero-latency endpoint, concurrency 50: CPU per case / bare loop's"),
+    ("scale", "evaluator run, 100,000 cases: peak memory"),
+    ("scale", "evaluator run, 100,000 cases: time outside the run loop"),
+    ("scale", "evaluator run: growth of time outside the loop, 10k -> 100k cases"),
+    ("scale", "evaluator run: growth of memory above the 1k run, 10k -> 100k cases"),
+    ("scale", "evaluator gate, two 100,000-case reports: wall time"),
+    ("scale", "evaluator gate, two 100,000-case reports: peak memory"),
+    ("scale", "evaluator gate: growth of wall time, 10k -> 100k cases"),
+    ("scrape", "/metrics scrape over HTTP, 50 jobs, runs overlapping"),
+)
+
+
+def _figure(results: dict[str, Any], module: str, key: str) -> dict[str, Any] | None:
+    bench = results["benchmarks"].get(module)
+    if bench is None:
+        return None
+    found: dict[str, Any] | None = bench["figures"].get(key)
+    return found
+
+
+def goal_rows(results: dict[str, Any]) -> list[tuple[str, dict[str, Any] | None]]:
+    return [(key, _figure(results, module, key)) for module, key in GOALS]
+
+
+def _goals_table(results: dict[str, Any]) -> list[str]:
+    rows = ["| goal | measured | target | met |", "| --- | --- | --- | --- |"]
+    for key, f in goal_rows(results):
+        if f is None:
+            rows.append(f"| {key} | not measured in this run | | n/a |")
+            continue
+        rows.append(
+            f"| {key} | {fmt_value(f['value'], f['unit'])} | {f['goal'] or ''} "
+            f"| {fmt_met(f['met'])} |"
+        )
+    return rows
+
+
+def _side_by_side(results: dict[str, Any]) -> list[str]:
+    bench = results["benchmarks"].get("goals")
+    if bench is None or bench["error"]:
+        return ["The side-by-side benchmark did not run in this results file."]
+    processes = bench["details"].get("processes", {})
+    sizes = bench["details"].get("sizes", {})
+    lines = [
+        f"Whole processes, {sizes.get('process_cases', 0):,} cases of the same generated golden "
+        "set, the same 50 ms loopback endpoint, 50 requests in flight, run back to back "
+        "(median of the repeats; peak memory from the kernel's accounting of each process):",
+        "",
+        "| client | wall | CPU | peak memory | exit |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    names = {
+        "evaluator": "`evaluator run` (HTTP target, scoring, report)",
+        "bare": "bare aiohttp loop (`tests/benchmarks/bare_loop.py`)",
+        "promptfoo": "promptfoo `eval`, HTTP provider",
+    }
+    skipped = None
+    for name, title in names.items():
+        runs = [r for r in processes.get(name, []) if "skipped" not in r]
+        if not runs:
+            skipped = next((r["skipped"] for r in processes.get(name, []) if "skipped" in r), None)
+            lines.append(f"| {title} | not run | | | {skipped or 'no runs'} |")
+            continue
+        walls = sorted(r["wall_seconds"] for r in runs)
+        cpus = sorted(r["cpu_seconds"] for r in runs)
+        peaks = sorted(r["peak_mib"] for r in runs)
+        mid = len(runs) // 2
+        codes = ", ".join(str(r["exit_code"]) for r in runs)
+        lines.append(
+            f"| {title} | {walls[mid]:.2f} s | {cpus[mid]:.2f} s | {peaks[mid]:.0f} MiB | {codes} |"
+        )
+    ratios = [
+        (k, f)
+        for k, f in bench["figures"].items()
+        if k.startswith("whole process:") and f["value"] is not None
+    ]
+    if ratios:
+        lines.append("")
+        for key, f in ratios:
+            lines.append(f"- {key.removeprefix('whole process: ')}: **{f['value']:.2f}**.")
+    if skipped:
+        lines += ["", f"promptfoo was not measured: {skipped}."]
+    return lines
+
+
+def _scale(results: dict[str, Any]) -> list[str]:
+    bench = results["benchmarks"].get("scale")
+    if bench is None or bench["error"]:
+        return ["The scale benchmark did not run in this results file."]
+    runs, gates = bench["details"]["runs"], bench["details"]["gates"]
+    lines = [
+        "| cases | `run`: peak | outside the run loop | run loop | report | `gate`: wall | peak "
+        "| `gate --significance` |",
+        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for n in sorted(runs, key=int):
+        r, g = runs[n], gates[n]
+        lines.append(
+            f"| {int(n):,} | {r['peak_mib']:.0f} MiB | {r['outside_seconds']:.2f} s "
+            f"| {r['run_loop_seconds']:.2f} s | {r['report_bytes'] / 1e6:.1f} MB "
+            f"| {g['point']['wall_seconds']:.2f} s | {g['point']['peak_mib']:.0f} MiB "
+            f"| {g['significance']['wall_seconds']:.2f} s |"
+        )
+    return lines
+
+
+def _verdict(results: dict[str, Any]) -> list[str]:
+    rows = goal_rows(results)
+    met = [k for k, f in rows if f is not None and f["met"]]
+    missed = [(k, f) for k, f in rows if f is not None and f["met"] is False]
+    absent = [k for k, f in rows if f is None]
+    lines = [f"{len(met)} of {len(rows)} goals met in this run."]
+    if missed:
+        lines += ["", "Missed:", ""]
+        lines += [
+            f"- {k}: {fmt_value(f['value'], f['unit'])} against {f['goal']} ({f['meaning']})."
+            for k, f in missed
+        ]
+    if absent:
+        lines += ["", "Not measured in this run: " + "; ".join(absent) + "."]
+    return lines
+
+
+def render(results: dict[str, Any]) -> str:
+    m = results["machine"]
+    v = m["versions"]
+    quick = " (quick mode: fewer cases and repeats)" if results.get("quick") else ""
+    only = results.get("only")
+    lines = [
+        "# Performance",
+        "",
+        "<!-- generated by tests/benchmarks/render_docs.py from bench-results/results.json: "
+        "do not edit, run make bench -->",
+        "",
+        f"Generated from the `make bench` run of {results['generated_at']}{quick}, "
+        f"{results['duration_seconds']:.0f} s in all"
+        + (f", modules {', '.join(only)} only" if only else "")
+        + f". Machine: {m['cpu']}, {m['cores']} cores, {m['memory_gib']} GiB, {m['python']}; "
+        f"evaluator {v.get('evaluator')} at {m['commit']}"
+        + (" with uncommitted changes" if m.get("uncommitted_changes") else "")
+        + f"; load average {m['load_average_at_start']} at start and "
+        f"{m.get('load_average_at_end')} at end. The machine is shared: compare ratios (each "
+        "measured back to back in the same run), not absolute speeds.",
+        "",
+        "`make bench` runs every module of `tests/benchmarks/` in a process of its own, prints "
+        "each figure with its goal and whether it was met, and writes "
+        "`bench-results/results.json` (every repeat, the machine, profiles) and "
+        "`bench-results/results.md`; this page is rendered from the JSON by "
+        "`tests/benchmarks/render_docs.py`. `make bench-quick` runs the goal modules with "
+        "fewer cases and repeats. No timing is asserted by the test suite.",
+        "",
+        "## Goals",
+        "",
+        *_goals_table(results),
+        "",
+        *_verdict(results),
+        "",
+        "## Side by side: evaluator, a bare aiohttp loop and promptfoo",
+        "",
+        *_side_by_side(results),
+        "",
+        "## Scale: 1,000, 10,000 and 100,000 cases",
+        "",
+        "`evaluator run` against an in-process target that answers at once (so the run loop is "
+        "evaluator's own work), and `evaluator gate` on two generated reports of each size. "
+        "Each is a whole process, its peak memory the kernel's:",
+        "",
+        *_scale(results),
+        "",
+        "## Every figure",
+        "",
+        table(results["benchmarks"]),
+        "",
+        "## How each figure is made",
+        "",
+    ]
+    for name, bench in results["benchmarks"].items():
+        lines.append(f"- **{name}** (`{bench['module']}`, {bench['seconds']:.0f} s): see the "
+                     "module's docstring for the method.")  # fmt: skip
+    errors = [(n, b["error"]) for n, b in results["benchmarks"].items() if b["error"]]
+    if errors:
+        lines += ["", "## Benchmarks that did not run", ""]
+        lines += [f"- {n}: {e.splitlines()[0]}" for n, e in errors]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    source = Path(args[0]) if args else OUT / "results.json"
+    results = json.loads(source.read_text("utf-8"))
+    PAGE.write_text(render(results), "utf-8")
+    print(f"written: {PAGE} (from {source})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
