@@ -18,7 +18,7 @@ to average is None, never NaN.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -237,21 +237,21 @@ def populations(scored: Sequence[CaseRecord]) -> dict[Population, Sequence[CaseR
 
 def values(
     spec: MetricSpec, pools: Mapping[Population, Sequence[CaseRecord]]
-) -> Iterator[tuple[CaseRecord, float]]:
+) -> list[tuple[CaseRecord, float]]:
     """Each case in the metric's population with a value, and that value.
 
     This is the denominator rule, in one place: the summary's average and the gate's
-    paired differences are both built from it.
+    paired differences are both built from it. A comprehension, not a generator: the
+    summaries of 100,000-case reports are recomputed whenever a report is read.
     """
     per_case = spec.per_case
     if per_case is None:
         raise ValueError(f"{spec.name} is a run-level value, not a mean of per-case values")
-    for record in pools[spec.population]:
-        if record.scores is None:
-            continue
-        value = per_case(record.scores)
-        if value is not None:
-            yield record, float(value)
+    return [
+        (record, float(value))
+        for record in pools[spec.population]
+        if record.scores is not None and (value := per_case(record.scores)) is not None
+    ]
 
 
 def case_values(cases: Sequence[CaseRecord], name: str) -> dict[str, float]:

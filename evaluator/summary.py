@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from evaluator.metrics import METRICS, QUALITY_METRICS, populations
+from evaluator.metrics import METRICS, QUALITY_METRICS, populations, values
 from evaluator.models import CaseRecord
 
 __all__ = [
@@ -115,17 +115,14 @@ def nearest_rank(values: Sequence[float], percentile: float) -> float | None:
 
 
 def _totals(scored: Sequence[CaseRecord]) -> dict[str, Total]:
-    """Each quality total over its population (the registry's denominator rule, as
-    :func:`evaluator.metrics.values` applies it), added in case order. The loops are
-    comprehensions and ``map``: summaries of 100,000 cases are recomputed whenever a
-    report is read."""
+    """Each quality total over its population (the registry's denominator rule,
+    :func:`evaluator.metrics.values`), added in case order."""
     pools = populations(scored)
     out: dict[str, Total] = {}
     for spec in METRICS:
         if spec.per_case is not None:
-            pool = [r.scores for r in pools[spec.population] if r.scores is not None]
-            picked = [v for v in map(spec.per_case, pool) if v is not None]
-            out[spec.name] = Total(float(sum(map(float, picked))), len(picked))
+            picked = [value for _, value in values(spec, pools)]
+            out[spec.name] = Total(sum(picked), len(picked))
     return out
 
 
@@ -137,7 +134,8 @@ def summarise(records: Sequence[CaseRecord], *, with_tags: bool = True) -> Summa
     for r in records:
         if r.error is not None:
             by_kind[r.error.kind] = by_kind.get(r.error.kind, 0) + 1
-    names = {stage for r in records for stage in r.stage_seconds}
+    # dict, not set: the summary lists stages in the order the endpoint reports them
+    names = dict.fromkeys(stage for r in records for stage in r.stage_seconds)
     # one comprehension per stage: a few stages x many cases, no per-value method calls
     stages = {
         name: [t[name] for t in (r.stage_seconds for r in records) if name in t] for name in names
