@@ -6,6 +6,7 @@ from evaluator.models import CaseRecord
 from evaluator.report import RunReport
 from evaluator.scoring.labels import audit_run
 from evaluator.summary import QUALITY_METRICS, Summary
+from evaluator.worst import badness, worst_cases
 
 __all__ = ["badness", "format_run", "format_summary", "worst_cases"]
 
@@ -31,25 +32,6 @@ def format_summary(summary: Summary) -> str:
     for stage, p95 in summary.stage_p95_seconds.items():
         lines.append(f"{'  p95 ' + stage:<22} {_fmt(p95, True):>9}")
     return "\n".join(lines)
-
-
-def badness(case: CaseRecord) -> float:
-    """How bad a case went: errors first, then wrong answers and lost retrieval."""
-    if case.error is not None or case.scores is None:
-        return 10.0
-    s = case.scores
-    bad = (1 - s.recall_at_k) + (1 - s.mrr)
-    if s.answer_correct is False:
-        bad += 2
-    if s.citation_precision is not None:
-        bad += 1 - s.citation_precision
-    return bad
-
-
-def worst_cases(cases: tuple[CaseRecord, ...], n: int) -> list[CaseRecord]:
-    """The ``n`` worst cases, worst first; perfect cases are never listed."""
-    ranked = sorted((c for c in cases if badness(c) > 0), key=badness, reverse=True)
-    return ranked[:n]
 
 
 def _case_line(c: CaseRecord) -> str:

@@ -15,13 +15,14 @@ from typing import Any
 import structlog
 
 from evaluator.config import JobConfig, Settings
-from evaluator.daemon.baseline import BaselineGate
+from evaluator.daemon.baseline import BaselineGate, GateVerdict
 from evaluator.daemon.exporter import Metrics
 from evaluator.daemon.report_store import ReportStore
 from evaluator.daemon.shard import shard_cases
 from evaluator.dataset import parse_dataset
 from evaluator.errors import DatasetError
 from evaluator.models import Case, CaseRecord, Dataset
+from evaluator.pages.trend import TREND_METRICS, RecentRuns, RunPoint
 from evaluator.report import RunReport, scores_to_dict
 from evaluator.runner import RetryEvent, config_hash_for, run_dataset
 from evaluator.summary import Summary
@@ -74,6 +75,12 @@ class JobRunner:
         self.store = ReportStore(settings.reports_dir, job.key, settings.reports_keep)
         self._signature = self._stat_signature()
         self.runs_by_outcome: dict[str, int] = {}
+        # for the status page: the last finished run, as it ended
+        self.last_report: RunReport | None = None
+        self.last_outcome: str | None = None
+        self.last_finished_at: float | None = None
+        self.last_verdict: GateVerdict | None = None
+        self.recent = RecentRuns()
 
     @property
     def key(self) -> str:
@@ -120,6 +127,7 @@ class JobRunner:
             )
             changes.update(self._gate_changes(complete))
         self.metrics.update(self.labels, **changes)
+        self._remember(report, classify(report.summary, limit), _timestamp(report))
         log.info("job_restored", job=self.key, run_id=report.run_id, **self._label_fields())
 
     def _label_fields(self) -> dict[str, str]:
@@ -237,6 +245,7 @@ class JobRunner:
             return "failed"
         outcome = classify(report.summary, self.settings.error_ratio_limit)
         self._publish(report, outcome)
+        self._remember(report, outcome, self.clock())
         self._save(report)
         self._count(outcome)
         log.info(
@@ -252,8 +261,14 @@ class JobRunner:
         )
         return outcome
 
+    def _remember(self, report: RunReport, outcome: str, finished_at: float) -> None:
+        self.last_report, self.last_outcome, self.last_finished_at = report, outcome, finished_at
+        metrics = {name: report.summary.get(name) for name in TREND_METRICS}
+        self.recent.add(*self.labels, RunPoint(report.run_id, finished_at, outcome, metrics))
+
     def _finish_broken(self, started: float, reason: str) -> None:
         self._count("failed")
+        self.last_outcome, self.last_finished_at = "failed", self.clock()
         self.metrics.update(
             self.labels,
             last_run_timestamp=self.clock(),
@@ -282,6 +297,7 @@ class JobRunner:
         if self.gate is None:
             return {}
         verdict = self.gate.judge(report, self._shard(), self.settings.shard_count > 1)
+        self.last_verdict = verdict
         if verdict is None:
             return {"gate_passing": None, "gate_rules_failing": {}}
         return {"gate_passing": verdict.passing, "gate_rules_failing": verdict.rules_failing}

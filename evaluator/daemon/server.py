@@ -1,4 +1,5 @@
-"""HTTP endpoints of the daemon on aiohttp: /metrics, /healthz, /readyz, /reports/latest."""
+"""HTTP endpoints of the daemon on aiohttp: /metrics, /healthz, /readyz, /reports/latest, and
+the human pages (``/`` and ``/case``, :mod:`evaluator.daemon.pages`)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from aiohttp import web
 from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import choose_encoder
 
+from evaluator.daemon.pages import StatusPages
 from evaluator.errors import ConfigError
 
 __all__ = ["HttpEndpoints", "parse_listen"]
@@ -46,6 +48,7 @@ class HttpEndpoints:
         healthy: Callable[[], bool],
         ready: Callable[[], bool],
         latest_reports: Callable[[], Mapping[tuple[str, str], dict[str, Any] | None]],
+        pages: StatusPages | None = None,
     ) -> None:
         self.registry = registry
         self.runtime = runtime
@@ -54,6 +57,7 @@ class HttpEndpoints:
         self._healthy = healthy
         self._ready = ready
         self._latest = latest_reports
+        self._pages = pages
         self._runner: web.AppRunner | None = None
         self.port = 0
 
@@ -63,6 +67,9 @@ class HttpEndpoints:
         app.router.add_get("/healthz", self.healthz)
         app.router.add_get("/readyz", self.readyz)
         app.router.add_get("/reports/latest", self.latest_report)
+        if self._pages is not None:
+            app.router.add_get("/", self._pages.status)
+            app.router.add_get("/case", self._pages.case)
         return app
 
     async def metrics(self, request: web.Request) -> web.Response:

@@ -25,6 +25,7 @@ from evaluator.config import Settings
 from evaluator.daemon.baseline import BaselineGate
 from evaluator.daemon.exporter import JobSnapshot, Metrics
 from evaluator.daemon.job import JobRunner
+from evaluator.daemon.pages import StatusPages
 from evaluator.daemon.schedule import build_trigger, interval_of, stagger_offsets
 from evaluator.daemon.server import HttpEndpoints, parse_listen
 from evaluator.dataset import load_dataset
@@ -78,7 +79,16 @@ class Daemon:
             healthy=self._healthy,
             ready=lambda: self._ready,
             latest_reports=lambda: {j.labels: j.store.latest for j in self.jobs},
+            pages=StatusPages(lambda: self.jobs, redact=self._redact),
         )
+
+    def _redact(self, text: str) -> str:
+        """Every target's secrets masked: the pages show what endpoints sent back."""
+        for target in self._targets:
+            redact = getattr(target, "redact", None) or getattr(target, "_redact", None)
+            if callable(redact):
+                text = redact(text)
+        return text
 
     def _healthy(self) -> bool:
         return self._scheduler is not None and self._scheduler.running
