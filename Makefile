@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: venv lint typecheck unit fast test demo bench clean
+.PHONY: venv install lint typecheck unit fast test demo bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -14,7 +14,19 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP)
 
-LINTED := $(wildcard evaluator tests deploy)
+# `evaluator` on PATH in every new shell: a private venv under $(PREFIX)/share/evaluator and a
+# link in $(PREFIX)/bin (~/.local/bin is on PATH in Debian's and most distributions' ~/.profile)
+PREFIX ?= $(HOME)/.local
+install:
+	$(PYTHON) -m venv --clear $(PREFIX)/share/evaluator/venv
+	$(PREFIX)/share/evaluator/venv/bin/python -m pip install -q '.[demo]'
+	mkdir -p $(PREFIX)/bin
+	ln -sf $(PREFIX)/share/evaluator/venv/bin/evaluator $(PREFIX)/bin/evaluator
+	@case ":$$PATH:" in *":$(PREFIX)/bin:"*) ;; \
+	  *) echo "note: $(PREFIX)/bin is not on PATH; add it in your shell profile" ;; esac
+	@echo "installed: $(PREFIX)/bin/evaluator ($$($(PREFIX)/bin/evaluator --version))"
+
+LINTED := $(wildcard evaluator tests deploy docs)
 
 lint: venv
 	$(BIN)/ruff check $(LINTED)

@@ -302,6 +302,7 @@ class Settings(BaseSettings):
     shutdown_grace_seconds: float = Field(30.0, ge=0)
     log_format: Literal["auto", "json", "console"] = "auto"
     log_level: Literal["debug", "info", "warning", "error"] = "info"
+    log_cases: bool = True
     log_answers: bool = False
     log_answer_max_chars: int = Field(200, ge=0)
     histogram_buckets: tuple[float, ...] = DEFAULT_BUCKETS

@@ -30,7 +30,7 @@ from evaluator.daemon import Daemon
 from evaluator.daemon.server import parse_listen
 from evaluator.errors import ConfigError, EvaluatorError, ExitCode
 
-__all__ = ["DemoOptions", "run_demo"]
+__all__ = ["DemoOptions", "PrometheusUi", "run_demo"]
 
 log = structlog.get_logger("evaluator.demo")
 
@@ -53,6 +53,31 @@ class DemoOptions:
     failure_modes: tuple[str, ...] = ()
     prometheus: bool = True
     rules_dir: Path = Path("deploy/prometheus/rules")
+
+
+@dataclass(frozen=True)
+class PrometheusUi:
+    """Where the demo's Prometheus shows its alerts, or why there is none."""
+
+    url: str | None = None
+    reason: str = ""
+
+
+#: the alerts page of Prometheus's UIs, newest first: the React UI's /alerts; the classic UI,
+#: which Debian's package ships alone (its /alerts answers 404)
+_ALERTS_PAGES = ("/alerts", "/classic/alerts")
+
+
+def _alerts_page(base: str) -> str:
+    """The first alerts page the running Prometheus at ``base`` answers 200 for."""
+    for path in _ALERTS_PAGES:
+        try:
+            with urllib.request.urlopen(base + path, timeout=2) as response:
+                if response.status == 200:
+                    return base + path
+        except (urllib.error.URLError, OSError):
+            continue
+    return base + "/"
 
 
 def _wait_http(url: str, timeout: float, proc: subprocess.Popen[bytes] | None = None) -> None:
@@ -103,10 +128,14 @@ def _prometheus_config(options: DemoOptions, folder: Path) -> Path:
 
 def _start_prometheus(
     options: DemoOptions, folder: Path, children: list[subprocess.Popen[bytes]]
-) -> bool:
+) -> PrometheusUi:
+    if not options.prometheus:
+        return PrometheusUi(reason="not started (--no-prometheus)")
     binary = shutil.which("prometheus")
-    if binary is None or not options.prometheus:
-        return False
+    if binary is None:
+        return PrometheusUi(
+            reason="not started: no prometheus on PATH (Debian: apt-get install prometheus)"
+        )
     config = _prometheus_config(options, folder)
     proc = subprocess.Popen(
         [binary, f"--config.file={config}", f"--storage.tsdb.path={folder / 'data'}",
@@ -114,13 +143,14 @@ def _start_prometheus(
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, process_group=0,
     )  # fmt: skip
     children.append(proc)  # before waiting: Ctrl-C meanwhile must stop it too
+    base = f"http://127.0.0.1:{options.prometheus_port}"
     try:
-        _wait_http(f"http://127.0.0.1:{options.prometheus_port}/-/ready", 30, proc)
+        _wait_http(f"{base}/-/ready", 30, proc)
     except EvaluatorError as exc:
         log.warning("prometheus_not_started", reason=str(exc))
         proc.terminate()  # run_demo waits for it
-        return False
-    return True
+        return PrometheusUi(reason=f"did not start: {exc}")
+    return PrometheusUi(url=_alerts_page(base))
 
 
 def _settings(options: DemoOptions) -> Settings:
@@ -139,10 +169,11 @@ def _settings(options: DemoOptions) -> Settings:
         targets=(target,),
         jobs=(job,),
         shutdown_grace_seconds=_SHUTDOWN_GRACE_SECONDS,
+        log_cases=False,  # the console shows one line per run; the reports hold every case
     )
 
 
-def _banner(options: DemoOptions, prometheus: bool, daemon_port: int) -> str:
+def _banner(options: DemoOptions, prometheus: PrometheusUi, daemon_port: int) -> str:
     host, _ = parse_listen(options.listen)
     base = f"http://{host}:{daemon_port}"
     rag = f"http://127.0.0.1:{options.rag_port}"
@@ -154,8 +185,7 @@ def _banner(options: DemoOptions, prometheus: bool, daemon_port: int) -> str:
         f"  health                 {base}/healthz   {base}/readyz",
         f"  latest report          {base}/reports/latest",
     ]
-    if prometheus:
-        lines.append(f"  Prometheus             http://127.0.0.1:{options.prometheus_port}/alerts")
+    lines.append(f"  Prometheus             {prometheus.url or prometheus.reason}")
     lines += [
         f"  golden set             {options.dataset}, every {options.interval_seconds:g}s",
         "",
@@ -168,7 +198,7 @@ def _banner(options: DemoOptions, prometheus: bool, daemon_port: int) -> str:
     return "\n".join(lines)
 
 
-async def _serve(settings: Settings, options: DemoOptions, prometheus: bool) -> None:
+async def _serve(settings: Settings, options: DemoOptions, prometheus: PrometheusUi) -> None:
     daemon = Daemon(settings)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

@@ -179,6 +179,8 @@ class JobRunner:
         )
 
     def _log_case(self, record: CaseRecord) -> None:
+        if not self.settings.log_cases:
+            return
         fields: dict[str, Any] = {
             "case_id": record.id,
             "latency_seconds": round(record.latency_seconds, 6),

@@ -5,7 +5,9 @@ from __future__ import annotations
 import asyncio
 import importlib
 import inspect
+import sys
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 from evaluator.errors import ConfigError, TargetError, TargetExceptionError, TargetTimeout
@@ -18,7 +20,8 @@ TargetFunction = Callable[[Case, int], Any]
 
 
 def load_callable(spec: str) -> TargetFunction:
-    """Import ``module:function`` (``module:Class.method`` works too).
+    """Import ``module:function`` (``module:Class.method`` works too), from the installed
+    packages or, after them, the working directory.
 
     Raises:
         ConfigError: when the module or attribute cannot be found or is not callable.
@@ -26,6 +29,11 @@ def load_callable(spec: str) -> TargetFunction:
     module_name, sep, attr_path = spec.partition(":")
     if not sep or not module_name or not attr_path:
         raise ConfigError(f"target {spec!r}: expected 'module:function'")
+    # as `python -m` and uvicorn do: a module in the working directory is importable, which a
+    # console script's sys.path (its own bin directory first) would not allow
+    cwd = str(Path.cwd())
+    if cwd not in sys.path and "" not in sys.path:
+        sys.path.append(cwd)
     try:
         obj: Any = importlib.import_module(module_name)
     except ImportError as exc:

@@ -14,6 +14,8 @@ from typing import Any
 
 import httpx
 import pytest
+import structlog
+import structlog.testing
 from aiohttp import web
 
 from evaluator.config import JobConfig, RetryConfig, Settings, TargetConfig, load_settings
@@ -217,6 +219,25 @@ class TestSchedule:
                 assert time.monotonic() - started >= 1.0
 
         run_bounded(body)
+
+    @pytest.mark.parametrize("log_cases", [True, False])
+    def test_log_cases_switches_the_per_case_lines_and_keeps_the_run_line(
+        self, tmp_path: Path, endpoint: Endpoint, log_cases: bool
+    ) -> None:
+        """log_cases = false (the demo's console) keeps the run line; the default logs each case."""
+        settings = _settings(
+            tmp_path, endpoint.url, job={"run_at_start": True}, log_cases=log_cases
+        )
+
+        async def body() -> None:
+            async with running(settings) as daemon:
+                await until(lambda: (_runs(daemon)["complete"] or 0) >= 1, seconds=3)
+
+        with structlog.testing.capture_logs() as logs:
+            run_bounded(body)
+        events = [e["event"] for e in logs]
+        assert (4 if log_cases else 0) == events.count("case")
+        assert 1 == events.count("run")
 
     def test_run_at_start_false_waits_an_interval_for_every_job(
         self, tmp_path: Path, endpoint: Endpoint

@@ -26,7 +26,7 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from evaluator.commands.demo_stack import DemoOptions, _banner
+from evaluator.commands.demo_stack import DemoOptions, PrometheusUi, _banner
 from tests.support.prometheus import free_port, parse_log_lines, require_binary
 
 try:
@@ -292,8 +292,13 @@ def test_demo_brings_up_live_metrics_and_stops_on_ctrl_c(tmp_path: Path, prometh
             f"curl -X PUT {rag}/admin/failure-modes",
         ):
             assert line in banner, f"{line!r} not in the banner:\n{banner}"
-        prometheus_line = f"Prometheus             http://{HOST}:{demo.prometheus_port}/alerts"
-        assert (prometheus_line in banner) is prometheus, banner
+        shown = re.search(r"Prometheus +(\S.*)", banner)
+        assert shown is not None, banner
+        if prometheus:  # the link works on the Prometheus installed here (Debian: classic UI)
+            assert shown.group(1).startswith(f"http://{HOST}:{demo.prometheus_port}/"), banner
+            assert 200 == httpx.get(shown.group(1), timeout=5).status_code, shown.group(1)
+        else:
+            assert "not started (--no-prometheus)" == shown.group(1), banner
 
         samples = demo.samples()
         for name, expected in README_BASELINE.items():
@@ -444,6 +449,21 @@ def test_readme_quick_start_shows_the_banner_the_demo_prints() -> None:
     readme = (REPO / "README.md").read_text("utf-8")
     block = re.search(r"```text\n(evaluator demo is running.*?)```", readme, re.S)
     assert block is not None, "no banner in the README's quick start"
-    banner = _banner(DemoOptions(), prometheus=True, daemon_port=9464)
+    ui = PrometheusUi(url="http://127.0.0.1:9090/classic/alerts")  # Debian's Prometheus
+    banner = _banner(DemoOptions(), prometheus=ui, daemon_port=9464)
 
     assert banner.strip("\n") == block.group(1).strip("\n")
+
+
+def test_banner_says_why_there_is_no_prometheus(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without a prometheus binary the banner says so, and how to get one."""
+    from evaluator.commands.demo_stack import _start_prometheus
+
+    monkeypatch.setenv("PATH", str(tmp_path))  # no prometheus here
+    ui = _start_prometheus(DemoOptions(), tmp_path, [])
+    banner = _banner(DemoOptions(), prometheus=ui, daemon_port=9464)
+    assert ui.url is None
+    reason = "not started: no prometheus on PATH (Debian: apt-get install prometheus)"
+    assert f"Prometheus             {reason}" in banner
