@@ -31,6 +31,11 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
         "evaluator.commands.gate",
     ),
     (
+        "report",
+        "read a saved run report back: its summary, a baseline's verdict, an HTML report",
+        "evaluator.commands.report",
+    ),
+    (
         "probe",
         "send one question to a target; show the request, raw response and mapped fields",
         "evaluator.commands.probe",

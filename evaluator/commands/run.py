@@ -17,6 +17,7 @@ from evaluator.commands.common import (
 )
 from evaluator.commands.display import format_run
 from evaluator.commands.flags import add_target_flags
+from evaluator.commands.html import add_html_flag, settings_redactor, write_html_report
 from evaluator.errors import ConfigError, ExitCode
 from evaluator.report import RunReport
 from evaluator.targets.mapping import mapping_failure
@@ -35,6 +36,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--worst", type=int, default=5, metavar="N", help="how many worst cases to print"
     )
+    add_html_flag(parser)
 
 
 def handle(args: argparse.Namespace) -> int:
@@ -45,6 +47,12 @@ def handle(args: argparse.Namespace) -> int:
     save_report(report, output)
     print(format_run(report, worst=args.worst))
     print(f"report: {output}")
+    if args.html:
+        write_html_report(
+            args.html, report, source=str(output), redact=settings_redactor(settings),
+            worst=max(args.worst, 10),
+        )  # fmt: skip
+        print(f"html: {args.html}")
     diagnosis = mapping_diagnosis(report)
     if diagnosis is not None:
         raise ConfigError(f"target {report.target}: {diagnosis}")

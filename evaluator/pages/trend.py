@@ -88,8 +88,8 @@ class Sparkline:
 def sparkline(
     values: Sequence[float | None],
     *,
-    width: int = 120,
-    height: int = 24,
+    width: int = 160,
+    height: int = 32,
     floor: float | None = None,
     ceiling: float | None = None,
 ) -> Sparkline:
@@ -105,13 +105,14 @@ def sparkline(
     low, high = min(numbers), max(numbers)
     bottom = min(low, floor) if floor is not None else low
     top = max(high, ceiling) if ceiling is not None else high
-    span = top - bottom or 1.0
+    span = top - bottom
     pad = 2.0
     steps = max(len(values) - 1, 1)
     coords: list[tuple[float, float]] = []
     for i, v in kept:
         x = pad + (width - 2 * pad) * (i / steps if len(values) > 1 else 1.0)
-        y = pad + (height - 2 * pad) * (1 - (v - bottom) / span)
+        # a flat series (one value, or all equal without bounds) runs through the middle
+        y = pad + (height - 2 * pad) * (1 - (v - bottom) / span) if span else height / 2
         coords.append((round(x, 1), round(y, 1)))
     if len(coords) == 1:
         coords.insert(0, (pad, coords[0][1]))

@@ -9,7 +9,7 @@ templates never loop over anything a target could make unbounded.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -577,7 +577,8 @@ class ReportView:
     worst: list[CaseView]
     audit: AuditView
     errors_by_kind: list[tuple[str, int]]
-    extra: Mapping[str, Any] = field(default_factory=dict)
+    #: suspect-label cases not already shown above, with their evidence
+    suspects: list[CaseView] = field(default_factory=list)
 
 
 def _describe_report(label: str, report: RunReport, source: str) -> str:
@@ -607,8 +608,20 @@ def report_view(
     index = {c.id: i for i, c in enumerate(report.cases)}
     anchors = {case_id: f"case-{i}" for case_id, i in index.items()}
     subtitle = [redact(_describe_report("report", report, source))]
+
+    def suspects(shown: list[CaseView]) -> list[CaseView]:
+        seen = {c.id for c in shown}
+        audit = audit_run(report.cases)
+        return [
+            case_view(by_id[case_id], k=report.k, redact=redact, anchor=anchors[case_id])
+            for case_id, _ in audit.suspect[:SUSPECT_SHOWN]
+            if case_id not in seen
+        ]
+
+    by_id = {c.id: c for c in report.cases}
     if gate is None:
         bad = worst_cases(report.cases, worst)
+        shown = [case_view(c, k=report.k, redact=redact, anchor=anchors[c.id]) for c in bad]
         return ReportView(
             title=f"{report.dataset}: run {report.run_id}",
             subtitle=subtitle,
@@ -622,9 +635,10 @@ def report_view(
             regressed_total=0,
             improved_total=0,
             compared=0,
-            worst=[case_view(c, k=report.k, redact=redact, anchor=anchors[c.id]) for c in bad],
+            worst=shown,
             audit=audit_view(report, href),
             errors_by_kind=sorted(report.summary.errors_by_kind.items()),
+            suspects=suspects(shown),
         )
     subtitle = [
         redact(_describe_report("baseline", gate.baseline, baseline_source or "baseline")),
@@ -635,7 +649,6 @@ def report_view(
         RuleView("FAIL" if not r.passed else ("PASS" if r.applicable else "n/a"), r.message)
         for r in sorted(gate.rules, key=lambda r: (r.passed, not r.applicable))
     ]
-    by_id = {c.id: c for c in report.cases}
     regressed = [
         case_view(
             by_id[change.id], k=report.k, redact=redact, anchor=anchors[change.id],
@@ -663,4 +676,5 @@ def report_view(
         worst=[],
         audit=audit_view(report, href),
         errors_by_kind=sorted(report.summary.errors_by_kind.items()),
+        suspects=suspects(regressed),
     )
