@@ -7,6 +7,7 @@ with one line on stderr (a traceback only with ``--debug``).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import sys
 from collections.abc import Callable, Sequence
@@ -15,6 +16,7 @@ from typing import Any, NoReturn
 from evaluator._version import __version__
 from evaluator.commands.flags import add_common
 from evaluator.errors import EvaluatorError, ExitCode, UsageError
+from evaluator.redaction import RedactingStream
 
 __all__ = ["main"]
 
@@ -50,7 +52,19 @@ def _chosen_command(argv: Sequence[str]) -> str | None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``evaluator`` console script."""
+    """Entry point of the ``evaluator`` console script.
+
+    Everything the command prints goes out redacted of the targets' secrets (one egress
+    point for run, probe, gate and the error line), see :mod:`evaluator.redaction`.
+    """
+    with (
+        contextlib.redirect_stdout(RedactingStream(sys.stdout)),
+        contextlib.redirect_stderr(RedactingStream(sys.stderr)),
+    ):
+        return _dispatch(argv)
+
+
+def _dispatch(argv: Sequence[str] | None) -> int:
     args: Any = None
     try:
         arguments = list(sys.argv[1:] if argv is None else argv)

@@ -8,13 +8,18 @@ Every model forbids unknown keys: a typo stops the process at start, naming the 
 from __future__ import annotations
 
 import difflib
+import itertools
 import json
+import math
 import os
 import tomllib
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 import jmespath
+from apscheduler.triggers.cron import CronTrigger
 from jmespath.exceptions import JMESPathError
 from jmespath.parser import ParsedResult
 from pydantic import (
@@ -31,10 +36,13 @@ from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
+    SettingsError,
     TomlConfigSettingsSource,
 )
 
+from evaluator.bounds import DEFAULT_TEXT_CHARS, RecordLimits
 from evaluator.errors import ConfigError
+from evaluator.labels import DEFAULT_MAX_STAGES, StageNames
 from evaluator.run_options import RetryPolicy, RunOptions
 from evaluator.scoring import DEFAULT_REFUSAL_PHRASES, ScoringSettings
 from evaluator.targets.base import default_target_name
@@ -48,6 +56,7 @@ from evaluator.targets.templates import (
 __all__ = [
     "DEFAULT_BUCKETS",
     "DEFAULT_CONFIG_PATH",
+    "HistoryConfig",
     "JobConfig",
     "RequestConfig",
     "ResponseConfig",
@@ -60,6 +69,21 @@ __all__ = [
 ]
 
 DEFAULT_CONFIG_PATH = Path("config/evaluator.toml")
+
+#: the longest duration a setting may hold (timeouts, intervals, grace periods): beyond a
+#: year, a value is a typo, and infinity would overflow the scheduler's date arithmetic
+MAX_SECONDS = 366 * 24 * 3600.0
+#: the slowest request rate accepted: one request every 100 s
+MIN_REQUESTS_PER_SECOND = 0.01
+
+
+def _seconds(default: float | None, *, gt: float | None = 0, ge: float | None = None,
+             description: str | None = None) -> Any:  # fmt: skip
+    """A finite duration field in seconds, at most :data:`MAX_SECONDS`."""
+    return Field(
+        default, gt=gt, ge=ge, le=MAX_SECONDS, allow_inf_nan=False, description=description
+    )
+
 
 #: Latency buckets for RAG calls: tens of milliseconds to minutes (LLM generation is slow).
 DEFAULT_BUCKETS: tuple[float, ...] = (
@@ -84,8 +108,8 @@ class RetryConfig(_Strict):
     """Retries of transient failures (connect errors, 429, 502, 503, 504)."""
 
     retries: int = Field(2, ge=0, le=10)
-    backoff_initial_seconds: float = Field(0.2, ge=0)
-    backoff_max_seconds: float = Field(5.0, ge=0)
+    backoff_initial_seconds: float = _seconds(0.2, gt=None, ge=0)
+    backoff_max_seconds: float = _seconds(5.0, gt=None, ge=0)
 
     def to_policy(self) -> RetryPolicy:
         return RetryPolicy(self.retries, self.backoff_initial_seconds, self.backoff_max_seconds)
@@ -196,6 +220,26 @@ _HTTP_ONLY = (
 )
 
 
+def _url_problem(url: str) -> str | None:
+    """What is wrong with an endpoint URL that a request would only find out later."""
+    if not url.startswith(("http://", "https://")):
+        return f"url {url!r} must start with http:// or https://"
+    if "${" in url:
+        return "url: ${...} is not resolved in the url; use request.params"
+    try:
+        parts = urlsplit(url)
+        port = parts.port  # raises on a port that is not a number or out of range
+    except ValueError as exc:
+        return f"url {url!r} is not a valid URL: {exc}"
+    if not parts.hostname:
+        return f"url {url!r} has no host"
+    if port == 0:
+        return f"url {url!r}: port 0 cannot be connected to"
+    if any(c.isspace() for c in url):
+        return f"url {url!r} contains whitespace"
+    return None
+
+
 class TargetConfig(_Strict):
     """One system under test: an HTTP endpoint (``url``) or a Python callable.
 
@@ -206,14 +250,40 @@ class TargetConfig(_Strict):
     name: str | None = Field(None, description="the target label; default host:port")
     url: str | None = None
     callable: str | None = Field(None, description="module:function")
-    timeout_seconds: float = Field(30.0, gt=0, description="whole-call deadline per attempt")
-    connect_timeout_seconds: float = Field(5.0, gt=0)
-    read_timeout_seconds: float | None = Field(
-        None, gt=0, description="longest silence from the endpoint; default timeout_seconds"
+    timeout_seconds: float = _seconds(30.0, description="whole-call deadline per attempt")
+    connect_timeout_seconds: float = _seconds(5.0)
+    read_timeout_seconds: float | None = _seconds(
+        None, description="longest silence from the endpoint; default timeout_seconds"
     )
-    max_response_bytes: int = Field(4 * 1024 * 1024, ge=1024, description="response size cap")
+    max_response_bytes: int = Field(
+        4 * 1024 * 1024, ge=1024, le=1024**3, description="response size cap"
+    )
     max_connections: int = Field(100, ge=1, le=10_000, description="calls in flight, at most")
-    requests_per_second: float | None = Field(None, gt=0, description="request rate, at most")
+    requests_per_second: float | None = Field(
+        None,
+        ge=MIN_REQUESTS_PER_SECOND,
+        le=1_000_000,
+        allow_inf_nan=False,
+        description="request rate, at most",
+    )
+    max_ranked_ids: int = Field(
+        1000, ge=1, le=100_000, description="ranked items kept and scored per case"
+    )
+    max_answer_chars: int = Field(
+        10_000, ge=0, le=10_000_000, description="answer characters kept in reports and logs"
+    )
+    max_text_chars: int = Field(
+        DEFAULT_TEXT_CHARS, ge=0, le=10_000_000, description="characters kept of each text"
+    )
+    stages: tuple[str, ...] | None = Field(
+        None, description="allow-list of stage names exported; others are counted as 'other'"
+    )
+    max_stages: int = Field(
+        DEFAULT_MAX_STAGES,
+        ge=0,
+        le=1000,
+        description="without an allow-list, distinct stage names kept; the rest are 'other'",
+    )
     request: RequestConfig = RequestConfig()
     response: ResponseConfig | None = Field(
         None, description="JMESPath mapping; default the default contract"
@@ -225,10 +295,9 @@ class TargetConfig(_Strict):
     def _one_kind(self) -> TargetConfig:
         if (self.url is None) == (self.callable is None):
             raise ValueError("set exactly one of 'url' or 'callable'")
-        if self.url is not None and not self.url.startswith(("http://", "https://")):
-            raise ValueError(f"url {self.url!r} must start with http:// or https://")
-        if self.url is not None and "${" in self.url:
-            raise ValueError("url: ${...} is not resolved in the url; use request.params")
+        problem = None if self.url is None else _url_problem(self.url)
+        if problem:
+            raise ValueError(problem)
         if self.callable is not None:
             # compared with the defaults, not model_fields_set: a dumped-and-reloaded
             # config (the command line does that) sets every field
@@ -237,6 +306,18 @@ class TargetConfig(_Strict):
             if http_only:
                 raise ValueError(f"{', '.join(http_only)}: only for a 'url' target")
         return self
+
+    def limits(self) -> RecordLimits:
+        """How much of each response a case record keeps."""
+        return RecordLimits(
+            max_ranked_ids=self.max_ranked_ids,
+            max_answer_chars=self.max_answer_chars,
+            max_text_chars=self.max_text_chars,
+        )
+
+    def stage_names(self) -> StageNames:
+        """A fresh bound on the stage names of one job of this target."""
+        return StageNames(allowed=self.stages, cap=self.max_stages)
 
     @property
     def retrieval_only(self) -> bool:
@@ -252,6 +333,52 @@ class TargetConfig(_Strict):
         return (self.callable or "").partition(":")[2]
 
 
+def cron_trigger(expression: str, jitter: int | None = None) -> CronTrigger:
+    """A five-field cron expression (UTC) as a trigger.
+
+    Raises:
+        ValueError: naming what is wrong with the expression.
+    """
+    fields = expression.split()
+    if len(fields) != 5:
+        raise ValueError(
+            f"cron {expression!r}: expected 5 fields (minute hour day month weekday), "
+            f"got {len(fields)}"
+        )
+    minute, hour, day, month, day_of_week = fields
+    try:
+        return CronTrigger(
+            minute=minute, hour=hour, day=day, month=month, day_of_week=day_of_week,
+            timezone=UTC, jitter=jitter,
+        )  # fmt: skip
+    except ValueError as exc:
+        raise ValueError(f"invalid cron expression {expression!r}: {exc}") from None
+
+
+class HistoryConfig(_Strict):
+    """The per-case history store (REPORTS_DIR/history.sqlite3), stability and drift."""
+
+    enabled: bool = True
+    window: int = Field(10, ge=3, le=1000, description="runs a case's stability is judged over")
+    recent: int = Field(
+        3, ge=1, le=100, description="latest runs compared with the window before them (drift)"
+    )
+    alpha: float = Field(
+        0.05, gt=0, lt=0.5, description="chance, at most, that noise makes drift significant"
+    )
+    keep_runs: int = Field(3000, ge=1, description="runs kept per job")
+    max_age_days: float = Field(30.0, gt=0, description="runs older than this are deleted")
+
+    @model_validator(mode="after")
+    def _keeps_enough(self) -> HistoryConfig:
+        if self.keep_runs < self.window + self.recent:
+            raise ValueError(
+                f"keep_runs {self.keep_runs} must be at least window + recent "
+                f"({self.window + self.recent}): drift reads that many runs"
+            )
+        return self
+
+
 class JobConfig(_Strict):
     """A (target, golden set) pair run on a schedule."""
 
@@ -259,9 +386,9 @@ class JobConfig(_Strict):
     dataset: Path
     name: str | None = None
     dataset_label: str | None = Field(None, description="the dataset label; default file stem")
-    interval_seconds: float | None = Field(None, gt=0)
+    interval_seconds: float | None = _seconds(None)
     cron: str | None = None
-    jitter_seconds: float = Field(0.0, ge=0)
+    jitter_seconds: float = _seconds(0.0, gt=None, ge=0)
     run_at_start: bool = True
     k: int | None = Field(None, ge=1)
     concurrency: int | None = Field(None, ge=1)
@@ -271,6 +398,10 @@ class JobConfig(_Strict):
     def _one_schedule(self) -> JobConfig:
         if self.interval_seconds is not None and self.cron is not None:
             raise ValueError("set at most one of 'interval_seconds' or 'cron'")
+        if self.cron is not None:
+            trigger = cron_trigger(self.cron)
+            if trigger.get_next_fire_time(None, datetime.now(UTC)) is None:
+                raise ValueError(f"cron {self.cron!r} never fires (no such date)")
         return self
 
     @property
@@ -299,7 +430,7 @@ class Settings(BaseSettings):
     listen: str = "127.0.0.1:9464"
     reports_dir: Path = Path("reports")
     reports_keep: int = Field(50, ge=1)
-    shutdown_grace_seconds: float = Field(30.0, ge=0)
+    shutdown_grace_seconds: float = _seconds(30.0, gt=None, ge=0)
     log_format: Literal["auto", "json", "console"] = "auto"
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     log_cases: bool = True
@@ -309,9 +440,21 @@ class Settings(BaseSettings):
     shard_index: int = Field(0, ge=0)
     shard_count: int = Field(1, ge=1)
     gates_file: Path | None = None
+    history: HistoryConfig = HistoryConfig()
     scoring: ScoringConfig = ScoringConfig()
     targets: tuple[TargetConfig, ...] = ()
     jobs: tuple[JobConfig, ...] = ()
+
+    @field_validator("histogram_buckets")
+    @classmethod
+    def _buckets(cls, value: tuple[float, ...]) -> tuple[float, ...]:
+        if not value:
+            raise ValueError("at least one bucket bound is needed")
+        if not all(math.isfinite(b) and b > 0 for b in value):
+            raise ValueError("bucket bounds must be finite numbers of seconds above 0")
+        if any(a >= b for a, b in itertools.pairwise(value)):
+            raise ValueError("bucket bounds must be strictly increasing")
+        return value
 
     @classmethod
     def settings_customise_sources(
@@ -342,6 +485,9 @@ class Settings(BaseSettings):
                 raise ValueError(
                     f"jobs.{i}.target: no target named {job.target!r} (known: {sorted(labels)})"
                 )
+            k, kept = job.k or self.k, self.target(job.target).max_ranked_ids
+            if k > kept:
+                raise ValueError(f"jobs.{i}.k: K {k} is above the target's max_ranked_ids {kept}")
         keys = [j.key for j in self.jobs]
         dupes = sorted({x for x in keys if keys.count(x) > 1})
         if dupes:
@@ -353,11 +499,14 @@ class Settings(BaseSettings):
 
     def run_options(self, job: JobConfig) -> RunOptions:
         """How ``job`` runs: its K and concurrency (else the defaults), scoring and retries."""
+        target = self.target(job.target)
         return RunOptions(
             k=job.k or self.k,
             concurrency=job.concurrency or self.concurrency,
             scoring=self.scoring.to_settings(),
-            retry=self.target(job.target).retry.to_policy(),
+            retry=target.retry.to_policy(),
+            limits=target.limits(),
+            stages=target.stage_names(),
         )
 
     def job(self, name: str | None = None) -> JobConfig:
@@ -438,3 +587,18 @@ def load_settings(
         return cls(**(overrides or {}))
     except ValidationError as exc:
         raise ConfigError(_format_validation(exc, source)) from None
+    except SettingsError as exc:
+        # an EVALUATOR_ variable that is not valid JSON (EVALUATOR_TARGETS='[{bad')
+        raise ConfigError(_env_problem(exc)) from None
+
+
+def _env_problem(exc: SettingsError) -> str:
+    """Name the variable a :class:`SettingsError` is about, never its value (a secret?)."""
+    text = str(exc)
+    field = text.split('"')[1] if text.count('"') >= 2 else ""
+    if field:
+        return (
+            f"environment variable EVALUATOR_{field.upper()}: not valid JSON "
+            f"(a list or object value is written as JSON, e.g. '[{{\"url\": ...}}]')"
+        )
+    return f"invalid configuration in environment: {text}"

@@ -16,7 +16,24 @@ from typing import Any, Literal, TextIO
 import structlog
 import structlog.tracebacks
 
-__all__ = ["REDACTED", "configure_logging", "get_logger", "redact_secrets"]
+from evaluator.redaction import redactor
+
+__all__ = [
+    "MAX_LOG_LIST_ITEMS",
+    "MAX_LOG_VALUE_CHARS",
+    "REDACTED",
+    "bound_values",
+    "configure_logging",
+    "get_logger",
+    "redact_line",
+    "redact_secrets",
+]
+
+#: the longest string value a log event carries; the rest is cut (a target's 3 MB error
+#: body must not become a 3 MB log line)
+MAX_LOG_VALUE_CHARS = 2000
+#: the most items of a list value a log event carries
+MAX_LOG_LIST_ITEMS = 50
 
 REDACTED = "[redacted]"
 # tracebacks as JSON, without frame locals: a local may hold a token or a request header
@@ -42,6 +59,45 @@ def redact_secrets(
     return event_dict
 
 
+def _bounded(value: Any, depth: int = 0) -> Any:
+    if isinstance(value, str):
+        if len(value) <= MAX_LOG_VALUE_CHARS:
+            return value
+        # redacted before the cut: half a secret would no longer be recognised afterwards
+        text = redactor().redact_text(value)
+        if len(text) <= MAX_LOG_VALUE_CHARS:
+            return text
+        return f"{text[:MAX_LOG_VALUE_CHARS]}... ({len(text) - MAX_LOG_VALUE_CHARS} more chars)"
+    if depth > 8:
+        return value
+    if isinstance(value, MutableMapping):
+        return {k: _bounded(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        items = [_bounded(v, depth + 1) for v in value[:MAX_LOG_LIST_ITEMS]]
+        if len(value) > MAX_LOG_LIST_ITEMS:
+            items.append(f"... ({len(value) - MAX_LOG_LIST_ITEMS} more items)")
+        return items
+    return value
+
+
+def bound_values(
+    _logger: object, _method: str, event_dict: MutableMapping[str, Any]
+) -> MutableMapping[str, Any]:
+    """Cut long strings and lists, so one event's size has a ceiling whatever a target sent."""
+    for key, value in list(event_dict.items()):
+        if isinstance(value, str | list | tuple | MutableMapping):
+            event_dict[key] = _bounded(value)
+    return event_dict
+
+
+def redact_line(_logger: object, _method: str, line: Any) -> Any:
+    """The rendered line, redacted of every registered secret: the logs' one egress point
+    (it sees tracebacks and records from other libraries too)."""
+    if isinstance(line, str):
+        return redactor().redact_text(line)
+    return line
+
+
 def configure_logging(
     fmt: Literal["auto", "json", "console"] = "auto",
     level: str = "info",
@@ -62,6 +118,7 @@ def configure_logging(
         structlog.stdlib.add_logger_name,
         structlog.processors.TimeStamper(fmt="iso", utc=True),
         redact_secrets,
+        bound_values,
     ]
     renderer: structlog.typing.Processor = (
         structlog.dev.ConsoleRenderer()
@@ -80,6 +137,7 @@ def configure_logging(
             structlog.stdlib.ProcessorFormatter.remove_processors_meta,
             _DICT_TRACEBACKS if not use_console else _identity,
             renderer,
+            redact_line,
         ],
     )
     handler = logging.StreamHandler(out)

@@ -20,6 +20,7 @@ from typing import Any
 from evaluator._version import __version__
 from evaluator.errors import ReportError
 from evaluator.models import CaseError, CaseRecord, CaseScores, Citation
+from evaluator.redaction import redactor
 from evaluator.scoring.labels import audit_record, audit_run
 from evaluator.summary import Summary, Total
 
@@ -132,8 +133,12 @@ def _case_to_dict(c: CaseRecord) -> dict[str, Any]:
 
 
 def report_to_dict(report: RunReport) -> dict[str, Any]:
-    """The report as a JSON-ready dict (field order as DESIGN.md lists it)."""
-    return {
+    """The report as a JSON-ready dict (field order as DESIGN.md lists it), redacted.
+
+    Every way a report leaves the process (a file, ``latest.json``, ``/reports/latest``,
+    a candidate report) starts here, so this is where the targets' secrets are removed.
+    """
+    data = {
         "schema_version": report.schema_version,
         "evaluator_version": report.evaluator_version,
         "run_id": report.run_id,
@@ -151,6 +156,8 @@ def report_to_dict(report: RunReport) -> dict[str, Any]:
         "label_audit": audit_run(report.cases).to_dict(),
         "cases": [_case_to_dict(c) for c in report.cases],
     }
+    redacted: dict[str, Any] = redactor().redact_json(data)
+    return redacted
 
 
 def encode_json(data: Any) -> bytes:

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from evaluator.bounds import RecordLimits
+from evaluator.labels import StageNames
 from evaluator.scoring import ScoringSettings
 
 __all__ = ["RetryPolicy", "RunOptions"]
@@ -29,9 +31,13 @@ class RetryPolicy:
 
 @dataclass(frozen=True, slots=True)
 class RunOptions:
-    """How a run is made: K, concurrency, scoring settings and the retry policy."""
+    """How a run is made: K, concurrency, scoring settings, the retry policy, and the bounds
+    on what a case keeps from a response (sizes, and the job's stage names)."""
 
     k: int = 5
     concurrency: int = 4
     scoring: ScoringSettings = field(default_factory=ScoringSettings)
     retry: RetryPolicy = field(default_factory=RetryPolicy)
+    limits: RecordLimits = field(default_factory=RecordLimits)
+    #: stateful: the stage names this job has kept so far
+    stages: StageNames = field(default_factory=StageNames)

@@ -13,8 +13,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from evaluator.bounds import DEFAULT_TEXT_CHARS, RecordLimits
 from evaluator.errors import TargetError
 from evaluator.models import Case, CaseError, CaseRecord, Dataset, TargetResponse
+from evaluator.redaction import redactor
 from evaluator.report import RunReport, compute_config_hash
 from evaluator.retry import call_with_retries
 from evaluator.run_options import RunOptions
@@ -51,15 +53,17 @@ def config_hash_for(dataset: Dataset, target: Target, options: RunOptions) -> st
     )
 
 
-#: evidence text kept per id in reports: enough for read-back and the label audit, while a
-#: target returning huge chunks cannot grow a report without bound
-TEXT_KEEP_CHARS = 2000
+#: evidence text kept per id in reports by default: enough for read-back and the label
+#: audit, while a target returning huge chunks cannot grow a report without bound
+TEXT_KEEP_CHARS = DEFAULT_TEXT_CHARS
 
 
 def _kept_texts(
-    case: Case, response: TargetResponse, k: int
+    case: Case, response: TargetResponse, k: int, limits: RecordLimits
 ) -> tuple[dict[str, str], frozenset[str]]:
-    """Texts of the top-K ids and of the relevant ids, first occurrence, each cut to size."""
+    """Texts of the top-K ids and of the relevant ids, first occurrence, each cut to size
+    (redacted first: a cut must not leave half a secret)."""
+    keep = limits.max_text_chars
     texts: dict[str, str] = {}
     cut: set[str] = set()
     rank = 0
@@ -71,9 +75,12 @@ def _kept_texts(
         rank += 1
         if not item.text or (rank > k and item.id not in case.relevance):
             continue
-        if len(item.text) > TEXT_KEEP_CHARS:
-            cut.add(item.id)
-        texts[item.id] = item.text[:TEXT_KEEP_CHARS]
+        doc_id = limits.id(item.id)
+        if len(item.text) > keep:
+            cut.add(doc_id)
+            texts[doc_id] = redactor().redact_text(item.text[: keep + 1024])[:keep]
+        else:
+            texts[doc_id] = item.text
     return texts, frozenset(cut)
 
 
@@ -86,11 +93,14 @@ def _record(
     error: CaseError | None,
 ) -> CaseRecord:
     scores = None
+    limits = options.limits
+    if response is not None:
+        response = limits.ranking(response)
     texts: dict[str, str] = {}
     cut: frozenset[str] = frozenset()
     if response is not None and error is None:
         scores = score_case(case, response, options.k, options.scoring)
-        texts, cut = _kept_texts(case, response, options.k)
+        texts, cut = _kept_texts(case, response, options.k, limits)
     return CaseRecord(
         id=case.id,
         question=case.question,
@@ -98,12 +108,12 @@ def _record(
         relevance=case.relevance,
         expected_facts=case.expected_facts,
         tags=case.tags,
-        ranked_ids=response.ranked_ids if response is not None else (),
-        answer=response.answer if response is not None else None,
-        citations=response.citations if response is not None else (),
+        ranked_ids=limits.ids(response.ranked_ids) if response is not None else (),
+        answer=limits.answer(response.answer) if response is not None else None,
+        citations=limits.citations(response.citations) if response is not None else (),
         scores=scores,
         latency_seconds=latency,
-        stage_seconds=dict(response.timings) if response is not None else {},
+        stage_seconds=options.stages.fold(response.timings) if response is not None else {},
         attempts=attempts,
         error=error,
         texts=texts,
@@ -117,9 +127,11 @@ async def _run_case(
     options: RunOptions,
     on_retry: RetryCallback | None,
 ) -> CaseRecord:
+    limits = options.limits
+
     def retried(attempt: int, exc: TargetError, sleep: float) -> None:
         if on_retry is not None:
-            on_retry(RetryEvent(case.id, attempt, exc.kind, exc.message, sleep))
+            on_retry(RetryEvent(case.id, attempt, exc.kind, limits.message(exc.message), sleep))
 
     # time queued behind the target's own limits (rate, connections) is not its latency
     with measure_queue_wait() as queued:
@@ -131,9 +143,8 @@ async def _run_case(
         except TargetError as exc:
             latency = time.perf_counter() - started - queued.seconds
             status = getattr(exc, "status", None)
-            return _record(
-                case, None, options, latency, exc.attempts, CaseError(exc.kind, exc.message, status)
-            )
+            error = CaseError(exc.kind, limits.message(exc.message), status)
+            return _record(case, None, options, latency, exc.attempts, error)
     latency = time.perf_counter() - started - queued.seconds
     return _record(case, response, options, latency, attempts, None)
 

@@ -36,6 +36,11 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
         "evaluator.commands.report",
     ),
     (
+        "history",
+        "a case's recent outcomes, the flaky and newly failing cases, from the history store",
+        "evaluator.commands.history",
+    ),
+    (
         "probe",
         "send one question to a target; show the request, raw response and mapped fields",
         "evaluator.commands.probe",

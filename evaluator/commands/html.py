@@ -14,8 +14,9 @@ from evaluator.config import Settings
 from evaluator.errors import ConfigError, EvaluatorError
 from evaluator.pages.render import PageRenderer
 from evaluator.pages.views import Redact, report_view
+from evaluator.redaction import redactor
 from evaluator.report import RunReport, write_bytes_atomic
-from evaluator.targets.request import Redactor, RequestTemplate
+from evaluator.targets.request import RequestTemplate
 
 __all__ = ["add_html_flag", "settings_redactor", "write_html_report"]
 
@@ -29,13 +30,13 @@ def add_html_flag(parser: argparse.ArgumentParser) -> None:
 
 
 def settings_redactor(settings: Settings) -> Redact:
-    """A redactor for every secret the configured targets send (read from the environment)."""
-    secrets: list[str] = []
+    """The process-wide redactor, with every secret the configured targets send registered
+    (building a target's request template reads its secrets from the environment)."""
     for target in settings.targets:
         if target.url is None:
             continue
         try:
-            template = RequestTemplate.from_config(
+            RequestTemplate.from_config(
                 target.url,
                 method=target.request.method,
                 params=target.request.params,
@@ -44,8 +45,11 @@ def settings_redactor(settings: Settings) -> Redact:
             )
         except ConfigError:
             continue  # an unset variable: that secret cannot be in any report
-        secrets.extend(template.secrets())
-    return Redactor(secrets)
+
+    def redact(text: str) -> str:
+        return redactor().redact_text(text)
+
+    return redact
 
 
 def write_html_report(

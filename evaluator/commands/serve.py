@@ -7,6 +7,7 @@ from typing import Any
 
 from evaluator.commands.common import settings_from_args
 from evaluator.commands.flags import add_target_flags
+from evaluator.config import Settings
 from evaluator.daemon import serve
 from evaluator.logs import configure_logging
 
@@ -23,6 +24,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
+    settings = _settings(args)
+    configure_logging(settings.log_format, settings.log_level)
+    # SIGHUP reads the same file, environment and flags again
+    return serve(settings, reload=lambda: _settings(args))
+
+
+def _settings(args: argparse.Namespace) -> Settings:
     schedule: dict[str, Any] = {}
     if args.interval is not None:
         schedule["interval_seconds"] = args.interval
@@ -42,5 +50,4 @@ def handle(args: argparse.Namespace) -> int:
             for j in settings.jobs
         )
         settings = settings.model_copy(update={"jobs": jobs})
-    configure_logging(settings.log_format, settings.log_level)
-    return serve(settings)
+    return settings

@@ -8,23 +8,26 @@ carries ``target`` and ``dataset``; case ids appear only in exemplars, never as 
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import GaugeMetricFamily, InfoMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from evaluator._version import __version__
 from evaluator.errors import ERROR_KINDS
+from evaluator.history.store import HISTORY_ERROR_KINDS
 from evaluator.models import CaseRecord
 from evaluator.summary import Summary
 
 __all__ = [
     "OUTCOMES",
     "QUALITY_GAUGES",
+    "DriftGauge",
     "JobSnapshot",
     "Metrics",
 ]
@@ -50,6 +53,16 @@ _EXEMPLAR_BUDGET = 120
 
 
 @dataclass(frozen=True, slots=True)
+class DriftGauge:
+    """One check's drift, as exported: the shift, whether significant, cases that moved."""
+
+    shift: float | None
+    significant: bool
+    dropped: int | None = None
+    rose: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class JobSnapshot:
     """Everything the collector exports for one job; replaced whole, never mutated."""
 
@@ -67,6 +80,10 @@ class JobSnapshot:
     gate_passing: bool | None = None
     gate_rules_failing: Mapping[str, bool] = field(default_factory=dict)
     baseline: Mapping[str, float] = field(default_factory=dict)
+    #: history: cases per stability class, complete runs in the window, drift per check
+    stability_counts: Mapping[str, int] = field(default_factory=dict)
+    history_window_runs: int | None = None
+    drift: Mapping[str, DriftGauge] = field(default_factory=dict)
 
     @property
     def labels(self) -> tuple[str, str]:
@@ -144,6 +161,29 @@ class _SnapshotCollector(Collector):
             "Quality ratios of the configured baseline report",
             ["metric"],
         )
+        stability = gauge(
+            "rag_eval_stability_cases",
+            "Cases per stability class over the history window (complete runs)",
+            ["class"],
+        )
+        window_runs = gauge(
+            "rag_eval_history_window_runs", "Complete runs in the stability window so far"
+        )
+        shift = gauge(
+            "rag_eval_drift_shift",
+            "Mean paired change, latest runs minus the window before them, per check",
+            ["check"],
+        )
+        significant = gauge(
+            "rag_eval_drift_significant",
+            "1 when a check dropped beyond noise (exact paired test, latest runs vs window)",
+            ["check"],
+        )
+        drift_cases = gauge(
+            "rag_eval_drift_cases",
+            "Cases whose binary check moved beyond noise (exact test), by direction",
+            ["check", "direction"],
+        )
         info = InfoMetricFamily(
             "rag_eval_job",
             "Identity of a job: evaluator version, config and golden-set hashes, K",
@@ -184,9 +224,22 @@ class _SnapshotCollector(Collector):
                 rule.add_metric([*labels, name], 1.0 if failing else 0.0)
             for m, value in sorted(job.baseline.items()):
                 baseline.add_metric([*labels, m], value)
+            for name, count in job.stability_counts.items():
+                stability.add_metric([*labels, name], count)
+            if job.history_window_runs is not None:
+                window_runs.add_metric(labels, job.history_window_runs)
+            for check, d in job.drift.items():
+                if d.shift is not None:
+                    shift.add_metric([*labels, check], d.shift)
+                significant.add_metric([*labels, check], 1.0 if d.significant else 0.0)
+                if d.dropped is not None:
+                    drift_cases.add_metric([*labels, check, "drop"], d.dropped)
+                if d.rose is not None:
+                    drift_cases.add_metric([*labels, check, "rise"], d.rose)
         yield from quality.values()
         yield from (p95, scored, numerator, denominator, error_ratio, last_run, last_complete)
-        yield from (duration, interval, gate, rule, baseline, info)
+        yield from (duration, interval, gate, rule, baseline)
+        yield from (stability, window_runs, shift, significant, drift_cases, info)
 
 
 class Metrics:
@@ -237,6 +290,38 @@ class Metrics:
             lab,
             registry=registry,
         )
+        self.stage_names_folded = Counter(
+            "rag_eval_stage_names_folded",
+            "Stage timings counted under stage='other': beyond the target's allow-list or cap",
+            lab,
+            registry=registry,
+        )
+        self.config_reloads = Counter(
+            "rag_eval_config_reload",
+            "Configuration reloads (SIGHUP) by result; on failure the old configuration runs on",
+            ["result"],
+            registry=registry,
+        )
+        self.config_last_reload_successful = Gauge(
+            "rag_eval_config_last_reload_successful",
+            "1 when the last configuration reload succeeded (or none was asked for)",
+            registry=registry,
+        )
+        self.config_last_reload_success_timestamp = Gauge(
+            "rag_eval_config_last_reload_success_timestamp_seconds",
+            "When the configuration was last loaded successfully, Unix time",
+            registry=registry,
+        )
+        for result in ("success", "failure"):
+            self.config_reloads.labels(result)
+        self.config_last_reload_successful.set(1)
+        self.config_last_reload_success_timestamp.set_to_current_time()
+        self.history_errors = Counter(
+            "rag_eval_history_errors",
+            "History store failures by kind (corrupt: moved aside and restarted; locked; io)",
+            [*lab, "kind"],
+            registry=registry,
+        )
         self._snapshots = _SnapshotCollector()
         registry.register(self._snapshots)
         #: bumped on every change, so an exposition can be reused until something changes
@@ -260,8 +345,19 @@ class Metrics:
             self.runs.labels(*labels, outcome)
         for kind in ERROR_KINDS:
             self.case_errors.labels(*labels, kind)
-        for counter in (self.retries, self.dataset_reload_errors, self.report_write_errors):
+        for counter in (
+            self.retries,
+            self.dataset_reload_errors,
+            self.report_write_errors,
+            self.stage_names_folded,
+        ):
             counter.labels(*labels)
+        for kind in HISTORY_ERROR_KINDS:
+            self.history_errors.labels(*labels, kind)
+
+    def count_history_error(self, labels: tuple[str, str], kind: str) -> None:
+        self.history_errors.labels(*labels, kind).inc()
+        self._touch()
 
     def snapshot(self, labels: tuple[str, str]) -> JobSnapshot | None:
         return self._snapshots.get(labels)
@@ -284,6 +380,39 @@ class Metrics:
             self.stage_latency.labels(*labels, stage).observe(seconds, exemplar=exemplar)
         if record.error is not None:
             self.case_errors.labels(*labels, record.error.kind).inc()
+        self._touch()
+
+    def config_reloaded(self, ok: bool) -> None:
+        """Count a configuration reload and set the last-reload gauges."""
+        self.config_reloads.labels("success" if ok else "failure").inc()
+        self.config_last_reload_successful.set(1 if ok else 0)
+        if ok:
+            self.config_last_reload_success_timestamp.set_to_current_time()
+        self._touch()
+
+    def remove_job(self, labels: tuple[str, str]) -> None:
+        """Withdraw a job dropped by a reload: its snapshot and its per-job series."""
+        self._snapshots.remove(labels)
+        for metric in (
+            self.case_latency,
+            self.retries,
+            self.dataset_reload_errors,
+            self.report_write_errors,
+            self.stage_names_folded,
+        ):
+            with contextlib.suppress(KeyError):
+                metric.remove(*labels)
+        for outcome in OUTCOMES:
+            with contextlib.suppress(KeyError):
+                self.runs.remove(*labels, outcome)
+        for kind in ERROR_KINDS:
+            with contextlib.suppress(KeyError):
+                self.case_errors.remove(*labels, kind)
+        # stage series of the job: label values are the job's two, then the stage
+        for key in list(self.stage_latency._metrics):
+            if tuple(key[:2]) == labels:
+                with contextlib.suppress(KeyError):
+                    self.stage_latency.remove(*key)
         self._touch()
 
     def count_run(self, labels: tuple[str, str], outcome: str) -> None:

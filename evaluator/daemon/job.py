@@ -16,11 +16,14 @@ import structlog
 
 from evaluator.config import JobConfig, Settings
 from evaluator.daemon.baseline import BaselineGate, GateVerdict
-from evaluator.daemon.exporter import Metrics
+from evaluator.daemon.exporter import DriftGauge, Metrics
 from evaluator.daemon.report_store import ReportStore
 from evaluator.daemon.shard import shard_cases
 from evaluator.dataset import parse_dataset
 from evaluator.errors import DatasetError
+from evaluator.history.drift import BINARY_CHECKS
+from evaluator.history.job import JobHistory
+from evaluator.history.recorder import HistoryRecorder, Outcome
 from evaluator.models import Case, CaseRecord, Dataset
 from evaluator.pages.trend import TREND_METRICS, RecentRuns, RunPoint
 from evaluator.report import RunReport, scores_to_dict
@@ -61,6 +64,7 @@ class JobRunner:
         dataset: Dataset,
         metrics: Metrics,
         gate: BaselineGate | None = None,
+        history: HistoryRecorder | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.job = job
@@ -72,6 +76,7 @@ class JobRunner:
         self.clock = clock
         self.labels = (target.name, dataset.name)
         self.options = settings.run_options(job)
+        self.options.stages.on_fold = self._on_stage_folded
         self.store = ReportStore(settings.reports_dir, job.key, settings.reports_keep)
         self._signature = self._stat_signature()
         self.runs_by_outcome: dict[str, int] = {}
@@ -81,6 +86,10 @@ class JobRunner:
         self.last_finished_at: float | None = None
         self.last_verdict: GateVerdict | None = None
         self.recent = RecentRuns()
+        self.history = history
+        #: stability and drift after the latest complete run (None: no history yet)
+        self.latest_history: JobHistory | None = None
+        self._history_pending: set[asyncio.Future[Outcome]] = set()
 
     @property
     def key(self) -> str:
@@ -194,6 +203,21 @@ class JobRunner:
             fields["answer"] = record.answer[: self.settings.log_answer_max_chars]
         log.info("case", **fields)
 
+    def _on_stage_folded(self, name: str, first: bool) -> None:
+        self.metrics.count(self.metrics.stage_names_folded, self.labels)
+        if first:
+            log.warning(
+                "stage_folded",
+                job=self.key,
+                stage=name,
+                into="other",
+                kept=sorted(self.options.stages.kept),
+                reason="not in the target's stages allow-list"
+                if self.options.stages.allowed is not None
+                else f"beyond max_stages ({self.options.stages.cap})",
+                **self._label_fields(),
+            )
+
     def _on_retry(self, event: RetryEvent) -> None:
         self.metrics.count(self.metrics.retries, self.labels)
         log.warning(
@@ -249,6 +273,7 @@ class JobRunner:
         self._publish(report, outcome)
         self._remember(report, outcome, self.clock())
         self._save(report)
+        self._record_history(report, outcome)
         self._count(outcome)
         log.info(
             "run",
@@ -315,6 +340,76 @@ class JobRunner:
             )  # fmt: skip
             return
         log.debug("report_written", job=self.key, path=str(path))
+
+    # --- history: written and read in the recorder's thread, applied back on the loop ------
+
+    def _record_history(self, report: RunReport, outcome: str) -> None:
+        """Queue the run for the history store; the run does not wait for the write."""
+        if self.history is None:
+            return
+        loop = asyncio.get_running_loop()
+        future = loop.run_in_executor(
+            self.history.executor, self.history.record, *self.labels, report, outcome
+        )
+        self._history_pending.add(future)
+        future.add_done_callback(self._history_done)
+
+    def _history_done(self, future: asyncio.Future[Outcome]) -> None:
+        self._history_pending.discard(future)
+        if future.cancelled():
+            return
+        exc = future.exception()
+        if exc is not None:  # a bug, not a store problem (those come back as errors)
+            self.metrics.count_history_error(self.labels, "io")
+            log.error("history_failed", job=self.key, error=f"{type(exc).__name__}: {exc}")
+            return
+        self._apply_history(future.result())
+
+    def _apply_history(self, result: Outcome) -> None:
+        for kind in result.errors:
+            self.metrics.count_history_error(self.labels, kind)
+        history = result.history
+        if history is None:
+            return
+        self.latest_history = history
+        drift: dict[str, DriftGauge] = {}
+        if history.drift is not None:
+            for name, check in history.drift.checks.items():
+                binary = name in BINARY_CHECKS
+                drift[name] = DriftGauge(
+                    shift=check.shift,
+                    significant=check.significant,
+                    dropped=len(check.dropped) if binary else None,
+                    rose=len(check.rose) if binary else None,
+                )
+            if history.drift.significant:
+                log.warning(
+                    "drift_significant",
+                    job=self.key,
+                    checks={n: c.to_dict() for n, c in history.drift.checks.items()
+                            if c.significant},
+                    **self._label_fields(),
+                )  # fmt: skip
+        self.metrics.update(
+            self.labels,
+            stability_counts={k.value: v for k, v in history.counts.items()},
+            history_window_runs=history.runs_in_window,
+            drift=drift,
+        )
+
+    async def restore_history(self) -> None:
+        """Seed stability and drift from the store, so a restart keeps them."""
+        if self.history is None:
+            return
+        loop = asyncio.get_running_loop()
+        result = await loop.run_in_executor(self.history.executor, self.history.load, *self.labels)
+        self._apply_history(result)
+
+    async def drain_history(self, seconds: float) -> None:
+        """Wait (bounded) for queued history writes, at shutdown."""
+        pending = list(self._history_pending)
+        if pending:
+            await asyncio.wait(pending, timeout=seconds)
 
 
 def _flat_summary(summary: Summary) -> dict[str, Any]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import re
 from collections.abc import Iterator
@@ -39,12 +40,20 @@ class ReportStore:
         self.folder = root / job_folder_name(job_key)
         self.keep = keep
         self.latest: dict[str, Any] | None = None
+        #: reports deleted beyond ``keep`` because the disk was full
+        self.pruned_for_space = 0
 
     def save(self, report: RunReport) -> Path:
-        """Write the report and ``latest.json`` atomically, then prune old reports.
+        """Write ``latest.json`` then the numbered report, atomically, pruning first.
+
+        Old reports are pruned *before* writing, down to ``keep - 1``, so a folder filled
+        with our own reports frees room for the new one; when the disk is still full, the
+        oldest kept reports are deleted one by one until the write fits. ``latest.json`` is
+        written first: it is never older than the newest numbered report.
 
         Raises:
-            OSError: the folder is not writable; the in-memory latest is updated anyway.
+            OSError: the folder is not writable, or the disk is full with nothing of ours
+                left to delete; the in-memory latest is updated anyway.
         """
         data = report_to_dict(report)
         self.latest = data
@@ -52,10 +61,31 @@ class ReportStore:
         stamp = re.sub(r"[^0-9T]", "", report.generated_at) + "Z"
         path = self.folder / f"{stamp}-{report.run_id}.json"
         content = encode_json(data)  # encoded once, written twice
-        write_bytes_atomic(content, path)
-        write_bytes_atomic(content, self.folder / LATEST)
-        self._prune()
+        self._prune(self.keep - 1)
+        self._write_making_room(content, self.folder / LATEST)
+        self._write_making_room(content, path)
         return path
+
+    def _write_making_room(self, content: bytes, path: Path) -> None:
+        while True:
+            try:
+                write_bytes_atomic(content, path)
+                return
+            except OSError as exc:
+                if exc.errno not in (errno.ENOSPC, errno.EDQUOT) or not self._drop_oldest():
+                    raise
+                self.pruned_for_space += 1
+
+    def _runs(self) -> list[Path]:
+        return sorted(p for p in self.folder.glob("*.json") if p.name != LATEST)
+
+    def _drop_oldest(self) -> bool:
+        """Delete the oldest numbered report; False when there is none left."""
+        runs = self._runs()
+        if not runs:
+            return False
+        runs[0].unlink(missing_ok=True)
+        return True
 
     def remove_stale_temp_files(self) -> int:
         """Delete temporary files left by a process killed mid-write; one writer per folder,
@@ -67,9 +97,11 @@ class ReportStore:
                 removed += 1
         return removed
 
-    def _prune(self) -> None:
-        runs = sorted(p for p in self.folder.glob("*.json") if p.name != LATEST)
-        for old in runs[: max(len(runs) - self.keep, 0)]:
+    def _prune(self, keep: int) -> None:
+        if not self.folder.is_dir():
+            return
+        runs = self._runs()
+        for old in runs[: max(len(runs) - keep, 0)]:
             old.unlink(missing_ok=True)
 
     def kept(self) -> Iterator[RunReport]:

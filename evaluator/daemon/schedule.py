@@ -5,10 +5,9 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from apscheduler.triggers.base import BaseTrigger
-from apscheduler.triggers.cron import CronTrigger
 from apscheduler.triggers.interval import IntervalTrigger
 
-from evaluator.config import JobConfig
+from evaluator.config import JobConfig, cron_trigger
 from evaluator.errors import ConfigError
 
 __all__ = ["DEFAULT_INTERVAL_SECONDS", "build_trigger", "interval_of", "stagger_offsets"]
@@ -35,21 +34,10 @@ def build_trigger(job: JobConfig, start: datetime) -> BaseTrigger:
     """
     jitter = int(job.jitter_seconds) or None
     if job.cron is not None:
-        fields = job.cron.split()
         try:
-            if len(fields) != 5:
-                raise ValueError(
-                    f"expected 5 fields (minute hour day month weekday), got {len(fields)}"
-                )
-            minute, hour, day, month, day_of_week = fields
-            return CronTrigger(
-                minute=minute, hour=hour, day=day, month=month, day_of_week=day_of_week,
-                timezone=UTC, jitter=jitter,
-            )  # fmt: skip
+            return cron_trigger(job.cron, jitter)
         except ValueError as exc:
-            raise ConfigError(
-                f"job {job.key!r}: invalid cron expression {job.cron!r}: {exc}"
-            ) from exc
+            raise ConfigError(f"job {job.key!r}: {exc}") from exc
     seconds = job.interval_seconds or DEFAULT_INTERVAL_SECONDS
     return IntervalTrigger(seconds=seconds, start_date=start, timezone=UTC, jitter=jitter)
 

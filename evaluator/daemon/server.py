@@ -1,5 +1,5 @@
-"""HTTP endpoints of the daemon on aiohttp: /metrics, /healthz, /readyz, /reports/latest, and
-the human pages (``/`` and ``/case``, :mod:`evaluator.daemon.pages`)."""
+"""HTTP endpoints of the daemon on aiohttp: /metrics, /healthz, /readyz, /reports/latest,
+/cases, and the human pages (``/`` and ``/case``, :mod:`evaluator.daemon.pages`)."""
 
 from __future__ import annotations
 
@@ -14,6 +14,8 @@ from prometheus_client.exposition import choose_encoder
 
 from evaluator.daemon.pages import StatusPages
 from evaluator.errors import ConfigError
+from evaluator.history.job import JobHistory
+from evaluator.history.stability import Stability
 
 __all__ = ["HttpEndpoints", "parse_listen"]
 
@@ -36,6 +38,24 @@ def _json(data: Any, status: int = 200) -> web.Response:
     )
 
 
+def _select(
+    request: web.Request, jobs: Mapping[tuple[str, str], Any]
+) -> tuple[str, str] | web.Response:
+    """The one job ``?target=..&dataset=..`` names (either may be left out when unambiguous),
+    or the error response."""
+    target, dataset = request.query.get("target"), request.query.get("dataset")
+    matches = [
+        key
+        for key in jobs
+        if (target is None or key[0] == target) and (dataset is None or key[1] == dataset)
+    ]
+    if len(matches) != 1:
+        listed = [{"target": t, "dataset": d} for t, d in sorted(jobs)]
+        why = "no such job" if not matches else "several jobs: pass ?target=..&dataset=.."
+        return _json({"error": why, "jobs": listed}, 404 if not matches else 400)
+    return matches[0]
+
+
 class HttpEndpoints:
     """The daemon's web app; what it serves comes from callables, so it holds no state."""
 
@@ -49,6 +69,7 @@ class HttpEndpoints:
         ready: Callable[[], bool],
         latest_reports: Callable[[], Mapping[tuple[str, str], dict[str, Any] | None]],
         pages: StatusPages | None = None,
+        histories: Callable[[], Mapping[tuple[str, str], JobHistory | None]] | None = None,
     ) -> None:
         self.registry = registry
         self.runtime = runtime
@@ -58,6 +79,7 @@ class HttpEndpoints:
         self._ready = ready
         self._latest = latest_reports
         self._pages = pages
+        self._histories = histories or (dict)
         self._runner: web.AppRunner | None = None
         self.port = 0
 
@@ -70,6 +92,7 @@ class HttpEndpoints:
         if self._pages is not None:
             app.router.add_get("/", self._pages.status)
             app.router.add_get("/case", self._pages.case)
+        app.router.add_get("/cases", self.cases)
         return app
 
     async def metrics(self, request: web.Request) -> web.Response:
@@ -106,20 +129,36 @@ class HttpEndpoints:
 
     async def latest_report(self, request: web.Request) -> web.Response:
         reports = self._latest()
-        target, dataset = request.query.get("target"), request.query.get("dataset")
-        matches = [
-            key
-            for key in reports
-            if (target is None or key[0] == target) and (dataset is None or key[1] == dataset)
-        ]
-        if len(matches) != 1:
-            jobs = [{"target": t, "dataset": d} for t, d in sorted(reports)]
-            why = "no such job" if not matches else "several jobs: pass ?target=..&dataset=.."
-            return _json({"error": why, "jobs": jobs}, 404 if not matches else 400)
-        report = reports[matches[0]]
+        key = _select(request, reports)
+        if isinstance(key, web.Response):
+            return key
+        report = reports[key]
         if report is None:
             return _json({"error": "no run has finished yet"}, 404)
+        history = self._histories().get(key)
+        if history is not None:
+            # the stability lists and drift beside the report (not in the file on disk: they
+            # are computed after it is written, from the history store)
+            report = {**report, "history": history.to_dict(with_cases=False)}
         return _json(report)
+
+    async def cases(self, request: web.Request) -> web.Response:
+        """Per-case stability of a job: ``/cases?target=..&dataset=..[&class=flaky]``."""
+        histories = self._histories()
+        key = _select(request, histories)
+        if isinstance(key, web.Response):
+            return key
+        history = histories[key]
+        if history is None:
+            return _json({"error": "no history yet: no complete run recorded"}, 404)
+        data = {"target": key[0], "dataset": key[1], **history.to_dict()}
+        wanted = request.query.get("class")
+        if wanted is not None:
+            known = [s.value for s in Stability]
+            if wanted not in known:
+                return _json({"error": f"unknown class {wanted!r}", "classes": known}, 400)
+            data["cases"] = [c.to_dict() for c in history.cases if c.stability.value == wanted]
+        return _json(data)
 
     async def start(self, host: str, port: int) -> None:
         """Bind and serve.

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import signal
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -29,9 +30,11 @@ from evaluator.daemon.pages import StatusPages
 from evaluator.daemon.schedule import build_trigger, interval_of, stagger_offsets
 from evaluator.daemon.server import HttpEndpoints, parse_listen
 from evaluator.dataset import load_dataset
-from evaluator.errors import ConfigError, ExitCode
+from evaluator.errors import ConfigError, EvaluatorError, ExitCode
 from evaluator.factory import build_target
+from evaluator.history.recorder import HistoryRecorder, HistorySettings
 from evaluator.models import Dataset
+from evaluator.redaction import redactor
 from evaluator.targets.base import Target
 
 __all__ = ["Daemon", "serve"]
@@ -40,6 +43,13 @@ log = structlog.get_logger("evaluator.daemon")
 
 #: first runs of several jobs are spread over at most this many seconds
 _STAGGER_SPREAD_SECONDS = 10.0
+#: settings a reload cannot change in a running process (logged: they need a restart)
+_RESTART_ONLY = ("listen", "histogram_buckets", "log_format", "log_level")
+
+
+def _redact(text: str) -> str:
+    """Every registered secret masked: the pages show what endpoints sent back."""
+    return redactor().redact_text(text)
 
 
 def _runtime_registry() -> CollectorRegistry:
@@ -61,12 +71,28 @@ class Daemon:
         await daemon.stop()       # finishes running runs within the grace period
     """
 
-    def __init__(self, settings: Settings, registry: CollectorRegistry | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        registry: CollectorRegistry | None = None,
+        reload: Callable[[], Settings] | None = None,
+    ) -> None:
         self.settings = settings
+        #: reads the configuration again (SIGHUP); None: reloading is not possible
+        self._load_settings = reload
+        self._reload_lock = asyncio.Lock()
+        self._retiring: set[asyncio.Task[None]] = set()
         self.registry = registry or CollectorRegistry()
         self.metrics = Metrics(self.registry, settings.histogram_buckets)
         self.runtime_registry = _runtime_registry()
         self.jobs: list[JobRunner] = []
+        self.history: HistoryRecorder | None = None
+        h = settings.history
+        if h.enabled:
+            self.history = HistoryRecorder(
+                settings.reports_dir,
+                HistorySettings(h.window, h.recent, h.alpha, h.keep_runs, h.max_age_days),
+            )
         self._targets: list[Target] = []
         self._scheduler: AsyncIOScheduler | None = None
         self._running: set[asyncio.Task[str]] = set()
@@ -79,28 +105,32 @@ class Daemon:
             healthy=self._healthy,
             ready=lambda: self._ready,
             latest_reports=lambda: {j.labels: j.store.latest for j in self.jobs},
-            pages=StatusPages(lambda: self.jobs, redact=self._redact),
+            pages=StatusPages(
+                lambda: self.jobs,
+                redact=_redact,
+                trends=self.history.store if self.history is not None else None,
+                history=self.history.store if self.history is not None else None,
+            ),
+            histories=lambda: {j.labels: j.latest_history for j in self.jobs},
         )
-
-    def _redact(self, text: str) -> str:
-        """Every target's secrets masked: the pages show what endpoints sent back."""
-        for target in self._targets:
-            redact = getattr(target, "redact", None) or getattr(target, "_redact", None)
-            if callable(redact):
-                text = redact(text)
-        return text
 
     def _healthy(self) -> bool:
         return self._scheduler is not None and self._scheduler.running
 
     def _build_jobs(self) -> None:
         """Targets and golden sets; raises ConfigError or DatasetError before anything starts."""
+        self.jobs = self._build_runners(self.settings, self._targets)
+
+    def _build_runners(self, settings: Settings, targets_out: list[Target]) -> list[JobRunner]:
+        """A runner per job of ``settings``; every target built goes to ``targets_out`` (to be
+        closed even when a later job fails). Raises ConfigError, DatasetError."""
         targets: dict[str, Target] = {}
         datasets: dict[str, Dataset] = {}
-        for job in self.settings.jobs:
+        runners: list[JobRunner] = []
+        for job in settings.jobs:
             if job.target not in targets:
-                targets[job.target] = build_target(self.settings.target(job.target))
-                self._targets.append(targets[job.target])  # closed by stop() even if start fails
+                targets[job.target] = build_target(settings.target(job.target))
+                targets_out.append(targets[job.target])
             key = str(job.dataset)
             if key not in datasets:
                 datasets[key] = load_dataset(job.dataset)
@@ -108,17 +138,30 @@ class Daemon:
             dataset = replace(loaded, name=job.dataset_name)
             gate = None
             if job.baseline is not None:
-                gate = BaselineGate.load(job.baseline, self.settings.gates_file)
-            self.jobs.append(
+                gate = BaselineGate.load(job.baseline, settings.gates_file)
+            runners.append(
                 JobRunner(
                     job=job,
-                    settings=self.settings,
+                    settings=settings,
                     target=targets[job.target],
                     dataset=dataset,
                     metrics=self.metrics,
                     gate=gate,
+                    history=self.history,
                 )
             )
+        return runners
+
+    def _snapshot(self, runner: JobRunner, interval: float | None) -> JobSnapshot:
+        return JobSnapshot(
+            target=runner.labels[0],
+            dataset=runner.labels[1],
+            k=runner.options.k,
+            config_hash=runner.config_hash,
+            dataset_hash=runner.dataset.content_hash,
+            interval_seconds=interval,
+            baseline=runner.gate.ratios() if runner.gate is not None else {},
+        )
 
     async def start(self) -> None:
         """Load, bind, schedule. Raises ConfigError/DatasetError on a bad start (exit 1)."""
@@ -141,18 +184,9 @@ class Daemon:
             start = now + timedelta(seconds=offset)
             trigger = build_trigger(runner.job, start)
             interval = interval_of(trigger, now)
-            self.metrics.add_job(
-                JobSnapshot(
-                    target=runner.labels[0],
-                    dataset=runner.labels[1],
-                    k=runner.options.k,
-                    config_hash=runner.config_hash,
-                    dataset_hash=runner.dataset.content_hash,
-                    interval_seconds=interval,
-                    baseline=runner.gate.ratios() if runner.gate is not None else {},
-                )
-            )
+            self.metrics.add_job(self._snapshot(runner, interval))
             runner.restore()
+            await runner.restore_history()
             extra: dict[str, Any] = {}
             if runner.job.run_at_start:
                 extra["next_run_time"] = start
@@ -184,8 +218,122 @@ class Daemon:
             if runner.key == event.job_id:
                 runner.skipped()
 
+    async def reload(self) -> bool:
+        """Read the configuration and golden sets again (SIGHUP) and swap the jobs.
+
+        Everything is built before anything is swapped: on any error the old jobs keep
+        running, the failure is logged and counted, and False is returned. A run going on
+        finishes with the old target, which is closed after it.
+        """
+        async with self._reload_lock:
+            if self._load_settings is None or self._scheduler is None or self._stopping:
+                log.warning("config_reload_skipped", reason="the daemon is not running")
+                return False
+            built: list[Target] = []
+            try:
+                settings = self._load_settings()
+                runners = self._build_runners(settings, built)
+                if not settings.jobs:
+                    raise ConfigError("no job configured")
+                now = datetime.now(UTC)
+                for runner in runners:  # a schedule that cannot be built fails the reload
+                    build_trigger(runner.job, now)
+            except EvaluatorError as exc:
+                for target in built:
+                    await target.aclose()
+                self.metrics.config_reloaded(False)
+                log.error("config_reload_failed", error=str(exc), kept_jobs=len(self.jobs))
+                return False
+            for runner in self._swap(settings, runners, built, now):
+                await runner.restore_history()
+            self.metrics.config_reloaded(True)
+            return True
+
+    def _swap(
+        self,
+        settings: Settings,
+        runners: list[JobRunner],
+        targets: list[Target],
+        now: datetime,
+    ) -> list[JobRunner]:
+        """Swap the jobs; returns the new ones (not there before), whose history to restore."""
+        scheduler = self._scheduler
+        assert scheduler is not None
+        old = {r.key: r for r in self.jobs}
+        fresh_labels = {r.labels for r in runners}
+        next_runs: dict[str, datetime] = {}
+        added: list[JobRunner] = []
+        for runner in old.values():
+            scheduled = scheduler.get_job(runner.key)
+            if scheduled is not None:
+                if scheduled.next_run_time is not None:
+                    next_runs[runner.key] = scheduled.next_run_time
+                scheduled.remove()
+            if runner.labels not in fresh_labels:
+                self.metrics.remove_job(runner.labels)
+        for runner in runners:
+            previous = old.get(runner.key)
+            # a job kept across the reload keeps its rhythm: no extra run because of it
+            trigger = build_trigger(runner.job, next_runs.get(runner.key, now))
+            interval = interval_of(trigger, now)
+            extra: dict[str, Any] = {}
+            if self.metrics.snapshot(runner.labels) is not None:
+                # the same series: keep the last results, take the new identity
+                fresh = self._snapshot(runner, interval)
+                self.metrics.update(
+                    runner.labels, k=fresh.k, config_hash=fresh.config_hash,
+                    dataset_hash=fresh.dataset_hash, interval_seconds=interval,
+                    baseline=fresh.baseline,
+                )  # fmt: skip
+                if previous is not None:
+                    runner.store.latest = previous.store.latest
+                    runner.runs_by_outcome = previous.runs_by_outcome
+                    runner.latest_history = previous.latest_history
+                extra["next_run_time"] = trigger.get_next_fire_time(None, now)
+            else:  # a new job starts as at start-up
+                self.metrics.add_job(self._snapshot(runner, interval))
+                runner.restore()
+                added.append(runner)
+                extra["next_run_time"] = now if runner.job.run_at_start else None
+                if extra["next_run_time"] is None:
+                    extra["next_run_time"] = trigger.get_next_fire_time(None, now)
+            scheduler.add_job(
+                self._fire, trigger, args=[runner], id=runner.key, name=runner.key, **extra
+            )
+        before = self.settings
+        needs_restart = [n for n in _RESTART_ONLY if getattr(settings, n) != getattr(before, n)]
+        retired, self._targets = self._targets, targets
+        task = asyncio.create_task(self._retire(list(old.values()), retired, list(self._running)))
+        self._retiring.add(task)
+        task.add_done_callback(self._retiring.discard)
+        self.settings, self.jobs = settings, runners
+        log.info(
+            "config_reloaded",
+            jobs=[{"job": j.key, "cases": len(j.dataset.cases), "config_hash": j.config_hash}
+                  for j in runners],
+            removed=sorted(set(old) - {r.key for r in runners}),
+            needs_restart=needs_restart,
+        )  # fmt: skip
+        if needs_restart:
+            log.warning("config_reload_needs_restart", fields=needs_restart)
+        return added
+
+    async def _retire(
+        self, runners: list[JobRunner], targets: list[Target], running: list[asyncio.Task[str]]
+    ) -> None:
+        """Close the targets of the old configuration once the runs using them are over."""
+        if running:
+            await asyncio.wait(running)
+        for runner in runners:
+            await runner.drain_history(10.0)
+        for target in targets:
+            await target.aclose()
+
     async def _fire(self, runner: JobRunner) -> None:
         if self._stopping:
+            return
+        if any(t.get_name() == f"run {runner.key}" for t in self._running):
+            runner.skipped()  # the same job's run from before a reload is still going
             return
         task = asyncio.create_task(runner.run(), name=f"run {runner.key}")
         self._running.add(task)
@@ -217,6 +365,12 @@ class Daemon:
         if self._scheduler is not None and self._scheduler.running:
             self._scheduler.shutdown(wait=False)
             await asyncio.sleep(0)
+        if self._retiring:
+            await asyncio.wait(list(self._retiring), timeout=5)
+        for runner in self.jobs:
+            await runner.drain_history(10.0)
+        if self.history is not None:
+            await asyncio.to_thread(self.history.close)
         for target in self._targets:
             await target.aclose()
         await self.http.stop()
@@ -227,11 +381,21 @@ class Daemon:
         log.info("daemon_stopped", runs=totals, cancelled_runs=cancelled)
 
     async def run_until_signal(self) -> None:
-        """Start, wait for SIGTERM or SIGINT, stop."""
+        """Start, wait for SIGTERM or SIGINT, stop; SIGHUP reloads the configuration."""
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
+        reloads: set[asyncio.Task[bool]] = set()
+
+        def on_hup() -> None:
+            log.info("config_reload_requested", signal="SIGHUP")
+            task = loop.create_task(self.reload())
+            reloads.add(task)
+            task.add_done_callback(reloads.discard)
+
+        # Prometheus's convention: SIGHUP reloads, it does not kill (the default: exit 129)
+        loop.add_signal_handler(signal.SIGHUP, on_hup)
         try:
             await self.start()
             await stop.wait()
@@ -240,11 +404,14 @@ class Daemon:
             await self.stop()
 
 
-def serve(settings: Settings) -> int:
-    """Run the daemon until a signal; exit code 0 after a clean shutdown."""
+def serve(settings: Settings, reload: Callable[[], Settings] | None = None) -> int:
+    """Run the daemon until a signal; exit code 0 after a clean shutdown.
+
+    ``reload`` reads the configuration again when SIGHUP arrives.
+    """
     started = time.perf_counter()
     # `_created` series double the series count and no dashboard or alert uses them
     disable_created_metrics()  # type: ignore[no-untyped-call]
-    asyncio.run(Daemon(settings).run_until_signal())
+    asyncio.run(Daemon(settings, reload=reload).run_until_signal())
     log.info("daemon_exit", uptime_seconds=round(time.perf_counter() - started, 3))
     return ExitCode.OK

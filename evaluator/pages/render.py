@@ -15,18 +15,20 @@ import markupsafe
 
 from evaluator._version import __version__
 from evaluator.pages.views import CaseView, JobView, Redact, ReportView
+from evaluator.redaction import redactor
 
 __all__ = ["PageRenderer"]
 
 
-def _identity(text: str) -> str:
-    return text
+def _process_redact(text: str) -> str:
+    """The default redaction: every secret registered in this process masked."""
+    return redactor().redact_text(text)
 
 
 class PageRenderer:
     """Renders the status page, the case view and the self-contained HTML report."""
 
-    def __init__(self, redact: Redact = _identity) -> None:
+    def __init__(self, redact: Redact = _process_redact) -> None:
         self._redact = redact
 
         def finalize(value: Any) -> Any:

@@ -16,6 +16,7 @@ from typing import Any, Protocol
 from evaluator.models import CaseRecord, Citation
 from evaluator.pages.highlight import Segment, segments
 from evaluator.pages.trend import TREND_METRICS, RunRow, Sparkline, sparkline
+from evaluator.redaction import redactor
 from evaluator.report import RunReport
 from evaluator.scoring.answer import contains_fact, normalise
 from evaluator.scoring.citation import resolve_citation
@@ -59,8 +60,9 @@ LOWER_IS_BETTER = frozenset({"false_refusal_rate", "error_rate", "p50_seconds", 
 SUMMARY_METRICS: tuple[str, ...] = (*QUALITY_METRICS, "error_rate", "p50_seconds", "p95_seconds")
 
 
-def _identity(text: str) -> str:
-    return text
+def _process_redact(text: str) -> str:
+    """The default redaction: every secret registered in this process masked."""
+    return redactor().redact_text(text)
 
 
 class CaseOutcomeRow(Protocol):
@@ -270,7 +272,7 @@ def case_view(
     record: CaseRecord,
     *,
     k: int,
-    redact: Redact = _identity,
+    redact: Redact = _process_redact,
     anchor: str = "case",
     history: Sequence[CaseOutcomeRow] | None = None,
     trace_url: str | None = None,
@@ -399,7 +401,7 @@ class WorstRow:
     href: str
 
 
-def describe_case(record: CaseRecord, redact: Redact = _identity) -> str:
+def describe_case(record: CaseRecord, redact: Redact = _process_redact) -> str:
     if record.error is not None:
         return f"error {record.error.kind}: {redact(record.error.message)}"[:300]
     s = record.scores
@@ -510,7 +512,7 @@ def job_view(
     report_href: str,
     anchor: str,
     now: float | None = None,
-    redact: Redact = _identity,
+    redact: Redact = _process_redact,
 ) -> JobView:
     """One job's section of the status page."""
     now = time.time() if now is None else now
@@ -595,7 +597,7 @@ def report_view(
     gate: Any | None = None,
     baseline_source: str | None = None,
     worst: int = 10,
-    redact: Redact = _identity,
+    redact: Redact = _process_redact,
 ) -> ReportView:
     """The HTML report: the summary, and with a gate result its rules and regressed cases.
 

@@ -12,7 +12,8 @@ Two kinds of placeholder (the grammar is in :mod:`evaluator.targets.templates`):
   once when the target is built. Such values, and every value of a header or parameter whose
   name looks secret (``Authorization``, ``api_key``...), are secrets: held as
   :class:`pydantic.SecretStr`, added to the request only as it leaves (so the request httpx
-  logs never holds them), masked when shown and redacted from error messages.
+  logs never holds them), masked when shown and registered with
+  :mod:`evaluator.redaction`, which removes them from everything that leaves the process.
 """
 
 from __future__ import annotations
@@ -20,22 +21,20 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import quote, quote_plus, urlsplit
+from urllib.parse import quote, urlsplit
 
 import httpx
 from pydantic import JsonValue, SecretStr
 
 from evaluator._version import __version__
 from evaluator.errors import ConfigError
+from evaluator.redaction import MASK, Redactor, register_secrets
 from evaluator.targets.templates import DEFAULT_BODY, ENV_REFERENCE, render_body, render_text
 
 __all__ = ["MASK", "Redactor", "RequestTemplate", "is_secret_name"]
-
-#: what a secret is shown as
-MASK = "***"
 
 _SECRET_NAMES = frozenset({"authorization", "proxyauthorization", "cookie", "key", "signature"})
 _SECRET_SUFFIXES = (
@@ -75,29 +74,6 @@ def _resolve_env(value: str, where: str, environ: Mapping[str, str], found: list
         return resolved
 
     return ENV_REFERENCE.sub(lookup, value)
-
-
-class Redactor:
-    """Replaces known secret values in text, in the forms they travel in.
-
-    A secret is matched as is, URL-encoded (both styles) and JSON-escaped, so an endpoint
-    echoing a request back in an error body cannot leak it into a message.
-    """
-
-    def __init__(self, secrets: Iterable[str]) -> None:
-        forms: set[str] = set()
-        for secret in secrets:
-            if secret:
-                forms.update(
-                    {secret, quote(secret, safe=""), quote_plus(secret), json.dumps(secret)[1:-1]}
-                )
-        # longest first: a secret containing another is replaced whole
-        self._forms = sorted(forms, key=len, reverse=True)
-
-    def __call__(self, text: str) -> str:
-        for form in self._forms:
-            text = text.replace(form, MASK)
-        return text
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,7 +132,7 @@ class RequestTemplate:
         plain_headers, secret_headers = split(headers or {}, "headers")
         if body is None and method == "POST":
             body = DEFAULT_BODY
-        return cls(
+        template = cls(
             method=method,
             url=url,
             params=plain_params,
@@ -166,6 +142,9 @@ class RequestTemplate:
             secret_headers=secret_headers,
             env_values=tuple(SecretStr(v) for v in found),
         )
+        # from here on, whatever leaves the process is redacted of these (see redaction)
+        register_secrets(template.secrets())
+        return template
 
     @property
     def is_default(self) -> bool:

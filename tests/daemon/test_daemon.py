@@ -455,7 +455,10 @@ class TestReports:
                     response = await client.get(
                         f"http://127.0.0.1:{second.http.port}/reports/latest"
                     )
-                assert (200, report) == (response.status_code, response.json())
+                served = response.json()
+                # the history lists ride beside the report (restored from the store too)
+                assert served.pop("history")["runs_in_window"] == 1
+                assert (200, report) == (response.status_code, served)
                 # restoring is not running: the counters start again at zero
                 assert 0.0 == _sample(second, "rag_eval_runs_total", outcome="complete")
             assert requests == len(endpoint.requests)
@@ -511,20 +514,18 @@ class TestStartErrors:
     def test_invalid_cron_names_the_job(
         self, tmp_path: Path, endpoint: Endpoint, cron: str, needle: str
     ) -> None:
-        """An invalid cron expression raises ConfigError naming the job and the expression."""
-        settings = _settings(
-            tmp_path, endpoint.url, job={"interval_seconds": None, "cron": cron, "name": "nightly"}
+        """An invalid cron expression stops the configuration load, naming the job and the
+        expression, before any daemon exists."""
+        config = tmp_path / "evaluator.toml"
+        config.write_text(
+            f'[[targets]]\nname = "loop"\nurl = "{endpoint.url}"\n'
+            f'[[jobs]]\ntarget = "loop"\ndataset = "golden.jsonl"\nname = "nightly"\n'
+            f"cron = {json.dumps(cron)}\n"
         )
-
-        async def body() -> None:
-            daemon = Daemon(settings)
-            with pytest.raises(ConfigError) as caught:
-                await daemon.start()
-            await daemon.stop()
-            message = str(caught.value)
-            assert "'nightly'" in message and repr(cron) in message and needle in message
-
-        run_bounded(body)
+        with pytest.raises(ConfigError) as caught:
+            load_settings(config)
+        message = str(caught.value)
+        assert "jobs.0" in message and repr(cron) in message and needle in message
 
     def test_valid_cron_schedules_the_job(self, tmp_path: Path, endpoint: Endpoint) -> None:
         """A valid cron expression starts, and its interval is exported."""

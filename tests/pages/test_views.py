@@ -17,7 +17,7 @@ from evaluator.pages.views import (
 )
 from evaluator.report import RunReport
 from evaluator.summary import summarise
-from evaluator.targets.request import Redactor
+from evaluator.redaction import Redactor
 
 SECRET = "tok-9f8e7d6c5b4a"
 RECORD = CaseRecord(

@@ -1,0 +1,16 @@
+"""Quality over time: per-case outcomes across runs, stability classes and real drift.
+
+- :mod:`~evaluator.history.store`: the SQLite store in the reports folder (write, read API).
+- :mod:`~evaluator.history.stability`: a case's class over a window (pure).
+- :mod:`~evaluator.history.drift`: the latest runs against the window before, paired (pure).
+- :mod:`~evaluator.history.exact`: the exact tests both use (pure).
+- :mod:`~evaluator.history.recorder`: the daemon's worker thread around the store.
+"""
+
+from __future__ import annotations
+
+from evaluator.history.outcome import CaseOutcome
+from evaluator.history.stability import CaseStability, Stability
+from evaluator.history.store import FILENAME, HistoryStore, RunRow
+
+__all__ = ["FILENAME", "CaseOutcome", "CaseStability", "HistoryStore", "RunRow", "Stability"]

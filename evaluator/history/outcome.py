@@ -1,0 +1,45 @@
+"""What history keeps of one case in one run: the binary checks and the rank metrics."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from evaluator.models import CaseRecord
+
+__all__ = ["CaseOutcome", "outcome_of"]
+
+
+@dataclass(frozen=True, slots=True)
+class CaseOutcome:
+    """One case in one run.
+
+    ``answer`` is the answer check (None: the case has none, or the target is retrieval-only);
+    ``hit`` is "a relevant id in the top K" (None for unanswerable cases, which have no
+    relevant id). A failed case has ``error_kind`` set and every check None: an error is not
+    a score, so it is neither a pass nor a fail.
+    """
+
+    run_id: str
+    finished_at: float
+    answer: bool | None
+    hit: bool | None
+    mrr: float | None
+    ndcg_at_k: float | None
+    error_kind: str | None = None
+
+    @property
+    def passed(self) -> bool | None:
+        """The case's verdict: its answer check when it has one, else retrieval (``hit``)."""
+        return self.answer if self.answer is not None else self.hit
+
+
+def outcome_of(record: CaseRecord, run_id: str, finished_at: float) -> CaseOutcome:
+    """The history row of a report's case."""
+    scores = record.scores
+    if record.error is not None or scores is None:
+        kind = record.error.kind if record.error is not None else "unscored"
+        return CaseOutcome(run_id, finished_at, None, None, None, None, kind)
+    hit = None if record.unanswerable else scores.recall_at_k > 0
+    return CaseOutcome(
+        run_id, finished_at, scores.answer_correct, hit, scores.mrr, scores.ndcg_at_k, None
+    )

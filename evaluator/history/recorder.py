@@ -1,0 +1,122 @@
+"""The daemon's side of the history store: writes and reads in one worker thread, never on
+the event loop, and a store that breaks is counted and logged while the daemon runs on.
+
+A corrupt file (not SQLite, malformed, another schema) is moved aside as
+``history.sqlite3.corrupt-<time>-<pid>`` and a fresh store started in its place, so the
+history restarts rather than the daemon stopping; a locked store or a full disk loses that
+run's history row only.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TypeVar
+
+import structlog
+
+from evaluator.history.job import JobHistory, job_history, run_row
+from evaluator.history.store import HISTORY_ERROR_KINDS, HistoryStore, StoreCorrupt
+from evaluator.report import RunReport
+
+__all__ = ["HISTORY_ERROR_KINDS", "HistoryRecorder", "HistorySettings", "Outcome"]
+
+log = structlog.get_logger("evaluator.history")
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class HistorySettings:
+    window: int = 10
+    recent: int = 3
+    alpha: float = 0.05
+    keep_runs: int = 3000
+    max_age_days: float = 30.0
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What one piece of work in the worker thread gave: the job's history and the errors."""
+
+    history: JobHistory | None
+    errors: tuple[str, ...] = ()
+
+
+class HistoryRecorder:
+    """Owns the store and the one thread that touches it (one writer, runs in order)."""
+
+    def __init__(self, folder: Path, settings: HistorySettings) -> None:
+        self.settings = settings
+        self.store = HistoryStore(
+            folder, keep_runs=settings.keep_runs, max_age_days=settings.max_age_days
+        )
+        self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="history")
+
+    def _guarded(self, work: Callable[[], T], errors: list[str]) -> T | None:
+        """Run ``work`` on the store; a corrupt file is moved aside and ``work`` tried again."""
+        for attempt in (1, 2):
+            try:
+                try:
+                    return work()
+                except sqlite3.DatabaseError as exc:
+                    # the bare class is what SQLite raises for a malformed file
+                    if type(exc) is sqlite3.DatabaseError:
+                        raise StoreCorrupt(f"{self.store.path}: {exc}") from exc
+                    raise
+            except StoreCorrupt as exc:
+                errors.append("corrupt")
+                try:
+                    aside = self.store.move_aside()
+                except OSError as move_exc:
+                    log.error("history_store_unusable", path=str(self.store.path),
+                              error=str(exc), move_error=str(move_exc))  # fmt: skip
+                    return None
+                log.error("history_store_corrupt", path=str(self.store.path), error=str(exc),
+                          moved_to=str(aside), action="started a fresh store")  # fmt: skip
+                if attempt == 2:
+                    return None
+            except sqlite3.OperationalError as exc:
+                kind = "locked" if "locked" in str(exc) or "busy" in str(exc) else "io"
+                errors.append(kind)
+                log.error("history_store_failed", path=str(self.store.path), kind=kind,
+                          error=str(exc))  # fmt: skip
+                return None
+            except (sqlite3.Error, OSError) as exc:
+                errors.append("io")
+                log.error("history_store_failed", path=str(self.store.path), kind="io",
+                          error=str(exc))  # fmt: skip
+                return None
+        return None
+
+    def _history(self, target: str, dataset: str, errors: list[str]) -> JobHistory | None:
+        s = self.settings
+        runs = self._guarded(
+            lambda: self.store.complete_runs(target, dataset, s.window + s.recent), errors
+        )
+        if runs is None:
+            return None
+        return job_history(runs, window=s.window, recent=s.recent, alpha=s.alpha)
+
+    def record(self, target: str, dataset: str, report: RunReport, outcome: str) -> Outcome:
+        """Write a finished run, then compute the job's history (call in :attr:`executor`)."""
+        errors: list[str] = []
+        row, outcomes = run_row(report, outcome)
+
+        def write() -> None:
+            self.store.record(target=target, dataset=dataset, run=row, outcomes=outcomes)
+
+        self._guarded(write, errors)
+        return Outcome(self._history(target, dataset, errors), tuple(errors))
+
+    def load(self, target: str, dataset: str) -> Outcome:
+        """The job's history as kept before a restart (call in :attr:`executor`)."""
+        errors: list[str] = []
+        return Outcome(self._history(target, dataset, errors), tuple(errors))
+
+    def close(self) -> None:
+        """Finish queued writes, then stop the thread."""
+        self.executor.shutdown(wait=True)

@@ -1,0 +1,204 @@
+"""Secret redaction where data leaves the process, in every form a secret travels in.
+
+A target's secrets (each ``${VAR}`` value and each credential header or parameter, whole)
+are registered when its request template is built. Whatever then leaves the process goes
+through the process-wide :func:`redactor`: the report writer (files, ``/reports/latest``),
+the log renderer, and the command-line output. Producers do not redact, with one
+exception: a producer that *cuts* text (an error message capped to one line, a stored answer
+capped in length) redacts before cutting, so a cut never leaves half a secret that the
+egress pass could no longer recognise.
+
+A secret is recognised raw, URL-quoted (with and without ``/`` kept, ``quote_plus``, twice,
+upper- or lower-case hex), JSON-escaped (with and without ``\\/``, ASCII-escaped or not),
+and base64/base64url of itself or of any text holding it (the three alignments of a value
+inside a longer base64 text: ``Basic base64(user:password)`` included). All forms are
+matched by one compiled alternation, longest first.
+
+Example::
+
+    register_secrets(["tok-1"])
+    redactor().redact_text("bad token tok-1")          # 'bad token ***'
+    redactor().redact_json({"answer": "tok-1"})        # {'answer': '***'}
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import re
+import threading
+from collections.abc import Iterable
+from typing import Any, TextIO
+from urllib.parse import quote, quote_plus
+
+__all__ = [
+    "MASK",
+    "RedactingStream",
+    "Redactor",
+    "encoded_forms",
+    "redactor",
+    "register_secrets",
+]
+
+#: what a secret is shown as
+MASK = "***"
+
+#: base64 fragments shorter than this are not matched: they would hit ordinary text
+_MIN_BASE64_FRAGMENT = 6
+_PERCENT = re.compile(r"%[0-9A-F]{2}")
+
+
+def _lower_hex(text: str) -> str:
+    return _PERCENT.sub(lambda m: m.group(0).lower(), text)
+
+
+def _base64_fragments(secret: bytes) -> set[str]:
+    """The base64 characters fixed by ``secret`` alone, at each of the three alignments.
+
+    Base64 encodes 3 bytes as 4 characters, so inside a longer text a value starts at byte
+    offset 0, 1 or 2 of a group; the characters whose 6 bits all come from the value are the
+    same whatever surrounds it.
+    """
+    out: set[str] = set()
+    n = len(secret)
+    for offset in range(3):
+        encoded = base64.b64encode(b"\0" * offset + secret).decode()
+        first = -(-8 * offset // 6)  # ceil: the first character holding no padding bit
+        last = (8 * (offset + n)) // 6  # exclusive: characters entirely inside the value
+        fragment = encoded[first:last]
+        if len(fragment) >= _MIN_BASE64_FRAGMENT:
+            out.add(fragment)
+    whole = base64.b64encode(secret).decode()
+    out.update({whole, whole.rstrip("=")})
+    return out
+
+
+def encoded_forms(secret: str) -> set[str]:
+    """Every form of ``secret`` that redaction recognises (empty for an empty secret)."""
+    if not secret:
+        return set()
+    forms = {secret}
+    percent = {
+        quote(secret, safe=""),
+        quote(secret),  # "/" kept
+        quote_plus(secret),
+        quote_plus(secret, safe="/"),
+    }
+    percent |= {quote(p, safe="") for p in list(percent)} | {quote(p) for p in list(percent)}
+    forms |= percent | {_lower_hex(p) for p in percent}
+    for ensure_ascii in (True, False):
+        escaped = json.dumps(secret, ensure_ascii=ensure_ascii)[1:-1]
+        forms |= {escaped, escaped.replace("/", "\\/")}
+    raw = secret.encode()
+    for fragment in _base64_fragments(raw):
+        forms |= {fragment, fragment.replace("+", "-").replace("/", "_")}
+    return forms
+
+
+class Redactor:
+    """Replaces known secrets, in all their :func:`encoded_forms`, with ``***``.
+
+    Immutable: registering a secret builds a new one. Calling it is :meth:`redact_text`.
+    """
+
+    def __init__(self, secrets: Iterable[str] = ()) -> None:
+        self.secrets = frozenset(s for s in secrets if s)
+        forms: set[str] = set()
+        for secret in self.secrets:
+            forms |= encoded_forms(secret)
+        # longest first: a form containing another is replaced whole
+        ordered = sorted(forms, key=lambda f: (-len(f), f))
+        self._pattern = re.compile("|".join(map(re.escape, ordered))) if ordered else None
+
+    def __bool__(self) -> bool:
+        return self._pattern is not None
+
+    def __call__(self, text: str) -> str:
+        return self.redact_text(text)
+
+    def redact_text(self, text: str) -> str:
+        """``text`` with every secret form replaced by ``***``."""
+        if self._pattern is None:
+            return text
+        return self._pattern.sub(MASK, text)
+
+    def redact_json(self, data: Any) -> Any:
+        """A JSON-ready value with every string (keys included) redacted.
+
+        The common case, no secret anywhere, costs one ``json.dumps`` and one scan and
+        returns ``data`` itself; the JSON-escaped forms make that scan exact.
+        """
+        if self._pattern is None:
+            return data
+        try:
+            text = json.dumps(data, ensure_ascii=False, allow_nan=True, default=str)
+        except (TypeError, ValueError, RecursionError):
+            return self._walk(data)
+        if self._pattern.search(text) is None:
+            return data
+        return self._walk(data)
+
+    def _walk(self, data: Any) -> Any:
+        if isinstance(data, str):
+            return self.redact_text(data)
+        if isinstance(data, dict):
+            return {
+                (self.redact_text(k) if isinstance(k, str) else k): self._walk(v)
+                for k, v in data.items()
+            }
+        if isinstance(data, list | tuple):
+            return [self._walk(v) for v in data]
+        return data
+
+
+_lock = threading.Lock()
+_active = Redactor()
+
+
+def register_secrets(secrets: Iterable[str]) -> Redactor:
+    """Add ``secrets`` to the process-wide redactor; returns the new one.
+
+    Secrets are never removed: after a configuration reload an old token may still sit in
+    a report or a message on its way out.
+    """
+    global _active
+    fresh = {s for s in secrets if s}
+    with _lock:
+        if fresh <= _active.secrets:
+            return _active
+        _active = Redactor(_active.secrets | fresh)
+        return _active
+
+
+def redactor() -> Redactor:
+    """The process-wide redactor (every secret registered so far)."""
+    return _active
+
+
+class RedactingStream(io.TextIOBase):
+    """A text stream that redacts each write before passing it on (CLI stdout/stderr).
+
+    ``print`` writes its text in one call, so a secret is never split across writes.
+    """
+
+    def __init__(self, inner: TextIO) -> None:
+        super().__init__()
+        self.inner = inner
+
+    def write(self, text: str) -> int:
+        self.inner.write(redactor().redact_text(text))
+        return len(text)
+
+    def flush(self) -> None:
+        self.inner.flush()
+
+    def isatty(self) -> bool:
+        return self.inner.isatty()
+
+    def fileno(self) -> int:
+        return self.inner.fileno()
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return self.inner.encoding

@@ -1,0 +1,160 @@
+"""The SQLite store: writes, reads, retention, schema version, corrupt and locked files."""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from evaluator.history.outcome import CaseOutcome
+from evaluator.history.recorder import HistoryRecorder, HistorySettings
+from evaluator.history.store import SCHEMA_VERSION, HistoryStore, RunRow, StoreCorrupt
+from evaluator.report import RunReport
+from tests.gate.factories import record, report
+
+
+def _row(i: int, outcome: str = "complete", at: float | None = None) -> RunRow:
+    return RunRow(
+        run_id=f"run{i}",
+        finished_at=float(1_000_000 + i * 60) if at is None else at,
+        outcome=outcome,
+        case_count=2,
+        scored_count=2,
+        error_count=0,
+        dataset_hash="d",
+        config_hash="c",
+        metrics={"recall_at_k": 0.5, "answer_accuracy": 1.0},
+    )
+
+
+def _outcomes(i: int, ok: bool = True) -> dict[str, CaseOutcome]:
+    return {
+        "a": CaseOutcome(f"run{i}", 0.0, ok, True, 1.0, 1.0),
+        "b": CaseOutcome(f"run{i}", 0.0, None, None, None, None, "timeout"),
+    }
+
+
+def _write(store: HistoryStore, i: int, **kw: object) -> None:
+    row = _row(i, **kw)  # type: ignore[arg-type]
+    store.record(target="t", dataset="d", run=row, outcomes=_outcomes(i), now=row.finished_at)
+
+
+def test_round_trip_and_a_new_process_reads_it(tmp_path: Path) -> None:
+    store = HistoryStore(tmp_path)
+    for i in range(3):
+        _write(store, i)
+    _write(store, 3, outcome="incomplete")
+    again = HistoryStore.open_readonly(tmp_path)
+    assert again is not None
+    assert again.jobs() == [("t", "d")]
+    runs = again.runs("t", "d")
+    assert [r.run_id for r in runs] == ["run3", "run2", "run1", "run0"]
+    assert runs[0].outcome == "incomplete" and runs[0].metrics["recall_at_k"] == 0.5
+    assert runs[0].metrics["mrr"] is None
+    history = again.case_history("t", "d", "a", limit=2)
+    assert [(o.run_id, o.answer, o.hit) for o in history] == [
+        ("run3", True, True),
+        ("run2", True, True),
+    ]
+    failed = again.case_history("t", "d", "b", limit=1)[0]
+    assert (failed.answer, failed.error_kind) == (None, "timeout")
+    complete = again.complete_runs("t", "d", 10)
+    assert len(complete) == 3 and set(complete[0]) == {"a", "b"}  # oldest first, complete only
+    assert list(again.windows("t", "d", 2)) == ["a", "b"]
+    assert again.runs("t", "d", since=1_000_000 + 2 * 60) == runs[:2]
+    assert again.case_history("t", "d", "nope") == [] and again.runs("x", "y") == []
+
+
+def test_store_is_wal_with_a_schema_version(tmp_path: Path) -> None:
+    _write(HistoryStore(tmp_path), 0)
+    conn = sqlite3.connect(tmp_path / "history.sqlite3")
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert conn.execute("SELECT value FROM meta").fetchone()[0] == str(SCHEMA_VERSION)
+    conn.close()
+
+
+def test_retention_by_run_count_and_by_age(tmp_path: Path) -> None:
+    store = HistoryStore(tmp_path, keep_runs=5, max_age_days=1)
+    for i in range(8):
+        _write(store, i)
+    assert [r.run_id for r in store.runs("t", "d")] == [f"run{i}" for i in (7, 6, 5, 4, 3)]
+    # two days later every old run is past the age limit: only the new one stays
+    _write(store, 99, at=1_000_000 + 2 * 86400)
+    assert [r.run_id for r in store.runs("t", "d")] == ["run99"]
+    conn = sqlite3.connect(store.path)
+    assert conn.execute("SELECT count(*) FROM outcomes").fetchone()[0] == 2  # outcomes went too
+    conn.close()
+
+
+def test_no_file_no_store(tmp_path: Path) -> None:
+    assert HistoryStore.open_readonly(tmp_path) is None
+
+
+def test_garbage_and_foreign_files_are_corrupt(tmp_path: Path) -> None:
+    path = tmp_path / "history.sqlite3"
+    path.write_bytes(b"this is not sqlite" * 100)
+    with pytest.raises(StoreCorrupt):
+        _write(HistoryStore(tmp_path), 0)
+    path.unlink()
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE other (x)")
+    conn.commit()
+    conn.close()
+    with pytest.raises(StoreCorrupt, match="not a history store"):
+        _write(HistoryStore(tmp_path), 0)
+
+
+def test_newer_schema_is_refused(tmp_path: Path) -> None:
+    _write(HistoryStore(tmp_path), 0)
+    conn = sqlite3.connect(tmp_path / "history.sqlite3")
+    conn.execute("UPDATE meta SET value = '99'")
+    conn.commit()
+    conn.close()
+    with pytest.raises(StoreCorrupt, match="schema version 99"):
+        HistoryStore(tmp_path).runs("t", "d")
+
+
+def _report(i: int, ok: bool = True) -> RunReport:
+    made = report([record("a", correct=ok), record("b")], run_id=f"run{i}")
+    # recent: the recorder prunes by age against the clock
+    at = datetime.now(UTC) - timedelta(minutes=10 - i)
+    return replace(made, generated_at=at.isoformat(timespec="milliseconds"))
+
+
+def test_recorder_moves_a_corrupt_file_aside_and_starts_afresh(tmp_path: Path) -> None:
+    recorder = HistoryRecorder(tmp_path, HistorySettings(window=3, recent=1, keep_runs=10))
+    try:
+        assert recorder.record("t", "d", _report(0), "complete").errors == ()
+        (tmp_path / "history.sqlite3").write_bytes(b"\0garbage" * 512)
+        result = recorder.record("t", "d", _report(1), "complete")
+        assert result.errors == ("corrupt",)
+        assert result.history is not None and result.history.runs_in_window == 1
+        aside = list(tmp_path.glob("history.sqlite3.corrupt-*"))
+        assert len(aside) == 1 and aside[0].read_bytes().startswith(b"\0garbage")
+        assert recorder.record("t", "d", _report(2), "complete").errors == ()
+    finally:
+        recorder.close()
+
+
+def test_recorder_counts_a_locked_store_and_carries_on(tmp_path: Path) -> None:
+    recorder = HistoryRecorder(tmp_path, HistorySettings(window=3, recent=1, keep_runs=10))
+    try:
+        recorder.record("t", "d", _report(0), "complete")
+        blocker = sqlite3.connect(tmp_path / "history.sqlite3", timeout=0)
+        blocker.execute("BEGIN EXCLUSIVE")
+        try:
+            import evaluator.history.store as store_module
+
+            store_module.BUSY_TIMEOUT_MS = 50  # the test need not wait two seconds
+            result = recorder.record("t", "d", _report(1), "complete")
+        finally:
+            store_module.BUSY_TIMEOUT_MS = 2000
+            blocker.rollback()
+            blocker.close()
+        assert "locked" in result.errors
+        assert recorder.record("t", "d", _report(2), "complete").errors == ()
+    finally:
+        recorder.close()

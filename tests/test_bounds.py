@@ -1,0 +1,71 @@
+"""Caps on what a case keeps: ranking, ids, answer, error messages; bounded stage names."""
+
+from __future__ import annotations
+
+from evaluator.bounds import RecordLimits, cut, one_line
+from evaluator.labels import OTHER_STAGE, StageNames, sanitise_label
+from evaluator.models import Retrieved, TargetResponse
+from evaluator.redaction import MASK, register_secrets
+
+
+class TestCut:
+    def test_short_text_untouched(self) -> None:
+        assert "abc" == cut("abc", 3)
+
+    def test_long_text_marked(self) -> None:
+        assert "ab... (3 more chars)" == cut("abcde", 2)
+
+    def test_secret_redacted_before_the_cut(self) -> None:
+        register_secrets(["cut-secret-0123456789"])
+        out = cut("x" * 10 + "cut-secret-0123456789" + "y" * 100, 15)
+        assert "cut-sec" not in out and out.startswith("x" * 10 + MASK)
+
+    def test_one_line(self) -> None:
+        assert "a b c" == one_line("a\n\n b\t\r\nc", 100)
+        huge = "error " + "z" * 3_000_000
+        out = one_line(huge, 300)
+        assert "\n" not in out and len(out) < 340
+
+
+class TestRecordLimits:
+    def test_ranking_cut_before_scoring(self) -> None:
+        response = TargetResponse(retrieved=tuple(Retrieved(id=str(i)) for i in range(50)))
+        assert 10 == len(RecordLimits(max_ranked_ids=10).ranking(response).retrieved)
+
+    def test_ids_and_citations_cut(self) -> None:
+        limits = RecordLimits(max_ranked_ids=2, max_id_chars=4)
+        assert ("a", "bbbb... (1 more chars)") == limits.ids(("a", "bbbbb", "c"))
+        assert (1, "cccc... (2 more chars)") == limits.citations((1, "cccccc", 3))
+
+    def test_answer_cut_and_none_kept(self) -> None:
+        limits = RecordLimits(max_answer_chars=3)
+        assert limits.answer(None) is None
+        assert "abc... (1 more chars)" == limits.answer("abcd")
+
+
+class TestStageNames:
+    def test_cap_folds_the_rest_summing_their_time(self) -> None:
+        folded: list[tuple[str, bool]] = []
+        stages = StageNames(cap=2, on_fold=lambda name, first: folded.append((name, first)))
+        out = stages.fold({"retrieve": 0.1, "rerank": 0.2, "x-1": 0.3, "x-2": 0.4})
+        assert {"retrieve": 0.1, "rerank": 0.2, OTHER_STAGE: 0.7} == out
+        assert [("x-1", True), ("x-2", True)] == folded
+        assert {"retrieve", "rerank"} == stages.kept and 2 == stages.folded
+
+    def test_allow_list(self) -> None:
+        stages = StageNames(allowed=["retrieve"], cap=100)
+        assert {"retrieve": 1.0, OTHER_STAGE: 2.0} == stages.fold({"retrieve": 1.0, "llm": 2.0})
+
+    def test_fold_logs_only_the_first_distinct_names(self) -> None:
+        firsts: list[bool] = []
+        stages = StageNames(cap=0, on_fold=lambda _n, first: firsts.append(first))
+        for i in range(100):
+            stages.fold({f"t{i}": 0.1, "s0": 0.1})
+        assert 20 == sum(firsts) and 200 == len(firsts)
+
+    def test_sanitise(self) -> None:
+        assert "a_b_c" == sanitise_label(' a b/"c ')
+        assert "unnamed" == sanitise_label("///")
+        assert 64 == len(sanitise_label("x" * 10_000))
+        register_secrets(["label-secret-xyz"])
+        assert "label-secret" not in sanitise_label("db label-secret-xyz")

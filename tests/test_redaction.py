@@ -1,0 +1,84 @@
+"""The redactor: every encoding of a secret, inside any text, and JSON values."""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+
+import pytest
+
+from evaluator.redaction import MASK, RedactingStream, Redactor, encoded_forms
+from tests.support.secret_forms import leaked_forms, secret_forms
+
+TOKEN = "tok-5ecret-Zq81/x+y="
+HEADER = f"Bearer {TOKEN}"
+SECRETS = {"token": TOKEN, "header": HEADER}
+
+
+@pytest.fixture
+def redact() -> Redactor:
+    return Redactor([TOKEN, HEADER])
+
+
+class TestEveryForm:
+    @pytest.mark.parametrize("form", sorted(secret_forms(TOKEN)))
+    def test_each_form_of_the_value_inside_text(self, redact: Redactor, form: str) -> None:
+        text = f"prefix {secret_forms(TOKEN)[form]} suffix"
+        out = redact(text)
+        assert [] == leaked_forms(out, SECRETS)
+        assert out.startswith("prefix ") and out.endswith(" suffix") and MASK in out
+
+    @pytest.mark.parametrize("form", sorted(secret_forms(HEADER)))
+    def test_each_form_of_the_whole_header_value(self, redact: Redactor, form: str) -> None:
+        assert [] == leaked_forms(redact(secret_forms(HEADER)[form]), SECRETS)
+
+    @pytest.mark.parametrize("prefix", ["", "u:", "us:", "user:"])
+    def test_base64_of_a_longer_text_holding_the_secret(
+        self, redact: Redactor, prefix: str
+    ) -> None:
+        """Basic auth: base64("user:" + secret) at each alignment; what is left of the
+        secret cannot be decoded back to it."""
+        for encode in (base64.b64encode, base64.urlsafe_b64encode):
+            blob = encode(f"{prefix}{TOKEN} tail".encode()).decode()
+            out = redact(f"Authorization: Basic {blob}")
+            assert MASK in out
+            kept = out.rpartition(" ")[2].replace(MASK, "")
+            assert TOKEN[2:-2] not in base64.b64decode(kept + "===", altchars=b"-_").decode(
+                "latin-1"
+            )
+
+    def test_lower_case_percent_hex(self, redact: Redactor) -> None:
+        assert MASK == redact("tok-5ecret-Zq81%2fx%2by%3d")
+
+    def test_no_secret_is_identity(self) -> None:
+        assert "abc" == Redactor([""])("abc")
+        assert not Redactor([])
+        assert set() == encoded_forms("")
+
+
+class TestJson:
+    def test_nested_values_and_keys(self, redact: Redactor) -> None:
+        data = {"answer": f"echo {TOKEN}", "ids": [TOKEN, "d1"], TOKEN: {"x": [HEADER]}, "n": 1}
+        out = redact.redact_json(data)
+        assert [] == leaked_forms(json.dumps(out), SECRETS)
+        assert out["ids"][1] == "d1" and out["n"] == 1
+
+    def test_clean_data_is_returned_as_is(self, redact: Redactor) -> None:
+        data = {"answer": "fine", "ids": ["a"]}
+        assert redact.redact_json(data) is data
+
+    def test_quote_and_backslash_secret_found_through_json_escaping(self) -> None:
+        secret = 'a"b\\c/d'
+        out = Redactor([secret]).redact_json({"k": f"x{secret}y"})
+        assert {"k": f"x{MASK}y"} == out
+
+
+def test_stream_redacts_each_write() -> None:
+    inner = io.StringIO()
+    stream = RedactingStream(inner)
+    from evaluator.redaction import register_secrets
+
+    register_secrets(["stream-secret-1"])
+    print("token stream-secret-1 here", file=stream)
+    assert f"token {MASK} here\n" == inner.getvalue()
