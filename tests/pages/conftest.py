@@ -46,7 +46,9 @@ class Tab:
     errors: list[str] = field(default_factory=list)
 
 
-@pytest.fixture(scope="session")
+# module scope, not session: while sync Playwright runs, its event loop occupies this
+# thread and every later test's asyncio.run() would fail
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
     if not Path(CHROMIUM).exists():
         pytest.fail(f"{CHROMIUM} is missing: apt-get install chromium (.ci/run does)")

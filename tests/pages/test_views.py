@@ -15,9 +15,9 @@ from evaluator.pages.views import (
     metric_rows,
     report_view,
 )
+from evaluator.redaction import Redactor
 from evaluator.report import RunReport
 from evaluator.summary import summarise
-from evaluator.redaction import Redactor
 
 SECRET = "tok-9f8e7d6c5b4a"
 RECORD = CaseRecord(
