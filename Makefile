@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: venv install lint typecheck unit fast test demo bench screenshots clean
+.PHONY: venv install lint typecheck unit fast test image-test lock demo bench screenshots clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -43,7 +43,20 @@ unit: venv
 fast: venv
 	$(BIN)/pytest -m "not e2e and not prometheus" -q
 
-test: lint typecheck unit
+test: lint typecheck unit image-test
+
+# deploy/Dockerfile built with podman from a local base and run on a loopback-only network
+# namespace (tests/image/). Skipped where podman cannot run, except in CI, where it fails.
+image-test: venv
+	$(BIN)/pytest tests/image -q --timeout 900
+
+# deploy/requirements.lock: the image's dependencies, pinned with hashes (a test checks it is
+# current with pyproject.toml). uv resolves for the image's Python and libc, not the host's.
+lock: venv
+	$(BIN)/python -m pip install -q uv
+	$(BIN)/uv pip compile pyproject.toml --extra demo --generate-hashes --quiet \
+	  --python-version 3.11 --python-platform x86_64-manylinux_2_28 \
+	  --custom-compile-command "make lock" -o deploy/requirements.lock
 
 # the reference service, the daemon against it, and Prometheus when its binary is present
 demo: venv

@@ -13,6 +13,7 @@ import json
 import math
 import os
 import tomllib
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -92,13 +93,15 @@ DEFAULT_BUCKETS: tuple[float, ...] = (
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # a field's docstring is its description (docs/configuration.md is generated from them)
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
 
 class ScoringConfig(_Strict):
     """Scoring settings; part of the config hash."""
 
     refusal_phrases: tuple[str, ...] = DEFAULT_REFUSAL_PHRASES
+    """An answer containing any of these (normalised) is a refusal; replaces the defaults."""
 
     def to_settings(self) -> ScoringSettings:
         return ScoringSettings(refusal_phrases=self.refusal_phrases)
@@ -108,8 +111,11 @@ class RetryConfig(_Strict):
     """Retries of transient failures (connect errors, 429, 502, 503, 504)."""
 
     retries: int = Field(2, ge=0, le=10)
+    """Extra attempts after the first, transient failures only."""
     backoff_initial_seconds: float = _seconds(0.2, gt=None, ge=0)
+    """First back-off; doubles each retry, with full jitter."""
     backoff_max_seconds: float = _seconds(5.0, gt=None, ge=0)
+    """Longest back-off, also the cap on a Retry-After."""
 
     def to_policy(self) -> RetryPolicy:
         return RetryPolicy(self.retries, self.backoff_initial_seconds, self.backoff_max_seconds)
@@ -124,6 +130,7 @@ class RequestConfig(_Strict):
     """
 
     method: Literal["GET", "POST"] = "POST"
+    """HTTP method."""
     params: dict[str, str] = Field(
         default_factory=dict, description="query parameters: {question}, {k}, ${ENV}"
     )
@@ -178,8 +185,7 @@ class ResponseConfig(_Strict):
         try:
             jmespath.compile(value)
         except JMESPathError as exc:
-            first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            raise ValueError(f"invalid JMESPath expression {value!r}: {first}") from None
+            raise ValueError(_jmespath_problem(value, exc)) from None
         return value
 
     def model_post_init(self, context: Any, /) -> None:
@@ -199,6 +205,7 @@ class TlsConfig(_Strict):
     """Certificate verification: on by default; ``ca_bundle`` for a private CA."""
 
     verify: bool = True
+    """Verify the endpoint's certificate; false only in a lab."""
     ca_bundle: Path | None = Field(None, description="PEM file of CA certificates to trust")
 
     @model_validator(mode="after")
@@ -249,9 +256,11 @@ class TargetConfig(_Strict):
 
     name: str | None = Field(None, description="the target label; default host:port")
     url: str | None = None
+    """HTTP(S) endpoint; exactly one of `url` and `callable`."""
     callable: str | None = Field(None, description="module:function")
     timeout_seconds: float = _seconds(30.0, description="whole-call deadline per attempt")
     connect_timeout_seconds: float = _seconds(5.0)
+    """Deadline for the TCP (and TLS) connection."""
     read_timeout_seconds: float | None = _seconds(
         None, description="longest silence from the endpoint; default timeout_seconds"
     )
@@ -267,7 +276,7 @@ class TargetConfig(_Strict):
         description="request rate, at most",
     )
     max_ranked_ids: int = Field(
-        1000, ge=1, le=100_000, description="ranked items kept and scored per case"
+        100, ge=1, le=100_000, description="ranked items kept and scored per case"
     )
     max_answer_chars: int = Field(
         10_000, ge=0, le=10_000_000, description="answer characters kept in reports and logs"
@@ -285,11 +294,14 @@ class TargetConfig(_Strict):
         description="without an allow-list, distinct stage names kept; the rest are 'other'",
     )
     request: RequestConfig = RequestConfig()
+    """How a question becomes a request."""
     response: ResponseConfig | None = Field(
         None, description="JMESPath mapping; default the default contract"
     )
     tls: TlsConfig = TlsConfig()
+    """TLS verification."""
     retry: RetryConfig = RetryConfig()
+    """Retries of transient failures (connect errors, 429, 502-504)."""
 
     @model_validator(mode="after")
     def _one_kind(self) -> TargetConfig:
@@ -359,6 +371,7 @@ class HistoryConfig(_Strict):
     """The per-case history store (REPORTS_DIR/history.sqlite3), stability and drift."""
 
     enabled: bool = True
+    """Record every run's cases in the history store."""
     window: int = Field(10, ge=3, le=1000, description="runs a case's stability is judged over")
     recent: int = Field(
         3, ge=1, le=100, description="latest runs compared with the window before them (drift)"
@@ -384,15 +397,24 @@ class JobConfig(_Strict):
 
     target: str = Field(description="name (label) of a configured target")
     dataset: Path
+    """The golden set (JSONL)."""
     name: str | None = None
+    """The job's name for --job; default `<target>/<golden set>`."""
     dataset_label: str | None = Field(None, description="the dataset label; default file stem")
     interval_seconds: float | None = _seconds(None)
+    """Run every this many seconds (or set `cron`)."""
     cron: str | None = None
+    """Run on this crontab schedule, UTC (instead of `interval_seconds`)."""
     jitter_seconds: float = _seconds(0.0, gt=None, ge=0)
+    """Random delay up to this much before each run, so jobs do not start together."""
     run_at_start: bool = True
+    """Run once at start instead of waiting a whole interval."""
     k: int | None = Field(None, ge=1)
+    """This job's K (default the top-level `k`)."""
     concurrency: int | None = Field(None, ge=1)
+    """This job's cases in flight (default the top-level `concurrency`)."""
     baseline: Path | None = None
+    """A report to gate every run against: exports rag_eval_gate_passing."""
 
     @model_validator(mode="after")
     def _one_schedule(self) -> JobConfig:
@@ -422,28 +444,56 @@ class Settings(BaseSettings):
         extra="forbid",
         hide_input_in_errors=True,
         frozen=True,
+        use_attribute_docstrings=True,
     )
 
     k: int = Field(5, ge=1)
+    """Cutoff for recall@K and nDCG@K; a job's own `k` wins."""
     concurrency: int = Field(4, ge=1, le=1000)
+    """Cases in flight per run; a job's own `concurrency` wins."""
     error_ratio_limit: float = Field(0.1, ge=0, le=1)
+    """Above this share of failed cases a run is incomplete: its quality gauges are not published.
+    """
     listen: str = "127.0.0.1:9464"
+    """HOST:PORT of the daemon's /metrics, /healthz, /readyz and /reports/latest."""
     reports_dir: Path = Path("reports")
+    """Where reports are written: `run` and `gate` write `<golden set>-<run id>.json` here,
+    the daemon one folder per job.
+    """
     reports_keep: int = Field(50, ge=1)
+    """Reports the daemon keeps per job, besides latest.json."""
     shutdown_grace_seconds: float = _seconds(30.0, gt=None, ge=0)
+    """On SIGTERM, how long a running run may finish before it is cancelled."""
     log_format: Literal["auto", "json", "console"] = "auto"
+    """`json`, `console`, or `auto`: console on a terminal, JSON otherwise."""
     log_level: Literal["debug", "info", "warning", "error"] = "info"
+    """Lowest level logged."""
     log_cases: bool = True
+    """One log line per case (`event: case`); `evaluator demo` turns it off so its console shows run
+    lines only.
+    """
     log_answers: bool = False
+    """Include the answer text in per-case log lines."""
     log_answer_max_chars: int = Field(200, ge=0)
+    """Answer text in a log line is cut to this many characters."""
     histogram_buckets: tuple[float, ...] = DEFAULT_BUCKETS
+    """Bucket bounds (seconds) of the case and stage latency histograms."""
     shard_index: int = Field(0, ge=0)
+    """This replica's shard, 0-based: it runs the cases whose id hashes to it."""
     shard_count: int = Field(1, ge=1)
+    """How many replicas share each golden set."""
     gates_file: Path | None = None
+    """Gate rules for `evaluator gate` and job baselines; default config/gates.toml when
+    present, else the built-in rules.
+    """
     history: HistoryConfig = HistoryConfig()
+    """The run history store (SQLite in the reports folder)."""
     scoring: ScoringConfig = ScoringConfig()
+    """How answers are judged."""
     targets: tuple[TargetConfig, ...] = ()
+    """The RAG endpoints (`[[targets]]`)."""
     jobs: tuple[JobConfig, ...] = ()
+    """The (target, golden set) pairs the daemon runs on a schedule (`[[jobs]]`)."""
 
     @field_validator("histogram_buckets")
     @classmethod
@@ -528,14 +578,95 @@ class Settings(BaseSettings):
         raise ConfigError(f"no job named {name!r}; known: {sorted(j.key for j in self.jobs)}")
 
 
-def _format_validation(exc: ValidationError, source: str) -> str:
+def _jmespath_problem(value: str, exc: JMESPathError) -> str:
+    """The whole of a JMESPath error on one line: what, where, and the expression cut there
+    (jmespath's own message spreads the expression and a caret over three lines)."""
+    what = getattr(exc, "message", None) or getattr(exc, "msg", None) or type(exc).__name__
+    if isinstance(exc, jmespath.exceptions.IncompleteExpressionError):
+        what = "incomplete expression"
+    token = getattr(exc, "token_value", None)
+    if token is not None and not isinstance(exc, jmespath.exceptions.LexerError):
+        what += f" {token!r}"
+    position = getattr(exc, "lex_position", None)
+    if not isinstance(position, int):
+        return f"invalid JMESPath expression {value!r}: {what}"
+    return (
+        f"invalid JMESPath expression {value!r}: {what} at column {position} "
+        f"({value[:position]!r} <- here -> {value[position:]!r})"
+    )
+
+
+def _model_at(loc: tuple[str | int, ...]) -> type[BaseModel] | None:
+    """The settings model that holds the field at ``loc`` (for "did you mean")."""
+    model: type[BaseModel] = Settings
+    for part in loc:
+        if isinstance(part, int):
+            continue
+        field = model.model_fields.get(part)
+        if field is None:
+            return None
+        inner = _inner_model(field.annotation)
+        if inner is None:
+            return None
+        model = inner
+    return model
+
+
+def _inner_model(annotation: object) -> type[BaseModel] | None:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in getattr(annotation, "__args__", ()):
+        found = _inner_model(arg)
+        if found is not None:
+            return found
+    return None
+
+
+def _in_data(data: object, loc: tuple[str | int, ...]) -> bool:
+    for part in loc:
+        in_list = isinstance(part, int) and isinstance(data, list) and 0 <= part < len(data)
+        in_table = isinstance(part, str) and isinstance(data, dict) and part in data
+        if not (in_list or in_table):
+            return False
+        data = data[part]  # type: ignore[index]
+    return True
+
+
+def _format_validation(
+    exc: ValidationError,
+    source: str,
+    file_data: Mapping[str, Any] | None = None,
+    flags: Mapping[str, str] | None = None,
+) -> str:
+    """One line naming each bad value where the user wrote it: the command-line flag, the
+    environment variable, or the key in the config file (with "did you mean" for an unknown
+    key), never a source it did not come from."""
     parts = []
+    origins = flags or {}
     for err in exc.errors(include_url=False, include_input=False):
-        loc = ".".join(str(p) for p in err["loc"])
-        env = "EVALUATOR_" + "__".join(str(p) for p in err["loc"]).upper()
-        field = f"{loc} (env {env})" if loc else "config"
-        parts.append(f"{field}: {err['msg']}")
-    return f"invalid configuration in {source}: " + "; ".join(parts)
+        loc = tuple(err["loc"])
+        dotted = ".".join(str(p) for p in loc)
+        env = "EVALUATOR_" + "__".join(str(p) for p in loc).upper()
+        message = err["msg"].removeprefix("Value error, ")
+        if err["type"] == "extra_forbidden" and loc:
+            model = _model_at(loc[:-1])
+            known = list(model.model_fields) if model is not None else []
+            close = difflib.get_close_matches(str(loc[-1]), known, n=1)
+            message = "unknown key" + (f' (did you mean "{close[0]}"?)' if close else "")
+        if loc and origins.get(str(loc[0])):
+            field = origins[str(loc[0])]
+        elif loc and str(loc[0]) in origins:
+            field = f"{dotted} (command line)"
+        elif loc and env in os.environ:
+            field = f"environment variable {env} ({dotted})"
+        elif loc and file_data is not None and _in_data(file_data, loc):
+            field = f"{source}: {dotted}"
+        elif loc:
+            field = dotted
+        else:
+            field = source
+        parts.append(f"{field}: {message}")
+    return "invalid configuration: " + "; ".join(parts)
 
 
 def _check_environment() -> None:
@@ -552,13 +683,18 @@ def _check_environment() -> None:
 
 
 def load_settings(
-    config_path: str | Path | None = None, overrides: dict[str, Any] | None = None
+    config_path: str | Path | None = None,
+    overrides: dict[str, Any] | None = None,
+    flags: Mapping[str, str] | None = None,
 ) -> Settings:
     """Load settings from ``config_path`` (or ``config/evaluator.toml`` when it exists).
 
     Args:
         config_path: the TOML file; an explicit path must exist.
         overrides: values from command-line flags, highest priority.
+        flags: top-level setting -> the flag that set it (``{"k": "--k"}``), so an invalid
+            value is reported against the flag; ``""`` for a setting built from several
+            flags (a target from ``--target-url``), reported as its field.
 
     Raises:
         ConfigError: unreadable or invalid TOML, or a field that fails validation.
@@ -573,10 +709,11 @@ def load_settings(
         path = DEFAULT_CONFIG_PATH if DEFAULT_CONFIG_PATH.is_file() else None
     cls: type[Settings] = Settings
     source = "environment"
+    file_data: dict[str, Any] | None = None
     if path is not None:
         source = str(path)
         try:
-            tomllib.loads(path.read_text(encoding="utf-8"))
+            file_data = tomllib.loads(path.read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError) as exc:
             raise ConfigError(f"cannot read config file {path}: {exc}") from exc
         except tomllib.TOMLDecodeError as exc:
@@ -584,12 +721,66 @@ def load_settings(
         bound_config = SettingsConfigDict(**{**Settings.model_config, "toml_file": path})
         cls = type("FileSettings", (Settings,), {"model_config": bound_config})
     try:
-        return cls(**(overrides or {}))
+        settings = cls(**(overrides or {}))
     except ValidationError as exc:
-        raise ConfigError(_format_validation(exc, source)) from None
+        raise ConfigError(_format_validation(exc, source, file_data, flags)) from None
     except SettingsError as exc:
         # an EVALUATOR_ variable that is not valid JSON (EVALUATOR_TARGETS='[{bad')
         raise ConfigError(_env_problem(exc)) from None
+    if path is None or file_data is None:
+        return settings
+    return _relative_to_file(settings, file_data, path.parent, set(overrides or {}))
+
+
+def _from_file(file_data: Mapping[str, Any], overridden: set[str], *loc: str | int) -> bool:
+    """Whether the value at ``loc`` was written in the config file (not replaced by a flag
+    or an environment variable)."""
+    top = str(loc[0])
+    env = "EVALUATOR_" + "__".join(str(p) for p in loc).upper()
+    if top in overridden or env in os.environ or f"EVALUATOR_{top.upper()}" in os.environ:
+        return False
+    return _in_data(file_data, loc)
+
+
+def _against(base: Path, value: Path) -> Path:
+    """``value`` read from a config file in ``base``: relative paths are relative to the file."""
+    if value.is_absolute():
+        return value
+    return Path(os.path.normpath(base / value))
+
+
+def _relative_to_file(
+    settings: Settings, file_data: Mapping[str, Any], base: Path, overridden: set[str]
+) -> Settings:
+    """Resolve the paths written in the config file against the file's folder, as a user
+    reading the file expects; flags and environment variables stay relative to the working
+    directory, where they were typed."""
+    top: dict[str, Any] = {}
+    for name in ("reports_dir", "gates_file"):
+        value = getattr(settings, name)
+        if value is not None and _from_file(file_data, overridden, name):
+            top[name] = _against(base, value)
+    jobs = []
+    for index, job in enumerate(settings.jobs):
+        update = {
+            name: _against(base, getattr(job, name))
+            for name in ("dataset", "baseline")
+            if getattr(job, name) is not None
+            and _from_file(file_data, overridden, "jobs", index, name)
+        }
+        jobs.append(job.model_copy(update=update) if update else job)
+    targets = []
+    for index, target in enumerate(settings.targets):
+        bundle = target.tls.ca_bundle
+        if bundle is not None and _from_file(
+            file_data, overridden, "targets", index, "tls", "ca_bundle"
+        ):
+            tls = target.tls.model_copy(update={"ca_bundle": _against(base, bundle)})
+            target = target.model_copy(update={"tls": tls})
+        targets.append(target)
+    top["jobs"] = tuple(jobs)
+    top["targets"] = tuple(targets)
+    return settings.model_copy(update=top)
 
 
 def _env_problem(exc: SettingsError) -> str:

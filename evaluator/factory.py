@@ -6,8 +6,6 @@ import os
 import ssl
 from collections.abc import Mapping
 
-import httpx
-
 from evaluator.config import TargetConfig, TlsConfig
 from evaluator.errors import ConfigError
 from evaluator.targets.base import Target
@@ -23,14 +21,12 @@ def build_target(
     config: TargetConfig,
     *,
     environ: Mapping[str, str] | None = None,
-    transport: httpx.AsyncBaseTransport | None = None,
 ) -> Target:
     """An HTTP or callable target as ``config`` says.
 
     Args:
         config: the target's configuration.
         environ: where ``${NAME}`` references are read; default ``os.environ``.
-        transport: an httpx transport for an HTTP target (tests); default aiohttp's pool.
 
     Raises:
         ConfigError: a callable that cannot be imported, an unset environment variable,
@@ -59,7 +55,7 @@ def build_target(
         max_response_bytes=config.max_response_bytes,
         max_connections=config.max_connections,
         requests_per_second=config.requests_per_second,
-        verify=_verify(config.tls, where) if transport is None else True,
+        verify=_verify(config.tls, where),
     )
     mapper = ResponseMapper(config.response.compiled) if config.response is not None else None
     return HttpTarget(
@@ -68,7 +64,6 @@ def build_target(
         request=template,
         mapper=mapper,
         options=options,
-        transport=transport,
     )
 
 

@@ -1,34 +1,28 @@
 """Run summary: quality averages over scored cases, latency percentiles over every case.
 
-Denominators follow DESIGN.md: retrieval metrics and citation recall over answerable scored
-cases (all scored cases when none is answerable), citation precision over all scored cases,
-answer accuracy over cases with an answer check, fact recall over answerable cases with
-expected facts. A metric with no case to average is None, never NaN.
+Which cases each quality ratio averages over is the registry's rule
+(:mod:`evaluator.metrics`); a metric with no case to average is None, never NaN.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from evaluator.models import CaseRecord, CaseScores
+from evaluator.metrics import METRICS, QUALITY_METRICS, populations, values
+from evaluator.models import CaseRecord
 
-__all__ = ["QUALITY_METRICS", "Summary", "Total", "nearest_rank", "summarise"]
-
-#: Summary keys of the quality ratios, in display order.
-QUALITY_METRICS: tuple[str, ...] = (
-    "recall_at_k",
-    "mrr",
-    "ndcg_at_k",
-    "citation_precision",
-    "citation_recall",
-    "answer_accuracy",
-    "fact_recall",
-    "false_refusal_rate",
-    "correct_refusal_rate",
-)
+__all__ = [
+    "QUALITY_METRICS",
+    "Summary",
+    "Total",
+    "id_mismatch_warning",
+    "nearest_rank",
+    "relevant_never_retrieved",
+    "summarise",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +51,19 @@ class Summary:
     stage_p95_seconds: Mapping[str, float]
     errors_by_kind: Mapping[str, int]
     by_tag: Mapping[str, Summary] = field(default_factory=dict)
+    #: how late the event loop ran timers during the run (P95, max), seconds: a P95 latency
+    #: that grew with these is the evaluator's own doing. None when not measured (a tag's
+    #: summary, an older report); a property of the run, not recomputed from its cases
+    event_loop_lag_p95_seconds: float | None = None
+    event_loop_lag_max_seconds: float | None = None
+
+    def __post_init__(self) -> None:
+        # Every quality metric has a total, so readers index ``totals[name]`` safely: one
+        # read back from a report without it (another version, a hand edit) has no case.
+        missing = [name for name in QUALITY_METRICS if name not in self.totals]
+        if missing:
+            complete = {**self.totals, **{name: Total(0.0, 0) for name in missing}}
+            object.__setattr__(self, "totals", complete)
 
     def get(self, metric: str) -> float | None:
         """A summary value by its report name (quality ratio, ``error_rate`` or percentile)."""
@@ -69,11 +76,7 @@ class Summary:
 
     def to_dict(self) -> dict[str, Any]:
         """The report's JSON shape (the article's names first)."""
-        # a summary read back from a report may lack some totals: those metrics are null
-        out: dict[str, Any] = {
-            name: self.totals[name].mean if name in self.totals else None
-            for name in QUALITY_METRICS
-        }
+        out: dict[str, Any] = {name: self.totals[name].mean for name in QUALITY_METRICS}
         out.update(
             case_count=self.case_count,
             scored_count=self.scored_count,
@@ -85,6 +88,10 @@ class Summary:
             errors_by_kind=dict(self.errors_by_kind),
             totals={k: {"sum": t.sum, "count": t.count} for k, t in self.totals.items()},
         )
+        if self.event_loop_lag_p95_seconds is not None:
+            out["event_loop_lag_p95_seconds"] = self.event_loop_lag_p95_seconds
+        if self.event_loop_lag_max_seconds is not None:
+            out["event_loop_lag_max_seconds"] = self.event_loop_lag_max_seconds
         if self.by_tag:
             out["by_tag"] = {tag: s.to_dict() for tag, s in sorted(self.by_tag.items())}
         return out
@@ -107,36 +114,14 @@ def nearest_rank(values: Sequence[float], percentile: float) -> float | None:
     return ordered[rank - 1]
 
 
-def _total(
-    records: Iterable[CaseRecord], pick: Callable[[CaseScores], float | bool | None]
-) -> Total:
-    s, n = 0.0, 0
-    for r in records:
-        if r.scores is None:
-            continue
-        v = pick(r.scores)
-        if v is None:
-            continue
-        s += float(v)
-        n += 1
-    return Total(s, n)
-
-
 def _totals(scored: Sequence[CaseRecord]) -> dict[str, Total]:
-    answerable = [r for r in scored if not r.unanswerable]
-    unanswerable = [r for r in scored if r.unanswerable]
-    retrieval_pool = answerable or scored
-    return {
-        "recall_at_k": _total(retrieval_pool, lambda s: s.recall_at_k),
-        "mrr": _total(retrieval_pool, lambda s: s.mrr),
-        "ndcg_at_k": _total(retrieval_pool, lambda s: s.ndcg_at_k),
-        "citation_precision": _total(scored, lambda s: s.citation_precision),
-        "citation_recall": _total(retrieval_pool, lambda s: s.citation_recall),
-        "answer_accuracy": _total(scored, lambda s: s.answer_correct),
-        "fact_recall": _total(answerable, lambda s: s.fact_recall),
-        "false_refusal_rate": _total(answerable, lambda s: s.refused),
-        "correct_refusal_rate": _total(unanswerable, lambda s: s.refused),
-    }
+    pools = populations(scored)
+    out: dict[str, Total] = {}
+    for spec in METRICS:
+        if spec.quality:
+            picked = [value for _, value in values(spec, pools)]
+            out[spec.name] = Total(sum(picked), len(picked))
+    return out
 
 
 def summarise(records: Sequence[CaseRecord], *, with_tags: bool = True) -> Summary:
@@ -169,4 +154,29 @@ def summarise(records: Sequence[CaseRecord], *, with_tags: bool = True) -> Summa
         },
         errors_by_kind=dict(sorted(by_kind.items())),
         by_tag=by_tag,
+    )
+
+
+def relevant_never_retrieved(records: Sequence[CaseRecord]) -> int:
+    """How many answerable scored cases ran without one relevant id anywhere in any ranking.
+
+    0 when some case retrieved a relevant id, or when no answerable case was scored. A
+    positive count almost always means the golden set's ids are not the service's ids
+    (another chunking, a prefix, a numeric id), not that retrieval is that bad.
+    """
+    answerable = [r.scores for r in records if r.scores is not None and not r.unanswerable]
+    if not answerable or any(s.mrr > 0 for s in answerable):
+        return 0
+    return len(answerable)
+
+
+def id_mismatch_warning(records: Sequence[CaseRecord]) -> str | None:
+    """The warning to show after a run in which no relevant id was ever retrieved."""
+    count = relevant_never_retrieved(records)
+    if not count:
+        return None
+    return (
+        f"no relevant id was retrieved in any of the {count} answerable case(s): do your "
+        "golden set's ids match the service's? (compare relevant_ids with the ids "
+        "`evaluator probe` shows)"
     )

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from evaluator.metrics import METRICS
 from evaluator.models import CaseRecord
 from evaluator.report import RunReport
 from evaluator.scoring.labels import audit_run
-from evaluator.summary import QUALITY_METRICS, Summary
+from evaluator.summary import Summary
 from evaluator.worst import badness, worst_cases
 
 __all__ = ["badness", "format_run", "format_summary", "worst_cases"]
@@ -23,15 +24,21 @@ def _fmt(value: float | None, seconds: bool = False) -> str:
 def format_summary(summary: Summary) -> str:
     """The summary as an aligned two-column table, with the denominators shown."""
     lines = [f"{'metric':<22} {'value':>9}  cases"]
-    for name in QUALITY_METRICS:
-        total = summary.totals[name]
-        lines.append(f"{name:<22} {_fmt(total.mean):>9}  {total.count}")
-    lines.append(f"{'error_rate':<22} {_fmt(summary.error_rate):>9}  {summary.case_count}")
-    lines.append(f"{'p50_seconds':<22} {_fmt(summary.p50_seconds, True):>9}")
-    lines.append(f"{'p95_seconds':<22} {_fmt(summary.p95_seconds, True):>9}")
+    for spec in METRICS:
+        value = _fmt(summary.get(spec.name), seconds=spec.unit == "seconds")
+        row = f"{spec.name:<22} {value:>9}"
+        # the denominator beside each ratio; a percentile has none (it is over every case)
+        cases = _cases(summary, spec.name) if spec.unit == "ratio" else None
+        lines.append(row if cases is None else f"{row}  {cases}")
     for stage, p95 in summary.stage_p95_seconds.items():
         lines.append(f"{'  p95 ' + stage:<22} {_fmt(p95, True):>9}")
     return "\n".join(lines)
+
+
+def _cases(summary: Summary, name: str) -> int:
+    """How many cases a ratio averages over: its total's count, or every case for errors."""
+    total = summary.totals.get(name)
+    return summary.case_count if total is None else total.count
 
 
 def _case_line(c: CaseRecord) -> str:

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import structlog
 
-from evaluator.daemon.exporter import QUALITY_GAUGES
 from evaluator.errors import ConfigError, GateError, ReportError
 from evaluator.gate import Rule, evaluate_gate, resolve_rules
+from evaluator.metrics import METRICS
 from evaluator.models import Case
 from evaluator.report import RunReport, read_report
 from evaluator.summary import summarise
@@ -22,6 +22,9 @@ from evaluator.summary import summarise
 __all__ = ["BaselineGate", "GateVerdict"]
 
 log = structlog.get_logger("evaluator.daemon")
+
+#: The quality ratios the daemon exports as gauges: each gets its baseline overlay.
+_OVERLAID = tuple(spec.name for spec in METRICS if spec.quality and spec.gauge is not None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,7 +56,7 @@ class BaselineGate:
     def ratios(self) -> dict[str, float]:
         """The baseline's quality ratios, for dashboard overlays."""
         out: dict[str, float] = {}
-        for metric in QUALITY_GAUGES:
+        for metric in _OVERLAID:
             value = self.baseline.summary.get(metric)
             if value is not None:
                 out[metric] = value

@@ -21,6 +21,7 @@ from prometheus_client.registry import Collector
 from evaluator._version import __version__
 from evaluator.errors import ERROR_KINDS
 from evaluator.history.store import HISTORY_ERROR_KINDS
+from evaluator.metrics import METRICS
 from evaluator.models import CaseRecord
 from evaluator.summary import Summary
 
@@ -37,16 +38,11 @@ OUTCOMES: tuple[str, ...] = ("complete", "incomplete", "failed", "skipped")
 
 #: Summary metric -> gauge name, for the quality gauges of the last complete run.
 QUALITY_GAUGES: Mapping[str, str] = {
-    "recall_at_k": "rag_eval_recall_at_k",
-    "mrr": "rag_eval_mrr",
-    "ndcg_at_k": "rag_eval_ndcg_at_k",
-    "citation_precision": "rag_eval_citation_precision",
-    "citation_recall": "rag_eval_citation_recall",
-    "answer_accuracy": "rag_eval_answer_accuracy",
+    spec.name: spec.gauge for spec in METRICS if spec.quality and spec.gauge is not None
 }
 
 #: Metrics whose sum and count are exported so replicas (shards) aggregate exactly.
-_SHARDABLE = (*QUALITY_GAUGES, "fact_recall")
+_SHARDABLE = tuple(spec.name for spec in METRICS if spec.shardable)
 
 # OpenMetrics caps an exemplar's label set at 128 UTF-8 characters
 _EXEMPLAR_BUDGET = 120
@@ -131,6 +127,11 @@ class _SnapshotCollector(Collector):
         p95 = gauge(
             "rag_eval_latency_p95_seconds", "Nearest-rank P95 case latency, last complete run"
         )
+        lag = gauge(
+            "rag_eval_event_loop_lag_p95_seconds",
+            "P95 of the evaluator's event-loop lag during the last complete run: a latency P95 "
+            "that grew with it is the evaluator's, not the service's",
+        )
         scored = gauge("rag_eval_last_run_scored_cases", "Cases scored in the last complete run")
         numerator = gauge(
             "rag_eval_quality_numerator",
@@ -204,6 +205,8 @@ class _SnapshotCollector(Collector):
                         family.add_metric(labels, value)
                 if s.p95_seconds is not None:
                     p95.add_metric(labels, s.p95_seconds)
+                if s.event_loop_lag_p95_seconds is not None:
+                    lag.add_metric(labels, s.event_loop_lag_p95_seconds)
                 scored.add_metric(labels, s.scored_count)
                 for m in _SHARDABLE:
                     numerator.add_metric([*labels, m], s.totals[m].sum)
@@ -237,8 +240,8 @@ class _SnapshotCollector(Collector):
                 if d.rose is not None:
                     drift_cases.add_metric([*labels, check, "rise"], d.rose)
         yield from quality.values()
-        yield from (p95, scored, numerator, denominator, error_ratio, last_run, last_complete)
-        yield from (duration, interval, gate, rule, baseline)
+        yield from (p95, lag, scored, numerator, denominator, error_ratio, last_run)
+        yield from (last_complete, duration, interval, gate, rule, baseline)
         yield from (stability, window_runs, shift, significant, drift_cases, info)
 
 

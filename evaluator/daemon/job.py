@@ -24,26 +24,24 @@ from evaluator.errors import DatasetError
 from evaluator.history.drift import BINARY_CHECKS
 from evaluator.history.job import JobHistory
 from evaluator.history.recorder import HistoryRecorder, Outcome
+from evaluator.metrics import FLOAT_TOLERANCE
 from evaluator.models import Case, CaseRecord, Dataset
 from evaluator.pages.trend import TREND_METRICS, RecentRuns, RunPoint
 from evaluator.report import RunReport, scores_to_dict
 from evaluator.runner import RetryEvent, config_hash_for, run_dataset
-from evaluator.summary import Summary
+from evaluator.summary import Summary, id_mismatch_warning
 from evaluator.targets.base import Target
 
 __all__ = ["JobRunner", "classify"]
 
 log = structlog.get_logger("evaluator.daemon")
 
-# an error ratio equal to the limit is still complete, whatever the float rounding
-_EPSILON = 1e-9
-
 
 def classify(summary: Summary, error_ratio_limit: float) -> str:
     """A finished run's outcome: ``complete``, ``incomplete`` or ``failed`` (DESIGN.md)."""
     if summary.scored_count == 0:
         return "failed"
-    if (summary.error_rate or 0.0) > error_ratio_limit + _EPSILON:
+    if (summary.error_rate or 0.0) > error_ratio_limit + FLOAT_TOLERANCE:
         return "incomplete"
     return "complete"
 
@@ -286,6 +284,9 @@ class JobRunner:
             error_count=report.error_count,
             summary=_flat_summary(report.summary),
         )
+        warning = id_mismatch_warning(report.cases)
+        if warning is not None:
+            log.warning("no_relevant_id_retrieved", job=self.key, message=warning)
         return outcome
 
     def _remember(self, report: RunReport, outcome: str, finished_at: float) -> None:
@@ -330,6 +331,7 @@ class JobRunner:
         return {"gate_passing": verdict.passing, "gate_rules_failing": verdict.rules_failing}
 
     def _save(self, report: RunReport) -> None:
+        pruned = self.store.pruned_for_space
         try:
             path = self.store.save(report)
         except OSError as exc:
@@ -339,6 +341,11 @@ class JobRunner:
                 error=exc.strerror or str(exc),
             )  # fmt: skip
             return
+        if self.store.pruned_for_space > pruned:
+            log.warning(
+                "reports_pruned_for_space", job=self.key, folder=str(self.store.folder),
+                deleted=self.store.pruned_for_space - pruned, keep=self.store.keep,
+            )  # fmt: skip
         log.debug("report_written", job=self.key, path=str(path))
 
     # --- history: written and read in the recorder's thread, applied back on the loop ------

@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from evaluator.errors import GateError
+from evaluator.metrics import FLOAT_TOLERANCE, METRICS
 from evaluator.models import CaseRecord
 from evaluator.report import RunReport
 from evaluator.summary import Summary, summarise
@@ -27,7 +28,13 @@ __all__ = [
 ]
 
 #: Per-case score moves smaller than this are float noise, not a change.
-_EPSILON = 1e-9
+_EPSILON = FLOAT_TOLERANCE
+#: The per-case scores a case diff lists moves of, with their labels, in report order.
+_DIFFED = tuple(
+    (spec.case_label, spec.per_case)
+    for spec in METRICS
+    if spec.case_label is not None and spec.per_case is not None
+)
 #: Severity weights: a new error outranks a flipped answer, which outranks lost retrieval.
 _ERROR_WEIGHT = 10.0
 _ANSWER_WEIGHT = 3.0
@@ -199,12 +206,8 @@ def _moves(b: CaseRecord, c: CaseRecord) -> tuple[list[str], float, list[str], f
     elif bs.answer_correct is False and cs.answer_correct is True:
         better.append("answer incorrect → correct")
         good += _ANSWER_WEIGHT
-    pairs = (
-        ("recall", bs.recall_at_k, cs.recall_at_k),
-        ("RR", bs.mrr, cs.mrr),
-        ("citation precision", bs.citation_precision, cs.citation_precision),
-    )
-    for label, before, after in pairs:
+    for label, per_case in _DIFFED:
+        before, after = per_case(bs), per_case(cs)
         if before is None or after is None:
             continue
         delta = after - before

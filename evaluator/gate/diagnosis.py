@@ -27,28 +27,25 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from evaluator.gate.stats import Interval
+from evaluator.metrics import FLOAT_TOLERANCE, METRICS
 from evaluator.summary import Summary
 
 __all__ = ["FLAT", "Finding", "diagnose"]
 
 #: Quality moves smaller than this (absolute, on 0..1 ratios) count as flat.
 FLAT = 0.005
-#: P95 growth (relative) worth a latency finding; the default gate allows 20%.
+#: P95 growth (relative) worth a latency finding when no rule says otherwise.
 _LATENCY_GROWTH = 0.20
 #: P95 growth (absolute) below which latency is noise, whatever the ratio: a 3 ms
-#: loopback call doubling to 6 ms says nothing about the service.
+#: loopback call doubling to 6 ms says nothing about the service. The gate passes the
+#: P95 rule's own limits (evaluator.gate.rules.latency_limits), so rule and diagnosis agree.
 _LATENCY_FLOOR_SECONDS = 0.05
 #: A stage explains a P95 growth when its own P95 grew by at least this share of it.
 _STAGE_SHARE = 0.5
 
-_QUALITY = ("recall_at_k", "mrr", "ndcg_at_k", "citation_precision", "answer_accuracy")
-_LABELS = {
-    "recall_at_k": "recall",
-    "mrr": "MRR",
-    "ndcg_at_k": "nDCG",
-    "citation_precision": "citation precision",
-    "answer_accuracy": "accuracy",
-}
+#: The quality ratios whose moves the decision table reads, and their names in findings.
+_QUALITY = tuple(spec.name for spec in METRICS if spec.diagnosed)
+_LABELS = {spec.name: spec.label for spec in METRICS}
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +84,9 @@ def diagnose(
     baseline: Summary,
     candidate: Summary,
     intervals: Mapping[str, Interval] | None = None,
+    *,
+    latency_growth: float = _LATENCY_GROWTH,
+    latency_floor: float = _LATENCY_FLOOR_SECONDS,
 ) -> tuple[Finding, ...]:
     """Every row of the decision table that the deltas match.
 
@@ -95,6 +95,9 @@ def diagnose(
         candidate: the candidate summary.
         intervals: paired intervals, when computed: their mean differences are the quality
             deltas, and a move whose interval includes zero is marked as possibly noise.
+        latency_growth: relative P95 growth worth a finding (the P95 rule's limit).
+        latency_floor: absolute P95 growth, in seconds, below which latency is noise (the
+            P95 rule's noise floor).
 
     Returns:
         The findings: errors first, then the table's rows in order, then latency.
@@ -115,7 +118,7 @@ def diagnose(
 
     out: list[Finding] = []
     b_err, c_err = baseline.error_rate, candidate.error_rate
-    if b_err is not None and c_err is not None and c_err > b_err + 1e-9:
+    if b_err is not None and c_err is not None and c_err > b_err + FLOAT_TOLERANCE:
         kinds = ", ".join(f"{k} {n}" for k, n in candidate.errors_by_kind.items())
         signal = f"error rate {b_err:.3f} → {c_err:.3f}" + (f" ({kinds})" if kinds else "")
         out.append(Finding("errors", signal, "the target's availability, timeouts and responses"))
@@ -140,11 +143,11 @@ def diagnose(
             )
         )
     b95, c95 = baseline.p95_seconds, candidate.p95_seconds
-    if b95 and c95 is not None and c95 - b95 > _LATENCY_FLOOR_SECONDS:
+    if b95 and c95 is not None and c95 - b95 > latency_floor:
         growth = c95 / b95 - 1
         p95 = f"P95 {_secs(b95)} → {_secs(c95)} ({growth:+.0%})"
         quality_up = [m for m in _QUALITY if (v := d[m]) is not None and v > FLAT]
-        if quality_up and growth >= 1 - 1e-9:
+        if quality_up and growth >= 1 - FLOAT_TOLERANCE:
             out.append(
                 Finding(
                     "trade-off",
@@ -152,7 +155,7 @@ def diagnose(
                     "a product trade-off, not an automatic yes",
                 )
             )
-        elif growth > _LATENCY_GROWTH:
+        elif growth > latency_growth:
             out.append(Finding("latency", p95, _slow_stage(baseline, candidate, c95 - b95)))
     return tuple(out)
 

@@ -14,29 +14,19 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Gauge, push_to_gateway
 
-from evaluator.errors import EvaluatorError
+from evaluator.errors import PushError
 from evaluator.gate.verdict import GateResult
+from evaluator.metrics import METRICS
 
 __all__ = ["GATE_JOB", "SUMMARY_GAUGES", "PushError", "build_registry", "push_result"]
 
 GATE_JOB = "rag_eval_gate"
 
 #: (summary metric, gauge name after ``rag_eval_gate_candidate_``, help) of the values pushed;
-#: the suffixes are the daemon's names (DESIGN.md "Prometheus metrics").
-SUMMARY_GAUGES: tuple[tuple[str, str, str], ...] = (
-    ("recall_at_k", "recall_at_k", "recall@K"),
-    ("mrr", "mrr", "mean reciprocal rank"),
-    ("ndcg_at_k", "ndcg_at_k", "nDCG@K"),
-    ("citation_precision", "citation_precision", "citation precision"),
-    ("citation_recall", "citation_recall", "citation recall"),
-    ("answer_accuracy", "answer_accuracy", "answer accuracy"),
-    ("error_rate", "error_ratio", "ratio of failed cases"),
-    ("p95_seconds", "latency_p95_seconds", "P95 case latency"),
+#: the suffixes are the daemon's names, from the registry.
+SUMMARY_GAUGES: tuple[tuple[str, str, str], ...] = tuple(
+    (spec.name, spec.pushed_as, spec.description) for spec in METRICS if spec.pushed_as is not None
 )
-
-
-class PushError(EvaluatorError):
-    """The Pushgateway could not be reached or refused the push."""
 
 
 def build_registry(result: GateResult) -> CollectorRegistry:

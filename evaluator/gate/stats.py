@@ -13,11 +13,13 @@ gate, which the daemon calls after every run) stays cheap when no interval is wa
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from evaluator.models import CaseRecord, CaseScores
-from evaluator.summary import QUALITY_METRICS
+# case_values is the registry's denominator rule, so a mean of per-case values is the
+# summary's value by construction
+from evaluator.metrics import QUALITY_METRICS, case_values
+from evaluator.models import CaseRecord
 
 __all__ = [
     "CONFIDENCE",
@@ -55,50 +57,6 @@ class Interval:
     def excludes_zero(self) -> bool:
         """Whether the change is distinguishable from noise at this confidence."""
         return self.low > 0 or self.high < 0
-
-
-Pick = Callable[[CaseScores], float | bool | None]
-
-_PICKS: dict[str, Pick] = {
-    "recall_at_k": lambda s: s.recall_at_k,
-    "mrr": lambda s: s.mrr,
-    "ndcg_at_k": lambda s: s.ndcg_at_k,
-    "citation_precision": lambda s: s.citation_precision,
-    "citation_recall": lambda s: s.citation_recall,
-    "answer_accuracy": lambda s: s.answer_correct,
-    "fact_recall": lambda s: s.fact_recall,
-    "false_refusal_rate": lambda s: s.refused,
-    "correct_refusal_rate": lambda s: s.refused,
-}
-
-
-def _population(metric: str, scored: Sequence[CaseRecord]) -> Iterable[CaseRecord]:
-    """The cases a metric averages over, as in :func:`evaluator.summary.summarise`."""
-    answerable = [r for r in scored if not r.unanswerable]
-    if metric in ("recall_at_k", "mrr", "ndcg_at_k", "citation_recall"):
-        return answerable or scored
-    if metric in ("fact_recall", "false_refusal_rate"):
-        return answerable
-    if metric == "correct_refusal_rate":
-        return [r for r in scored if r.unanswerable]
-    return scored
-
-
-def case_values(cases: Sequence[CaseRecord], metric: str) -> dict[str, float]:
-    """Per-case values of a quality metric, by case id, over the metric's population.
-
-    Failed cases and cases where the metric is not scored are absent, exactly as they are
-    absent from the summary's average.
-    """
-    pick = _PICKS[metric]
-    scored = [r for r in cases if r.scored]
-    out: dict[str, float] = {}
-    for record in _population(metric, scored):
-        assert record.scores is not None  # scored records carry scores
-        value = pick(record.scores)
-        if value is not None:
-            out[record.id] = float(value)
-    return out
 
 
 def paired_intervals(

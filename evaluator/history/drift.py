@@ -8,12 +8,13 @@ be significant; three failed runs after ten passes give 1/286.
 
 Binary checks (``answer``, ``hit``): per case, a one-sided Fisher exact test of the pass
 counts (reference vs current); a case dropped when its p-value is below Tarone's corrected
-level (:func:`~evaluator.history.exact.tarone_threshold`), so the chance that noise flags
+level (:func:`~evaluator.exact.tarone_threshold`), so the chance that noise flags
 any case at all stays at most ``alpha`` however many cases the golden set holds. The check
 is significant when at least one case dropped.
 
-Rank metrics (``mrr``, ``ndcg_at_k``): per case the mean over each side; a one-sided sign
-test over the cases that moved (more cases down than a fair coin would give).
+Rank and per-case ratio metrics (``mrr``, ``ndcg_at_k``, ``citation_precision``): per case
+the mean over each side; a one-sided sign test over the cases that moved (more cases down
+than a fair coin would give).
 
 The shift is the mean over paired cases of (current - reference): for a binary check, the
 change of the pass rate in points of 1.
@@ -25,7 +26,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from evaluator.history.exact import (
+from evaluator.exact import (
     binomial_upper_tail,
     fisher_drop_min_p,
     fisher_drop_p,
@@ -51,6 +52,7 @@ BINARY_CHECKS: Mapping[str, Callable[[CaseOutcome], bool | None]] = {
 RANK_CHECKS: Mapping[str, Callable[[CaseOutcome], float | None]] = {
     "mrr": lambda o: o.mrr,
     "ndcg_at_k": lambda o: o.ndcg_at_k,
+    "citation_precision": lambda o: o.citation_precision,
 }
 CHECKS: tuple[str, ...] = (*BINARY_CHECKS, *RANK_CHECKS)
 

@@ -82,7 +82,7 @@ _DDL = (
     # answer and hit: 1, 0 or NULL (not checked); every check NULL for a failed case
     """CREATE TABLE IF NOT EXISTS outcomes (
         run INTEGER NOT NULL, "case" INTEGER NOT NULL, answer INTEGER, hit INTEGER,
-        mrr REAL, ndcg_at_k REAL, error_kind TEXT,
+        mrr REAL, ndcg_at_k REAL, error_kind TEXT, citation_precision REAL,
         PRIMARY KEY (run, "case")) WITHOUT ROWID""",
 )
 
@@ -247,10 +247,10 @@ class HistoryStore:
             case_rows = self._case_ids(conn, job, list(outcomes))
             conn.executemany(
                 'INSERT OR REPLACE INTO outcomes (run, "case", answer, hit, mrr, ndcg_at_k, '
-                "error_kind) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                "error_kind, citation_precision) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     (run_row, case_rows[cid], _int(o.answer), _int(o.hit), o.mrr, o.ndcg_at_k,
-                     o.error_kind)
+                     o.error_kind, o.citation_precision)
                     for cid, o in outcomes.items()
                 ),
             )  # fmt: skip
@@ -359,13 +359,14 @@ class HistoryStore:
             if row is None:
                 return []
             rows = conn.execute(
-                "SELECT r.run_id, r.finished_at, o.answer, o.hit, o.mrr, o.ndcg_at_k, o.error_kind "
+                "SELECT r.run_id, r.finished_at, o.answer, o.hit, o.mrr, o.ndcg_at_k, "
+                "o.error_kind, o.citation_precision "
                 'FROM runs r JOIN outcomes o ON o.run = r.id AND o."case" = ? '
                 "WHERE r.job = ? ORDER BY r.finished_at DESC, r.id DESC LIMIT ?",
                 (row[0], job, limit),
             ).fetchall()
         return [
-            CaseOutcome(str(r[0]), float(r[1]), _bool(r[2]), _bool(r[3]), r[4], r[5], r[6])
+            CaseOutcome(str(r[0]), float(r[1]), _bool(r[2]), _bool(r[3]), r[4], r[5], r[6], r[7])
             for r in rows
         ]
 
@@ -385,11 +386,11 @@ class HistoryStore:
             for run_row, run_id, finished in reversed(runs):
                 outcomes = {
                     str(names[c]): CaseOutcome(
-                        str(run_id), float(finished), _bool(a), _bool(h), m, n, e
+                        str(run_id), float(finished), _bool(a), _bool(h), m, n, e, cp
                     )
-                    for c, a, h, m, n, e in conn.execute(
-                        'SELECT "case", answer, hit, mrr, ndcg_at_k, error_kind FROM outcomes '
-                        "WHERE run = ?",
+                    for c, a, h, m, n, e, cp in conn.execute(
+                        'SELECT "case", answer, hit, mrr, ndcg_at_k, error_kind, '
+                        "citation_precision FROM outcomes WHERE run = ?",
                         (run_row,),
                     )
                 }

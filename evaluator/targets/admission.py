@@ -14,14 +14,23 @@ from contextlib import asynccontextmanager, contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 
-__all__ = ["Admission", "QueueWait", "RateLimiter", "measure_queue_wait", "record_queue_wait"]
+__all__ = [
+    "Admission",
+    "QueueWait",
+    "RateLimiter",
+    "measure_queue_wait",
+    "record_queue_wait",
+    "record_received",
+]
 
 
 @dataclass
 class QueueWait:
-    """Seconds one case spent waiting for admission, summed over its attempts."""
+    """Seconds one case spent waiting for admission, summed over its attempts, and when the
+    last byte of its latest response arrived (``time.perf_counter()``), if a target said."""
 
     seconds: float = 0.0
+    received_at: float | None = None
 
 
 _meter: ContextVar[QueueWait | None] = ContextVar("evaluator_queue_wait", default=None)
@@ -43,6 +52,14 @@ def record_queue_wait(seconds: float) -> None:
     meter = _meter.get()
     if meter is not None:
         meter.seconds += seconds
+
+
+def record_received(at: float) -> None:
+    """Note when the last byte of a response arrived: the case's latency ends there, not
+    after the evaluator decoded and mapped it."""
+    meter = _meter.get()
+    if meter is not None:
+        meter.received_at = at
 
 
 class RateLimiter:

@@ -1,8 +1,11 @@
 """HTTP target: a RAG endpoint reached over HTTP, in the default contract or a mapped shape.
 
 One call is: wait for admission (concurrency, rate), then under a whole-call deadline send
-the request, stream the body up to the size cap, decode JSON and map it. Every failure
-becomes a :class:`~evaluator.errors.TargetError` of the shared taxonomy:
+the request over aiohttp, read the raw body up to the size cap, decode its
+``Content-Encoding`` chain within the same cap (:mod:`evaluator.targets.decode`), then
+decode JSON and map it (off the event loop for large bodies). The latency the runner reports
+ends when the last byte arrived, not after decoding and mapping. Every failure becomes a
+:class:`~evaluator.errors.TargetError` of the shared taxonomy:
 
 ========================== ============================================== =========
 kind                       when                                           retried
@@ -13,8 +16,13 @@ kind                       when                                           retrie
                            complete within the whole-call deadline
 ``http_status``            non-2xx (429/502/503/504 retried, honouring    429, 5xx
                            ``Retry-After``)                               gateway
-``response_too_large``     body beyond ``max_response_bytes``             no
-``bad_response``           invalid JSON, mapped field missing or mistyped no
+``response_too_large``     body beyond ``max_response_bytes``, before or  no
+                           after decoding
+``bad_response``           invalid JSON, mapped field missing or          no
+                           mistyped, garbled HTTP (bad status line,
+                           invalid chunk, header overflow), an encoding
+                           that cannot be decoded or stacks too deep
+``out_of_memory``          memory ran out while reading or decoding       no
 ========================== ============================================== =========
 
 Messages never hold a secret: the request's secrets are redacted from every message,
@@ -35,10 +43,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-import httpx
+import aiohttp
+from aiohttp.http_exceptions import ContentLengthError, HttpProcessingError
 
 from evaluator.errors import (
     BadResponseError,
+    ResponseMemoryError,
     ResponseTooLargeError,
     TargetConnectError,
     TargetError,
@@ -46,14 +56,16 @@ from evaluator.errors import (
     TargetTimeout,
 )
 from evaluator.models import Case, TargetResponse
-from evaluator.targets.admission import Admission
+from evaluator.targets.admission import Admission, record_received
 from evaluator.targets.base import default_target_name, parse_default_response
+from evaluator.targets.decode import BodyDecoder, parse_content_encoding
 from evaluator.targets.mapping import ResponseMapper
-from evaluator.targets.request import Redactor, RequestTemplate
-from evaluator.targets.transport import SecretInjectingTransport, make_transport
+from evaluator.targets.request import OutgoingRequest, Redactor, RequestTemplate
+from evaluator.targets.transport import SecretInjector, make_session
 
 __all__ = [
     "MAX_RESPONSE_BYTES",
+    "OFFLOAD_BYTES",
     "HttpOptions",
     "HttpTarget",
     "ProbeResult",
@@ -63,9 +75,14 @@ __all__ = [
 
 #: default response size cap
 MAX_RESPONSE_BYTES = 4 * 1024 * 1024
+#: bodies at least this large are parsed and mapped in a worker thread, so a heavy but
+#: legal response (350,000 ids) does not hold the event loop that serves /healthz
+OFFLOAD_BYTES = 256 * 1024
 #: how much of an error body is read, and how much of it a message shows
 _SNIPPET_READ = 8 * 1024
 _SNIPPET_SHOWN = 200
+#: decoded pieces (of at most decode.STEP bytes) between two yields to the event loop
+_PIECES_PER_YIELD = 4
 
 
 def parse_retry_after(value: str | None, now: datetime | None = None) -> float | None:
@@ -95,9 +112,10 @@ def parse_retry_after(value: str | None, now: datetime | None = None) -> float |
 class HttpOptions:
     """Timeouts and limits of one HTTP target.
 
-    ``deadline`` bounds a whole attempt (connect, send, every byte of the body): httpx
-    has only per-operation timeouts (encode/httpx#1450). ``read_timeout`` bounds silence
-    while waiting for or reading the response (default: the deadline).
+    ``deadline`` bounds a whole attempt (connect, send, every byte of the body, decoding):
+    aiohttp's timeouts are per operation, so a slowly dripping body is bounded by an
+    ``asyncio.timeout`` around the attempt. ``read_timeout`` bounds silence while waiting for
+    or reading the response (default: the deadline).
     """
 
     deadline: float = 30.0
@@ -122,6 +140,49 @@ class ProbeResult:
     error: TargetError | None = None
 
 
+class _Observer:
+    """The recording hook of a call: does nothing, so the run's hot path has no branches.
+
+    ``probe`` passes a :class:`_Recorder`, which keeps what it shows.
+    """
+
+    __slots__ = ()
+
+    def request(self, template: RequestTemplate, request: OutgoingRequest) -> None:
+        pass
+
+    def response(self, status: int, headers: Mapping[str, str]) -> None:
+        pass
+
+    def body(self, content: bytes) -> None:
+        pass
+
+    def elapsed(self, seconds: float) -> None:
+        pass
+
+
+class _Recorder(_Observer):
+    __slots__ = ("result",)
+
+    def __init__(self, result: ProbeResult) -> None:
+        self.result = result
+
+    def request(self, template: RequestTemplate, request: OutgoingRequest) -> None:
+        self.result.request = template.describe(request)
+
+    def response(self, status: int, headers: Mapping[str, str]) -> None:
+        self.result.status, self.result.headers = status, dict(headers)
+
+    def body(self, content: bytes) -> None:
+        self.result.body = content
+
+    def elapsed(self, seconds: float) -> None:
+        self.result.seconds = seconds
+
+
+_SILENT = _Observer()
+
+
 class HttpTarget:
     """A RAG endpoint reached over HTTP.
 
@@ -131,14 +192,15 @@ class HttpTarget:
         response = await target.query(case, k=5)
         await target.aclose()
 
+    The aiohttp session is made on first use, in the event loop of the call (a target is
+    built before the loop starts); tests talk to a real loopback server.
+
     Args:
         url: the endpoint.
         name: the ``target`` label; default ``host:port``.
         request: how a question becomes a request; default the default contract.
         mapper: where the fields sit in the response; default the default contract.
         options: timeouts and limits.
-        transport: the httpx transport (tests pass ``httpx.MockTransport``); default
-            :func:`~evaluator.targets.transport.make_transport`.
     """
 
     def __init__(
@@ -149,7 +211,6 @@ class HttpTarget:
         request: RequestTemplate | None = None,
         mapper: ResponseMapper | None = None,
         options: HttpOptions | None = None,
-        transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         self.url = url
         self.name = name or default_target_name(url)
@@ -159,21 +220,10 @@ class HttpTarget:
         self._parse: Callable[[object], TargetResponse] = mapper or parse_default_response
         self._redact = Redactor(self.template.secrets())
         self._admission = Admission(self.options.max_connections, self.options.requests_per_second)
-        inner = transport or make_transport(
-            max_connections=self.options.max_connections, verify=self.options.verify
+        self._secrets = SecretInjector(
+            headers=self.template.secret_headers, params=self.template.secret_params
         )
-        read = self.options.read_timeout or self.options.deadline
-        self._client = httpx.AsyncClient(
-            transport=SecretInjectingTransport(
-                inner, headers=self.template.secret_headers, params=self.template.secret_params
-            ),
-            timeout=httpx.Timeout(
-                connect=self.options.connect_timeout, read=read, write=read, pool=None
-            ),
-            follow_redirects=False,
-            # proxies and .netrc from the environment would bypass the transport above
-            trust_env=False,
-        )
+        self._session: aiohttp.ClientSession | None = None
 
     @property
     def retrieval_only(self) -> bool:
@@ -187,31 +237,44 @@ class HttpTarget:
         return out
 
     async def query(self, case: Case, k: int) -> TargetResponse:
-        return await self._call(case, k, None)
+        return await self._call(case, k, _SILENT)
 
     async def probe(self, case: Case, k: int) -> ProbeResult:
         """One call, keeping the request, raw response and mapped fields for display."""
         result = ProbeResult()
         try:
-            result.response = await self._call(case, k, result)
+            result.response = await self._call(case, k, _Recorder(result))
         except TargetError as exc:
             result.error = exc
         result.body = self._redact(result.body.decode("utf-8", errors="replace")).encode()
         return result
 
     async def aclose(self) -> None:
-        await self._client.aclose()
+        if self._session is not None:
+            session, self._session = self._session, None
+            await session.close()
 
-    async def _call(self, case: Case, k: int, trace: ProbeResult | None) -> TargetResponse:
-        request = self.template.build(self._client, case.question, k)
-        if trace is not None:
-            trace.request = self.template.describe(request)
+    def _open(self) -> aiohttp.ClientSession:
+        session = self._session
+        if session is None or session.closed:
+            options = self.options
+            session = self._session = make_session(
+                max_connections=options.max_connections,
+                connect_timeout=options.connect_timeout,
+                read_timeout=options.read_timeout or options.deadline,
+                verify=options.verify,
+            )
+        return session
+
+    async def _call(self, case: Case, k: int, observer: _Observer) -> TargetResponse:
+        request = self.template.build(case.question, k)
+        observer.request(self.template, request)
         async with self._admission.slot():
             started = time.perf_counter()
             deadline = asyncio.timeout(self.options.deadline)
             try:
                 async with deadline:
-                    content = await self._exchange(request, trace)
+                    content, received_at = await self._exchange(request, observer)
             except TimeoutError:
                 if not deadline.expired():
                     raise
@@ -220,8 +283,14 @@ class HttpTarget:
                     f"{self.options.deadline:g}s (timeout_seconds)"
                 ) from None
             finally:
-                if trace is not None:
-                    trace.seconds = time.perf_counter() - started
+                observer.elapsed(time.perf_counter() - started)
+        # the latency ends with the last byte: parsing and mapping are evaluator's time
+        record_received(received_at)
+        if len(content) >= OFFLOAD_BYTES:
+            return await asyncio.to_thread(self._map, content)
+        return self._map(content)
+
+    def _map(self, content: bytes) -> TargetResponse:
         try:
             body = json.loads(content)
         except (ValueError, RecursionError) as exc:  # RecursionError: absurdly deep nesting
@@ -236,56 +305,76 @@ class HttpTarget:
                 raise
             raise BadResponseError(redacted) from None
 
-    async def _exchange(self, request: httpx.Request, trace: ProbeResult | None) -> bytes:
+    async def _exchange(self, request: OutgoingRequest, observer: _Observer) -> tuple[bytes, float]:
+        url, headers = self._secrets.wire(request)
+        session = self._open()
         with self._failures(reading_body=False):
-            response = await self._client.send(request, stream=True)
+            response = await session.request(
+                request.method,
+                url,
+                headers=headers,
+                data=request.content,
+                allow_redirects=False,
+            )
         try:
-            if trace is not None:
-                trace.status, trace.headers = response.status_code, dict(response.headers)
-            if not 200 <= response.status_code < 300:
-                raise await self._status_error(response, trace)
-            content = await self._read_capped(response)
-            if trace is not None:
-                trace.body = content
-            return content
+            observer.response(response.status, response.headers)
+            if not 200 <= response.status < 300:
+                raise await self._status_error(response, observer)
+            with self._failures(reading_body=True):
+                content, received_at = await self._read_capped(response)
+            observer.body(content)
+            return content, received_at
         finally:
-            # closes the connection when the body was not read to the end; a failure to
-            # close must not replace the outcome of the call
+            # returns the connection to the pool after a complete body, closes it otherwise
             with contextlib.suppress(Exception):
-                await response.aclose()
+                response.release()
 
-    async def _read_capped(self, response: httpx.Response) -> bytes:
+    async def _read_capped(self, response: aiohttp.ClientResponse) -> tuple[bytes, float]:
+        """The decoded body within the cap, and when its last byte arrived."""
         cap = self.options.max_response_bytes
-        declared = response.headers.get("content-length", "")
+        declared = response.headers.get("Content-Length", "")
         if declared.isdigit() and int(declared) > cap:
             raise ResponseTooLargeError(
                 f"response of {int(declared)} bytes is larger than max_response_bytes ({cap})"
             )
+        decoder = BodyDecoder(parse_content_encoding(response.headers.get("Content-Encoding")), cap)
+        stream = response.content
         received = bytearray()
-        with self._failures(reading_body=True):
-            async for chunk in response.aiter_bytes():
+        raw = 0
+        received_at = time.perf_counter()
+        while chunk := await stream.readany():
+            received_at = time.perf_counter()
+            raw += len(chunk)
+            if raw > cap:
+                raise ResponseTooLargeError(
+                    f"response is larger than max_response_bytes ({cap}); stopped reading"
+                )
+            if decoder.identity:
                 received += chunk
-                if len(received) > cap:
-                    raise ResponseTooLargeError(
-                        f"response is larger than max_response_bytes ({cap}); stopped reading"
-                    )
-        return bytes(received)
+                continue
+            for count, piece in enumerate(decoder.feed(chunk), 1):
+                received += piece
+                if count % _PIECES_PER_YIELD == 0:
+                    await asyncio.sleep(0)  # a large decode must not hold the loop
+        decoder.close()
+        return bytes(received), received_at
 
     async def _status_error(
-        self, response: httpx.Response, trace: ProbeResult | None
+        self, response: aiohttp.ClientResponse, observer: _Observer
     ) -> TargetHTTPStatusError:
-        status = response.status_code
+        status = response.status
         received = bytearray()
         # the status is the error: a broken or endless error body only loses the snippet
         with contextlib.suppress(Exception):
-            async for chunk in response.aiter_bytes():
-                received += chunk
-                if len(received) >= _SNIPPET_READ:
-                    break
-        if trace is not None:
-            trace.body = bytes(received)
+            decoder = BodyDecoder(
+                parse_content_encoding(response.headers.get("Content-Encoding")), _SNIPPET_READ
+            )
+            while len(received) < _SNIPPET_READ and (chunk := await response.content.readany()):
+                for piece in decoder.feed(chunk):
+                    received += piece
+        observer.body(bytes(received))
         message = f"HTTP {status} from {self.name}"
-        location = response.headers.get("location")
+        location = response.headers.get("Location")
         if 300 <= status < 400 and location:
             message += f" (redirect to {self._redact(location)}: set the target's url to it)"
         snippet = self._snippet(bytes(received))
@@ -294,7 +383,7 @@ class HttpTarget:
         return TargetHTTPStatusError(
             message,
             status=status,
-            retry_after=parse_retry_after(response.headers.get("retry-after")),
+            retry_after=parse_retry_after(response.headers.get("Retry-After")),
         )
 
     def _snippet(self, content: bytes) -> str:
@@ -310,38 +399,56 @@ class HttpTarget:
             yield
         except TargetError:
             raise
-        except httpx.HTTPError as exc:
-            raise self._transport_error(exc, reading_body=reading_body) from None
-        except Exception as exc:
-            # the target's boundary: an exception the transport did not map (a garbled
-            # response, say) must fail this case, not the run
-            if isinstance(exc, TimeoutError):
-                raise TargetTimeout(f"{self.name}: {self._describe(exc)}") from None
-            raise self._connection_lost(exc, reading_body=reading_body) from None
-
-    def _describe(self, exc: BaseException) -> str:
-        # httpx_aiohttp maps aiohttp's errors onto httpx's and keeps the original as the
-        # cause, which says what happened (a refused connection arrives as ConnectTimeout)
-        cause = exc.__cause__ or exc
-        text = f"{type(cause).__name__}: {cause}" if str(cause) else type(cause).__name__
-        return self._redact(text)
-
-    def _transport_error(self, exc: httpx.HTTPError, *, reading_body: bool) -> TargetError:
-        if isinstance(exc.__cause__, ssl.SSLError) or isinstance(exc.__context__, ssl.SSLError):
+        except MemoryError:
+            raise ResponseMemoryError(
+                f"ran out of memory while reading the response of {self.name}"
+            ) from None
+        except (ssl.SSLError, aiohttp.ClientSSLError) as exc:
             error = TargetConnectError(
                 f"TLS with {self.name} failed: {self._describe(exc)}; for a private CA set "
                 f"tls.ca_bundle"
             )
             error.transient = False  # a certificate does not fix itself between attempts
-            return error
-        if isinstance(exc, httpx.ConnectTimeout | httpx.ConnectError):
-            return TargetConnectError(f"cannot connect to {self.name}: {self._describe(exc)}")
-        if isinstance(exc, httpx.TimeoutException):
+            raise error from None
+        except (aiohttp.ClientConnectorError, aiohttp.ConnectionTimeoutError) as exc:
+            raise TargetConnectError(
+                f"cannot connect to {self.name}: {self._describe(exc)}"
+            ) from None
+        except aiohttp.ServerTimeoutError as exc:
             read = self.options.read_timeout or self.options.deadline
-            return TargetTimeout(
+            raise TargetTimeout(
                 f"{self.name} sent nothing for {read:g}s (read timeout; {self._describe(exc)})"
-            )
-        return self._connection_lost(exc, reading_body=reading_body)
+            ) from None
+        except aiohttp.ClientResponseError as exc:
+            # raised by aiohttp's parser only (we never ask it to raise for a status)
+            raise self._garbled(exc) from None
+        except aiohttp.ClientPayloadError as exc:
+            if _body_cut_short(exc):
+                raise self._connection_lost(exc, reading_body=True) from None
+            raise self._garbled(exc) from None
+        except TimeoutError as exc:
+            raise TargetTimeout(f"{self.name}: {self._describe(exc)}") from None
+        except Exception as exc:
+            # the target's boundary: an exception the stack did not map must fail this
+            # case, not the run
+            raise self._connection_lost(exc, reading_body=reading_body) from None
+
+    def _describe(self, exc: BaseException) -> str:
+        # the parser's own exception says what was wrong; aiohttp's wrapper repeats the
+        # request (headers included), so it is never shown
+        cause = exc.__cause__ if isinstance(exc.__cause__, HttpProcessingError) else exc
+        if isinstance(cause, HttpProcessingError):
+            text = cause.message.split("\n", 1)[0].strip() or type(cause).__name__
+        elif isinstance(cause, aiohttp.ClientResponseError):
+            text = f"{type(cause).__name__}: {cause.message}"
+        else:
+            text = f"{type(cause).__name__}: {cause}" if str(cause) else type(cause).__name__
+        text = " ".join(text.split())
+        return self._redact(text if len(text) <= _SNIPPET_SHOWN else text[:_SNIPPET_SHOWN] + "...")
+
+    def _garbled(self, exc: BaseException) -> BadResponseError:
+        # a server that does not speak HTTP will not start speaking it on a retry
+        return BadResponseError(f"garbled HTTP response from {self.name}: {self._describe(exc)}")
 
     def _connection_lost(self, exc: BaseException, *, reading_body: bool) -> TargetError:
         if not reading_body:
@@ -353,3 +460,13 @@ class HttpTarget:
         )
         error.transient = False  # the request was served: a retry would hide the fault
         return error
+
+
+def _body_cut_short(exc: aiohttp.ClientPayloadError) -> bool:
+    """Whether a payload error is the connection ending early, not a malformed body."""
+    cause = exc.__cause__
+    if cause is None or isinstance(cause, OSError | ContentLengthError):
+        return True
+    # the chunked parser's end-of-stream complaint ("Not enough data to satisfy transfer
+    # length header"), as opposed to a malformed chunk
+    return isinstance(cause, HttpProcessingError) and cause.message.startswith("Not enough data")

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
@@ -35,26 +34,20 @@ from jmespath.parser import ParsedResult
 from evaluator.errors import BadResponseError
 from evaluator.models import Citation, Retrieved, TargetResponse
 
-__all__ = ["FIELDS", "ResponseMapper", "mapping_failure"]
+__all__ = ["FIELDS", "ResponseMapper"]
 
 T = TypeVar("T")
 
 #: the fields a response mapping may set, in the order they are shown
 FIELDS = ("ids", "answer", "citations", "timings", "texts", "scores")
 
-_MESSAGE = re.compile(r'^response\.(\w+) expression ("(?:[^"\\]|\\.)*") ')
-
 
 def _mapping_error(field: str, expression: str, problem: str) -> BadResponseError:
-    return BadResponseError(f"response.{field} expression {json.dumps(expression)} {problem}")
-
-
-def mapping_failure(message: str) -> tuple[str, str] | None:
-    """The (field, expression) a bad_response message names, or None for another message."""
-    match = _MESSAGE.match(message)
-    if match is None:
-        return None
-    return match.group(1), json.loads(match.group(2))
+    return BadResponseError(
+        f"response.{field} expression {json.dumps(expression)} {problem}",
+        field=field,
+        expression=expression,
+    )
 
 
 def _kind_of(value: object) -> str:

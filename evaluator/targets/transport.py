@@ -1,12 +1,15 @@
-"""The HTTP transport under :class:`~evaluator.targets.http.HttpTarget`: the one place that
-chooses it, so switching (httpx's own, httpx2, another) is a change to this module.
+"""The HTTP transport under :class:`~evaluator.targets.http.HttpTarget`: aiohttp's
+``ClientSession``, made here and only here, and the secrets added to a request as it leaves.
 
-httpx keeps the API (and respx / ``httpx.MockTransport`` in tests); requests go out through
-aiohttp's connection pool via ``httpx_aiohttp.AiohttpTransport``. Measured at concurrency
-50 on a zero-latency loopback endpoint (``tests/benchmarks/bench_transport.py``), this
-transport is about six times plain httpx and about 0.4 of bare aiohttp (figures in the
-README's "Performance"): httpx's own pool would add queueing time to the latency we
-measure (encode/httpx#3215).
+aiohttp is used directly: it was already the connection pool under httpx (through
+httpx-aiohttp), and httpx's request building plus the bridge were half of a case's client CPU
+(``tests/benchmarks/bench_runner.py``). The session is made with
+
+- ``auto_decompress=False``: aiohttp's decompression has no output limit, so the body is
+  decoded by :mod:`evaluator.targets.decode` within ``max_response_bytes``;
+- ``trust_env=False``: proxies and ``.netrc`` from the environment would send requests (and
+  their credentials) somewhere the configuration does not say;
+- a pool of ``max_connections`` sockets, kept alive between runs.
 """
 
 from __future__ import annotations
@@ -14,60 +17,69 @@ from __future__ import annotations
 import ssl
 from collections.abc import Sequence
 
-import httpx
-from httpx_aiohttp import AiohttpTransport
+import aiohttp
 from pydantic import SecretStr
+from yarl import URL
 
-__all__ = ["SecretInjectingTransport", "make_transport"]
+from evaluator.targets.request import OutgoingRequest
+
+__all__ = ["SecretInjector", "make_session"]
 
 
-def make_transport(
-    *, max_connections: int, verify: ssl.SSLContext | bool = True
-) -> httpx.AsyncBaseTransport:
-    """The production transport: aiohttp's pool with at most ``max_connections`` sockets."""
-    limits = httpx.Limits(
-        max_connections=max_connections, max_keepalive_connections=max_connections
+def make_session(
+    *,
+    max_connections: int,
+    connect_timeout: float,
+    read_timeout: float,
+    verify: ssl.SSLContext | bool = True,
+    trace_configs: Sequence[aiohttp.TraceConfig] = (),
+) -> aiohttp.ClientSession:
+    """The production session; call inside the event loop that will use it.
+
+    ``verify`` True checks certificates against the default CA store (which honours
+    ``SSL_CERT_FILE`` / ``SSL_CERT_DIR``), an :class:`ssl.SSLContext` against its own CAs,
+    False not at all. The whole-call deadline is the caller's (``asyncio.timeout``): aiohttp's
+    ``total`` would not cover the time spent decoding.
+    """
+    tls: ssl.SSLContext | bool = verify
+    if verify is True:
+        tls = ssl.create_default_context()
+    connector = aiohttp.TCPConnector(limit=max_connections, limit_per_host=0, ssl=tls)
+    return aiohttp.ClientSession(
+        connector=connector,
+        timeout=aiohttp.ClientTimeout(total=None, connect=connect_timeout, sock_read=read_timeout),
+        auto_decompress=False,
+        trust_env=False,
+        raise_for_status=False,
+        trace_configs=list(trace_configs) or None,
     )
-    # trust_env here only lets SSL_CERT_FILE / SSL_CERT_DIR pick the CA bundle (httpx's
-    # create_ssl_context); aiohttp's session is made without it, so no proxy from the env
-    return AiohttpTransport(verify=verify, limits=limits, trust_env=True)
 
 
-class SecretInjectingTransport(httpx.AsyncBaseTransport):
-    """Adds secret headers and query parameters to each request just as it leaves.
+class SecretInjector:
+    """Adds secret headers and query parameters to a request just as it leaves.
 
-    The request that httpx builds, logs (``HTTP Request: GET ...``) and attaches to the
-    response never holds a secret; only the copy handed to the inner transport does.
+    The :class:`~evaluator.targets.request.OutgoingRequest` that is built, shown by
+    ``probe`` and kept for messages never holds a secret; only the URL and headers handed to
+    aiohttp for the wire do.
     """
 
     def __init__(
         self,
-        inner: httpx.AsyncBaseTransport,
         *,
         headers: Sequence[tuple[str, SecretStr]] = (),
         params: Sequence[tuple[str, SecretStr]] = (),
     ) -> None:
-        self._inner = inner
         self._headers = tuple(headers)
         self._params = tuple(params)
 
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+    def wire(self, request: OutgoingRequest) -> tuple[URL, dict[str, str]]:
+        """The URL and headers to send for ``request``, secrets included."""
         if not (self._headers or self._params):
-            return await self._inner.handle_async_request(request)
+            return request.url, request.headers
         url = request.url
         if self._params:
-            url = url.copy_merge_params({n: v.get_secret_value() for n, v in self._params})
-        headers = request.headers.copy()
+            url = url.update_query({n: v.get_secret_value() for n, v in self._params})
+        headers = dict(request.headers)
         for name, value in self._headers:
             headers[name] = value.get_secret_value()
-        outgoing = httpx.Request(
-            request.method,
-            url,
-            headers=headers,
-            content=request.content,
-            extensions=request.extensions,
-        )
-        return await self._inner.handle_async_request(outgoing)
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
+        return url, headers

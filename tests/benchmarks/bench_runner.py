@@ -16,7 +16,7 @@ profiled with pyinstrument and the hotspots kept.
 For reference, in the same runs: a bare aiohttp loop at concurrency 50 against the 50 ms
 endpoint (the floor this machine and endpoint allow), and ``run_dataset`` over
 :class:`WhatIfAiohttpTarget`, a minimal aiohttp target (test code) standing in for
-``HttpTarget``: what evaluator would achieve without httpx on the hot path.
+``HttpTarget``: the floor for evaluator's client (HttpTarget now calls aiohttp directly).
 
 ``python -m tests.benchmarks.run --only runner``
 """
@@ -63,9 +63,8 @@ def _target(url: str) -> Target:
 
 class WhatIfAiohttpTarget:
     """Not evaluator code: the default contract over a bare aiohttp session, with a
-    whole-call deadline and the same response parser, to measure what ``run_dataset``
-    would achieve if :class:`~evaluator.targets.http.HttpTarget` called aiohttp directly
-    instead of going through httpx and its aiohttp transport."""
+    whole-call deadline and the same response parser: the floor for
+    :class:`~evaluator.targets.http.HttpTarget` (no size cap, decoding or error taxonomy)."""
 
     name = "what-if"
 
@@ -325,8 +324,8 @@ def run() -> dict[str, Any]:
             median(zero["what_if_ratios"]),
             "ratio",
             meaning=(
-                "run_dataset with the minimal aiohttp target instead of HttpTarget: what "
-                "taking httpx out of the hot path would give"
+                "run_dataset with the minimal aiohttp target instead of HttpTarget: the "
+                "floor for evaluator's own client"
             ),
             runs=zero["what_if_ratios"],
         )
@@ -334,7 +333,7 @@ def run() -> dict[str, Any]:
     out["zero-latency endpoint, concurrency 50: evaluator run_dataset"] = figure(
         median(zero["evaluator_cps"]),
         "cases/s",
-        meaning="HttpTarget (httpx over aiohttp's pool) + retries, scoring, summary",
+        meaning="HttpTarget (aiohttp directly) + retries, scoring, summary",
         runs=zero["evaluator_cps"],
         digits=0,
     )

@@ -5,8 +5,10 @@ a small default-contract body, so the numbers measure the client, not the server
 Each client sends ``COUNT`` requests with ``CONCURRENCY`` in flight; the figure kept is
 the median requests/second of ``REPEATS`` runs. Clients: httpx with its default pool
 limits (100 connections, 20 kept alive), httpx with its pool sized to the concurrency,
-httpx over ``httpx_aiohttp.AiohttpTransport``, bare aiohttp, and evaluator's own
-``HttpTarget.query`` (the chosen transport plus admission, deadline, size cap, parsing).
+bare aiohttp, and evaluator's own ``HttpTarget.query`` (aiohttp used directly, plus
+admission, deadline, size cap, bounded decoding, parsing). httpx over
+``httpx_aiohttp.AiohttpTransport``, evaluator's transport until aiohttp was used directly, is
+no longer installed.
 
 Run with ``.venv/bin/python tests/benchmarks/bench_transport.py [--count N]`` (prints the
 raw numbers of :func:`measure`); ``make bench`` calls :func:`run` for its figures.
@@ -27,7 +29,6 @@ from typing import Any
 
 import aiohttp
 import httpx
-from httpx_aiohttp import AiohttpTransport
 
 CONCURRENCY = 50
 COUNT = 2000
@@ -104,12 +105,10 @@ PAYLOAD = {"question": "How many days do I have to ask for a refund?", "top_k": 
 
 
 async def _httpx(url: str, count: int, concurrency: int, transport: str) -> float:
-    """httpx with its own pool (default or sized to the concurrency), or aiohttp's."""
+    """httpx with its own pool, default or sized to the concurrency."""
     limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
     if transport == "default-limits":
         client = httpx.AsyncClient()
-    elif transport == "aiohttp":
-        client = httpx.AsyncClient(transport=AiohttpTransport(limits=limits))
     else:
         client = httpx.AsyncClient(limits=limits)
     async with client:
@@ -152,7 +151,6 @@ async def _evaluator(url: str, count: int, concurrency: int) -> float:
 CLIENTS: dict[str, Callable[[str, int, int], Coroutine[Any, Any, float]]] = {
     "httpx_default_limits": lambda url, n, c: _httpx(url, n, c, "default-limits"),
     "httpx": lambda url, n, c: _httpx(url, n, c, "sized"),
-    "httpx+aiohttp_transport": lambda url, n, c: _httpx(url, n, c, "aiohttp"),
     "aiohttp": _aiohttp,
     "evaluator_http_target": _evaluator,
 }
@@ -181,10 +179,9 @@ MEANINGS = {
         "httpx AsyncClient, default pool limits (100 connections, 20 kept alive)"
     ),
     "httpx": "httpx AsyncClient, pool sized to the concurrency",
-    "httpx+aiohttp_transport": "httpx over httpx_aiohttp.AiohttpTransport (evaluator's transport)",
     "aiohttp": "bare aiohttp ClientSession: the client-side limit of this machine",
-    "evaluator_http_target": "HttpTarget.query: the transport plus admission, deadline, size cap, "
-    "parsing",
+    "evaluator_http_target": "HttpTarget.query: aiohttp plus admission, deadline, size cap, "
+    "bounded decoding, parsing",
 }
 
 

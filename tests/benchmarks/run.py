@@ -40,7 +40,7 @@ ORDER = ("scoring", "runner", "transport", "scrape", "gate", "startup", "soak")
 TIMEOUTS = {"soak": 480.0, "runner": 240.0, "transport": 240.0}
 DEFAULT_TIMEOUT = 180.0
 PACKAGES = (
-    "evaluator", "httpx", "httpx-aiohttp", "aiohttp", "prometheus-client", "apscheduler",
+    "evaluator", "aiohttp", "brotli", "prometheus-client", "apscheduler",
     "pydantic", "structlog", "tenacity",
 )  # fmt: skip
 
@@ -181,7 +181,7 @@ def _machine_line(m: dict[str, Any]) -> str:
     return (
         f"{m['cpu']}, {m['cores']} cores ({m['cores_usable']} usable), {m['memory_gib']} GiB; "
         f"{m['os']}; {m['python']}; evaluator {v['evaluator']} at {m['commit']}{dirty}; "
-        f"httpx {v['httpx']}, httpx-aiohttp {v['httpx-aiohttp']}, aiohttp {v['aiohttp']}, "
+        f"aiohttp {v['aiohttp']}, brotli {v['brotli']}, "
         f"prometheus-client {v['prometheus-client']}, APScheduler {v['apscheduler']}; "
         f"load average {m['load_average_at_start']} at start, "
         f"{m.get('load_average_at_end')} at end"

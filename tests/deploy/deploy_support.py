@@ -81,9 +81,20 @@ ERROR_KINDS = (
     "http_status",
     "bad_response",
     "response_too_large",
+    "out_of_memory",
     "target_exception",
 )
 GATE_RULES = (*QUALITY_METRICS, "p95_seconds", "error_rate")
+# the history store's verdicts (docs/history.md), written out literally like the rest
+STABILITY_CLASSES = (
+    "stable_pass",
+    "stable_fail",
+    "flaky",
+    "newly_failing",
+    "recovered",
+    "insufficient",
+)
+DRIFT_CHECKS = ("answer", "hit", "mrr", "ndcg_at_k", "citation_precision")
 
 CONTRACT: dict[str, dict[str, tuple[str, ...]]] = {
     **{f"rag_eval_{metric}": {} for metric in QUALITY_METRICS},
@@ -105,6 +116,12 @@ CONTRACT: dict[str, dict[str, tuple[str, ...]]] = {
     "rag_eval_gate_rule_failing": {"rule": GATE_RULES},
     "rag_eval_baseline_ratio": {"metric": QUALITY_METRICS},
     "rag_eval_job_info": {},
+    "rag_eval_stability_cases": {"class": STABILITY_CLASSES},
+    "rag_eval_history_window_runs": {},
+    "rag_eval_drift_shift": {"check": DRIFT_CHECKS},
+    "rag_eval_drift_significant": {"check": DRIFT_CHECKS},
+    "rag_eval_drift_cases": {"check": ("answer", "hit"), "direction": ("drop", "rise")},
+    "rag_eval_history_errors_total": {"kind": ("corrupt", "locked", "io")},
     "rag_eval_quality_numerator": {"metric": SHARDED_METRICS},
     "rag_eval_quality_denominator": {"metric": SHARDED_METRICS},
 }

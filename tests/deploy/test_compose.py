@@ -240,11 +240,35 @@ def test_ports_are_published_on_loopback_only(service: str) -> None:
 
 
 def test_dockerfile_base_and_install() -> None:
+    (base,) = _instruction("ARG")
+    assert base == "BASE=python:3.11-slim"
     froms = _instruction("FROM")
-    assert all(f.split()[0] == "python:3.11-slim" for f in froms)
-    runs = " ".join(args for instr, args in _instructions() if instr == "RUN")
-    assert 'pip wheel --wheel-dir /wheels ".[demo]"' in runs
-    assert '"evaluator[demo]"' in runs
+    assert [f.split()[0] for f in froms] == ["${BASE}", "${BASE}"]
+    (install,) = [args for instr, args in _final_stage() if instr == "RUN" and "pip" in args]
+    # the locked versions only, hash-checked, from the wheels stage; the package without deps
+    assert "--no-index" in install and "--require-hashes -r /tmp/requirements.lock" in install
+    assert "source=deploy/requirements.lock" in install
+    assert "--no-deps /wheels/evaluator-" in install and "pip check" in install
+
+
+def test_dockerfile_has_no_frontend_directive() -> None:
+    """`# syntax=...` makes BuildKit pull a frontend image: offline and mirror builds fail."""
+    text = (DEPLOY / "Dockerfile").read_text(encoding="utf-8")
+    assert not re.search(r"^#\s*syntax\s*=", text, re.M | re.I)
+    assert not re.search(r"^#\s*(escape|check)\s*=", text, re.M | re.I)
+
+
+def test_dockerfile_run_example_mounts_existing_files() -> None:
+    """The header's `docker run` example (tests/image/ runs it) mounts files that exist and
+    the config the compose stack uses, so it stays one tested configuration."""
+    text = (DEPLOY / "Dockerfile").read_text(encoding="utf-8")
+    mounts = re.findall(r'-v "\$PWD/([^:"]+):([^:"]+):ro"', text)
+    assert dict(mounts) == {
+        "deploy/compose/evaluator.toml": "/etc/evaluator/evaluator.toml",
+        "evals": "/etc/evaluator/evals",
+    }
+    for host, _ in mounts:
+        assert (REPO / host).exists(), host
 
 
 def test_dockerfile_runs_as_a_non_root_user() -> None:
@@ -280,7 +304,7 @@ def test_dockerignore_keeps_what_the_build_needs() -> None:
     patterns = [line.strip() for line in lines if line.strip() and not line.startswith("#")]
     assert patterns[0] == "*", "an allow-list: ignore everything, then re-include"
     kept = [p[1:].rstrip("/") for p in patterns if p.startswith("!")]
-    assert {"pyproject.toml", "evaluator"} <= set(kept)
+    assert {"pyproject.toml", "evaluator", "deploy/requirements.lock"} <= set(kept)
     for path in ("pyproject.toml", "evaluator"):
         assert (REPO / path).exists()
     readme = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"].get(

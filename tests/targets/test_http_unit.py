@@ -1,8 +1,9 @@
-"""HttpTarget edge cases through the transport seam (respx), Retry-After, and real TLS."""
+"""HttpTarget edge cases against loopback servers, Retry-After, and real TLS."""
 
 from __future__ import annotations
 
 import asyncio
+import gzip
 import json
 import shutil
 import ssl
@@ -13,9 +14,7 @@ from email.utils import format_datetime
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
-import respx
 
 from evaluator.config import TargetConfig
 from evaluator.errors import TargetError
@@ -23,16 +22,13 @@ from evaluator.factory import build_target
 from evaluator.models import TargetResponse
 from evaluator.targets.http import HttpTarget, parse_retry_after
 from tests.support.loopback import LoopbackServer, Reply
-from tests.targets.helpers import GOOD_BODY, case
+from tests.support.rawhttp import RawServer
+from tests.targets.helpers import GOOD_BODY, case, free_port
 
-URL = "http://rag.test/v1/search"
 
-
-def _query(config: TargetConfig, router: respx.Router, **env: str) -> TargetResponse:
+def _query(config: TargetConfig, **env: str) -> TargetResponse:
     async def go() -> TargetResponse:
-        target = build_target(
-            config, environ=env, transport=httpx.MockTransport(router.async_handler)
-        )
+        target = build_target(config, environ=env)
         try:
             return await target.query(case("How long?"), 4)
         finally:
@@ -41,49 +37,52 @@ def _query(config: TargetConfig, router: respx.Router, **env: str) -> TargetResp
     return asyncio.run(go())
 
 
-def _error(config: TargetConfig, router: respx.Router) -> TargetError:
+def _error(config: TargetConfig) -> TargetError:
     with pytest.raises(TargetError) as info:
-        _query(config, router)
+        _query(config)
     return info.value
 
 
 class TestRequests:
-    """What goes on the wire for each request configuration (respx through the seam)."""
+    """What goes on the wire for each request configuration."""
 
     def test_get_with_params_and_secret(self) -> None:
         """GET puts the question and K in the query; secrets join it only on the wire."""
-        router = respx.Router(assert_all_called=True)
-        route = router.get(URL).mock(return_value=httpx.Response(200, json=[{"id": "a"}]))
-        config = TargetConfig(
-            url=URL,
-            request={
-                "method": "GET",
-                "params": {"q": "{question}", "n": "{k}", "key": "${K}"},
-                "headers": {"X-Team": "eval"},
-            },
-            response={"ids": "[].id"},
-        )
-        assert ("a",) == _query(config, router, K="s3").ranked_ids
-        sent = route.calls.last.request
-        assert {"q": "How long?", "n": "4", "key": "s3"} == dict(sent.url.params)
-        assert "eval" == sent.headers["x-team"]
-        assert b"" == sent.content
+        with LoopbackServer(lambda _r: Reply(body=[{"id": "a"}])) as server:
+            config = TargetConfig(
+                url=server.url,
+                request={
+                    "method": "GET",
+                    "params": {"q": "{question}", "n": "{k}", "key": "${K}"},
+                    "headers": {"X-Team": "eval"},
+                },
+                response={"ids": "[].id"},
+            )
+            assert ("a",) == _query(config, K="s3").ranked_ids
+        assert [{"q": "How long?", "n": "4", "key": "s3"}] == server.requests
+        assert "eval" == server.request_headers[0]["X-Team"]
+        assert server.request_lines[0].startswith("GET /rag?q=How")
 
     def test_post_body_template(self) -> None:
         """The body template is rendered with K as an integer and sent as JSON."""
-        router = respx.Router()
-        route = router.post(URL).mock(return_value=httpx.Response(200, json={"hits": []}))
-        config = TargetConfig(
-            url=URL,
-            request={"body": {"input": {"text": "{question}"}, "top_k": "{k}", "debug": True}},
-            response={"ids": "hits[].id"},
-        )
-        _query(config, router)
-        sent = route.calls.last.request
-        assert {"input": {"text": "How long?"}, "top_k": 4, "debug": True} == json.loads(
-            sent.content
-        )
-        assert "application/json" == sent.headers["content-type"]
+        with LoopbackServer(lambda _r: Reply(body={"hits": []})) as server:
+            config = TargetConfig(
+                url=server.url,
+                request={"body": {"input": {"text": "{question}"}, "top_k": "{k}", "debug": True}},
+                response={"ids": "hits[].id"},
+            )
+            _query(config)
+        assert [{"input": {"text": "How long?"}, "top_k": 4, "debug": True}] == server.requests
+        assert "application/json" == server.request_headers[0]["Content-Type"]
+
+    def test_secret_header_only_on_the_wire(self) -> None:
+        """A ${VAR} header reaches the server; the target keeps no copy of it in its request."""
+        with LoopbackServer(lambda _r: Reply(body=GOOD_BODY)) as server:
+            config = TargetConfig(
+                url=server.url, request={"headers": {"Authorization": "Bearer ${TOKEN}"}}
+            )
+            _query(config, TOKEN="t-789")
+        assert "Bearer t-789" == server.request_headers[0]["Authorization"]
 
 
 class TestResponses:
@@ -91,64 +90,113 @@ class TestResponses:
 
     def test_redirect_is_not_followed(self) -> None:
         """A 3xx is an http_status error that says where to point the url."""
-        router = respx.Router()
-        router.post(URL).mock(
-            return_value=httpx.Response(301, headers={"Location": "https://rag.test/v1/search"})
-        )
-        error = _error(TargetConfig(url=URL), router)
+        reply = Reply(status=301, headers={"Location": "https://rag.test/v1/search"}, raw=b"")
+        with LoopbackServer(lambda _r: reply) as server:
+            error = _error(TargetConfig(url=server.url))
         assert ("http_status", 301) == (error.kind, getattr(error, "status", None))
         assert "redirect to https://rag.test/v1/search" in error.message
 
     def test_declared_length_over_cap(self) -> None:
         """A Content-Length beyond the cap fails before the body is read."""
-        router = respx.Router()
-        router.post(URL).mock(
-            return_value=httpx.Response(200, headers={"Content-Length": "999999999"}, content=b"{}")
-        )
-        error = _error(TargetConfig(url=URL), router)
+        raw = b"HTTP/1.1 200 OK\r\nContent-Length: 999999999\r\n\r\n{}"
+        with RawServer(raw) as server:
+            error = _error(TargetConfig(url=server.url))
         assert "response of 999999999 bytes is larger" in error.message
 
     @pytest.mark.parametrize(
-        ("raised", "kind", "transient"),
+        ("raw", "kind", "transient"),
         [
-            (httpx.ConnectError("refused"), "connect", True),
-            (httpx.ConnectTimeout("slow connect"), "connect", True),
-            (httpx.ReadTimeout("silent"), "timeout", False),
-            (httpx.RemoteProtocolError("Server disconnected"), "connect", True),
-            (RuntimeError("a transport bug"), "connect", True),
-            (TimeoutError(), "timeout", False),
+            (b"", "connect", True),  # closed before any response
+            (b"HTTP/1.1 200 OK\r\nContent-Length: 50\r\n\r\n{", "connect", False),
         ],
-        ids=lambda x: type(x).__name__ if isinstance(x, BaseException) else str(x),
+        ids=["closed-before-response", "closed-mid-body"],
     )
-    def test_transport_errors(self, raised: Exception, kind: str, transient: bool) -> None:
-        """Whatever the transport raises becomes a target error of the taxonomy."""
-        router = respx.Router()
-        router.post(URL).mock(side_effect=raised)
-        error = _error(TargetConfig(url=URL), router)
+    def test_connection_ends(self, raw: bytes, kind: str, transient: bool) -> None:
+        """A connection that ends before or inside the response is a connect error."""
+        with RawServer(raw) as server:
+            error = _error(TargetConfig(url=server.url))
         assert (kind, transient) == (error.kind, error.transient)
+
+    @pytest.mark.parametrize(
+        ("raw", "says"),
+        [
+            (b"HTTP/1.1 2OO OK\r\nContent-Length: 2\r\n\r\n{}", "Bad status line"),
+            (b"hello\r\n\r\n", "Bad status line"),
+            (
+                b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nZZ\r\nabc\r\n0\r\n\r\n",
+                "chunk",
+            ),
+            (b"HTTP/1.1 200 OK\r\nX-Big: " + b"a" * 100_000 + b"\r\n\r\n{}", "8190 bytes"),
+        ],
+        ids=["status-line", "not-http", "chunk-size", "header-overflow"],
+    )
+    def test_garbled_http_is_a_response_error(self, raw: bytes, says: str) -> None:
+        """Garbled HTTP is bad_response, not a retried connect; the message names the fault
+        and never repeats the request (aiohttp's wrapper would, secret headers included)."""
+        with RawServer(raw) as server:
+            config = TargetConfig(
+                url=server.url, request={"headers": {"Authorization": "Bearer ${TOKEN}"}}
+            )
+            with pytest.raises(TargetError) as info:
+                _query(config, TOKEN="t-0ken")
+        error = info.value
+        assert ("bad_response", False) == (error.kind, error.transient)
+        assert "garbled HTTP response" in error.message
+        assert says.lower() in error.message.lower()
+        assert "t-0ken" not in error.message and "RequestInfo" not in error.message
+
+    def test_out_of_memory_while_reading(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """A MemoryError while the body is read is its own kind, not connect (unit edge
+        case: the decoder is made to raise, a real one would need the machine's memory)."""
+        from evaluator.targets import decode
+
+        def exhausted(self: object, data: bytes) -> Iterator[bytes]:
+            raise MemoryError
+            yield b""
+
+        monkeypatch.setattr(decode.BodyDecoder, "feed", exhausted)
+        reply = Reply(raw=gzip.compress(b"{}"), headers={"Content-Encoding": "gzip"})
+        with LoopbackServer(lambda _r: reply) as server:
+            error = _error(TargetConfig(url=server.url))
+        assert ("out_of_memory", False) == (error.kind, error.transient)
+
+    def test_refused(self) -> None:
+        """Nothing listening: connect, retried."""
+        error = _error(TargetConfig(url=f"http://127.0.0.1:{free_port()}/rag"))
+        assert ("connect", True) == (error.kind, error.transient)
+        assert "cannot connect" in error.message
+
+    def test_read_timeout(self) -> None:
+        """Silence longer than the read timeout: timeout, not retried."""
+        with LoopbackServer(lambda _r: Reply(body=GOOD_BODY, delay=1.0)) as server:
+            error = _error(
+                TargetConfig(url=server.url, timeout_seconds=5, read_timeout_seconds=0.2)
+            )
+        assert ("timeout", False) == (error.kind, error.transient)
+        assert "sent nothing for 0.2s" in error.message
 
     def test_absurdly_deep_json(self) -> None:
         """A body nested beyond the parser's recursion limit is a bad_response, not a crash."""
-        router = respx.Router()
-        router.post(URL).mock(
-            return_value=httpx.Response(200, content=b"[" * 100_000 + b"]" * 100_000)
-        )
-        error = _error(TargetConfig(url=URL), router)
+        deep = Reply(raw=b"[" * 100_000 + b"]" * 100_000)
+        with LoopbackServer(lambda _r: deep) as server:
+            error = _error(TargetConfig(url=server.url))
         assert "bad_response" == error.kind
 
     def test_gzip_body(self) -> None:
         """A compressed body is decoded before it is parsed."""
-        import gzip
-
-        router = respx.Router()
-        router.post(URL).mock(
-            return_value=httpx.Response(
-                200,
-                headers={"Content-Encoding": "gzip", "Content-Type": "application/json"},
-                content=gzip.compress(json.dumps(GOOD_BODY).encode()),
-            )
+        reply = Reply(
+            raw=gzip.compress(json.dumps(GOOD_BODY).encode()),
+            headers={"Content-Encoding": "gzip"},
         )
-        assert ("refund-policy", "faq") == _query(TargetConfig(url=URL), router).ranked_ids
+        with LoopbackServer(lambda _r: reply) as server:
+            assert ("refund-policy", "faq") == _query(TargetConfig(url=server.url)).ranked_ids
+
+    def test_large_body_is_parsed_off_the_loop(self) -> None:
+        """A body above the off-loop threshold maps to the same response."""
+        body = {**GOOD_BODY, "retrieved": [{"id": f"d{i}"} for i in range(40_000)]}
+        with LoopbackServer(lambda _r: Reply(body=body)) as server:
+            response = _query(TargetConfig(url=server.url))
+        assert 40_000 == len(response.ranked_ids)
 
 
 NOW = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
@@ -176,11 +224,11 @@ class TestRetryAfter:
         assert expected == parse_retry_after(value, now=NOW)
 
     def test_http_date_on_the_wire(self) -> None:
-        """A 429 with an HTTP-date is retried after (about) the time it names."""
-        router = respx.Router()
+        """A 429 with an HTTP-date is read as the time it names."""
         when = format_datetime(datetime.now(UTC) + timedelta(seconds=30), usegmt=True)
-        router.post(URL).mock(side_effect=[httpx.Response(429, headers={"Retry-After": when})])
-        error = _error(TargetConfig(url=URL), router)
+        reply = Reply(status=429, headers={"Retry-After": when}, raw=b"slow down")
+        with LoopbackServer(lambda _r: reply) as server:
+            error = _error(TargetConfig(url=server.url))
         retry_after = getattr(error, "retry_after", None)
         assert retry_after is not None and 28 <= retry_after <= 30
         assert error.transient

@@ -45,7 +45,7 @@ class TestProbe:
             code = main(["probe", "--target-config", str(config), "--question", "refund?"])
         out = capsys.readouterr().out
         assert 0 == code
-        assert f"GET {server.url}?q=refund%3F&limit=10" in out
+        assert f"GET {server.url}?q=refund?&limit=10" in out
         assert "response: HTTP 200" in out
         assert '"id": "refund-policy"' in out  # the raw body, pretty-printed
         assert 'ids        [].id\n             -> ["refund-policy", "shipping", "faq"]' in out

@@ -1,0 +1,109 @@
+"""deploy/Dockerfile built with podman and run as its own header says (``make image-test``).
+
+What this proves: the image builds offline from the lock, runs as uid 10001 on a read-only
+root with no capability, needs no network but loopback, serves /healthz, /readyz, /metrics
+and /reports/latest, finishes a complete run of the bundled golden set against the reference
+service in a second container, passes its HEALTHCHECK and stops cleanly on SIGTERM.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from tests.image import podman as pm
+from tests.image.deployment import Deployment, example_commands
+
+
+def test_the_example_is_two_containers() -> None:
+    roles = [argv[argv.index("--name") + 1] for argv in example_commands()]
+    assert roles == ["rag", "evaluator"]
+
+
+def test_namespace_has_only_loopback(deployment: Deployment) -> None:
+    assert deployment.netns.interfaces() == ["lo"]
+
+
+def test_health_readiness_and_metrics_answer(deployment: Deployment) -> None:
+    base = "http://127.0.0.1:9464"
+    assert deployment.netns.get(f"{base}/healthz")[0] == 200
+    deployment.wait_for_complete_run()
+    status, body = deployment.netns.get(f"{base}/readyz")
+    assert (status, json.loads(body)) == (200, {"status": "ready"})
+    metrics = deployment.metrics()
+    assert re.search(r'^rag_eval_job_info\{.*dataset="rag_cases".*\} 1\.0$', metrics, re.M)
+
+
+def test_a_complete_run_scores_every_case(deployment: Deployment) -> None:
+    report = deployment.wait_for_complete_run()
+    dataset = (pm.REPO / "evals" / "rag_cases.jsonl").read_text(encoding="utf-8")
+    cases = [line for line in dataset.splitlines() if line.strip()]
+    assert (report["case_count"], report["error_count"]) == (len(cases), 0)
+    assert report["target"] == "reference"
+    # the report was written to the reports volume, through the read-only root
+    listed = pm.podman(
+        "exec", deployment.container("evaluator"), "ls", "/var/lib/evaluator/reports"
+    )
+    assert listed.split(), "no report file in the reports volume"
+
+
+def test_healthcheck_is_in_the_image_and_passes(deployment: Deployment) -> None:
+    config = json.loads(pm.podman("image", "inspect", deployment.image))[0]
+    # the OCI image format has no HEALTHCHECK: the build must use --format docker
+    assert "docker" in config["ManifestType"]
+    healthcheck = config["Healthcheck"]
+    assert healthcheck["Test"][0] == "CMD" and "/healthz" in healthcheck["Test"][-1]
+    pm.podman("healthcheck", "run", deployment.container("evaluator"))
+
+
+def test_runs_as_the_unprivileged_user(deployment: Deployment) -> None:
+    config = json.loads(pm.podman("image", "inspect", deployment.image))[0]
+    assert config["Config"]["User"] == "10001:10001"
+    ids = pm.podman("exec", deployment.container("evaluator"), "id", "-u").strip()
+    assert ids == "10001"
+    caps = pm.podman("exec", deployment.container("evaluator"), "grep", "CapEff", "/proc/1/status")
+    assert caps.split()[-1] == "0000000000000000"
+
+
+def test_root_filesystem_is_read_only(deployment: Deployment) -> None:
+    result = pm.run(
+        ["podman", "exec", deployment.container("evaluator"), "touch", "/var/lib/evaluator/x"],
+        check=False,
+    )
+    assert result.returncode != 0
+    assert "Read-only file system" in result.stderr
+    # /tmp is the tmpfs the example mounts
+    pm.podman("exec", deployment.container("evaluator"), "touch", "/tmp/x")
+
+
+def test_installed_packages_are_the_locked_versions(deployment: Deployment) -> None:
+    frozen = pm.podman(
+        "run", "--rm", "--network=none", "--entrypoint", "python", deployment.image,
+        "-m", "pip", "freeze", "--all",
+    )  # fmt: skip
+    installed = {
+        _canonical(name): version
+        for name, version in (line.split("==", 1) for line in frozen.split() if "==" in line)
+    }
+    locked = {
+        _canonical(name): version
+        for name, version in re.findall(
+            r"^([A-Za-z0-9._-]+)==(\S+)", pm.LOCK.read_text(encoding="utf-8"), re.M
+        )
+    }
+    assert locked.items() <= installed.items()
+    extra = set(installed) - set(locked) - {"evaluator", "pip", "setuptools", "wheel"}
+    assert not extra, f"installed but not locked: {sorted(extra)}"
+
+
+def test_sigterm_stops_the_daemon_cleanly(deployment: Deployment) -> None:
+    """Last: it stops the daemon. Exit code 0 means it was not killed after the timeout."""
+    name = deployment.container("evaluator")
+    with deployment.timings.step("evaluator_stop"):
+        pm.podman("stop", "-t", "45", name, timeout=60)
+    state = json.loads(pm.podman("inspect", name))[0]["State"]
+    assert state["ExitCode"] == 0, state
+
+
+def _canonical(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()

@@ -1,0 +1,77 @@
+"""A loopback server that answers every request with the same raw bytes: for responses no
+HTTP framework would send (a bad status line, an invalid chunk, stacked encodings, a header
+beyond every limit, a connection closed half-way).
+
+It reads the request's head (and a declared body), writes ``response``, and closes the
+connection. Runs on its own event loop in a background thread, so it serves subprocesses
+(``evaluator serve``) and in-process clients alike.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+
+__all__ = ["RawServer", "http_response"]
+
+
+def http_response(
+    body: bytes, headers: dict[str, str] | None = None, status: str = "200 OK"
+) -> bytes:
+    """A well-framed HTTP/1.1 response with ``body`` and a Content-Length."""
+    lines = [f"HTTP/1.1 {status}", f"Content-Length: {len(body)}", "Connection: close"]
+    lines += [f"{name}: {value}" for name, value in (headers or {}).items()]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
+
+
+class RawServer:
+    """``with RawServer(b"HTTP/1.1 200 OK\\r\\n...") as server: server.url``."""
+
+    def __init__(self, response: bytes, path: str = "/rag") -> None:
+        self.response = response
+        self.path = path
+        self.port = 0
+        #: requests answered so far
+        self.requests = 0
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
+        self._server: asyncio.Server | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}{self.path}"
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        with contextlib.suppress(ConnectionError, asyncio.IncompleteReadError, ValueError):
+            head = await reader.readuntil(b"\r\n\r\n")
+            for line in head.split(b"\r\n"):
+                name, _, value = line.partition(b":")
+                if name.strip().lower() == b"content-length":
+                    await reader.readexactly(int(value))
+            self.requests += 1
+            writer.write(self.response)
+            await writer.drain()
+        writer.close()
+        with contextlib.suppress(ConnectionError):
+            await writer.wait_closed()
+
+    async def _start(self) -> None:
+        self._server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
+        self.port = self._server.sockets[0].getsockname()[1]
+
+    async def _stop(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            await self._server.wait_closed()
+
+    def __enter__(self) -> RawServer:
+        self._thread.start()
+        asyncio.run_coroutine_threadsafe(self._start(), self._loop).result(10)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        asyncio.run_coroutine_threadsafe(self._stop(), self._loop).result(10)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(10)
+        self._loop.close()
