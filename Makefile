@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: venv install lint format typecheck unit fast cov test image-test lock crd-validator demo bench clean
+.PHONY: venv install lint format typecheck unit fast cov test image-test lock crd-validator demo bench screenshots clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -90,6 +90,11 @@ demo: venv
 
 bench: venv
 	$(BIN)/python -m tests.benchmarks.run
+
+# the status page, a case view and a gate report as docs/images/*.png (real service, daemon,
+# and Debian's Chromium)
+screenshots: venv
+	$(BIN)/python -m tests.pages.screenshots
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache .coverage-data reports

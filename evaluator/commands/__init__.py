@@ -31,6 +31,11 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
         "evaluator.commands.gate",
     ),
     (
+        "report",
+        "read a saved run report back: its summary, a baseline's verdict, an HTML report",
+        "evaluator.commands.report",
+    ),
+    (
         "history",
         "a case's recent outcomes, the flaky and newly failing cases, from the history store",
         "evaluator.commands.history",

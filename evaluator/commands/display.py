@@ -8,6 +8,7 @@ from evaluator.report import RunReport
 from evaluator.scoring.labels import audit_run
 from evaluator.summary import Summary
 from evaluator.units import format_seconds
+from evaluator.worst import badness, worst_cases
 
 __all__ = ["badness", "format_run", "format_summary", "format_tags", "worst_cases"]
 
@@ -64,25 +65,6 @@ def _cases(summary: Summary, name: str) -> int:
     """How many cases a ratio averages over: its total's count, or every case for errors."""
     total = summary.totals.get(name)
     return summary.case_count if total is None else total.count
-
-
-def badness(case: CaseRecord) -> float:
-    """How bad a case went: errors first, then wrong answers and lost retrieval."""
-    if case.error is not None or case.scores is None:
-        return 10.0
-    s = case.scores
-    bad = (1 - s.recall_at_k) + (1 - s.mrr)
-    if s.answer_correct is False:
-        bad += 2
-    if s.citation_precision is not None:
-        bad += 1 - s.citation_precision
-    return bad
-
-
-def worst_cases(cases: tuple[CaseRecord, ...], n: int) -> list[CaseRecord]:
-    """The ``n`` worst cases, worst first; perfect cases are never listed."""
-    ranked = sorted((c for c in cases if badness(c) > 0), key=badness, reverse=True)
-    return ranked[:n]
 
 
 def _case_line(c: CaseRecord) -> str:

@@ -23,6 +23,7 @@ from evaluator.commands.common import (
     warn_id_mismatch,
 )
 from evaluator.commands.flags import add_repeat_flag, add_target_flags
+from evaluator.commands.html import add_html_flag, settings_redactor, write_html_report
 from evaluator.config import Settings, load_settings
 from evaluator.errors import ConfigError, ExitCode, GateError, OutputError, PushError
 from evaluator.gate.compare import check_run_comparable
@@ -77,6 +78,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--format", choices=FORMATS, default="text", help="stdout format")
     parser.add_argument("--junit", metavar="FILE", help="also write JUnit XML, one case per rule")
+    add_html_flag(parser)
     parser.add_argument(
         "--pushgateway",
         metavar="URL",
@@ -203,6 +205,11 @@ def handle(args: argparse.Namespace) -> int:
             Path(args.junit).write_text(junit, encoding="utf-8")
         except OSError as exc:
             raise OutputError(f"cannot write {args.junit}: {exc.strerror or exc}") from exc
+    if args.html:
+        write_html_report(
+            args.html, candidate, source=candidate_source, redact=settings_redactor(settings),
+            gate=result, baseline_source=str(baseline_path), worst=args.worst,
+        )  # fmt: skip
     if args.pushgateway:
         from evaluator.gate.push import push_result
 

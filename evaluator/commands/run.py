@@ -19,6 +19,7 @@ from evaluator.commands.common import (
 )
 from evaluator.commands.display import format_run
 from evaluator.commands.flags import add_repeat_flag, add_target_flags
+from evaluator.commands.html import add_html_flag, settings_redactor, write_html_report
 from evaluator.errors import ConfigError, ExitCode
 from evaluator.report import RunReport
 
@@ -34,6 +35,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--worst", type=int, default=5, metavar="N", help="how many worst cases to print"
     )
+    add_html_flag(parser)
 
 
 def handle(args: argparse.Namespace) -> int:
@@ -47,6 +49,12 @@ def handle(args: argparse.Namespace) -> int:
     if repeats is not None:
         print(repeats)
     print(f"report: {output}")
+    if args.html:
+        write_html_report(
+            args.html, report, source=str(output), redact=settings_redactor(settings),
+            worst=max(args.worst, 10),
+        )  # fmt: skip
+        print(f"html: {args.html}")
     exit_if_interrupted(report, output)
     warn_id_mismatch(report)
     diagnosis = mapping_diagnosis(report)

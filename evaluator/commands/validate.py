@@ -68,7 +68,7 @@ def handle(args: argparse.Namespace) -> int:
     for path in args.files:
         checked, absent, lines = audit_against(load_dataset(path), report)
         for line in lines:
-            print(line, file=sys.stderr)
+            print(line)  # findings of the audit, on stdout with its summary (in that order)
         suspect += len(lines)
         note = f", {absent} not in the report" if absent else ""
         print(

@@ -16,7 +16,7 @@ import structlog
 
 from evaluator.bounds import cut
 from evaluator.config import JobConfig, Settings
-from evaluator.daemon.baseline import BaselineGate
+from evaluator.daemon.baseline import BaselineGate, GateVerdict
 from evaluator.daemon.exporter import DriftGauge, Metrics
 from evaluator.daemon.report_store import ReportStore
 from evaluator.daemon.shard import shard_cases
@@ -28,6 +28,7 @@ from evaluator.history.recorder import HistoryRecorder, Outcome
 from evaluator.history.stability import Stability
 from evaluator.metrics import FLOAT_TOLERANCE
 from evaluator.models import Case, CaseRecord, Dataset
+from evaluator.pages.trend import TREND_METRICS, RecentRuns, RunPoint
 from evaluator.report import RunReport, scores_to_dict
 from evaluator.runner import RetryEvent, config_hash_for, run_dataset
 from evaluator.summary import Summary, id_mismatch_warning
@@ -79,6 +80,12 @@ class JobRunner:
         self.store = ReportStore(settings.reports_dir, job.key, settings.reports_keep)
         self._signature = self._stat_signature()
         self.runs_by_outcome: dict[str, int] = {}
+        # for the status page: the last finished run, as it ended
+        self.last_report: RunReport | None = None
+        self.last_outcome: str | None = None
+        self.last_finished_at: float | None = None
+        self.last_verdict: GateVerdict | None = None
+        self.recent = RecentRuns()
         self.history = history
         #: stability and drift after the latest complete run (None: no history yet)
         self.latest_history: JobHistory | None = None
@@ -129,6 +136,7 @@ class JobRunner:
             )
             changes.update(self._gate_changes(complete))
         self.metrics.update(self.labels, **changes)
+        self._remember(report, classify(report.summary, limit), _timestamp(report))
         log.info("job_restored", job=self.key, run_id=report.run_id, **self._label_fields())
 
     def _label_fields(self) -> dict[str, str]:
@@ -264,6 +272,7 @@ class JobRunner:
             return "failed"
         outcome = classify(report.summary, self.settings.error_ratio_limit)
         self._publish(report, outcome)
+        self._remember(report, outcome, self.clock())
         self._save(report)
         self._record_history(report, outcome)
         self._count(outcome)
@@ -283,8 +292,14 @@ class JobRunner:
             log.warning("no_relevant_id_retrieved", job=self.key, message=warning)
         return outcome
 
+    def _remember(self, report: RunReport, outcome: str, finished_at: float) -> None:
+        self.last_report, self.last_outcome, self.last_finished_at = report, outcome, finished_at
+        metrics = {name: report.summary.get(name) for name in TREND_METRICS}
+        self.recent.add(*self.labels, RunPoint(report.run_id, finished_at, outcome, metrics))
+
     def _finish_broken(self, started: float, reason: str) -> None:
         self._count("failed")
+        self.last_outcome, self.last_finished_at = "failed", self.clock()
         self.metrics.update(
             self.labels,
             last_run_timestamp=self.clock(),
@@ -317,6 +332,7 @@ class JobRunner:
         verdict = self.gate.judge(
             report, self._shard(), self.settings.shard_count > 1, classed_flaky=flaky
         )
+        self.last_verdict = verdict
         if verdict is None:
             return {"gate_passing": None, "gate_rules_failing": {}}
         return {"gate_passing": verdict.passing, "gate_rules_failing": verdict.rules_failing}

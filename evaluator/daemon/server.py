@@ -1,5 +1,5 @@
 """HTTP endpoints of the daemon on aiohttp: /metrics, /healthz, /readyz, /reports/latest,
-/cases."""
+/cases, and the human pages (``/`` and ``/case``, :mod:`evaluator.daemon.pages`)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from aiohttp import web
 from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import choose_encoder
 
+from evaluator.daemon.pages import StatusPages
 from evaluator.errors import ConfigError
 from evaluator.history.job import JobHistory
 from evaluator.history.stability import Stability
@@ -68,6 +69,7 @@ class HttpEndpoints:
         healthy: Callable[[], bool],
         ready: Callable[[], bool],
         latest_reports: Callable[[], Mapping[tuple[str, str], RunReport | None]],
+        pages: StatusPages | None = None,
         histories: Callable[[], Mapping[tuple[str, str], JobHistory | None]] | None = None,
     ) -> None:
         self.registry = registry
@@ -77,6 +79,7 @@ class HttpEndpoints:
         self._healthy = healthy
         self._ready = ready
         self._latest = latest_reports
+        self._pages = pages
         self._histories = histories or (dict)
         self._runner: web.AppRunner | None = None
         self.port = 0
@@ -87,6 +90,9 @@ class HttpEndpoints:
         app.router.add_get("/healthz", self.healthz)
         app.router.add_get("/readyz", self.readyz)
         app.router.add_get("/reports/latest", self.latest_report)
+        if self._pages is not None:
+            app.router.add_get("/", self._pages.status)
+            app.router.add_get("/case", self._pages.case)
         app.router.add_get("/cases", self.cases)
         return app
 

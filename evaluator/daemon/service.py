@@ -26,6 +26,7 @@ from evaluator.config import Settings
 from evaluator.daemon.baseline import BaselineGate
 from evaluator.daemon.exporter import JobSnapshot, Metrics
 from evaluator.daemon.job import JobRunner
+from evaluator.daemon.pages import StatusPages
 from evaluator.daemon.schedule import build_trigger, interval_of, stagger_offsets
 from evaluator.daemon.server import HttpEndpoints, parse_listen
 from evaluator.dataset import load_dataset
@@ -33,6 +34,7 @@ from evaluator.errors import ConfigError, EvaluatorError, ExitCode
 from evaluator.factory import build_target
 from evaluator.history.recorder import HistoryRecorder, HistorySettings
 from evaluator.models import Dataset
+from evaluator.redaction import redactor
 from evaluator.targets.base import Target
 
 __all__ = ["Daemon", "serve", "without_created_series"]
@@ -43,6 +45,11 @@ log = structlog.get_logger("evaluator.daemon")
 _STAGGER_SPREAD_SECONDS = 10.0
 #: settings a reload cannot change in a running process (logged: they need a restart)
 _RESTART_ONLY = ("listen", "histogram_buckets", "log_format", "log_level")
+
+
+def _redact(text: str) -> str:
+    """Every registered secret masked: the pages show what endpoints sent back."""
+    return redactor().redact_text(text)
 
 
 def _runtime_registry() -> CollectorRegistry:
@@ -98,6 +105,12 @@ class Daemon:
             healthy=self._healthy,
             ready=lambda: self._ready,
             latest_reports=lambda: {j.labels: j.store.latest for j in self.jobs},
+            pages=StatusPages(
+                lambda: self.jobs,
+                redact=_redact,
+                trends=self.history.store if self.history is not None else None,
+                history=self.history.store if self.history is not None else None,
+            ),
             histories=lambda: {j.labels: j.latest_history for j in self.jobs},
         )
 

@@ -1,0 +1,78 @@
+"""``--html FILE`` for run, gate and report: one self-contained HTML file, written atomically.
+
+The file has no script and no external asset (styles inline, trend lines inline SVG), so it
+can be uploaded as a CI artifact and opened anywhere. Secrets of the configured targets are
+masked in it, whatever an endpoint echoed back into an answer or a text.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from evaluator.config import Settings
+from evaluator.errors import ConfigError, EvaluatorError
+from evaluator.pages.render import PageRenderer
+from evaluator.pages.views import Redact, report_view
+from evaluator.redaction import redactor
+from evaluator.report import RunReport, write_bytes_atomic
+from evaluator.targets.request import RequestTemplate
+
+__all__ = ["add_html_flag", "settings_redactor", "write_html_report"]
+
+
+def add_html_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--html",
+        metavar="FILE",
+        help="also write a self-contained HTML report (summary, rules, worst cases with evidence)",
+    )
+
+
+def settings_redactor(settings: Settings) -> Redact:
+    """The process-wide redactor, with every secret the configured targets send registered
+    (building a target's request template reads its secrets from the environment)."""
+    for target in settings.targets:
+        if target.url is None:
+            continue
+        try:
+            RequestTemplate.from_config(
+                target.url,
+                method=target.request.method,
+                params=target.request.params,
+                headers=target.request.headers,
+                body=target.request.body,
+            )
+        except ConfigError:
+            continue  # an unset variable: that secret cannot be in any report
+
+    def redact(text: str) -> str:
+        return redactor().redact_text(text)
+
+    return redact
+
+
+def write_html_report(
+    path: str | Path,
+    report: RunReport,
+    *,
+    source: str,
+    redact: Redact,
+    gate: object | None = None,
+    baseline_source: str | None = None,
+    worst: int = 10,
+) -> None:
+    """Render the HTML report of ``report`` (and the gate's verdict on it) to ``path``.
+
+    Raises:
+        EvaluatorError: the file cannot be written; an existing file is left as it was.
+    """
+    view = report_view(
+        report, source=source, gate=gate, baseline_source=baseline_source, worst=worst,
+        redact=redact,
+    )  # fmt: skip
+    html = PageRenderer(redact).report(view)
+    try:
+        write_bytes_atomic(html.encode("utf-8"), path)
+    except OSError as exc:
+        raise EvaluatorError(f"cannot write {path}: {exc.strerror or exc}") from exc

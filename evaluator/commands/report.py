@@ -1,0 +1,70 @@
+"""``evaluator report REPORT.json [--baseline B] --html FILE``: read a saved run back.
+
+Prints the run's summary (with a baseline, the gate's verdict on it) and writes the same
+views as the daemon's pages into one HTML file. It never fails a pipeline on quality: the
+exit code is 0 whatever the verdict (``evaluator gate`` is the command that decides).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+
+from evaluator.commands.display import format_run
+from evaluator.commands.html import add_html_flag, settings_redactor, write_html_report
+from evaluator.config import load_settings
+from evaluator.errors import ConfigError, ExitCode
+from evaluator.gate.render import GateSources, render
+from evaluator.gate.rules import resolve_rules
+from evaluator.gate.verdict import evaluate_gate
+from evaluator.report import read_report
+
+__all__ = ["configure", "handle"]
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("report", metavar="REPORT", help="a saved run report (JSON)")
+    parser.add_argument("--baseline", metavar="FILE", help="compare against this report")
+    parser.add_argument(
+        "--gates",
+        metavar="FILE",
+        help="gate rules for --baseline (default: gates_file setting, else config/gates.toml)",
+    )
+    parser.add_argument(
+        "--allow-dataset-change",
+        action="store_true",
+        help="compare reports of different golden sets on their shared cases",
+    )
+    add_html_flag(parser)
+    parser.add_argument(
+        "--worst", type=int, default=10, metavar="N", help="cases shown with their evidence"
+    )
+
+
+def handle(args: argparse.Namespace) -> int:
+    if args.worst < 0:
+        raise ConfigError("--worst must be >= 0")
+    settings = load_settings(args.config)
+    report = read_report(args.report)
+    gate = None
+    if args.baseline is not None:
+        rules, rules_source = resolve_rules(args.gates or settings.gates_file)
+        baseline = read_report(args.baseline)
+        gate = evaluate_gate(
+            baseline, report, rules, allow_dataset_change=args.allow_dataset_change
+        )
+        sources = GateSources(args.baseline, args.report, rules_source)
+        text = render(gate, sources, "text", worst=args.worst)
+        # the gate's own last line names its exit code; this command always exits 0
+        print(
+            re.sub(r" \(exit \d+\)$", " (evaluator report exits 0; evaluator gate decides)", text)
+        )
+    else:
+        print(format_run(report, worst=args.worst))
+    if args.html:
+        write_html_report(
+            args.html, report, source=args.report, redact=settings_redactor(settings),
+            gate=gate, baseline_source=args.baseline, worst=args.worst,
+        )  # fmt: skip
+        print(f"html: {args.html}")
+    return ExitCode.OK

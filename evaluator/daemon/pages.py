@@ -1,0 +1,181 @@
+"""The daemon's human pages: the status page at ``/`` and a case view at ``/case``.
+
+Both are rendered on the server (no script at all: the Content-Security-Policy forbids it),
+from snapshots of each job's last run; rendering runs in a worker thread so the event loop
+keeps timing the cases in flight. What they show is bounded whatever the jobs hold (see
+:mod:`evaluator.pages.views`), and every endpoint-supplied string is redacted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Sequence
+from typing import Protocol
+from urllib.parse import urlencode
+
+from aiohttp import web
+
+from evaluator.daemon.job import JobRunner
+from evaluator.pages.render import PageRenderer
+from evaluator.pages.trend import RunRow, TrendSource
+from evaluator.pages.views import (
+    CaseOutcomeRow,
+    JobState,
+    Redact,
+    case_view,
+    fmt_age,
+    job_view,
+)
+
+__all__ = ["CaseHistorySource", "StatusPages"]
+
+#: jobs rendered on one page; the rest are counted (a daemon with thousands stays fast)
+JOBS_SHOWN = 200
+#: the status page reloads itself this often (a meta refresh, no script)
+REFRESH_SECONDS = 30
+#: past outcomes of a case in its view
+CASE_HISTORY = 20
+
+#: no script, no external anything: styles inline, images as data: URIs
+SECURITY_HEADERS = {
+    "Content-Security-Policy": (
+        "default-src 'none'; style-src 'unsafe-inline'; img-src data:; "
+        "form-action 'none'; frame-ancestors 'none'; base-uri 'none'"
+    ),
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-store",
+}
+
+
+class CaseHistorySource(Protocol):
+    """A case's past outcomes, newest first (the history store's read API)."""
+
+    def case_history(
+        self, target: str, dataset: str, case_id: str, *, limit: int = 20
+    ) -> Sequence[CaseOutcomeRow]: ...
+
+
+def case_href(target: str, dataset: str, case_id: str) -> str:
+    return "/case?" + urlencode({"target": target, "dataset": dataset, "id": case_id})
+
+
+def report_href(target: str, dataset: str) -> str:
+    return "/reports/latest?" + urlencode({"target": target, "dataset": dataset})
+
+
+def _html(body: str, status: int = 200) -> web.Response:
+    return web.Response(
+        text=body, status=status, content_type="text/html", charset="utf-8",
+        headers=SECURITY_HEADERS,
+    )  # fmt: skip
+
+
+class StatusPages:
+    """Request handlers for ``/`` and ``/case``, reading the daemon's jobs as they are."""
+
+    def __init__(
+        self,
+        jobs: Callable[[], Sequence[JobRunner]],
+        *,
+        redact: Redact,
+        trends: TrendSource | None = None,
+        history: CaseHistorySource | None = None,
+        trace_url: str | None = None,
+    ) -> None:
+        self._jobs = jobs
+        self._redact = redact
+        self._trends = trends
+        self._history = history
+        self._trace_url = trace_url
+        self.renderer = PageRenderer(redact)
+
+    def _runs(self, runner: JobRunner) -> Sequence[RunRow]:
+        source: TrendSource = self._trends if self._trends is not None else runner.recent
+        try:
+            return source.runs(*runner.labels, limit=60)
+        except Exception:  # a broken history store must not take the page down
+            return runner.recent.runs(*runner.labels, limit=60)
+
+    def _state(self, runner: JobRunner) -> JobState:
+        verdict = runner.last_verdict
+        job = runner.job
+        schedule = (
+            f"cron {job.cron}"
+            if job.cron
+            else (f"every {job.interval_seconds:g} s" if job.interval_seconds else "")
+        )
+        return JobState(
+            target=runner.labels[0],
+            dataset=runner.labels[1],
+            report=runner.last_report,
+            outcome=runner.last_outcome,
+            finished_at=runner.last_finished_at,
+            baseline=runner.gate.baseline if runner.gate is not None else None,
+            gate_passing=verdict.passing if verdict is not None else None,
+            gate_failing=tuple(
+                sorted(name for name, failing in verdict.rules_failing.items() if failing)
+            )
+            if verdict is not None
+            else (),
+            runs=self._runs(runner),
+            schedule=schedule,
+        )
+
+    def render_status(self) -> str:
+        runners = list(self._jobs())
+        shown = runners[:JOBS_SHOWN]
+        now = time.time()
+        views = [
+            job_view(
+                self._state(r),
+                case_href=case_href,
+                report_href=report_href(*r.labels),
+                anchor=f"job-{i}",
+                now=now,
+                redact=self._redact,
+            )
+            for i, r in enumerate(shown)
+        ]
+        return self.renderer.status(
+            views, jobs_more=len(runners) - len(shown), refresh=REFRESH_SECONDS
+        )
+
+    async def status(self, _request: web.Request) -> web.Response:
+        return _html(await asyncio.to_thread(self.render_status))
+
+    def render_case(self, target: str, dataset: str, case_id: str) -> tuple[int, str]:
+        runner = next((r for r in self._jobs() if r.labels == (target, dataset)), None)
+        report = runner.last_report if runner is not None else None
+        record = (
+            next((c for c in report.cases if c.id == case_id), None) if report is not None else None
+        )
+        if runner is None or report is None or record is None:
+            what = "no such job" if runner is None else "no such case in the last run"
+            return 404, self.renderer.not_found(what)
+        history = None
+        if self._history is not None:
+            try:
+                history = self._history.case_history(target, dataset, case_id, limit=CASE_HISTORY)
+            except Exception:  # the case view stands without its history
+                history = None
+        view = case_view(
+            record,
+            k=report.k,
+            redact=self._redact,
+            history=history,
+            trace_url=self._trace_url,
+        )
+        age = fmt_age(time.time() - runner.last_finished_at) if runner.last_finished_at else ""
+        return 200, self.renderer.case(
+            view, job=f"{target} / {dataset}", run_id=report.run_id, run_age=age
+        )
+
+    async def case(self, request: web.Request) -> web.Response:
+        q = request.query
+        target, dataset, case_id = q.get("target"), q.get("dataset"), q.get("id")
+        if not (target and dataset and case_id):
+            return _html(self.renderer.not_found("pass ?target=..&dataset=..&id=.."), 400)
+        status, body = await asyncio.to_thread(self.render_case, target, dataset, case_id)
+        return _html(body, status)

@@ -1,0 +1,76 @@
+"""HTML from the views: Jinja2 templates with autoescaping on, no script, no external asset.
+
+One :class:`PageRenderer` per process (the daemon) or command: its environment compiles each
+template once. Every ``{{ value }}`` is escaped by Jinja2 and, as a second line of defence,
+passed through the redactor on its way out (``finalize``); the views redact at the source.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import jinja2
+import markupsafe
+
+from evaluator._version import __version__
+from evaluator.pages.views import CaseView, JobView, Redact, ReportView
+from evaluator.redaction import redactor
+
+__all__ = ["PageRenderer"]
+
+
+def _process_redact(text: str) -> str:
+    """The default redaction: every secret registered in this process masked."""
+    return redactor().redact_text(text)
+
+
+class PageRenderer:
+    """Renders the status page, the case view and the self-contained HTML report."""
+
+    def __init__(self, redact: Redact = _process_redact) -> None:
+        self._redact = redact
+
+        def finalize(value: Any) -> Any:
+            # Markup (a macro's output) is already built from finalized values
+            if isinstance(value, str) and not isinstance(value, markupsafe.Markup):
+                return redact(value)
+            return value
+
+        self.env = jinja2.Environment(
+            loader=jinja2.PackageLoader("evaluator.pages", "templates"),
+            autoescape=True,
+            undefined=jinja2.StrictUndefined,
+            finalize=finalize,
+            trim_blocks=True,
+            lstrip_blocks=True,
+        )
+
+    def _render(self, name: str, *, refresh: int | None = None, **context: Any) -> str:
+        generated = datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+        return self.env.get_template(name).render(
+            generated=f"evaluator {__version__} · {generated}", refresh=refresh, **context
+        )
+
+    def status(self, jobs: list[JobView], *, jobs_more: int = 0, refresh: int | None = None) -> str:
+        """The daemon's ``/``; ``refresh`` seconds makes the browser reload it (no script)."""
+        return self._render(
+            "status.html.j2", title="evaluator status", jobs=jobs, jobs_more=jobs_more,
+            refresh=refresh,
+        )  # fmt: skip
+
+    def case(self, view: CaseView, *, job: str, run_id: str, run_age: str) -> str:
+        return self._render(
+            "case.html.j2",
+            title=f"{view.id} · {job}",
+            case=view,
+            job=job,
+            run_id=run_id,
+            run_age=run_age,
+        )
+
+    def report(self, view: ReportView) -> str:
+        return self._render("report.html.j2", title=view.title, r=view)
+
+    def not_found(self, message: str) -> str:
+        return self._render("error.html.j2", title="not found", message=message)

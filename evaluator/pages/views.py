@@ -1,0 +1,682 @@
+"""What the pages show, computed from reports: plain dataclasses the templates only lay out.
+
+Every string that came from an endpoint (answers, evidence texts, ids, error messages,
+stage names) passes through ``redact`` here, before it is cut into highlighted segments, so
+a secret split by a highlight cannot slip through. Sizes are bounded here too: the
+templates never loop over anything a target could make unbounded.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from evaluator.models import CaseRecord, Citation
+from evaluator.pages.highlight import Segment, segments
+from evaluator.pages.trend import TREND_METRICS, RunRow, Sparkline, sparkline
+from evaluator.redaction import redactor
+from evaluator.report import RunReport
+from evaluator.scoring.answer import contains_fact, normalise
+from evaluator.scoring.citation import resolve_citation
+from evaluator.scoring.labels import audit_record, audit_run, describe_fact
+from evaluator.summary import QUALITY_METRICS, Summary
+from evaluator.worst import worst_cases
+
+__all__ = [
+    "CaseHistoryRow",
+    "CaseView",
+    "JobState",
+    "JobView",
+    "MetricRow",
+    "Redact",
+    "ReportView",
+    "case_view",
+    "job_view",
+    "report_view",
+]
+
+Redact = Callable[[str], str]
+
+#: characters of an answer shown; answers are capped upstream too, this bounds the page
+ANSWER_SHOWN_CHARS = 8000
+#: ranked items shown in a case view
+RANKING_SHOWN = 20
+#: citations shown in a case view
+CITATIONS_SHOWN = 20
+#: stage timings shown
+STAGES_SHOWN = 20
+#: worst cases per job on the status page
+WORST_ON_STATUS = 5
+#: suspect labels listed per job or report (all are counted)
+SUSPECT_SHOWN = 20
+#: runs drawn in a trend line
+TREND_RUNS = 60
+
+#: metrics where lower is better (a rise is a regression)
+LOWER_IS_BETTER = frozenset({"false_refusal_rate", "error_rate", "p50_seconds", "p95_seconds"})
+#: quality rows on summaries: the ratios, then errors and latency
+SUMMARY_METRICS: tuple[str, ...] = (*QUALITY_METRICS, "error_rate", "p50_seconds", "p95_seconds")
+
+
+def _process_redact(text: str) -> str:
+    """The default redaction: every secret registered in this process masked."""
+    return redactor().redact_text(text)
+
+
+class CaseOutcomeRow(Protocol):
+    """One past outcome of a case (the history store's ``CaseOutcome``)."""
+
+    @property
+    def run_id(self) -> str: ...
+
+    @property
+    def finished_at(self) -> float: ...
+
+    @property
+    def answer(self) -> bool | None: ...
+
+    @property
+    def hit(self) -> bool | None: ...
+
+    @property
+    def mrr(self) -> float | None: ...
+
+    @property
+    def error_kind(self) -> str | None: ...
+
+
+# --- numbers as people read them ----------------------------------------------------------
+
+
+def fmt_value(metric: str, value: float | None) -> str:
+    if value is None:
+        return "n/a"
+    if metric.endswith("_seconds"):
+        return fmt_seconds(value)
+    return f"{value:.4f}"
+
+
+def fmt_seconds(value: float | None) -> str:
+    if value is None:
+        return "n/a"
+    if value < 0.001:
+        return f"{value * 1e6:.0f}µs"
+    if value < 1:
+        return f"{value * 1000:.1f}ms"
+    return f"{value:.2f}s"
+
+
+def fmt_age(seconds: float) -> str:
+    seconds = max(seconds, 0.0)
+    if seconds < 90:
+        return f"{seconds:.0f} s ago"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min ago"
+    if seconds < 172800:
+        return f"{seconds / 3600:.1f} h ago"
+    return f"{seconds / 86400:.1f} days ago"
+
+
+def fmt_diff(metric: str, diff: float | None) -> str:
+    if diff is None:
+        return ""
+    if metric.endswith("_seconds"):
+        return ("+" if diff >= 0 else "-") + fmt_seconds(abs(diff))
+    return f"{diff:+.4f}"
+
+
+@dataclass(frozen=True, slots=True)
+class MetricRow:
+    """One metric of a summary, against the baseline when there is one."""
+
+    name: str
+    value: str
+    count: int | None
+    baseline: str | None = None
+    diff: str = ""
+    #: moved the wrong way against the baseline
+    worse: bool = False
+    better: bool = False
+
+
+def metric_rows(summary: Summary, baseline: Summary | None = None) -> list[MetricRow]:
+    rows = []
+    for name in SUMMARY_METRICS:
+        value = summary.get(name)
+        total = summary.totals.get(name)
+        count = total.count if total is not None else None
+        if name == "error_rate":
+            count = summary.case_count
+        if baseline is None:
+            rows.append(MetricRow(name, fmt_value(name, value), count))
+            continue
+        before = baseline.get(name)
+        diff = None if value is None or before is None else value - before
+        sign = -1 if name in LOWER_IS_BETTER else 1
+        moved = 0.0 if diff is None or abs(diff) < 1e-9 else diff * sign
+        rows.append(
+            MetricRow(
+                name,
+                fmt_value(name, value),
+                count,
+                baseline=fmt_value(name, before),
+                diff=fmt_diff(name, diff),
+                worse=moved < 0,
+                better=moved > 0,
+            )
+        )
+    return rows
+
+
+# --- the case view -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class FactView:
+    index: int
+    text: str
+    found: bool
+    #: found by the scoring yet no span to mark (combining characters): said, not drawn
+    unmarked: bool
+
+
+@dataclass(frozen=True, slots=True)
+class RankedView:
+    rank: int
+    id: str
+    grade: int
+    in_top_k: bool
+    cited: bool
+    text: list[Segment] | None
+    cut: bool
+    facts_in_text: list[int]
+
+
+@dataclass(frozen=True, slots=True)
+class CitationView:
+    label: str
+    resolves_to: str | None
+    supported: bool
+
+
+@dataclass(frozen=True, slots=True)
+class CaseHistoryRow:
+    run_id: str
+    age: str
+    outcome: str
+
+
+@dataclass(frozen=True, slots=True)
+class CaseView:
+    id: str
+    anchor: str
+    question: str
+    tags: tuple[str, ...]
+    unanswerable: bool
+    facts: list[FactView]
+    missing_facts: list[str]
+    answer: list[Segment] | None
+    answer_cut: bool
+    verdict: str
+    refused: bool | None
+    ranking: list[RankedView]
+    ranking_more: int
+    relevant_not_retrieved: list[str]
+    citations: list[CitationView]
+    stages: list[tuple[str, str]]
+    latency: str
+    attempts: int
+    error: str | None
+    scores: list[tuple[str, str]]
+    suspect_label: str | None
+    history: list[CaseHistoryRow] | None
+    trace_id: str | None
+    trace_url: str | None
+    k: int
+    changes: tuple[str, ...] = ()
+
+
+def _verdict(record: CaseRecord) -> str:
+    if record.error is not None:
+        return "error"
+    s = record.scores
+    if s is None or s.answer_correct is None:
+        return "not scored" if s is None or record.answer is None else "answer not checked"
+    return "correct" if s.answer_correct else "incorrect"
+
+
+def _citation_label(citation: Citation) -> str:
+    return f"[{citation}]" if isinstance(citation, int) else str(citation)
+
+
+def _scores(record: CaseRecord) -> list[tuple[str, str]]:
+    s = record.scores
+    if s is None:
+        return []
+    out: list[tuple[str, str]] = []
+    for name in ("recall_at_k", "mrr", "ndcg_at_k", "citation_precision", "citation_recall",
+                 "fact_recall"):  # fmt: skip
+        value = getattr(s, name)
+        if value is not None:
+            out.append((name, f"{value:.2f}"))
+    for name in ("answer_correct", "refused", "citation_valid"):
+        value = getattr(s, name)
+        if value is not None:
+            out.append((name, "yes" if value else "no"))
+    return out
+
+
+def case_view(
+    record: CaseRecord,
+    *,
+    k: int,
+    redact: Redact = _process_redact,
+    anchor: str = "case",
+    history: Sequence[CaseOutcomeRow] | None = None,
+    trace_url: str | None = None,
+    now: float | None = None,
+    changes: tuple[str, ...] = (),
+) -> CaseView:
+    """Everything the case view shows for one case of a report."""
+    facts = record.expected_facts
+    answer_text = redact(record.answer) if record.answer is not None else None
+    answer_segments: list[Segment] | None = None
+    fact_views: list[FactView] = []
+    if answer_text is not None:
+        shown = answer_text[:ANSWER_SHOWN_CHARS]
+        answer_segments = segments(shown, facts)
+        marked = {s.fact for s in answer_segments if s.fact is not None}
+        folded = normalise(answer_text)
+        for i, fact in enumerate(facts):
+            found = contains_fact(folded, fact)
+            fact_views.append(FactView(i, describe_fact(fact), found, found and i not in marked))
+    else:
+        fact_views = [FactView(i, describe_fact(f), False, False) for i, f in enumerate(facts)]
+    missing = [f.text for f in fact_views if not f.found] if answer_text is not None else []
+
+    cited = {resolve_citation(c, record.ranked_ids) for c in record.citations[:CITATIONS_SHOWN]} - {
+        None
+    }
+    ranking: list[RankedView] = []
+    for rank, doc_id in enumerate(record.ranked_ids[:RANKING_SHOWN], start=1):
+        text = record.texts.get(doc_id)
+        cut_segments = segments(redact(text), facts) if text else None
+        ranking.append(
+            RankedView(
+                rank=rank,
+                id=redact(doc_id),
+                grade=record.relevance.get(doc_id, 0),
+                in_top_k=rank <= k,
+                cited=doc_id in cited,
+                text=cut_segments,
+                cut=doc_id in record.cut_texts,
+                facts_in_text=sorted({s.fact for s in cut_segments or () if s.fact is not None}),
+            )
+        )
+    retrieved = set(record.ranked_ids)
+    citations = []
+    for citation in record.citations[:CITATIONS_SHOWN]:
+        target = resolve_citation(citation, record.ranked_ids)
+        citations.append(
+            CitationView(
+                label=redact(_citation_label(citation)),
+                resolves_to=redact(target) if target is not None else None,
+                supported=target is not None and record.relevance.get(target, 0) >= 1,
+            )
+        )
+    stages = [
+        (redact(name), fmt_seconds(seconds))
+        for name, seconds in list(record.stage_seconds.items())[:STAGES_SHOWN]
+    ]
+    audit = audit_record(record)
+    trace_id = getattr(record, "trace_id", None)
+    trace_id = redact(trace_id) if isinstance(trace_id, str) and trace_id else None
+    now = time.time() if now is None else now
+    return CaseView(
+        id=record.id,
+        anchor=anchor,
+        question=record.question,
+        tags=record.tags,
+        unanswerable=record.unanswerable,
+        facts=fact_views,
+        missing_facts=missing,
+        answer=answer_segments,
+        answer_cut=answer_text is not None and len(answer_text) > ANSWER_SHOWN_CHARS,
+        verdict=_verdict(record),
+        refused=record.scores.refused if record.scores is not None else None,
+        ranking=ranking,
+        ranking_more=max(len(record.ranked_ids) - RANKING_SHOWN, 0),
+        relevant_not_retrieved=[
+            i for i, g in record.relevance.items() if g >= 1 and i not in retrieved
+        ],
+        citations=citations,
+        stages=stages,
+        latency=fmt_seconds(record.latency_seconds),
+        attempts=record.attempts,
+        error=(
+            f"{record.error.kind}: {redact(record.error.message)}"
+            if record.error is not None
+            else None
+        ),
+        scores=_scores(record),
+        suspect_label=audit.message,
+        history=(
+            None
+            if history is None
+            else [
+                CaseHistoryRow(h.run_id, fmt_age(now - h.finished_at), _history_outcome(h))
+                for h in history
+            ]
+        ),
+        trace_id=trace_id,
+        trace_url=(trace_url.replace("{trace_id}", trace_id) if trace_url and trace_id else None),
+        k=k,
+        changes=changes,
+    )
+
+
+def _history_outcome(row: CaseOutcomeRow) -> str:
+    if row.error_kind:
+        return f"error {row.error_kind}"
+    parts = []
+    if row.answer is not None:
+        parts.append("answer correct" if row.answer else "answer incorrect")
+    if row.hit is not None:
+        parts.append("relevant retrieved" if row.hit else "relevant missed")
+    if row.mrr is not None:
+        parts.append(f"RR {row.mrr:.2f}")
+    return ", ".join(parts) or "scored"
+
+
+# --- worst cases and the label audit ---------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class WorstRow:
+    id: str
+    question: str
+    what: str
+    href: str
+
+
+def describe_case(record: CaseRecord, redact: Redact = _process_redact) -> str:
+    if record.error is not None:
+        return f"error {record.error.kind}: {redact(record.error.message)}"[:300]
+    s = record.scores
+    if s is None:
+        return "not scored"
+    answer = {True: "answer correct", False: "answer incorrect", None: "answer not checked"}
+    return f"recall {s.recall_at_k:.2f}, RR {s.mrr:.2f}, {answer[s.answer_correct]}"
+
+
+@dataclass(frozen=True, slots=True)
+class AuditView:
+    checked: int
+    suspect: int
+    cases: list[tuple[str, str, str]]  # (case id, message, href)
+
+
+def audit_view(report: RunReport, href: Callable[[str], str]) -> AuditView:
+    totals = audit_run(report.cases)
+    return AuditView(
+        checked=totals.checked,
+        suspect=totals.suspect_count,
+        cases=[
+            (case_id, audit.message or "", href(case_id))
+            for case_id, audit in totals.suspect[:SUSPECT_SHOWN]
+        ],
+    )
+
+
+# --- the status page -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class JobState:
+    """What the daemon knows of one job, handed to :func:`job_view`."""
+
+    target: str
+    dataset: str
+    report: RunReport | None
+    outcome: str | None
+    finished_at: float | None
+    baseline: RunReport | None = None
+    gate_passing: bool | None = None
+    gate_failing: tuple[str, ...] = ()
+    runs: Sequence[RunRow] = ()
+    schedule: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class TrendView:
+    metric: str
+    line: Sparkline
+    last: str
+    low: str
+    high: str
+
+
+@dataclass(frozen=True, slots=True)
+class JobView:
+    target: str
+    dataset: str
+    anchor: str
+    schedule: str
+    outcome: str
+    age: str
+    duration: str
+    run_id: str | None
+    case_count: int
+    scored: int
+    failed: int
+    errors_by_kind: list[tuple[str, int]]
+    metrics: list[MetricRow]
+    has_baseline: bool
+    gate_passing: bool | None
+    gate_failing: tuple[str, ...]
+    trends: list[TrendView]
+    worst: list[WorstRow]
+    audit: AuditView | None
+    report_href: str
+
+
+def trend_views(runs: Sequence[RunRow]) -> list[TrendView]:
+    ordered = list(runs[:TREND_RUNS])[::-1]  # the source gives newest first
+    out = []
+    for metric in TREND_METRICS:
+        values = [r.metrics.get(metric) for r in ordered]
+        ratio = not metric.endswith("_seconds")
+        # ratios on 0..1 so a flat 0.9 is no cliff; error rates and seconds on their own range
+        bounded = ratio and metric != "error_rate"
+        line = sparkline(values, floor=0.0 if ratio else None, ceiling=1.0 if bounded else None)
+        if line.count == 0:
+            continue
+        out.append(
+            TrendView(
+                metric,
+                line,
+                fmt_value(metric, line.last),
+                fmt_value(metric, line.low),
+                fmt_value(metric, line.high),
+            )
+        )
+    return out
+
+
+def job_view(
+    state: JobState,
+    *,
+    case_href: Callable[[str, str, str], str],
+    report_href: str,
+    anchor: str,
+    now: float | None = None,
+    redact: Redact = _process_redact,
+) -> JobView:
+    """One job's section of the status page."""
+    now = time.time() if now is None else now
+    report = state.report
+    summary = report.summary if report is not None else None
+    baseline = state.baseline.summary if state.baseline is not None else None
+
+    def href(case_id: str) -> str:
+        return case_href(state.target, state.dataset, case_id)
+
+    worst = []
+    if report is not None:
+        for record in worst_cases(report.cases, WORST_ON_STATUS):
+            worst.append(
+                WorstRow(record.id, record.question, describe_case(record, redact), href(record.id))
+            )
+    return JobView(
+        target=redact(state.target),
+        dataset=state.dataset,
+        anchor=anchor,
+        schedule=state.schedule,
+        outcome=state.outcome or "no run yet",
+        age=fmt_age(now - state.finished_at) if state.finished_at is not None else "never",
+        duration=fmt_seconds(report.duration_seconds) if report is not None else "n/a",
+        run_id=report.run_id if report is not None else None,
+        case_count=summary.case_count if summary is not None else 0,
+        scored=summary.scored_count if summary is not None else 0,
+        failed=summary.error_count if summary is not None else 0,
+        errors_by_kind=sorted(summary.errors_by_kind.items()) if summary is not None else [],
+        metrics=metric_rows(summary, baseline) if summary is not None else [],
+        has_baseline=baseline is not None,
+        gate_passing=state.gate_passing,
+        gate_failing=state.gate_failing,
+        trends=trend_views(state.runs),
+        worst=worst,
+        audit=audit_view(report, href) if report is not None else None,
+        report_href=report_href,
+    )
+
+
+# --- HTML reports (run, gate, report) ------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class RuleView:
+    status: str  # PASS, FAIL, n/a
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class ReportView:
+    title: str
+    subtitle: list[str]
+    verdict: str | None
+    metrics: list[MetricRow]
+    has_baseline: bool
+    rules: list[RuleView]
+    missing_ids: int
+    diagnosis: list[str]
+    regressed: list[CaseView]
+    regressed_total: int
+    improved_total: int
+    compared: int
+    worst: list[CaseView]
+    audit: AuditView
+    errors_by_kind: list[tuple[str, int]]
+    #: suspect-label cases not already shown above, with their evidence
+    suspects: list[CaseView] = field(default_factory=list)
+
+
+def _describe_report(label: str, report: RunReport, source: str) -> str:
+    return (
+        f"{label}: {source} ({report.dataset}, target {report.target}, K={report.k}, "
+        f"{report.case_count} cases, run {report.run_id}, {report.generated_at})"
+    )
+
+
+def report_view(
+    report: RunReport,
+    *,
+    source: str,
+    gate: Any | None = None,
+    baseline_source: str | None = None,
+    worst: int = 10,
+    redact: Redact = _process_redact,
+) -> ReportView:
+    """The HTML report: the summary, and with a gate result its rules and regressed cases.
+
+    ``gate`` is an :class:`evaluator.gate.GateResult` whose candidate is ``report``.
+    """
+
+    def href(case_id: str) -> str:
+        return f"#{anchors.get(case_id, 'cases')}"
+
+    index = {c.id: i for i, c in enumerate(report.cases)}
+    anchors = {case_id: f"case-{i}" for case_id, i in index.items()}
+    subtitle = [redact(_describe_report("report", report, source))]
+
+    def suspects(shown: list[CaseView]) -> list[CaseView]:
+        seen = {c.id for c in shown}
+        audit = audit_run(report.cases)
+        return [
+            case_view(by_id[case_id], k=report.k, redact=redact, anchor=anchors[case_id])
+            for case_id, _ in audit.suspect[:SUSPECT_SHOWN]
+            if case_id not in seen
+        ]
+
+    by_id = {c.id: c for c in report.cases}
+    if gate is None:
+        bad = worst_cases(report.cases, worst)
+        shown = [case_view(c, k=report.k, redact=redact, anchor=anchors[c.id]) for c in bad]
+        return ReportView(
+            title=f"{report.dataset}: run {report.run_id}",
+            subtitle=subtitle,
+            verdict=None,
+            metrics=metric_rows(report.summary),
+            has_baseline=False,
+            rules=[],
+            missing_ids=0,
+            diagnosis=[],
+            regressed=[],
+            regressed_total=0,
+            improved_total=0,
+            compared=0,
+            worst=shown,
+            audit=audit_view(report, href),
+            errors_by_kind=sorted(report.summary.errors_by_kind.items()),
+            suspects=suspects(shown),
+        )
+    subtitle = [
+        redact(_describe_report("baseline", gate.baseline, baseline_source or "baseline")),
+        redact(_describe_report("candidate", report, source)),
+    ]
+    failed = len(gate.failures)
+    rules = [
+        RuleView("FAIL" if not r.passed else ("PASS" if r.applicable else "n/a"), r.message)
+        for r in sorted(gate.rules, key=lambda r: (r.passed, not r.applicable))
+    ]
+    regressed = [
+        case_view(
+            by_id[change.id], k=report.k, redact=redact, anchor=anchors[change.id],
+            changes=change.changes,
+        )
+        for change in gate.case_diff.regressed[:worst]
+        if change.id in by_id
+    ]  # fmt: skip
+    verdict = "PASS" if gate.passed else "FAIL"
+    state = "passed" if gate.passed else "FAILED"
+    title = f"gate {state}: {failed} of {len(gate.rules)} rules failed"
+    return ReportView(
+        title=title,
+        subtitle=subtitle,
+        verdict=verdict,
+        metrics=metric_rows(gate.candidate_summary, gate.baseline_summary),
+        has_baseline=True,
+        rules=rules,
+        missing_ids=len(gate.missing_ids),
+        diagnosis=[f"{f.signal}: look at {f.look_at}" for f in gate.diagnosis],
+        regressed=regressed,
+        regressed_total=len(gate.case_diff.regressed),
+        improved_total=len(gate.case_diff.improved),
+        compared=gate.case_diff.compared,
+        worst=[],
+        audit=audit_view(report, href),
+        errors_by_kind=sorted(report.summary.errors_by_kind.items()),
+        suspects=suspects(regressed),
+    )

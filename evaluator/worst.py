@@ -1,0 +1,28 @@
+"""Which cases of a run went worst: one ranking for the terminal, the pages and HTML reports."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from evaluator.models import CaseRecord
+
+__all__ = ["badness", "worst_cases"]
+
+
+def badness(case: CaseRecord) -> float:
+    """How bad a case went: errors first, then wrong answers and lost retrieval."""
+    if case.error is not None or case.scores is None:
+        return 10.0
+    s = case.scores
+    bad = (1 - s.recall_at_k) + (1 - s.mrr)
+    if s.answer_correct is False:
+        bad += 2
+    if s.citation_precision is not None:
+        bad += 1 - s.citation_precision
+    return bad
+
+
+def worst_cases(cases: Iterable[CaseRecord], n: int) -> list[CaseRecord]:
+    """The ``n`` worst cases, worst first; perfect cases are never listed."""
+    ranked = sorted((c for c in cases if badness(c) > 0), key=badness, reverse=True)
+    return ranked[:n]

@@ -1,0 +1,193 @@
+"""Views and rendering: escaping, redaction, bounds, directions (no browser needed)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from evaluator.models import CaseError, CaseRecord, CaseScores
+from evaluator.pages.render import PageRenderer
+from evaluator.pages.trend import RunPoint
+from evaluator.pages.views import (
+    RANKING_SHOWN,
+    JobState,
+    case_view,
+    job_view,
+    metric_rows,
+    report_view,
+)
+from evaluator.redaction import Redactor
+from evaluator.report import RunReport
+from evaluator.summary import summarise
+
+SECRET = "tok-9f8e7d6c5b4a"
+RECORD = CaseRecord(
+    id="refund-time",
+    question=f"退款多久到账？ {SECRET}",
+    unanswerable=False,
+    relevance={"policy": 2, "faq": 1},
+    expected_facts=(("3-5个工作日",), ("七天", "7天")),
+    tags=("refund",),
+    ranked_ids=("noise", "policy", "<b>x</b>"),
+    answer=f"<script>alert(1)</script>一般 3 - 5 个工作日到账 {SECRET}",
+    citations=(2, 9, "noise"),
+    scores=CaseScores(
+        recall_at_k=0.5,
+        mrr=0.5,
+        ndcg_at_k=0.4,
+        citation_precision=1 / 3,
+        citation_recall=0.5,
+        citation_valid=False,
+        answer_correct=False,
+        fact_recall=0.5,
+        refused=False,
+    ),
+    latency_seconds=0.0123,
+    stage_seconds={"model": 0.01, "<i>stage</i>": 0.0004},
+    texts={"policy": f"退回到银行卡通常需要3-5个工作日到账。{SECRET}", "noise": "七天无理由退款"},
+)
+
+
+def _report(*records: CaseRecord) -> RunReport:
+    return RunReport(
+        run_id="run1",
+        generated_at="2026-01-01T00:00:00.000Z",
+        config_hash="c" * 16,
+        dataset_hash="d" * 64,
+        target="rag",
+        dataset="golden",
+        k=2,
+        duration_seconds=1.5,
+        summary=summarise(records),
+        cases=records,
+    )
+
+
+class TestCaseView:
+    def test_facts_found_and_missing_and_where(self) -> None:
+        view = case_view(RECORD, k=2)
+
+        assert [(f.text, f.found) for f in view.facts] == [
+            ("'3-5个工作日'", True),
+            ("'七天' (or '7天')", False),
+        ]
+        assert ["'七天' (or '7天')"] == view.missing_facts
+        assert ["3 - 5 个工作日"] == [s.text for s in view.answer or () if s.fact is not None]
+        # the relevant text holds fact 0; the irrelevant one holds fact 1
+        ranking = {r.id: r for r in view.ranking}
+        assert ([0], 2, True) == (ranking["policy"].facts_in_text, ranking["policy"].grade, True)
+        assert ([1], 0) == (ranking["noise"].facts_in_text, ranking["noise"].grade)
+        assert (False, None) == (ranking["<b>x</b>"].in_top_k, ranking["<b>x</b>"].text)
+        assert ["faq"] == view.relevant_not_retrieved
+
+    def test_citations_resolve_and_are_judged(self) -> None:
+        view = case_view(RECORD, k=2)
+        assert [("[2]", "policy", True), ("[9]", None, False), ("noise", "noise", False)] == [
+            (c.label, c.resolves_to, c.supported) for c in view.citations
+        ]
+        assert {r.id for r in view.ranking if r.cited} == {"policy", "noise"}
+
+    def test_trace_link_only_when_the_record_has_a_trace_id(self) -> None:
+        assert (None, None) == (case_view(RECORD, k=2).trace_id, case_view(RECORD, k=2).trace_url)
+
+        class Traced:
+            trace_id = "4bf92f3577b34da6a3ce929d0e0e4736"
+
+            def __getattr__(self, name: str) -> object:
+                return getattr(RECORD, name)
+
+        view = case_view(Traced(), k=2, trace_url="https://traces.example/t/{trace_id}")  # type: ignore[arg-type]
+        assert "https://traces.example/t/4bf92f3577b34da6a3ce929d0e0e4736" == view.trace_url
+
+    def test_lists_are_bounded(self) -> None:
+        many = replace(
+            RECORD,
+            ranked_ids=tuple(f"d{i}" for i in range(500)),
+            answer="x" * 100_000,
+            stage_seconds={f"s{i}": 0.1 for i in range(100)},
+            citations=tuple(range(1, 200)),
+        )
+        view = case_view(many, k=5)
+
+        assert (RANKING_SHOWN, 500 - RANKING_SHOWN) == (len(view.ranking), view.ranking_more)
+        assert view.answer_cut and sum(len(s.text) for s in view.answer or ()) == 8000
+        assert (20, 20) == (len(view.stages), len(view.citations))
+
+    def test_an_error_case(self) -> None:
+        failed = replace(
+            RECORD, scores=None, answer=None, error=CaseError("timeout", "deadline 5 s")
+        )
+        view = case_view(failed, k=2)
+        assert ("error", "timeout: deadline 5 s") == (view.verdict, view.error)
+
+
+class TestRendering:
+    def test_everything_from_an_endpoint_is_escaped_and_secrets_masked(self) -> None:
+        renderer = PageRenderer(Redactor([SECRET]))
+        html = renderer.case(
+            case_view(RECORD, k=2, redact=Redactor([SECRET])),
+            job="rag / golden",
+            run_id="r",
+            run_age="now",
+        )
+
+        assert "<script>" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+        assert "&lt;b&gt;x&lt;/b&gt;" in html and "&lt;i&gt;stage&lt;/i&gt;" in html
+        # the question is the golden set's, not redacted by the view: the renderer masks it
+        assert SECRET not in html
+        assert html.count("***") >= 3
+
+    def test_a_gate_report_and_a_run_report(self) -> None:
+        from evaluator.gate import evaluate_gate
+
+        good = replace(RECORD, scores=replace(_scores(), mrr=1.0, answer_correct=True))
+        baseline, candidate = _report(good), _report(RECORD)
+        result = evaluate_gate(baseline, candidate, with_intervals=False)
+        view = report_view(candidate, source="cand.json", gate=result, baseline_source="base.json")
+
+        assert "FAIL" == view.verdict
+        assert ["refund-time"] == [c.id for c in view.regressed]
+        assert any(r.status == "FAIL" and r.message.startswith("mrr") for r in view.rules)
+        html = PageRenderer().report(view)
+        assert "<script" not in html.replace("&lt;script", "")
+        assert "<link" not in html and "http://" not in html and "https://" not in html
+
+        run = report_view(candidate, source="cand.json")
+        assert (None, ["refund-time"]) == (run.verdict, [c.id for c in run.worst])
+
+
+def _scores() -> CaseScores:
+    assert RECORD.scores is not None
+    return RECORD.scores
+
+
+def test_metric_rows_know_which_way_is_worse() -> None:
+    better = replace(RECORD, scores=replace(_scores(), mrr=1.0), latency_seconds=0.5)
+    rows = {r.name: r for r in metric_rows(summarise([better]), summarise([RECORD]))}
+
+    assert (True, False) == (rows["mrr"].better, rows["mrr"].worse)
+    assert (False, True) == (rows["p95_seconds"].better, rows["p95_seconds"].worse)
+    assert "+0.5000" == rows["mrr"].diff
+    assert not rows["recall_at_k"].worse and not rows["recall_at_k"].better
+
+
+def test_a_status_page_of_many_jobs_is_bounded_and_draws_trends() -> None:
+    from evaluator.daemon.pages import JOBS_SHOWN
+
+    report = _report(RECORD)
+    runs = [RunPoint(f"r{i}", 1000.0 - i, "complete", {"mrr": 0.5 + i / 100}) for i in range(10)]
+    views = [
+        job_view(
+            JobState(f"t{i}", "golden", report, "complete", 990.0, runs=runs),
+            case_href=lambda t, d, c: f"/case?id={c}",
+            report_href="/r",
+            anchor=f"job-{i}",
+            now=1000.0,
+        )
+        for i in range(JOBS_SHOWN)
+    ]
+    html = PageRenderer().status(views, jobs_more=50)
+
+    assert JOBS_SHOWN == html.count('<section class="job"')
+    assert f"showing {JOBS_SHOWN} of {JOBS_SHOWN + 50} jobs" in html
+    assert views[0].trends[0].metric == "mrr" and views[0].trends[0].last == "0.5000"
+    assert "10 s ago" == views[0].age
