@@ -15,6 +15,7 @@ CLI can print its message as one line and exit with :class:`ExitCode` ``ERROR``:
     │   ├── BadResponseError       kind "bad_response"
     │   ├── ResponseTooLargeError  kind "response_too_large"
     │   ├── ResponseMemoryError    kind "out_of_memory" (memory ran out reading a response)
+    │   ├── StreamInterruptedError kind "stream_interrupted" (a streamed answer cut mid-way)
     │   └── TargetExceptionError   kind "target_exception" (a callable target raised)
     └── GateError              two reports that cannot be compared
 """
@@ -37,6 +38,7 @@ __all__ = [
     "ReportError",
     "ResponseMemoryError",
     "ResponseTooLargeError",
+    "StreamInterruptedError",
     "TargetConnectError",
     "TargetError",
     "TargetExceptionError",
@@ -162,6 +164,12 @@ class ResponseMemoryError(TargetError):
     kind = "out_of_memory"
 
 
+class StreamInterruptedError(TargetError):
+    """A streamed response ended before it was complete (connection lost, no end marker)."""
+
+    kind = "stream_interrupted"
+
+
 class TargetExceptionError(TargetError):
     """A Python-callable target raised an exception."""
 
@@ -176,5 +184,6 @@ ERROR_KINDS: tuple[str, ...] = (
     "bad_response",
     "response_too_large",
     "out_of_memory",
+    "stream_interrupted",
     "target_exception",
 )

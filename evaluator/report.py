@@ -106,7 +106,21 @@ def scores_to_dict(scores: CaseScores | None) -> dict[str, Any]:
     return {name: getattr(scores, name) if scores else None for name in _SCORE_FIELDS}
 
 
+#: per-case delivery measurements, written only when measured (streamed, usage, traced)
+_DELIVERY_NUMBERS = ("ttfb_seconds", "ttft_seconds", "tokens_per_second", "cost")
+_DELIVERY_COUNTS = ("input_tokens", "output_tokens")
+
+
 def _case_to_dict(c: CaseRecord) -> dict[str, Any]:
+    out = _case_core(c)
+    for name in (*_DELIVERY_NUMBERS, *_DELIVERY_COUNTS, "trace_id"):
+        value = getattr(c, name)
+        if value is not None:
+            out[name] = value
+    return out
+
+
+def _case_core(c: CaseRecord) -> dict[str, Any]:
     return {
         "id": c.id,
         "question": c.question,
@@ -296,7 +310,19 @@ def _summary_from_dict(r: _Reader, d: Mapping[str, Any], where: str) -> Summary:
         },
         event_loop_lag_p95_seconds=r.opt_num(d, "event_loop_lag_p95_seconds", where),
         event_loop_lag_max_seconds=r.opt_num(d, "event_loop_lag_max_seconds", where),
+        p50_ttft_seconds=r.opt_num(d, "p50_ttft_seconds", where),
+        p95_ttft_seconds=r.opt_num(d, "p95_ttft_seconds", where),
+        p95_ttfb_seconds=r.opt_num(d, "p95_ttfb_seconds", where),
+        p50_tokens_per_second=r.opt_num(d, "p50_tokens_per_second", where),
+        input_tokens_total=_opt_int(r, d, "input_tokens_total", where),
+        output_tokens_total=_opt_int(r, d, "output_tokens_total", where),
+        cost_total=r.opt_num(d, "cost_total", where),
+        cost_per_case=r.opt_num(d, "cost_per_case", where),
     )
+
+
+def _opt_int(r: _Reader, d: Mapping[str, Any], key: str, where: str) -> int | None:
+    return r.int_(d, key, where) if d.get(key) is not None else None
 
 
 def _citations(r: _Reader, d: Mapping[str, Any], where: str) -> tuple[Citation, ...]:
@@ -380,6 +406,17 @@ def _case_from_dict(r: _Reader, d: Mapping[str, Any], where: str) -> CaseRecord:
         error=error,
         texts=_texts(r, d, where),
         cut_texts=frozenset(_str_list(r, d, "cut_texts", where)),
+        ttfb_seconds=r.opt_num(d, "ttfb_seconds", where),
+        ttft_seconds=r.opt_num(d, "ttft_seconds", where),
+        tokens_per_second=r.opt_num(d, "tokens_per_second", where),
+        cost=r.opt_num(d, "cost", where),
+        input_tokens=r.int_(d, "input_tokens", where)
+        if d.get("input_tokens") is not None
+        else None,
+        output_tokens=(
+            r.int_(d, "output_tokens", where) if d.get("output_tokens") is not None else None
+        ),
+        trace_id=r.str_(d, "trace_id", where) if d.get("trace_id") is not None else None,
     )
 
 

@@ -86,9 +86,16 @@ class JobSnapshot:
         return (self.target, self.dataset)
 
 
-def _exemplar(run_id: str, case_id: str) -> dict[str, str]:
+def _exemplar(run_id: str, case_id: str, trace_id: str | None = None) -> dict[str, str]:
+    """The exemplar of a case's observations: its run, its case and, when the request carried
+    one, the W3C trace id (``trace_id`` is the label Grafana links to Tempo or Jaeger)."""
+    out = {"run_id": run_id}
     room = _EXEMPLAR_BUDGET - len("run_id") - len(run_id) - len("case_id")
-    return {"run_id": run_id, "case_id": case_id[: max(room, 0)]}
+    if trace_id is not None:
+        out["trace_id"] = trace_id
+        room -= len("trace_id") + len(trace_id)
+    out["case_id"] = case_id[: max(room, 0)]
+    return out
 
 
 class _SnapshotCollector(Collector):
@@ -131,6 +138,19 @@ class _SnapshotCollector(Collector):
             "rag_eval_event_loop_lag_p95_seconds",
             "P95 of the evaluator's event-loop lag during the last complete run: a latency P95 "
             "that grew with it is the evaluator's, not the service's",
+        )
+        ttft_p95 = gauge(
+            "rag_eval_ttft_p95_seconds",
+            "Nearest-rank P95 time to first token of streamed answers, last complete run",
+        )
+        run_cost = gauge(
+            "rag_eval_run_cost", "Cost of the last complete run at the target's prices"
+        )
+        case_cost = gauge("rag_eval_case_cost_mean", "Mean cost of a case in the last complete run")
+        tokens = gauge(
+            "rag_eval_run_tokens",
+            "Tokens used by the last complete run, as the target reported them",
+            ["direction"],
         )
         scored = gauge("rag_eval_last_run_scored_cases", "Cases scored in the last complete run")
         numerator = gauge(
@@ -207,6 +227,16 @@ class _SnapshotCollector(Collector):
                     p95.add_metric(labels, s.p95_seconds)
                 if s.event_loop_lag_p95_seconds is not None:
                     lag.add_metric(labels, s.event_loop_lag_p95_seconds)
+                if s.p95_ttft_seconds is not None:
+                    ttft_p95.add_metric(labels, s.p95_ttft_seconds)
+                if s.cost_total is not None:
+                    run_cost.add_metric(labels, s.cost_total)
+                if s.cost_per_case is not None:
+                    case_cost.add_metric(labels, s.cost_per_case)
+                if s.input_tokens_total is not None:
+                    tokens.add_metric([*labels, "input"], s.input_tokens_total)
+                if s.output_tokens_total is not None:
+                    tokens.add_metric([*labels, "output"], s.output_tokens_total)
                 scored.add_metric(labels, s.scored_count)
                 for m in _SHARDABLE:
                     numerator.add_metric([*labels, m], s.totals[m].sum)
@@ -240,6 +270,7 @@ class _SnapshotCollector(Collector):
                 if d.rose is not None:
                     drift_cases.add_metric([*labels, check, "rise"], d.rose)
         yield from quality.values()
+        yield from (ttft_p95, run_cost, case_cost, tokens)
         yield from (p95, lag, scored, numerator, denominator, error_ratio, last_run)
         yield from (last_complete, duration, interval, gate, rule, baseline)
         yield from (stability, window_runs, shift, significant, drift_cases, info)
@@ -261,6 +292,13 @@ class Metrics:
         self.case_latency = Histogram(
             "rag_eval_case_latency_seconds",
             "Wall time around each target call (all attempts), every case",
+            lab,
+            buckets=buckets,
+            registry=registry,
+        )
+        self.ttft = Histogram(
+            "rag_eval_ttft_seconds",
+            "Time to first token of streamed answers (first non-empty content), every case",
             lab,
             buckets=buckets,
             registry=registry,
@@ -377,8 +415,10 @@ class Metrics:
 
     def observe_case(self, labels: tuple[str, str], record: CaseRecord, run_id: str) -> None:
         """Histograms (with a run/case exemplar) and the error counter for one finished case."""
-        exemplar = _exemplar(run_id, record.id)
+        exemplar = _exemplar(run_id, record.id, record.trace_id)
         self.case_latency.labels(*labels).observe(record.latency_seconds, exemplar=exemplar)
+        if record.ttft_seconds is not None:
+            self.ttft.labels(*labels).observe(record.ttft_seconds, exemplar=exemplar)
         for stage, seconds in record.stage_seconds.items():
             self.stage_latency.labels(*labels, stage).observe(seconds, exemplar=exemplar)
         if record.error is not None:
@@ -398,6 +438,7 @@ class Metrics:
         self._snapshots.remove(labels)
         for metric in (
             self.case_latency,
+            self.ttft,
             self.retries,
             self.dataset_reload_errors,
             self.report_write_errors,
