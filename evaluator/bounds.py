@@ -50,7 +50,7 @@ class RecordLimits:
     """How much of a response one case record keeps (per target, in its config)."""
 
     #: ranked items kept and scored; MRR is the reciprocal rank within these
-    max_ranked_ids: int = 1000
+    max_ranked_ids: int = 100
     #: characters kept of each id and each citation
     max_id_chars: int = 256
     #: characters of the answer kept in reports and logs

@@ -27,7 +27,8 @@ class _Parser(argparse.ArgumentParser):
     """argparse exits 2 on a usage error; DESIGN.md reserves 2 for a failed gate."""
 
     def error(self, message: str) -> NoReturn:
-        raise UsageError(f"{self.prog}: {message} (see --help)")
+        # main() prefixes "evaluator: error: "; the program name again would double it
+        raise UsageError(f"{message} (see {self.prog} --help)")
 
 
 def build_parser(chosen: str | None = None) -> argparse.ArgumentParser:

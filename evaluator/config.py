@@ -13,6 +13,7 @@ import json
 import math
 import os
 import tomllib
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -187,8 +188,7 @@ class ResponseConfig(_Strict):
         try:
             jmespath.compile(value)
         except JMESPathError as exc:
-            first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            raise ValueError(f"invalid JMESPath expression {value!r}: {first}") from None
+            raise ValueError(_jmespath_problem(value, exc)) from None
         return value
 
     def model_post_init(self, context: Any, /) -> None:
@@ -324,7 +324,7 @@ class TargetConfig(_Strict):
         description="request rate, at most",
     )
     max_ranked_ids: int = Field(
-        1000, ge=1, le=100_000, description="ranked items kept and scored per case"
+        100, ge=1, le=100_000, description="ranked items kept and scored per case"
     )
     max_answer_chars: int = Field(
         10_000, ge=0, le=10_000_000, description="answer characters kept in reports and logs"
@@ -603,14 +603,96 @@ class Settings(BaseSettings):
         raise ConfigError(f"no job named {name!r}; known: {sorted(j.key for j in self.jobs)}")
 
 
-def _format_validation(exc: ValidationError, source: str) -> str:
+def _jmespath_problem(value: str, exc: JMESPathError) -> str:
+    """The whole of a JMESPath error on one line: what, where, and the expression cut there
+    (jmespath's own message spreads the expression and a caret over three lines)."""
+    what = getattr(exc, "message", None) or getattr(exc, "msg", None) or type(exc).__name__
+    if isinstance(exc, jmespath.exceptions.IncompleteExpressionError):
+        what = "incomplete expression"
+    token = getattr(exc, "token_value", None)
+    if token is not None and not isinstance(exc, jmespath.exceptions.LexerError):
+        what += f" {token!r}"
+    position = getattr(exc, "lex_position", None)
+    if not isinstance(position, int):
+        return f"invalid JMESPath expression {value!r}: {what}"
+    return (
+        f"invalid JMESPath expression {value!r}: {what} at column {position} "
+        f"({value[:position]!r} <- here -> {value[position:]!r})"
+    )
+
+
+def _model_at(loc: tuple[str | int, ...]) -> type[BaseModel] | None:
+    """The settings model that holds the field at ``loc`` (for "did you mean")."""
+    model: type[BaseModel] = Settings
+    for part in loc:
+        if isinstance(part, int):
+            continue
+        field = model.model_fields.get(part)
+        if field is None:
+            return None
+        inner = _inner_model(field.annotation)
+        if inner is None:
+            return None
+        model = inner
+    return model
+
+
+def _inner_model(annotation: object) -> type[BaseModel] | None:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in getattr(annotation, "__args__", ()):
+        found = _inner_model(arg)
+        if found is not None:
+            return found
+    return None
+
+
+def _in_data(data: object, loc: tuple[str | int, ...]) -> bool:
+    for part in loc:
+        if isinstance(part, int) and isinstance(data, list) and 0 <= part < len(data):
+            data = data[part]
+        elif isinstance(part, str) and isinstance(data, dict) and part in data:
+            data = data[part]
+        else:
+            return False
+    return True
+
+
+def _format_validation(
+    exc: ValidationError,
+    source: str,
+    file_data: Mapping[str, Any] | None = None,
+    flags: Mapping[str, str] | None = None,
+) -> str:
+    """One line naming each bad value where the user wrote it: the command-line flag, the
+    environment variable, or the key in the config file (with "did you mean" for an unknown
+    key), never a source it did not come from."""
     parts = []
+    origins = flags or {}
     for err in exc.errors(include_url=False, include_input=False):
-        loc = ".".join(str(p) for p in err["loc"])
-        env = "EVALUATOR_" + "__".join(str(p) for p in err["loc"]).upper()
-        field = f"{loc} (env {env})" if loc else "config"
-        parts.append(f"{field}: {err['msg']}")
-    return f"invalid configuration in {source}: " + "; ".join(parts)
+        loc = tuple(err["loc"])
+        dotted = ".".join(str(p) for p in loc)
+        env = "EVALUATOR_" + "__".join(str(p) for p in loc).upper()
+        message = err["msg"].removeprefix("Value error, ")
+        if err["type"] == "extra_forbidden" and loc:
+            model = _model_at(loc[:-1])
+            known = list(model.model_fields) if model is not None else []
+            close = difflib.get_close_matches(str(loc[-1]), known, n=1)
+            message = "unknown key" + (f' (did you mean "{close[0]}"?)' if close else "")
+        if loc and origins.get(str(loc[0])):
+            field = origins[str(loc[0])]
+        elif loc and str(loc[0]) in origins:
+            field = f"{dotted} (command line)"
+        elif loc and env in os.environ:
+            field = f"environment variable {env}"
+        elif loc and file_data is not None and _in_data(file_data, loc):
+            field = f"{source}: {dotted}"
+        elif loc:
+            field = dotted
+        else:
+            field = source
+        parts.append(f"{field}: {message}")
+    return "invalid configuration: " + "; ".join(parts)
 
 
 def _check_environment() -> None:
@@ -627,13 +709,18 @@ def _check_environment() -> None:
 
 
 def load_settings(
-    config_path: str | Path | None = None, overrides: dict[str, Any] | None = None
+    config_path: str | Path | None = None,
+    overrides: dict[str, Any] | None = None,
+    flags: Mapping[str, str] | None = None,
 ) -> Settings:
     """Load settings from ``config_path`` (or ``config/evaluator.toml`` when it exists).
 
     Args:
         config_path: the TOML file; an explicit path must exist.
         overrides: values from command-line flags, highest priority.
+        flags: top-level setting -> the flag that set it (``{"k": "--k"}``), so an invalid
+            value is reported against the flag; ``""`` for a setting built from several
+            flags (a target from ``--target-url``), reported as its field.
 
     Raises:
         ConfigError: unreadable or invalid TOML, or a field that fails validation.
@@ -648,10 +735,11 @@ def load_settings(
         path = DEFAULT_CONFIG_PATH if DEFAULT_CONFIG_PATH.is_file() else None
     cls: type[Settings] = Settings
     source = "environment"
+    file_data: dict[str, Any] | None = None
     if path is not None:
         source = str(path)
         try:
-            tomllib.loads(path.read_text(encoding="utf-8"))
+            file_data = tomllib.loads(path.read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError) as exc:
             raise ConfigError(f"cannot read config file {path}: {exc}") from exc
         except tomllib.TOMLDecodeError as exc:
@@ -661,7 +749,7 @@ def load_settings(
     try:
         return cls(**(overrides or {}))
     except ValidationError as exc:
-        raise ConfigError(_format_validation(exc, source)) from None
+        raise ConfigError(_format_validation(exc, source, file_data, flags)) from None
     except SettingsError as exc:
         # an EVALUATOR_ variable that is not valid JSON (EVALUATOR_TARGETS='[{bad')
         raise ConfigError(_env_problem(exc)) from None

@@ -8,16 +8,21 @@ CLI can print its message as one line and exit with :class:`ExitCode` ``ERROR``:
     ├── UsageError             command-line arguments argparse rejects
     ├── DatasetError           a golden set that cannot be loaded (carries every problem)
     ├── ReportError            a report file that is unreadable, corrupt or incompatible
+    ├── OutputError            a report or JUnit file that cannot be written
+    ├── PushError              the Pushgateway is unreachable or refused the gate's metrics
     ├── TargetError            one call to the system under test failed (has a ``kind``)
     │   ├── TargetTimeout          kind "timeout"
     │   ├── TargetConnectError     kind "connect"
-    │   ├── TargetHTTPStatusError  kind "http_status" (with the status code)
-    │   ├── BadResponseError       kind "bad_response"
+    │   ├── TargetHTTPStatusError  kind "http_status" (with the ``status`` code)
+    │   ├── BadResponseError       kind "bad_response" (with the ``field`` and ``expression``)
     │   ├── ResponseTooLargeError  kind "response_too_large"
     │   ├── ResponseMemoryError    kind "out_of_memory" (memory ran out reading a response)
     │   ├── StreamInterruptedError kind "stream_interrupted" (a streamed answer cut mid-way)
     │   └── TargetExceptionError   kind "target_exception" (a callable target raised)
     └── GateError              two reports that cannot be compared
+
+The kinds in :data:`ERROR_KINDS` are derived from :data:`CASE_ERRORS`, and context is held
+in attributes set at construction, so no caller parses a message back.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from dataclasses import dataclass
 from enum import IntEnum
 
 __all__ = [
+    "CASE_ERRORS",
     "ERROR_KINDS",
     "BadResponseError",
     "ConfigError",
@@ -35,6 +41,8 @@ __all__ = [
     "EvaluatorError",
     "ExitCode",
     "GateError",
+    "OutputError",
+    "PushError",
     "ReportError",
     "ResponseMemoryError",
     "ResponseTooLargeError",
@@ -99,20 +107,40 @@ class ReportError(EvaluatorError):
     """A run report cannot be read back (missing, truncated, wrong schema)."""
 
 
+class OutputError(EvaluatorError):
+    """A file the command was asked to write (report, JUnit) cannot be written."""
+
+
+class PushError(EvaluatorError):
+    """The Pushgateway could not be reached or refused the push."""
+
+
 class GateError(EvaluatorError):
     """Two reports cannot be compared (different golden set or K)."""
 
 
 class TargetError(EvaluatorError):
-    """One call to the target failed; ``kind`` is the error taxonomy key used everywhere."""
+    """One call to the target failed; ``kind`` is the error taxonomy key used everywhere.
+
+    Only its subclasses are raised (each has a kind in :data:`ERROR_KINDS`). ``transient``
+    defaults to the class's verdict; the raiser passes it when it knows better (a TLS
+    failure is a connect error that no retry fixes).
+    """
 
     kind = "target_error"
-    #: whether retrying the same call may succeed
-    transient = False
+    #: whether retrying the same call may succeed, unless the raiser says otherwise
+    transient_by_default = False
 
-    def __init__(self, message: str) -> None:
+    def __init_subclass__(cls) -> None:
+        super().__init_subclass__()
+        # a class-level ``transient`` would be shadowed by the instance's, silently
+        if "transient" in cls.__dict__:
+            raise TypeError(f"{cls.__name__}: set transient_by_default, not transient")
+
+    def __init__(self, message: str, *, transient: bool | None = None) -> None:
         super().__init__(message)
         self.message = message
+        self.transient = self.transient_by_default if transient is None else transient
         #: attempts made before giving up (set by the retry policy)
         self.attempts = 1
 
@@ -121,35 +149,46 @@ class TargetTimeout(TargetError):
     """The target did not answer within the configured time."""
 
     kind = "timeout"
-    transient = False  # a read timeout inside the deadline is not retried: it would hide slowness
+    # a read timeout inside the deadline is not retried: it would hide slowness
+    transient_by_default = False
 
 
 class TargetConnectError(TargetError):
     """The target could not be reached (refused, reset before a response, DNS)."""
 
     kind = "connect"
-    transient = True
+    transient_by_default = True
 
 
 class TargetHTTPStatusError(TargetError):
     """The target answered with a non-2xx status."""
 
     kind = "http_status"
+    #: statuses that say "try again": rate limited, or a gateway in front of the target
+    TRANSIENT_STATUSES = frozenset({429, 502, 503, 504})
 
     def __init__(self, message: str, *, status: int, retry_after: float | None = None) -> None:
-        super().__init__(message)
+        super().__init__(message, transient=status in self.TRANSIENT_STATUSES)
         self.status = status
         self.retry_after = retry_after
 
-    @property
-    def transient(self) -> bool:  # type: ignore[override]
-        return self.status in (429, 502, 503, 504)
-
 
 class BadResponseError(TargetError):
-    """The response is not valid JSON or a mapped field is missing or of the wrong type."""
+    """The response is not valid JSON or a mapped field is missing or of the wrong type.
+
+    ``field`` names the response field that failed (a mapped field such as ``ids``, or a
+    default-contract field such as ``answer``; ``response`` for a body that is no object),
+    and ``expression`` the mapping's JMESPath for it; both None for a body that is not JSON.
+    """
 
     kind = "bad_response"
+
+    def __init__(
+        self, message: str, *, field: str | None = None, expression: str | None = None
+    ) -> None:
+        super().__init__(message)
+        self.field = field
+        self.expression = expression
 
 
 class ResponseTooLargeError(TargetError):
@@ -176,14 +215,17 @@ class TargetExceptionError(TargetError):
     kind = "target_exception"
 
 
-#: Every error kind a case can end in: bounded, so safe as a Prometheus label value.
-ERROR_KINDS: tuple[str, ...] = (
-    "timeout",
-    "connect",
-    "http_status",
-    "bad_response",
-    "response_too_large",
-    "out_of_memory",
-    "stream_interrupted",
-    "target_exception",
+#: The errors a case can end in, in the order their kinds are listed.
+CASE_ERRORS: tuple[type[TargetError], ...] = (
+    TargetTimeout,
+    TargetConnectError,
+    TargetHTTPStatusError,
+    BadResponseError,
+    ResponseTooLargeError,
+    ResponseMemoryError,
+    StreamInterruptedError,
+    TargetExceptionError,
 )
+
+#: Every error kind a case can end in: bounded, so safe as a Prometheus label value.
+ERROR_KINDS: tuple[str, ...] = tuple(error.kind for error in CASE_ERRORS)

@@ -6,6 +6,7 @@ All records are frozen dataclasses: they are built once and passed around, never
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -158,6 +159,11 @@ class CaseError:
     kind: str
     message: str
     status: int | None = None
+    #: for ``bad_response``: the response field that failed, and the mapping's expression
+    #: for it (None under the default contract). Known in the run that saw the error, for
+    #: its diagnosis; reports do not carry them.
+    field: str | None = dataclasses.field(default=None, compare=False)
+    expression: str | None = dataclasses.field(default=None, compare=False)
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,6 +21,7 @@ from evaluator._version import __version__
 from evaluator.errors import ReportError
 from evaluator.models import CaseError, CaseRecord, CaseScores, Citation
 from evaluator.redaction import redactor
+from evaluator.repeats import Repeats, repeats_from_dict
 from evaluator.scoring.labels import audit_record, audit_run
 from evaluator.summary import Summary, Total
 
@@ -56,6 +57,8 @@ class RunReport:
     summary: Summary
     cases: tuple[CaseRecord, ...]
     retrieval_only: bool = False
+    #: each case's counts over ``--repeat N`` runs (``cases`` and ``summary`` are run 1)
+    repeats: Repeats | None = None
     evaluator_version: str = __version__
     schema_version: int = SCHEMA_VERSION
 
@@ -170,6 +173,8 @@ def report_to_dict(report: RunReport) -> dict[str, Any]:
         "label_audit": audit_run(report.cases).to_dict(),
         "cases": [_case_to_dict(c) for c in report.cases],
     }
+    if report.repeats is not None:
+        data["repeats"] = report.repeats.to_dict()
     redacted: dict[str, Any] = redactor().redact_json(data)
     return redacted
 
@@ -454,9 +459,21 @@ def report_from_dict(data: object, source: str = "report") -> RunReport:
         summary=_summary_from_dict(r, r.obj(data, "summary", ""), "summary."),
         cases=tuple(cases),
         retrieval_only=bool(data.get("retrieval_only", False)),
+        repeats=_repeats(data, source),
         evaluator_version=str(data.get("evaluator_version", "")),
         schema_version=SCHEMA_VERSION,
     )
+
+
+def _repeats(data: Mapping[str, Any], source: str) -> Repeats | None:
+    """The optional ``repeats`` block (``--repeat N``), checked."""
+    raw = data.get("repeats")
+    if raw is None:
+        return None
+    try:
+        return repeats_from_dict(raw, source)
+    except ValueError as exc:
+        raise ReportError(str(exc)) from None
 
 
 def read_report(path: str | os.PathLike[str]) -> RunReport:

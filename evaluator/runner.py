@@ -17,10 +17,11 @@ from datetime import UTC, datetime
 from typing import Any
 
 from evaluator.bounds import DEFAULT_TEXT_CHARS, RecordLimits
-from evaluator.errors import TargetError
+from evaluator.errors import BadResponseError, TargetError, TargetHTTPStatusError
 from evaluator.looplag import LoopLagMonitor
 from evaluator.models import Case, CaseError, CaseRecord, Dataset, TargetResponse
 from evaluator.redaction import redactor
+from evaluator.repeats import summarise_repeats
 from evaluator.report import RunReport, compute_config_hash
 from evaluator.retry import call_with_retries
 from evaluator.run_options import RunOptions
@@ -143,6 +144,14 @@ def _delivery_fields(response: TargetResponse | None, trace_id: str | None) -> d
     }
 
 
+def _case_error(exc: TargetError, message: str) -> CaseError:
+    """The case's error, with the exception's structured context carried over."""
+    status = exc.status if isinstance(exc, TargetHTTPStatusError) else None
+    if isinstance(exc, BadResponseError):
+        return CaseError(exc.kind, message, status, field=exc.field, expression=exc.expression)
+    return CaseError(exc.kind, message, status)
+
+
 async def _run_case(
     case: Case,
     target: Target,
@@ -164,8 +173,7 @@ async def _run_case(
             )
         except TargetError as exc:
             latency = time.perf_counter() - started - queued.seconds
-            status = getattr(exc, "status", None)
-            error = CaseError(exc.kind, limits.message(exc.message), status)
+            error = _case_error(exc, limits.message(exc.message))
             return _record(case, None, options, latency, exc.attempts, error, queued.trace_id)
     # ends at the last byte when the target says when it came (parsing is not its latency)
     ended = queued.received_at if queued.received_at is not None else time.perf_counter()
@@ -182,6 +190,7 @@ async def run_dataset(
     on_retry: RetryCallback | None = None,
     run_id: str | None = None,
     cases: tuple[Case, ...] | None = None,
+    repeats: int = 1,
 ) -> RunReport:
     """Run every case (or ``cases``, a subset such as a shard) with bounded concurrency.
 
@@ -193,22 +202,29 @@ async def run_dataset(
         on_retry: called before each retry of a transient failure.
         run_id: identifies the run in logs and exemplars; a new one by default.
         cases: the cases to run, in report order; all of the dataset's by default.
+        repeats: run each case this many times. The repeats are interleaved (every case
+            once, then every case again), never back to back, so a case's runs are spread
+            over the whole run and not all answered by one warm cache. The report's cases
+            and summary are the first round; ``report.repeats`` counts every round.
 
     Returns:
         The report, cases in golden-set order.
     """
     if options.concurrency < 1:
         raise ValueError("concurrency must be at least 1")
+    if repeats < 1:
+        raise ValueError("repeats must be at least 1")
     todo = dataset.cases if cases is None else cases
-    records: list[CaseRecord | None] = [None] * len(todo)
-    queue = iter(enumerate(todo))
+    rounds: list[list[CaseRecord | None]] = [[None] * len(todo) for _ in range(repeats)]
+    records = rounds[0]
+    queue = ((r, index, case) for r in range(repeats) for index, case in enumerate(todo))
     started = time.perf_counter()
 
     async def worker() -> None:
         # a fixed pool of workers pulls cases: memory stays flat for large golden sets
-        for index, case in queue:
+        for r, index, case in queue:
             record = await _run_case(case, target, options, on_retry)
-            records[index] = record
+            rounds[r][index] = record
             if on_case is not None:
                 on_case(record)
 
@@ -233,4 +249,9 @@ async def run_dataset(
         ),
         cases=done,
         retrieval_only=bool(scored) and all(r.answer is None for r in scored),
+        repeats=(
+            summarise_repeats([[x for x in r if x is not None] for r in rounds])
+            if repeats > 1
+            else None
+        ),
     )

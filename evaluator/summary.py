@@ -14,7 +14,16 @@ from typing import Any
 from evaluator.metrics import METRICS, QUALITY_METRICS, populations, values
 from evaluator.models import CaseRecord
 
-__all__ = ["OPTIONAL_FIELDS", "QUALITY_METRICS", "Summary", "Total", "nearest_rank", "summarise"]
+__all__ = [
+    "OPTIONAL_FIELDS",
+    "QUALITY_METRICS",
+    "Summary",
+    "Total",
+    "id_mismatch_warning",
+    "nearest_rank",
+    "relevant_never_retrieved",
+    "summarise",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,4 +205,29 @@ def summarise(records: Sequence[CaseRecord], *, with_tags: bool = True) -> Summa
         errors_by_kind=dict(sorted(by_kind.items())),
         by_tag=by_tag,
         **_delivery(records),
+    )
+
+
+def relevant_never_retrieved(records: Sequence[CaseRecord]) -> int:
+    """How many answerable scored cases ran without one relevant id anywhere in any ranking.
+
+    0 when some case retrieved a relevant id, or when no answerable case was scored. A
+    positive count almost always means the golden set's ids are not the service's ids
+    (another chunking, a prefix, a numeric id), not that retrieval is that bad.
+    """
+    answerable = [r.scores for r in records if r.scores is not None and not r.unanswerable]
+    if not answerable or any(s.mrr > 0 for s in answerable):
+        return 0
+    return len(answerable)
+
+
+def id_mismatch_warning(records: Sequence[CaseRecord]) -> str | None:
+    """The warning to show after a run in which no relevant id was ever retrieved."""
+    count = relevant_never_retrieved(records)
+    if not count:
+        return None
+    return (
+        f"no relevant id was retrieved in any of the {count} answerable case(s): do your "
+        "golden set's ids match the service's? (compare relevant_ids with the ids "
+        "`evaluator probe` shows)"
     )

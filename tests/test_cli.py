@@ -83,6 +83,27 @@ class TestExitCodes:
         )  # fmt: skip
         _assert_one_line_error(result, "EVALUATOR_CONCURENCY", "EVALUATOR_CONCURRENCY")
 
+    def test_usage_error_has_one_prefix(self, tmp_path: Path) -> None:
+        """Not `evaluator: error: evaluator: ...`: the program is named once."""
+        result = _run("run", "--no-such-flag", cwd=tmp_path)
+        assert result.stderr.startswith("evaluator: error: unrecognized arguments: --no-such-flag")
+        assert "error: evaluator" not in result.stderr
+
+    def test_k_zero_names_the_flag(self, tmp_path: Path) -> None:
+        """--k 0 is the flag's mistake, not the config file's or EVALUATOR_K's."""
+        result = _run(
+            "run", "--k", "0", "--dataset", "x.jsonl", "--target-url", "http://127.0.0.1:9/",
+            cwd=tmp_path,
+        )  # fmt: skip
+        _assert_one_line_error(result, "--k: Input should be greater than or equal to 1")
+        assert "EVALUATOR_K" not in result.stderr
+
+    def test_dataset_with_a_target_but_no_job_says_what_is_missing(self, tmp_path: Path) -> None:
+        """A config with [[targets]] and no [[jobs]] plus --dataset: the job is missing."""
+        (tmp_path / "c.toml").write_text('[[targets]]\nname = "r"\nurl = "http://h/rag"\n')
+        result = _run("run", "--config", "c.toml", "--dataset", "x.jsonl", cwd=tmp_path)
+        _assert_one_line_error(result, "c.toml has target(s) 'r' but no [[jobs]]", 'target = "r"')
+
     def test_no_job(self, tmp_path: Path) -> None:
         """Without a config or flags, the error says how to name a job."""
         _assert_one_line_error(_run("run", cwd=tmp_path), "--dataset")

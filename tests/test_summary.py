@@ -11,7 +11,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from evaluator.models import CaseError, CaseRecord, CaseScores
-from evaluator.summary import QUALITY_METRICS, Summary, Total, nearest_rank, summarise
+from evaluator.summary import (
+    QUALITY_METRICS,
+    Summary,
+    Total,
+    id_mismatch_warning,
+    nearest_rank,
+    relevant_never_retrieved,
+    summarise,
+)
 
 
 def _record(
@@ -440,3 +448,26 @@ class TestSummaryProperties:
             assert summary.p95_seconds is not None
             assert summary.p50_seconds <= summary.p95_seconds
         json.dumps(summary.to_dict(), allow_nan=False)
+
+
+class TestIdsNeverMatched:
+    """A run in which no relevant id was ever retrieved says so: the ids probably differ."""
+
+    def test_no_relevant_id_anywhere_counts_the_answerable_cases(self) -> None:
+        records = [_record("a", _scores(0.0)), _record("b", _scores(0.0)), _failed("c")]
+        records.append(_record("u", _scores(0.0), unanswerable=True))
+        assert 2 == relevant_never_retrieved(records)
+        warning = id_mismatch_warning(records)
+        assert warning is not None
+        assert "any of the 2 answerable case(s): do your golden set's ids match" in warning
+
+    def test_one_relevant_id_ranked_anywhere_is_enough(self) -> None:
+        """Reciprocal rank has no cutoff: a relevant id at rank 40 still shows the ids match."""
+        records = [_record("a", _scores(0.0)), _record("b", _scores(0.025))]
+        assert 0 == relevant_never_retrieved(records)
+        assert id_mismatch_warning(records) is None
+
+    def test_nothing_to_judge_is_no_warning(self) -> None:
+        """Only unanswerable or failed cases: nothing says the ids are wrong."""
+        records = [_record("u", _scores(0.0), unanswerable=True), _failed("c")]
+        assert 0 == relevant_never_retrieved(records)

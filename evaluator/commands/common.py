@@ -4,35 +4,41 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from evaluator.config import JobConfig, Settings, TargetConfig, load_settings
 from evaluator.dataset import load_dataset
-from evaluator.errors import ConfigError, EvaluatorError
+from evaluator.errors import ConfigError, EvaluatorError, OutputError
 from evaluator.factory import build_target
 from evaluator.models import Dataset
 from evaluator.report import RunReport, write_report
 from evaluator.runner import RunOptions, run_dataset
+from evaluator.summary import id_mismatch_warning
 
 __all__ = [
     "JobPlan",
     "check_scored",
+    "format_repeats",
     "plan_job",
     "run_job",
     "save_report",
     "settings_from_args",
+    "warn_id_mismatch",
 ]
 
 
 def settings_from_args(args: argparse.Namespace, extra: dict[str, Any] | None = None) -> Settings:
     """Load the config file and environment, then apply the command-line flags on top."""
     overrides: dict[str, Any] = dict(extra or {})
+    flags: dict[str, str] = {}
     for flag in ("k", "concurrency"):
         value = getattr(args, flag, None)
         if value is not None:
             overrides[flag] = value
+            flags[flag] = f"--{flag}"
     url, spec = getattr(args, "target_url", None), getattr(args, "target", None)
     dataset = getattr(args, "dataset", None)
     if url is not None or spec is not None:
@@ -43,8 +49,12 @@ def settings_from_args(args: argparse.Namespace, extra: dict[str, Any] | None = 
         job.update(getattr(args, "job_overrides", None) or {})
         overrides["targets"] = [target.model_dump()]
         overrides["jobs"] = [job]
-    settings = load_settings(getattr(args, "config", None), overrides)
+        # built from several flags (--target-url, --dataset, --interval...): name the field
+        flags["targets"] = flags["jobs"] = ""
+    settings = load_settings(getattr(args, "config", None), overrides, flags)
     if dataset is not None and url is None and spec is None:
+        if not settings.jobs:
+            raise ConfigError(_dataset_without_job(settings, getattr(args, "config", None)))
         # --dataset alone swaps the golden set of the selected job
         chosen = settings.job(getattr(args, "job", None))
         jobs = [
@@ -53,6 +63,23 @@ def settings_from_args(args: argparse.Namespace, extra: dict[str, Any] | None = 
         ]
         settings = settings.model_copy(update={"jobs": tuple(jobs)})
     return settings
+
+
+def _dataset_without_job(settings: Settings, config: str | None) -> str:
+    """--dataset swaps a job's golden set; with targets but no job, say what is missing."""
+    where = config or "the configuration"
+    if not settings.targets:
+        return (
+            "--dataset needs a target: add --target-url URL (or --target module:function), "
+            f"or a [[targets]] entry and a [[jobs]] entry in {where}"
+        )
+    names = ", ".join(repr(t.label) for t in settings.targets)
+    first = settings.targets[0].label
+    return (
+        f"--dataset replaces the golden set of a job, and {where} has target(s) {names} but "
+        f'no [[jobs]]: add [[jobs]] with target = "{first}" and dataset = "...", '
+        "or pass --target-url/--target with --dataset"
+    )
 
 
 @dataclass(frozen=True)
@@ -77,10 +104,10 @@ def plan_job(settings: Settings, job_name: str | None = None) -> JobPlan:
     return JobPlan(settings, job, target, dataset, options)
 
 
-async def _run(plan: JobPlan) -> RunReport:
+async def _run(plan: JobPlan, repeats: int) -> RunReport:
     target = build_target(plan.target)
     try:
-        return await run_dataset(plan.dataset, target, plan.options)
+        return await run_dataset(plan.dataset, target, plan.options, repeats=repeats)
     finally:
         await target.aclose()
 
@@ -90,7 +117,7 @@ def save_report(report: RunReport, output: Path) -> None:
     try:
         write_report(report, output)
     except OSError as exc:
-        raise EvaluatorError(f"cannot write report {output}: {exc.strerror or exc}") from exc
+        raise OutputError(f"cannot write report {output}: {exc.strerror or exc}") from exc
 
 
 def check_scored(report: RunReport, where: str) -> None:
@@ -105,6 +132,27 @@ def check_scored(report: RunReport, where: str) -> None:
     )
 
 
-def run_job(plan: JobPlan) -> RunReport:
-    """Run a planned job once, synchronously (for the one-shot commands)."""
-    return asyncio.run(_run(plan))
+def warn_id_mismatch(report: RunReport) -> None:
+    """After a run: say so on stderr when no relevant id was ever retrieved."""
+    warning = id_mismatch_warning(report.cases)
+    if warning is not None:
+        print(f"evaluator: warning: {warning}", file=sys.stderr)
+
+
+def run_job(plan: JobPlan, repeats: int = 1) -> RunReport:
+    """Run a planned job once (each case ``repeats`` times), synchronously."""
+    return asyncio.run(_run(plan, repeats))
+
+
+def format_repeats(report: RunReport) -> str | None:
+    """The ``--repeat`` lines of a run's output, or None for a run without repeats."""
+    rep = report.repeats
+    if rep is None:
+        return None
+    ks = sorted({1, 2, rep.n} & set(range(1, rep.n + 1)))
+    hats = ", ".join(f"pass^{k} {v:.3f}" for k in ks if (v := rep.pass_hat_k(k)) is not None)
+    flaky = rep.flaky_ids
+    shown = ", ".join(flaky[:10]) + (f" and {len(flaky) - 10} more" if len(flaky) > 10 else "")
+    lines = [f"repeats: each case {rep.n} times, interleaved; {hats or 'no case judged'}"]
+    lines.append(f"flaky within this run ({len(flaky)}): {shown or '-'}")
+    return "\n".join(lines)

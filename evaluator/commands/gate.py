@@ -16,12 +16,14 @@ from evaluator.commands.common import (
     run_job,
     save_report,
     settings_from_args,
+    warn_id_mismatch,
 )
-from evaluator.commands.flags import add_target_flags
+from evaluator.commands.flags import add_repeat_flag, add_target_flags
 from evaluator.config import Settings, load_settings
-from evaluator.errors import ConfigError, EvaluatorError, ExitCode
+from evaluator.errors import ConfigError, ExitCode, OutputError, PushError
 from evaluator.gate.compare import check_run_comparable
 from evaluator.gate.render import FORMATS, GateSources, render, render_junit
+from evaluator.gate.repeats import load_quarantine
 from evaluator.gate.rules import resolve_rules
 from evaluator.gate.verdict import evaluate_gate
 from evaluator.report import RunReport, read_report
@@ -44,6 +46,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="a saved report to judge; without it the configured job is run now",
     )
     add_target_flags(parser)
+    add_repeat_flag(parser)
     parser.add_argument(
         "--output",
         metavar="FILE",
@@ -98,10 +101,17 @@ def _live_candidate(
         case_ids=[c.id for c in plan.dataset.cases],
         allow_dataset_change=args.allow_dataset_change,
     )
-    report = run_job(plan)
+    if args.repeat > 1 and baseline.repeats is None:
+        print(
+            f"evaluator: note: the baseline has one run per case; {args.repeat} candidate "
+            "runs per case still need a large drop to count as a regression",
+            file=sys.stderr,
+        )
+    report = run_job(plan, args.repeat)
     output = Path(args.output or settings.reports_dir / f"candidate-{report.run_id}.json")
     save_report(report, output)
     print(f"candidate report: {output}", file=sys.stderr)
+    warn_id_mismatch(report)
     check_scored(report, f"candidate report {output}")
     return baseline, Path(baseline_path), report, str(output)
 
@@ -114,6 +124,8 @@ def handle(args: argparse.Namespace) -> int:
         settings = settings_from_args(args)
     else:
         given = [f for f in _LIVE_FLAGS if getattr(args, f, None) is not None]
+        if args.repeat != 1:
+            given.append("repeat")
         if given:
             flags = ", ".join("--" + f.replace("_", "-") for f in given)
             raise ConfigError(f"{flags} only apply without --candidate (when the job runs now)")
@@ -121,6 +133,7 @@ def handle(args: argparse.Namespace) -> int:
             raise ConfigError("--baseline FILE is required")
         settings = load_settings(args.config)
     rules, rules_source = resolve_rules(args.gates or settings.gates_file)
+    quarantine = load_quarantine(rules_source)
     if live:
         baseline, baseline_path, candidate, candidate_source = _live_candidate(args, settings)
     else:
@@ -134,6 +147,7 @@ def handle(args: argparse.Namespace) -> int:
         rules,
         allow_dataset_change=args.allow_dataset_change,
         significance=args.significance,
+        quarantine=quarantine,
     )
     sources = GateSources(str(baseline_path), candidate_source, rules_source)
     print(render(result, sources, args.format, worst=args.worst))
@@ -142,9 +156,9 @@ def handle(args: argparse.Namespace) -> int:
             Path(args.junit).parent.mkdir(parents=True, exist_ok=True)
             Path(args.junit).write_text(render_junit(result, sources), encoding="utf-8")
         except OSError as exc:
-            raise EvaluatorError(f"cannot write {args.junit}: {exc.strerror or exc}") from exc
+            raise OutputError(f"cannot write {args.junit}: {exc.strerror or exc}") from exc
     if args.pushgateway:
-        from evaluator.gate.push import PushError, push_result
+        from evaluator.gate.push import push_result
 
         try:
             push_result(args.pushgateway, result)

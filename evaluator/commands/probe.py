@@ -17,6 +17,7 @@ from evaluator.dataset import load_dataset
 from evaluator.errors import ConfigError, EvaluatorError, ExitCode, TargetError
 from evaluator.factory import build_target
 from evaluator.models import Case, TargetResponse
+from evaluator.redaction import redactor
 from evaluator.targets.http import HttpTarget, ProbeResult
 from evaluator.targets.mapping import FIELDS
 
@@ -111,6 +112,9 @@ def _raw(body: bytes, max_chars: int) -> str:
     text = body.decode("utf-8", errors="replace")
     with contextlib.suppress(ValueError):  # not JSON: shown as it came
         text = json.dumps(json.loads(text), ensure_ascii=False, indent=2)
+    # after pretty-printing (a "\u0074ok" escape is a token again once decoded), and
+    # before the cut (half a token would no longer be recognised by stdout's redaction)
+    text = redactor().redact_text(text)
     if len(text) > max_chars:
         text = text[:max_chars] + f"\n... ({len(text) - max_chars} more characters)"
     return text
@@ -139,7 +143,7 @@ def _mapped(response: TargetResponse, target: HttpTarget | None) -> list[str]:
         else:
             lines.append(f"{name:<10} (not mapped)")
             continue
-        shown = json.dumps(values[name], ensure_ascii=False)
+        shown = redactor().redact_text(json.dumps(values[name], ensure_ascii=False))
         if len(shown) > 300:
             shown = shown[:300] + "..."
         lines.append(f"{name:<10} {source}\n{'':<10} -> {shown}")

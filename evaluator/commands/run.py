@@ -4,31 +4,29 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 from collections import Counter
 from pathlib import Path
 
 from evaluator.commands.common import (
     check_scored,
+    format_repeats,
     plan_job,
     run_job,
     save_report,
     settings_from_args,
+    warn_id_mismatch,
 )
 from evaluator.commands.display import format_run
-from evaluator.commands.flags import add_target_flags
+from evaluator.commands.flags import add_repeat_flag, add_target_flags
 from evaluator.errors import ConfigError, ExitCode
 from evaluator.report import RunReport
-from evaluator.targets.mapping import mapping_failure
 
 __all__ = ["configure", "handle", "mapping_diagnosis"]
-
-#: the default contract parser's messages: a shape the mapping could fix
-_DEFAULT_CONTRACT = re.compile(r"^(field '|response is (a|an|null) )")
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     add_target_flags(parser)
+    add_repeat_flag(parser)
     parser.add_argument(
         "--output", metavar="FILE", help="report path (default REPORTS_DIR/<dataset>-<run id>.json)"
     )
@@ -40,11 +38,15 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def handle(args: argparse.Namespace) -> int:
     settings = settings_from_args(args)
     plan = plan_job(settings, args.job)
-    report = run_job(plan)
+    report = run_job(plan, args.repeat)
     output = Path(args.output or settings.reports_dir / f"{report.dataset}-{report.run_id}.json")
     save_report(report, output)
     print(format_run(report, worst=args.worst))
+    repeats = format_repeats(report)
+    if repeats is not None:
+        print(repeats)
     print(f"report: {output}")
+    warn_id_mismatch(report)
     diagnosis = mapping_diagnosis(report)
     if diagnosis is not None:
         raise ConfigError(f"target {report.target}: {diagnosis}")
@@ -63,22 +65,21 @@ def mapping_diagnosis(report: RunReport) -> str | None:
     answered = [c for c in report.cases if c.error is None or c.error.kind == "bad_response"]
     if not answered or any(c.error is None for c in answered):
         return None
-    messages = [c.error.message for c in answered if c.error is not None]
-    failures = [mapping_failure(m) for m in messages]
+    errors = [c.error for c in answered if c.error is not None]
     count = len(answered)
-    if all(f is not None for f in failures):
-        (field, expression), _ = Counter(f for f in failures if f is not None).most_common(1)[0]
-        example = next(
-            m for m, f in zip(messages, failures, strict=True) if f == (field, expression)
-        )
+    if all(e.field is not None and e.expression is not None for e in errors):
+        (field, expression), _ = Counter((e.field, e.expression) for e in errors).most_common(1)[0]
+        example = next(e.message for e in errors if (e.field, e.expression) == (field, expression))
         return (
             f"response mapping failed on all {count} case(s) that got a response: {example}; "
             f"fix response.{field} = {json.dumps(expression)} in the target's config "
             f"(try `evaluator probe`)"
         )
-    if all(_DEFAULT_CONTRACT.match(m) for m in messages):
+    # a field named without an expression: the default contract's shape, not its JSON
+    if all(e.field is not None and e.expression is None for e in errors):
         return (
-            f"no response of the {count} received follows the default contract: {messages[0]}; "
+            f"no response of the {count} received follows the default contract: "
+            f"{errors[0].message}; "
             f"describe the endpoint's shape with a [targets.response] mapping "
             f"(try `evaluator probe`)"
         )

@@ -28,7 +28,7 @@ from evaluator.metrics import FLOAT_TOLERANCE
 from evaluator.models import Case, CaseRecord, Dataset
 from evaluator.report import RunReport, scores_to_dict
 from evaluator.runner import RetryEvent, config_hash_for, run_dataset
-from evaluator.summary import Summary
+from evaluator.summary import Summary, id_mismatch_warning
 from evaluator.targets.base import Target
 
 __all__ = ["JobRunner", "classify"]
@@ -292,6 +292,9 @@ class JobRunner:
             error_count=report.error_count,
             summary=_flat_summary(report.summary),
         )
+        warning = id_mismatch_warning(report.cases)
+        if warning is not None:
+            log.warning("no_relevant_id_retrieved", job=self.key, message=warning)
         return outcome
 
     def _finish_broken(self, started: float, reason: str) -> None:
@@ -329,6 +332,7 @@ class JobRunner:
         return {"gate_passing": verdict.passing, "gate_rules_failing": verdict.rules_failing}
 
     def _save(self, report: RunReport) -> None:
+        pruned = self.store.pruned_for_space
         try:
             path = self.store.save(report)
         except OSError as exc:
@@ -338,6 +342,11 @@ class JobRunner:
                 error=exc.strerror or str(exc),
             )  # fmt: skip
             return
+        if self.store.pruned_for_space > pruned:
+            log.warning(
+                "reports_pruned_for_space", job=self.key, folder=str(self.store.folder),
+                deleted=self.store.pruned_for_space - pruned, keep=self.store.keep,
+            )  # fmt: skip
         log.debug("report_written", job=self.key, path=str(path))
 
     # --- history: written and read in the recorder's thread, applied back on the loop ------

@@ -34,10 +34,11 @@ __all__ = ["FLAT", "Finding", "diagnose"]
 
 #: Quality moves smaller than this (absolute, on 0..1 ratios) count as flat.
 FLAT = 0.005
-#: P95 growth (relative) worth a latency finding; the default gate allows 20%.
+#: P95 growth (relative) worth a latency finding when no rule says otherwise.
 _LATENCY_GROWTH = 0.20
 #: P95 growth (absolute) below which latency is noise, whatever the ratio: a 3 ms
-#: loopback call doubling to 6 ms says nothing about the service.
+#: loopback call doubling to 6 ms says nothing about the service. The gate passes the
+#: P95 rule's own limits (evaluator.gate.rules.latency_limits), so rule and diagnosis agree.
 _LATENCY_FLOOR_SECONDS = 0.05
 #: A stage explains a P95 growth when its own P95 grew by at least this share of it.
 _STAGE_SHARE = 0.5
@@ -87,6 +88,9 @@ def diagnose(
     baseline: Summary,
     candidate: Summary,
     intervals: Mapping[str, Interval] | None = None,
+    *,
+    latency_growth: float = _LATENCY_GROWTH,
+    latency_floor: float = _LATENCY_FLOOR_SECONDS,
 ) -> tuple[Finding, ...]:
     """Every row of the decision table that the deltas match.
 
@@ -95,6 +99,9 @@ def diagnose(
         candidate: the candidate summary.
         intervals: paired intervals, when computed: their mean differences are the quality
             deltas, and a move whose interval includes zero is marked as possibly noise.
+        latency_growth: relative P95 growth worth a finding (the P95 rule's limit).
+        latency_floor: absolute P95 growth, in seconds, below which latency is noise (the
+            P95 rule's noise floor).
 
     Returns:
         The findings: errors first, then the table's rows in order, then latency.
@@ -140,7 +147,7 @@ def diagnose(
             )
         )
     quality_up = [m for m in _QUALITY if (v := d[m]) is not None and v > FLAT]
-    grown = _grown_costs(baseline, candidate)
+    grown = _grown_costs(baseline, candidate, latency_floor)
     if quality_up and grown:
         out.append(
             Finding(
@@ -151,15 +158,15 @@ def diagnose(
         )
         return tuple(out)
     b95, c95 = baseline.p95_seconds, candidate.p95_seconds
-    if b95 and c95 is not None and c95 - b95 > _LATENCY_FLOOR_SECONDS:
+    if b95 and c95 is not None and c95 - b95 > latency_floor:
         growth = c95 / b95 - 1
-        if growth > _LATENCY_GROWTH:
+        if growth > latency_growth:
             p95 = f"P95 {_secs(b95)} → {_secs(c95)} ({growth:+.0%})"
             out.append(Finding("latency", p95, _slow_stage(baseline, candidate, c95 - b95)))
     return tuple(out)
 
 
-def _grown_costs(baseline: Summary, candidate: Summary) -> list[str]:
+def _grown_costs(baseline: Summary, candidate: Summary, latency_floor: float) -> list[str]:
     """P95, TTFT and cost that grew by half or more (latency beyond its noise floor)."""
     out = []
     for metric, label in _COSTS:
@@ -170,7 +177,7 @@ def _grown_costs(baseline: Summary, candidate: Summary) -> list[str]:
         if growth < _TRADE_OFF_GROWTH - FLOAT_TOLERANCE:
             continue
         if metric.endswith("_seconds"):
-            if after - before <= _LATENCY_FLOOR_SECONDS:
+            if after - before <= latency_floor:
                 continue
             out.append(f"{label} {_secs(before)} → {_secs(after)} ({growth:+.0%})")
         else:

@@ -14,7 +14,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Gauge, push_to_gateway
 
-from evaluator.errors import EvaluatorError
+from evaluator.errors import PushError
 from evaluator.gate.verdict import GateResult
 from evaluator.metrics import METRICS
 
@@ -27,10 +27,6 @@ GATE_JOB = "rag_eval_gate"
 SUMMARY_GAUGES: tuple[tuple[str, str, str], ...] = tuple(
     (spec.name, spec.pushed_as, spec.description) for spec in METRICS if spec.pushed_as is not None
 )
-
-
-class PushError(EvaluatorError):
-    """The Pushgateway could not be reached or refused the push."""
 
 
 def build_registry(result: GateResult) -> CollectorRegistry:

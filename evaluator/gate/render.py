@@ -62,7 +62,46 @@ def _headline(result: GateResult) -> str:
         parts.append(f"{len(result.failures)} of {len(result.rules)} rules failed{na_text}")
     if missing:
         parts.append(f"candidate lacks {len(missing)} baseline case(s)")
+    if result.repeats is not None and result.repeats.regressed:
+        parts.append(f"{len(result.repeats.regressed)} case(s) regressed beyond chance")
     return "gate FAILED: " + "; ".join(parts)
+
+
+def _repeat_lines(result: GateResult) -> list[str]:
+    """Repeats, per-case regressions, flaky cases and what was left out: never silent."""
+    rv = result.repeats
+    if rv is None:
+        return []
+    lines = [
+        "",
+        f"repeats: baseline {rv.baseline_runs} run(s) per case, candidate "
+        f"{rv.candidate_runs}; a case regressed when its pass rate dropped beyond chance "
+        f"(one-sided Fisher exact test, alpha {rv.alpha:g} over all cases, "
+        f"level {rv.threshold:.3g})",
+    ]
+    hats = ", ".join(f"pass^{k} {v:.3f}" for k, v in rv.pass_hat_k.items() if v is not None)
+    if hats:
+        lines.append(f"  candidate: {hats}")
+    status = "FAIL" if rv.regressed else "pass"
+    names = ", ".join(
+        f"{r.id} ({r.baseline_passes}/{r.baseline_runs} -> "
+        f"{r.candidate_passes}/{r.candidate_runs}, p {r.p_value:.3g})"
+        for r in rv.regressed[:_ID_LIMIT]
+    )
+    lines.append(f"{status:<4} cases regressed beyond chance: {len(rv.regressed)}"
+                 + (f": {names}" if names else ""))  # fmt: skip
+    lines.append(f"flaky (pass and fail within one report's repeats) ({len(rv.flaky)}): "
+                 f"{_ids(list(rv.flaky)) or '-'}")  # fmt: skip
+    if rv.left_out:
+        by_reason = ", ".join(
+            f"{cid} ({why})" for cid, why in list(rv.left_out.items())[:_ID_LIMIT]
+        )
+        more = len(rv.left_out) - _ID_LIMIT
+        lines.append(
+            f"LEFT OUT of the hard rules ({len(rv.left_out)}): {by_reason}"
+            + (f" and {more} more" if more > 0 else "")
+        )
+    return lines
 
 
 def _mode(result: GateResult) -> str:
@@ -118,6 +157,7 @@ def render_text(result: GateResult, sources: GateSources, *, worst: int = 10) ->
         lines.append(f"{r.status.upper() if r.status == 'fail' else r.status:<4} {r.message}")
     if result.missing_ids:
         lines.append(f"FAIL {_missing_line(result)}")
+    lines += _repeat_lines(result)
     a = result.alignment
     if a.dataset_changed:
         lines += [
@@ -248,6 +288,7 @@ def result_to_dict(result: GateResult, sources: GateSources) -> dict[str, Any]:
         "candidate": _report_dict(result.candidate, sources.candidate),
         "rules": [_rule_dict(r) for r in result.rules],
         "missing_case_ids": list(result.missing_ids),
+        "repeats": result.repeats.to_dict() if result.repeats is not None else None,
         "dataset_change": {
             "changed": a.dataset_changed,
             "shared": len(a.shared_ids),
@@ -319,6 +360,9 @@ def render_markdown(result: GateResult, sources: GateSources, *, worst: int = 10
         )
     if result.missing_ids:
         lines += ["", f"❌ **{_cell(_missing_line(result))}**"]
+    repeat_lines = _repeat_lines(result)
+    if repeat_lines:
+        lines += ["", *(f"- {_cell(line)}" for line in repeat_lines[1:])]
     a = result.alignment
     if a.dataset_changed:
         lines += [

@@ -12,10 +12,16 @@ rule (a metric may carry several)::
 Kinds: ``min`` (floor), ``max`` (ceiling), ``max_drop``, ``max_growth`` (absolute) and
 ``max_relative_growth`` (a fraction of the baseline). Every comparison tolerates
 floating-point noise (:data:`TOLERANCE`): a drop of exactly the allowance passes.
+
+A latency table may also set ``noise_floor_seconds`` (default
+:data:`DEFAULT_NOISE_FLOOR_SECONDS`): growth up to that many seconds passes its growth rules
+whatever the ratio, because a 4 ms loopback P95 gaining 3 ms from scheduling says nothing
+about the service. The gate's diagnosis uses the same floor and growth limit.
 """
 
 from __future__ import annotations
 
+import difflib
 import math
 import tomllib
 from collections.abc import Mapping, Sequence
@@ -32,6 +38,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_GATES_PATH",
+    "DEFAULT_NOISE_FLOOR_SECONDS",
     "DEFAULT_RULES",
     "GATE_METRICS",
     "LOWER_IS_BETTER",
@@ -44,6 +51,7 @@ __all__ = [
     "evaluate_rules",
     "format_difference",
     "format_value",
+    "latency_limits",
     "load_rules",
     "parse_rules",
     "resolve_rules",
@@ -62,6 +70,14 @@ GATE_METRICS: tuple[str, ...] = tuple(spec.name for spec in METRICS)
 
 #: Metrics where a rise is bad; every other gate metric is a quality ratio (higher is better).
 LOWER_IS_BETTER: frozenset[str] = frozenset(spec.name for spec in METRICS if spec.lower_is_better)
+
+#: Latency growth (absolute) up to which a growth rule on a ``*_seconds`` metric passes
+#: whatever the ratio, unless its table sets ``noise_floor_seconds``.
+DEFAULT_NOISE_FLOOR_SECONDS = 0.05
+#: The key of a latency table that sets its noise floor (a modifier, not a rule).
+NOISE_FLOOR_KEY = "noise_floor_seconds"
+#: The relative P95 growth the diagnosis reports when no rule says otherwise.
+_DEFAULT_LATENCY_GROWTH = 0.20
 
 #: Where ``evaluator gate`` looks for rules when no file is configured.
 DEFAULT_GATES_PATH = Path("config/gates.toml")
@@ -104,11 +120,15 @@ class Rule:
     Example::
 
         Rule("mrr", "max_drop", 0.01)   # MRR may drop at most 0.01
+        Rule("p95_seconds", "max_relative_growth", 0.2, noise_floor=0.05)
+
+    ``noise_floor`` (growth rules only): growth up to this much passes whatever the limit.
     """
 
     metric: str
     kind: RuleKind
     limit: float
+    noise_floor: float = 0.0
 
     @property
     def key(self) -> str:
@@ -126,8 +146,12 @@ class Rule:
         if self.kind == "max_drop":
             return "must not drop" if self.limit == 0 else f"may drop at most {limit}"
         if self.kind == "max_growth":
-            return "must not grow" if self.limit == 0 else f"may grow at most {limit}"
-        return "must not grow" if self.limit == 0 else f"may grow at most {self.limit * 100:g}%"
+            text = "must not grow" if self.limit == 0 else f"may grow at most {limit}"
+        else:
+            text = "must not grow" if self.limit == 0 else f"may grow at most {self.limit:.0%}"
+        if self.noise_floor > 0:
+            text += f" (growth up to {self.noise_floor:g}s is noise)"
+        return text
 
     @property
     def needs_baseline(self) -> bool:
@@ -144,20 +168,35 @@ class Rule:
             raise ValueError(f"rule {self.key} needs a baseline value")
         if self.kind == "max_drop":
             return baseline - candidate <= self.limit + TOLERANCE
+        growth = candidate - baseline
+        if growth <= self.noise_floor + TOLERANCE:
+            return True
         if self.kind == "max_growth":
-            return candidate - baseline <= self.limit + TOLERANCE
-        return candidate - baseline <= baseline * self.limit + TOLERANCE
+            return growth <= self.limit + TOLERANCE
+        return growth <= baseline * self.limit + TOLERANCE
 
 
-#: DESIGN.md's defaults (the article's exercise), used when no gates file exists.
+#: The built-in rules, used when no gates file exists.
 DEFAULT_RULES: tuple[Rule, ...] = (
     Rule("recall_at_k", "max_drop", 0.0),
     Rule("mrr", "max_drop", 0.01),
     Rule("citation_precision", "min", 0.97),
     Rule("answer_accuracy", "max_drop", 0.0),
-    Rule("p95_seconds", "max_relative_growth", 0.20),
+    Rule("p95_seconds", "max_relative_growth", 0.20, noise_floor=DEFAULT_NOISE_FLOOR_SECONDS),
     Rule("error_rate", "max_growth", 0.0),
 )
+
+
+def latency_limits(rules: Sequence[Rule]) -> tuple[float, float]:
+    """``(relative growth, noise floor)`` of the P95 rule, for the diagnosis to agree with.
+
+    The first ``p95_seconds`` ``max_relative_growth`` rule decides; without one, 20% and
+    :data:`DEFAULT_NOISE_FLOOR_SECONDS`.
+    """
+    for rule in rules:
+        if rule.metric == "p95_seconds" and rule.kind == "max_relative_growth":
+            return rule.limit, rule.noise_floor
+    return _DEFAULT_LATENCY_GROWTH, DEFAULT_NOISE_FLOOR_SECONDS
 
 
 @dataclass(frozen=True, slots=True)
@@ -329,9 +368,10 @@ def parse_rules(data: Mapping[str, object], source: str) -> tuple[Rule, ...]:
         ConfigError: one line naming ``source`` and the offending key.
     """
     for key in data:
-        if key != "rules":
+        if key not in ("rules", "quarantine"):  # [quarantine]: evaluator.gate.repeats
             raise ConfigError(
-                f"{source}: {key}: unknown top-level key (expected [rules.METRIC] tables)"
+                f"{source}: {key}: unknown top-level key (expected [rules.METRIC] tables "
+                "or [quarantine])"
             )
     tables = data.get("rules")
     if not isinstance(tables, Mapping) or not tables:
@@ -350,14 +390,43 @@ def parse_rules(data: Mapping[str, object], source: str) -> tuple[Rule, ...]:
             raise ConfigError(
                 f"{source}: {where}: expected a table with at least one of {', '.join(RULE_KINDS)}"
             )
-        for kind, value in table.items():
+        floor = _noise_floor(source, where, metric, table)
+        kinds = [k for k in table if k != NOISE_FLOOR_KEY]
+        if not kinds:
+            raise ConfigError(
+                f"{source}: {where}: {NOISE_FLOOR_KEY} alone is no rule; add one of "
+                f"{', '.join(RULE_KINDS)}"
+            )
+        for kind in kinds:
             if kind not in RULE_KINDS:
                 raise ConfigError(
-                    f"{source}: {where}.{kind}: unknown key (known: {', '.join(RULE_KINDS)})"
+                    f"{source}: {where}.{kind}: unknown key{_did_you_mean(kind, metric)}"
                 )
-            limit = _check_limit(source, f"{where}.{kind}", metric, kind, value)
-            rules.append(Rule(metric, kind, limit))
+            limit = _check_limit(source, f"{where}.{kind}", metric, kind, table[kind])
+            growth = kind in _GROWTH_KINDS
+            rules.append(Rule(metric, kind, limit, noise_floor=floor if growth else 0.0))
     return tuple(rules)
+
+
+def _did_you_mean(key: str, metric: str) -> str:
+    known = [*RULE_KINDS, *([NOISE_FLOOR_KEY] if _is_seconds(metric) else [])]
+    close = difflib.get_close_matches(key, known, n=1)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    return f" (known: {', '.join(known)}){hint}"
+
+
+def _noise_floor(source: str, where: str, metric: str, table: Mapping[str, object]) -> float:
+    if NOISE_FLOOR_KEY not in table:
+        return DEFAULT_NOISE_FLOOR_SECONDS if _is_seconds(metric) else 0.0
+    value = table[NOISE_FLOOR_KEY]
+    key = f"{where}.{NOISE_FLOOR_KEY}"
+    if not _is_seconds(metric):
+        raise ConfigError(f"{source}: {key}: only latency metrics (*_seconds) have a noise floor")
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise ConfigError(f"{source}: {key}: must be a finite number (got {value!r})")
+    if value < 0:
+        raise ConfigError(f"{source}: {key}: must be >= 0 (got {value!r})")
+    return float(value)
 
 
 def load_rules(path: str | Path) -> tuple[Rule, ...]:

@@ -12,7 +12,20 @@ from dataclasses import dataclass, field
 
 from evaluator.gate.compare import Alignment, CaseDiff, align, diff_cases
 from evaluator.gate.diagnosis import Finding, diagnose
-from evaluator.gate.rules import DEFAULT_RULES, Rule, RuleResult, evaluate_rules
+from evaluator.gate.repeats import (
+    Quarantine,
+    RepeatVerdict,
+    flaky_ids,
+    judge_repeats,
+    leave_out,
+)
+from evaluator.gate.rules import (
+    DEFAULT_RULES,
+    Rule,
+    RuleResult,
+    evaluate_rules,
+    latency_limits,
+)
 from evaluator.gate.stats import Interval, paired_intervals
 from evaluator.report import RunReport
 from evaluator.summary import Summary
@@ -40,11 +53,17 @@ class GateResult:
     diagnosis: tuple[Finding, ...]
     significance: bool = False
     intervals: Mapping[str, Interval] = field(default_factory=dict)
+    #: per-case judgement with repeats, and the cases a quarantine left out (None: neither)
+    repeats: RepeatVerdict | None = None
 
     @property
     def passed(self) -> bool:
-        """Every applicable rule passed and the candidate has every baseline case."""
-        return not self.alignment.missing_ids and all(r.passed for r in self.rules)
+        """Every applicable rule passed, the candidate has every baseline case, and no case
+        regressed beyond what the repeats can tell apart."""
+        regressed = self.repeats is not None and bool(self.repeats.regressed)
+        return (
+            not self.alignment.missing_ids and all(r.passed for r in self.rules) and not regressed
+        )
 
     @property
     def failures(self) -> tuple[RuleResult, ...]:
@@ -73,6 +92,7 @@ def evaluate_gate(
     allow_dataset_change: bool = False,
     significance: bool = False,
     with_intervals: bool = True,
+    quarantine: Quarantine | None = None,
 ) -> GateResult:
     """Judge ``candidate`` against ``baseline``.
 
@@ -85,6 +105,8 @@ def evaluate_gate(
             entirely beyond the allowance (needs ``with_intervals``).
         with_intervals: compute the paired bootstrap intervals (numpy); the daemon may
             skip them.
+        quarantine: cases (by name, or every flaky one) left out of the hard rules; the
+            result names them (``result.repeats.left_out``).
 
     Returns:
         The result; ``result.passed`` is the verdict.
@@ -95,10 +117,17 @@ def evaluate_gate(
     """
     if significance and not with_intervals:
         raise ValueError("significance=True needs with_intervals=True")
-    alignment = align(baseline, candidate, allow_dataset_change=allow_dataset_change)
+    quarantine = quarantine or Quarantine()
+    flaky = flaky_ids(baseline, candidate)
+    judged_baseline, judged_candidate, left_out = leave_out(baseline, candidate, quarantine)
+    repeats = None
+    if baseline.repeats is not None or candidate.repeats is not None or quarantine.active:
+        repeats = judge_repeats(judged_baseline, judged_candidate, left_out, flaky)
+    alignment = align(judged_baseline, judged_candidate, allow_dataset_change=allow_dataset_change)
     intervals: dict[str, Interval] = {}
     if with_intervals:
         intervals = paired_intervals(alignment.baseline_cases, alignment.candidate_cases)
+    growth, floor = latency_limits(rules)
     results = evaluate_rules(
         rules,
         alignment.baseline_summary,
@@ -112,7 +141,14 @@ def evaluate_gate(
         rules=results,
         alignment=alignment,
         case_diff=diff_cases(alignment),
-        diagnosis=diagnose(alignment.baseline_summary, alignment.candidate_summary, intervals),
+        diagnosis=diagnose(
+            alignment.baseline_summary,
+            alignment.candidate_summary,
+            intervals,
+            latency_growth=growth,
+            latency_floor=floor,
+        ),
         significance=significance,
         intervals=intervals,
+        repeats=repeats,
     )

@@ -3,7 +3,7 @@
 - :mod:`~evaluator.history.store`: the SQLite store in the reports folder (write, read API).
 - :mod:`~evaluator.history.stability`: a case's class over a window (pure).
 - :mod:`~evaluator.history.drift`: the latest runs against the window before, paired (pure).
-- :mod:`~evaluator.history.exact`: the exact tests both use (pure).
+- :mod:`~evaluator.exact`: the exact tests both use (pure).
 - :mod:`~evaluator.history.recorder`: the daemon's worker thread around the store.
 """
 

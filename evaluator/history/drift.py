@@ -8,7 +8,7 @@ be significant; three failed runs after ten passes give 1/286.
 
 Binary checks (``answer``, ``hit``): per case, a one-sided Fisher exact test of the pass
 counts (reference vs current); a case dropped when its p-value is below Tarone's corrected
-level (:func:`~evaluator.history.exact.tarone_threshold`), so the chance that noise flags
+level (:func:`~evaluator.exact.tarone_threshold`), so the chance that noise flags
 any case at all stays at most ``alpha`` however many cases the golden set holds. The check
 is significant when at least one case dropped.
 
@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from evaluator.history.exact import (
+from evaluator.exact import (
     binomial_upper_tail,
     fisher_drop_min_p,
     fisher_drop_p,

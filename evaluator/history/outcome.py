@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from evaluator.models import CaseRecord
+from evaluator.repeats import verdicts
 
 __all__ = ["CaseOutcome", "outcome_of"]
 
@@ -40,11 +41,11 @@ def outcome_of(record: CaseRecord, run_id: str, finished_at: float) -> CaseOutco
     if record.error is not None or scores is None:
         kind = record.error.kind if record.error is not None else "unscored"
         return CaseOutcome(run_id, finished_at, None, None, None, None, kind)
-    hit = None if record.unanswerable else scores.recall_at_k > 0
+    answer, hit = verdicts(record)
     return CaseOutcome(
         run_id,
         finished_at,
-        scores.answer_correct,
+        answer,
         hit,
         scores.mrr,
         scores.ndcg_at_k,

@@ -49,11 +49,15 @@ def parse_default_response(body: object) -> TargetResponse:
         BadResponseError: naming the field that is missing or of the wrong type.
     """
     if not isinstance(body, Mapping):
-        raise BadResponseError(f"response is {_type_name(body)}, expected a JSON object")
+        raise BadResponseError(
+            f"response is {_type_name(body)}, expected a JSON object", field="response"
+        )
     retrieved = _parse_retrieved(body.get("retrieved", []))
     answer = body.get("answer")
     if answer is not None and not isinstance(answer, str):
-        raise BadResponseError(f"field 'answer' is {_type_name(answer)}, expected a string")
+        raise BadResponseError(
+            f"field 'answer' is {_type_name(answer)}, expected a string", field="answer"
+        )
     return TargetResponse(
         retrieved=retrieved,
         answer=answer,
@@ -66,7 +70,9 @@ def _parse_retrieved(value: object) -> tuple[Retrieved, ...]:
     if value is None:
         return ()
     if not isinstance(value, list):
-        raise BadResponseError(f"field 'retrieved' is {_type_name(value)}, expected a list")
+        raise BadResponseError(
+            f"field 'retrieved' is {_type_name(value)}, expected a list", field="retrieved"
+        )
     items: list[Retrieved] = []
     for i, item in enumerate(value):
         if isinstance(item, str):
@@ -74,11 +80,14 @@ def _parse_retrieved(value: object) -> tuple[Retrieved, ...]:
             continue
         if not isinstance(item, Mapping):
             raise BadResponseError(
-                f"field 'retrieved[{i}]' is {_type_name(item)}, expected an object or an id"
+                f"field 'retrieved[{i}]' is {_type_name(item)}, expected an object or an id",
+                field="retrieved",
             )
         doc_id = item.get("id")
         if isinstance(doc_id, bool) or not isinstance(doc_id, str | int):
-            raise BadResponseError(f"field 'retrieved[{i}].id' is missing or not a string")
+            raise BadResponseError(
+                f"field 'retrieved[{i}].id' is missing or not a string", field="retrieved"
+            )
         score = item.get("score")
         text = item.get("text")
         items.append(
@@ -96,7 +105,9 @@ def parse_citations(value: object) -> tuple[Citation, ...]:
     if value is None:
         return ()
     if not isinstance(value, list):
-        raise BadResponseError(f"field 'citations' is {_type_name(value)}, expected a list")
+        raise BadResponseError(
+            f"field 'citations' is {_type_name(value)}, expected a list", field="citations"
+        )
     out: list[Citation] = []
     for i, c in enumerate(value):
         if isinstance(c, bool) or not isinstance(c, int | str):
@@ -104,7 +115,8 @@ def parse_citations(value: object) -> tuple[Citation, ...]:
                 out.append(int(c))
                 continue
             raise BadResponseError(
-                f"field 'citations[{i}]' is {_type_name(c)}, expected a position or an id"
+                f"field 'citations[{i}]' is {_type_name(c)}, expected a position or an id",
+                field="citations",
             )
         out.append(c)
     return tuple(out)
@@ -115,13 +127,17 @@ def parse_timings(value: object) -> dict[str, float]:
     if value is None:
         return {}
     if not isinstance(value, Mapping):
-        raise BadResponseError(f"field 'timings' is {_type_name(value)}, expected an object")
+        raise BadResponseError(
+            f"field 'timings' is {_type_name(value)}, expected an object", field="timings"
+        )
     out: dict[str, float] = {}
     for stage, seconds in value.items():
         as_float = _as_float(seconds)
         if as_float is None or not math.isfinite(as_float) or as_float < 0:
             raise BadResponseError(
-                f"field 'timings.{stage}' is {seconds!r}, expected a non-negative number of seconds"
+                f"field 'timings.{stage}' is {seconds!r}, "
+                "expected a non-negative number of seconds",
+                field="timings",
             )
         out[str(stage)] = as_float
     return out

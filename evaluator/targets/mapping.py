@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
@@ -41,7 +40,7 @@ from jmespath.parser import ParsedResult
 from evaluator.errors import BadResponseError
 from evaluator.models import Citation, Retrieved, TargetResponse
 
-__all__ = ["FIELDS", "ResponseMapper", "mapping_failure"]
+__all__ = ["FIELDS", "ResponseMapper"]
 
 T = TypeVar("T")
 
@@ -57,19 +56,13 @@ FIELDS = (
     "output_tokens",
 )
 
-_MESSAGE = re.compile(r'^response\.(\w+) expression ("(?:[^"\\]|\\.)*") ')
-
 
 def _mapping_error(field: str, expression: str, problem: str) -> BadResponseError:
-    return BadResponseError(f"response.{field} expression {json.dumps(expression)} {problem}")
-
-
-def mapping_failure(message: str) -> tuple[str, str] | None:
-    """The (field, expression) a bad_response message names, or None for another message."""
-    match = _MESSAGE.match(message)
-    if match is None:
-        return None
-    return match.group(1), json.loads(match.group(2))
+    return BadResponseError(
+        f"response.{field} expression {json.dumps(expression)} {problem}",
+        field=field,
+        expression=expression,
+    )
 
 
 def _kind_of(value: object) -> str:

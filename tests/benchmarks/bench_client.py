@@ -21,9 +21,9 @@ from typing import Any
 import aiohttp
 
 from evaluator.config import TargetConfig
+from evaluator.factory import build_target
 from evaluator.models import Case
 from evaluator.targets.base import Target
-from evaluator.targets.factory import build_target
 from tests.benchmarks.support import endpoint, figure, median
 
 CALLS = 2_000

@@ -174,7 +174,11 @@ class TestBadStart:
     @pytest.mark.parametrize(
         ("extra", "env", "needles"),
         [
-            ((), {"EVALUATOR_K": "0"}, ("k (env EVALUATOR_K)", "greater than or equal to 1")),
+            (
+                (),
+                {"EVALUATOR_K": "0"},
+                ("environment variable EVALUATOR_K", "greater than or equal to 1"),
+            ),
             (("--listen", "localhost"), {}, ("listen 'localhost'", "HOST:PORT")),
             (("--cron", "70 * * * *"), {}, ("invalid cron expression '70 * * * *'",)),
             (("--interval", "0"), {}, ("jobs.0.interval_seconds",)),

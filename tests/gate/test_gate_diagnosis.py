@@ -1,4 +1,4 @@
-"""The article's decision table applied to summary deltas."""
+"""The gate's decision table (where to look) applied to summary deltas."""
 
 from __future__ import annotations
 
@@ -136,3 +136,33 @@ class TestPairedDeltas:
         same = {m: Interval(m, 90, 0.0, 0.0, 0.0) for m in BASE if m != "p95_seconds"}
         assert ["errors", "retrieval"] == [f.area for f in diagnose(b, c)]
         assert ["errors"] == [f.area for f in diagnose(b, c, same)]
+
+
+class TestLatencyAgreesWithTheRule:
+    """The diagnosis reads P95 growth with the P95 rule's own limit and noise floor."""
+
+    def _pair(self, b95: float, c95: float) -> tuple[Summary, Summary]:
+        return _summary({**BASE, "p95_seconds": b95}), _summary({**BASE, "p95_seconds": c95})
+
+    def test_growth_under_the_floor_is_no_finding(self) -> None:
+        """4 ms -> 7 ms (+75%) on loopback is noise: no latency row."""
+        assert () == diagnose(*self._pair(0.004, 0.007))
+
+    def test_a_configured_floor_and_limit_are_used(self) -> None:
+        """A stricter rule (no floor, 10%) makes the same change a finding, as it fails it."""
+        b, c = self._pair(0.004, 0.007)
+        (finding,) = diagnose(b, c, latency_growth=0.1, latency_floor=0.0)
+        assert "latency" == finding.area
+
+    def test_gate_passes_the_rules_limits_to_the_diagnosis(self) -> None:
+        """evaluate_gate: with a 0 s floor, +75% on 4 ms fails the rule and is diagnosed."""
+        from evaluator.gate.rules import Rule
+        from evaluator.gate.verdict import evaluate_gate
+
+        b = report_from_dict(summary_report({**BASE, "p95_seconds": 0.004}))
+        c = report_from_dict(summary_report({**BASE, "p95_seconds": 0.007}))
+        for floor, expected in ((0.05, True), (0.0, False)):
+            rules = (Rule("p95_seconds", "max_relative_growth", 0.2, noise_floor=floor),)
+            result = evaluate_gate(b, c, rules)
+            assert expected is result.passed
+            assert (not expected) is any(f.area == "latency" for f in result.diagnosis)

@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from scipy import stats
 
-from evaluator.history.exact import (
+from evaluator.exact import (
     binomial_upper_tail,
     fisher_drop_min_p,
     fisher_drop_p,

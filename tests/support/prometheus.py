@@ -306,7 +306,10 @@ class DaemonProcess:
         workdir: Path,
         env: Mapping[str, str] | None = None,
         name: str = "daemon",
+        prefix: Sequence[str] = (),
     ) -> None:
+        #: a command the daemon runs under (``unshare ...``): it must exec the daemon
+        self.prefix = list(prefix)
         self.args = list(args)
         if "--listen" not in self.args:
             self.args += ["--listen", f"{HOST}:0"]
@@ -333,7 +336,7 @@ class DaemonProcess:
         self.workdir.mkdir(parents=True, exist_ok=True)
         with self.stdout_path.open("wb") as out, self.stderr_path.open("wb") as err:
             self.proc = subprocess.Popen(
-                [EVALUATOR, "serve", *self.args],
+                [*self.prefix, EVALUATOR, "serve", *self.args],
                 stdout=out,
                 stderr=err,
                 cwd=self.workdir,

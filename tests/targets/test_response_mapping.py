@@ -14,7 +14,7 @@ from evaluator.models import CaseError, CaseRecord, Retrieved, TargetResponse
 from evaluator.report import RunReport
 from evaluator.summary import summarise
 from evaluator.targets.base import parse_default_response
-from evaluator.targets.mapping import ResponseMapper, mapping_failure
+from evaluator.targets.mapping import ResponseMapper
 
 
 def mapper(**expressions: str) -> ResponseMapper:
@@ -219,15 +219,23 @@ class TestStrictTypes:
 
 
 class TestMappingFailure:
-    """Messages round-trip to (field, expression), even with quotes in the expression."""
+    """A mapping error carries its field and expression as attributes, quotes and all."""
 
     @pytest.mark.parametrize("expression", ["hits[].id", 'hits[?kind==`"doc"`].id', 'a."b c"'])
-    def test_round_trip(self, expression: str) -> None:
+    def test_field_and_expression(self, expression: str) -> None:
         m = ResponseMapper({"ids": jmespath.compile(expression)})
-        assert ("ids", expression) == mapping_failure(_error(m, {"hits": None}))
+        with pytest.raises(BadResponseError) as info:
+            m({"hits": None})
+        assert ("ids", expression) == (info.value.field, info.value.expression)
 
-    def test_other_messages(self) -> None:
-        assert mapping_failure("response is not valid JSON (x)") is None
+    def test_default_contract_names_the_field_without_expression(self) -> None:
+        """The default contract's shape errors name the field; there is no expression."""
+        with pytest.raises(BadResponseError) as info:
+            parse_default_response({"answer": 3})
+        assert ("answer", None) == (info.value.field, info.value.expression)
+        with pytest.raises(BadResponseError) as info:
+            parse_default_response([])
+        assert ("response", None) == (info.value.field, info.value.expression)
 
 
 def _record(case_id: str, error: CaseError | None) -> CaseRecord:
@@ -266,11 +274,21 @@ def _report(*errors: CaseError | None) -> RunReport:
     )
 
 
-IDS = CaseError("bad_response", 'response.ids expression "results[].id" matched nothing (null)')
-ANSWER = CaseError("bad_response", 'response.answer expression "out.text" gave a list, expected')
+IDS = CaseError(
+    "bad_response",
+    'response.ids expression "results[].id" matched nothing (null)',
+    field="ids",
+    expression="results[].id",
+)
+ANSWER = CaseError(
+    "bad_response",
+    'response.answer expression "out.text" gave a list, expected',
+    field="answer",
+    expression="out.text",
+)
 TIMEOUT = CaseError("timeout", "slow")
 JSON = CaseError("bad_response", "response is not valid JSON (x); it starts with '<html>'")
-SHAPE = CaseError("bad_response", "response is a list, expected a JSON object")
+SHAPE = CaseError("bad_response", "response is a list, expected a JSON object", field="response")
 
 
 class TestDiagnosis:

@@ -37,6 +37,25 @@ class TestValidation:
         assert "invalid JMESPath expression 'output.['" in message
 
     @pytest.mark.parametrize(
+        ("expression", "complete"),
+        [
+            ("results[?.id", "invalid token '.' at column 9 ('results[?' <- here -> '.id')"),
+            ("results[", "incomplete expression at column 8 ('results[' <- here -> '')"),
+            ("a.$b", "Unknown token $ at column 2 ('a.' <- here -> '$b')"),
+        ],
+    )
+    def test_jmespath_error_is_complete_on_one_line(
+        self, tmp_path: Path, expression: str, complete: str
+    ) -> None:
+        """What is wrong and where, with the expression: not jmespath's first line only."""
+        message = _load(
+            tmp_path,
+            f'[[targets]]\nurl = "http://h/rag"\n[targets.response]\nids = "{expression}"\n',
+        )
+        assert "\n" not in message
+        assert f"invalid JMESPath expression {expression!r}: {complete}" in message
+
+    @pytest.mark.parametrize(
         ("target", "message"),
         [
             (

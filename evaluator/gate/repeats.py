@@ -1,0 +1,224 @@
+"""The gate with repeats and a quarantine: per-case pass rates judged by an exact test.
+
+With ``--repeat N`` a case has a pass count out of N runs (a report without repeats counts
+as one run). A case *regressed* only when its pass rate dropped by more than N runs can
+tell from chance: a one-sided Fisher exact test per case, at the level Tarone's correction
+gives for the cases that could reach it (so noise flags any case at all with chance at most
+``alpha``). 5/5 -> 0/5 is p = 0.004; 5/5 -> 3/5 is p = 0.22, not a regression.
+
+Cases that passed some runs and failed others, in either report, are *flaky*: listed apart.
+A gates file can leave named cases (a quarantine list) or every flaky case out of the hard
+rules; the output always names what was left out::
+
+    [quarantine]
+    cases = ["zh-refund-arrival"]   # left out by name
+    flaky = true                     # and every case flaky in either report's repeats
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from evaluator.errors import ConfigError
+from evaluator.exact import fisher_drop_min_p, fisher_drop_p, tarone_threshold
+from evaluator.repeats import summarise_repeats
+from evaluator.report import RunReport
+from evaluator.summary import summarise
+
+__all__ = [
+    "ALPHA",
+    "CaseRegression",
+    "Quarantine",
+    "RepeatVerdict",
+    "flaky_ids",
+    "judge_repeats",
+    "leave_out",
+    "load_quarantine",
+    "parse_quarantine",
+]
+
+#: Chance, at most, that noise alone makes the gate call some case regressed.
+ALPHA = 0.05
+
+
+@dataclass(frozen=True, slots=True)
+class Quarantine:
+    """What the gates file leaves out of the hard rules."""
+
+    cases: tuple[str, ...] = ()
+    flaky: bool = False
+
+    @property
+    def active(self) -> bool:
+        return bool(self.cases) or self.flaky
+
+
+def load_quarantine(rules_source: str) -> Quarantine:
+    """The quarantine of the gates file :func:`~evaluator.gate.rules.resolve_rules` chose
+    (``rules_source``); the built-in defaults have none.
+
+    Raises:
+        ConfigError: the file's ``[quarantine]`` table is invalid.
+    """
+    path = Path(rules_source)
+    if not path.is_file():
+        return Quarantine()
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"{rules_source}: cannot read gates file: {exc}") from exc
+    return parse_quarantine(data, rules_source)
+
+
+def parse_quarantine(data: Mapping[str, object], source: str) -> Quarantine:
+    """The ``[quarantine]`` table of a decoded gates file (absent: nothing left out).
+
+    Raises:
+        ConfigError: naming the file and the bad key.
+    """
+    table = data.get("quarantine")
+    if table is None:
+        return Quarantine()
+    if not isinstance(table, Mapping):
+        raise ConfigError(f"{source}: quarantine: expected a table")
+    for key in table:
+        if key not in ("cases", "flaky"):
+            raise ConfigError(f"{source}: quarantine.{key}: unknown key (known: cases, flaky)")
+    cases = table.get("cases", [])
+    if not isinstance(cases, list) or not all(isinstance(c, str) and c for c in cases):
+        raise ConfigError(f"{source}: quarantine.cases: expected a list of case ids")
+    flaky = table.get("flaky", False)
+    if not isinstance(flaky, bool):
+        raise ConfigError(f"{source}: quarantine.flaky: expected true or false")
+    return Quarantine(tuple(dict.fromkeys(cases)), flaky)
+
+
+@dataclass(frozen=True, slots=True)
+class CaseRegression:
+    """One case's pass counts on both sides and its exact p-value."""
+
+    id: str
+    baseline_passes: int
+    baseline_runs: int
+    candidate_passes: int
+    candidate_runs: int
+    p_value: float
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "id": self.id,
+            "baseline": f"{self.baseline_passes}/{self.baseline_runs}",
+            "candidate": f"{self.candidate_passes}/{self.candidate_runs}",
+            "p_value": self.p_value,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class RepeatVerdict:
+    """Per-case judgement with repeats, and what the quarantine left out."""
+
+    baseline_runs: int
+    candidate_runs: int
+    alpha: float
+    threshold: float
+    regressed: tuple[CaseRegression, ...]
+    flaky: tuple[str, ...]
+    left_out: Mapping[str, str] = field(default_factory=dict)
+    pass_hat_k: Mapping[int, float | None] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "baseline_runs_per_case": self.baseline_runs,
+            "candidate_runs_per_case": self.candidate_runs,
+            "alpha": self.alpha,
+            "threshold": self.threshold,
+            "regressed": [r.to_dict() for r in self.regressed],
+            "flaky": list(self.flaky),
+            "left_out": dict(self.left_out),
+            "candidate_pass_hat_k": {str(k): v for k, v in self.pass_hat_k.items()},
+        }
+
+
+def _counts(report: RunReport) -> tuple[int, dict[str, tuple[int, int]]]:
+    repeats = report.repeats or summarise_repeats([report.cases])
+    return repeats.n, {c.id: (c.passes, c.judged) for c in repeats.cases}
+
+
+def flaky_ids(baseline: RunReport, candidate: RunReport) -> tuple[str, ...]:
+    """Cases that both passed and failed within one report's repeats, either report."""
+    found: dict[str, None] = {}
+    for report in (baseline, candidate):
+        if report.repeats is not None:
+            found.update(dict.fromkeys(report.repeats.flaky_ids))
+    return tuple(found)
+
+
+def leave_out(
+    baseline: RunReport, candidate: RunReport, quarantine: Quarantine
+) -> tuple[RunReport, RunReport, dict[str, str]]:
+    """Both reports without the quarantined (and, if asked, flaky) cases, summaries
+    recomputed; and each left-out id with its reason."""
+    reasons: dict[str, str] = dict.fromkeys(quarantine.cases, "quarantine")
+    if quarantine.flaky:
+        for cid in flaky_ids(baseline, candidate):
+            reasons.setdefault(cid, "flaky")
+    if not reasons:
+        return baseline, candidate, {}
+
+    def without(report: RunReport) -> RunReport:
+        kept = tuple(c for c in report.cases if c.id not in reasons)
+        repeats = report.repeats
+        if repeats is not None:
+            repeats = replace(repeats, cases=tuple(c for c in repeats.cases if c.id not in reasons))
+        return replace(report, cases=kept, summary=summarise(kept), repeats=repeats)
+
+    present = {c.id for c in baseline.cases} | {c.id for c in candidate.cases}
+    listed = {cid: why for cid, why in reasons.items() if cid in present}
+    return without(baseline), without(candidate), listed
+
+
+def judge_repeats(
+    baseline: RunReport,
+    candidate: RunReport,
+    left_out: Mapping[str, str],
+    flaky: tuple[str, ...],
+    alpha: float = ALPHA,
+) -> RepeatVerdict:
+    """Which shared cases regressed beyond what the repeats can tell apart.
+
+    Args:
+        baseline, candidate: the reports, left-out cases already removed.
+        left_out: what :func:`leave_out` removed, and why.
+        flaky: :func:`flaky_ids` of the reports before anything was left out.
+    """
+    nb, base = _counts(baseline)
+    nc, cand = _counts(candidate)
+    rows = [
+        (cid, *base[cid], *cand[cid])
+        for cid in cand
+        if cid in base and base[cid][1] and cand[cid][1]
+    ]
+    threshold, _ = tarone_threshold(
+        [fisher_drop_min_p(bp, bt, cp, ct) for _, bp, bt, cp, ct in rows], alpha
+    )
+    regressed = tuple(
+        CaseRegression(cid, bp, bt, cp, ct, p)
+        for cid, bp, bt, cp, ct in rows
+        if (p := fisher_drop_p(bp, bt, cp, ct)) <= threshold
+    )
+    hats = {}
+    if candidate.repeats is not None:
+        hats = {k: candidate.repeats.pass_hat_k(k) for k in range(1, candidate.repeats.n + 1)}
+    return RepeatVerdict(
+        baseline_runs=nb,
+        candidate_runs=nc,
+        alpha=alpha,
+        threshold=threshold,
+        regressed=regressed,
+        flaky=flaky,
+        left_out=dict(left_out),
+        pass_hat_k=hats,
+    )

@@ -1,0 +1,95 @@
+"""A hostile RAG endpoint on loopback: echoes credentials back in every field it can, and
+invents a new stage name, a huge answer or a megabyte error for each response.
+
+The endpoint is a :class:`~tests.support.loopback.LoopbackServer` whose handler sees the
+whole request (headers and query string), so it echoes what the evaluator really sent, not
+what the test thinks it sent. ``mode`` may be switched between runs by the test.
+"""
+
+from __future__ import annotations
+
+import base64
+import itertools
+import json
+from typing import Any
+from urllib.parse import quote, quote_plus
+
+from aiohttp import web
+
+from tests.support.loopback import LoopbackServer
+
+__all__ = ["HostileEndpoint", "MiB", "encodings_of"]
+
+MiB = 1024 * 1024
+
+
+def encodings_of(value: str) -> list[str]:
+    """The forms an echoing endpoint sends a credential back in."""
+    raw = value.encode()
+    escaped = json.dumps(value)[1:-1]
+    return [
+        value,
+        quote(value, safe=""),
+        quote(value),
+        quote_plus(value),
+        escaped.replace("/", "\\/"),
+        base64.b64encode(raw).decode(),
+        base64.urlsafe_b64encode(raw).decode(),
+        base64.b64encode(b"user:" + raw).decode(),
+        quote(quote(value, safe=""), safe=""),
+        quote(quote(value)),
+    ]
+
+
+class HostileEndpoint(LoopbackServer):
+    """Modes: ``echo`` (credentials in answer, ids, texts, citations, stage names, and in
+    the body of a 500 and of invalid JSON), ``heavy`` (a new stage name per response, a
+    2 MiB answer, 2,000 ids of 1,000 characters, a 3 MB error for question ``q1``)."""
+
+    def __init__(self, mode: str = "echo") -> None:
+        super().__init__(lambda _request: None)  # type: ignore[arg-type,return-value]
+        self.mode = mode
+        self._counter = itertools.count()
+
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
+        body: dict[str, Any] = {}
+        if request.method == "POST":
+            try:
+                body = await request.json()
+            except ValueError:
+                body = {}
+        question = str(body.get("question", request.query.get("q", "")))
+        self.requests.append(body)
+        self.request_headers.append(dict(request.headers))
+        if self.mode == "heavy":
+            return self._heavy(question)
+        return self._echo(request, question)
+
+    def _echo(self, request: web.Request, question: str) -> web.StreamResponse:
+        sent = [*request.headers.values(), *request.query.values(), request.path_qs]
+        forms = [form for value in sent for form in encodings_of(value)]
+        echoed = " | ".join(forms)
+        if question == "q1":  # an error body that echoes the request
+            return web.Response(status=500, text=f"denied: {echoed}")
+        if question == "q2":  # invalid JSON that starts with the echo
+            return web.Response(status=200, text=f"{echoed} <html>", content_type="text/json")
+        data = {
+            "answer": f"you sent {echoed}",
+            "retrieved": [{"id": form, "text": f"text {form}"} for form in forms]
+            + [{"id": "d0", "text": "the right one"}],
+            "citations": forms[:5],
+            "timings": {form[:40]: 0.001 for form in forms[:5]},
+        }
+        return web.json_response(data)
+
+    def _heavy(self, question: str) -> web.StreamResponse:
+        n = next(self._counter)
+        if question == "q1":
+            return web.Response(status=500, text="E" * (3 * 1000 * 1000))
+        data = {
+            "answer": "A" * (2 * MiB),
+            "retrieved": [{"id": f"{i:04d}" + "x" * 996} for i in range(2000)],
+            "citations": [1],
+            "timings": {f"stage-{n}-{j}": 0.001 for j in range(5)},
+        }
+        return web.json_response(data)

@@ -1,0 +1,78 @@
+"""Every invalid setting stops ``evaluator serve`` at start, exit 1, naming the field, and
+never as an "internal error" (or a daemon that starts healthy and fails every run)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.e2e
+
+EVALUATOR = str(Path(sys.executable).with_name("evaluator"))
+URL = "http://127.0.0.1:9/rag"
+
+#: (id, TOML for the target, for the job, top-level, environment, what stderr must name)
+BAD: list[tuple[str, str, str, str, dict[str, str], str]] = [
+    ("port-out-of-range", 'url = "http://127.0.0.1:99999/rag"', "", "", {}, "targets.0"),
+    ("port-not-a-number", 'url = "http://127.0.0.1:80x/rag"', "", "", {}, "not a valid URL"),
+    ("broken-ipv6", 'url = "http://[::1/rag"', "", "", {}, "Invalid IPv6 URL"),
+    ("no-host", 'url = "http:///rag"', "", "", {}, "has no host"),
+    ("infinite-timeout", "timeout_seconds = inf", "", "", {}, "timeout_seconds"),
+    ("huge-interval", "", "interval_seconds = 1e300", "", {}, "interval_seconds"),
+    ("nan-interval", "", "interval_seconds = nan", "", {}, "interval_seconds"),
+    ("huge-jitter", "", "jitter_seconds = 1e30", "", {}, "jitter_seconds"),
+    ("tiny-rate", "requests_per_second = 1e-9", "", "", {}, "requests_per_second"),
+    ("unsorted-buckets", "", "", "histogram_buckets = [1.0, 0.5]", {}, "histogram_buckets"),
+    ("empty-buckets", "", "", "histogram_buckets = []", {}, "histogram_buckets"),
+    ("nan-bucket", "", "", "histogram_buckets = [0.1, nan]", {}, "histogram_buckets"),
+    ("cron-never-fires", "", 'cron = "0 0 30 2 *"', "", {}, "never fires"),
+    ("k-beyond-ranking", "max_ranked_ids = 3", "k = 5", "", {}, "jobs.0.k"),
+    ("infinite-grace", "", "", "shutdown_grace_seconds = inf", {}, "shutdown_grace_seconds"),
+    ("bad-env-json", "", "", "", {"EVALUATOR_TARGETS": "[{bad"}, "EVALUATOR_TARGETS"),
+]
+
+
+def _write(tmp_path: Path, target: str, job: str, top: str) -> Path:
+    golden = tmp_path / "golden.jsonl"
+    golden.write_text(json.dumps({"id": "c", "question": "q", "relevant_ids": ["d"]}) + "\n")
+    if "url =" not in target:
+        target = f'url = "{URL}"\n{target}'
+    config = tmp_path / "evaluator.toml"
+    config.write_text(
+        f'{top}\nreports_dir = "{tmp_path / "reports"}"\n'
+        f'[[targets]]\nname = "t"\n{target}\n'
+        f'[[jobs]]\ntarget = "t"\ndataset = "{golden}"\n{job}\n',
+        "utf-8",
+    )
+    return config
+
+
+@pytest.mark.parametrize(
+    ("target", "job", "top", "env", "named"),
+    [case[1:] for case in BAD],
+    ids=[case[0] for case in BAD],
+)
+def test_bad_setting_stops_serve_naming_the_field(
+    tmp_path: Path, target: str, job: str, top: str, env: dict[str, str], named: str
+) -> None:
+    config = _write(tmp_path, target, job, top)
+    base = {k: v for k, v in os.environ.items() if not k.startswith("EVALUATOR_")}
+    proc = subprocess.run(
+        [EVALUATOR, "serve", "--config", str(config), "--listen", "127.0.0.1:0"],
+        capture_output=True,
+        text=True,
+        env={**base, **env},
+        timeout=30,
+        check=False,
+    )
+    assert 1 == proc.returncode, proc.stdout[-2000:]
+    lines = proc.stderr.strip().splitlines()
+    assert 1 == len(lines), proc.stderr
+    assert lines[0].startswith("evaluator: error: "), lines[0]
+    assert "internal error" not in lines[0] and named in lines[0]
+    assert "daemon_started" not in proc.stdout

@@ -1,0 +1,177 @@
+"""--repeat: interleaved repeats, pass^k, per-case pass rates, and the gate's use of them."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import types
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from evaluator.errors import ConfigError, ReportError
+from evaluator.gate.render import GateSources, render_text, result_to_dict
+from evaluator.gate.repeats import Quarantine, load_quarantine, parse_quarantine
+from evaluator.gate.verdict import evaluate_gate
+from evaluator.models import Case, Dataset
+from evaluator.repeats import CaseRepeats, Repeats, summarise_repeats
+from evaluator.report import RunReport, report_from_dict, report_to_dict
+from evaluator.runner import RunOptions, run_dataset
+from evaluator.summary import summarise
+from evaluator.targets.callable import CallableTarget
+from tests.gate.factories import record, report
+
+MODULE = "evaluator_test_repeats_rag"
+
+
+def test_pass_hat_k_worked_example() -> None:
+    # 4 of 5 passes: pass^1 = 0.8, pass^2 = C(4,2)/C(5,2) = 0.6, pass^5 = 0
+    case = CaseRepeats("c", 5, 0, 4, 5, 4, 5, 5, 5)
+    assert case.pass_hat(1) == pytest.approx(0.8)
+    assert case.pass_hat(2) == pytest.approx(0.6)
+    assert case.pass_hat(5) == 0.0 and case.flaky
+    steady = CaseRepeats("s", 5, 0, 5, 5, 5, 5, 5, 5)
+    repeats = Repeats(5, (case, steady))
+    assert repeats.pass_hat_k(2) == pytest.approx(0.8)
+    assert repeats.flaky_ids == ("c",)
+
+
+def test_errors_are_not_judged() -> None:
+    rounds = [
+        [record("a"), record("b", correct=False)],
+        [record("a", error="timeout"), record("b")],
+    ]
+    a, b = summarise_repeats(rounds).cases
+    assert (a.runs, a.errors, a.judged, a.passes, a.pass_rate) == (2, 1, 1, 1, 1.0)
+    assert (b.judged, b.passes, b.flaky) == (2, 1, True)
+
+
+def test_report_round_trip_and_validation() -> None:
+    made = report([record("a"), record("b")])
+    rep = summarise_repeats([made.cases, made.cases, made.cases])
+    data = report_to_dict(replace(made, repeats=rep))
+    assert data["repeats"]["n"] == 3 and data["repeats"]["pass_hat_k"]["3"] == 1.0
+    assert report_from_dict(data).repeats == rep
+    data["repeats"]["cases"][0]["passes"] = 9
+    with pytest.raises(ReportError, match="more passes than runs"):
+        report_from_dict(data)
+
+
+@pytest.fixture
+def target(monkeypatch: pytest.MonkeyPatch) -> Callable[[Any], CallableTarget]:
+    module = types.ModuleType(MODULE)
+    monkeypatch.setitem(sys.modules, MODULE, module)
+
+    def make(function: Any) -> CallableTarget:
+        module.answer = function  # type: ignore[attr-defined]
+        return CallableTarget(f"{MODULE}:answer", name="fake", timeout=5)
+
+    return make
+
+
+def test_repeats_are_interleaved_and_counted(target: Callable[[Any], CallableTarget]) -> None:
+    cases = tuple(
+        Case(id=f"c{i}", question=f"q{i}", relevance={f"d{i}": 1}, expected_facts=((f"f{i}",),))
+        for i in range(3)
+    )
+    dataset = Dataset("golden.jsonl", "golden", cases, "h" * 64)
+    order: list[str] = []
+    calls: dict[str, int] = {}
+
+    async def answer(case: Case, k: int) -> dict[str, Any]:
+        order.append(case.id)
+        calls[case.id] = calls.get(case.id, 0) + 1
+        i = case.id[1:]
+        good = case.id != "c1" or calls[case.id] % 2 == 1  # c1 passes its odd calls
+        return {"answer": f"f{i}" if good else "no", "retrieved": [{"id": f"d{i}"}]}
+
+    async def go() -> RunReport:
+        t = target(answer)
+        try:
+            return await run_dataset(dataset, t, RunOptions(concurrency=1), repeats=4)
+        finally:
+            await t.aclose()
+
+    made = asyncio.run(go())
+    # every case once, then every case again: never twice in a row
+    assert order == ["c0", "c1", "c2"] * 4
+    assert made.case_count == 3  # the report's cases are the first round
+    assert made.repeats is not None and made.repeats.n == 4
+    by_id = made.repeats.by_id()
+    assert (by_id["c1"].passes, by_id["c1"].judged) == (2, 4)
+    assert made.repeats.flaky_ids == ("c1",)
+    assert made.repeats.pass_hat_k(4) == pytest.approx(2 / 3)
+
+
+def _with_repeats(passes: dict[str, int], n: int) -> RunReport:
+    """A report of cases passing ``passes[id]`` of ``n`` runs (first round: pass if any)."""
+    rounds = [[record(cid, correct=r < p) for cid, p in passes.items()] for r in range(n)]
+    base = report(rounds[0])
+    return replace(base, repeats=summarise_repeats(rounds) if n > 1 else None)
+
+
+STEADY = {f"s{i}": 5 for i in range(8)}
+
+
+def test_gate_regression_only_beyond_what_repeats_tell_apart() -> None:
+    baseline = _with_repeats({**STEADY, "broke": 5, "wobbly": 5}, 5)
+    candidate = _with_repeats({**STEADY, "broke": 0, "wobbly": 3}, 5)
+    result = evaluate_gate(baseline, candidate)
+    assert result.repeats is not None
+    assert [r.id for r in result.repeats.regressed] == ["broke"]
+    assert result.repeats.regressed[0].p_value == pytest.approx(1 / 252)
+    assert result.repeats.flaky == ("wobbly",)  # 3/5: listed apart, not a regression
+    assert not result.passed
+    text = render_text(result, GateSources())
+    assert "FAIL cases regressed beyond chance: 1: broke (5/5 -> 0/5, p 0.00397)" in text
+    assert "flaky (pass and fail within one report's repeats) (1): wobbly" in text
+    assert "LEFT OUT" not in text
+
+
+def test_quarantine_leaves_cases_out_and_says_so(tmp_path: Path) -> None:
+    baseline = _with_repeats({**STEADY, "broke": 5, "wobbly": 5}, 5)
+    candidate = _with_repeats({**STEADY, "broke": 0, "wobbly": 2}, 5)
+    gates = tmp_path / "gates.toml"
+    gates.write_text(
+        "[rules.answer_accuracy]\nmax_drop = 0.0\n\n"
+        '[quarantine]\ncases = ["broke"]\nflaky = true\n',
+        "utf-8",
+    )
+    quarantine = load_quarantine(str(gates))
+    assert quarantine == Quarantine(("broke",), True)
+    # without the quarantine, the first round's accuracy drop fails the rule
+    assert not evaluate_gate(baseline, candidate).passed
+    result = evaluate_gate(baseline, candidate, quarantine=quarantine)
+    assert result.passed
+    assert result.repeats is not None
+    assert result.repeats.left_out == {"broke": "quarantine", "wobbly": "flaky"}
+    assert result.candidate_summary.case_count == 8  # the hard rules judged the rest
+    text = render_text(result, GateSources())
+    assert "LEFT OUT of the hard rules (2): broke (quarantine), wobbly (flaky)" in text
+    assert result_to_dict(result, GateSources())["repeats"]["left_out"] == {
+        "broke": "quarantine",
+        "wobbly": "flaky",
+    }
+
+
+def test_quarantine_file_errors_name_the_key() -> None:
+    with pytest.raises(ConfigError, match=r"quarantine\.flaky: expected true or false"):
+        parse_quarantine({"quarantine": {"flaky": "yes"}}, "g.toml")
+    with pytest.raises(ConfigError, match=r"quarantine\.case: unknown key"):
+        parse_quarantine({"quarantine": {"case": []}}, "g.toml")
+    with pytest.raises(ConfigError, match=r"quarantine\.cases: expected a list"):
+        parse_quarantine({"quarantine": {"cases": "x"}}, "g.toml")
+    assert load_quarantine("built-in defaults") == Quarantine()
+
+
+def test_single_runs_never_regress_a_case_by_themselves() -> None:
+    # one run each: 1/1 -> 0/1 has p 0.5, the point rules judge it, not the case test
+    baseline = report([record("a"), record("b")])
+    candidate = report([record("a", correct=False), record("b")])
+    result = evaluate_gate(baseline, candidate, quarantine=Quarantine(("zzz",)))
+    assert result.repeats is not None and result.repeats.regressed == ()
+    assert result.repeats.left_out == {}  # an unknown quarantined id is not listed
+    assert summarise(candidate.cases).case_count == 2
