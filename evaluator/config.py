@@ -651,10 +651,11 @@ def _in_data(data: object, loc: tuple[str | int, ...]) -> bool:
     for part in loc:
         if isinstance(part, int) and isinstance(data, list) and 0 <= part < len(data):
             data = data[part]
-        elif isinstance(part, str) and isinstance(data, dict) and part in data:
+            continue
+        if isinstance(part, str) and isinstance(data, dict) and part in data:
             data = data[part]
-        else:
-            return False
+            continue
+        return False
     return True
 
 
