@@ -93,13 +93,15 @@ DEFAULT_BUCKETS: tuple[float, ...] = (
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # a field's docstring is its description (docs/configuration.md is generated from them)
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
 
 class ScoringConfig(_Strict):
     """Scoring settings; part of the config hash."""
 
     refusal_phrases: tuple[str, ...] = DEFAULT_REFUSAL_PHRASES
+    """An answer containing any of these (normalised) is a refusal; replaces the defaults."""
 
     def to_settings(self) -> ScoringSettings:
         return ScoringSettings(refusal_phrases=self.refusal_phrases)
@@ -109,8 +111,11 @@ class RetryConfig(_Strict):
     """Retries of transient failures (connect errors, 429, 502, 503, 504)."""
 
     retries: int = Field(2, ge=0, le=10)
+    """Extra attempts after the first, transient failures only."""
     backoff_initial_seconds: float = _seconds(0.2, gt=None, ge=0)
+    """First back-off; doubles each retry, with full jitter."""
     backoff_max_seconds: float = _seconds(5.0, gt=None, ge=0)
+    """Longest back-off, also the cap on a Retry-After."""
 
     def to_policy(self) -> RetryPolicy:
         return RetryPolicy(self.retries, self.backoff_initial_seconds, self.backoff_max_seconds)
@@ -125,6 +130,7 @@ class RequestConfig(_Strict):
     """
 
     method: Literal["GET", "POST"] = "POST"
+    """HTTP method."""
     params: dict[str, str] = Field(
         default_factory=dict, description="query parameters: {question}, {k}, ${ENV}"
     )
@@ -250,6 +256,7 @@ class TlsConfig(_Strict):
     """Certificate verification: on by default; ``ca_bundle`` for a private CA."""
 
     verify: bool = True
+    """Verify the endpoint's certificate; false only in a lab."""
     ca_bundle: Path | None = Field(None, description="PEM file of CA certificates to trust")
 
     @model_validator(mode="after")
@@ -306,9 +313,11 @@ class TargetConfig(_Strict):
 
     name: str | None = Field(None, description="the target label; default host:port")
     url: str | None = None
+    """HTTP(S) endpoint; exactly one of `url` and `callable`."""
     callable: str | None = Field(None, description="module:function")
     timeout_seconds: float = _seconds(30.0, description="whole-call deadline per attempt")
     connect_timeout_seconds: float = _seconds(5.0)
+    """Deadline for the TCP (and TLS) connection."""
     read_timeout_seconds: float | None = _seconds(
         None, description="longest silence from the endpoint; default timeout_seconds"
     )
@@ -347,6 +356,7 @@ class TargetConfig(_Strict):
     model: str | None = Field(None, description="openai-chat: the model name sent")
     stream: bool = Field(False, description="openai-chat: ask for a streamed answer")
     request: RequestConfig = RequestConfig()
+    """How a question becomes a request."""
     response: ResponseConfig | None = Field(
         None, description="JMESPath mapping; default the default contract"
     )
@@ -355,9 +365,12 @@ class TargetConfig(_Strict):
     )
     server_timing: bool = Field(True, description="read Server-Timing headers as stage timings")
     trace: TraceConfig = TraceConfig()
+    """W3C trace context sent with each case."""
     prices: PricesConfig | None = Field(None, description="prices per 1k tokens, for cost")
     tls: TlsConfig = TlsConfig()
+    """TLS verification."""
     retry: RetryConfig = RetryConfig()
+    """Retries of transient failures (connect errors, 429, 502-504)."""
 
     @model_validator(mode="after")
     def _one_kind(self) -> TargetConfig:
@@ -434,6 +447,7 @@ class HistoryConfig(_Strict):
     """The per-case history store (REPORTS_DIR/history.sqlite3), stability and drift."""
 
     enabled: bool = True
+    """Record every run's cases in the history store."""
     window: int = Field(10, ge=3, le=1000, description="runs a case's stability is judged over")
     recent: int = Field(
         3, ge=1, le=100, description="latest runs compared with the window before them (drift)"
@@ -459,15 +473,24 @@ class JobConfig(_Strict):
 
     target: str = Field(description="name (label) of a configured target")
     dataset: Path
+    """The golden set (JSONL)."""
     name: str | None = None
+    """The job's name for --job; default `<target>/<golden set>`."""
     dataset_label: str | None = Field(None, description="the dataset label; default file stem")
     interval_seconds: float | None = _seconds(None)
+    """Run every this many seconds (or set `cron`)."""
     cron: str | None = None
+    """Run on this crontab schedule, UTC (instead of `interval_seconds`)."""
     jitter_seconds: float = _seconds(0.0, gt=None, ge=0)
+    """Random delay up to this much before each run, so jobs do not start together."""
     run_at_start: bool = True
+    """Run once at start instead of waiting a whole interval."""
     k: int | None = Field(None, ge=1)
+    """This job's K (default the top-level `k`)."""
     concurrency: int | None = Field(None, ge=1)
+    """This job's cases in flight (default the top-level `concurrency`)."""
     baseline: Path | None = None
+    """A report to gate every run against: exports rag_eval_gate_passing."""
 
     @model_validator(mode="after")
     def _one_schedule(self) -> JobConfig:
@@ -497,28 +520,56 @@ class Settings(BaseSettings):
         extra="forbid",
         hide_input_in_errors=True,
         frozen=True,
+        use_attribute_docstrings=True,
     )
 
     k: int = Field(5, ge=1)
+    """Cutoff for recall@K and nDCG@K; a job's own `k` wins."""
     concurrency: int = Field(4, ge=1, le=1000)
+    """Cases in flight per run; a job's own `concurrency` wins."""
     error_ratio_limit: float = Field(0.1, ge=0, le=1)
+    """Above this share of failed cases a run is incomplete: its quality gauges are not published.
+    """
     listen: str = "127.0.0.1:9464"
+    """HOST:PORT of the daemon's /metrics, /healthz, /readyz and /reports/latest."""
     reports_dir: Path = Path("reports")
+    """Where reports are written: `run` and `gate` write `<golden set>-<run id>.json` here,
+    the daemon one folder per job.
+    """
     reports_keep: int = Field(50, ge=1)
+    """Reports the daemon keeps per job, besides latest.json."""
     shutdown_grace_seconds: float = _seconds(30.0, gt=None, ge=0)
+    """On SIGTERM, how long a running run may finish before it is cancelled."""
     log_format: Literal["auto", "json", "console"] = "auto"
+    """`json`, `console`, or `auto`: console on a terminal, JSON otherwise."""
     log_level: Literal["debug", "info", "warning", "error"] = "info"
+    """Lowest level logged."""
     log_cases: bool = True
+    """One log line per case (`event: case`); `evaluator demo` turns it off so its console shows run
+    lines only.
+    """
     log_answers: bool = False
+    """Include the answer text in per-case log lines."""
     log_answer_max_chars: int = Field(200, ge=0)
+    """Answer text in a log line is cut to this many characters."""
     histogram_buckets: tuple[float, ...] = DEFAULT_BUCKETS
+    """Bucket bounds (seconds) of the case and stage latency histograms."""
     shard_index: int = Field(0, ge=0)
+    """This replica's shard, 0-based: it runs the cases whose id hashes to it."""
     shard_count: int = Field(1, ge=1)
+    """How many replicas share each golden set."""
     gates_file: Path | None = None
+    """Gate rules for `evaluator gate` and job baselines; default config/gates.toml when
+    present, else the built-in rules.
+    """
     history: HistoryConfig = HistoryConfig()
+    """The run history store (SQLite in the reports folder)."""
     scoring: ScoringConfig = ScoringConfig()
+    """How answers are judged."""
     targets: tuple[TargetConfig, ...] = ()
+    """The RAG endpoints (`[[targets]]`)."""
     jobs: tuple[JobConfig, ...] = ()
+    """The (target, golden set) pairs the daemon runs on a schedule (`[[jobs]]`)."""
 
     @field_validator("histogram_buckets")
     @classmethod
@@ -649,13 +700,11 @@ def _inner_model(annotation: object) -> type[BaseModel] | None:
 
 def _in_data(data: object, loc: tuple[str | int, ...]) -> bool:
     for part in loc:
-        if isinstance(part, int) and isinstance(data, list) and 0 <= part < len(data):
-            data = data[part]
-            continue
-        if isinstance(part, str) and isinstance(data, dict) and part in data:
-            data = data[part]
-            continue
-        return False
+        in_list = isinstance(part, int) and isinstance(data, list) and 0 <= part < len(data)
+        in_table = isinstance(part, str) and isinstance(data, dict) and part in data
+        if not (in_list or in_table):
+            return False
+        data = data[part]  # type: ignore[index]
     return True
 
 
@@ -685,7 +734,7 @@ def _format_validation(
         elif loc and str(loc[0]) in origins:
             field = f"{dotted} (command line)"
         elif loc and env in os.environ:
-            field = f"environment variable {env}"
+            field = f"environment variable {env} ({dotted})"
         elif loc and file_data is not None and _in_data(file_data, loc):
             field = f"{source}: {dotted}"
         elif loc:
@@ -748,12 +797,66 @@ def load_settings(
         bound_config = SettingsConfigDict(**{**Settings.model_config, "toml_file": path})
         cls = type("FileSettings", (Settings,), {"model_config": bound_config})
     try:
-        return cls(**(overrides or {}))
+        settings = cls(**(overrides or {}))
     except ValidationError as exc:
         raise ConfigError(_format_validation(exc, source, file_data, flags)) from None
     except SettingsError as exc:
         # an EVALUATOR_ variable that is not valid JSON (EVALUATOR_TARGETS='[{bad')
         raise ConfigError(_env_problem(exc)) from None
+    if path is None or file_data is None:
+        return settings
+    return _relative_to_file(settings, file_data, path.parent, set(overrides or {}))
+
+
+def _from_file(file_data: Mapping[str, Any], overridden: set[str], *loc: str | int) -> bool:
+    """Whether the value at ``loc`` was written in the config file (not replaced by a flag
+    or an environment variable)."""
+    top = str(loc[0])
+    env = "EVALUATOR_" + "__".join(str(p) for p in loc).upper()
+    if top in overridden or env in os.environ or f"EVALUATOR_{top.upper()}" in os.environ:
+        return False
+    return _in_data(file_data, loc)
+
+
+def _against(base: Path, value: Path) -> Path:
+    """``value`` read from a config file in ``base``: relative paths are relative to the file."""
+    if value.is_absolute():
+        return value
+    return Path(os.path.normpath(base / value))
+
+
+def _relative_to_file(
+    settings: Settings, file_data: Mapping[str, Any], base: Path, overridden: set[str]
+) -> Settings:
+    """Resolve the paths written in the config file against the file's folder, as a user
+    reading the file expects; flags and environment variables stay relative to the working
+    directory, where they were typed."""
+    top: dict[str, Any] = {}
+    for name in ("reports_dir", "gates_file"):
+        value = getattr(settings, name)
+        if value is not None and _from_file(file_data, overridden, name):
+            top[name] = _against(base, value)
+    jobs = []
+    for index, job in enumerate(settings.jobs):
+        update = {
+            name: _against(base, getattr(job, name))
+            for name in ("dataset", "baseline")
+            if getattr(job, name) is not None
+            and _from_file(file_data, overridden, "jobs", index, name)
+        }
+        jobs.append(job.model_copy(update=update) if update else job)
+    targets = []
+    for index, target in enumerate(settings.targets):
+        bundle = target.tls.ca_bundle
+        if bundle is not None and _from_file(
+            file_data, overridden, "targets", index, "tls", "ca_bundle"
+        ):
+            tls = target.tls.model_copy(update={"ca_bundle": _against(base, bundle)})
+            target = target.model_copy(update={"tls": tls})
+        targets.append(target)
+    top["jobs"] = tuple(jobs)
+    top["targets"] = tuple(targets)
+    return settings.model_copy(update=top)
 
 
 def _env_problem(exc: SettingsError) -> str:

@@ -40,6 +40,8 @@ __all__ = [
 ]
 
 SCHEMA_VERSION = 1
+#: the largest integer a float holds exactly: beyond it a count is not a count
+_MAX_EXACT_INT = 2**53
 
 
 @dataclass(frozen=True, slots=True)
@@ -251,6 +253,8 @@ class _Reader:
         v = d.get(key)
         if isinstance(v, bool) or not isinstance(v, int):
             raise self.fail(f"{where}{key}", "an integer")
+        if abs(v) > _MAX_EXACT_INT:  # a count of 10**400 would overflow every ratio made of it
+            raise self.fail(f"{where}{key}", "an integer below 2**53")
         return v
 
     def num(self, d: Mapping[str, Any], key: str, where: str = "") -> float:
@@ -265,7 +269,10 @@ class _Reader:
             return None
         if isinstance(v, bool) or not isinstance(v, int | float):
             raise self.fail(f"{where}{key}", "a number or null")
-        return float(v)
+        try:
+            return float(v)
+        except OverflowError:  # JSON integers have no size limit: 10**400 is valid JSON
+            raise self.fail(f"{where}{key}", "a number within float range") from None
 
     def opt_bool(self, d: Mapping[str, Any], key: str, where: str = "") -> bool | None:
         v = d.get(key)
@@ -490,4 +497,6 @@ def read_report(path: str | os.PathLike[str]) -> RunReport:
         data = json.loads(raw)
     except (ValueError, UnicodeDecodeError) as exc:
         raise ReportError(f"{path}: not valid JSON (truncated or corrupt?): {exc}") from exc
+    except RecursionError:  # thousands of nested arrays: no report looks like that
+        raise ReportError(f"{path}: not a report (JSON nested too deeply)") from None
     return report_from_dict(data, str(path))

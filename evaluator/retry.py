@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
@@ -39,8 +40,12 @@ async def call_with_retries(
     policy: RetryPolicy,
     *,
     on_retry: Callable[[int, TargetError, float], None] | None = None,
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
 ) -> tuple[T, int]:
     """Run ``call``, retrying transient :class:`TargetError`s per ``policy``.
+
+    ``sleep`` waits between attempts; tests pass a recorder to assert exact waits without
+    waiting, as the rate limiter's clock and sleep are injected.
 
     Returns:
         The result and the number of attempts made.
@@ -81,6 +86,7 @@ async def call_with_retries(
         retry=tenacity.retry_if_exception(_is_transient),
         before_sleep=before_sleep,
         reraise=True,
+        sleep=sleep,
     )
     try:
         async for attempt in retrying:

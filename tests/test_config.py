@@ -174,7 +174,8 @@ class TestUnknownKeys:
     def test_nested_env(self, workdir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         """An unknown nested environment key is rejected, naming the variable."""
         monkeypatch.setenv("EVALUATOR_SCORING__BOGUS", "1")
-        assert "environment variable EVALUATOR_SCORING__BOGUS: unknown key" in _error()
+        expected = "environment variable EVALUATOR_SCORING__BOGUS (scoring.bogus): unknown key"
+        assert expected in _error()
 
     def test_overrides(self, workdir: Path) -> None:
         """An unknown override key is rejected too."""
@@ -208,7 +209,7 @@ class TestInvalidValues:
         monkeypatch.setenv("EVALUATOR_CONCURRENCY", "s3cr3t-value")
         message = _error()
         assert message.startswith(
-            "invalid configuration: environment variable EVALUATOR_CONCURRENCY: "
+            "invalid configuration: environment variable EVALUATOR_CONCURRENCY (concurrency): "
         )
         assert "s3cr3t-value" not in message
 
@@ -313,3 +314,48 @@ class TestImportCost:
         )
         assert 0 == done.returncode, done.stderr
         assert "[]" == done.stdout.strip()
+
+
+class TestPathsInAFile:
+    """Paths written in a config file are relative to that file, not to the working folder."""
+
+    CONFIG = (
+        'reports_dir = "out"\ngates_file = "gates.toml"\n'
+        '[[targets]]\nurl = "http://h/rag"\n[targets.tls]\nca_bundle = "ca.pem"\n'
+        '[[jobs]]\ntarget = "h:80"\ndataset = "golden.jsonl"\nbaseline = "/abs/base.json"\n'
+    )
+
+    def test_relative_paths_resolve_against_the_file(self, workdir: Path) -> None:
+        path = _write(workdir / "conf", self.CONFIG)
+        settings = load_settings(path)
+        job, target = settings.jobs[0], settings.targets[0]
+        assert workdir / "conf" / "golden.jsonl" == workdir / job.dataset
+        assert Path("/abs/base.json") == job.baseline
+        assert workdir / "conf" / "out" == settings.reports_dir
+        assert workdir / "conf" / "gates.toml" == settings.gates_file
+        assert workdir / "conf" / "ca.pem" == target.tls.ca_bundle
+
+    def test_from_another_folder(self, workdir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        """Run from elsewhere with an absolute --config: the golden set is still found."""
+        path = _write(workdir / "conf", self.CONFIG)
+        elsewhere = workdir / "elsewhere"
+        elsewhere.mkdir()
+        monkeypatch.chdir(elsewhere)
+        assert workdir / "conf" / "golden.jsonl" == load_settings(path).jobs[0].dataset
+
+    def test_environment_and_flags_stay_relative_to_the_working_folder(
+        self, workdir: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Typed on the command line, a path means what the shell there means."""
+        path = _write(workdir / "conf", self.CONFIG)
+        monkeypatch.setenv("EVALUATOR_REPORTS_DIR", "here")
+        settings = load_settings(path, {"gates_file": "mine.toml"})
+        assert (Path("here"), Path("mine.toml")) == (settings.reports_dir, settings.gates_file)
+
+    def test_the_shipped_config_finds_its_golden_set(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """config/evaluator.toml names ../evals/rag_cases.jsonl, relative to itself."""
+        root = Path(__file__).resolve().parents[1]
+        monkeypatch.chdir(root / "docs")  # anywhere but the repository root
+        settings = load_settings(root / "config" / "evaluator.toml")
+        assert settings.jobs[0].dataset.is_file()
+        assert root / "reports" == settings.reports_dir

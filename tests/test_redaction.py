@@ -82,3 +82,17 @@ def test_stream_redacts_each_write() -> None:
     register_secrets(["stream-secret-1"])
     print("token stream-secret-1 here", file=stream)
     assert f"token {MASK} here\n" == inner.getvalue()
+
+
+class TestTriePattern:
+    def test_longest_word_wins_and_every_word_matches(self) -> None:
+        import re
+
+        from evaluator.redaction import trie_pattern
+
+        words = ["ab", "abc", "abd", "b", "a+b", "x/y="]
+        pattern = re.compile(trie_pattern(words))
+        for word in words:
+            match = pattern.search(f"--{word}--")
+            assert match is not None and word == match.group(0)
+        assert ["abc", "b"] == pattern.findall("abc b")

@@ -14,6 +14,7 @@ from typing import Any
 
 import structlog
 
+from evaluator.bounds import cut
 from evaluator.config import JobConfig, Settings
 from evaluator.daemon.baseline import BaselineGate
 from evaluator.daemon.exporter import DriftGauge, Metrics
@@ -207,7 +208,8 @@ class JobRunner:
             if value is not None:
                 fields[name] = round(value, 6) if isinstance(value, float) else value
         if self.settings.log_answers and record.answer is not None:
-            fields["answer"] = record.answer[: self.settings.log_answer_max_chars]
+            # cut() redacts first: a plain slice could halve a secret beyond recognition
+            fields["answer"] = cut(record.answer, self.settings.log_answer_max_chars)
         log.info("case", **fields)
 
     def _on_stage_folded(self, name: str, first: bool) -> None:

@@ -110,7 +110,7 @@ class ReportStore:
         for path in runs:
             try:
                 yield report_from_dict(json.loads(path.read_bytes()), str(path))
-            except (OSError, ValueError, ReportError):
+            except (OSError, ValueError, RecursionError, ReportError):
                 continue
 
     def load_latest(self) -> RunReport | None:
@@ -119,7 +119,7 @@ class ReportStore:
         try:
             data = json.loads(path.read_bytes())
             report = report_from_dict(data, str(path))
-        except (OSError, ValueError, ReportError):
+        except (OSError, ValueError, RecursionError, ReportError):
             return None
         self.latest = data
         return report

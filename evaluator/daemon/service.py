@@ -225,11 +225,14 @@ class Daemon:
                 now = datetime.now(UTC)
                 for runner in runners:  # a schedule that cannot be built fails the reload
                     build_trigger(runner.job, now)
-            except EvaluatorError as exc:
+            except Exception as exc:  # a reload never takes the daemon down, whatever failed
                 for target in built:
                     await target.aclose()
                 self.metrics.config_reloaded(False)
-                log.error("config_reload_failed", error=str(exc), kept_jobs=len(self.jobs))
+                error = (
+                    str(exc) if isinstance(exc, EvaluatorError) else f"{type(exc).__name__}: {exc}"
+                )
+                log.error("config_reload_failed", error=error, kept_jobs=len(self.jobs))
                 return False
             for runner in self._swap(settings, runners, built, now):
                 await runner.restore_history()

@@ -52,7 +52,9 @@ def normalise(text: str) -> str:
     Steps: Unicode NFKC, ``str.casefold``, NFKC again (case folding can denormalise), then
     every character whose category starts with Z or P, is Cc or Cf, or is whitespace is
     removed. Symbols (``$``, ``+``) and percent signs (``%``, ``‰``; Unicode calls them
-    punctuation) are kept.
+    punctuation) are kept. A last NFKC composes a combining mark with the letter a dropped
+    space used to separate it from (NFKC turns "´" into a space and a combining acute), so
+    that ``normalise`` is idempotent.
 
     Args:
         text: any text.
@@ -61,7 +63,7 @@ def normalise(text: str) -> str:
         The normalised text, possibly empty.
     """
     folded = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).casefold())
-    return folded.translate(_KEPT)
+    return unicodedata.normalize("NFKC", folded.translate(_KEPT))
 
 
 def _kept(ch: str) -> bool:

@@ -213,10 +213,11 @@ class TestSchedule:
         async def body() -> None:
             started = time.monotonic()
             async with running(settings) as daemon:
+                # the first fire at start is tests/daemon/test_schedule.py's pure check; an
+                # upper bound on wall time here would only measure the machine's load
                 await until(lambda: (_runs(daemon)["complete"] or 0) >= 1, seconds=2)
-                assert time.monotonic() - started < 0.9  # not one interval later
                 await until(lambda: (_runs(daemon)["complete"] or 0) >= 2, seconds=3)
-                assert time.monotonic() - started >= 1.0
+                assert time.monotonic() - started >= 1.0  # the second one an interval later
 
         run_bounded(body)
 

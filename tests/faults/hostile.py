@@ -44,7 +44,10 @@ def encodings_of(value: str) -> list[str]:
 class HostileEndpoint(LoopbackServer):
     """Modes: ``echo`` (credentials in answer, ids, texts, citations, stage names, and in
     the body of a 500 and of invalid JSON), ``heavy`` (a new stage name per response, a
-    2 MiB answer, 2,000 ids of 1,000 characters, a 3 MB error for question ``q1``)."""
+    2 MiB answer, 2,000 ids of 1,000 characters, a 3 MB error for question ``q1``), and,
+    one attack each, ``good`` (a well-behaved answer), ``stages`` (50 new stage names per
+    response), ``error`` (a 3 MB error body for every case), ``large`` (the 2 MiB answer
+    and the 2,000 long ids)."""
 
     def __init__(self, mode: str = "echo") -> None:
         super().__init__(lambda _request: None)  # type: ignore[arg-type,return-value]
@@ -61,9 +64,28 @@ class HostileEndpoint(LoopbackServer):
         question = str(body.get("question", request.query.get("q", "")))
         self.requests.append(body)
         self.request_headers.append(dict(request.headers))
+        if self.mode == "echo":
+            return self._echo(request, question)
         if self.mode == "heavy":
             return self._heavy(question)
-        return self._echo(request, question)
+        return self._single(self.mode)
+
+    def _single(self, mode: str) -> web.StreamResponse:
+        n = next(self._counter)
+        data: dict[str, Any] = {
+            "answer": "it is fact0",
+            "retrieved": [{"id": "d0", "text": "evidence"}, {"id": "d1"}],
+            "citations": [1],
+            "timings": {"retrieve": 0.001, "generate": 0.002},
+        }
+        if mode == "stages":
+            data["timings"] = {f"stage-{n}-{j}": 0.001 for j in range(50)}
+        elif mode == "error":
+            return web.Response(status=500, text="E" * (3 * 1000 * 1000))
+        elif mode == "large":
+            data["answer"] = "A" * (2 * MiB)
+            data["retrieved"] = [{"id": f"{i:04d}" + "x" * 996} for i in range(2000)]
+        return web.json_response(data)
 
     def _echo(self, request: web.Request, question: str) -> web.StreamResponse:
         sent = [*request.headers.values(), *request.query.values(), request.path_qs]

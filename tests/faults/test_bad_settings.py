@@ -76,3 +76,38 @@ def test_bad_setting_stops_serve_naming_the_field(
     assert lines[0].startswith("evaluator: error: "), lines[0]
     assert "internal error" not in lines[0] and named in lines[0]
     assert "daemon_started" not in proc.stdout
+
+
+def _forged(tmp_path: Path, kind: str) -> Path:
+    """A baseline report that no writer produces: 10**400 as a number, or 100,000 levels of
+    nested arrays."""
+    path = tmp_path / f"{kind}.json"
+    text = (Path(__file__).parents[2] / "docs/examples/baseline.json").read_text("utf-8")
+    if kind == "huge-number":
+        text = text.replace(
+            '"duration_seconds": ', '"duration_seconds": 1' + "0" * 400 + ', "x": ', 1
+        )
+    else:
+        text = '{"schema_version": 1, "run_id": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    path.write_text(text, "utf-8")
+    return path
+
+
+@pytest.mark.parametrize("kind", ["huge-number", "deep-nesting"])
+def test_forged_baseline_stops_serve_and_gate_naming_the_file(tmp_path: Path, kind: str) -> None:
+    baseline = _forged(tmp_path, kind)
+    config = _write(tmp_path, "", f'baseline = "{baseline}"', "")
+    base = {k: v for k, v in os.environ.items() if not k.startswith("EVALUATOR_")}
+    candidate = Path(__file__).parents[2] / "docs/examples/candidate.json"
+    commands = [
+        ["serve", "--config", str(config), "--listen", "127.0.0.1:0"],
+        ["gate", "--baseline", str(baseline), "--candidate", str(candidate)],
+    ]
+    for command in commands:
+        proc = subprocess.run(
+            [EVALUATOR, *command], capture_output=True, text=True, env=base, timeout=30,
+            check=False,
+        )  # fmt: skip
+        assert 1 == proc.returncode, proc.stderr
+        line = proc.stderr.strip().splitlines()[-1]
+        assert "internal error" not in line and str(baseline) in line, line

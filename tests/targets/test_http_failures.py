@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 import tracemalloc
 from typing import NamedTuple
 
@@ -180,18 +179,15 @@ class TestOversized:
                     await target.aclose()
 
             tracemalloc.start()
-            started = time.perf_counter()
             try:
                 with pytest.raises(ResponseTooLargeError) as info:
                     asyncio.run(go())
                 _, peak = tracemalloc.get_traced_memory()
             finally:
                 tracemalloc.stop()
-            elapsed = time.perf_counter() - started
             streamed = server.bytes_streamed
         assert "response_too_large" == info.value.kind
         if declare_length:
             assert f"response of {50 * MiB} bytes" in info.value.message
         assert peak < 12 * MiB, peak
-        assert streamed < 16 * MiB
-        assert elapsed < 5.0
+        assert streamed < 16 * MiB  # it stopped reading: "quickly" is this, not a timing

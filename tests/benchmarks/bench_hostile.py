@@ -1,0 +1,224 @@
+"""Hostile targets: what each attack costs the daemon, and what each bound costs per case.
+
+Each attack runs a real ``evaluator serve`` (20 cases every 0.2 s, concurrency 4) for
+``SECONDS`` against a loopback endpoint that misbehaves in one way, while this process
+polls ``/healthz`` every 20 ms. Reported per attack: the daemon's peak RSS (``VmHWM``), the
+worst and the P99 ``/healthz`` latency, the runs finished, the largest report and the log
+bytes per case, and the ``stage`` label values on ``/metrics``. Then, in-process, the cost
+per case of each bound: redacting a case's report entry (clean, and holding a secret), a
+log line, folding stage names, and the size caps.
+
+``python -m tests.benchmarks.run --only hostile``
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import signal
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+from prometheus_client.parser import text_string_to_metric_families
+
+from tests.benchmarks.support import figure, nearest_rank
+from tests.faults.hostile import HostileEndpoint, MiB
+from tests.support.prometheus import DaemonProcess
+
+SECONDS = 6.0
+CASES = 20
+POLL = 0.02
+ATTACKS = ("good", "echo", "stages", "error", "large", "sighup", "full-disk")
+SECRET = "tok/5ecret+Zq81=xy"
+
+
+def _config(folder: Path, url: str, reports: Path) -> Path:
+    golden = folder / "golden.jsonl"
+    golden.write_text(
+        "".join(
+            json.dumps({"id": f"c{i}", "question": f"q{i}", "relevant_ids": ["d0"],
+                        "expected_facts": ["fact0"]}) + "\n"
+            for i in range(CASES)
+        ),
+        "utf-8",
+    )  # fmt: skip
+    config = folder / "evaluator.toml"
+    config.write_text(
+        f"""
+reports_dir = "{reports}"
+reports_keep = 1000
+[history]
+enabled = false
+[[targets]]
+name = "hostile"
+url = "{url}"
+timeout_seconds = 20
+max_response_bytes = {16 * MiB}
+retry = {{ retries = 0 }}
+request.headers = {{ Authorization = "Bearer ${{BENCH_TOKEN}}" }}
+[[jobs]]
+target = "hostile"
+dataset = "{golden}"
+interval_seconds = 0.2
+""",
+        "utf-8",
+    )
+    return config
+
+
+def _peak_rss(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+class _Poller(threading.Thread):
+    """GET /healthz every ``POLL`` s; keeps each latency (a failure counts as 10 s)."""
+
+    def __init__(self, url: str) -> None:
+        super().__init__(daemon=True)
+        self.url = url
+        self.latencies: list[float] = []
+        self.stop = threading.Event()
+
+    def run(self) -> None:
+        with httpx.Client(timeout=10.0) as client:
+            while not self.stop.is_set():
+                started = time.perf_counter()
+                try:
+                    client.get(self.url).raise_for_status()
+                    self.latencies.append(time.perf_counter() - started)
+                except httpx.HTTPError:
+                    self.latencies.append(10.0)
+                time.sleep(POLL)
+
+
+def _attack(name: str) -> dict[str, Any]:
+    mode = {"sighup": "good", "full-disk": "good"}.get(name, name)
+    with tempfile.TemporaryDirectory(prefix=f"bench-hostile-{name}-") as tmp, \
+            HostileEndpoint(mode) as endpoint:  # fmt: skip
+        folder = Path(tmp)
+        prefix: list[str] = []
+        reports = folder / "reports"
+        if name == "full-disk":
+            disk = folder / "disk"
+            disk.mkdir()
+            reports = disk / "reports"
+            prefix = ["unshare", "-rm", "sh", "-c",
+                      f'mount -t tmpfs -o size=256k tmpfs "{disk}" && exec "$@"', "sh"]  # fmt: skip
+        config = _config(folder, endpoint.url, reports)
+        env = {"BENCH_TOKEN": SECRET}
+        with DaemonProcess(
+            ["--config", str(config)], workdir=folder, env=env, prefix=prefix
+        ) as daemon:
+            daemon.wait_ready()
+            assert daemon.proc is not None
+            poller = _Poller(f"{daemon.url}/healthz")
+            poller.start()
+            deadline = time.monotonic() + SECONDS
+            while time.monotonic() < deadline:
+                if name == "sighup":
+                    daemon.proc.send_signal(signal.SIGHUP)
+                time.sleep(0.25)
+            poller.stop.set()
+            poller.join(15)
+            exposition = daemon.get("/metrics").text
+            peak = _peak_rss(daemon.proc.pid)
+            root = Path(f"/proc/{daemon.proc.pid}/root") if prefix else Path("/")
+            sizes = [p.stat().st_size for p in (root / str(reports).lstrip("/")).rglob("*.json")]
+            result = daemon.stop()
+        log_bytes = daemon.stdout_path.stat().st_size
+    runs = sum(e.get("event") == "run" for e in result.logs)
+    stages: set[str] = set()
+    for family in text_string_to_metric_families(exposition):
+        if family.name == "rag_eval_stage_latency_seconds":
+            stages |= {s.labels["stage"] for s in family.samples if "stage" in s.labels}
+    lat = poller.latencies or [float("nan")]
+    return {
+        "peak_rss_mib": peak,
+        "healthz_worst_ms": max(lat) * 1000,
+        "healthz_p99_ms": nearest_rank(lat, 99) * 1000,
+        "runs": runs,
+        "report_max_bytes": max(sizes or [0]),
+        "log_bytes_per_case": log_bytes / max(runs * CASES, 1),
+        "stage_values": len(stages),
+        "exit": result.returncode,
+    }
+
+
+def _per_call(fn: Callable[[], object], repeat: int = 2000) -> float:
+    fn()
+    started = time.perf_counter()
+    for _ in range(repeat):
+        fn()
+    return (time.perf_counter() - started) / repeat * 1e6
+
+
+def _caps(limits: Any, ids: tuple[str, ...], answer: str) -> object:
+    return limits.ids(ids), limits.answer(answer), limits.message("HTTP 500 from host: boom")
+
+
+def _costs() -> dict[str, float]:
+    from evaluator.bounds import RecordLimits
+    from evaluator.labels import StageNames
+    from evaluator.logs import bound_values
+    from evaluator.redaction import Redactor
+
+    redactor = Redactor([SECRET, f"Bearer {SECRET}", "key-5ecret-77/ab"])
+    case = {
+        "id": "refund-window", "question": "How long do I have to return an item?",
+        "tags": ["policy"], "unanswerable": False, "relevant_ids": ["refund-policy"],
+        "expected_facts": ["30 days"], "ranked_ids": [f"doc-{i}" for i in range(10)],
+        "answer": "You have 30 days to return an item. " * 8, "citations": [1, 2],
+        "recall_at_k": 1.0, "mrr": 1.0, "ndcg_at_k": 1.0, "latency_seconds": 0.123,
+        "stage_seconds": {"retrieve": 0.01, "generate": 0.1}, "attempts": 1, "error": None,
+        "texts": {f"doc-{i}": "Returns are accepted within 30 days. " * 20 for i in range(5)},
+    }  # fmt: skip
+    leaky = {**case, "answer": case["answer"] + SECRET}
+    line = json.dumps({"event": "case", **case})
+    limits = RecordLimits()
+    stages = StageNames(cap=20)
+    timings = {"retrieve": 0.01, "rerank": 0.02, "generate": 0.1}
+    ids = tuple(f"doc-{i}" for i in range(10))
+    return {
+        "redact_case_clean_us": _per_call(lambda: redactor.redact_json(case)),
+        "redact_case_with_secret_us": _per_call(lambda: redactor.redact_json(leaky)),
+        "redact_log_line_us": _per_call(lambda: redactor.redact_text(line)),
+        "bound_log_event_us": _per_call(lambda: bound_values(None, "info", dict(case))),
+        "fold_stages_us": _per_call(lambda: stages.fold(timings)),
+        "caps_us": _per_call(lambda: _caps(limits, ids, case["answer"])),
+    }
+
+
+def run() -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    details: dict[str, Any] = {}
+    for name in ATTACKS:
+        if name == "full-disk" and shutil.which("unshare") is None:
+            continue
+        figures = _attack(name)
+        details[name] = figures
+        out[f"{name}_peak_rss"] = figure(
+            figures["peak_rss_mib"], "MiB", meaning=f"attack {name}: daemon peak RSS (VmHWM)"
+        )
+        out[f"{name}_healthz_worst"] = figure(
+            figures["healthz_worst_ms"], "ms",
+            meaning=f"attack {name}: worst /healthz latency, polled every 20 ms",
+        )  # fmt: skip
+    costs = _costs()
+    details["costs_us"] = costs
+    for key, value in costs.items():
+        out[key] = figure(value, "µs/case", meaning=key.replace("_", " "))
+    out["_details"] = details
+    print(json.dumps(details, indent=2))
+    return out
+
+
+if __name__ == "__main__":
+    run()

@@ -1,0 +1,79 @@
+"""The terminal text of a run: the summary table, and which cases count as the worst."""
+
+from __future__ import annotations
+
+from evaluator.commands.display import badness, format_summary, worst_cases
+from evaluator.models import CaseError, CaseRecord, CaseScores
+from evaluator.summary import summarise
+
+
+def _record(
+    case_id: str,
+    scores: CaseScores | None,
+    *,
+    error: CaseError | None = None,
+    latency: float = 0.2,
+) -> CaseRecord:
+    return CaseRecord(
+        id=case_id,
+        question="q?",
+        unanswerable=False,
+        relevance={"d": 1},
+        expected_facts=(),
+        tags=(),
+        ranked_ids=("d",),
+        answer=None if scores is None else "a",
+        citations=(),
+        scores=scores,
+        latency_seconds=latency,
+        stage_seconds={},
+        error=error,
+    )
+
+
+PERFECT = _record("perfect", CaseScores(1.0, 1.0, 1.0, citation_precision=1.0, answer_correct=True))
+LOST = _record("lost", CaseScores(0.0, 0.0, 0.0, answer_correct=True))
+WRONG = _record("wrong", CaseScores(1.0, 0.5, 1.0, citation_precision=0.5, answer_correct=False))
+FAILED = _record("failed", None, error=CaseError("timeout", "slow"), latency=0.005)
+
+
+class TestBadness:
+    """Errors first, then a wrong answer (2), then lost recall, rank and citations."""
+
+    def test_worked_examples(self) -> None:
+        assert 0.0 == badness(PERFECT)
+        assert 2.0 == badness(LOST)  # recall 1 lost + reciprocal rank 1 lost
+        assert 3.0 == badness(WRONG)  # wrong answer 2 + rank 0.5 + citations 0.5
+        assert 10.0 == badness(FAILED)
+
+
+class TestWorstCases:
+    """The n worst, worst first; a perfect case is never listed."""
+
+    def test_order_and_cut(self) -> None:
+        cases = (PERFECT, LOST, FAILED, WRONG)
+        assert ["failed", "wrong"] == [c.id for c in worst_cases(cases, 2)]
+        assert ["failed", "wrong", "lost"] == [c.id for c in worst_cases(cases, 10)]
+
+    def test_perfect_run_lists_nothing(self) -> None:
+        assert [] == worst_cases((PERFECT, PERFECT), 5)
+
+
+class TestFormatSummary:
+    """Every metric with its denominator; latencies in ms below 10 ms."""
+
+    def test_table(self) -> None:
+        table = format_summary(summarise([PERFECT, LOST, WRONG, FAILED]))
+        rows = {line.split()[0]: line.split()[1:] for line in table.splitlines()[1:]}
+        assert ["0.6667", "3"] == rows["recall_at_k"]
+        assert ["0.7500", "2"] == rows["citation_precision"]
+        assert ["n/a", "0"] == rows["fact_recall"]
+        assert ["0.2500", "4"] == rows["error_rate"]
+        assert ["0.200s"] == rows["p50_seconds"]
+        assert "metric" == table.split()[0]
+
+    def test_milliseconds_below_ten(self) -> None:
+        """A 5 ms run would print as 0.000s; it prints 5.00ms."""
+        table = format_summary(summarise([FAILED]))
+        rows = {line.split()[0]: line.split()[1:] for line in table.splitlines()[1:]}
+        assert ["5.00ms"] == rows["p95_seconds"]
