@@ -242,14 +242,18 @@ class PricesConfig(_Strict):
     """Prices per 1,000 tokens, in whatever currency the team budgets in."""
 
     input_per_1k: float = Field(0.0, ge=0, allow_inf_nan=False)
+    """Price of 1,000 input (prompt) tokens."""
     output_per_1k: float = Field(0.0, ge=0, allow_inf_nan=False)
+    """Price of 1,000 output (completion) tokens."""
 
 
 class TraceConfig(_Strict):
     """W3C trace context sent with each case (a fresh trace id per case)."""
 
     enabled: bool = True
+    """Send a ``traceparent`` with each case (false: send none)."""
     header: str = Field("traceparent", min_length=1, pattern=r"^[A-Za-z0-9-]+$")
+    """The header name that carries it."""
 
 
 class TlsConfig(_Strict):
