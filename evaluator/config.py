@@ -86,9 +86,12 @@ def _seconds(default: float | None, *, gt: float | None = 0, ge: float | None = 
     )
 
 
-#: Latency buckets for RAG calls: tens of milliseconds to minutes (LLM generation is slow).
+#: Latency buckets of the case and stage histograms, 0.5 ms to 60 s in 1-2.5-5 steps: stages
+#: often take far less than a millisecond (a keyword lookup), a generation tens of seconds.
+#: A quantile read from them is off by at most one bucket, a factor of 2 to 2.5.
 DEFAULT_BUCKETS: tuple[float, ...] = (
-    0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0,
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
+    1.0, 2.5, 5.0, 10.0, 25.0, 60.0,
 )  # fmt: skip
 
 

@@ -163,6 +163,7 @@ METRICS: tuple[MetricSpec, ...] = (
         "fact recall",
         per_case=lambda s: s.fact_recall,
         population="answerable",
+        gauge="rag_eval_fact_recall",
         shardable=True,
     ),
     MetricSpec(
@@ -172,6 +173,8 @@ METRICS: tuple[MetricSpec, ...] = (
         per_case=lambda s: s.refused,
         population="answerable",
         lower_is_better=True,
+        gauge="rag_eval_false_refusal_rate",
+        shardable=True,
     ),
     MetricSpec(
         "correct_refusal_rate",
@@ -179,6 +182,8 @@ METRICS: tuple[MetricSpec, ...] = (
         "correct refusals",
         per_case=lambda s: s.refused,
         population="unanswerable",
+        gauge="rag_eval_correct_refusal_rate",
+        shardable=True,
     ),
     MetricSpec(
         "error_rate",
@@ -193,6 +198,7 @@ METRICS: tuple[MetricSpec, ...] = (
         "P50",
         unit="seconds",
         lower_is_better=True,
+        gauge="rag_eval_latency_p50_seconds",
     ),
     MetricSpec(
         "p95_seconds",
@@ -200,6 +206,7 @@ METRICS: tuple[MetricSpec, ...] = (
         "P95",
         unit="seconds",
         lower_is_better=True,
+        gauge="rag_eval_latency_p95_seconds",
         pushed_as="latency_p95_seconds",
     ),
     MetricSpec(

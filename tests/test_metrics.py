@@ -6,7 +6,7 @@ import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
 from evaluator.commands.display import format_summary
-from evaluator.daemon.exporter import QUALITY_GAUGES, JobSnapshot, Metrics
+from evaluator.daemon.exporter import GAUGES_BY_METRIC, QUALITY_GAUGES, JobSnapshot, Metrics
 from evaluator.gate.push import SUMMARY_GAUGES
 from evaluator.gate.rules import GATE_METRICS, LOWER_IS_BETTER
 from evaluator.metrics import METRICS, QUALITY_METRICS, case_values, metric
@@ -50,10 +50,13 @@ class TestTheTableIsTheContract:
         ) == QUALITY_METRICS
 
     def test_gauges_are_the_contract_names(self) -> None:
-        """Every gauge the registry names is a contract gauge for the same summary key."""
+        """Every gauge the registry names is a contract gauge for the same summary key, and
+        every summary metric has one (the error rate is rag_eval_error_ratio, of the last run)."""
         gauges = {spec.gauge: spec.name for spec in METRICS if spec.gauge is not None}
-        assert {g: k for g, k in CONTRACT_GAUGES.items() if k != "p95_seconds"} == gauges
-        assert {k: g for g, k in gauges.items()} == dict(QUALITY_GAUGES)
+        assert dict(CONTRACT_GAUGES) == gauges
+        assert {k: g for g, k in gauges.items()} == dict(GAUGES_BY_METRIC)
+        assert {spec.name for spec in METRICS} - set(GAUGES_BY_METRIC) == {"error_rate"}
+        assert set(QUALITY_GAUGES) == set(QUALITY_METRICS)
 
     def test_gate_vocabulary(self) -> None:
         """Rules may name every summary metric; a rise is bad for refusals, errors, latency,

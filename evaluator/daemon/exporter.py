@@ -21,11 +21,13 @@ from prometheus_client.registry import Collector
 from evaluator._version import __version__
 from evaluator.errors import ERROR_KINDS
 from evaluator.history.store import HISTORY_ERROR_KINDS
-from evaluator.metrics import METRICS
+from evaluator.metrics import METRICS, MetricSpec
+from evaluator.metrics import metric as metric_spec
 from evaluator.models import CaseRecord
 from evaluator.summary import Summary
 
 __all__ = [
+    "GAUGES_BY_METRIC",
     "OUTCOMES",
     "QUALITY_GAUGES",
     "DriftGauge",
@@ -36,10 +38,29 @@ __all__ = [
 #: Run outcomes, the values of ``rag_eval_runs_total{outcome}``.
 OUTCOMES: tuple[str, ...] = ("complete", "incomplete", "failed", "skipped")
 
-#: Summary metric -> gauge name, for the quality gauges of the last complete run.
-QUALITY_GAUGES: Mapping[str, str] = {
-    spec.name: spec.gauge for spec in METRICS if spec.quality and spec.gauge is not None
+#: Summary metric -> gauge name: every summary value of the last complete run with a gauge.
+GAUGES_BY_METRIC: Mapping[str, str] = {
+    spec.name: spec.gauge for spec in METRICS if spec.gauge is not None
 }
+#: The quality ratios among them.
+QUALITY_GAUGES: Mapping[str, str] = {
+    name: gauge for name, gauge in GAUGES_BY_METRIC.items() if metric_spec(name).quality
+}
+
+_POPULATION_HELP = {
+    "retrieval": "answerable scored cases (all scored cases when none is answerable)",
+    "scored": "scored cases",
+    "answerable": "answerable scored cases",
+    "unanswerable": "unanswerable scored cases",
+}
+
+
+def _gauge_help(spec: MetricSpec) -> str:
+    if spec.quality:
+        cases = _POPULATION_HELP[spec.population]
+        return f"{spec.description} over the {cases}, last complete run (0..1)"
+    return f"Nearest-rank {spec.description}, last complete run"
+
 
 #: Metrics whose sum and count are exported so replicas (shards) aggregate exactly.
 _SHARDABLE = tuple(spec.name for spec in METRICS if spec.shardable)
@@ -68,6 +89,8 @@ class JobSnapshot:
     config_hash: str
     dataset_hash: str
     interval_seconds: float | None
+    #: replicas the golden set is split across: aggregated ratios need every one reporting
+    shard_count: int = 1
     last_complete: Summary | None = None
     last_complete_timestamp: float | None = None
     last_run_timestamp: float | None = None
@@ -127,12 +150,11 @@ class _SnapshotCollector(Collector):
         def gauge(name: str, doc: str, extra: Sequence[str] = ()) -> GaugeMetricFamily:
             return GaugeMetricFamily(name, doc, labels=[*lab, *extra])
 
-        quality = {
-            m: gauge(name, f"{m} over the scored cases of the last complete run (0..1)")
-            for m, name in QUALITY_GAUGES.items()
+        summary_gauges = {
+            m: gauge(name, _gauge_help(metric_spec(m))) for m, name in GAUGES_BY_METRIC.items()
         }
-        p95 = gauge(
-            "rag_eval_latency_p95_seconds", "Nearest-rank P95 case latency, last complete run"
+        shards = gauge(
+            "rag_eval_shards", "Replicas the golden set is split across (1: not sharded)"
         )
         lag = gauge(
             "rag_eval_event_loop_lag_p95_seconds",
@@ -217,14 +239,13 @@ class _SnapshotCollector(Collector):
             )
             if job.interval_seconds is not None:
                 interval.add_metric(labels, job.interval_seconds)
+            shards.add_metric(labels, job.shard_count)
             s = job.last_complete
             if s is not None:
-                for m, family in quality.items():
-                    value = s.totals[m].mean
+                for m, family in summary_gauges.items():
+                    value = s.get(m)
                     if value is not None:
                         family.add_metric(labels, value)
-                if s.p95_seconds is not None:
-                    p95.add_metric(labels, s.p95_seconds)
                 if s.event_loop_lag_p95_seconds is not None:
                     lag.add_metric(labels, s.event_loop_lag_p95_seconds)
                 if s.p95_ttft_seconds is not None:
@@ -269,9 +290,9 @@ class _SnapshotCollector(Collector):
                     drift_cases.add_metric([*labels, check, "drop"], d.dropped)
                 if d.rose is not None:
                     drift_cases.add_metric([*labels, check, "rise"], d.rose)
-        yield from quality.values()
+        yield from summary_gauges.values()
         yield from (ttft_p95, run_cost, case_cost, tokens)
-        yield from (p95, lag, scored, numerator, denominator, error_ratio, last_run)
+        yield from (shards, lag, scored, numerator, denominator, error_ratio, last_run)
         yield from (last_complete, duration, interval, gate, rule, baseline)
         yield from (stability, window_runs, shift, significant, drift_cases, info)
 

@@ -147,6 +147,7 @@ class Daemon:
             config_hash=runner.config_hash,
             dataset_hash=runner.dataset.content_hash,
             interval_seconds=interval,
+            shard_count=self.settings.shard_count,
             baseline=runner.gate.ratios() if runner.gate is not None else {},
         )
 

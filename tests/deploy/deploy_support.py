@@ -73,7 +73,9 @@ QUALITY_METRICS = (
     "citation_recall",
     "answer_accuracy",
 )
-SHARDED_METRICS = (*QUALITY_METRICS, "fact_recall", "error_ratio")
+#: every quality ratio of a report has a gauge, a baseline overlay and a shard sum and count
+GAUGED_RATIOS = (*QUALITY_METRICS, "fact_recall", "false_refusal_rate", "correct_refusal_rate")
+SHARDED_METRICS = (*GAUGED_RATIOS, "error_ratio")
 OUTCOMES = ("complete", "incomplete", "failed", "skipped")
 ERROR_KINDS = (
     "timeout",
@@ -98,8 +100,10 @@ STABILITY_CLASSES = (
 DRIFT_CHECKS = ("answer", "hit", "mrr", "ndcg_at_k", "citation_precision")
 
 CONTRACT: dict[str, dict[str, tuple[str, ...]]] = {
-    **{f"rag_eval_{metric}": {} for metric in QUALITY_METRICS},
+    **{f"rag_eval_{metric}": {} for metric in GAUGED_RATIOS},
+    "rag_eval_latency_p50_seconds": {},
     "rag_eval_latency_p95_seconds": {},
+    "rag_eval_shards": {},
     "rag_eval_last_run_scored_cases": {},
     "rag_eval_error_ratio": {},
     "rag_eval_case_latency_seconds": {},
@@ -115,7 +119,7 @@ CONTRACT: dict[str, dict[str, tuple[str, ...]]] = {
     "rag_eval_run_interval_seconds": {},
     "rag_eval_gate_passing": {},
     "rag_eval_gate_rule_failing": {"rule": GATE_RULES},
-    "rag_eval_baseline_ratio": {"metric": QUALITY_METRICS},
+    "rag_eval_baseline_ratio": {"metric": GAUGED_RATIOS},
     "rag_eval_job_info": {},
     "rag_eval_stability_cases": {"class": STABILITY_CLASSES},
     "rag_eval_history_window_runs": {},

@@ -268,6 +268,34 @@ def test_generator_check_mode(tmp_path: Path) -> None:
     assert stale.read_text(encoding="utf-8") == generator.render()
 
 
+def test_generator_sets_the_runbook_base(tmp_path: Path) -> None:
+    generator = _generator()
+    out = tmp_path / "prometheusrule.yaml"
+    base = "https://wiki.example.org/sre/rag-evaluator-runbook"
+    assert generator.main(["--output", str(out), "--runbook-base", base]) == 0
+    resource = yaml.safe_load(out.read_text(encoding="utf-8").split("\n", 4)[4])
+    urls = [
+        rule["annotations"]["runbook_url"]
+        for group in resource["spec"]["groups"]
+        for rule in group["rules"]
+        if "alert" in rule
+    ]
+    assert urls and all(u.startswith(base + "#") for u in urls)
+    assert {u.partition("#")[2] for u in urls} == {
+        rule["alert"].lower()
+        for group in resource["spec"]["groups"]
+        for rule in group["rules"]
+        if "alert" in rule
+    }
+    # the rule files' text keeps its comments and layout; only the links move
+    rules = (DEPLOY / "prometheus" / "rules" / "alerts.yml").read_text(encoding="utf-8")
+    moved = generator.with_runbook_base(rules, base)
+    assert moved.count(base + "#") == len(urls)
+    assert moved.replace(base, generator.DEFAULT_RUNBOOK_BASE) == rules
+    with pytest.raises(ValueError, match="absolute"):
+        generator.with_runbook_base(rules, "deploy/RUNBOOK.md")
+
+
 @pytest.mark.prometheus
 def test_prometheusrule_rules_pass_promtool(promtool: str, tmp_path: Path) -> None:
     resource = _one("base/prometheusrule.yaml", "PrometheusRule")

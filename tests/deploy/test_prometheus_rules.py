@@ -7,8 +7,10 @@ it fire and one that sees it stay quiet, and reads only metrics of the contract.
 
 from __future__ import annotations
 
+import importlib.util
 import re
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -57,6 +59,16 @@ def _unit_test_cases() -> list[tuple[Path, dict[str, object]]]:
     ]
 
 
+def _generator_default_base() -> str:
+    path = DEPLOY / "k8s" / "generate_prometheusrule.py"
+    spec = importlib.util.spec_from_file_location("generate_prometheusrule", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return str(module.DEFAULT_RUNBOOK_BASE)
+
+
+RUNBOOK_BASE = _generator_default_base()
 ALERTS = alerting_rules()
 ALERT_NAMES = [rule["alert"] for rule in ALERTS]
 
@@ -146,10 +158,13 @@ def test_alert_has_severity_and_annotations(rule: dict[str, object]) -> None:
 
 
 @pytest.mark.parametrize("rule", ALERTS, ids=ALERT_NAMES)
-def test_runbook_url_points_at_the_alerts_section(rule: dict[str, object]) -> None:
+def test_runbook_url_is_absolute_and_points_at_the_alerts_section(rule: dict[str, object]) -> None:
+    """A repository path cannot be opened from Slack or PagerDuty: an absolute URL on the
+    generator's configurable base, with the alert's section as anchor."""
     url = str(rule["annotations"]["runbook_url"])  # type: ignore[index]
-    path, _, anchor = url.partition("#")
-    assert path == "deploy/RUNBOOK.md"
+    base, _, anchor = url.partition("#")
+    assert urlsplit(url).scheme == "https" and urlsplit(url).netloc
+    assert base == RUNBOOK_BASE
     assert anchor == str(rule["alert"]).lower()
     assert anchor in _runbook_anchors(), f"RUNBOOK.md has no section ## {rule['alert']}"
 

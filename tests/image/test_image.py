@@ -31,6 +31,11 @@ def test_health_readiness_and_metrics_answer(deployment: Deployment) -> None:
     status, body = deployment.netns.get(f"{base}/readyz")
     assert (status, json.loads(body)) == (200, {"status": "ready"})
     metrics = deployment.metrics()
+    # scrape cost, for the closing notes (build/image-test-timings.json)
+    deployment.timings.steps["metrics_bytes"] = len(metrics.encode())
+    deployment.timings.steps["metrics_series"] = sum(
+        1 for line in metrics.splitlines() if line and not line.startswith("#")
+    )
     assert re.search(r'^rag_eval_job_info\{.*dataset="rag_cases".*\} 1\.0$', metrics, re.M)
 
 

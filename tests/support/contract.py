@@ -13,5 +13,9 @@ QUALITY_GAUGES: dict[str, str] = {
     "rag_eval_citation_precision": "citation_precision",
     "rag_eval_citation_recall": "citation_recall",
     "rag_eval_answer_accuracy": "answer_accuracy",
+    "rag_eval_fact_recall": "fact_recall",
+    "rag_eval_false_refusal_rate": "false_refusal_rate",
+    "rag_eval_correct_refusal_rate": "correct_refusal_rate",
+    "rag_eval_latency_p50_seconds": "p50_seconds",
     "rag_eval_latency_p95_seconds": "p95_seconds",
 }
