@@ -215,6 +215,7 @@ METRICS: tuple[MetricSpec, ...] = (
         "P50 TTFT",
         unit="seconds",
         lower_is_better=True,
+        gauge="rag_eval_ttft_p50_seconds",
         measured_only=True,
     ),
     MetricSpec(
@@ -223,6 +224,7 @@ METRICS: tuple[MetricSpec, ...] = (
         "P95 TTFT",
         unit="seconds",
         lower_is_better=True,
+        gauge="rag_eval_ttft_p95_seconds",
         measured_only=True,
     ),
     MetricSpec(
@@ -230,6 +232,7 @@ METRICS: tuple[MetricSpec, ...] = (
         "median output tokens per second after the first token",
         "tokens/s",
         unit="rate",
+        gauge="rag_eval_tokens_per_second_p50",
         measured_only=True,
     ),
     MetricSpec(
@@ -238,6 +241,7 @@ METRICS: tuple[MetricSpec, ...] = (
         "cost per case",
         unit="amount",
         lower_is_better=True,
+        gauge="rag_eval_case_cost_mean",
         measured_only=True,
     ),
     MetricSpec(
@@ -246,6 +250,7 @@ METRICS: tuple[MetricSpec, ...] = (
         "cost",
         unit="amount",
         lower_is_better=True,
+        gauge="rag_eval_run_cost",
         measured_only=True,
     ),
     MetricSpec(
@@ -254,6 +259,7 @@ METRICS: tuple[MetricSpec, ...] = (
         "output tokens",
         unit="amount",
         lower_is_better=True,
+        gauge="rag_eval_run_output_tokens",
         measured_only=True,
     ),
 )

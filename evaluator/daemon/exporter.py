@@ -161,18 +161,9 @@ class _SnapshotCollector(Collector):
             "P95 of the evaluator's event-loop lag during the last complete run: a latency P95 "
             "that grew with it is the evaluator's, not the service's",
         )
-        ttft_p95 = gauge(
-            "rag_eval_ttft_p95_seconds",
-            "Nearest-rank P95 time to first token of streamed answers, last complete run",
-        )
-        run_cost = gauge(
-            "rag_eval_run_cost", "Cost of the last complete run at the target's prices"
-        )
-        case_cost = gauge("rag_eval_case_cost_mean", "Mean cost of a case in the last complete run")
-        tokens = gauge(
-            "rag_eval_run_tokens",
-            "Tokens used by the last complete run, as the target reported them",
-            ["direction"],
+        input_tokens = gauge(
+            "rag_eval_run_input_tokens",
+            "Input (prompt) tokens of the last complete run, as the target reported them",
         )
         scored = gauge("rag_eval_last_run_scored_cases", "Cases scored in the last complete run")
         numerator = gauge(
@@ -248,16 +239,8 @@ class _SnapshotCollector(Collector):
                         family.add_metric(labels, value)
                 if s.event_loop_lag_p95_seconds is not None:
                     lag.add_metric(labels, s.event_loop_lag_p95_seconds)
-                if s.p95_ttft_seconds is not None:
-                    ttft_p95.add_metric(labels, s.p95_ttft_seconds)
-                if s.cost_total is not None:
-                    run_cost.add_metric(labels, s.cost_total)
-                if s.cost_per_case is not None:
-                    case_cost.add_metric(labels, s.cost_per_case)
                 if s.input_tokens_total is not None:
-                    tokens.add_metric([*labels, "input"], s.input_tokens_total)
-                if s.output_tokens_total is not None:
-                    tokens.add_metric([*labels, "output"], s.output_tokens_total)
+                    input_tokens.add_metric(labels, s.input_tokens_total)
                 scored.add_metric(labels, s.scored_count)
                 for m in _SHARDABLE:
                     numerator.add_metric([*labels, m], s.totals[m].sum)
@@ -291,7 +274,7 @@ class _SnapshotCollector(Collector):
                 if d.rose is not None:
                     drift_cases.add_metric([*labels, check, "rise"], d.rose)
         yield from summary_gauges.values()
-        yield from (ttft_p95, run_cost, case_cost, tokens)
+        yield from (input_tokens,)
         yield from (shards, lag, scored, numerator, denominator, error_ratio, last_run)
         yield from (last_complete, duration, interval, gate, rule, baseline)
         yield from (stability, window_runs, shift, significant, drift_cases, info)

@@ -18,4 +18,11 @@ QUALITY_GAUGES: dict[str, str] = {
     "rag_eval_correct_refusal_rate": "correct_refusal_rate",
     "rag_eval_latency_p50_seconds": "p50_seconds",
     "rag_eval_latency_p95_seconds": "p95_seconds",
+    # present only for targets that stream or report usage
+    "rag_eval_ttft_p50_seconds": "p50_ttft_seconds",
+    "rag_eval_ttft_p95_seconds": "p95_ttft_seconds",
+    "rag_eval_tokens_per_second_p50": "p50_tokens_per_second",
+    "rag_eval_case_cost_mean": "cost_per_case",
+    "rag_eval_run_cost": "cost_total",
+    "rag_eval_run_output_tokens": "output_tokens_total",
 }

@@ -5,15 +5,18 @@ stalled streams; the framing unit cases."""
 from __future__ import annotations
 
 import asyncio
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from evaluator.config import TargetConfig
+from evaluator.config import JobConfig, Settings, TargetConfig
 from evaluator.errors import TargetError
 from evaluator.factory import build_target
 from evaluator.models import TargetResponse
 from evaluator.targets.streaming import frame_events
+from tests.support.inprocess import running, until
 from tests.support.streams import Chunk, StreamServer, ndjson, openai_chunks, sse
 from tests.targets.helpers import case, dataset, run_config
 
@@ -197,3 +200,45 @@ class TestGenericStreams:
         assert summary.p95_ttft_seconds < summary.p95_seconds  # type: ignore[operator]
         assert (15, 6) == (summary.input_tokens_total, summary.output_tokens_total)
         assert summary.cost_total == pytest.approx(3 * (5 * 0.5 + 2 * 1.5) / 1000)
+
+
+def test_daemon_exports_ttft_histogram_and_gauges(tmp_path: Path) -> None:
+    """An in-process daemon on a streamed target: rag_eval_ttft_seconds counts every case
+    (with trace exemplars), and the TTFT P95, cost and tokens gauges equal the summary."""
+    golden = tmp_path / "golden.jsonl"
+    golden.write_text(
+        "".join(
+            json.dumps({"id": f"c{i}", "question": f"q{i}", "relevant_ids": ["refund-policy"]})
+            + "\n"
+            for i in range(3)
+        )
+    )
+    parts = openai_chunks(["7 days"], sources=["refund-policy"], usage=(5, 2))
+    script = [Chunk(0, parts[0]), *_spaced(parts[1:])]
+    with StreamServer(lambda _r: script) as server:
+        target = TestOpenAIStream()._config(server.url).model_copy(update={"name": "chat"})
+        settings = Settings(
+            targets=[target],
+            jobs=[JobConfig(target="chat", dataset=golden, interval_seconds=60)],
+            reports_dir=tmp_path / "reports",
+            listen="127.0.0.1:0",
+        )
+        out: dict[str, Any] = {}
+
+        async def body() -> None:
+            async with running(settings) as daemon:
+                await until(lambda: daemon.jobs[0].store.latest is not None)
+                out["latest"] = daemon.jobs[0].store.latest
+                out["registry"] = daemon.registry
+
+        asyncio.run(asyncio.wait_for(body(), 30))
+    registry = out["registry"]
+    labels = {"target": "chat", "dataset": "golden"}
+    summary = out["latest"]["summary"]
+    assert 3 == registry.get_sample_value("rag_eval_ttft_seconds_count", labels)
+    assert summary["p95_ttft_seconds"] == registry.get_sample_value(
+        "rag_eval_ttft_p95_seconds", labels
+    )
+    assert summary["cost_total"] == registry.get_sample_value("rag_eval_run_cost", labels)
+    assert 6 == registry.get_sample_value("rag_eval_run_output_tokens", labels)
+    assert 15 == registry.get_sample_value("rag_eval_run_input_tokens", labels)
