@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: venv install lint typecheck unit fast test image-test lock demo bench clean
+.PHONY: venv install lint format typecheck unit fast test image-test lock demo bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -32,6 +32,11 @@ lint: venv
 	$(BIN)/ruff check $(LINTED)
 	$(BIN)/ruff format --check $(LINTED)
 	$(BIN)/lint-imports --no-logo --no-cache
+
+# what `make lint` checks, fixed where the tools can
+format: venv
+	$(BIN)/ruff check --fix $(LINTED)
+	$(BIN)/ruff format $(LINTED)
 
 typecheck: venv
 	$(BIN)/mypy
@@ -66,4 +71,4 @@ bench: venv
 	$(BIN)/python -m tests.benchmarks.run
 
 clean:
-	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache reports
+	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache .coverage-data reports

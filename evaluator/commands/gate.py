@@ -7,7 +7,9 @@ Exit 0 when every rule passes, 2 when the gate fails, 1 on any other problem
 from __future__ import annotations
 
 import argparse
+import sqlite3
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from evaluator.commands.common import (
@@ -26,6 +28,8 @@ from evaluator.gate.render import FORMATS, GateSources, render, render_junit
 from evaluator.gate.repeats import load_quarantine
 from evaluator.gate.rules import resolve_rules
 from evaluator.gate.verdict import evaluate_gate
+from evaluator.history.stability import Stability, stabilities
+from evaluator.history.store import HistoryStore, StoreCorrupt, windows_of
 from evaluator.report import RunReport, read_report
 
 __all__ = ["configure", "handle"]
@@ -116,6 +120,22 @@ def _live_candidate(
     return baseline, Path(baseline_path), report, str(output)
 
 
+def _classed_flaky(settings: Settings, target: str, dataset: str) -> tuple[str, ...]:
+    """Cases the daemon's history store (in the reports folder) classes flaky for this job;
+    none when there is no store or it cannot be read (the repeats still count)."""
+    store = HistoryStore.open_readonly(settings.reports_dir)
+    if store is None:
+        return ()
+    h = settings.history
+    try:
+        runs = store.complete_runs(target, dataset, h.window)
+    except (StoreCorrupt, sqlite3.Error) as exc:
+        print(f"evaluator: warning: history store not read: {exc}", file=sys.stderr)
+        return ()
+    windows = windows_of(runs)
+    return tuple(c.case_id for c in stabilities(windows) if c.stability is Stability.FLAKY)
+
+
 def handle(args: argparse.Namespace) -> int:
     if args.worst < 0:
         raise ConfigError("--worst must be >= 0")
@@ -141,6 +161,10 @@ def handle(args: argparse.Namespace) -> int:
         baseline = read_report(baseline_path)
         candidate = read_report(args.candidate)
         candidate_source = str(args.candidate)
+    if quarantine.flaky:
+        quarantine = replace(
+            quarantine, classed_flaky=_classed_flaky(settings, candidate.target, candidate.dataset)
+        )
     result = evaluate_gate(
         baseline,
         candidate,

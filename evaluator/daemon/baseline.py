@@ -14,6 +14,7 @@ import structlog
 
 from evaluator.errors import ConfigError, GateError, ReportError
 from evaluator.gate import Rule, evaluate_gate, resolve_rules
+from evaluator.gate.repeats import Quarantine, load_quarantine
 from evaluator.metrics import METRICS
 from evaluator.models import Case
 from evaluator.report import RunReport, read_report
@@ -38,10 +39,17 @@ class GateVerdict:
 class BaselineGate:
     """A baseline report and the gate rules, loaded once at start."""
 
-    def __init__(self, baseline: RunReport, rules: tuple[Rule, ...], source: str) -> None:
+    def __init__(
+        self,
+        baseline: RunReport,
+        rules: tuple[Rule, ...],
+        source: str,
+        quarantine: Quarantine | None = None,
+    ) -> None:
         self.baseline = baseline
         self.rules = rules
         self.source = source
+        self.quarantine = quarantine or Quarantine()
 
     @classmethod
     def load(cls, path: Path, gates_file: Path | None) -> BaselineGate:
@@ -51,7 +59,7 @@ class BaselineGate:
         except ReportError as exc:
             raise ConfigError(f"baseline: {exc}") from exc
         rules, source = resolve_rules(gates_file)
-        return cls(baseline, rules, source)
+        return cls(baseline, rules, source, load_quarantine(source))
 
     def ratios(self) -> dict[str, float]:
         """The baseline's quality ratios, for dashboard overlays."""
@@ -71,12 +79,25 @@ class BaselineGate:
         return replace(self.baseline, cases=kept, summary=summarise(kept))
 
     def judge(
-        self, candidate: RunReport, cases: tuple[Case, ...], sharded: bool
+        self,
+        candidate: RunReport,
+        cases: tuple[Case, ...],
+        sharded: bool,
+        classed_flaky: tuple[str, ...] = (),
     ) -> GateVerdict | None:
-        """The verdict on a complete run, or None when the reports are not comparable."""
+        """The verdict on a complete run, or None when the reports are not comparable.
+
+        ``classed_flaky``: the cases the job's history classes flaky, left out of the rules
+        when the gates file's quarantine says ``flaky = true``.
+        """
+        quarantine = replace(self.quarantine, classed_flaky=classed_flaky)
         try:
             result = evaluate_gate(
-                self.for_cases(cases, sharded), candidate, self.rules, with_intervals=False
+                self.for_cases(cases, sharded),
+                candidate,
+                self.rules,
+                with_intervals=False,
+                quarantine=quarantine,
             )
         except GateError as exc:
             log.warning("gate_not_comparable", reason=str(exc), baseline=self.baseline.run_id)
@@ -84,6 +105,8 @@ class BaselineGate:
         failing = {r.name: not r.passed for r in result.rules if r.applicable}
         if result.missing_ids:
             failing["cases.complete"] = True
+        if result.repeats is not None and result.repeats.left_out:
+            log.info("gate_left_out", cases=dict(result.repeats.left_out))
         if not result.passed:
             log.warning(
                 "gate_failing",

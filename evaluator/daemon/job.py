@@ -25,6 +25,7 @@ from evaluator.errors import DatasetError
 from evaluator.history.drift import BINARY_CHECKS
 from evaluator.history.job import JobHistory
 from evaluator.history.recorder import HistoryRecorder, Outcome
+from evaluator.history.stability import Stability
 from evaluator.metrics import FLOAT_TOLERANCE
 from evaluator.models import Case, CaseRecord, Dataset
 from evaluator.report import RunReport, scores_to_dict
@@ -328,7 +329,11 @@ class JobRunner:
     def _gate_changes(self, report: RunReport) -> dict[str, Any]:
         if self.gate is None:
             return {}
-        verdict = self.gate.judge(report, self._shard(), self.settings.shard_count > 1)
+        history = self.latest_history
+        flaky = tuple(history.listed(Stability.FLAKY)) if history is not None else ()
+        verdict = self.gate.judge(
+            report, self._shard(), self.settings.shard_count > 1, classed_flaky=flaky
+        )
         if verdict is None:
             return {"gate_passing": None, "gate_rules_failing": {}}
         return {"gate_passing": verdict.passing, "gate_rules_failing": verdict.rules_failing}

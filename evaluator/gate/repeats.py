@@ -12,7 +12,8 @@ rules; the output always names what was left out::
 
     [quarantine]
     cases = ["zh-refund-arrival"]   # left out by name
-    flaky = true                     # and every case flaky in either report's repeats
+    flaky = true                     # and every case flaky in either report's repeats, or
+                                     # classed flaky by the history store
 """
 
 from __future__ import annotations
@@ -50,6 +51,8 @@ class Quarantine:
 
     cases: tuple[str, ...] = ()
     flaky: bool = False
+    #: cases the history store classes flaky (the daemon's window), left out with ``flaky``
+    classed_flaky: tuple[str, ...] = ()
 
     @property
     def active(self) -> bool:
@@ -165,6 +168,8 @@ def leave_out(
     if quarantine.flaky:
         for cid in flaky_ids(baseline, candidate):
             reasons.setdefault(cid, "flaky")
+        for cid in quarantine.classed_flaky:
+            reasons.setdefault(cid, "flaky in history")
     if not reasons:
         return baseline, candidate, {}
 

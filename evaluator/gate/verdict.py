@@ -118,7 +118,7 @@ def evaluate_gate(
     if significance and not with_intervals:
         raise ValueError("significance=True needs with_intervals=True")
     quarantine = quarantine or Quarantine()
-    flaky = flaky_ids(baseline, candidate)
+    flaky = tuple(dict.fromkeys((*flaky_ids(baseline, candidate), *quarantine.classed_flaky)))
     judged_baseline, judged_candidate, left_out = leave_out(baseline, candidate, quarantine)
     repeats = None
     if baseline.repeats is not None or candidate.repeats is not None or quarantine.active:

@@ -115,12 +115,15 @@ class Drift:
         }
 
 
+#: one case's outcomes in the reference runs and in the current runs (None: not in that run)
+Sides = tuple[list[CaseOutcome | None], list[CaseOutcome | None]]
+
+
 def _counts(
-    runs: Sequence[Run], case_id: str, pick: Callable[[CaseOutcome], bool | None]
+    outcomes: Sequence[CaseOutcome | None], pick: Callable[[CaseOutcome], bool | None]
 ) -> tuple[int, int]:
     passes = total = 0
-    for run in runs:
-        outcome = run.get(case_id)
+    for outcome in outcomes:
         value = pick(outcome) if outcome is not None else None
         if value is not None:
             total += 1
@@ -131,37 +134,37 @@ def _counts(
 def _binary(
     check: str,
     pick: Callable[[CaseOutcome], bool | None],
-    reference: Sequence[Run],
-    current: Sequence[Run],
-    case_ids: Sequence[str],
+    sides: Mapping[str, Sides],
     alpha: float,
 ) -> CheckDrift:
     rows: list[tuple[str, int, int, int, int]] = []
-    for cid in case_ids:
-        bp, bt = _counts(reference, cid, pick)
-        ap, at = _counts(current, cid, pick)
+    for cid, (reference, current) in sides.items():
+        bp, bt = _counts(reference, pick)
+        ap, at = _counts(current, pick)
         if bt and at:
             rows.append((cid, bp, bt, ap, at))
     if not rows:
         return CheckDrift(check, "fisher_exact", 0, None, None, alpha, False)
     shift = sum(ap / at - bp / bt for _, bp, bt, ap, at in rows) / len(rows)
-    drop_p = [fisher_drop_p(bp, bt, ap, at) for _, bp, bt, ap, at in rows]
+    # a case that passed (or failed) every time on both sides can move neither way: p = 1
+    moving = [r for r in rows if 0 < r[1] + r[3] < r[2] + r[4]]
+    drop_p = {r[0]: fisher_drop_p(r[1], r[2], r[3], r[4]) for r in moving}
     drop_threshold, _ = tarone_threshold(
-        [fisher_drop_min_p(bp, bt, ap, at) for _, bp, bt, ap, at in rows], alpha
+        [fisher_drop_min_p(bp, bt, ap, at) for _, bp, bt, ap, at in moving], alpha
     )
     # a rise is a drop seen the other way round
-    rise_p = [fisher_drop_p(ap, at, bp, bt) for _, bp, bt, ap, at in rows]
+    rise_p = {r[0]: fisher_drop_p(r[3], r[4], r[1], r[2]) for r in moving}
     rise_threshold, _ = tarone_threshold(
-        [fisher_drop_min_p(ap, at, bp, bt) for _, bp, bt, ap, at in rows], alpha
+        [fisher_drop_min_p(ap, at, bp, bt) for _, bp, bt, ap, at in moving], alpha
     )
-    dropped = tuple(r[0] for r, p in zip(rows, drop_p, strict=True) if p <= drop_threshold)
-    rose = tuple(r[0] for r, p in zip(rows, rise_p, strict=True) if p <= rise_threshold)
+    dropped = tuple(cid for cid, p in drop_p.items() if p <= drop_threshold)
+    rose = tuple(cid for cid, p in rise_p.items() if p <= rise_threshold)
     return CheckDrift(
         check,
         "fisher_exact",
         pairs=len(rows),
         shift=shift,
-        p_value=min(drop_p),
+        p_value=min(drop_p.values(), default=1.0),
         threshold=drop_threshold,
         significant=bool(dropped),
         dropped=dropped,
@@ -172,25 +175,21 @@ def _binary(
 
 
 def _mean(
-    runs: Sequence[Run], case_id: str, pick: Callable[[CaseOutcome], float | None]
+    outcomes: Sequence[CaseOutcome | None], pick: Callable[[CaseOutcome], float | None]
 ) -> float | None:
-    values = [
-        v for run in runs if (o := run.get(case_id)) is not None and (v := pick(o)) is not None
-    ]
+    values = [v for o in outcomes if o is not None and (v := pick(o)) is not None]
     return sum(values) / len(values) if values else None
 
 
 def _rank(
     check: str,
     pick: Callable[[CaseOutcome], float | None],
-    reference: Sequence[Run],
-    current: Sequence[Run],
-    case_ids: Sequence[str],
+    sides: Mapping[str, Sides],
     alpha: float,
 ) -> CheckDrift:
     diffs = []
-    for cid in case_ids:
-        before, after = _mean(reference, cid, pick), _mean(current, cid, pick)
+    for reference, current in sides.values():
+        before, after = _mean(reference, pick), _mean(current, pick)
         if before is not None and after is not None:
             diffs.append(after - before)
     if not diffs:
@@ -229,9 +228,14 @@ def compute_drift(runs: Sequence[Run], recent: int, alpha: float) -> Drift | Non
         return None
     reference, current = runs[:-recent], runs[-recent:]
     case_ids = sorted({cid for run in current for cid in run})
+    # each case's outcomes side by side, looked up once for every check
+    sides: dict[str, Sides] = {
+        cid: ([run.get(cid) for run in reference], [run.get(cid) for run in current])
+        for cid in case_ids
+    }
     checks: dict[str, CheckDrift] = {}
     for name, pick in BINARY_CHECKS.items():
-        checks[name] = _binary(name, pick, reference, current, case_ids, alpha)
+        checks[name] = _binary(name, pick, sides, alpha)
     for name, rank_pick in RANK_CHECKS.items():
-        checks[name] = _rank(name, rank_pick, reference, current, case_ids, alpha)
+        checks[name] = _rank(name, rank_pick, sides, alpha)
     return Drift(len(reference), len(current), alpha, checks)

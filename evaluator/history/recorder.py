@@ -10,6 +10,7 @@ run's history row only.
 from __future__ import annotations
 
 import sqlite3
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -19,7 +20,8 @@ from typing import TypeVar
 import structlog
 
 from evaluator.history.job import JobHistory, job_history, run_row
-from evaluator.history.store import HISTORY_ERROR_KINDS, HistoryStore, StoreCorrupt
+from evaluator.history.outcome import CaseOutcome
+from evaluator.history.store import HISTORY_ERROR_KINDS, HistoryStore, RunRow, StoreCorrupt
 from evaluator.report import RunReport
 
 __all__ = ["HISTORY_ERROR_KINDS", "HistoryRecorder", "HistorySettings", "Outcome"]
@@ -27,6 +29,10 @@ __all__ = ["HISTORY_ERROR_KINDS", "HistoryRecorder", "HistorySettings", "Outcome
 log = structlog.get_logger("evaluator.history")
 
 T = TypeVar("T")
+
+
+def _finished(run: dict[str, CaseOutcome]) -> float:
+    return next(iter(run.values())).finished_at if run else float("inf")
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +61,8 @@ class HistoryRecorder:
             folder, keep_runs=settings.keep_runs, max_age_days=settings.max_age_days
         )
         self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="history")
+        #: per job, the latest complete runs (oldest first), touched by the worker thread only
+        self._runs: dict[tuple[str, str], list[dict[str, CaseOutcome]]] = {}
 
     def _guarded(self, work: Callable[[], T], errors: list[str]) -> T | None:
         """Run ``work`` on the store; a corrupt file is moved aside and ``work`` tried again."""
@@ -92,14 +100,37 @@ class HistoryRecorder:
                 return None
         return None
 
-    def _history(self, target: str, dataset: str, errors: list[str]) -> JobHistory | None:
+    def _history(
+        self,
+        target: str,
+        dataset: str,
+        errors: list[str],
+        latest: tuple[RunRow, dict[str, CaseOutcome]] | None = None,
+    ) -> JobHistory | None:
+        """The job's history from the runs in memory, read from the store only when they
+        are not (at start, after a store error, when retention by age may have cut them).
+
+        ``latest`` is the run just written: appended to the runs in memory rather than
+        read back (a thousand-case window is thirteen thousand rows to rebuild).
+        """
         s = self.settings
-        runs = self._guarded(
-            lambda: self.store.complete_runs(target, dataset, s.window + s.recent), errors
-        )
-        if runs is None:
+        size = s.window + s.recent
+        key = (target, dataset)
+        cached = self._runs.get(key)
+        oldest_allowed = time.time() - s.max_age_days * 86400
+        if cached is not None and (errors or (cached and _finished(cached[0]) < oldest_allowed)):
+            cached = None
+        if cached is not None and latest is not None:
+            row, outcomes = latest
+            if row.outcome == "complete":
+                cached = [*cached, outcomes][-size:]
+        elif cached is None:
+            cached = self._guarded(lambda: self.store.complete_runs(target, dataset, size), errors)
+        if cached is None:
+            self._runs.pop(key, None)
             return None
-        return job_history(runs, window=s.window, recent=s.recent, alpha=s.alpha)
+        self._runs[key] = cached
+        return job_history(cached, window=s.window, recent=s.recent, alpha=s.alpha)
 
     def record(self, target: str, dataset: str, report: RunReport, outcome: str) -> Outcome:
         """Write a finished run, then compute the job's history (call in :attr:`executor`)."""
@@ -110,11 +141,13 @@ class HistoryRecorder:
             self.store.record(target=target, dataset=dataset, run=row, outcomes=outcomes)
 
         self._guarded(write, errors)
-        return Outcome(self._history(target, dataset, errors), tuple(errors))
+        history = self._history(target, dataset, errors, (row, outcomes))
+        return Outcome(history, tuple(errors))
 
     def load(self, target: str, dataset: str) -> Outcome:
         """The job's history as kept before a restart (call in :attr:`executor`)."""
         errors: list[str] = []
+        self._runs.pop((target, dataset), None)
         return Outcome(self._history(target, dataset, errors), tuple(errors))
 
     def close(self) -> None:

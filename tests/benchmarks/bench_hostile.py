@@ -171,16 +171,17 @@ def _costs() -> dict[str, float]:
     from evaluator.redaction import Redactor
 
     redactor = Redactor([SECRET, f"Bearer {SECRET}", "key-5ecret-77/ab"])
-    case = {
+    answer = "You have 30 days to return an item. " * 8
+    case: dict[str, Any] = {
         "id": "refund-window", "question": "How long do I have to return an item?",
         "tags": ["policy"], "unanswerable": False, "relevant_ids": ["refund-policy"],
         "expected_facts": ["30 days"], "ranked_ids": [f"doc-{i}" for i in range(10)],
-        "answer": "You have 30 days to return an item. " * 8, "citations": [1, 2],
+        "answer": answer, "citations": [1, 2],
         "recall_at_k": 1.0, "mrr": 1.0, "ndcg_at_k": 1.0, "latency_seconds": 0.123,
         "stage_seconds": {"retrieve": 0.01, "generate": 0.1}, "attempts": 1, "error": None,
         "texts": {f"doc-{i}": "Returns are accepted within 30 days. " * 20 for i in range(5)},
     }  # fmt: skip
-    leaky = {**case, "answer": case["answer"] + SECRET}
+    leaky = {**case, "answer": answer + SECRET}
     line = json.dumps({"event": "case", **case})
     limits = RecordLimits()
     stages = StageNames(cap=20)
@@ -192,7 +193,7 @@ def _costs() -> dict[str, float]:
         "redact_log_line_us": _per_call(lambda: redactor.redact_text(line)),
         "bound_log_event_us": _per_call(lambda: bound_values(None, "info", dict(case))),
         "fold_stages_us": _per_call(lambda: stages.fold(timings)),
-        "caps_us": _per_call(lambda: _caps(limits, ids, case["answer"])),
+        "caps_us": _per_call(lambda: _caps(limits, ids, answer)),
     }
 
 

@@ -58,9 +58,7 @@ async def serve(latency: float) -> None:
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0, backlog=1024)
     await site.start()
-    server = site._server
-    assert server is not None and server.sockets
-    print(server.sockets[0].getsockname()[1], flush=True)
+    print(runner.addresses[0][1], flush=True)  # the bound port, asked for 0
     try:
         await asyncio.Event().wait()  # until SIGTERM ends the process
     finally:

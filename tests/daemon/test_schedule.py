@@ -21,7 +21,7 @@ START = datetime(2026, 1, 2, 10, 30, tzinfo=UTC)  # a Friday
 
 
 def _job(**schedule: object) -> JobConfig:
-    return JobConfig(target="rag", dataset=Path("evals/a.jsonl"), **schedule)  # type: ignore[arg-type]
+    return JobConfig(target="rag", dataset=Path("evals/a.jsonl"), **schedule)
 
 
 class TestStaggerOffsets:

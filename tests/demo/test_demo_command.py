@@ -32,7 +32,7 @@ from tests.support.prometheus import free_port, parse_log_lines, require_binary
 try:
     import psutil
 except ImportError:  # the bench extra; `make` installs it, the port checks do not need it
-    psutil = None
+    psutil = None  # type: ignore[assignment]
 
 pytestmark = pytest.mark.e2e
 

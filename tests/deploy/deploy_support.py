@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import subprocess
+from collections.abc import Set as AbstractSet
 from pathlib import Path
 from typing import Any
 
@@ -148,7 +149,7 @@ def metric_names(expr: str) -> set[str]:
     return names
 
 
-def contract_problems(expr: str, recorded: set[str] = frozenset()) -> list[str]:
+def contract_problems(expr: str, recorded: AbstractSet[str] = frozenset()) -> list[str]:
     """Names outside the contract (or ``recorded``), and enumerated label values it lacks."""
     problems = [
         f"unknown metric {name}"

@@ -149,7 +149,8 @@ def test_gitlab_ci_recipe_passes_unchanged_and_blocks_a_broken_reranker(
     baseline = run_gitlab_job(
         config, "rag-baseline", variables=main_vars, workdir=workdir, base_env=env, shell=shell
     )
-    assert baseline is not None and 0 == baseline.exit_code, _explain(baseline)
+    assert baseline is not None
+    assert 0 == baseline.exit_code, _explain(baseline)
     for path in config["rag-baseline"]["artifacts"]["paths"]:
         (artifacts / "rag-baseline" / path).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(workdir / path, artifacts / "rag-baseline" / path)

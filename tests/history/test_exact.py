@@ -63,3 +63,9 @@ def test_bad_counts_are_rejected() -> None:
         fisher_drop_p(3, 2, 0, 1)
     with pytest.raises(ValueError):
         fisher_drop_p(0, 0, 0, 1)
+
+
+@pytest.mark.parametrize(("k", "n"), [(260, 500), (250, 500), (540, 1000), (1000, 1000), (3, 201)])
+def test_sign_test_in_log_space_matches_scipy(k: int, n: int) -> None:
+    expected = stats.binomtest(k, n, 0.5, alternative="greater").pvalue
+    assert binomial_upper_tail(k, n) == pytest.approx(expected, rel=1e-9)

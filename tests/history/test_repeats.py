@@ -175,3 +175,41 @@ def test_single_runs_never_regress_a_case_by_themselves() -> None:
     assert result.repeats is not None and result.repeats.regressed == ()
     assert result.repeats.left_out == {}  # an unknown quarantined id is not listed
     assert summarise(candidate.cases).case_count == 2
+
+
+def test_cases_classed_flaky_by_the_history_store_are_left_out(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``flaky = true`` also leaves out what the daemon's history classes flaky."""
+    import time
+
+    from evaluator.cli import main
+    from evaluator.history.outcome import CaseOutcome
+    from evaluator.history.store import HistoryStore, RunRow
+    from evaluator.report import write_report
+
+    baseline = report([record(c) for c in (*STEADY, "flip")])
+    candidate = report([record(c, correct=c != "flip") for c in (*STEADY, "flip")])
+    write_report(baseline, tmp_path / "base.json")
+    write_report(candidate, tmp_path / "cand.json")
+    store = HistoryStore(tmp_path / "reports")
+    for i in range(10):
+        at = time.time() - 600 + i * 60
+        row = RunRow(f"r{i}", at, "complete", 9, 9, 0, "d", "c", {})
+        outcomes = {
+            c: CaseOutcome(row.run_id, at, c != "flip" or i % 2 == 0, True, 1.0, 1.0)
+            for c in (*STEADY, "flip")
+        }
+        store.record(target=candidate.target, dataset=candidate.dataset, run=row, outcomes=outcomes)
+    gates = tmp_path / "gates.toml"
+    gates.write_text("[rules.answer_accuracy]\nmax_drop = 0.0\n", "utf-8")
+    config = tmp_path / "evaluator.toml"
+    config.write_text(f'reports_dir = "{tmp_path / "reports"}"\n', "utf-8")
+    argv = ["gate", "--config", str(config), "--baseline", str(tmp_path / "base.json")]
+    argv += ["--candidate", str(tmp_path / "cand.json"), "--gates", str(gates)]
+    assert main(argv) == 2  # the flip's failure drops accuracy: no quarantine yet
+    capsys.readouterr()
+    gates.write_text(gates.read_text("utf-8") + "\n[quarantine]\nflaky = true\n", "utf-8")
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "LEFT OUT of the hard rules (1): flip (flaky in history)" in out

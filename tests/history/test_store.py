@@ -117,7 +117,7 @@ def test_newer_schema_is_refused(tmp_path: Path) -> None:
         HistoryStore(tmp_path).runs("t", "d")
 
 
-def _report(i: int, ok: bool = True) -> RunReport:
+def _report(i: int, ok: bool = True) -> RunReport:  # minutes ago: 10 - i
     made = report([record("a", correct=ok), record("b")], run_id=f"run{i}")
     # recent: the recorder prunes by age against the clock
     at = datetime.now(UTC) - timedelta(minutes=10 - i)
@@ -156,5 +156,23 @@ def test_recorder_counts_a_locked_store_and_carries_on(tmp_path: Path) -> None:
             blocker.close()
         assert "locked" in result.errors
         assert recorder.record("t", "d", _report(2), "complete").errors == ()
+    finally:
+        recorder.close()
+
+
+def test_runs_kept_in_memory_match_the_store(tmp_path: Path) -> None:
+    """The recorder appends each run to the window in memory: the same as reading it back."""
+    from evaluator.history.job import job_history
+
+    settings = HistorySettings(window=4, recent=2, keep_runs=50)
+    recorder = HistoryRecorder(tmp_path, settings)
+    try:
+        for i in range(9):
+            result = recorder.record("t", "d", _report(i, ok=i % 3 != 0), "complete")
+        recorder.record("t", "d", _report(9), "incomplete")  # not in the window
+        result = recorder.record("t", "d", _report(10, ok=False), "complete")
+        runs = HistoryStore(tmp_path).complete_runs("t", "d", 6)
+        assert result.history == job_history(runs, window=4, recent=2, alpha=0.05)
+        assert recorder.load("t", "d").history == result.history
     finally:
         recorder.close()

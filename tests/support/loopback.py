@@ -175,9 +175,8 @@ class LoopbackServer:
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", self.port, ssl_context=self.ssl_context)
         await site.start()
-        server = site._server
-        assert server is not None and server.sockets
-        self.port = server.sockets[0].getsockname()[1]
+        # the bound port (asked for 0): AppRunner.addresses is aiohttp's public way to it
+        self.port = self._runner.addresses[0][1]
 
     async def _stop(self) -> None:
         if self._runner is not None:
