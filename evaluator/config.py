@@ -174,13 +174,22 @@ class ResponseConfig(_Strict):
     ids: str = Field(description="ranked ids, best first: 'retrieved[].id', '[].id'")
     answer: str | None = Field(None, description="the answer text; absent: retrieval-only")
     citations: str | None = Field(None, description="1-based positions or ids")
-    timings: str | None = Field(None, description="object: stage -> seconds")
+    timings: str | None = Field(None, description="object: stage -> seconds (or timings_unit)")
     texts: str | None = Field(None, description="one text per id")
     scores: str | None = Field(None, description="one score per id")
+    input_tokens: str | None = Field(None, description="prompt tokens: 'usage.prompt_tokens'")
+    output_tokens: str | None = Field(
+        None, description="completion tokens: 'usage.completion_tokens'"
+    )
+    timings_unit: Literal["seconds", "milliseconds"] = Field(
+        "seconds", description="unit of the timings values ('took_ms': milliseconds)"
+    )
 
     _compiled: dict[str, ParsedResult] = PrivateAttr(default_factory=dict)
 
-    @field_validator("ids", "answer", "citations", "timings", "texts", "scores")
+    @field_validator(
+        "ids", "answer", "citations", "timings", "texts", "scores", "input_tokens", "output_tokens"
+    )
     @classmethod
     def _compiles(cls, value: str | None) -> str | None:
         if value is None:
@@ -194,7 +203,7 @@ class ResponseConfig(_Strict):
     def model_post_init(self, context: Any, /) -> None:
         self._compiled = {
             name: jmespath.compile(value)
-            for name, value in self.model_dump().items()
+            for name, value in self.model_dump(exclude={"timings_unit"}).items()
             if value is not None
         }
 
@@ -202,6 +211,52 @@ class ResponseConfig(_Strict):
     def compiled(self) -> dict[str, ParsedResult]:
         """Field name -> compiled expression, for the fields that are set."""
         return dict(self._compiled)
+
+
+def _jmespath(value: str | None) -> str | None:
+    if value is None:
+        return None
+    try:
+        jmespath.compile(value)
+    except JMESPathError as exc:
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise ValueError(f"invalid JMESPath expression {value!r}: {first}") from None
+    return value
+
+
+class StreamingConfig(_Strict):
+    """A streamed response: SSE or NDJSON events assembled into the answer.
+
+    ``content`` finds each event's piece of answer text; the response mapping reads the last
+    event (or the last one where ``fields_from`` is true).
+    """
+
+    format: Literal["sse", "ndjson"] = Field(description="server-sent events or NDJSON")
+    content: str = Field(description="JMESPath: the answer text in one event ('delta')")
+    fields_from: str | None = Field(
+        None, description="JMESPath: true for the event the mapping reads; default the last"
+    )
+    done: str | None = Field(None, description="data that ends the stream ('[DONE]')")
+
+    _check = field_validator("content", "fields_from")(_jmespath)
+
+
+class PricesConfig(_Strict):
+    """Prices per 1,000 tokens, in whatever currency the team budgets in."""
+
+    input_per_1k: float = Field(0.0, ge=0, allow_inf_nan=False)
+    """Price of 1,000 input (prompt) tokens."""
+    output_per_1k: float = Field(0.0, ge=0, allow_inf_nan=False)
+    """Price of 1,000 output (completion) tokens."""
+
+
+class TraceConfig(_Strict):
+    """W3C trace context sent with each case (a fresh trace id per case)."""
+
+    enabled: bool = True
+    """Send a ``traceparent`` with each case (false: send none)."""
+    header: str = Field("traceparent", min_length=1, pattern=r"^[A-Za-z0-9-]+$")
+    """The header name that carries it."""
 
 
 class TlsConfig(_Strict):
@@ -221,6 +276,12 @@ class TlsConfig(_Strict):
 _HTTP_ONLY = (
     "request",
     "response",
+    "streaming",
+    "kind",
+    "model",
+    "stream",
+    "server_timing",
+    "trace",
     "tls",
     "connect_timeout_seconds",
     "read_timeout_seconds",
@@ -296,11 +357,23 @@ class TargetConfig(_Strict):
         le=1000,
         description="without an allow-list, distinct stage names kept; the rest are 'other'",
     )
+    kind: Literal["http", "openai-chat"] = Field(
+        "http", description="'openai-chat': an OpenAI-compatible chat completions endpoint"
+    )
+    model: str | None = Field(None, description="openai-chat: the model name sent")
+    stream: bool = Field(False, description="openai-chat: ask for a streamed answer")
     request: RequestConfig = RequestConfig()
     """How a question becomes a request."""
     response: ResponseConfig | None = Field(
         None, description="JMESPath mapping; default the default contract"
     )
+    streaming: StreamingConfig | None = Field(
+        None, description="a streamed response (SSE or NDJSON); default one JSON body"
+    )
+    server_timing: bool = Field(True, description="read Server-Timing headers as stage timings")
+    trace: TraceConfig = TraceConfig()
+    """W3C trace context sent with each case."""
+    prices: PricesConfig | None = Field(None, description="prices per 1k tokens, for cost")
     tls: TlsConfig = TlsConfig()
     """TLS verification."""
     retry: RetryConfig = RetryConfig()
@@ -310,6 +383,13 @@ class TargetConfig(_Strict):
     def _one_kind(self) -> TargetConfig:
         if (self.url is None) == (self.callable is None):
             raise ValueError("set exactly one of 'url' or 'callable'")
+        if self.kind == "openai-chat":
+            if not self.model:
+                raise ValueError("kind 'openai-chat' needs 'model' (the model name sent)")
+            if self.streaming is not None:
+                raise ValueError("kind 'openai-chat' streams with 'stream = true', not [streaming]")
+        elif self.model is not None or self.stream:
+            raise ValueError("'model' and 'stream' are for kind = 'openai-chat'")
         problem = None if self.url is None else _url_problem(self.url)
         if problem:
             raise ValueError(problem)

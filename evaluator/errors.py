@@ -17,6 +17,7 @@ CLI can print its message as one line and exit with :class:`ExitCode` ``ERROR``:
     │   ├── BadResponseError       kind "bad_response" (with the ``field`` and ``expression``)
     │   ├── ResponseTooLargeError  kind "response_too_large"
     │   ├── ResponseMemoryError    kind "out_of_memory" (memory ran out reading a response)
+    │   ├── StreamInterruptedError kind "stream_interrupted" (a streamed answer cut mid-way)
     │   └── TargetExceptionError   kind "target_exception" (a callable target raised)
     └── GateError              two reports that cannot be compared
 
@@ -45,6 +46,7 @@ __all__ = [
     "ReportError",
     "ResponseMemoryError",
     "ResponseTooLargeError",
+    "StreamInterruptedError",
     "TargetConnectError",
     "TargetError",
     "TargetExceptionError",
@@ -201,6 +203,12 @@ class ResponseMemoryError(TargetError):
     kind = "out_of_memory"
 
 
+class StreamInterruptedError(TargetError):
+    """A streamed response ended before it was complete (connection lost, no end marker)."""
+
+    kind = "stream_interrupted"
+
+
 class TargetExceptionError(TargetError):
     """A Python-callable target raised an exception."""
 
@@ -215,6 +223,7 @@ CASE_ERRORS: tuple[type[TargetError], ...] = (
     BadResponseError,
     ResponseTooLargeError,
     ResponseMemoryError,
+    StreamInterruptedError,
     TargetExceptionError,
 )
 

@@ -6,13 +6,22 @@ import os
 import ssl
 from collections.abc import Mapping
 
-from evaluator.config import TargetConfig, TlsConfig
+import jmespath
+from pydantic import JsonValue, ValidationError
+
+from evaluator.config import ResponseConfig, StreamingConfig, TargetConfig, TlsConfig
 from evaluator.errors import ConfigError
 from evaluator.targets.base import Target
 from evaluator.targets.callable import CallableTarget
 from evaluator.targets.http import HttpOptions, HttpTarget
 from evaluator.targets.mapping import ResponseMapper
+from evaluator.targets.presets import (
+    OPENAI_CHAT_RESPONSE,
+    OPENAI_CHAT_STREAMING,
+    openai_chat_body,
+)
 from evaluator.targets.request import RequestTemplate
+from evaluator.targets.streaming import StreamSpec
 
 __all__ = ["build_target"]
 
@@ -37,13 +46,14 @@ def build_target(
     if config.url is None:  # TargetConfig's validator guarantees one of the two
         raise ConfigError("target has neither 'url' nor 'callable'")
     where = f"target {config.label!r}"
+    body, response, streaming = _preset(config, where)
     try:
         template = RequestTemplate.from_config(
             config.url,
             method=config.request.method,
             params=config.request.params,
             headers=config.request.headers,
-            body=config.request.body,
+            body=body,
             environ=os.environ if environ is None else environ,
         )
     except ConfigError as exc:
@@ -57,13 +67,56 @@ def build_target(
         requests_per_second=config.requests_per_second,
         verify=_verify(config.tls, where),
     )
-    mapper = ResponseMapper(config.response.compiled) if config.response is not None else None
+    mapper = None
+    if response is not None:
+        scale = 0.001 if response.timings_unit == "milliseconds" else 1.0
+        mapper = ResponseMapper(response.compiled, timings_scale=scale)
+    prices = config.prices
     return HttpTarget(
         config.url,
         name=config.label,
         request=template,
         mapper=mapper,
         options=options,
+        streaming=_stream_spec(streaming),
+        server_timing=config.server_timing,
+        trace_header=config.trace.header if config.trace.enabled else None,
+        prices=None if prices is None else (prices.input_per_1k, prices.output_per_1k),
+        kind=config.kind,
+    )
+
+
+def _preset(
+    config: TargetConfig, where: str
+) -> tuple[JsonValue, ResponseConfig | None, StreamingConfig | None]:
+    """The body, response mapping and streaming of ``config``, its kind's preset applied."""
+    if config.kind != "openai-chat":
+        return config.request.body, config.response, config.streaming
+    assert config.model is not None  # TargetConfig's validator
+    body = config.request.body
+    if body is None:
+        body = openai_chat_body(config.model, config.stream)
+    fields = dict(OPENAI_CHAT_RESPONSE)
+    if config.response is not None:
+        fields.update(config.response.model_dump(exclude_unset=True))
+    try:
+        response = ResponseConfig.model_validate(fields)
+    except ValidationError as exc:
+        raise ConfigError(f"{where}: response: {exc.errors()[0]['msg']}") from None
+    streaming = StreamingConfig.model_validate(OPENAI_CHAT_STREAMING) if config.stream else None
+    return body, response, streaming
+
+
+def _stream_spec(streaming: StreamingConfig | None) -> StreamSpec | None:
+    if streaming is None:
+        return None
+    return StreamSpec(
+        format=streaming.format,
+        content=jmespath.compile(streaming.content),
+        fields_from=None
+        if streaming.fields_from is None
+        else jmespath.compile(streaming.fields_from),
+        done=streaming.done,
     )
 
 

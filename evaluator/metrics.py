@@ -64,7 +64,7 @@ class MetricSpec:
     label: str
     per_case: PerCase | None = None
     population: Population = "scored"
-    unit: Literal["ratio", "seconds"] = "ratio"
+    unit: Literal["ratio", "seconds", "rate", "amount"] = "ratio"
     lower_is_better: bool = False
     #: the daemon's gauge of the last complete run (None: not exported as a gauge)
     gauge: str | None = None
@@ -77,6 +77,9 @@ class MetricSpec:
     diagnosed: bool = False
     #: the name in a case diff line ("RR" for one case's reciprocal rank); None: not shown
     case_label: str | None = None
+    #: only some targets report it (streamed answers, token usage): the terminal table
+    #: shows it only when a run measured it
+    measured_only: bool = False
 
     @property
     def quality(self) -> bool:
@@ -205,6 +208,59 @@ METRICS: tuple[MetricSpec, ...] = (
         lower_is_better=True,
         gauge="rag_eval_latency_p95_seconds",
         pushed_as="latency_p95_seconds",
+    ),
+    MetricSpec(
+        "p50_ttft_seconds",
+        "P50 time to first token (streamed answers)",
+        "P50 TTFT",
+        unit="seconds",
+        lower_is_better=True,
+        gauge="rag_eval_ttft_p50_seconds",
+        measured_only=True,
+    ),
+    MetricSpec(
+        "p95_ttft_seconds",
+        "P95 time to first token (streamed answers)",
+        "P95 TTFT",
+        unit="seconds",
+        lower_is_better=True,
+        gauge="rag_eval_ttft_p95_seconds",
+        measured_only=True,
+    ),
+    MetricSpec(
+        "p50_tokens_per_second",
+        "median output tokens per second after the first token",
+        "tokens/s",
+        unit="rate",
+        gauge="rag_eval_tokens_per_second_p50",
+        measured_only=True,
+    ),
+    MetricSpec(
+        "cost_per_case",
+        "mean cost of a case at the target's prices",
+        "cost per case",
+        unit="amount",
+        lower_is_better=True,
+        gauge="rag_eval_case_cost_mean",
+        measured_only=True,
+    ),
+    MetricSpec(
+        "cost_total",
+        "cost of the run at the target's prices",
+        "cost",
+        unit="amount",
+        lower_is_better=True,
+        gauge="rag_eval_run_cost",
+        measured_only=True,
+    ),
+    MetricSpec(
+        "output_tokens_total",
+        "output tokens of the run",
+        "output tokens",
+        unit="amount",
+        lower_is_better=True,
+        gauge="rag_eval_run_output_tokens",
+        measured_only=True,
     ),
 )
 

@@ -18,6 +18,7 @@ __all__ = [
     "CaseScores",
     "Citation",
     "Dataset",
+    "Delivery",
     "Retrieved",
     "TargetResponse",
 ]
@@ -82,6 +83,39 @@ class Retrieved:
 
 
 @dataclass(frozen=True, slots=True)
+class Delivery:
+    """How a response arrived and what it cost, as far as the target can tell.
+
+    Times are seconds from the start of the attempt that succeeded: ``ttfb_seconds`` to the
+    response's status line, ``ttft_seconds`` to the first event with non-empty content (a
+    streamed answer), ``last_byte_seconds`` to the end of the body. Token counts come from
+    the response's usage (or, streamed without usage, the count of content events, marked by
+    ``tokens_counted``). ``trace_id`` is the W3C trace id sent with the request.
+    """
+
+    ttfb_seconds: float | None = None
+    ttft_seconds: float | None = None
+    last_byte_seconds: float | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    tokens_counted: bool = False
+    streamed: bool = False
+    trace_id: str | None = None
+    #: input and output tokens at the target's prices
+    cost: float | None = None
+
+    @property
+    def tokens_per_second(self) -> float | None:
+        """Output tokens over the time from the first token to the last byte."""
+        if self.output_tokens is None or self.ttft_seconds is None:
+            return None
+        if self.last_byte_seconds is None:
+            return None
+        generating = self.last_byte_seconds - self.ttft_seconds
+        return self.output_tokens / generating if generating > 0 else None
+
+
+@dataclass(frozen=True, slots=True)
 class TargetResponse:
     """What a target answered for one question, already mapped onto our fields.
 
@@ -93,6 +127,8 @@ class TargetResponse:
     answer: str | None = None
     citations: tuple[Citation, ...] = ()
     timings: Mapping[str, float] = field(default_factory=lambda: _EMPTY)
+    #: streaming (and usage) measurements, when the target reports them
+    delivery: Delivery | None = None
 
     @property
     def ranked_ids(self) -> tuple[str, ...]:
@@ -156,6 +192,16 @@ class CaseRecord:
     texts: Mapping[str, str] = field(default_factory=dict)
     #: ids in ``texts`` whose text was cut: what is missing from them proves nothing
     cut_texts: frozenset[str] = frozenset()
+    #: time to first byte / first token (streamed answers), seconds from the attempt's start
+    ttfb_seconds: float | None = None
+    ttft_seconds: float | None = None
+    tokens_per_second: float | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    #: input and output tokens at the target's configured prices
+    cost: float | None = None
+    #: the W3C trace id the request carried (``traceparent``)
+    trace_id: str | None = None
 
     @property
     def scored(self) -> bool:

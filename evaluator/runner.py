@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import math
 import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 from evaluator.bounds import DEFAULT_TEXT_CHARS, RecordLimits
 from evaluator.errors import BadResponseError, TargetError, TargetHTTPStatusError
@@ -94,6 +96,7 @@ def _record(
     latency: float,
     attempts: int,
     error: CaseError | None,
+    trace_id: str | None = None,
 ) -> CaseRecord:
     scores = None
     limits = options.limits
@@ -121,7 +124,24 @@ def _record(
         error=error,
         texts=texts,
         cut_texts=cut,
+        **_delivery_fields(response, trace_id),
     )
+
+
+def _delivery_fields(response: TargetResponse | None, trace_id: str | None) -> dict[str, Any]:
+    delivery = response.delivery if response is not None else None
+    if delivery is None:
+        return {"trace_id": trace_id}
+    tps = delivery.tokens_per_second
+    return {
+        "ttfb_seconds": delivery.ttfb_seconds,
+        "ttft_seconds": delivery.ttft_seconds,
+        "tokens_per_second": tps if tps is None or math.isfinite(tps) else None,
+        "input_tokens": delivery.input_tokens,
+        "output_tokens": delivery.output_tokens,
+        "cost": delivery.cost,
+        "trace_id": delivery.trace_id or trace_id,
+    }
 
 
 def _case_error(exc: TargetError, message: str) -> CaseError:
@@ -154,11 +174,11 @@ async def _run_case(
         except TargetError as exc:
             latency = time.perf_counter() - started - queued.seconds
             error = _case_error(exc, limits.message(exc.message))
-            return _record(case, None, options, latency, exc.attempts, error)
+            return _record(case, None, options, latency, exc.attempts, error, queued.trace_id)
     # ends at the last byte when the target says when it came (parsing is not its latency)
     ended = queued.received_at if queued.received_at is not None else time.perf_counter()
     latency = ended - started - queued.seconds
-    return _record(case, response, options, latency, attempts, None)
+    return _record(case, response, options, latency, attempts, None, queued.trace_id)
 
 
 async def run_dataset(

@@ -15,6 +15,7 @@ from evaluator.metrics import METRICS, QUALITY_METRICS, populations, values
 from evaluator.models import CaseRecord
 
 __all__ = [
+    "OPTIONAL_FIELDS",
     "QUALITY_METRICS",
     "Summary",
     "Total",
@@ -56,6 +57,17 @@ class Summary:
     #: summary, an older report); a property of the run, not recomputed from its cases
     event_loop_lag_p95_seconds: float | None = None
     event_loop_lag_max_seconds: float | None = None
+    #: streamed answers: time to first token over the cases that had one; None: no stream
+    p50_ttft_seconds: float | None = None
+    p95_ttft_seconds: float | None = None
+    p95_ttfb_seconds: float | None = None
+    #: median output tokens per second over the cases that report it
+    p50_tokens_per_second: float | None = None
+    #: token usage and cost over the cases that report them; None when no case does
+    input_tokens_total: int | None = None
+    output_tokens_total: int | None = None
+    cost_total: float | None = None
+    cost_per_case: float | None = None
 
     def __post_init__(self) -> None:
         # Every quality metric has a total, so readers index ``totals[name]`` safely: one
@@ -88,13 +100,51 @@ class Summary:
             errors_by_kind=dict(self.errors_by_kind),
             totals={k: {"sum": t.sum, "count": t.count} for k, t in self.totals.items()},
         )
-        if self.event_loop_lag_p95_seconds is not None:
-            out["event_loop_lag_p95_seconds"] = self.event_loop_lag_p95_seconds
-        if self.event_loop_lag_max_seconds is not None:
-            out["event_loop_lag_max_seconds"] = self.event_loop_lag_max_seconds
+        # written only when measured: a report of a plain JSON target keeps its shape
+        for name in OPTIONAL_FIELDS:
+            value = getattr(self, name)
+            if value is not None:
+                out[name] = value
         if self.by_tag:
             out["by_tag"] = {tag: s.to_dict() for tag, s in sorted(self.by_tag.items())}
         return out
+
+
+#: summary values present only when measured (streaming, usage, the run's loop lag)
+OPTIONAL_FIELDS: tuple[str, ...] = (
+    "event_loop_lag_p95_seconds",
+    "event_loop_lag_max_seconds",
+    "p50_ttft_seconds",
+    "p95_ttft_seconds",
+    "p95_ttfb_seconds",
+    "p50_tokens_per_second",
+    "input_tokens_total",
+    "output_tokens_total",
+    "cost_total",
+    "cost_per_case",
+)
+
+
+def _delivery(records: Sequence[CaseRecord]) -> dict[str, Any]:
+    """Percentiles of the streamed cases and totals of usage and cost, over the successful
+    cases that report them."""
+    ok = [r for r in records if r.error is None]
+    ttft = [r.ttft_seconds for r in ok if r.ttft_seconds is not None]
+    ttfb = [r.ttfb_seconds for r in ok if r.ttfb_seconds is not None and r.ttft_seconds is not None]
+    tps = [r.tokens_per_second for r in ok if r.tokens_per_second is not None]
+    inputs = [r.input_tokens for r in ok if r.input_tokens is not None]
+    outputs = [r.output_tokens for r in ok if r.output_tokens is not None]
+    costs = [r.cost for r in ok if r.cost is not None]
+    return {
+        "p50_ttft_seconds": nearest_rank(ttft, 50),
+        "p95_ttft_seconds": nearest_rank(ttft, 95),
+        "p95_ttfb_seconds": nearest_rank(ttfb, 95),
+        "p50_tokens_per_second": nearest_rank(tps, 50),
+        "input_tokens_total": sum(inputs) if inputs else None,
+        "output_tokens_total": sum(outputs) if outputs else None,
+        "cost_total": math.fsum(costs) if costs else None,
+        "cost_per_case": math.fsum(costs) / len(costs) if costs else None,
+    }
 
 
 def nearest_rank(values: Sequence[float], percentile: float) -> float | None:
@@ -165,6 +215,7 @@ def summarise(records: Sequence[CaseRecord], *, with_tags: bool = True) -> Summa
         },
         errors_by_kind=dict(sorted(by_kind.items())),
         by_tag=by_tag,
+        **_delivery(records),
     )
 
 

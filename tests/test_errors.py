@@ -53,6 +53,7 @@ class TestKinds:
             "bad_response",
             "response_too_large",
             "out_of_memory",
+            "stream_interrupted",
             "target_exception",
         ) == ERROR_KINDS
 

@@ -12,6 +12,7 @@ from evaluator.gate.rules import GATE_METRICS, LOWER_IS_BETTER
 from evaluator.metrics import METRICS, QUALITY_METRICS, case_values, metric
 from evaluator.models import CaseRecord, CaseScores
 from evaluator.summary import Summary, Total, summarise
+from tests.support.contract import DELIVERY_GAUGES
 from tests.support.contract import QUALITY_GAUGES as CONTRACT_GAUGES
 
 
@@ -53,17 +54,33 @@ class TestTheTableIsTheContract:
         """Every gauge the registry names is a contract gauge for the same summary key, and
         every summary metric has one (the error rate is rag_eval_error_ratio, of the last run)."""
         gauges = {spec.gauge: spec.name for spec in METRICS if spec.gauge is not None}
-        assert dict(CONTRACT_GAUGES) == gauges
+        assert {**CONTRACT_GAUGES, **DELIVERY_GAUGES} == gauges
         assert {k: g for g, k in gauges.items()} == dict(GAUGES_BY_METRIC)
         assert {spec.name for spec in METRICS} - set(GAUGES_BY_METRIC) == {"error_rate"}
         assert set(QUALITY_GAUGES) == set(QUALITY_METRICS)
 
     def test_gate_vocabulary(self) -> None:
-        """Rules may name every summary metric; a rise is bad for refusals, errors, latency."""
-        assert (*QUALITY_METRICS, "error_rate", "p50_seconds", "p95_seconds") == GATE_METRICS
-        assert {"false_refusal_rate", "error_rate", "p50_seconds", "p95_seconds"} == set(
-            LOWER_IS_BETTER
-        )
+        """Rules may name every summary metric; a rise is bad for refusals, errors, latency,
+        time to first token, cost and tokens."""
+        streamed = ("p50_ttft_seconds", "p95_ttft_seconds", "p50_tokens_per_second")
+        usage = ("cost_per_case", "cost_total", "output_tokens_total")
+        assert (
+            *QUALITY_METRICS,
+            "error_rate",
+            "p50_seconds",
+            "p95_seconds",
+            *streamed,
+            *usage,
+        ) == GATE_METRICS
+        assert {
+            "false_refusal_rate",
+            "error_rate",
+            "p50_seconds",
+            "p95_seconds",
+            "p50_ttft_seconds",
+            "p95_ttft_seconds",
+            *usage,
+        } == set(LOWER_IS_BETTER)
 
     def test_pushed_gauges(self) -> None:
         """The gate pushes the six gauged ratios, the error ratio and the P95, as the daemon
@@ -83,7 +100,8 @@ class TestTheTableIsTheContract:
         """One spec per name; only quality ratios carry a population and a per-case value."""
         assert len(METRICS) == len({spec.name for spec in METRICS})
         run_level = {spec.name for spec in METRICS if not spec.quality}
-        assert {"error_rate", "p50_seconds", "p95_seconds"} == run_level
+        measured = {spec.name for spec in METRICS if spec.measured_only}
+        assert {"error_rate", "p50_seconds", "p95_seconds"} == run_level - measured
 
     def test_unknown_metric_is_a_key_error(self) -> None:
         """Looking up a name the registry lacks fails loudly."""

@@ -193,11 +193,32 @@ class TestRoundTrip:
         assert json.loads(raw) == report_to_dict(report)
         assert encode_report(report) == raw
 
+    def test_delivery_fields_round_trip(self) -> None:
+        """Streaming, usage, cost and trace fields are written when measured and read back,
+        and the summary recomputed from them matches the one written."""
+        from dataclasses import replace
+
+        streamed = replace(
+            CASES[0],
+            ttfb_seconds=0.01,
+            ttft_seconds=0.05,
+            tokens_per_second=40.0,
+            input_tokens=15,
+            output_tokens=6,
+            cost=0.002,
+            trace_id="4bf92f3577b34da6a3ce929d0e0e4736",
+        )
+        report = _report((streamed, *CASES[1:]))
+        assert report.summary.p95_ttft_seconds == 0.05
+        data = json.loads(json.dumps(report_to_dict(report)))
+        assert data["cases"][0]["trace_id"] == "4bf92f3577b34da6a3ce929d0e0e4736"
+        assert report == report_from_dict(data)
+
     def test_unknown_fields_are_skipped(self) -> None:
         """A newer writer's extra fields (per case or top level) do not stop the reader."""
         data = json.loads(json.dumps(report_to_dict(_report())))
         data["future_field"] = {"nested": [1, 2]}
-        data["cases"][0]["ttft_seconds"] = 0.05
+        data["cases"][0]["a_future_case_field"] = 0.05
         assert _report() == report_from_dict(data)
 
     def test_json_shape(self) -> None:

@@ -25,6 +25,8 @@ def format_summary(summary: Summary) -> str:
     """The summary as an aligned two-column table, with the denominators shown."""
     lines = [f"{'metric':<22} {'value':>9}  cases"]
     for spec in METRICS:
+        if spec.measured_only and summary.get(spec.name) is None:
+            continue
         value = _fmt(summary.get(spec.name), seconds=spec.unit == "seconds")
         row = f"{spec.name:<22} {value:>9}"
         # the denominator beside each ratio; a percentile has none (it is over every case)

@@ -127,10 +127,14 @@ def _mapped(response: TargetResponse, target: HttpTarget | None) -> list[str]:
         "timings": dict(response.timings),
         "texts": [r.text for r in response.retrieved],
         "scores": [r.score for r in response.retrieved],
+        "input_tokens": response.delivery.input_tokens if response.delivery else None,
+        "output_tokens": response.delivery.output_tokens if response.delivery else None,
     }
     mapper = target.mapper if target is not None else None
     lines = []
     for name in FIELDS:
+        if name.endswith("_tokens") and (mapper is None or name not in mapper):
+            continue  # usage is for cost: not worth a line where nobody mapped it
         if mapper is None:
             source = "(default contract)"
         elif name in mapper:
@@ -142,6 +146,10 @@ def _mapped(response: TargetResponse, target: HttpTarget | None) -> list[str]:
         if len(shown) > 300:
             shown = shown[:300] + "..."
         lines.append(f"{name:<10} {source}\n{'':<10} -> {shown}")
+    delivery = response.delivery
+    if delivery is not None and delivery.streamed:
+        ttft = "n/a" if delivery.ttft_seconds is None else f"{delivery.ttft_seconds:.3f}s"
+        lines.append(f"{'stream':<10} first token after {ttft}, {delivery.output_tokens} tokens")
     return lines
 
 

@@ -109,9 +109,16 @@ class JobSnapshot:
         return (self.target, self.dataset)
 
 
-def _exemplar(run_id: str, case_id: str) -> dict[str, str]:
+def _exemplar(run_id: str, case_id: str, trace_id: str | None = None) -> dict[str, str]:
+    """The exemplar of a case's observations: its run, its case and, when the request carried
+    one, the W3C trace id (``trace_id`` is the label Grafana links to Tempo or Jaeger)."""
+    out = {"run_id": run_id}
     room = _EXEMPLAR_BUDGET - len("run_id") - len(run_id) - len("case_id")
-    return {"run_id": run_id, "case_id": case_id[: max(room, 0)]}
+    if trace_id is not None:
+        out["trace_id"] = trace_id
+        room -= len("trace_id") + len(trace_id)
+    out["case_id"] = case_id[: max(room, 0)]
+    return out
 
 
 class _SnapshotCollector(Collector):
@@ -153,6 +160,10 @@ class _SnapshotCollector(Collector):
             "rag_eval_event_loop_lag_p95_seconds",
             "P95 of the evaluator's event-loop lag during the last complete run: a latency P95 "
             "that grew with it is the evaluator's, not the service's",
+        )
+        input_tokens = gauge(
+            "rag_eval_run_input_tokens",
+            "Input (prompt) tokens of the last complete run, as the target reported them",
         )
         scored = gauge("rag_eval_last_run_scored_cases", "Cases scored in the last complete run")
         numerator = gauge(
@@ -228,6 +239,8 @@ class _SnapshotCollector(Collector):
                         family.add_metric(labels, value)
                 if s.event_loop_lag_p95_seconds is not None:
                     lag.add_metric(labels, s.event_loop_lag_p95_seconds)
+                if s.input_tokens_total is not None:
+                    input_tokens.add_metric(labels, s.input_tokens_total)
                 scored.add_metric(labels, s.scored_count)
                 for m in _SHARDABLE:
                     total = s.totals.get(m)
@@ -263,6 +276,7 @@ class _SnapshotCollector(Collector):
                 if d.rose is not None:
                     drift_cases.add_metric([*labels, check, "rise"], d.rose)
         yield from summary_gauges.values()
+        yield from (input_tokens,)
         yield from (shards, lag, scored, numerator, denominator, error_ratio, last_run)
         yield from (last_complete, duration, interval, gate, rule, baseline)
         yield from (stability, window_runs, shift, significant, drift_cases, info)
@@ -284,6 +298,13 @@ class Metrics:
         self.case_latency = Histogram(
             "rag_eval_case_latency_seconds",
             "Wall time around each target call (all attempts), every case",
+            lab,
+            buckets=buckets,
+            registry=registry,
+        )
+        self.ttft = Histogram(
+            "rag_eval_ttft_seconds",
+            "Time to first token of streamed answers (first non-empty content), every case",
             lab,
             buckets=buckets,
             registry=registry,
@@ -400,8 +421,10 @@ class Metrics:
 
     def observe_case(self, labels: tuple[str, str], record: CaseRecord, run_id: str) -> None:
         """Histograms (with a run/case exemplar) and the error counter for one finished case."""
-        exemplar = _exemplar(run_id, record.id)
+        exemplar = _exemplar(run_id, record.id, record.trace_id)
         self.case_latency.labels(*labels).observe(record.latency_seconds, exemplar=exemplar)
+        if record.ttft_seconds is not None:
+            self.ttft.labels(*labels).observe(record.ttft_seconds, exemplar=exemplar)
         for stage, seconds in record.stage_seconds.items():
             self.stage_latency.labels(*labels, stage).observe(seconds, exemplar=exemplar)
         if record.error is not None:
@@ -421,6 +444,7 @@ class Metrics:
         self._snapshots.remove(labels)
         for metric in (
             self.case_latency,
+            self.ttft,
             self.retries,
             self.dataset_reload_errors,
             self.report_write_errors,

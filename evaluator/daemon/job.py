@@ -52,6 +52,18 @@ def _timestamp(report: RunReport) -> float:
     return datetime.fromisoformat(report.generated_at.replace("Z", "+00:00")).timestamp()
 
 
+#: per-case measurements logged when the target reported them
+_DELIVERY_LOG_FIELDS = (
+    "trace_id",
+    "ttfb_seconds",
+    "ttft_seconds",
+    "tokens_per_second",
+    "input_tokens",
+    "output_tokens",
+    "cost",
+)
+
+
 class JobRunner:
     """Runs one job when the scheduler says so; never two runs at once (the scheduler's job)."""
 
@@ -199,6 +211,11 @@ class JobRunner:
             "error_kind": record.error.kind if record.error else None,
             "error_message": record.error.message if record.error else None,
         }
+        # measured only for some targets (streamed, usage, traced): absent otherwise
+        for name in _DELIVERY_LOG_FIELDS:
+            value = getattr(record, name)
+            if value is not None:
+                fields[name] = round(value, 6) if isinstance(value, float) else value
         if self.settings.log_answers and record.answer is not None:
             # cut() redacts first: a plain slice could halve a secret beyond recognition
             fields["answer"] = cut(record.answer, self.settings.log_answer_max_chars)

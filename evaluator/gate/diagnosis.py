@@ -7,7 +7,7 @@ recall down, MRR down                      parsing, chunking, retrieval
 recall flat, MRR down                      fusion or rerank
 retrieval flat, accuracy down              prompt, model, context assembly
 accuracy flat, citation precision down     citation protocol or checking
-quality up, P95 doubled                    a product trade-off, not an automatic yes
+quality up, P95, TTFT or cost up by half   a product trade-off, not an automatic yes
 =========================================  =====================================
 
 "Flat" means "not down": a move smaller than :data:`FLAT` either way, or a rise. A
@@ -42,6 +42,10 @@ _LATENCY_GROWTH = 0.20
 _LATENCY_FLOOR_SECONDS = 0.05
 #: A stage explains a P95 growth when its own P95 grew by at least this share of it.
 _STAGE_SHARE = 0.5
+#: Growth (relative) of P95, TTFT or cost that, with quality up, is a product trade-off.
+_TRADE_OFF_GROWTH = 0.5
+#: What a trade-off weighs quality against: summary value, its name in the finding.
+_COSTS = (("p95_seconds", "P95"), ("p95_ttft_seconds", "P95 TTFT"), ("cost_per_case", "cost"))
 
 #: The quality ratios whose moves the decision table reads, and their names in findings.
 _QUALITY = tuple(spec.name for spec in METRICS if spec.diagnosed)
@@ -144,22 +148,43 @@ def diagnose(
                 "citation protocol or checking",
             )
         )
+    quality_up = [m for m in _QUALITY if (v := d[m]) is not None and v > FLAT]
+    grown = _grown_costs(baseline, candidate, latency_floor)
+    if quality_up and grown:
+        out.append(
+            Finding(
+                "trade-off",
+                f"{ev(*quality_up)}; {'; '.join(grown)}",
+                "a product trade-off, not an automatic yes",
+            )
+        )
+        return tuple(out)
     b95, c95 = baseline.p95_seconds, candidate.p95_seconds
     if b95 and c95 is not None and c95 - b95 > latency_floor:
         growth = c95 / b95 - 1
-        p95 = f"P95 {_secs(b95)} → {_secs(c95)} ({growth:+.0%})"
-        quality_up = [m for m in _QUALITY if (v := d[m]) is not None and v > FLAT]
-        if quality_up and growth >= 1 - FLOAT_TOLERANCE:
-            out.append(
-                Finding(
-                    "trade-off",
-                    f"{ev(*quality_up)}; {p95}",
-                    "a product trade-off, not an automatic yes",
-                )
-            )
-        elif growth > latency_growth:
+        if growth > latency_growth:
+            p95 = f"P95 {_secs(b95)} → {_secs(c95)} ({growth:+.0%})"
             out.append(Finding("latency", p95, _slow_stage(baseline, candidate, c95 - b95)))
     return tuple(out)
+
+
+def _grown_costs(baseline: Summary, candidate: Summary, latency_floor: float) -> list[str]:
+    """P95, TTFT and cost that grew by half or more (latency beyond its noise floor)."""
+    out = []
+    for metric, label in _COSTS:
+        before, after = baseline.get(metric), candidate.get(metric)
+        if not before or after is None:
+            continue
+        growth = after / before - 1
+        if growth < _TRADE_OFF_GROWTH - FLOAT_TOLERANCE:
+            continue
+        if metric.endswith("_seconds"):
+            if after - before <= latency_floor:
+                continue
+            out.append(f"{label} {_secs(before)} → {_secs(after)} ({growth:+.0%})")
+        else:
+            out.append(f"{label} {before:.4g} → {after:.4g} per case ({growth:+.0%})")
+    return out
 
 
 def _slow_stage(baseline: Summary, candidate: Summary, p95_growth: float) -> str:

@@ -38,7 +38,7 @@ from evaluator.models import CaseError, CaseRecord, CaseScores
 from evaluator.repeats import Repeats, repeats_from_dict
 from evaluator.report.check import check_cases, check_summary, check_summary_matches
 from evaluator.report.model import SCHEMA_VERSION, RunReport
-from evaluator.summary import QUALITY_METRICS, Summary, Total
+from evaluator.summary import OPTIONAL_FIELDS, QUALITY_METRICS, Summary, Total
 
 __all__ = ["parse_report", "read_report", "report_from_dict"]
 
@@ -85,6 +85,14 @@ class _Case(Struct, frozen=True, gc=False):
     error: _Error | None = None
     texts: dict[str, str] = {}
     cut_texts: list[str] = []
+    # delivery: written only when measured (streamed answers, token usage, a trace)
+    ttfb_seconds: Seconds | None = None
+    ttft_seconds: Seconds | None = None
+    tokens_per_second: Annotated[float, Meta(ge=0.0)] | None = None
+    input_tokens: Count | None = None
+    output_tokens: Count | None = None
+    cost: Annotated[float, Meta(ge=0.0)] | None = None
+    trace_id: str | None = None
 
 
 class _Total(Struct, frozen=True, gc=False):
@@ -118,6 +126,14 @@ class _TagSummary(Struct, frozen=True, gc=False):
     errors_by_kind: dict[str, Count] = {}
     event_loop_lag_p95_seconds: Seconds | None = None
     event_loop_lag_max_seconds: Seconds | None = None
+    p50_ttft_seconds: Seconds | None = None
+    p95_ttft_seconds: Seconds | None = None
+    p95_ttfb_seconds: Seconds | None = None
+    p50_tokens_per_second: Annotated[float, Meta(ge=0.0)] | None = None
+    input_tokens_total: Count | None = None
+    output_tokens_total: Count | None = None
+    cost_total: Annotated[float, Meta(ge=0.0)] | None = None
+    cost_per_case: Annotated[float, Meta(ge=0.0)] | None = None
     recall_at_k: Ratio | None = None
     mrr: Ratio | None = None
     ndcg_at_k: Ratio | None = None
@@ -250,8 +266,7 @@ def _tag_summary(entry: _TagSummary, by_tag: Mapping[str, Summary]) -> Summary:
         stage_p95_seconds=dict(entry.stage_p95_seconds),
         errors_by_kind=dict(entry.errors_by_kind),
         by_tag=by_tag,
-        event_loop_lag_p95_seconds=entry.event_loop_lag_p95_seconds,
-        event_loop_lag_max_seconds=entry.event_loop_lag_max_seconds,
+        **{name: getattr(entry, name) for name in OPTIONAL_FIELDS},
     )
 
 
@@ -308,6 +323,13 @@ def _case(source: str, c: _Case, where: str) -> CaseRecord:
         error=error,
         texts=c.texts,
         cut_texts=frozenset(c.cut_texts),
+        ttfb_seconds=c.ttfb_seconds,
+        ttft_seconds=c.ttft_seconds,
+        tokens_per_second=c.tokens_per_second,
+        input_tokens=c.input_tokens,
+        output_tokens=c.output_tokens,
+        cost=c.cost,
+        trace_id=c.trace_id,
     )
 
 

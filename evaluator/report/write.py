@@ -49,7 +49,28 @@ def scores_to_dict(scores: CaseScores | None) -> dict[str, Any]:
     return {name: getattr(scores, name) if scores else None for name in _SCORE_FIELDS}
 
 
+#: per-case delivery measurements, written only when measured (streamed, usage, traced)
+_DELIVERY = (
+    "ttfb_seconds",
+    "ttft_seconds",
+    "tokens_per_second",
+    "input_tokens",
+    "output_tokens",
+    "cost",
+    "trace_id",
+)
+
+
 def _case_to_dict(c: CaseRecord) -> dict[str, Any]:
+    out = _case_core(c)
+    for name in _DELIVERY:
+        value = getattr(c, name)
+        if value is not None:
+            out[name] = value
+    return out
+
+
+def _case_core(c: CaseRecord) -> dict[str, Any]:
     return {
         "id": c.id,
         "question": c.question,

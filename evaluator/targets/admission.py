@@ -21,6 +21,7 @@ __all__ = [
     "measure_queue_wait",
     "record_queue_wait",
     "record_received",
+    "record_trace",
 ]
 
 
@@ -31,6 +32,8 @@ class QueueWait:
 
     seconds: float = 0.0
     received_at: float | None = None
+    #: the W3C trace id of the latest attempt, when the target sends one
+    trace_id: str | None = None
 
 
 _meter: ContextVar[QueueWait | None] = ContextVar("evaluator_queue_wait", default=None)
@@ -60,6 +63,13 @@ def record_received(at: float) -> None:
     meter = _meter.get()
     if meter is not None:
         meter.received_at = at
+
+
+def record_trace(trace_id: str) -> None:
+    """Note the trace id the latest attempt carried (kept with the case, failed or not)."""
+    meter = _meter.get()
+    if meter is not None:
+        meter.trace_id = trace_id
 
 
 class RateLimiter:

@@ -33,8 +33,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import email.utils
 import json
+import os
 import ssl
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -50,17 +52,20 @@ from evaluator.errors import (
     BadResponseError,
     ResponseMemoryError,
     ResponseTooLargeError,
+    StreamInterruptedError,
     TargetConnectError,
     TargetError,
     TargetHTTPStatusError,
     TargetTimeout,
 )
-from evaluator.models import Case, TargetResponse
-from evaluator.targets.admission import Admission, record_received
+from evaluator.models import Case, Delivery, TargetResponse
+from evaluator.targets.admission import Admission, record_received, record_trace
 from evaluator.targets.base import default_target_name, parse_default_response
 from evaluator.targets.decode import BodyDecoder, parse_content_encoding
 from evaluator.targets.mapping import ResponseMapper
 from evaluator.targets.request import OutgoingRequest, Redactor, RequestTemplate
+from evaluator.targets.server_timing import parse_server_timing
+from evaluator.targets.streaming import StreamAssembler, StreamSpec
 from evaluator.targets.transport import SecretInjector, make_session
 
 __all__ = [
@@ -140,6 +145,17 @@ class ProbeResult:
     error: TargetError | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class _Arrival:
+    """What one exchange brought: the body (or the assembled stream) and when it came."""
+
+    content: bytes
+    stream: StreamAssembler | None
+    headers_at: float
+    received_at: float
+    server_timing: dict[str, float]
+
+
 class _Observer:
     """The recording hook of a call: does nothing, so the run's hot path has no branches.
 
@@ -211,13 +227,27 @@ class HttpTarget:
         request: RequestTemplate | None = None,
         mapper: ResponseMapper | None = None,
         options: HttpOptions | None = None,
+        streaming: StreamSpec | None = None,
+        server_timing: bool = True,
+        trace_header: str | None = "traceparent",
+        prices: tuple[float, float] | None = None,
+        kind: str = "http",
     ) -> None:
         self.url = url
         self.name = name or default_target_name(url)
         self.template = request or RequestTemplate.from_config(url)
         self.mapper = mapper
         self.options = options or HttpOptions()
+        self.streaming = streaming
+        self.kind = kind
+        self._server_timing = server_timing
+        self._trace_header = trace_header
+        #: price per input token and per output token
+        self._prices = None if prices is None else (prices[0] / 1000, prices[1] / 1000)
         self._parse: Callable[[object], TargetResponse] = mapper or parse_default_response
+        if streaming is not None and mapper is not None and "answer" in mapper:
+            # a streamed answer is the assembled content, whatever the mapping says
+            self._parse = mapper.without("answer")
         self._redact = Redactor(self.template.secrets())
         self._admission = Admission(self.options.max_connections, self.options.requests_per_second)
         self._secrets = SecretInjector(
@@ -227,13 +257,17 @@ class HttpTarget:
 
     @property
     def retrieval_only(self) -> bool:
-        """Whether the mapping has no answer expression."""
+        """Whether the mapping has no answer expression (a streamed answer always has one)."""
+        if self.streaming is not None:
+            return False
         return self.mapper is not None and self.mapper.retrieval_only
 
     def identity(self) -> Mapping[str, Any]:
-        out: dict[str, Any] = {"kind": "http", **self.template.identity()}
+        out: dict[str, Any] = {"kind": self.kind, **self.template.identity()}
         if self.mapper is not None:
             out["response"] = self.mapper.identity()
+        if self.streaming is not None:
+            out["streaming"] = self.streaming.identity()
         return out
 
     async def query(self, case: Case, k: int) -> TargetResponse:
@@ -268,13 +302,19 @@ class HttpTarget:
 
     async def _call(self, case: Case, k: int, observer: _Observer) -> TargetResponse:
         request = self.template.build(case.question, k)
+        trace_id: str | None = None
+        if self._trace_header is not None:
+            # a fresh trace per case attempt, sampled: the service's trace of this golden case
+            trace_id = os.urandom(16).hex()
+            request.headers[self._trace_header] = f"00-{trace_id}-{os.urandom(8).hex()}-01"
+            record_trace(trace_id)
         observer.request(self.template, request)
         async with self._admission.slot():
             started = time.perf_counter()
             deadline = asyncio.timeout(self.options.deadline)
             try:
                 async with deadline:
-                    content, received_at = await self._exchange(request, observer)
+                    arrival = await self._exchange(request, observer)
             except TimeoutError:
                 if not deadline.expired():
                     raise
@@ -285,27 +325,85 @@ class HttpTarget:
             finally:
                 observer.elapsed(time.perf_counter() - started)
         # the latency ends with the last byte: parsing and mapping are evaluator's time
-        record_received(received_at)
-        if len(content) >= OFFLOAD_BYTES:
-            return await asyncio.to_thread(self._map, content)
-        return self._map(content)
+        record_received(arrival.received_at)
+        if arrival.stream is not None:
+            response, tokens = self._map_stream(arrival.stream)
+        elif len(arrival.content) >= OFFLOAD_BYTES:
+            response, tokens = await asyncio.to_thread(self._map, arrival.content)
+        else:
+            response, tokens = self._map(arrival.content)
+        return self._delivered(response, tokens, arrival, started, trace_id)
 
-    def _map(self, content: bytes) -> TargetResponse:
+    def _delivered(
+        self,
+        response: TargetResponse,
+        tokens: tuple[int | None, int | None],
+        arrival: _Arrival,
+        started: float,
+        trace_id: str | None,
+    ) -> TargetResponse:
+        """``response`` with its timings merged and what the delivery measured."""
+        timings = response.timings
+        if arrival.server_timing:
+            # the body's own stage timings win over the header's for the same name
+            timings = {**arrival.server_timing, **timings}
+        input_tokens, output_tokens = tokens
+        counted = False
+        stream = arrival.stream
+        ttft = None
+        if stream is not None:
+            if stream.first_token_at is not None:
+                ttft = stream.first_token_at - started
+            if output_tokens is None and stream.content_events:
+                output_tokens, counted = stream.content_events, True
+        cost = None
+        if self._prices is not None and (input_tokens is not None or output_tokens is not None):
+            cost = (input_tokens or 0) * self._prices[0] + (output_tokens or 0) * self._prices[1]
+        delivery = Delivery(
+            ttfb_seconds=arrival.headers_at - started,
+            ttft_seconds=ttft,
+            last_byte_seconds=arrival.received_at - started,
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            tokens_counted=counted,
+            streamed=stream is not None,
+            trace_id=trace_id,
+            cost=cost,
+        )
+        return dataclasses.replace(response, timings=timings, delivery=delivery)
+
+    def _map(self, content: bytes) -> tuple[TargetResponse, tuple[int | None, int | None]]:
         try:
             body = json.loads(content)
         except (ValueError, RecursionError) as exc:  # RecursionError: absurdly deep nesting
             raise BadResponseError(
                 f"response is not valid JSON ({exc}); it starts with {self._snippet(content)!r}"
             ) from None
+        return self._fields(body)
+
+    def _map_stream(
+        self, stream: StreamAssembler
+    ) -> tuple[TargetResponse, tuple[int | None, int | None]]:
+        event = stream.fields_event
+        if event is None:
+            raise BadResponseError(
+                f"no stream event matched streaming.fields_from after {stream.events} event(s)"
+            )
+        response, tokens = self._fields(event)
+        return dataclasses.replace(response, answer=stream.answer), tokens
+
+    def _fields(self, body: object) -> tuple[TargetResponse, tuple[int | None, int | None]]:
         try:
-            return self._parse(body)
+            response = self._parse(body)
+            tokens = self.mapper.tokens(body) if self.mapper is not None else (None, None)
         except BadResponseError as exc:
             redacted = self._redact(exc.message)
             if redacted == exc.message:
                 raise
             raise BadResponseError(redacted) from None
+        return response, tokens
 
-    async def _exchange(self, request: OutgoingRequest, observer: _Observer) -> tuple[bytes, float]:
+    async def _exchange(self, request: OutgoingRequest, observer: _Observer) -> _Arrival:
         url, headers = self._secrets.wire(request)
         session = self._open()
         with self._failures(reading_body=False):
@@ -316,21 +414,36 @@ class HttpTarget:
                 data=request.content,
                 allow_redirects=False,
             )
+        headers_at = time.perf_counter()
         try:
             observer.response(response.status, response.headers)
             if not 200 <= response.status < 300:
                 raise await self._status_error(response, observer)
-            with self._failures(reading_body=True):
-                content, received_at = await self._read_capped(response)
+            timing = (
+                parse_server_timing(response.headers.getall("Server-Timing", ()))
+                if self._server_timing
+                else {}
+            )
+            stream = None
+            if self.streaming is not None:
+                stream = StreamAssembler(self.streaming)
+                with self._failures(reading_body=True, streaming=True):
+                    content, received_at = await self._read_capped(response, stream)
+            else:
+                with self._failures(reading_body=True):
+                    content, received_at = await self._read_capped(response, None)
             observer.body(content)
-            return content, received_at
+            return _Arrival(content, stream, headers_at, received_at, timing)
         finally:
             # returns the connection to the pool after a complete body, closes it otherwise
             with contextlib.suppress(Exception):
                 response.release()
 
-    async def _read_capped(self, response: aiohttp.ClientResponse) -> tuple[bytes, float]:
-        """The decoded body within the cap, and when its last byte arrived."""
+    async def _read_capped(
+        self, response: aiohttp.ClientResponse, stream: StreamAssembler | None
+    ) -> tuple[bytes, float]:
+        """The decoded body within the cap, and when its last byte arrived; a stream's
+        events go to ``stream`` as they arrive."""
         cap = self.options.max_response_bytes
         declared = response.headers.get("Content-Length", "")
         if declared.isdigit() and int(declared) > cap:
@@ -338,11 +451,11 @@ class HttpTarget:
                 f"response of {int(declared)} bytes is larger than max_response_bytes ({cap})"
             )
         decoder = BodyDecoder(parse_content_encoding(response.headers.get("Content-Encoding")), cap)
-        stream = response.content
+        content = response.content
         received = bytearray()
         raw = 0
         received_at = time.perf_counter()
-        while chunk := await stream.readany():
+        while chunk := await content.readany():
             received_at = time.perf_counter()
             raw += len(chunk)
             if raw > cap:
@@ -351,12 +464,18 @@ class HttpTarget:
                 )
             if decoder.identity:
                 received += chunk
+                if stream is not None:
+                    stream.feed(chunk, received_at)
                 continue
             for count, piece in enumerate(decoder.feed(chunk), 1):
                 received += piece
+                if stream is not None:
+                    stream.feed(piece, received_at)
                 if count % _PIECES_PER_YIELD == 0:
                     await asyncio.sleep(0)  # a large decode must not hold the loop
         decoder.close()
+        if stream is not None:
+            stream.close(received_at)
         return bytes(received), received_at
 
     async def _status_error(
@@ -393,7 +512,7 @@ class HttpTarget:
         return text if len(text) <= _SNIPPET_SHOWN else text[:_SNIPPET_SHOWN] + "..."
 
     @contextmanager
-    def _failures(self, *, reading_body: bool) -> Iterator[None]:
+    def _failures(self, *, reading_body: bool, streaming: bool = False) -> Iterator[None]:
         """Turn whatever the HTTP stack raises into the error taxonomy."""
         try:
             yield
@@ -424,14 +543,16 @@ class HttpTarget:
             raise self._garbled(exc) from None
         except aiohttp.ClientPayloadError as exc:
             if _body_cut_short(exc):
-                raise self._connection_lost(exc, reading_body=True) from None
+                raise self._connection_lost(exc, reading_body=True, streaming=streaming) from None
             raise self._garbled(exc) from None
         except TimeoutError as exc:
             raise TargetTimeout(f"{self.name}: {self._describe(exc)}") from None
         except Exception as exc:
             # the target's boundary: an exception the stack did not map must fail this
             # case, not the run
-            raise self._connection_lost(exc, reading_body=reading_body) from None
+            raise self._connection_lost(
+                exc, reading_body=reading_body, streaming=streaming
+            ) from None
 
     def _describe(self, exc: BaseException) -> str:
         # the parser's own exception says what was wrong; aiohttp's wrapper repeats the
@@ -450,7 +571,13 @@ class HttpTarget:
         # a server that does not speak HTTP will not start speaking it on a retry
         return BadResponseError(f"garbled HTTP response from {self.name}: {self._describe(exc)}")
 
-    def _connection_lost(self, exc: BaseException, *, reading_body: bool) -> TargetError:
+    def _connection_lost(
+        self, exc: BaseException, *, reading_body: bool, streaming: bool = False
+    ) -> TargetError:
+        if streaming:
+            return StreamInterruptedError(
+                f"stream from {self.name} cut mid-way: {self._describe(exc)}"
+            )
         if not reading_body:
             return TargetConnectError(
                 f"connection to {self.name} failed before a response: {self._describe(exc)}"

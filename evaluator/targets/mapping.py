@@ -11,7 +11,13 @@ citations  a list of 1-based positions (integers) or ids (strings)     ``sources
 timings    an object: stage name -> non-negative seconds               ``debug.timings``
 texts      a list of strings (or nulls), one per id                    ``hits[].text``
 scores     a list of numbers (or nulls), one per id                    ``hits[].score``
+input_     a non-negative integer, or null when the response has no   ``usage.prompt_tokens``
+tokens     usage (prompt tokens, for cost)
+output_    likewise, the completion tokens                            ``usage.completion_tokens``
+tokens
 ========== =========================================================== =====================
+
+``timings_unit = "milliseconds"`` declares the timings in milliseconds (``took_ms``).
 
 A field whose expression matches nothing (null) or gives the wrong type is a
 :class:`~evaluator.errors.BadResponseError` naming the field and the expression; write
@@ -39,7 +45,16 @@ __all__ = ["FIELDS", "ResponseMapper"]
 T = TypeVar("T")
 
 #: the fields a response mapping may set, in the order they are shown
-FIELDS = ("ids", "answer", "citations", "timings", "texts", "scores")
+FIELDS = (
+    "ids",
+    "answer",
+    "citations",
+    "timings",
+    "texts",
+    "scores",
+    "input_tokens",
+    "output_tokens",
+)
 
 
 def _mapping_error(field: str, expression: str, problem: str) -> BadResponseError:
@@ -85,11 +100,15 @@ class ResponseMapper:
         mapper([{"id": "a"}, {"id": "b"}]).ranked_ids  # ("a", "b")
     """
 
-    def __init__(self, expressions: Mapping[str, ParsedResult]) -> None:
+    def __init__(
+        self, expressions: Mapping[str, ParsedResult], *, timings_scale: float = 1.0
+    ) -> None:
         unknown = set(expressions) - set(FIELDS)
         if unknown or "ids" not in expressions:
             raise ValueError(f"expressions must include 'ids' and only {FIELDS}: {unknown}")
         self.expressions = dict(expressions)
+        #: seconds per unit of the timings values (0.001 for milliseconds)
+        self.timings_scale = timings_scale
         self._interpreter = visitor.TreeInterpreter()
 
     @property
@@ -99,7 +118,30 @@ class ResponseMapper:
 
     def identity(self) -> dict[str, str]:
         """Field -> expression source, for the config hash."""
-        return {name: self.expressions[name].expression for name in FIELDS if name in self}
+        out = {name: self.expressions[name].expression for name in FIELDS if name in self}
+        if self.timings_scale != 1.0:
+            out["timings_unit"] = "milliseconds"
+        return out
+
+    def without(self, field: str) -> ResponseMapper:
+        """The same mapping without ``field`` (a streamed answer is assembled, not mapped)."""
+        rest = {name: e for name, e in self.expressions.items() if name != field}
+        return ResponseMapper(rest, timings_scale=self.timings_scale)
+
+    def tokens(self, body: object) -> tuple[int | None, int | None]:
+        """Input and output tokens, None where not mapped or null."""
+        return self._count("input_tokens", body), self._count("output_tokens", body)
+
+    def _count(self, field: str, body: object) -> int | None:
+        if field not in self:
+            return None
+        value = self.search(field, body)
+        if value is None:
+            return None
+        number = _finite(value) if not isinstance(value, bool) else None
+        if number is None or number < 0 or not number.is_integer():
+            raise self._fail(field, f"gave {_kind_of(value)}, expected a count of tokens")
+        return int(number)
 
     def __contains__(self, field: str) -> bool:
         return field in self.expressions
@@ -234,5 +276,5 @@ class ResponseMapper:
                 raise self._fail(
                     "timings", f"gave {_kind_of(seconds)} for stage {stage!r}, expected seconds"
                 )
-            out[str(stage)] = number
+            out[str(stage)] = number * self.timings_scale
         return out

@@ -199,7 +199,8 @@ class TestExposition:
             assert (0, "", "") == (result.returncode, result.stdout, result.stderr)
 
     def test_openmetrics_scrape_has_run_and_case_exemplars(self, stack: Stack) -> None:
-        """Each histogram exemplar names the run and a case, and holds that case's latency."""
+        """Each histogram exemplar names the run, a case and the trace id its request
+        carried (traceparent), and holds that case's latency."""
         report = stack.latest()
         cases = {c["id"]: c for c in report["cases"]}
         response = stack.main.get("/metrics", headers={"Accept": OPENMETRICS})
@@ -213,9 +214,10 @@ class TestExposition:
                     "rag_eval_case_latency_seconds",
                     "rag_eval_stage_latency_seconds",
                 )
-                assert {"run_id", "case_id"} == set(sample.exemplar.labels)
+                assert {"run_id", "case_id", "trace_id"} == set(sample.exemplar.labels)
                 assert report["run_id"] == sample.exemplar.labels["run_id"]
                 case = cases[sample.exemplar.labels["case_id"]]
+                assert case["trace_id"] == sample.exemplar.labels["trace_id"]
                 observed = (
                     case["latency_seconds"]
                     if family.name == "rag_eval_case_latency_seconds"

@@ -85,6 +85,7 @@ ERROR_KINDS = (
     "bad_response",
     "response_too_large",
     "out_of_memory",
+    "stream_interrupted",
     "target_exception",
 )
 GATE_RULES = (*QUALITY_METRICS, "p95_seconds", "error_rate")

@@ -3,7 +3,7 @@ contract, so they must not derive these names from the code under test."""
 
 from __future__ import annotations
 
-__all__ = ["QUALITY_GAUGES"]
+__all__ = ["DELIVERY_GAUGES", "QUALITY_GAUGES"]
 
 #: each quality gauge of the last complete run -> the report summary key it must equal
 QUALITY_GAUGES: dict[str, str] = {
@@ -18,4 +18,14 @@ QUALITY_GAUGES: dict[str, str] = {
     "rag_eval_correct_refusal_rate": "correct_refusal_rate",
     "rag_eval_latency_p50_seconds": "p50_seconds",
     "rag_eval_latency_p95_seconds": "p95_seconds",
+}
+
+#: present only for targets that stream or report usage -> the summary key they equal
+DELIVERY_GAUGES: dict[str, str] = {
+    "rag_eval_ttft_p50_seconds": "p50_ttft_seconds",
+    "rag_eval_ttft_p95_seconds": "p95_ttft_seconds",
+    "rag_eval_tokens_per_second_p50": "p50_tokens_per_second",
+    "rag_eval_case_cost_mean": "cost_per_case",
+    "rag_eval_run_cost": "cost_total",
+    "rag_eval_run_output_tokens": "output_tokens_total",
 }

@@ -1,0 +1,71 @@
+"""``Server-Timing`` response headers (W3C Server Timing) as stage timings.
+
+Each header is a comma-separated list of ``name;dur=<milliseconds>;desc="..."`` entries;
+a response may send several headers. Entries without a ``dur`` carry no timing and are
+skipped, as are malformed ones; the first entry of a name wins (as browsers show it). At
+most :data:`MAX_ENTRIES` entries are read per response: the stage-name bound that applies
+to body timings applies to these names too, downstream.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable
+
+__all__ = ["MAX_ENTRIES", "parse_server_timing"]
+
+#: entries read per response, whatever the headers hold
+MAX_ENTRIES = 64
+_TOKEN = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
+
+
+def _entries(header: str) -> Iterable[str]:
+    """Split on commas outside quoted strings."""
+    current: list[str] = []
+    quoted = escaped = False
+    for char in header:
+        if escaped:
+            escaped = False
+        elif char == "\\" and quoted:
+            escaped = True
+        elif char == '"':
+            quoted = not quoted
+        elif char == "," and not quoted:
+            yield "".join(current)
+            current = []
+            continue
+        current.append(char)
+    yield "".join(current)
+
+
+def parse_server_timing(headers: Iterable[str]) -> dict[str, float]:
+    """Stage name -> seconds from every ``Server-Timing`` header value.
+
+    Example::
+
+        parse_server_timing(['db;dur=53.2, cache;desc="Cache Read";dur=1.5', "app;desc=x"])
+        # {"db": 0.0532, "cache": 0.0015}
+    """
+    out: dict[str, float] = {}
+    seen = 0
+    for header in headers:
+        for entry in _entries(header):
+            seen += 1
+            if seen > MAX_ENTRIES:
+                return out
+            name, *params = (part.strip() for part in entry.split(";"))
+            if not _TOKEN.match(name) or name in out:
+                continue
+            for param in params:
+                key, _, value = param.partition("=")
+                if key.strip().lower() != "dur":
+                    continue
+                try:
+                    ms = float(value.strip().strip('"'))
+                except ValueError:
+                    break
+                if math.isfinite(ms) and ms >= 0:
+                    out[name] = ms / 1000.0
+                break
+    return out
