@@ -7,6 +7,7 @@ substituted, must parse (promtool, as recording rules) and read only contract me
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 from typing import Any
@@ -22,7 +23,7 @@ from tests.deploy.dashboard_queries import (
 from tests.deploy.deploy_support import (
     DASHBOARD,
     DEPLOY,
-    QUALITY_METRICS,
+    GAUGED_RATIOS,
     contract_problems,
     load_yaml,
     run_promtool,
@@ -139,7 +140,7 @@ def test_rate_windows_are_fixed_and_span_several_runs(title: str) -> None:
             assert window in ("1h", "2h", "6h", "1d"), f"[{window}] in {expr}"
 
 
-@pytest.mark.parametrize("metric", QUALITY_METRICS)
+@pytest.mark.parametrize("metric", GAUGED_RATIOS)
 def test_each_quality_metric_has_a_panel_with_its_baseline(metric: str) -> None:
     panels = [p for p in _panels() if any(f'metric="{metric}"' in e for e in _exprs(p))]
     assert len(panels) == 1, f"{metric}: {[p['title'] for p in panels]}"
@@ -277,3 +278,79 @@ def test_runbook_names_existing_panels() -> None:
     referenced = set(re.findall(r"(?<![*\w])\*([^*\n]+)\*(?![*\w])", text))
     assert referenced, "the runbook names no panel"
     assert referenced <= set(PANEL_TITLES), referenced - set(PANEL_TITLES)
+
+
+def _runbook_base() -> str:
+    path = DEPLOY / "k8s" / "generate_prometheusrule.py"
+    spec = importlib.util.spec_from_file_location("generate_prometheusrule", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return str(module.DEFAULT_RUNBOOK_BASE)
+
+
+@pytest.mark.parametrize("title", ["Gate status", "Gate rules failing"])
+def test_gate_panels_say_no_baseline_is_configured(title: str) -> None:
+    """Without a baseline these series do not exist: "No data" said nothing about why."""
+    assert "No baseline configured" in _panel(title)["fieldConfig"]["defaults"]["noValue"]
+
+
+@pytest.mark.parametrize(
+    ("title", "red_from"),
+    [
+        ("Time since last complete run", 2700),  # 3 x the production interval of 15 min
+        ("Run intervals since last complete run", 3),  # RagEvalResultsStale
+        ("Error ratio, last run", 0.05),  # RagEvalErrorRatioHigh
+        ("Gate status", None),  # 0 = failing
+    ],
+)
+def test_status_thresholds_turn_red_where_the_alerts_fire(title: str, red_from: float) -> None:
+    panel = _panel(title)
+    steps = panel["fieldConfig"]["defaults"]["thresholds"]["steps"]
+    reds = [s["value"] for s in steps if s["color"] == "red"]
+    assert reds == [red_from], steps
+    assert panel["options"]["colorMode"] == "background"
+
+
+def test_scored_cases_turn_red_below_the_drift_floor() -> None:
+    steps = _panel("Scored cases, last run")["fieldConfig"]["defaults"]["thresholds"]["steps"]
+    assert steps == [{"color": "red", "value": None}, {"color": "green", "value": 30}]
+
+
+@pytest.mark.parametrize(
+    "title",
+    ["Runs by outcome", "Case errors by kind", "Retries", "Dataset reload and report write errors"],
+)
+def test_counts_are_whole_numbers(title: str) -> None:
+    """increase() extrapolates to the window's edges: 1.0417 runs. Rounded, no decimals."""
+    panel = _panel(title)
+    for expr in _exprs(panel):
+        assert expr.startswith("round(") and "increase(" in expr, expr
+    assert panel["fieldConfig"]["defaults"]["decimals"] == 0
+
+
+def test_drift_panels_show_what_the_drop_alerts_read() -> None:
+    verdict = " ".join(_exprs(_panel("Drift verdict by check")))
+    assert "rag_eval_drift_significant{" in verdict
+    alerts = (DEPLOY / "prometheus" / "rules" / "alerts.yml").read_text(encoding="utf-8")
+    assert alerts.count("rag_eval_drift_significant{check=") == 4
+    shift = _panel("Drift shift by check")
+    assert "rag_eval_drift_shift{" in " ".join(_exprs(shift))
+    # the reference the alerts compare with (the window before the latest runs) is the zero
+    # line, drawn as a dashed threshold
+    defaults = shift["fieldConfig"]["defaults"]
+    assert defaults["custom"]["thresholdsStyle"]["mode"] == "dashed"
+    assert [s["value"] for s in defaults["thresholds"]["steps"]] == [None, 0]
+
+
+def test_dashboard_links_to_runbook_alerts_and_the_latest_report() -> None:
+    dashboard = _dashboard()
+    urls = {link["title"]: link["url"] for link in dashboard["links"]}
+    assert urls["Runbook"] == _runbook_base()
+    assert urls["Alerts"].startswith("/alerting/list")
+    assert urls["Latest report"] == "${evaluator_url}/reports/latest"
+    assert _variables()["evaluator_url"]["type"] == "constant"
+    for panel in _panels():
+        for link in panel.get("links", []):
+            base, _, anchor = link["url"].partition("#")
+            assert base == _runbook_base() and anchor.startswith("rageval"), link
