@@ -31,20 +31,45 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(f"{message} (see {self.prog} --help)")
 
 
-def build_parser(chosen: str | None = None) -> argparse.ArgumentParser:
-    """The parser; only the ``chosen`` subcommand's module is imported and given its flags."""
+def _epilog(name: str | None) -> str:
+    from evaluator.commands import EXAMPLES, EXIT_CODES
+
+    if name is None:
+        lines = [f"  {example}" for examples in EXAMPLES.values() for example in examples[:1]]
+    else:
+        lines = [f"  {example}" for example in EXAMPLES.get(name, ())]
+    return "examples:\n" + "\n".join(lines) + "\n\n" + EXIT_CODES if lines else EXIT_CODES
+
+
+def build_parser(chosen: str | None = None, *, every: bool = False) -> argparse.ArgumentParser:
+    """The parser; only the ``chosen`` subcommand's module is imported and given its flags
+    (``every``: all of them, for shell completion)."""
     from evaluator.commands import COMMANDS
 
-    parser = _Parser(prog="evaluator", description="Continuous quality evaluation of RAG services.")
+    parser = _Parser(
+        prog="evaluator",
+        description="Continuous quality evaluation of RAG services.",
+        epilog=_epilog(None) + "\n\nevaluator COMMAND --help shows each command's flags.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--version", action="version", version=f"evaluator {__version__}")
+    # accepted before the command too (evaluator --debug run ...): the subcommand's own
+    # --debug defaults to SUPPRESS, so it cannot reset this one to False
+    parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name, help_text, module_name in COMMANDS:
-        p = sub.add_parser(name, help=help_text, description=help_text)
+        p = sub.add_parser(
+            name,
+            help=help_text,
+            description=help_text,
+            epilog=_epilog(name),
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
         add_common(p)
-        if name == chosen:
+        if every or name == chosen:
             module = importlib.import_module(module_name)
             module.configure(p)
-            p.set_defaults(handler=module.handle)
+            p.set_defaults(handler=module.handle, full_parser=lambda: build_parser(every=True))
     return parser
 
 

@@ -6,7 +6,45 @@ for the daemon, numpy or the HTTP stack.
 
 from __future__ import annotations
 
-__all__ = ["COMMANDS"]
+__all__ = ["COMMANDS", "EXAMPLES", "EXIT_CODES"]
+
+#: the exit codes, as every command's --help lists them
+EXIT_CODES = """exit codes:
+  0    success (run: finished and at least one case scored)
+  1    any other failure: bad arguments, files or configuration; no case scored
+  2    the gate failed (and nothing else)
+  130  interrupted (Ctrl-C); run and a live gate first write a partial report"""
+
+#: command -> example lines for its --help
+EXAMPLES: dict[str, tuple[str, ...]] = {
+    "run": (
+        "evaluator run --dataset evals/example.jsonl --target-url http://127.0.0.1:8900/rag",
+        "evaluator run --config config/evaluator.toml --job reference/rag_cases --output r.json",
+        "evaluator run --dataset evals/example.jsonl --target mypkg.rag:ask --k 10",
+    ),
+    "serve": (
+        "evaluator serve --config config/evaluator.toml",
+        "evaluator serve --dataset evals/rag_cases.jsonl --target-url http://rag:8000/ask "
+        "--interval 300",
+    ),
+    "demo": ("evaluator demo", "evaluator demo --no-prometheus --failure-mode rerank_degraded"),
+    "gate": (
+        "evaluator gate --baseline reports/baseline.json --candidate reports/candidate.json",
+        "evaluator gate --baseline reports/baseline.json --dataset evals/rag_cases.jsonl "
+        "--target-url http://staging:8000/rag --format markdown --junit gate.xml",
+    ),
+    "history": ("evaluator history --config config/evaluator.toml",),
+    "probe": (
+        'evaluator probe --target-url http://127.0.0.1:8900/rag --question "退款申请有期限吗？"',
+        "evaluator probe --target-config config/targets/chat-api.toml",
+    ),
+    "validate": ("evaluator validate evals/*.jsonl",),
+    "check": ("evaluator check", "evaluator check --config deploy/compose/evaluator.toml"),
+    "completion": (
+        "evaluator completion bash > ~/.local/share/bash-completion/completions/evaluator",
+        "evaluator completion zsh > ~/.zfunc/_evaluator",
+    ),
+}
 
 #: (name, help, module), in --help order
 COMMANDS: tuple[tuple[str, str, str], ...] = (
@@ -49,5 +87,15 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
         "validate",
         "check golden-set files; print every problem with file:line",
         "evaluator.commands.validate",
+    ),
+    (
+        "check",
+        "check the configuration, its golden sets, mappings and gates without calling a target",
+        "evaluator.commands.check",
+    ),
+    (
+        "completion",
+        "print a shell completion script (bash, zsh or tcsh)",
+        "evaluator.commands.completion",
     ),
 )

@@ -16,7 +16,12 @@ def add_common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--config", metavar="FILE", help="TOML config (default config/evaluator.toml if present)"
     )
-    parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+    parser.add_argument(
+        "--debug",
+        action="store_true",
+        default=argparse.SUPPRESS,  # keeps `evaluator --debug COMMAND` (see evaluator.cli)
+        help="show tracebacks on errors",
+    )
 
 
 def add_target_flags(parser: argparse.ArgumentParser) -> None:

@@ -1,0 +1,83 @@
+"""``evaluator check``: is this configuration ready to run? Without calling any target.
+
+Loads the configuration (file and environment), then for every job: its golden set, its
+target (request template, ``${NAME}`` variables, response mapping, CA bundle, or the
+import of a ``module:function``), its baseline report; and the gates file. Every problem
+is listed, one line each, and the exit code is 1 when there is any: a deploy pipeline can
+run it before starting the daemon.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from collections.abc import Callable
+from pathlib import Path
+
+from evaluator.config import TargetConfig
+from evaluator.dataset import load_dataset
+from evaluator.errors import EvaluatorError, ExitCode
+from evaluator.factory import build_target
+from evaluator.gate.rules import resolve_rules
+from evaluator.report import read_report
+
+__all__ = ["configure", "handle"]
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    """No flags of its own: --config (and the environment) say what to check."""
+
+
+async def _build_and_close(config: TargetConfig) -> None:
+    target = build_target(config)  # builds the request and mapping; sends nothing
+    await target.aclose()
+
+
+def _check(what: str, action: Callable[[], str], problems: list[str]) -> None:
+    try:
+        print(f"ok    {what}: {action()}")
+    except EvaluatorError as exc:
+        problems.append(f"{what}: {exc}")
+        print(f"FAIL  {what}: {exc}")
+
+
+def handle(args: argparse.Namespace) -> int:
+    from evaluator.commands.common import settings_from_args
+
+    settings = settings_from_args(args)
+    problems: list[str] = []
+    if not settings.jobs:
+        problems.append("no [[jobs]]: the daemon would have nothing to run")
+        print("FAIL  jobs: none configured")
+    for target in settings.targets:
+
+        def build(target: TargetConfig = target) -> str:
+            asyncio.run(_build_and_close(target))
+            return target.url or f"callable {target.callable}"
+
+        _check(f"target {target.label}", build, problems)
+    for job in settings.jobs:
+
+        def golden(path: Path = job.dataset) -> str:
+            dataset = load_dataset(path)
+            return f"{path}, {len(dataset.cases)} cases"
+
+        _check(f"job {job.key}: golden set", golden, problems)
+        if job.baseline is not None:
+
+            def baseline(path: Path = job.baseline) -> str:
+                report = read_report(path)
+                return f"{path}, {report.case_count} cases, K={report.k}"
+
+            _check(f"job {job.key}: baseline", baseline, problems)
+
+    def gates() -> str:
+        rules, source = resolve_rules(settings.gates_file)
+        return f"{source}, {len(rules)} rules"
+
+    _check("gate rules", gates, problems)
+    if problems:
+        print(f"{len(problems)} problem(s); nothing was sent to any target")
+        return ExitCode.ERROR
+    print("configuration ok; nothing was sent to any target")
+    return ExitCode.OK
