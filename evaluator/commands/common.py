@@ -11,6 +11,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from evaluator import otlp
 from evaluator.commands.progress import Progress
 from evaluator.config import JobConfig, Settings, TargetConfig, load_settings
 from evaluator.dataset import load_dataset
@@ -124,6 +125,7 @@ def plan_job(settings: Settings, job_name: str | None = None) -> JobPlan:
 
 async def _run(plan: JobPlan, repeats: int, progress: Progress) -> RunReport:
     target = build_target(plan.target)
+    otlp.install(**plan.settings.otlp.model_dump())
     try:
         return await run_dataset(
             plan.dataset,
@@ -135,6 +137,7 @@ async def _run(plan: JobPlan, repeats: int, progress: Progress) -> RunReport:
         )
     finally:
         await target.aclose()
+        await asyncio.to_thread(otlp.shutdown)  # flush the case spans before exit
 
 
 def save_report(report: RunReport, output: Path) -> None:
