@@ -124,8 +124,8 @@ def plan_job(settings: Settings, job_name: str | None = None) -> JobPlan:
 
 
 async def _run(plan: JobPlan, repeats: int, progress: Progress) -> RunReport:
+    otlp.install(**plan.settings.otlp.model_dump())  # before the target: nothing to close
     target = build_target(plan.target)
-    otlp.install(**plan.settings.otlp.model_dump())
     try:
         return await run_dataset(
             plan.dataset,

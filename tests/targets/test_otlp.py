@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import itertools
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -159,3 +160,13 @@ class TestConfig:
         path.write_text('[otlp]\nendpoit = "http://x/v1/traces"\n', encoding="utf-8")
         with pytest.raises(ConfigError, match=r"otlp\.endpoit"):
             load_settings(path)
+
+    def test_enabled_without_the_sdk_is_a_config_error(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """The base install has no OpenTelemetry SDK: enabling export then stops at start."""
+        module = "opentelemetry.exporter.otlp.proto.http.trace_exporter"
+        monkeypatch.setitem(sys.modules, module, None)  # what an absent package imports as
+        with pytest.raises(ConfigError, match=r"otlp\.enabled: .*evaluator\[otlp\]"):
+            otlp.install(enabled=True, endpoint="http://127.0.0.1:4318/v1/traces", service_name="e")
+        assert otlp.active() is None
