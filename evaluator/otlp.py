@@ -203,4 +203,3 @@ def shutdown() -> None:
     spans, _active = _active, None
     if spans is not None:
         spans.shutdown()
-
