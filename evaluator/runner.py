@@ -242,7 +242,6 @@ async def run_dataset(
         # Ctrl-C: the cases that finished make a partial report, marked as such
         interrupted = True
     done = tuple(r for r in records if r is not None)
-    scored = [r for r in done if r.scored]
     return RunReport(
         run_id=run_id or uuid.uuid4().hex[:12],
         generated_at=datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
@@ -258,7 +257,6 @@ async def run_dataset(
             event_loop_lag_max_seconds=lag.max,
         ),
         cases=done,
-        retrieval_only=bool(scored) and all(r.answer is None for r in scored),
         repeats=(
             summarise_repeats([[x for x in r if x is not None] for r in rounds])
             if repeats > 1

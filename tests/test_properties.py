@@ -78,7 +78,6 @@ def _report(draw: st.DrawFn) -> RunReport:
         duration_seconds=draw(_SECONDS),
         summary=summarise(cases),
         cases=cases,
-        retrieval_only=draw(st.booleans()),
     )
 
 
@@ -133,3 +132,16 @@ def _strings(value: object) -> list[str]:
     if isinstance(value, list):
         return [s for v in value for s in _strings(v)]
     return []
+
+
+@settings(max_examples=40, deadline=None)
+@given(_report(), st.booleans())
+def test_retrieval_only_read_back_follows_the_cases(report: RunReport, written: bool) -> None:
+    """Whatever a file says retrieval_only is, the report read back derives it from its cases."""
+    data = json.loads(encode_json(report_to_dict(report)))
+    assert data["retrieval_only"] == report.retrieval_only  # still written, for old readers
+    data["retrieval_only"] = written
+    scored = [c for c in report.cases if c.scored]
+    assert report_from_dict(data).retrieval_only == (
+        bool(scored) and all(c.answer is None for c in scored)
+    )

@@ -9,10 +9,11 @@ carries ``target`` and ``dataset``; case ids appear only in exemplars, never as 
 from __future__ import annotations
 
 import contextlib
+import functools
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import GaugeMetricFamily, InfoMetricFamily, Metric
@@ -31,6 +32,7 @@ __all__ = [
     "OUTCOMES",
     "QUALITY_GAUGES",
     "DriftGauge",
+    "GateState",
     "JobSnapshot",
     "Metrics",
 ]
@@ -109,6 +111,183 @@ class JobSnapshot:
         return (self.target, self.dataset)
 
 
+@dataclass(frozen=True, slots=True)
+class GateState:
+    """The baseline gate's verdict on the last complete run, as exported."""
+
+    passing: bool | None
+    rules_failing: Mapping[str, bool] = field(default_factory=dict)
+
+
+#: one family's samples for one job: (extra label values, value)
+_Samples = Callable[[JobSnapshot], Iterable[tuple[Sequence[str], float]]]
+
+
+@dataclass(frozen=True, slots=True)
+class _JobGauge:
+    """One gauge family served from the snapshots: name, help, extra labels, samples."""
+
+    name: str
+    help: str
+    samples: _Samples
+    extra: tuple[str, ...] = ()
+
+
+def _one(value: Callable[[JobSnapshot], float | bool | None]) -> _Samples:
+    """Samples of a gauge with one series per job, absent while the value is unknown."""
+
+    def samples(job: JobSnapshot) -> Iterable[tuple[Sequence[str], float]]:
+        v = value(job)
+        return () if v is None else (((), float(v)),)
+
+    return samples
+
+
+def _summary_value(name: str) -> _Samples:
+    # a summary read back may lack a total: no series then
+    return _one(lambda j: None if j.last_complete is None else j.last_complete.get(name))
+
+
+def _complete(value: Callable[[Summary], float | None]) -> _Samples:
+    return _one(lambda j: None if j.last_complete is None else value(j.last_complete))
+
+
+def _quality_part(numerator: bool) -> _Samples:
+    def samples(job: JobSnapshot) -> Iterable[tuple[Sequence[str], float]]:
+        s = job.last_complete
+        if s is None:
+            return
+        for m in _SHARDABLE:
+            total = s.totals.get(m)
+            if total is not None:
+                yield (m,), total.sum if numerator else total.count
+        yield ("error_ratio",), s.error_count if numerator else s.case_count
+
+    return samples
+
+
+def _drift_cases(job: JobSnapshot) -> Iterable[tuple[Sequence[str], float]]:
+    for check, d in job.drift.items():
+        if d.dropped is not None:
+            yield (check, "drop"), d.dropped
+        if d.rose is not None:
+            yield (check, "rise"), d.rose
+
+
+#: Every gauge served from the job snapshots, in exposition order; the summary gauges come
+#: from the metric registry, so a metric with a gauge name is exported without an edit here.
+_JOB_GAUGES: tuple[_JobGauge, ...] = (
+    *(
+        _JobGauge(name, _gauge_help(metric_spec(m)), _summary_value(m))
+        for m, name in GAUGES_BY_METRIC.items()
+    ),
+    _JobGauge(
+        "rag_eval_run_input_tokens",
+        "Input (prompt) tokens of the last complete run, as the target reported them",
+        _complete(lambda s: s.input_tokens_total),
+    ),
+    _JobGauge(
+        "rag_eval_shards",
+        "Replicas the golden set is split across (1: not sharded)",
+        _one(lambda j: j.shard_count),
+    ),
+    _JobGauge(
+        "rag_eval_event_loop_lag_p95_seconds",
+        "P95 of the evaluator's event-loop lag during the last complete run: a latency P95 "
+        "that grew with it is the evaluator's, not the service's",
+        _complete(lambda s: s.event_loop_lag_p95_seconds),
+    ),
+    _JobGauge(
+        "rag_eval_last_run_scored_cases",
+        "Cases scored in the last complete run",
+        _complete(lambda s: s.scored_count),
+    ),
+    _JobGauge(
+        "rag_eval_quality_numerator",
+        "Sum of per-case values behind a quality ratio, last complete run (for shards)",
+        _quality_part(numerator=True),
+        ("metric",),
+    ),
+    _JobGauge(
+        "rag_eval_quality_denominator",
+        "Cases averaged into a quality ratio, last complete run (for shards)",
+        _quality_part(numerator=False),
+        ("metric",),
+    ),
+    _JobGauge(
+        "rag_eval_error_ratio",
+        "Share of cases that failed, last run (0..1)",
+        _one(lambda j: j.last_error_ratio),
+    ),
+    _JobGauge(
+        "rag_eval_last_run_timestamp_seconds",
+        "End of the last run, Unix time",
+        _one(lambda j: j.last_run_timestamp),
+    ),
+    _JobGauge(
+        "rag_eval_last_complete_run_timestamp_seconds",
+        "End of the last complete run, Unix time",
+        _one(lambda j: j.last_complete_timestamp),
+    ),
+    _JobGauge(
+        "rag_eval_run_duration_seconds",
+        "Wall time of the last run",
+        _one(lambda j: j.last_run_duration),
+    ),
+    _JobGauge(
+        "rag_eval_run_interval_seconds",
+        "Configured time between runs of the job",
+        _one(lambda j: j.interval_seconds),
+    ),
+    _JobGauge(
+        "rag_eval_gate_passing",
+        "1 when the last complete run passes the baseline gate",
+        _one(lambda j: j.gate_passing),
+    ),
+    _JobGauge(
+        "rag_eval_gate_rule_failing",
+        "1 when a gate rule fails against the baseline",
+        lambda j: (((n,), float(f)) for n, f in sorted(j.gate_rules_failing.items())),
+        ("rule",),
+    ),
+    _JobGauge(
+        "rag_eval_baseline_ratio",
+        "Quality ratios of the configured baseline report",
+        lambda j: (((m,), v) for m, v in sorted(j.baseline.items())),
+        ("metric",),
+    ),
+    _JobGauge(
+        "rag_eval_stability_cases",
+        "Cases per stability class over the history window (complete runs)",
+        lambda j: (((c,), n) for c, n in j.stability_counts.items()),
+        ("class",),
+    ),
+    _JobGauge(
+        "rag_eval_history_window_runs",
+        "Complete runs in the stability window so far",
+        _one(lambda j: j.history_window_runs),
+    ),
+    _JobGauge(
+        "rag_eval_drift_shift",
+        "Mean paired change, latest runs minus the window before them, per check",
+        lambda j: (((c,), d.shift) for c, d in j.drift.items() if d.shift is not None),
+        ("check",),
+    ),
+    _JobGauge(
+        "rag_eval_drift_significant",
+        "1 when a check dropped beyond noise (exact paired test, latest runs vs window)",
+        lambda j: (((c,), float(d.significant)) for c, d in j.drift.items()),
+        ("check",),
+    ),
+    _JobGauge(
+        "rag_eval_drift_cases",
+        "Cases whose binary check moved beyond noise (exact test), by direction",
+        _drift_cases,
+        ("check", "direction"),
+    ),
+)
+
+
 def _exemplar(run_id: str, case_id: str, trace_id: str | None = None) -> dict[str, str]:
     """The exemplar of a case's observations: its run, its case and, when the request carried
     one, the W3C trace id (``trace_id`` is the label Grafana links to Tempo or Jaeger)."""
@@ -146,78 +325,10 @@ class _SnapshotCollector(Collector):
         with self._lock:
             jobs = list(self._jobs.values())
         lab = ["target", "dataset"]
-
-        def gauge(name: str, doc: str, extra: Sequence[str] = ()) -> GaugeMetricFamily:
-            return GaugeMetricFamily(name, doc, labels=[*lab, *extra])
-
-        summary_gauges = {
-            m: gauge(name, _gauge_help(metric_spec(m))) for m, name in GAUGES_BY_METRIC.items()
-        }
-        shards = gauge(
-            "rag_eval_shards", "Replicas the golden set is split across (1: not sharded)"
-        )
-        lag = gauge(
-            "rag_eval_event_loop_lag_p95_seconds",
-            "P95 of the evaluator's event-loop lag during the last complete run: a latency P95 "
-            "that grew with it is the evaluator's, not the service's",
-        )
-        input_tokens = gauge(
-            "rag_eval_run_input_tokens",
-            "Input (prompt) tokens of the last complete run, as the target reported them",
-        )
-        scored = gauge("rag_eval_last_run_scored_cases", "Cases scored in the last complete run")
-        numerator = gauge(
-            "rag_eval_quality_numerator",
-            "Sum of per-case values behind a quality ratio, last complete run (for shards)",
-            ["metric"],
-        )
-        denominator = gauge(
-            "rag_eval_quality_denominator",
-            "Cases averaged into a quality ratio, last complete run (for shards)",
-            ["metric"],
-        )
-        error_ratio = gauge("rag_eval_error_ratio", "Share of cases that failed, last run (0..1)")
-        last_run = gauge("rag_eval_last_run_timestamp_seconds", "End of the last run, Unix time")
-        last_complete = gauge(
-            "rag_eval_last_complete_run_timestamp_seconds",
-            "End of the last complete run, Unix time",
-        )
-        duration = gauge("rag_eval_run_duration_seconds", "Wall time of the last run")
-        interval = gauge("rag_eval_run_interval_seconds", "Configured time between runs of the job")
-        gate = gauge(
-            "rag_eval_gate_passing", "1 when the last complete run passes the baseline gate"
-        )
-        rule = gauge(
-            "rag_eval_gate_rule_failing", "1 when a gate rule fails against the baseline", ["rule"]
-        )
-        baseline = gauge(
-            "rag_eval_baseline_ratio",
-            "Quality ratios of the configured baseline report",
-            ["metric"],
-        )
-        stability = gauge(
-            "rag_eval_stability_cases",
-            "Cases per stability class over the history window (complete runs)",
-            ["class"],
-        )
-        window_runs = gauge(
-            "rag_eval_history_window_runs", "Complete runs in the stability window so far"
-        )
-        shift = gauge(
-            "rag_eval_drift_shift",
-            "Mean paired change, latest runs minus the window before them, per check",
-            ["check"],
-        )
-        significant = gauge(
-            "rag_eval_drift_significant",
-            "1 when a check dropped beyond noise (exact paired test, latest runs vs window)",
-            ["check"],
-        )
-        drift_cases = gauge(
-            "rag_eval_drift_cases",
-            "Cases whose binary check moved beyond noise (exact test), by direction",
-            ["check", "direction"],
-        )
+        families = [
+            (spec, GaugeMetricFamily(spec.name, spec.help, labels=[*lab, *spec.extra]))
+            for spec in _JOB_GAUGES
+        ]
         info = InfoMetricFamily(
             "rag_eval_job",
             "Identity of a job: evaluator version, config and golden-set hashes, K",
@@ -228,142 +339,121 @@ class _SnapshotCollector(Collector):
             info.add_metric(
                 [*labels, __version__, job.config_hash, job.dataset_hash, str(job.k)], {}
             )
-            if job.interval_seconds is not None:
-                interval.add_metric(labels, job.interval_seconds)
-            shards.add_metric(labels, job.shard_count)
-            s = job.last_complete
-            if s is not None:
-                for m, family in summary_gauges.items():
-                    value = s.get(m)  # a summary read back may lack a total: no series then
-                    if value is not None:
-                        family.add_metric(labels, value)
-                if s.event_loop_lag_p95_seconds is not None:
-                    lag.add_metric(labels, s.event_loop_lag_p95_seconds)
-                if s.input_tokens_total is not None:
-                    input_tokens.add_metric(labels, s.input_tokens_total)
-                scored.add_metric(labels, s.scored_count)
-                for m in _SHARDABLE:
-                    total = s.totals.get(m)
-                    if total is not None:
-                        numerator.add_metric([*labels, m], total.sum)
-                        denominator.add_metric([*labels, m], total.count)
-                numerator.add_metric([*labels, "error_ratio"], s.error_count)
-                denominator.add_metric([*labels, "error_ratio"], s.case_count)
-            if job.last_complete_timestamp is not None:
-                last_complete.add_metric(labels, job.last_complete_timestamp)
-            if job.last_run_timestamp is not None:
-                last_run.add_metric(labels, job.last_run_timestamp)
-            if job.last_run_duration is not None:
-                duration.add_metric(labels, job.last_run_duration)
-            if job.last_error_ratio is not None:
-                error_ratio.add_metric(labels, job.last_error_ratio)
-            if job.gate_passing is not None:
-                gate.add_metric(labels, 1.0 if job.gate_passing else 0.0)
-            for name, failing in sorted(job.gate_rules_failing.items()):
-                rule.add_metric([*labels, name], 1.0 if failing else 0.0)
-            for m, value in sorted(job.baseline.items()):
-                baseline.add_metric([*labels, m], value)
-            for name, count in job.stability_counts.items():
-                stability.add_metric([*labels, name], count)
-            if job.history_window_runs is not None:
-                window_runs.add_metric(labels, job.history_window_runs)
-            for check, d in job.drift.items():
-                if d.shift is not None:
-                    shift.add_metric([*labels, check], d.shift)
-                significant.add_metric([*labels, check], 1.0 if d.significant else 0.0)
-                if d.dropped is not None:
-                    drift_cases.add_metric([*labels, check, "drop"], d.dropped)
-                if d.rose is not None:
-                    drift_cases.add_metric([*labels, check, "rise"], d.rose)
-        yield from summary_gauges.values()
-        yield from (input_tokens,)
-        yield from (shards, lag, scored, numerator, denominator, error_ratio, last_run)
-        yield from (last_complete, duration, interval, gate, rule, baseline)
-        yield from (stability, window_runs, shift, significant, drift_cases, info)
+            for spec, family in families:
+                for extra, value in spec.samples(job):
+                    family.add_metric([*labels, *extra], value)
+        yield from (family for _, family in families)
+        yield info
+
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def _changes(
+    method: Callable[Concatenate[Metrics, _P], _R],
+) -> Callable[Concatenate[Metrics, _P], _R]:
+    """Mark a method that changes what /metrics shows: the one place the cached exposition is
+    invalidated, so no update can forget it."""
+
+    @functools.wraps(method)
+    def wrapper(self: Metrics, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        try:
+            return method(self, *args, **kwargs)
+        finally:
+            self.generation += 1
+
+    return wrapper
+
+
+Labels = tuple[str, str]
 
 
 class Metrics:
     """The daemon's instruments on one registry (a fresh one per daemon; tests make their own).
 
+    Every change is a named method (a run finished, a case finished, the gate judged...); the
+    instruments are private, and each method invalidates the cached exposition.
+
     Example::
 
         metrics = Metrics(registry, buckets=(0.1, 1, 10))
-        metrics.add_job(snapshot, stages=())
-        metrics.observe_case(snapshot, record, run_id="ab12")
+        metrics.add_job(snapshot)
+        metrics.case_finished(snapshot.labels, record, run_id="ab12")
     """
 
     def __init__(self, registry: CollectorRegistry, buckets: Sequence[float]) -> None:
         self.registry = registry
         lab = ["target", "dataset"]
-        self.case_latency = Histogram(
+        self._case_latency = Histogram(
             "rag_eval_case_latency_seconds",
             "Wall time around each target call (all attempts), every case",
             lab,
             buckets=buckets,
             registry=registry,
         )
-        self.ttft = Histogram(
+        self._ttft = Histogram(
             "rag_eval_ttft_seconds",
             "Time to first token of streamed answers (first non-empty content), every case",
             lab,
             buckets=buckets,
             registry=registry,
         )
-        self.stage_latency = Histogram(
+        self._stage_latency = Histogram(
             "rag_eval_stage_latency_seconds",
             "Stage durations reported by the target, every case",
             [*lab, "stage"],
             buckets=buckets,
             registry=registry,
         )
-        self.runs = Counter(
+        self._runs = Counter(
             "rag_eval_runs", "Runs by outcome", [*lab, "outcome"], registry=registry
         )
-        self.case_errors = Counter(
+        self._case_errors = Counter(
             "rag_eval_case_errors", "Failed cases by error kind", [*lab, "kind"], registry=registry
         )
-        self.retries = Counter(
+        self._retries = Counter(
             "rag_eval_case_retries", "Retries of transient target failures", lab, registry=registry
         )
-        self.dataset_reload_errors = Counter(
+        self._dataset_reload_errors = Counter(
             "rag_eval_dataset_reload_errors",
             "Golden-set reloads rejected as invalid (the previous set kept running)",
             lab,
             registry=registry,
         )
-        self.report_write_errors = Counter(
+        self._report_write_errors = Counter(
             "rag_eval_report_write_errors",
             "Reports that could not be written",
             lab,
             registry=registry,
         )
-        self.stage_names_folded = Counter(
+        self._stage_names_folded = Counter(
             "rag_eval_stage_names_folded",
             "Stage timings counted under stage='other': beyond the target's allow-list or cap",
             lab,
             registry=registry,
         )
-        self.config_reloads = Counter(
+        self._config_reloads = Counter(
             "rag_eval_config_reload",
             "Configuration reloads (SIGHUP) by result; on failure the old configuration runs on",
             ["result"],
             registry=registry,
         )
-        self.config_last_reload_successful = Gauge(
+        self._config_last_reload_successful = Gauge(
             "rag_eval_config_last_reload_successful",
             "1 when the last configuration reload succeeded (or none was asked for)",
             registry=registry,
         )
-        self.config_last_reload_success_timestamp = Gauge(
+        self._config_last_reload_success_timestamp = Gauge(
             "rag_eval_config_last_reload_success_timestamp_seconds",
             "When the configuration was last loaded successfully, Unix time",
             registry=registry,
         )
         for result in ("success", "failure"):
-            self.config_reloads.labels(result)
-        self.config_last_reload_successful.set(1)
-        self.config_last_reload_success_timestamp.set_to_current_time()
-        self.history_errors = Counter(
+            self._config_reloads.labels(result)
+        self._config_last_reload_successful.set(1)
+        self._config_last_reload_success_timestamp.set_to_current_time()
+        self._history_errors = Counter(
             "rag_eval_history_errors",
             "History store failures by kind (corrupt: moved aside and restarted; locked; io)",
             [*lab, "kind"],
@@ -374,97 +464,194 @@ class Metrics:
         #: bumped on every change, so an exposition can be reused until something changes
         self.generation = 0
 
-    def _touch(self) -> None:
-        self.generation += 1
+    #: the job's plain counters, created at zero with the job and withdrawn with it
+    @property
+    def _job_counters(self) -> tuple[Counter, ...]:
+        return (
+            self._retries,
+            self._dataset_reload_errors,
+            self._report_write_errors,
+            self._stage_names_folded,
+        )
 
-    def count(self, counter: Counter, labels: tuple[str, str]) -> None:
-        """Increment one of the job's counters (retries, reload or write errors)."""
-        counter.labels(*labels).inc()
-        self._touch()
+    def _replace(self, labels: Labels, **changes: Any) -> None:
+        # the one generic update, kept private: callers say what happened, not which fields
+        current = self._snapshots.get(labels)
+        if current is None:
+            raise KeyError(f"unknown job {labels}")
+        self._snapshots.put(replace(current, **changes))
 
+    def snapshot(self, labels: Labels) -> JobSnapshot | None:
+        return self._snapshots.get(labels)
+
+    # --- the jobs -------------------------------------------------------------------------
+
+    @_changes
     def add_job(self, snapshot: JobSnapshot) -> None:
         """Publish a job and create its counters at zero, so its series exist from start."""
         labels = snapshot.labels
         self._snapshots.put(snapshot)
-        self._touch()
-        self.case_latency.labels(*labels)
+        self._case_latency.labels(*labels)
         for outcome in OUTCOMES:
-            self.runs.labels(*labels, outcome)
+            self._runs.labels(*labels, outcome)
         for kind in ERROR_KINDS:
-            self.case_errors.labels(*labels, kind)
-        for counter in (
-            self.retries,
-            self.dataset_reload_errors,
-            self.report_write_errors,
-            self.stage_names_folded,
-        ):
+            self._case_errors.labels(*labels, kind)
+        for counter in self._job_counters:
             counter.labels(*labels)
         for kind in HISTORY_ERROR_KINDS:
-            self.history_errors.labels(*labels, kind)
+            self._history_errors.labels(*labels, kind)
 
-    def count_history_error(self, labels: tuple[str, str], kind: str) -> None:
-        self.history_errors.labels(*labels, kind).inc()
-        self._touch()
+    @_changes
+    def job_reconfigured(
+        self,
+        labels: Labels,
+        *,
+        k: int,
+        config_hash: str,
+        dataset_hash: str,
+        interval_seconds: float | None,
+        baseline: Mapping[str, float],
+    ) -> None:
+        """A reload kept the job: the same series and last results, a new identity."""
+        self._replace(
+            labels,
+            k=k,
+            config_hash=config_hash,
+            dataset_hash=dataset_hash,
+            interval_seconds=interval_seconds,
+            baseline=baseline,
+        )
 
-    def snapshot(self, labels: tuple[str, str]) -> JobSnapshot | None:
-        return self._snapshots.get(labels)
+    @_changes
+    def dataset_changed(self, labels: Labels, *, config_hash: str, dataset_hash: str) -> None:
+        """The golden set was reloaded with new content."""
+        self._replace(labels, config_hash=config_hash, dataset_hash=dataset_hash)
 
-    def update(self, labels: tuple[str, str], **changes: Any) -> JobSnapshot:
-        """Replace a job's snapshot with a copy carrying ``changes``."""
-        current = self._snapshots.get(labels)
-        if current is None:
-            raise KeyError(f"unknown job {labels}")
-        new = replace(current, **changes)
-        self._snapshots.put(new)
-        self._touch()
-        return new
-
-    def observe_case(self, labels: tuple[str, str], record: CaseRecord, run_id: str) -> None:
-        """Histograms (with a run/case exemplar) and the error counter for one finished case."""
-        exemplar = _exemplar(run_id, record.id, record.trace_id)
-        self.case_latency.labels(*labels).observe(record.latency_seconds, exemplar=exemplar)
-        if record.ttft_seconds is not None:
-            self.ttft.labels(*labels).observe(record.ttft_seconds, exemplar=exemplar)
-        for stage, seconds in record.stage_seconds.items():
-            self.stage_latency.labels(*labels, stage).observe(seconds, exemplar=exemplar)
-        if record.error is not None:
-            self.case_errors.labels(*labels, record.error.kind).inc()
-        self._touch()
-
-    def config_reloaded(self, ok: bool) -> None:
-        """Count a configuration reload and set the last-reload gauges."""
-        self.config_reloads.labels("success" if ok else "failure").inc()
-        self.config_last_reload_successful.set(1 if ok else 0)
-        if ok:
-            self.config_last_reload_success_timestamp.set_to_current_time()
-        self._touch()
-
-    def remove_job(self, labels: tuple[str, str]) -> None:
+    @_changes
+    def remove_job(self, labels: Labels) -> None:
         """Withdraw a job dropped by a reload: its snapshot and its per-job series."""
         self._snapshots.remove(labels)
-        for metric in (
-            self.case_latency,
-            self.ttft,
-            self.retries,
-            self.dataset_reload_errors,
-            self.report_write_errors,
-            self.stage_names_folded,
-        ):
+        for metric in (self._case_latency, self._ttft, *self._job_counters):
             with contextlib.suppress(KeyError):
                 metric.remove(*labels)
         for outcome in OUTCOMES:
             with contextlib.suppress(KeyError):
-                self.runs.remove(*labels, outcome)
+                self._runs.remove(*labels, outcome)
         for kind in ERROR_KINDS:
             with contextlib.suppress(KeyError):
-                self.case_errors.remove(*labels, kind)
+                self._case_errors.remove(*labels, kind)
         # stage series of the job: label values are the job's two, then the stage
-        for key in list(self.stage_latency._metrics):
+        for key in list(self._stage_latency._metrics):
             if tuple(key[:2]) == labels:
                 with contextlib.suppress(KeyError):
-                    self.stage_latency.remove(*key)
-        self._touch()
+                    self._stage_latency.remove(*key)
 
-    def count_run(self, labels: tuple[str, str], outcome: str) -> None:
-        self.runs.labels(*labels, outcome).inc()
-        self._touch()
+    # --- runs and cases -------------------------------------------------------------------
+
+    @_changes
+    def case_finished(self, labels: Labels, record: CaseRecord, run_id: str) -> None:
+        """Histograms (with a run/case exemplar) and the error counter for one finished case."""
+        exemplar = _exemplar(run_id, record.id, record.trace_id)
+        self._case_latency.labels(*labels).observe(record.latency_seconds, exemplar=exemplar)
+        if record.ttft_seconds is not None:
+            self._ttft.labels(*labels).observe(record.ttft_seconds, exemplar=exemplar)
+        for stage, seconds in record.stage_seconds.items():
+            self._stage_latency.labels(*labels, stage).observe(seconds, exemplar=exemplar)
+        if record.error is not None:
+            self._case_errors.labels(*labels, record.error.kind).inc()
+
+    @_changes
+    def run_finished(
+        self,
+        labels: Labels,
+        *,
+        finished_at: float,
+        duration_seconds: float,
+        error_ratio: float | None,
+        config_hash: str | None = None,
+        dataset_hash: str | None = None,
+        complete: Summary | None = None,
+        complete_at: float | None = None,
+        gate: GateState | None = None,
+    ) -> None:
+        """A run ended with a report: the last-run gauges, and, for a complete run (``complete``
+        with the time it ended), its summary and the gate's verdict (``gate``: None when no
+        gate is configured). One snapshot swap, so a scrape never sees half of it."""
+        changes: dict[str, Any] = {
+            "last_run_timestamp": finished_at,
+            "last_run_duration": duration_seconds,
+            "last_error_ratio": error_ratio,
+        }
+        if config_hash is not None:
+            changes["config_hash"] = config_hash
+        if dataset_hash is not None:
+            changes["dataset_hash"] = dataset_hash
+        if complete is not None:
+            changes["last_complete"] = complete
+            changes["last_complete_timestamp"] = finished_at if complete_at is None else complete_at
+        if gate is not None:
+            changes["gate_passing"] = gate.passing
+            changes["gate_rules_failing"] = gate.rules_failing
+        self._replace(labels, **changes)
+
+    @_changes
+    def run_broke(self, labels: Labels, *, finished_at: float, duration_seconds: float) -> None:
+        """A run ended without a report (it raised or was cancelled): when and how long."""
+        self._replace(labels, last_run_timestamp=finished_at, last_run_duration=duration_seconds)
+
+    @_changes
+    def run_counted(self, labels: Labels, outcome: str) -> None:
+        """Count a run by outcome (``OUTCOMES``), skipped runs included."""
+        self._runs.labels(*labels, outcome).inc()
+
+    @_changes
+    def retried(self, labels: Labels) -> None:
+        """A transient target failure was retried."""
+        self._retries.labels(*labels).inc()
+
+    @_changes
+    def stage_folded(self, labels: Labels) -> None:
+        """A stage timing was counted under stage='other'."""
+        self._stage_names_folded.labels(*labels).inc()
+
+    @_changes
+    def dataset_reload_failed(self, labels: Labels) -> None:
+        """A changed golden set was rejected; the previous one runs on."""
+        self._dataset_reload_errors.labels(*labels).inc()
+
+    @_changes
+    def report_write_failed(self, labels: Labels) -> None:
+        """A run's report could not be written."""
+        self._report_write_errors.labels(*labels).inc()
+
+    # --- history and configuration --------------------------------------------------------
+
+    @_changes
+    def history_updated(
+        self,
+        labels: Labels,
+        *,
+        stability_counts: Mapping[str, int],
+        window_runs: int,
+        drift: Mapping[str, DriftGauge],
+    ) -> None:
+        """The history store classed the cases and judged drift after a run (or at start)."""
+        self._replace(
+            labels,
+            stability_counts=stability_counts,
+            history_window_runs=window_runs,
+            drift=drift,
+        )
+
+    @_changes
+    def history_failed(self, labels: Labels, kind: str) -> None:
+        """Count a history store failure (``HISTORY_ERROR_KINDS``)."""
+        self._history_errors.labels(*labels, kind).inc()
+
+    @_changes
+    def config_reloaded(self, ok: bool) -> None:
+        """Count a configuration reload and set the last-reload gauges."""
+        self._config_reloads.labels("success" if ok else "failure").inc()
+        self._config_last_reload_successful.set(1 if ok else 0)
+        if ok:
+            self._config_last_reload_success_timestamp.set_to_current_time()

@@ -17,7 +17,7 @@ import structlog
 from evaluator.bounds import cut
 from evaluator.config import JobConfig, Settings
 from evaluator.daemon.baseline import BaselineGate, GateVerdict
-from evaluator.daemon.exporter import DriftGauge, Metrics
+from evaluator.daemon.exporter import DriftGauge, GateState, Metrics
 from evaluator.daemon.report_store import ReportStore
 from evaluator.daemon.shard import shard_cases
 from evaluator.dataset import parse_dataset
@@ -126,11 +126,6 @@ class JobRunner:
         report = self.store.load_latest()
         if report is None or report.dataset_hash != self.dataset.content_hash:
             return
-        changes: dict[str, Any] = {
-            "last_run_timestamp": _timestamp(report),
-            "last_run_duration": report.duration_seconds,
-            "last_error_ratio": report.summary.error_rate,
-        }
         limit = self.settings.error_ratio_limit
         # after an incomplete or failed run, the last complete one is among the kept reports
         complete = next(
@@ -142,12 +137,15 @@ class JobRunner:
             ),
             None,
         )
-        if complete is not None:
-            changes.update(
-                last_complete=complete.summary, last_complete_timestamp=_timestamp(complete)
-            )
-            changes.update(self._gate_changes(complete))
-        self.metrics.update(self.labels, **changes)
+        self.metrics.run_finished(
+            self.labels,
+            finished_at=_timestamp(report),
+            duration_seconds=report.duration_seconds,
+            error_ratio=report.summary.error_rate,
+            complete=None if complete is None else complete.summary,
+            complete_at=None if complete is None else _timestamp(complete),
+            gate=None if complete is None else self._judge(complete),
+        )
         self._remember(report, classify(report.summary, limit), _timestamp(report))
         log.info("job_restored", job=self.key, run_id=report.run_id, **self._label_fields())
 
@@ -170,7 +168,7 @@ class JobRunner:
                 if isinstance(exc, DatasetError)
                 else [f"{path}: {exc}"]
             )
-            self.metrics.count(self.metrics.dataset_reload_errors, self.labels)
+            self.metrics.dataset_reload_failed(self.labels)
             log.error(
                 "dataset_reload_failed",
                 job=self.key,
@@ -186,7 +184,7 @@ class JobRunner:
         old = self.dataset
         # the dataset label stays what the job configured, whatever the file is called
         self.dataset = replace(fresh, name=old.name)
-        self.metrics.update(
+        self.metrics.dataset_changed(
             self.labels, dataset_hash=self.dataset.content_hash, config_hash=self.config_hash
         )
         log.info(
@@ -222,7 +220,7 @@ class JobRunner:
         log.info("case", **fields)
 
     def _on_stage_folded(self, name: str, first: bool) -> None:
-        self.metrics.count(self.metrics.stage_names_folded, self.labels)
+        self.metrics.stage_folded(self.labels)
         if first:
             log.warning(
                 "stage_folded",
@@ -237,7 +235,7 @@ class JobRunner:
             )
 
     def _on_retry(self, event: RetryEvent) -> None:
-        self.metrics.count(self.metrics.retries, self.labels)
+        self.metrics.retried(self.labels)
         log.warning(
             "retry",
             case_id=event.case_id,
@@ -248,7 +246,7 @@ class JobRunner:
         )
 
     def _count(self, outcome: str) -> None:
-        self.metrics.count_run(self.labels, outcome)
+        self.metrics.run_counted(self.labels, outcome)
         self.runs_by_outcome[outcome] = self.runs_by_outcome.get(outcome, 0) + 1
 
     def skipped(self) -> None:
@@ -271,7 +269,7 @@ class JobRunner:
         labels = self.labels
 
         def on_case(record: CaseRecord) -> None:
-            self.metrics.observe_case(labels, record, run_id)
+            self.metrics.case_finished(labels, record, run_id)
             self._log_case(record)
 
         started = time.perf_counter()
@@ -317,33 +315,31 @@ class JobRunner:
     def _finish_broken(self, started: float, reason: str) -> None:
         self._count("failed")
         self.last_outcome, self.last_finished_at = "failed", self.clock()
-        self.metrics.update(
-            self.labels,
-            last_run_timestamp=self.clock(),
-            last_run_duration=time.perf_counter() - started,
+        self.metrics.run_broke(
+            self.labels, finished_at=self.clock(), duration_seconds=time.perf_counter() - started
         )
         log.error("run", job=self.key, outcome="failed", reason=reason)
 
     def _publish(self, report: RunReport, outcome: str) -> None:
-        now = self.clock()
-        changes: dict[str, Any] = {
-            "last_run_timestamp": now,
-            "last_run_duration": report.duration_seconds,
-            "last_error_ratio": report.summary.error_rate,
-            "config_hash": report.config_hash,
-            "dataset_hash": report.dataset_hash,
-        }
-        if outcome == "complete":
-            changes.update(last_complete=report.summary, last_complete_timestamp=now)
-            changes.update(self._gate_changes(report))
-        self.metrics.update(self.labels, **changes)
+        complete = outcome == "complete"
+        self.metrics.run_finished(
+            self.labels,
+            finished_at=self.clock(),
+            duration_seconds=report.duration_seconds,
+            error_ratio=report.summary.error_rate,
+            config_hash=report.config_hash,
+            dataset_hash=report.dataset_hash,
+            complete=report.summary if complete else None,
+            gate=self._judge(report) if complete else None,
+        )
 
     def _shard(self) -> tuple[Case, ...]:
         return shard_cases(self.dataset.cases, self.settings.shard_index, self.settings.shard_count)
 
-    def _gate_changes(self, report: RunReport) -> dict[str, Any]:
+    def _judge(self, report: RunReport) -> GateState | None:
+        """The gate's verdict on a complete run; None (nothing to export) without a gate."""
         if self.gate is None:
-            return {}
+            return None
         history = self.latest_history
         flaky = tuple(history.listed(Stability.FLAKY)) if history is not None else ()
         verdict = self.gate.judge(
@@ -351,15 +347,15 @@ class JobRunner:
         )
         self.last_verdict = verdict
         if verdict is None:
-            return {"gate_passing": None, "gate_rules_failing": {}}
-        return {"gate_passing": verdict.passing, "gate_rules_failing": verdict.rules_failing}
+            return GateState(passing=None)
+        return GateState(passing=verdict.passing, rules_failing=verdict.rules_failing)
 
     def _save(self, report: RunReport) -> None:
         pruned = self.store.pruned_for_space
         try:
             path = self.store.save(report)
         except OSError as exc:
-            self.metrics.count(self.metrics.report_write_errors, self.labels)
+            self.metrics.report_write_failed(self.labels)
             log.error(
                 "report_write_failed", job=self.key, folder=str(self.store.folder),
                 error=exc.strerror or str(exc),
@@ -391,14 +387,14 @@ class JobRunner:
             return
         exc = future.exception()
         if exc is not None:  # a bug, not a store problem (those come back as errors)
-            self.metrics.count_history_error(self.labels, "io")
+            self.metrics.history_failed(self.labels, "io")
             log.error("history_failed", job=self.key, error=f"{type(exc).__name__}: {exc}")
             return
         self._apply_history(future.result())
 
     def _apply_history(self, result: Outcome) -> None:
         for kind in result.errors:
-            self.metrics.count_history_error(self.labels, kind)
+            self.metrics.history_failed(self.labels, kind)
         history = result.history
         if history is None:
             return
@@ -421,10 +417,10 @@ class JobRunner:
                             if c.significant},
                     **self._label_fields(),
                 )  # fmt: skip
-        self.metrics.update(
+        self.metrics.history_updated(
             self.labels,
             stability_counts={k.value: v for k, v in history.counts.items()},
-            history_window_runs=history.runs_in_window,
+            window_runs=history.runs_in_window,
             drift=drift,
         )
 

@@ -284,11 +284,14 @@ class Daemon:
             if self.metrics.snapshot(runner.labels) is not None:
                 # the same series: keep the last results, take the new identity
                 fresh = self._snapshot(runner, interval)
-                self.metrics.update(
-                    runner.labels, k=fresh.k, config_hash=fresh.config_hash,
-                    dataset_hash=fresh.dataset_hash, interval_seconds=interval,
+                self.metrics.job_reconfigured(
+                    runner.labels,
+                    k=fresh.k,
+                    config_hash=fresh.config_hash,
+                    dataset_hash=fresh.dataset_hash,
+                    interval_seconds=interval,
                     baseline=fresh.baseline,
-                )  # fmt: skip
+                )
                 if previous is not None:
                     runner.store.latest = previous.store.latest
                     runner.runs_by_outcome = previous.runs_by_outcome

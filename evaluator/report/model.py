@@ -32,7 +32,6 @@ class RunReport:
     duration_seconds: float
     summary: Summary
     cases: tuple[CaseRecord, ...]
-    retrieval_only: bool = False
     #: each case's counts over ``--repeat N`` runs (``cases`` and ``summary`` are run 1)
     repeats: Repeats | None = None
     #: stopped by Ctrl-C: ``cases`` are the ones that finished (the gate refuses it)
@@ -47,6 +46,17 @@ class RunReport:
     @property
     def error_count(self) -> int:
         return sum(1 for c in self.cases if c.error is not None)
+
+    @property
+    def retrieval_only(self) -> bool:
+        """No scored case came with an answer: answer and citation metrics were not scored.
+
+        Derived from the cases, never stored apart from them: the report still writes the
+        key (readers of older versions expect it), but a value read back cannot disagree with
+        the cases it describes.
+        """
+        scored = [c for c in self.cases if c.scored]
+        return bool(scored) and all(c.answer is None for c in scored)
 
 
 def compute_config_hash(

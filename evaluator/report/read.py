@@ -163,6 +163,7 @@ class _Report(Struct, frozen=True, gc=False):
     summary: _Summary
     cases: list[msgspec.Raw]
     evaluator_version: str = ""
+    #: written for compatibility; the report derives it from its cases (RunReport.retrieval_only)
     retrieval_only: bool = False
     case_count: Count | None = None
     error_count: Count | None = None
@@ -371,7 +372,6 @@ def _build(source: str, head: _Report) -> RunReport:
         duration_seconds=head.duration_seconds,
         summary=summary,
         cases=tuple(cases),
-        retrieval_only=head.retrieval_only,
         repeats=_repeats(source, head.repeats),
         interrupted=head.interrupted,
         evaluator_version=head.evaluator_version,

@@ -37,7 +37,7 @@ from prometheus_client.openmetrics.exposition import generate_latest as generate
 from prometheus_client.parser import text_string_to_metric_families
 
 from evaluator.config import DEFAULT_BUCKETS
-from evaluator.daemon.exporter import JobSnapshot, Metrics
+from evaluator.daemon.exporter import GateState, JobSnapshot, Metrics
 from evaluator.runner import RunOptions, run_dataset
 from evaluator.targets.callable import CallableTarget
 from tests.benchmarks.support import (
@@ -97,19 +97,19 @@ async def _populate(metrics: Metrics) -> int:
             for run_no in range(2):
                 run_id = f"run-{t}-{d}-{run_no}"
                 for record in report.cases:
-                    metrics.observe_case(labels, record, run_id)
+                    metrics.case_finished(labels, record, run_id)
                     stages.update(record.stage_seconds)
-                metrics.count_run(labels, "complete")
-            now = time.time()
-            metrics.update(
+                metrics.run_counted(labels, "complete")
+            metrics.run_finished(
                 labels,
-                last_complete=report.summary,
-                last_complete_timestamp=now,
-                last_run_timestamp=now,
-                last_run_duration=report.duration_seconds,
-                last_error_ratio=report.summary.error_rate,
-                gate_passing=True,
-                gate_rules_failing={"recall_at_k": False, "mrr": False, "p95_seconds": False},
+                finished_at=time.time(),
+                duration_seconds=report.duration_seconds,
+                error_ratio=report.summary.error_rate,
+                complete=report.summary,
+                gate=GateState(
+                    passing=True,
+                    rules_failing={"recall_at_k": False, "mrr": False, "p95_seconds": False},
+                ),
             )
     return len(stages)
 

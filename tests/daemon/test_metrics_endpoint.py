@@ -49,7 +49,7 @@ class TestMetricsEndpoint:
                 async with httpx.AsyncClient() as client:
                     first = (await client.get(url)).text
                     second = (await client.get(url)).text
-                    daemon.metrics.count(daemon.metrics.retries, daemon.jobs[0].labels)
+                    daemon.metrics.retried(daemon.jobs[0].labels)
                     third = (await client.get(url)).text
                 assert ["encoded", "cached", "encoded"] == calls
                 assert first.replace("process_", "") != third.replace("process_", "")
