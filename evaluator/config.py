@@ -59,6 +59,7 @@ __all__ = [
     "DEFAULT_CONFIG_PATH",
     "HistoryConfig",
     "JobConfig",
+    "OtlpConfig",
     "RequestConfig",
     "ResponseConfig",
     "RetryConfig",
@@ -257,6 +258,30 @@ class TraceConfig(_Strict):
     """Send a ``traceparent`` with each case (false: send none)."""
     header: str = Field("traceparent", min_length=1, pattern=r"^[A-Za-z0-9-]+$")
     """The header name that carries it."""
+
+
+class OtlpConfig(_Strict):
+    """OTLP/HTTP span export: one span per case, its stages as child spans (off by default).
+
+    The case span's trace id and span id are the ones its ``traceparent`` carried, so the
+    service's own server span of that case is a child of it. Needs the ``otlp`` extra.
+    """
+
+    enabled: bool = False
+    """Export a span per case to `endpoint` (needs `pip install 'evaluator[otlp]'`)."""
+    endpoint: str = "http://127.0.0.1:4318/v1/traces"
+    """The collector's OTLP/HTTP traces URL (protobuf encoding)."""
+    service_name: str = Field("rag-evaluator", min_length=1, max_length=200)
+    """`service.name` of the exported spans."""
+    timeout_seconds: float = _seconds(5.0, description="deadline of one export request")
+
+    @field_validator("endpoint")
+    @classmethod
+    def _endpoint(cls, value: str) -> str:
+        problem = _url_problem(value)
+        if problem is not None:
+            raise ValueError(problem.removeprefix("url ").replace("url: ", "", 1))
+        return value
 
 
 class TlsConfig(_Strict):
@@ -571,6 +596,8 @@ class Settings(BaseSettings):
     """
     history: HistoryConfig = HistoryConfig()
     """The run history store (SQLite in the reports folder)."""
+    otlp: OtlpConfig = OtlpConfig()
+    """OTLP span export of each case (`[otlp]`, off by default)."""
     scoring: ScoringConfig = ScoringConfig()
     """How answers are judged."""
     targets: tuple[TargetConfig, ...] = ()

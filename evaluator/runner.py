@@ -20,6 +20,8 @@ from evaluator.bounds import DEFAULT_TEXT_CHARS, RecordLimits
 from evaluator.errors import BadResponseError, TargetError, TargetHTTPStatusError
 from evaluator.looplag import LoopLagMonitor
 from evaluator.models import Case, CaseError, CaseRecord, Dataset, TargetResponse
+from evaluator.otlp import CaseSpans
+from evaluator.otlp import active as active_spans
 from evaluator.redaction import redactor
 from evaluator.repeats import summarise_repeats
 from evaluator.report import RunReport, compute_config_hash
@@ -152,12 +154,37 @@ def _case_error(exc: TargetError, message: str) -> CaseError:
     return CaseError(exc.kind, message, status)
 
 
+@dataclass(frozen=True, slots=True)
+class _SpanContext:
+    """What the case spans of one run say besides the case: where it ran and how."""
+
+    spans: CaseSpans
+    attributes: dict[str, str | int]
+
+
 async def _run_case(
     case: Case,
     target: Target,
     options: RunOptions,
     on_retry: RetryCallback | None,
+    spans: _SpanContext | None = None,
 ) -> CaseRecord:
+    start_ns = time.time_ns()
+    record, span_id = await _attempt_case(case, target, options, on_retry)
+    if spans is not None:
+        spans.spans.record(
+            record, span_id=span_id, start_ns=start_ns, end_ns=time.time_ns(),
+            attributes=spans.attributes,
+        )  # fmt: skip
+    return record
+
+
+async def _attempt_case(
+    case: Case,
+    target: Target,
+    options: RunOptions,
+    on_retry: RetryCallback | None,
+) -> tuple[CaseRecord, str | None]:
     limits = options.limits
 
     def retried(attempt: int, exc: TargetError, sleep: float) -> None:
@@ -174,11 +201,13 @@ async def _run_case(
         except TargetError as exc:
             latency = time.perf_counter() - started - queued.seconds
             error = _case_error(exc, limits.message(exc.message))
-            return _record(case, None, options, latency, exc.attempts, error, queued.trace_id)
+            record = _record(case, None, options, latency, exc.attempts, error, queued.trace_id)
+            return record, queued.span_id
     # ends at the last byte when the target says when it came (parsing is not its latency)
     ended = queued.received_at if queued.received_at is not None else time.perf_counter()
     latency = ended - started - queued.seconds
-    return _record(case, response, options, latency, attempts, None, queued.trace_id)
+    record = _record(case, response, options, latency, attempts, None, queued.trace_id)
+    return record, queued.span_id
 
 
 async def run_dataset(
@@ -222,11 +251,19 @@ async def run_dataset(
     records = rounds[0]
     queue = ((r, index, case) for r in range(repeats) for index, case in enumerate(todo))
     started = time.perf_counter()
+    run_id = run_id or uuid.uuid4().hex[:12]
+    exporter = active_spans()
+    spans = None
+    if exporter is not None:
+        attributes: dict[str, str | int] = {
+            "target": target.name, "dataset": dataset.name, "k": options.k, "run_id": run_id,
+        }  # fmt: skip
+        spans = _SpanContext(exporter, attributes)
 
     async def worker() -> None:
         # a fixed pool of workers pulls cases: memory stays flat for large golden sets
         for r, index, case in queue:
-            record = await _run_case(case, target, options, on_retry)
+            record = await _run_case(case, target, options, on_retry, spans)
             rounds[r][index] = record
             if on_case is not None:
                 on_case(record)
@@ -243,7 +280,7 @@ async def run_dataset(
         interrupted = True
     done = tuple(r for r in records if r is not None)
     return RunReport(
-        run_id=run_id or uuid.uuid4().hex[:12],
+        run_id=run_id,
         generated_at=datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
         config_hash=config_hash_for(dataset, target, options),
         dataset_hash=dataset.content_hash,

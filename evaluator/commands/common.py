@@ -11,6 +11,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from evaluator import otlp
 from evaluator.commands.progress import Progress
 from evaluator.config import JobConfig, Settings, TargetConfig, load_settings
 from evaluator.dataset import load_dataset
@@ -123,6 +124,7 @@ def plan_job(settings: Settings, job_name: str | None = None) -> JobPlan:
 
 
 async def _run(plan: JobPlan, repeats: int, progress: Progress) -> RunReport:
+    otlp.install(**plan.settings.otlp.model_dump())  # before the target: nothing to close
     target = build_target(plan.target)
     try:
         return await run_dataset(
@@ -135,6 +137,7 @@ async def _run(plan: JobPlan, repeats: int, progress: Progress) -> RunReport:
         )
     finally:
         await target.aclose()
+        await asyncio.to_thread(otlp.shutdown)  # flush the case spans before exit
 
 
 def save_report(report: RunReport, output: Path) -> None:

@@ -21,6 +21,7 @@ from prometheus_client import (
     disable_created_metrics,
 )
 
+from evaluator import otlp
 from evaluator._version import __version__
 from evaluator.config import Settings
 from evaluator.daemon.baseline import BaselineGate
@@ -44,7 +45,7 @@ log = structlog.get_logger("evaluator.daemon")
 #: first runs of several jobs are spread over at most this many seconds
 _STAGGER_SPREAD_SECONDS = 10.0
 #: settings a reload cannot change in a running process (logged: they need a restart)
-_RESTART_ONLY = ("listen", "histogram_buckets", "log_format", "log_level")
+_RESTART_ONLY = ("listen", "histogram_buckets", "log_format", "log_level", "otlp")
 
 
 def _redact(text: str) -> str:
@@ -171,6 +172,7 @@ class Daemon:
                 "no job configured: pass --dataset and --target-url, or [[jobs]] in the config"
             )
         self._build_jobs()
+        otlp.install(**self.settings.otlp.model_dump())
         now = datetime.now(UTC)
         scheduler = AsyncIOScheduler(
             timezone=UTC,
@@ -380,6 +382,8 @@ class Daemon:
             await asyncio.to_thread(self.history.close)
         for target in self._targets:
             await target.aclose()
+        # the spans of the last runs are sent before exit (bounded by the export timeout)
+        await asyncio.to_thread(otlp.shutdown)
         await self.http.stop()
         totals: dict[str, int] = {}
         for runner in self.jobs:

@@ -34,6 +34,8 @@ class QueueWait:
     received_at: float | None = None
     #: the W3C trace id of the latest attempt, when the target sends one
     trace_id: str | None = None
+    #: the parent span id that attempt's ``traceparent`` carried (the case span's id)
+    span_id: str | None = None
 
 
 _meter: ContextVar[QueueWait | None] = ContextVar("evaluator_queue_wait", default=None)
@@ -65,11 +67,13 @@ def record_received(at: float) -> None:
         meter.received_at = at
 
 
-def record_trace(trace_id: str) -> None:
-    """Note the trace id the latest attempt carried (kept with the case, failed or not)."""
+def record_trace(trace_id: str, span_id: str | None = None) -> None:
+    """Note the trace id (and parent span id) the latest attempt carried (kept with the
+    case, failed or not)."""
     meter = _meter.get()
     if meter is not None:
         meter.trace_id = trace_id
+        meter.span_id = span_id
 
 
 class RateLimiter:

@@ -305,9 +305,9 @@ class HttpTarget:
         trace_id: str | None = None
         if self._trace_header is not None:
             # a fresh trace per case attempt, sampled: the service's trace of this golden case
-            trace_id = os.urandom(16).hex()
-            request.headers[self._trace_header] = f"00-{trace_id}-{os.urandom(8).hex()}-01"
-            record_trace(trace_id)
+            trace_id, span_id = os.urandom(16).hex(), os.urandom(8).hex()
+            request.headers[self._trace_header] = f"00-{trace_id}-{span_id}-01"
+            record_trace(trace_id, span_id)
         observer.request(self.template, request)
         async with self._admission.slot():
             started = time.perf_counter()

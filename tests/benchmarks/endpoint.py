@@ -7,6 +7,11 @@ prints the port on stdout and serves ``POST /rag`` until terminated. Each answer
 it measured. With ``--latency 0`` the body is encoded once and served as is: the server
 does as little as aiohttp allows, so benchmarks measure the client.
 
+With ``--sse`` it serves ``POST /rag/stream`` instead: server-sent events whose first
+piece of answer comes after the number of seconds the request's ``question`` says (the
+headers go out at once), then a final event with the ids and, in ``timings.first_token``,
+the seconds from the request's arrival to the first piece's write as the server saw them.
+
 Use :func:`tests.benchmarks.support.endpoint` to start and stop it.
 """
 
@@ -53,8 +58,33 @@ def make_app(latency: float) -> web.Application:
     return app
 
 
-async def serve(latency: float) -> None:
-    runner = web.AppRunner(make_app(latency), access_log=None)
+def make_sse_app() -> web.Application:
+    async def handle(request: web.Request) -> web.StreamResponse:
+        arrived = time.perf_counter()
+        delay = float(json.loads(await request.read())["question"])
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await response.prepare(request)
+        await asyncio.sleep(delay)
+        await response.write(b'data: {"delta": "Refunds are accepted"}\n\n')
+        first = time.perf_counter() - arrived
+        final = {
+            "delta": " within 7 days.",
+            "type": "final",
+            "sources": RETRIEVED,
+            "timings": {"first_token": first},
+        }
+        await response.write(f"data: {json.dumps(final)}\n\ndata: [DONE]\n\n".encode())
+        await response.write_eof()
+        return response
+
+    app = web.Application()
+    app.router.add_post("/rag/stream", handle)
+    return app
+
+
+async def serve(latency: float, sse: bool = False) -> None:
+    app = make_sse_app() if sse else make_app(latency)
+    runner = web.AppRunner(app, access_log=None)
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0, backlog=1024)
     await site.start()
@@ -68,8 +98,9 @@ async def serve(latency: float) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--latency", type=float, default=0.0, help="seconds per answer")
+    parser.add_argument("--sse", action="store_true", help="stream, first piece delayed")
     args = parser.parse_args()
-    asyncio.run(serve(args.latency))
+    asyncio.run(serve(args.latency, args.sse))
 
 
 if __name__ == "__main__":

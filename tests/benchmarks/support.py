@@ -162,10 +162,14 @@ async def answer_slowly(case: Case, k: int) -> TargetResponse:
 
 
 @contextmanager
-def endpoint(latency: float = 0.0, start_timeout: float = 20.0) -> Iterator[str]:
-    """``tests.benchmarks.endpoint`` in a subprocess answering after ``latency`` s; its URL."""
+def endpoint(
+    latency: float = 0.0, start_timeout: float = 20.0, *, sse: bool = False
+) -> Iterator[str]:
+    """``tests.benchmarks.endpoint`` in a subprocess answering after ``latency`` s; its URL
+    (with ``sse``: the streaming endpoint, first piece after the question's seconds)."""
+    command = [sys.executable, "-m", "tests.benchmarks.endpoint", "--latency", repr(latency)]
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tests.benchmarks.endpoint", "--latency", repr(latency)],
+        [*command, "--sse"] if sse else command,
         stdout=subprocess.PIPE,
         cwd=REPO,
         text=True,
@@ -177,7 +181,7 @@ def endpoint(latency: float = 0.0, start_timeout: float = 20.0) -> Iterator[str]
         line = proc.stdout.readline() if ready else ""
         if not line.strip().isdigit():
             raise RuntimeError(f"benchmark endpoint did not start (got {line!r})")
-        yield f"http://127.0.0.1:{int(line)}/rag"
+        yield f"http://127.0.0.1:{int(line)}/rag" + ("/stream" if sse else "")
     finally:
         proc.terminate()
         try:

@@ -42,3 +42,5 @@ def test_each_toml_block_is_accepted(
     )
     settings = load_settings(config)
     assert [t.label for t in settings.targets] == [name]
+    if "otlp" in data:
+        assert settings.otlp.model_dump(exclude_unset=True) == data["otlp"]
