@@ -76,18 +76,18 @@ class _CountingExporter:
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         from opentelemetry.sdk.trace.export import SpanExportResult
 
+        error = None
         try:
             result = self._inner.export(spans)
         except Exception as exc:  # an exporter bug must not kill the processor's thread
-            log.warning("otlp_export_failed", spans=len(spans), error=type(exc).__name__)
-            result = SpanExportResult.FAILURE
+            error, result = type(exc).__name__, SpanExportResult.FAILURE
         with self._lock:
             if result is SpanExportResult.SUCCESS:
                 self.exported_spans += len(spans)
             else:
                 self.failed_spans += len(spans)
         if result is not SpanExportResult.SUCCESS:
-            log.warning("otlp_export_failed", spans=len(spans))
+            log.warning("otlp_export_failed", spans=len(spans), error=error)
         return result
 
     def shutdown(self) -> None:

@@ -170,3 +170,22 @@ class TestConfig:
         with pytest.raises(ConfigError, match=r"otlp\.enabled: .*evaluator\[otlp\]"):
             otlp.install(enabled=True, endpoint="http://127.0.0.1:4318/v1/traces", service_name="e")
         assert otlp.active() is None
+
+    def test_an_exporter_that_raises_is_counted(self) -> None:
+        """A bug inside the SDK's exporter is one failed batch, not a dead export thread."""
+
+        class Broken:
+            def export(self, spans: object) -> object:
+                raise RuntimeError("boom")
+
+            def shutdown(self) -> None:
+                pass
+
+            def force_flush(self, timeout_millis: int = 30000) -> bool:
+                return True
+
+        counting = otlp._CountingExporter(Broken())  # type: ignore[arg-type]
+        from opentelemetry.sdk.trace.export import SpanExportResult
+
+        assert SpanExportResult.FAILURE is counting.export([object(), object()])  # type: ignore[list-item]
+        assert (2, 0) == (counting.failed_spans, counting.exported_spans)
