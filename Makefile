@@ -32,6 +32,8 @@ lint: venv
 	$(BIN)/ruff check $(LINTED)
 	$(BIN)/ruff format --check $(LINTED)
 	$(BIN)/lint-imports --no-logo --no-cache
+	@# the formatter wins: no hand-formatted islands in the package
+	@! grep -rnE '# fmt: (skip|off)' evaluator --include='*.py' || { echo 'fmt: skip/off found (let ruff format)'; exit 1; }
 
 # what `make lint` checks, fixed where the tools can
 format: venv

@@ -79,8 +79,13 @@ MAX_SECONDS = 366 * 24 * 3600.0
 MIN_REQUESTS_PER_SECOND = 0.01
 
 
-def _seconds(default: float | None, *, gt: float | None = 0, ge: float | None = None,
-             description: str | None = None) -> Any:  # fmt: skip
+def _seconds(
+    default: float | None,
+    *,
+    gt: float | None = 0,
+    ge: float | None = None,
+    description: str | None = None,
+) -> Any:
     """A finite duration field in seconds, at most :data:`MAX_SECONDS`."""
     return Field(
         default, gt=gt, ge=ge, le=MAX_SECONDS, allow_inf_nan=False, description=description
@@ -91,9 +96,23 @@ def _seconds(default: float | None, *, gt: float | None = 0, ge: float | None = 
 #: often take far less than a millisecond (a keyword lookup), a generation tens of seconds.
 #: A quantile read from them is off by at most one bucket, a factor of 2 to 2.5.
 DEFAULT_BUCKETS: tuple[float, ...] = (
-    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
-    1.0, 2.5, 5.0, 10.0, 25.0, 60.0,
-)  # fmt: skip
+    0.0005,
+    0.001,
+    0.0025,
+    0.005,
+    0.01,
+    0.025,
+    0.05,
+    0.1,
+    0.25,
+    0.5,
+    1.0,
+    2.5,
+    5.0,
+    10.0,
+    25.0,
+    60.0,
+)
 
 
 class _Strict(BaseModel):
@@ -468,9 +487,14 @@ def cron_trigger(expression: str, jitter: int | None = None) -> CronTrigger:
     minute, hour, day, month, day_of_week = fields
     try:
         return CronTrigger(
-            minute=minute, hour=hour, day=day, month=month, day_of_week=day_of_week,
-            timezone=UTC, jitter=jitter,
-        )  # fmt: skip
+            minute=minute,
+            hour=hour,
+            day=day,
+            month=month,
+            day_of_week=day_of_week,
+            timezone=UTC,
+            jitter=jitter,
+        )
     except ValueError as exc:
         raise ValueError(f"invalid cron expression {expression!r}: {exc}") from None
 

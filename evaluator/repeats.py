@@ -152,11 +152,17 @@ def repeats_from_dict(data: object, source: str) -> Repeats:
             *(
                 _int(raw, k, source)
                 for k in (
-                    "runs", "errors", "passes", "judged", "answer_passes", "answer_runs",
-                    "hit_passes", "hit_runs",
+                    "runs",
+                    "errors",
+                    "passes",
+                    "judged",
+                    "answer_passes",
+                    "answer_runs",
+                    "hit_passes",
+                    "hit_runs",
                 )
             ),
-        )  # fmt: skip
+        )
         if c.passes > c.judged or c.judged > c.runs:
             raise ValueError(f"{source}: repeats of case {c.id!r} count more passes than runs")
         cases.append(c)

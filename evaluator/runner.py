@@ -173,9 +173,12 @@ async def _run_case(
     record, span_id = await _attempt_case(case, target, options, on_retry)
     if spans is not None:
         spans.spans.record(
-            record, span_id=span_id, start_ns=start_ns, end_ns=time.time_ns(),
+            record,
+            span_id=span_id,
+            start_ns=start_ns,
+            end_ns=time.time_ns(),
             attributes=spans.attributes,
-        )  # fmt: skip
+        )
     return record
 
 
@@ -256,8 +259,11 @@ async def run_dataset(
     spans = None
     if exporter is not None:
         attributes: dict[str, str | int] = {
-            "target": target.name, "dataset": dataset.name, "k": options.k, "run_id": run_id,
-        }  # fmt: skip
+            "target": target.name,
+            "dataset": dataset.name,
+            "k": options.k,
+            "run_id": run_id,
+        }
         spans = _SpanContext(exporter, attributes)
 
     async def worker() -> None:

@@ -21,9 +21,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--interval", type=float, default=d.interval_seconds, metavar="SECONDS")
     parser.add_argument("--reports-dir", type=Path, default=d.reports_dir)
     parser.add_argument(
-        "--failure-mode", action="append", default=[], metavar="MODE",
+        "--failure-mode",
+        action="append",
+        default=[],
+        metavar="MODE",
         help="start the reference service degraded (repeatable)",
-    )  # fmt: skip
+    )
 
 
 def handle(args: argparse.Namespace) -> int:

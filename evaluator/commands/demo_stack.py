@@ -96,8 +96,16 @@ def _wait_http(url: str, timeout: float, proc: subprocess.Popen[bytes] | None = 
 
 
 def _start_reference(options: DemoOptions, children: list[subprocess.Popen[bytes]]) -> None:
-    cmd = [sys.executable, "-m", "evaluator.reference", "--host", "127.0.0.1", "--no-access-log",
-           "--port", str(options.rag_port)]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "evaluator.reference",
+        "--host",
+        "127.0.0.1",
+        "--no-access-log",
+        "--port",
+        str(options.rag_port),
+    ]
     for mode in options.failure_modes:
         cmd += ["--failure-mode", mode]
     proc = subprocess.Popen(cmd, process_group=0)
@@ -138,10 +146,16 @@ def _start_prometheus(
         )
     config = _prometheus_config(options, folder)
     proc = subprocess.Popen(
-        [binary, f"--config.file={config}", f"--storage.tsdb.path={folder / 'data'}",
-         f"--web.listen-address=127.0.0.1:{options.prometheus_port}"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, process_group=0,
-    )  # fmt: skip
+        [
+            binary,
+            f"--config.file={config}",
+            f"--storage.tsdb.path={folder / 'data'}",
+            f"--web.listen-address=127.0.0.1:{options.prometheus_port}",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        process_group=0,
+    )
     children.append(proc)  # before waiting: Ctrl-C meanwhile must stop it too
     base = f"http://127.0.0.1:{options.prometheus_port}"
     try:

@@ -207,9 +207,14 @@ def handle(args: argparse.Namespace) -> int:
             raise OutputError(f"cannot write {args.junit}: {exc.strerror or exc}") from exc
     if args.html:
         write_html_report(
-            args.html, candidate, source=candidate_source, redact=settings_redactor(settings),
-            gate=result, baseline_source=str(baseline_path), worst=args.worst,
-        )  # fmt: skip
+            args.html,
+            candidate,
+            source=candidate_source,
+            redact=settings_redactor(settings),
+            gate=result,
+            baseline_source=str(baseline_path),
+            worst=args.worst,
+        )
     if args.pushgateway:
         from evaluator.gate.push import push_result
 

@@ -68,9 +68,13 @@ def write_html_report(
         EvaluatorError: the file cannot be written; an existing file is left as it was.
     """
     view = report_view(
-        report, source=source, gate=gate, baseline_source=baseline_source, worst=worst,
+        report,
+        source=source,
+        gate=gate,
+        baseline_source=baseline_source,
+        worst=worst,
         redact=redact,
-    )  # fmt: skip
+    )
     html = PageRenderer(redact).report(view)
     try:
         write_bytes_atomic(html.encode("utf-8"), path)

@@ -63,8 +63,13 @@ def handle(args: argparse.Namespace) -> int:
         print(format_run(report, worst=args.worst))
     if args.html:
         write_html_report(
-            args.html, report, source=args.report, redact=settings_redactor(settings),
-            gate=gate, baseline_source=args.baseline, worst=args.worst,
-        )  # fmt: skip
+            args.html,
+            report,
+            source=args.report,
+            redact=settings_redactor(settings),
+            gate=gate,
+            baseline_source=args.baseline,
+            worst=args.worst,
+        )
         print(f"html: {args.html}")
     return ExitCode.OK

@@ -51,9 +51,12 @@ def handle(args: argparse.Namespace) -> int:
     print(f"report: {output}")
     if args.html:
         write_html_report(
-            args.html, report, source=str(output), redact=settings_redactor(settings),
+            args.html,
+            report,
+            source=str(output),
+            redact=settings_redactor(settings),
             worst=max(args.worst, 10),
-        )  # fmt: skip
+        )
         print(f"html: {args.html}")
     exit_if_interrupted(report, output)
     warn_id_mismatch(report)

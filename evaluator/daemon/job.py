@@ -252,8 +252,9 @@ class JobRunner:
     def skipped(self) -> None:
         """The scheduler found the previous run still going: count and log the skip."""
         self._count("skipped")
-        log.warning("run_skipped", job=self.key, reason="previous run still going",
-                    **self._label_fields())  # fmt: skip
+        log.warning(
+            "run_skipped", job=self.key, reason="previous run still going", **self._label_fields()
+        )
 
     async def run(self) -> str:
         """One run: reload the golden set if changed, run, score, export, write the report.
@@ -275,9 +276,14 @@ class JobRunner:
         started = time.perf_counter()
         try:
             report = await run_dataset(
-                self.dataset, self.target, self.options, on_case=on_case,
-                on_retry=self._on_retry, run_id=run_id, cases=cases,
-            )  # fmt: skip
+                self.dataset,
+                self.target,
+                self.options,
+                on_case=on_case,
+                on_retry=self._on_retry,
+                run_id=run_id,
+                cases=cases,
+            )
         except asyncio.CancelledError:
             self._finish_broken(started, "cancelled by shutdown")
             raise
@@ -357,15 +363,20 @@ class JobRunner:
         except OSError as exc:
             self.metrics.report_write_failed(self.labels)
             log.error(
-                "report_write_failed", job=self.key, folder=str(self.store.folder),
+                "report_write_failed",
+                job=self.key,
+                folder=str(self.store.folder),
                 error=exc.strerror or str(exc),
-            )  # fmt: skip
+            )
             return
         if self.store.pruned_for_space > pruned:
             log.warning(
-                "reports_pruned_for_space", job=self.key, folder=str(self.store.folder),
-                deleted=self.store.pruned_for_space - pruned, keep=self.store.keep,
-            )  # fmt: skip
+                "reports_pruned_for_space",
+                job=self.key,
+                folder=str(self.store.folder),
+                deleted=self.store.pruned_for_space - pruned,
+                keep=self.store.keep,
+            )
         log.debug("report_written", job=self.key, path=str(path))
 
     # --- history: written and read in the recorder's thread, applied back on the loop ------
@@ -413,10 +424,11 @@ class JobRunner:
                 log.warning(
                     "drift_significant",
                     job=self.key,
-                    checks={n: c.to_dict() for n, c in history.drift.checks.items()
-                            if c.significant},
+                    checks={
+                        n: c.to_dict() for n, c in history.drift.checks.items() if c.significant
+                    },
                     **self._label_fields(),
-                )  # fmt: skip
+                )
         self.metrics.history_updated(
             self.labels,
             stability_counts={k.value: v for k, v in history.counts.items()},

@@ -67,9 +67,12 @@ def report_href(target: str, dataset: str) -> str:
 
 def _html(body: str, status: int = 200) -> web.Response:
     return web.Response(
-        text=body, status=status, content_type="text/html", charset="utf-8",
+        text=body,
+        status=status,
+        content_type="text/html",
+        charset="utf-8",
         headers=SECURITY_HEADERS,
-    )  # fmt: skip
+    )
 
 
 class StatusPages:

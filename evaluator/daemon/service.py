@@ -210,11 +210,16 @@ class Daemon:
             version=__version__,
             listen=f"{host}:{self.http.port}",
             jobs=[
-                {"job": j.key, "target": j.labels[0], "dataset": j.labels[1],
-                 "cases": len(j.dataset.cases), "config_hash": j.config_hash}
+                {
+                    "job": j.key,
+                    "target": j.labels[0],
+                    "dataset": j.labels[1],
+                    "cases": len(j.dataset.cases),
+                    "config_hash": j.config_hash,
+                }
                 for j in self.jobs
             ],
-        )  # fmt: skip
+        )
 
     def _on_max_instances(self, event: JobSubmissionEvent) -> None:
         for runner in self.jobs:
@@ -318,11 +323,13 @@ class Daemon:
         self.settings, self.jobs = settings, runners
         log.info(
             "config_reloaded",
-            jobs=[{"job": j.key, "cases": len(j.dataset.cases), "config_hash": j.config_hash}
-                  for j in runners],
+            jobs=[
+                {"job": j.key, "cases": len(j.dataset.cases), "config_hash": j.config_hash}
+                for j in runners
+            ],
             removed=sorted(set(old) - {r.key for r in runners}),
             needs_restart=needs_restart,
-        )  # fmt: skip
+        )
         if needs_restart:
             log.warning("config_reload_needs_restart", fields=needs_restart)
         return added

@@ -88,10 +88,14 @@ def _repeat_lines(result: GateResult) -> list[str]:
         f"{r.candidate_passes}/{r.candidate_runs}, p {r.p_value:.3g})"
         for r in rv.regressed[:_ID_LIMIT]
     )
-    lines.append(f"{status:<4} cases regressed beyond chance: {len(rv.regressed)}"
-                 + (f": {names}" if names else ""))  # fmt: skip
-    lines.append(f"flaky (pass and fail within one report's repeats) ({len(rv.flaky)}): "
-                 f"{_ids(list(rv.flaky)) or '-'}")  # fmt: skip
+    lines.append(
+        f"{status:<4} cases regressed beyond chance: {len(rv.regressed)}"
+        + (f": {names}" if names else "")
+    )
+    lines.append(
+        f"flaky (pass and fail within one report's repeats) ({len(rv.flaky)}): "
+        f"{_ids(list(rv.flaky)) or '-'}"
+    )
     if rv.left_out:
         by_reason = ", ".join(
             f"{cid} ({why})" for cid, why in list(rv.left_out.items())[:_ID_LIMIT]

@@ -80,23 +80,34 @@ class HistoryRecorder:
                 try:
                     aside = self.store.move_aside()
                 except OSError as move_exc:
-                    log.error("history_store_unusable", path=str(self.store.path),
-                              error=str(exc), move_error=str(move_exc))  # fmt: skip
+                    log.error(
+                        "history_store_unusable",
+                        path=str(self.store.path),
+                        error=str(exc),
+                        move_error=str(move_exc),
+                    )
                     return None
-                log.error("history_store_corrupt", path=str(self.store.path), error=str(exc),
-                          moved_to=str(aside), action="started a fresh store")  # fmt: skip
+                log.error(
+                    "history_store_corrupt",
+                    path=str(self.store.path),
+                    error=str(exc),
+                    moved_to=str(aside),
+                    action="started a fresh store",
+                )
                 if attempt == 2:
                     return None
             except sqlite3.OperationalError as exc:
                 kind = "locked" if "locked" in str(exc) or "busy" in str(exc) else "io"
                 errors.append(kind)
-                log.error("history_store_failed", path=str(self.store.path), kind=kind,
-                          error=str(exc))  # fmt: skip
+                log.error(
+                    "history_store_failed", path=str(self.store.path), kind=kind, error=str(exc)
+                )
                 return None
             except (sqlite3.Error, OSError) as exc:
                 errors.append("io")
-                log.error("history_store_failed", path=str(self.store.path), kind="io",
-                          error=str(exc))  # fmt: skip
+                log.error(
+                    "history_store_failed", path=str(self.store.path), kind="io", error=str(exc)
+                )
                 return None
         return None
 

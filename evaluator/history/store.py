@@ -238,22 +238,37 @@ class HistoryStore:
                 f"scored_count, error_count, dataset_hash, config_hash, {', '.join(RUN_METRICS)}) "
                 f"VALUES ({', '.join('?' * (9 + len(RUN_METRICS)))})",
                 (
-                    job, run.run_id, run.finished_at, run.outcome, run.case_count,
-                    run.scored_count, run.error_count, run.dataset_hash, run.config_hash,
+                    job,
+                    run.run_id,
+                    run.finished_at,
+                    run.outcome,
+                    run.case_count,
+                    run.scored_count,
+                    run.error_count,
+                    run.dataset_hash,
+                    run.config_hash,
                     *(run.metrics.get(m) for m in RUN_METRICS),
                 ),
-            )  # fmt: skip
+            )
             run_row = cursor.lastrowid
             case_rows = self._case_ids(conn, job, list(outcomes))
             conn.executemany(
                 'INSERT OR REPLACE INTO outcomes (run, "case", answer, hit, mrr, ndcg_at_k, '
                 "error_kind, citation_precision) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 (
-                    (run_row, case_rows[cid], _int(o.answer), _int(o.hit), o.mrr, o.ndcg_at_k,
-                     o.error_kind, o.citation_precision)
+                    (
+                        run_row,
+                        case_rows[cid],
+                        _int(o.answer),
+                        _int(o.hit),
+                        o.mrr,
+                        o.ndcg_at_k,
+                        o.error_kind,
+                        o.citation_precision,
+                    )
                     for cid, o in outcomes.items()
                 ),
-            )  # fmt: skip
+            )
             self._prune(conn, job, time.time() if now is None else now)
 
     def _job_id(self, conn: sqlite3.Connection, target: str, dataset: str) -> int:

@@ -55,9 +55,12 @@ class PageRenderer:
     def status(self, jobs: list[JobView], *, jobs_more: int = 0, refresh: int | None = None) -> str:
         """The daemon's ``/``; ``refresh`` seconds makes the browser reload it (no script)."""
         return self._render(
-            "status.html.j2", title="evaluator status", jobs=jobs, jobs_more=jobs_more,
+            "status.html.j2",
+            title="evaluator status",
+            jobs=jobs,
+            jobs_more=jobs_more,
             refresh=refresh,
-        )  # fmt: skip
+        )
 
     def case(self, view: CaseView, *, job: str, run_id: str, run_age: str) -> str:
         return self._render(

@@ -256,8 +256,14 @@ def _scores(record: CaseRecord) -> list[tuple[str, str]]:
     if s is None:
         return []
     out: list[tuple[str, str]] = []
-    for name in ("recall_at_k", "mrr", "ndcg_at_k", "citation_precision", "citation_recall",
-                 "fact_recall"):  # fmt: skip
+    for name in (
+        "recall_at_k",
+        "mrr",
+        "ndcg_at_k",
+        "citation_precision",
+        "citation_recall",
+        "fact_recall",
+    ):
         value = getattr(s, name)
         if value is not None:
             out.append((name, f"{value:.2f}"))
@@ -653,12 +659,15 @@ def report_view(
     ]
     regressed = [
         case_view(
-            by_id[change.id], k=report.k, redact=redact, anchor=anchors[change.id],
+            by_id[change.id],
+            k=report.k,
+            redact=redact,
+            anchor=anchors[change.id],
             changes=change.changes,
         )
         for change in gate.case_diff.regressed[:worst]
         if change.id in by_id
-    ]  # fmt: skip
+    ]
     verdict = "PASS" if gate.passed else "FAIL"
     state = "passed" if gate.passed else "FAILED"
     title = f"gate {state}: {failed} of {len(gate.rules)} rules failed"

@@ -4,7 +4,10 @@ Each attack runs a real ``evaluator serve`` (20 cases every 0.2 s, concurrency 4
 ``SECONDS`` against a loopback endpoint that misbehaves in one way, while this process
 polls ``/healthz`` every 20 ms. Reported per attack: the daemon's peak RSS (``VmHWM``), the
 worst and the P99 ``/healthz`` latency, the runs finished, the largest report and the log
-bytes per case, and the ``stage`` label values on ``/metrics``. Then, in-process, the cost
+bytes per case, the ``stage`` label values on ``/metrics`` and the error kinds the cases
+ended in. ``bomb`` and ``garbled`` are raw responses (:mod:`tests.faults.raw_responses`),
+one per case in turn: the three 256 MiB bombs and the three-coding chain, or the bad
+status line, the invalid chunk size and the 1 MiB header. Then, in-process, the cost
 per case of each bound: redacting a case's report entry (clean, and holding a secret), a
 log line, folding stage names, and the size caps.
 
@@ -19,7 +22,9 @@ import signal
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -27,13 +32,15 @@ import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.benchmarks.support import figure, nearest_rank
+from tests.faults import raw_responses
 from tests.faults.hostile import HostileEndpoint, MiB
 from tests.support.prometheus import DaemonProcess
+from tests.support.rawhttp import RawServer
 
 SECONDS = 6.0
 CASES = 20
 POLL = 0.02
-ATTACKS = ("good", "echo", "stages", "error", "large", "sighup", "full-disk")
+ATTACKS = ("good", "echo", "stages", "error", "large", "bomb", "garbled", "sighup", "full-disk")
 SECRET = "tok/5ecret+Zq81=xy"
 
 
@@ -99,10 +106,21 @@ class _Poller(threading.Thread):
                 time.sleep(POLL)
 
 
+@contextmanager
+def _endpoint(name: str) -> Iterator[str]:
+    """The attack's endpoint URL: raw responses in turn for ``bomb`` and ``garbled``."""
+    raw = {"bomb": raw_responses.bombs, "garbled": raw_responses.garbled}.get(name)
+    if raw is not None:
+        with RawServer([response for response, _ in raw().values()]) as server:
+            yield server.url
+        return
+    with HostileEndpoint({"sighup": "good", "full-disk": "good"}.get(name, name)) as endpoint:
+        yield endpoint.url
+
+
 def _attack(name: str) -> dict[str, Any]:
-    mode = {"sighup": "good", "full-disk": "good"}.get(name, name)
     with tempfile.TemporaryDirectory(prefix=f"bench-hostile-{name}-") as tmp, \
-            HostileEndpoint(mode) as endpoint:  # fmt: skip
+            _endpoint(name) as url:  # fmt: skip
         folder = Path(tmp)
         prefix: list[str] = []
         reports = folder / "reports"
@@ -112,7 +130,7 @@ def _attack(name: str) -> dict[str, Any]:
             reports = disk / "reports"
             prefix = ["unshare", "-rm", "sh", "-c",
                       f'mount -t tmpfs -o size=256k tmpfs "{disk}" && exec "$@"', "sh"]  # fmt: skip
-        config = _config(folder, endpoint.url, reports)
+        config = _config(folder, url, reports)
         env = {"BENCH_TOKEN": SECRET}
         with DaemonProcess(
             ["--config", str(config)], workdir=folder, env=env, prefix=prefix
@@ -131,7 +149,9 @@ def _attack(name: str) -> dict[str, Any]:
             exposition = daemon.get("/metrics").text
             peak = _peak_rss(daemon.proc.pid)
             root = Path(f"/proc/{daemon.proc.pid}/root") if prefix else Path("/")
-            sizes = [p.stat().st_size for p in (root / str(reports).lstrip("/")).rglob("*.json")]
+            files = list((root / str(reports).lstrip("/")).rglob("*.json"))
+            sizes = [p.stat().st_size for p in files]
+            kinds = _error_kinds(files)
             result = daemon.stop()
         log_bytes = daemon.stdout_path.stat().st_size
     runs = sum(e.get("event") == "run" for e in result.logs)
@@ -148,8 +168,23 @@ def _attack(name: str) -> dict[str, Any]:
         "report_max_bytes": max(sizes or [0]),
         "log_bytes_per_case": log_bytes / max(runs * CASES, 1),
         "stage_values": len(stages),
+        "error_kinds": kinds,
         "exit": result.returncode,
     }
+
+
+def _error_kinds(files: list[Path]) -> dict[str, int]:
+    """Cases per error kind (``none``: scored) over the numbered reports."""
+    kinds: Counter[str] = Counter()
+    for path in files:
+        if path.name == "latest.json":
+            continue
+        try:
+            cases = json.loads(path.read_text("utf-8")).get("cases") or []
+        except (OSError, ValueError):
+            continue  # a report being replaced as the daemon stops
+        kinds.update((c.get("error") or {}).get("kind", "none") for c in cases)
+    return dict(kinds)
 
 
 def _per_call(fn: Callable[[], object], repeat: int = 2000) -> float:

@@ -40,7 +40,10 @@ ORDER = ("goals", "scale", "scrape", "scoring", "runner", "transport", "gate", "
 #: what ``--quick`` runs: the modules that measure issue 15's goals
 QUICK = ("goals", "scale", "scrape")
 #: seconds a module may take before it is stopped (the soak has its own limit inside)
-TIMEOUTS = {"soak": 480.0, "runner": 240.0, "transport": 240.0, "goals": 420.0, "scale": 420.0}
+TIMEOUTS = {
+    "soak": 480.0, "runner": 240.0, "transport": 240.0, "goals": 420.0, "scale": 420.0,
+    "hostile": 420.0,
+}  # fmt: skip
 DEFAULT_TIMEOUT = 240.0
 PACKAGES = (
     "evaluator", "aiohttp", "brotli", "msgspec", "prometheus-client", "apscheduler",

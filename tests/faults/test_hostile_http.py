@@ -16,89 +16,34 @@ The bound is on bytes, not on time: the worst ``/healthz`` latency is only repor
 
 from __future__ import annotations
 
-import gzip
 import json
 import threading
 import time
-import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import brotli
 import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from evaluator.daemon.report_store import LATEST, job_folder_name
+from tests.faults.raw_responses import MiB, bombs, garbled
 from tests.support.prometheus import DaemonProcess
-from tests.support.rawhttp import RawServer, http_response
+from tests.support.rawhttp import RawServer
 
 pytestmark = pytest.mark.e2e
 
-MiB = 1024 * 1024
-BOMB = 256 * MiB
 CAP = 64 * 1024
 #: headroom over the daemon's memory before the attacks: a tenth of a single bomb
 RSS_HEADROOM = 96 * MiB
 RUNS_PER_JOB = 2
 
 
-def _gzip_zeros(size: int) -> bytes:
-    squeeze = zlib.compressobj(1, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
-    block = bytes(MiB)
-    parts = [squeeze.compress(block) for _ in range(size // MiB)]
-    return b"".join([*parts, squeeze.flush()])
-
-
-def _br_zeros(size: int) -> bytes:
-    squeeze = brotli.Compressor(quality=5)
-    block = bytes(MiB)
-    parts = [squeeze.process(block) for _ in range(size // MiB)]
-    return b"".join([*parts, squeeze.finish()])
-
-
-GOOD = json.dumps({"answer": "fact0", "retrieved": [{"id": "d0"}], "citations": [1]}).encode()
-
-
 def _attacks() -> dict[str, tuple[bytes, str | None]]:
     """Job name -> (raw response, error kind every case must end in; None: scored)."""
-    br = _br_zeros(BOMB)
-    return {
-        "gzip2": (
-            http_response(gzip.compress(_gzip_zeros(BOMB)), {"Content-Encoding": "gzip, gzip"}),
-            "response_too_large",
-        ),
-        "br": (http_response(br, {"Content-Encoding": "br"}), "response_too_large"),
-        "deflatebr": (
-            http_response(zlib.compress(br), {"Content-Encoding": "br, deflate"}),
-            "response_too_large",
-        ),
-        "chain3": (
-            http_response(
-                gzip.compress(gzip.compress(gzip.compress(GOOD))),
-                {"Content-Encoding": "gzip, gzip, gzip"},
-            ),
-            "bad_response",
-        ),
-        "control": (
-            http_response(
-                gzip.compress(GOOD),
-                {"Content-Encoding": "gzip", "Content-Type": "application/json"},
-            ),
-            None,
-        ),
-        "badstatus": (b"HTTP/1.1 2OO OK\r\nContent-Length: 2\r\n\r\n{}", "bad_response"),
-        "badchunk": (
-            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nZZ\r\nabc\r\n0\r\n\r\n",
-            "bad_response",
-        ),
-        "headeroverflow": (
-            b"HTTP/1.1 200 OK\r\nX-Big: " + b"a" * (1 * MiB) + b"\r\n\r\n{}",
-            "bad_response",
-        ),
-    }
+    return {**bombs(control=True), **garbled()}
 
 
 @dataclass

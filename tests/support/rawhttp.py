@@ -2,16 +2,18 @@
 HTTP framework would send (a bad status line, an invalid chunk, stacked encodings, a header
 beyond every limit, a connection closed half-way).
 
-It reads the request's head (and a declared body), writes ``response``, and closes the
-connection. Runs on its own event loop in a background thread, so it serves subprocesses
-(``evaluator serve``) and in-process clients alike.
+It reads the request's head (and a declared body), writes ``response`` (or, given several,
+the next one in turn), and closes the connection. Runs on its own event loop in a background
+thread, so it serves subprocesses (``evaluator serve``) and in-process clients alike.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import threading
+from collections.abc import Sequence
 
 __all__ = ["RawServer", "http_response"]
 
@@ -26,10 +28,11 @@ def http_response(
 
 
 class RawServer:
-    """``with RawServer(b"HTTP/1.1 200 OK\\r\\n...") as server: server.url``."""
+    """``with RawServer(b"HTTP/1.1 200 OK\\r\\n...") as server: server.url``; a sequence of
+    responses is answered in turn, one per request, starting again after the last."""
 
-    def __init__(self, response: bytes, path: str = "/rag") -> None:
-        self.response = response
+    def __init__(self, response: bytes | Sequence[bytes], path: str = "/rag") -> None:
+        self._responses = itertools.cycle([response] if isinstance(response, bytes) else response)
         self.path = path
         self.port = 0
         #: requests answered so far
@@ -50,7 +53,7 @@ class RawServer:
                 if name.strip().lower() == b"content-length":
                     await reader.readexactly(int(value))
             self.requests += 1
-            writer.write(self.response)
+            writer.write(next(self._responses))
             await writer.drain()
         writer.close()
         with contextlib.suppress(ConnectionError):

@@ -1,0 +1,129 @@
+"""The daemon's typed metric updates: what each one changes, and that each invalidates the
+cached exposition (the generation), in process on a registry of their own."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+from prometheus_client import CollectorRegistry
+
+from evaluator.daemon.exporter import DriftGauge, GateState, JobSnapshot, Metrics
+from evaluator.summary import summarise
+
+LABELS = ("t", "d")
+SAMPLE = {"target": "t", "dataset": "d"}
+
+
+def _metrics() -> tuple[CollectorRegistry, Metrics]:
+    registry = CollectorRegistry()
+    metrics = Metrics(registry, (0.1, 1.0))
+    metrics.add_job(
+        JobSnapshot(
+            target="t",
+            dataset="d",
+            k=5,
+            config_hash="c" * 16,
+            dataset_hash="h" * 64,
+            interval_seconds=60.0,
+        )
+    )
+    return registry, metrics
+
+
+UPDATES: dict[str, Callable[[Metrics], None]] = {
+    "run_finished": lambda m: m.run_finished(
+        LABELS, finished_at=10.0, duration_seconds=2.0, error_ratio=0.0
+    ),
+    "run_broke": lambda m: m.run_broke(LABELS, finished_at=10.0, duration_seconds=2.0),
+    "run_counted": lambda m: m.run_counted(LABELS, "skipped"),
+    "retried": lambda m: m.retried(LABELS),
+    "stage_folded": lambda m: m.stage_folded(LABELS),
+    "dataset_reload_failed": lambda m: m.dataset_reload_failed(LABELS),
+    "report_write_failed": lambda m: m.report_write_failed(LABELS),
+    "history_failed": lambda m: m.history_failed(LABELS, "io"),
+    "history_updated": lambda m: m.history_updated(
+        LABELS, stability_counts={"stable": 1}, window_runs=1, drift={}
+    ),
+    "dataset_changed": lambda m: m.dataset_changed(
+        LABELS, config_hash="e" * 16, dataset_hash="f" * 64
+    ),
+    "job_reconfigured": lambda m: m.job_reconfigured(
+        LABELS,
+        k=3,
+        config_hash="e" * 16,
+        dataset_hash="f" * 64,
+        interval_seconds=30.0,
+        baseline={},
+    ),
+    "config_reloaded": lambda m: m.config_reloaded(False),
+    "remove_job": lambda m: m.remove_job(LABELS),
+}
+
+
+@pytest.mark.parametrize("name", sorted(UPDATES))
+def test_every_update_invalidates_the_cached_exposition(name: str) -> None:
+    _, metrics = _metrics()
+    before = metrics.generation
+    UPDATES[name](metrics)
+    assert before + 1 == metrics.generation
+
+
+def test_a_complete_run_swaps_summary_gate_and_last_run_together() -> None:
+    registry, metrics = _metrics()
+    metrics.run_finished(
+        LABELS,
+        finished_at=100.0,
+        duration_seconds=2.5,
+        error_ratio=0.0,
+        config_hash="e" * 16,
+        complete=summarise(()),
+        gate=GateState(passing=False, rules_failing={"mrr": True}),
+    )
+    snap = metrics.snapshot(LABELS)
+    assert snap is not None
+    assert (100.0, 100.0, 2.5, "e" * 16) == (
+        snap.last_run_timestamp,
+        snap.last_complete_timestamp,
+        snap.last_run_duration,
+        snap.config_hash,
+    )
+    value = registry.get_sample_value
+    assert 0.0 == value("rag_eval_gate_passing", SAMPLE)
+    assert 1.0 == value("rag_eval_gate_rule_failing", {**SAMPLE, "rule": "mrr"})
+    assert 0.0 == value("rag_eval_last_run_scored_cases", SAMPLE)
+
+
+def test_a_run_that_is_not_complete_keeps_the_last_complete_one() -> None:
+    registry, metrics = _metrics()
+    metrics.run_finished(
+        LABELS, finished_at=1.0, duration_seconds=1.0, error_ratio=0.0, complete=summarise(())
+    )
+    metrics.run_finished(LABELS, finished_at=2.0, duration_seconds=1.0, error_ratio=0.5)
+    value = registry.get_sample_value
+    assert 1.0 == value("rag_eval_last_complete_run_timestamp_seconds", SAMPLE)
+    assert 2.0 == value("rag_eval_last_run_timestamp_seconds", SAMPLE)
+    assert 0.5 == value("rag_eval_error_ratio", SAMPLE)
+
+
+def test_history_and_counters_reach_the_exposition() -> None:
+    registry, metrics = _metrics()
+    metrics.history_updated(
+        LABELS,
+        stability_counts={"flaky": 2},
+        window_runs=7,
+        drift={"hit": DriftGauge(shift=-0.2, significant=True, dropped=3, rose=0)},
+    )
+    metrics.retried(LABELS)
+    value = registry.get_sample_value
+    assert 2.0 == value("rag_eval_stability_cases", {**SAMPLE, "class": "flaky"})
+    assert 7.0 == value("rag_eval_history_window_runs", SAMPLE)
+    assert -0.2 == value("rag_eval_drift_shift", {**SAMPLE, "check": "hit"})
+    assert 3.0 == value("rag_eval_drift_cases", {**SAMPLE, "check": "hit", "direction": "drop"})
+    assert 1.0 == value("rag_eval_case_retries_total", SAMPLE)
+
+
+def test_an_update_of_an_unknown_job_is_refused() -> None:
+    _, metrics = _metrics()
+    with pytest.raises(KeyError):
+        metrics.run_broke(("x", "y"), finished_at=1.0, duration_seconds=1.0)
