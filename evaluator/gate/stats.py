@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 # case_values is the registry's denominator rule, so a mean of per-case values is the
 # summary's value by construction
-from evaluator.metrics import QUALITY_METRICS, case_values
+from evaluator.metrics import QUALITY_METRICS, case_values, metric, populations, values
 from evaluator.models import CaseRecord
 
 __all__ = [
@@ -81,10 +81,16 @@ def _matched(
 ) -> tuple[list[str], dict[str, dict[str, float]]]:
     """Baseline-ordered ids matched on any metric, and each metric's differences by id."""
     diffs: dict[str, dict[str, float]] = {}
+    # each report's populations once, not once per metric (as case_values would)
+    base_pools = populations([r for r in baseline if r.scored])
+    cand_pools = populations([r for r in candidate if r.scored])
     for m in metrics:
-        base, cand = case_values(baseline, m), case_values(candidate, m)
+        spec = metric(m)
+        base = {record.id: value for record, value in values(spec, base_pools)}
+        cand = {record.id: value for record, value in values(spec, cand_pools)}
         diffs[m] = {i: cand[i] - v for i, v in base.items() if i in cand}
-    ids = list(dict.fromkeys(r.id for r in baseline if any(r.id in diffs[m] for m in metrics)))
+    matched = set().union(*(diffs[m] for m in metrics))
+    ids = list(dict.fromkeys(r.id for r in baseline if r.id in matched))
     return ids, diffs
 
 
