@@ -175,10 +175,20 @@ def run_job(plan: JobPlan, repeats: int = 1) -> RunReport:
     it and exits 130 (:func:`exit_if_interrupted`).
     """
     progress = Progress(len(plan.dataset.cases) * repeats, sys.stderr)
+    done: list[RunReport] = []
+
+    async def main() -> None:
+        # the report is not the main task's result: asyncio.run's clean-up passes the
+        # task's repr into an error message it discards (signal.getsignal of its SIGINT
+        # handler), and a task's repr includes its result: the repr of a 100,000-case
+        # report took 4 s of every such run
+        done.append(await _run(plan, repeats, progress))
+
     try:
-        return asyncio.run(_run(plan, repeats, progress))
+        asyncio.run(main())
     finally:
         progress.close()
+    return done[0]
 
 
 def exit_if_interrupted(report: RunReport, output: Path) -> None:
