@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from evaluator.gcpause import without_gc
 from evaluator.metrics import METRICS, QUALITY_METRICS, populations, values
 from evaluator.models import CaseRecord
 
@@ -176,6 +177,7 @@ def _totals(scored: Sequence[CaseRecord]) -> dict[str, Total]:
     return out
 
 
+@without_gc
 def summarise(records: Sequence[CaseRecord], *, with_tags: bool = True) -> Summary:
     """Aggregate per-case records into a :class:`Summary` (and one per tag)."""
     scored = [r for r in records if r.scored]

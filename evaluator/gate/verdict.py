@@ -27,6 +27,7 @@ from evaluator.gate.rules import (
     latency_limits,
 )
 from evaluator.gate.stats import Interval, PairedDifference, paired_differences, paired_intervals
+from evaluator.gcpause import without_gc
 from evaluator.report import RunReport
 from evaluator.summary import Summary
 
@@ -86,6 +87,7 @@ class GateResult:
         return self.alignment.candidate_summary
 
 
+@without_gc
 def evaluate_gate(
     baseline: RunReport,
     candidate: RunReport,

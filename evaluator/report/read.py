@@ -35,6 +35,7 @@ import msgspec
 from msgspec import Meta, Struct
 
 from evaluator.errors import ReportError
+from evaluator.gcpause import without_gc
 from evaluator.models import CaseError, CaseRecord, CaseScores
 from evaluator.repeats import Repeats, repeats_from_dict
 from evaluator.report.check import check_cases, check_summary, check_summary_matches
@@ -415,6 +416,7 @@ def _version_error(source: str, raw: bytes | None, data: object) -> ReportError 
     )
 
 
+@without_gc
 def parse_report(raw: bytes, source: str = "report") -> RunReport:
     """A report from the bytes of its file, validated.
 
