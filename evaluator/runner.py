@@ -213,6 +213,12 @@ async def _attempt_case(
     return record, queued.span_id
 
 
+def _now_to_the_millisecond() -> datetime:
+    # reports keep milliseconds: a report in memory equals the one read back from its file
+    now = datetime.now(UTC)
+    return now.replace(microsecond=now.microsecond // 1000 * 1000)
+
+
 async def run_dataset(
     dataset: Dataset,
     target: Target,
@@ -287,7 +293,7 @@ async def run_dataset(
     done = tuple(r for r in records if r is not None)
     return RunReport(
         run_id=run_id,
-        generated_at=datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+        generated_at=_now_to_the_millisecond(),
         config_hash=config_hash_for(dataset, target, options),
         dataset_hash=dataset.content_hash,
         target=target.name,

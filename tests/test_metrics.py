@@ -200,3 +200,25 @@ class TestSummaryHasEveryMetric:
         assert "recall_at_k" in table
         row = next(line for line in table.splitlines() if line.startswith("recall_at_k"))
         assert ["recall_at_k", "n/a", "0"] == row.split()
+
+
+class TestTheReportReaderKnowsEveryMetric:
+    """The report reader decodes into typed structs (msgspec) that list the score and ratio
+    fields: a metric added to the registry must be added there too, and this says where."""
+
+    def test_every_case_score_is_read_back(self) -> None:
+        from dataclasses import fields
+
+        from evaluator.report import read
+
+        missing = {f.name for f in fields(CaseScores)} - set(read._Case.__struct_fields__)
+        assert not missing, f"add {sorted(missing)} to _Case in evaluator/report/read.py"
+
+    def test_every_quality_ratio_and_total_is_read_back(self) -> None:
+        from evaluator.report import read
+
+        for struct in (read._Totals, read._TagSummary):
+            missing = set(QUALITY_METRICS) - set(struct.__struct_fields__)
+            assert not missing, (
+                f"add {sorted(missing)} to {struct.__name__} in evaluator/report/read.py"
+            )

@@ -9,7 +9,13 @@ from hypothesis import strategies as st
 
 from evaluator.daemon.shard import shard_cases
 from evaluator.models import Case, CaseError, CaseRecord, CaseScores
-from evaluator.report import RunReport, encode_json, report_from_dict, report_to_dict
+from evaluator.report import (
+    RunReport,
+    encode_json,
+    parse_timestamp,
+    report_from_dict,
+    report_to_dict,
+)
 from evaluator.scoring.answer import normalise
 from evaluator.summary import summarise
 from evaluator.targets.templates import DEFAULT_BODY, render_body
@@ -69,7 +75,7 @@ def _report(draw: st.DrawFn) -> RunReport:
     cases = tuple(draw(_record(case_id)) for case_id in ids)
     return RunReport(
         run_id=draw(_WORD),
-        generated_at="2026-01-02T03:04:05Z",
+        generated_at=parse_timestamp("2026-01-02T03:04:05Z"),
         config_hash=draw(_WORD),
         dataset_hash=draw(_WORD),
         target=draw(_WORD),

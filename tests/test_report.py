@@ -6,6 +6,7 @@ import asyncio
 import json
 import math
 from collections.abc import Mapping
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,8 @@ from evaluator.report import (
     RunReport,
     compute_config_hash,
     encode_report,
+    format_timestamp,
+    parse_timestamp,
     read_report,
     report_from_dict,
     report_to_dict,
@@ -121,7 +124,7 @@ CASES = (GRADED, BINARY_RETRIEVAL_ONLY, UNANSWERABLE, FAILED)
 def _report(cases: tuple[CaseRecord, ...] = CASES) -> RunReport:
     return RunReport(
         run_id="abc123",
-        generated_at="2025-01-02T03:04:05.678Z",
+        generated_at=parse_timestamp("2025-01-02T03:04:05.678Z"),
         config_hash="0123456789abcdef",
         dataset_hash="f" * 64,
         target="rag:8000",
@@ -318,6 +321,34 @@ class TestAtomicWrite:
 
 def _as_kwargs(record: CaseRecord) -> dict[str, Any]:
     return {name: getattr(record, name) for name in CaseRecord.__dataclass_fields__}
+
+
+class TestTimestamps:
+    """generated_at is a datetime in memory and one string format on disk."""
+
+    def test_written_as_utc_milliseconds_z(self) -> None:
+        at = datetime(2025, 1, 2, 4, 4, 5, 678000, tzinfo=timezone(timedelta(hours=1)))
+        assert "2025-01-02T03:04:05.678Z" == format_timestamp(at)
+
+    @pytest.mark.parametrize(
+        "text",
+        [
+            "2025-01-02T03:04:05.678Z",
+            "2025-01-02T03:04:05.678+00:00",
+            "2025-01-02T04:04:05.678+01:00",
+        ],
+    )
+    def test_read_back_in_any_offset_as_utc(self, text: str) -> None:
+        assert datetime(2025, 1, 2, 3, 4, 5, 678000, tzinfo=UTC) == parse_timestamp(text)
+
+    def test_a_time_without_offset_is_utc(self) -> None:
+        assert UTC == parse_timestamp("2025-01-02T03:04:05").tzinfo
+
+    def test_a_report_with_no_time_is_refused_naming_the_field(self) -> None:
+        data = report_to_dict(_report())
+        data["generated_at"] = "yesterday"
+        with pytest.raises(ReportError, match="'generated_at' is not an ISO 8601 time"):
+            report_from_dict(data, "r.json")
 
 
 class TestReadErrors:

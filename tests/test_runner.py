@@ -7,13 +7,14 @@ import sys
 import time
 import types
 from collections.abc import Awaitable, Callable
+from datetime import timedelta
 from typing import Any
 
 import pytest
 
 from evaluator.errors import TargetConnectError, TargetHTTPStatusError
 from evaluator.models import Case, CaseRecord, Dataset
-from evaluator.report import RunReport
+from evaluator.report import RunReport, format_timestamp
 from evaluator.retry import RetryPolicy
 from evaluator.runner import TEXT_KEEP_CHARS, RetryEvent, RunOptions, config_hash_for, run_dataset
 from evaluator.targets.callable import CallableTarget
@@ -260,7 +261,8 @@ class TestReport:
             seen_k,
         )
         assert config_hash_for(dataset, target, options) == report.config_hash
-        assert report.generated_at.endswith("Z")
+        assert report.generated_at.utcoffset() == timedelta(0)
+        assert format_timestamp(report.generated_at).endswith("Z")
         assert sorted(report.cases, key=lambda c: c.id) == sorted(records, key=lambda c: c.id)
         assert (1.0, 1.0, False) == (
             report.summary.get("recall_at_k"),

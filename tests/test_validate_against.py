@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from evaluator.models import CaseRecord, CaseScores
-from evaluator.report import RunReport, write_report
+from evaluator.report import RunReport, parse_timestamp, write_report
 from evaluator.summary import summarise
 
 pytestmark = pytest.mark.e2e  # runs the CLI as a subprocess
@@ -57,7 +57,8 @@ def _report(path: Path) -> Path:
     )
     write_report(
         RunReport(
-            run_id="r1", generated_at="2026-01-01T00:00:00.000Z", config_hash="c" * 16,
+            run_id="r1", generated_at=parse_timestamp("2026-01-01T00:00:00.000Z"),
+            config_hash="c" * 16,
             dataset_hash="d" * 64, target="t", dataset="golden", k=5, duration_seconds=1.0,
             summary=summarise(cases), cases=cases,
         ),

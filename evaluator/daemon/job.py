@@ -8,7 +8,6 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import replace
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -49,7 +48,7 @@ def classify(summary: Summary, error_ratio_limit: float) -> str:
 
 
 def _timestamp(report: RunReport) -> float:
-    return datetime.fromisoformat(report.generated_at.replace("Z", "+00:00")).timestamp()
+    return report.generated_at.timestamp()
 
 
 #: per-case measurements logged when the target reported them

@@ -14,7 +14,13 @@ from pathlib import Path
 import structlog
 
 from evaluator.errors import ReportError
-from evaluator.report import RunReport, fsync_folder, read_report, write_report
+from evaluator.report import (
+    RunReport,
+    format_timestamp,
+    fsync_folder,
+    read_report,
+    write_report,
+)
 
 __all__ = ["ReportStore", "job_folder_name"]
 
@@ -60,7 +66,7 @@ class ReportStore:
         """
         self.latest = report
         # milliseconds included: names sort in run order even for runs within one second
-        stamp = re.sub(r"[^0-9T]", "", report.generated_at) + "Z"
+        stamp = re.sub(r"[^0-9T]", "", format_timestamp(report.generated_at)) + "Z"
         path = self.folder / f"{stamp}-{report.run_id}.json"
         latest = self.folder / LATEST
         self._prune(self.keep - 1)

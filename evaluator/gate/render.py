@@ -17,7 +17,7 @@ from evaluator.gate.compare import CaseChange
 from evaluator.gate.rules import RuleResult, format_difference, format_value
 from evaluator.gate.stats import CONFIDENCE, RESAMPLES, SEED, Interval
 from evaluator.gate.verdict import GateResult
-from evaluator.report import RunReport
+from evaluator.report import RunReport, format_timestamp
 
 __all__ = [
     "FORMATS",
@@ -246,7 +246,7 @@ def _report_dict(report: RunReport, path: str) -> dict[str, Any]:
     return {
         "path": path,
         "run_id": report.run_id,
-        "generated_at": report.generated_at,
+        "generated_at": format_timestamp(report.generated_at),
         "dataset": report.dataset,
         "dataset_hash": report.dataset_hash,
         "target": report.target,

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
 
 from evaluator.history.drift import Drift, compute_drift
 from evaluator.history.outcome import CaseOutcome, outcome_of
@@ -65,13 +64,9 @@ def job_history(
     return JobHistory(window, len(latest), cases, drift, class_counts(cases))
 
 
-def _timestamp(generated_at: str) -> float:
-    return datetime.fromisoformat(generated_at.replace("Z", "+00:00")).timestamp()
-
-
 def run_row(report: RunReport, outcome: str) -> tuple[RunRow, dict[str, CaseOutcome]]:
     """What history keeps of a report: the run's row and each case's outcome."""
-    finished = _timestamp(report.generated_at)
+    finished = report.generated_at.timestamp()
     summary = report.summary
     metrics = {
         "recall_at_k": summary.get("recall_at_k"),

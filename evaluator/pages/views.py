@@ -17,7 +17,7 @@ from evaluator.models import CaseRecord, Citation
 from evaluator.pages.highlight import Segment, segments
 from evaluator.pages.trend import TREND_METRICS, RunRow, Sparkline, sparkline
 from evaluator.redaction import redactor
-from evaluator.report import RunReport
+from evaluator.report import RunReport, format_timestamp
 from evaluator.scoring.answer import contains_fact, normalise
 from evaluator.scoring.citation import resolve_citation
 from evaluator.scoring.labels import audit_record, audit_run, describe_fact
@@ -592,7 +592,7 @@ class ReportView:
 def _describe_report(label: str, report: RunReport, source: str) -> str:
     return (
         f"{label}: {source} ({report.dataset}, target {report.target}, K={report.k}, "
-        f"{report.case_count} cases, run {report.run_id}, {report.generated_at})"
+        f"{report.case_count} cases, run {report.run_id}, {format_timestamp(report.generated_at)})"
     )
 
 

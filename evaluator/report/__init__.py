@@ -12,7 +12,13 @@ documented fields.
 
 from __future__ import annotations
 
-from evaluator.report.model import SCHEMA_VERSION, RunReport, compute_config_hash
+from evaluator.report.model import (
+    SCHEMA_VERSION,
+    RunReport,
+    compute_config_hash,
+    format_timestamp,
+    parse_timestamp,
+)
 from evaluator.report.read import parse_report, read_report, report_from_dict
 from evaluator.report.write import (
     encode_json,
@@ -32,8 +38,10 @@ __all__ = [
     "compute_config_hash",
     "encode_json",
     "encode_report",
+    "format_timestamp",
     "fsync_folder",
     "parse_report",
+    "parse_timestamp",
     "read_report",
     "report_chunks",
     "report_from_dict",

@@ -6,6 +6,7 @@ import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from evaluator._version import __version__
@@ -23,7 +24,8 @@ class RunReport:
     """One run of a golden set against a target."""
 
     run_id: str
-    generated_at: str
+    #: when the run started, timezone-aware UTC; written as :func:`format_timestamp` says
+    generated_at: datetime
     config_hash: str
     dataset_hash: str
     target: str
@@ -57,6 +59,21 @@ class RunReport:
         """
         scored = [c for c in self.cases if c.scored]
         return bool(scored) and all(c.answer is None for c in scored)
+
+
+def format_timestamp(at: datetime) -> str:
+    """A report's time as written: UTC, milliseconds, ``Z`` (``2025-01-02T03:04:05.678Z``)."""
+    return at.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def parse_timestamp(text: str) -> datetime:
+    """A written time back as an aware datetime; one without an offset is taken as UTC.
+
+    Raises:
+        ValueError: ``text`` is not an ISO 8601 time.
+    """
+    at = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    return at.replace(tzinfo=UTC) if at.tzinfo is None else at.astimezone(UTC)
 
 
 def compute_config_hash(

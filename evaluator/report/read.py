@@ -27,6 +27,7 @@ import os
 import re
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -38,7 +39,7 @@ from evaluator.gcpause import without_gc
 from evaluator.models import CaseError, CaseRecord, CaseScores
 from evaluator.repeats import Repeats, repeats_from_dict
 from evaluator.report.check import check_cases, check_summary, check_summary_matches
-from evaluator.report.model import SCHEMA_VERSION, RunReport
+from evaluator.report.model import SCHEMA_VERSION, RunReport, parse_timestamp
 from evaluator.summary import OPTIONAL_FIELDS, QUALITY_METRICS, Summary, Total
 
 __all__ = ["parse_report", "read_report", "report_from_dict"]
@@ -364,7 +365,7 @@ def _build(source: str, head: _Report) -> RunReport:
         check_summary_matches(source, summary, cases)
     return RunReport(
         run_id=head.run_id,
-        generated_at=head.generated_at,
+        generated_at=_generated_at(source, head.generated_at),
         config_hash=head.config_hash,
         dataset_hash=head.dataset_hash,
         target=head.target,
@@ -378,6 +379,15 @@ def _build(source: str, head: _Report) -> RunReport:
         evaluator_version=head.evaluator_version,
         schema_version=SCHEMA_VERSION,
     )
+
+
+def _generated_at(source: str, text: str) -> datetime:
+    try:
+        return parse_timestamp(text)
+    except ValueError:
+        raise ReportError(
+            f"{source}: field 'generated_at' is not an ISO 8601 time: {text[:40]!r}"
+        ) from None
 
 
 def _repeats(source: str, raw: dict[str, Any] | None) -> Repeats | None:

@@ -20,7 +20,7 @@ from typing import Any, BinaryIO
 from evaluator.gcpause import without_gc
 from evaluator.models import CaseRecord, CaseScores
 from evaluator.redaction import redactor
-from evaluator.report.model import RunReport
+from evaluator.report.model import RunReport, format_timestamp
 from evaluator.scoring.labels import audit_record, audit_run
 
 __all__ = [
@@ -103,7 +103,7 @@ def _header_to_dict(report: RunReport) -> dict[str, Any]:
         "schema_version": report.schema_version,
         "evaluator_version": report.evaluator_version,
         "run_id": report.run_id,
-        "generated_at": report.generated_at,
+        "generated_at": format_timestamp(report.generated_at),
         "config_hash": report.config_hash,
         "dataset_hash": report.dataset_hash,
         "target": report.target,

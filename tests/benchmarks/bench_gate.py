@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from evaluator.models import CaseError, CaseRecord, CaseScores
-from evaluator.report import RunReport, write_report
+from evaluator.report import RunReport, parse_timestamp, write_report
 from evaluator.summary import summarise
 
 CASES = 5_000
@@ -84,7 +84,7 @@ def _report(seed: int, shift: float, run_id: str) -> RunReport:
     cases = [_case(rng, i, shift) for i in range(CASES)]
     return RunReport(
         run_id=run_id,
-        generated_at="2025-01-01T00:00:00+00:00",
+        generated_at=parse_timestamp("2025-01-01T00:00:00+00:00"),
         config_hash="bench",
         dataset_hash="bench-golden-set",
         target="bench:8000",

@@ -23,7 +23,7 @@ from typing import Any
 
 from evaluator.history.recorder import HistoryRecorder, HistorySettings
 from evaluator.models import CaseRecord, CaseScores
-from evaluator.report import RunReport
+from evaluator.report import RunReport, parse_timestamp
 from evaluator.summary import summarise
 from tests.benchmarks.support import figure, nearest_rank
 
@@ -59,7 +59,7 @@ def _reports(rng: random.Random) -> tuple[list[list[CaseRecord]], RunReport]:
     template_cases = tuple(v[0] for v in variants)
     template = RunReport(
         run_id="template",
-        generated_at="",
+        generated_at=parse_timestamp("2026-01-01T00:00:00Z"),
         config_hash="c" * 16,
         dataset_hash="d" * 64,
         target="bench",
@@ -83,7 +83,7 @@ def run() -> dict[str, Any]:
         try:
             for i in range(RUNS):
                 cases = tuple(rng.choice(v) for v in variants)
-                at = (start + timedelta(minutes=i)).isoformat(timespec="milliseconds")
+                at = start + timedelta(minutes=i)
                 report = replace(
                     template, run_id=f"run-{i:04d}", generated_at=at, cases=cases
                 )  # the summary is not what history costs: the template's is reused

@@ -33,7 +33,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from evaluator.report import RunReport, write_report
+from evaluator.report import RunReport, parse_timestamp, write_report
 from evaluator.summary import summarise
 from tests.benchmarks.bench_gate import _case
 from tests.benchmarks.support import REPO, figure, golden_set_bytes, quick
@@ -107,7 +107,7 @@ def _report(n: int, seed: int, shift: float, run_id: str) -> RunReport:
     cases = [_case(rng, i, shift) for i in range(n)]
     return RunReport(
         run_id=run_id,
-        generated_at="2025-01-01T00:00:00+00:00",
+        generated_at=parse_timestamp("2025-01-01T00:00:00+00:00"),
         config_hash="bench",
         dataset_hash="bench-golden-set",
         target="bench:8000",

@@ -21,7 +21,7 @@ import pytest
 
 from evaluator.daemon.report_store import LATEST, ReportStore
 from evaluator.models import CaseRecord, CaseScores
-from evaluator.report import RunReport, read_report, write_report
+from evaluator.report import RunReport, parse_timestamp, read_report, write_report
 from evaluator.summary import summarise
 
 pytestmark = pytest.mark.e2e
@@ -44,7 +44,7 @@ store = ReportStore(root, "killed/job", keep)
 print("ready", flush=True)
 while True:
     run_id = uuid.uuid4().hex[:12]
-    now = datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    now = datetime.now(UTC)
     print("begin", run_id, flush=True)
     store.save(dataclasses.replace(base, run_id=run_id, generated_at=now))
     print("done", run_id, flush=True)
@@ -75,7 +75,7 @@ def _report(run_id: str, generated_at: str = "2025-01-01T00:00:00.000Z") -> RunR
     )
     return RunReport(
         run_id=run_id,
-        generated_at=generated_at,
+        generated_at=parse_timestamp(generated_at),
         config_hash="0" * 16,
         dataset_hash="1" * 64,
         target="loop",

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from evaluator.models import CaseError, CaseRecord, CaseScores
-from evaluator.report import RunReport, report_to_dict
+from evaluator.report import RunReport, parse_timestamp, report_to_dict
 from evaluator.summary import summarise
 
 #: The article's exercise (DESIGN.md "Release gate").
@@ -90,7 +90,7 @@ def report(
     """A report whose summary is computed from ``records``, as the runner does."""
     return RunReport(
         run_id=run_id,
-        generated_at="2025-01-01T00:00:00+00:00",
+        generated_at=parse_timestamp("2025-01-01T00:00:00+00:00"),
         config_hash="cfg",
         dataset_hash=dataset_hash,
         target=target,

@@ -121,7 +121,7 @@ def _report(i: int, ok: bool = True) -> RunReport:  # minutes ago: 10 - i
     made = report([record("a", correct=ok), record("b")], run_id=f"run{i}")
     # recent: the recorder prunes by age against the clock
     at = datetime.now(UTC) - timedelta(minutes=10 - i)
-    return replace(made, generated_at=at.isoformat(timespec="milliseconds"))
+    return replace(made, generated_at=at)
 
 
 def test_recorder_moves_a_corrupt_file_aside_and_starts_afresh(tmp_path: Path) -> None:

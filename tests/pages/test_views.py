@@ -16,7 +16,7 @@ from evaluator.pages.views import (
     report_view,
 )
 from evaluator.redaction import Redactor
-from evaluator.report import RunReport
+from evaluator.report import RunReport, parse_timestamp
 from evaluator.summary import summarise
 
 SECRET = "tok-9f8e7d6c5b4a"
@@ -50,7 +50,7 @@ RECORD = CaseRecord(
 def _report(*records: CaseRecord) -> RunReport:
     return RunReport(
         run_id="run1",
-        generated_at="2026-01-01T00:00:00.000Z",
+        generated_at=parse_timestamp("2026-01-01T00:00:00.000Z"),
         config_hash="c" * 16,
         dataset_hash="d" * 64,
         target="rag",

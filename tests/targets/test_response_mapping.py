@@ -11,7 +11,7 @@ import pytest
 from evaluator.commands.run import mapping_diagnosis
 from evaluator.errors import BadResponseError
 from evaluator.models import CaseError, CaseRecord, Retrieved, TargetResponse
-from evaluator.report import RunReport
+from evaluator.report import RunReport, parse_timestamp
 from evaluator.summary import summarise
 from evaluator.targets.base import parse_default_response
 from evaluator.targets.mapping import ResponseMapper
@@ -262,7 +262,7 @@ def _report(*errors: CaseError | None) -> RunReport:
     cases = tuple(_record(f"c{i}", e) for i, e in enumerate(errors))
     return RunReport(
         run_id="r",
-        generated_at="2026-01-01T00:00:00Z",
+        generated_at=parse_timestamp("2026-01-01T00:00:00Z"),
         config_hash="h",
         dataset_hash="d",
         target="t",
