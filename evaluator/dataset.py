@@ -159,6 +159,9 @@ class _JsonObject(dict[str, object]):
 
     def __init__(self, pairs: list[tuple[str, object]]) -> None:
         super().__init__(pairs)
+        if len(self) == len(pairs):  # no key twice: the common case, without counting
+            self.repeated_keys: tuple[str, ...] = ()
+            return
         counts = Counter(key for key, _ in pairs)
         self.repeated_keys = tuple(key for key, count in counts.items() if count > 1)
 
