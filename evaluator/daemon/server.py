@@ -21,7 +21,7 @@ from evaluator.report import RunReport, encode_report
 
 __all__ = ["HttpEndpoints", "parse_listen"]
 
-#: a scrape encodes for at most this long before letting the event loop run...
+#: a scrape encodes for at most this much CPU time before letting the event loop run...
 _SLICE_SECONDS = 0.005
 #: ...and after this many slices encodes the rest in one go (bounded, whatever changes)
 _MAX_SLICES = 50
