@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 
@@ -41,15 +41,23 @@ class QueueWait:
 _meter: ContextVar[QueueWait | None] = ContextVar("evaluator_queue_wait", default=None)
 
 
-@contextmanager
-def measure_queue_wait() -> Iterator[QueueWait]:
-    """Collect the admission waits of the calls made inside the block (same task)."""
-    meter = QueueWait()
-    token = _meter.set(meter)
-    try:
-        yield meter
-    finally:
-        _meter.reset(token)
+class measure_queue_wait:
+    """Collect the admission waits of the calls made inside the block (same task).
+
+    A class rather than a ``@contextmanager`` generator: it is entered once per case.
+    """
+
+    __slots__ = ("_meter", "_token")
+
+    def __init__(self) -> None:
+        self._meter = QueueWait()
+
+    def __enter__(self) -> QueueWait:
+        self._token = _meter.set(self._meter)
+        return self._meter
+
+    def __exit__(self, *exc: object) -> None:
+        _meter.reset(self._token)
 
 
 def record_queue_wait(seconds: float) -> None:
