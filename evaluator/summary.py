@@ -88,7 +88,7 @@ class Summary:
         return None
 
     def to_dict(self) -> dict[str, Any]:
-        """The report's JSON shape (the article's names first)."""
+        """The report's JSON shape (the customary metric names first)."""
         out: dict[str, Any] = {name: self.totals[name].mean for name in QUALITY_METRICS}
         out.update(
             case_count=self.case_count,

@@ -272,7 +272,7 @@ class TestRoundTrip:
         )
 
     def test_top_level_fields(self) -> None:
-        """The report carries DESIGN.md's top-level fields with derived counts."""
+        """The report carries the top-level fields of docs/reports.md, with derived counts."""
         data = report_to_dict(_report())
         expected = {
             "schema_version": SCHEMA_VERSION,

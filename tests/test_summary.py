@@ -1,4 +1,5 @@
-"""summarise, nearest_rank, Total and Summary: denominators and percentiles as DESIGN.md says."""
+"""summarise, nearest_rank, Total and Summary: denominators and percentiles as
+docs/metrics.md says."""
 
 from __future__ import annotations
 
@@ -356,7 +357,7 @@ class TestSummaryAccess:
         }
 
     def test_to_dict_names(self) -> None:
-        """The article's names lead, followed by DESIGN.md's additions and the raw totals."""
+        """The customary names lead, followed by our additions and the raw totals."""
         out = summarise([_record("a", _scores(1.0, citation_precision=1.0, refused=False))])
         d = out.to_dict()
         assert list(QUALITY_METRICS) == list(d)[: len(QUALITY_METRICS)]

@@ -11,7 +11,7 @@ from evaluator.models import Case, CaseError, CaseRecord, CaseScores, Outcome
 from evaluator.report import RunReport, parse_timestamp, report_to_dict
 from evaluator.summary import summarise
 
-#: The article's exercise (DESIGN.md "Release gate").
+#: The gate exercise of docs/gate.md.
 EXERCISE_BASELINE = {
     "recall_at_k": 0.90,
     "mrr": 0.76,
