@@ -31,16 +31,17 @@ EVALUATOR = Path(sys.executable).with_name("evaluator")
 def _case(rng: random.Random, i: int, shift: float) -> CaseRecord:
     """A realistic-looking case; ``shift`` nudges the candidate's scores and latency."""
     unanswerable = i % 10 == 0
+    case = Case(
+        id=f"case-{i:05d}",
+        question=f"question number {i}?",
+        relevance={} if unanswerable else {f"doc-{i}": 1},
+        expected_facts=() if unanswerable else (("fact",),),
+        unanswerable=unanswerable,
+        tags=("bench",),
+    )
     if rng.random() < 0.01:
         return CaseRecord(
-            case=Case(
-                id=f"case-{i:05d}",
-                question=f"question number {i}?",
-                relevance={} if unanswerable else {f"doc-{i}": 1},
-                expected_facts=() if unanswerable else (("fact",),),
-                unanswerable=unanswerable,
-                tags=("bench",),
-            ),
+            case=case,
             outcome=CaseError("timeout", "no answer within 30s"),
             ranked_ids=(),
             answer=None,
@@ -55,14 +56,7 @@ def _case(rng: random.Random, i: int, shift: float) -> CaseRecord:
     recall = 1.0 if rank else 0.0
     correct = rng.random() < 0.85 + shift
     return CaseRecord(
-        case=Case(
-            id=f"case-{i:05d}",
-            question=f"question number {i}?",
-            relevance={} if unanswerable else {f"doc-{i}": 1},
-            expected_facts=() if unanswerable else (("fact",),),
-            unanswerable=unanswerable,
-            tags=("bench",),
-        ),
+        case=case,
         outcome=CaseScores(
             recall_at_k=recall,
             mrr=1.0 / rank if rank else 0.0,
