@@ -95,8 +95,8 @@ def _matched(
     paired: dict[str, _Paired] = {}
     matched: set[str] = set()
     # each report's populations once, not once per metric (as case_values would)
-    base_pools = populations([r for r in baseline if r.scored])
-    cand_pools = populations([r for r in candidate if r.scored])
+    base_pools = populations([r for r in baseline if r.scores is not None])
+    cand_pools = populations([r for r in candidate if r.scores is not None])
     for m in metrics:
         spec = metric(m)
         cand = {record.id: value for record, value in values(spec, cand_pools)}
