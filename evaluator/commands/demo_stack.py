@@ -195,6 +195,7 @@ def _banner(options: DemoOptions, prometheus: PrometheusUi, daemon_port: int) ->
         "",
         "evaluator demo is running (Ctrl-C stops everything)",
         f"  reference RAG service  {rag}/rag",
+        f"  status page            {base}/",
         f"  metrics                {base}/metrics",
         f"  health                 {base}/healthz   {base}/readyz",
         f"  latest report          {base}/reports/latest",

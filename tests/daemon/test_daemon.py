@@ -258,7 +258,7 @@ class TestSchedule:
 
 
 class TestOutcomes:
-    """Outcomes follow DESIGN.md; only a complete run moves the quality gauges."""
+    """Outcomes follow docs/daemon.md; only a complete run moves the quality gauges."""
 
     def test_target_down_for_a_whole_run_fails_and_keeps_gauges(
         self, tmp_path: Path, endpoint: Endpoint

@@ -61,7 +61,7 @@ def chat_reply(request: dict[str, Any]) -> Reply:
 
 
 class TestDefaultContract:
-    """POST {question, top_k}; the default response parsed as DESIGN.md describes."""
+    """POST {question, top_k}; the default response parsed as docs/targets.md describes."""
 
     def test_run(self) -> None:
         with LoopbackServer(default_reply) as server:
