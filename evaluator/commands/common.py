@@ -13,7 +13,14 @@ from pydantic import ValidationError
 
 from evaluator import otlp
 from evaluator.commands.progress import Progress
-from evaluator.config import JobConfig, Settings, TargetConfig, load_settings
+from evaluator.config import (
+    CallableTargetConfig,
+    HttpTargetConfig,
+    JobConfig,
+    Settings,
+    TargetConfig,
+    load_settings,
+)
 from evaluator.dataset import load_dataset
 from evaluator.errors import ConfigError, EvaluatorError, OutputError
 from evaluator.factory import build_target
@@ -45,9 +52,11 @@ def target_from_flags(url: str | None, spec: str | None) -> TargetConfig:
         ConfigError: naming the flag, for a URL with a bad port or a broken IPv6 host.
     """
     try:
-        return TargetConfig(url=url) if url else TargetConfig(callable=spec)
+        if url is not None:
+            return HttpTargetConfig(url=url)
+        return CallableTargetConfig(callable=spec or "")
     except ValidationError as exc:
-        flag = "--target-url" if url else "--target"
+        flag = "--target-url" if url is not None else "--target"
         problems = "; ".join(e["msg"].removeprefix("Value error, ") for e in exc.errors())
         raise ConfigError(f"invalid configuration: {flag} {url or spec}: {problems}") from None
 
