@@ -2,7 +2,7 @@
 
 Every function keeps the first occurrence of each id, so a ranking that repeats an id can
 never score above 1, and treats an id as relevant when its grade is >= 1. With no relevant
-id at all (empty or all-zero ``relevance``) every metric is 0.0, as in the source article:
+id at all (empty or all-zero ``relevance``) every metric is 0.0, as docs/metrics.md defines it:
 there is nothing to find. Unanswerable cases are scored by :func:`evaluator.scoring.score_case`,
 not here.
 """

@@ -1,4 +1,4 @@
-"""The target protocol and the parser of the default response contract (DESIGN.md)."""
+"""The target protocol and the parser of the default response contract (docs/targets.md)."""
 
 from __future__ import annotations
 
