@@ -303,10 +303,12 @@ def values(
     per_case = spec.per_case
     if per_case is None:
         raise ValueError(f"{spec.name} is a run-level value, not a mean of per-case values")
+    # the outcome itself, not the ``scores`` view: this runs per case per metric
     return [
         (record, float(value))
         for record in pools[spec.population]
-        if record.scores is not None and (value := per_case(record.scores)) is not None
+        if isinstance(scores := record.outcome, CaseScores)
+        and (value := per_case(scores)) is not None
     ]
 
 
