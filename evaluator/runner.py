@@ -93,37 +93,37 @@ def _kept_texts(
 
 def _record(
     case: Case,
-    response: TargetResponse | None,
+    result: TargetResponse | CaseError,
     options: RunOptions,
     latency: float,
     attempts: int,
-    error: CaseError | None,
     trace_id: str | None = None,
 ) -> CaseRecord:
-    scores = None
+    """The record of a case the target answered (scored here) or that failed with ``result``."""
+    if isinstance(result, CaseError):
+        return CaseRecord(
+            case=case,
+            outcome=result,
+            ranked_ids=(),
+            answer=None,
+            citations=(),
+            latency_seconds=latency,
+            stage_seconds={},
+            attempts=attempts,
+            **_delivery_fields(None, trace_id),
+        )
     limits = options.limits
-    if response is not None:
-        response = limits.ranking(response)
-    texts: dict[str, str] = {}
-    cut: frozenset[str] = frozenset()
-    if response is not None and error is None:
-        scores = score_case(case, response, options.k, options.scoring)
-        texts, cut = _kept_texts(case, response, options.k, limits)
+    response = limits.ranking(result)
+    texts, cut = _kept_texts(case, response, options.k, limits)
     return CaseRecord(
-        id=case.id,
-        question=case.question,
-        unanswerable=case.unanswerable,
-        relevance=case.relevance,
-        expected_facts=case.expected_facts,
-        tags=case.tags,
-        ranked_ids=limits.ids(response.ranked_ids) if response is not None else (),
-        answer=limits.answer(response.answer) if response is not None else None,
-        citations=limits.citations(response.citations) if response is not None else (),
-        scores=scores,
+        case=case,
+        outcome=score_case(case, response, options.k, options.scoring),
+        ranked_ids=limits.ids(response.ranked_ids),
+        answer=limits.answer(response.answer),
+        citations=limits.citations(response.citations),
         latency_seconds=latency,
-        stage_seconds=options.stages.fold(response.timings) if response is not None else {},
+        stage_seconds=options.stages.fold(response.timings),
         attempts=attempts,
-        error=error,
         texts=texts,
         cut_texts=cut,
         **_delivery_fields(response, trace_id),
@@ -204,12 +204,12 @@ async def _attempt_case(
         except TargetError as exc:
             latency = time.perf_counter() - started - queued.seconds
             error = _case_error(exc, limits.message(exc.message))
-            record = _record(case, None, options, latency, exc.attempts, error, queued.trace_id)
+            record = _record(case, error, options, latency, exc.attempts, queued.trace_id)
             return record, queued.span_id
     # ends at the last byte when the target says when it came (parsing is not its latency)
     ended = queued.received_at if queued.received_at is not None else time.perf_counter()
     latency = ended - started - queued.seconds
-    record = _record(case, response, options, latency, attempts, None, queued.trace_id)
+    record = _record(case, response, options, latency, attempts, queued.trace_id)
     return record, queued.span_id
 
 

@@ -180,7 +180,7 @@ def _totals(scored: Sequence[CaseRecord]) -> dict[str, Total]:
 @without_gc
 def summarise(records: Sequence[CaseRecord], *, with_tags: bool = True) -> Summary:
     """Aggregate per-case records into a :class:`Summary` (and one per tag)."""
-    scored = [r for r in records if r.scored]
+    scored = [r for r in records if r.scores is not None]
     errors = [r for r in records if r.error is not None]
     by_kind: dict[str, int] = {}
     for r in records:
@@ -198,7 +198,7 @@ def summarise(records: Sequence[CaseRecord], *, with_tags: bool = True) -> Summa
         # one pass over the cases, not one per tag: linear in cases whatever the tag count
         groups: dict[str, list[CaseRecord]] = {}
         for r in records:
-            for t in dict.fromkeys(r.tags):
+            for t in dict.fromkeys(r.case.tags):
                 groups.setdefault(t, []).append(r)
         by_tag = {t: summarise(groups[t], with_tags=False) for t in sorted(groups)}
     return Summary(
@@ -228,7 +228,7 @@ def relevant_never_retrieved(records: Sequence[CaseRecord]) -> int:
     positive count almost always means the golden set's ids are not the service's ids
     (another chunking, a prefix, a numeric id), not that retrieval is that bad.
     """
-    answerable = [r.scores for r in records if r.scores is not None and not r.unanswerable]
+    answerable = [r.scores for r in records if r.scores is not None and not r.case.unanswerable]
     if not answerable or any(s.mrr > 0 for s in answerable):
         return 0
     return len(answerable)

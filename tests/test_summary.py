@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evaluator.models import CaseError, CaseRecord, CaseScores
+from evaluator.models import Case, CaseError, CaseRecord, CaseScores, Outcome
 from evaluator.summary import (
     QUALITY_METRICS,
     Summary,
@@ -25,29 +25,29 @@ from evaluator.summary import (
 
 def _record(
     case_id: str,
-    scores: CaseScores | None = None,
+    outcome: Outcome,
     *,
     unanswerable: bool = False,
     facts: tuple[tuple[str, ...], ...] = (),
     tags: tuple[str, ...] = (),
     latency: float = 0.1,
     stages: Mapping[str, float] | None = None,
-    error: CaseError | None = None,
 ) -> CaseRecord:
     return CaseRecord(
-        id=case_id,
-        question=f"question {case_id}?",
-        unanswerable=unanswerable,
-        relevance={} if unanswerable else {"doc": 1},
-        expected_facts=facts,
-        tags=tags,
+        case=Case(
+            id=case_id,
+            question=f"question {case_id}?",
+            relevance={} if unanswerable else {"doc": 1},
+            expected_facts=facts,
+            unanswerable=unanswerable,
+            tags=tags,
+        ),
+        outcome=outcome,
         ranked_ids=("doc",),
-        answer=None if scores is None else "answer",
+        answer="answer" if isinstance(outcome, CaseScores) else None,
         citations=(),
-        scores=scores,
         latency_seconds=latency,
         stage_seconds=dict(stages or {}),
-        error=error,
     )
 
 
@@ -75,9 +75,7 @@ def _scores(
 def _failed(
     case_id: str, kind: str = "timeout", *, latency: float = 0.1, tags: tuple[str, ...] = ()
 ) -> CaseRecord:
-    return _record(
-        case_id, None, latency=latency, tags=tags, error=CaseError(kind, f"{kind} happened")
-    )
+    return _record(case_id, CaseError(kind, f"{kind} happened"), latency=latency, tags=tags)
 
 
 FACT = (("七天",),)
@@ -395,9 +393,9 @@ _opt_bool = st.none() | st.booleans()
 @st.composite
 def _records(draw: st.DrawFn) -> CaseRecord:
     failed = draw(st.booleans())
-    scores = None
+    outcome: Outcome = CaseError("timeout", "late")
     if not failed:
-        scores = CaseScores(
+        outcome = CaseScores(
             recall_at_k=draw(_unit),
             mrr=draw(_unit),
             ndcg_at_k=draw(_unit),
@@ -410,7 +408,7 @@ def _records(draw: st.DrawFn) -> CaseRecord:
         )
     return _record(
         draw(st.text(min_size=1, max_size=5)),
-        scores,
+        outcome,
         unanswerable=draw(st.booleans()),
         facts=draw(st.sampled_from([(), FACT])),
         tags=tuple(draw(st.lists(st.sampled_from(["a", "b", "c"]), max_size=2, unique=True))),
@@ -421,7 +419,6 @@ def _records(draw: st.DrawFn) -> CaseRecord:
                 st.floats(min_value=0, max_value=60, allow_nan=False),
             )
         ),
-        error=CaseError("timeout", "late") if failed else None,
     )
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from evaluator.metrics import METRICS
-from evaluator.models import CaseRecord
+from evaluator.models import CaseError, CaseRecord
 from evaluator.report import RunReport
 from evaluator.scoring.labels import audit_run
 from evaluator.summary import Summary
@@ -70,18 +70,18 @@ def _cases(summary: Summary, name: str) -> int:
 
 
 def _case_line(c: CaseRecord) -> str:
-    if c.error is not None:
-        what = f"error {c.error.kind}: {c.error.message}"
+    s = c.outcome
+    if isinstance(s, CaseError):
+        what = f"error {s.kind}: {s.message}"
     else:
-        s = c.scores
-        assert s is not None  # scored cases carry scores
         answer = {True: "right", False: "wrong", None: "unscored"}[s.answer_correct]
         what = f"recall {s.recall_at_k:.2f} rr {s.mrr:.2f} answer {answer}"
-        if c.unanswerable:
+        if c.case.unanswerable:
             what += " (unanswerable)"
-    expected = ",".join(c.relevance) or "-"
+    expected = ",".join(c.case.relevance) or "-"
     got = ",".join(c.ranked_ids[:5]) or "-"
-    return f"  {c.id}: {what}\n      q: {c.question}\n      relevant: {expected}  retrieved: {got}"
+    question = c.case.question
+    return f"  {c.id}: {what}\n      q: {question}\n      relevant: {expected}  retrieved: {got}"
 
 
 def format_run(report: RunReport, worst: int = 5) -> str:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from evaluator.errors import GateError
 from evaluator.metrics import FLOAT_TOLERANCE, METRICS
-from evaluator.models import CaseRecord
+from evaluator.models import CaseError, CaseRecord
 from evaluator.report import RunReport
 from evaluator.summary import Summary, summarise
 
@@ -193,13 +193,13 @@ def _moves(b: CaseRecord, c: CaseRecord) -> tuple[list[str], float, list[str], f
     worse: list[str] = []
     better: list[str] = []
     bad = good = 0.0
-    if b.error is None and c.error is not None:
-        return [f"new error {c.error.kind}: {c.error.message}"], _ERROR_WEIGHT, [], 0.0
-    if b.error is not None and c.error is None:
-        return [], 0.0, [f"error fixed (was {b.error.kind})"], _ERROR_WEIGHT
-    if b.scores is None or c.scores is None:
-        return [], 0.0, [], 0.0
-    bs, cs = b.scores, c.scores
+    bs, cs = b.outcome, c.outcome
+    if isinstance(cs, CaseError):
+        if isinstance(bs, CaseError):
+            return [], 0.0, [], 0.0
+        return [f"new error {cs.kind}: {cs.message}"], _ERROR_WEIGHT, [], 0.0
+    if isinstance(bs, CaseError):
+        return [], 0.0, [f"error fixed (was {bs.kind})"], _ERROR_WEIGHT
     if bs.answer_correct is True and cs.answer_correct is False:
         worse.append("answer correct → incorrect")
         bad += _ANSWER_WEIGHT
@@ -241,10 +241,10 @@ def diff_cases(alignment: Alignment) -> CaseDiff:
             continue
         change = CaseChange(
             id=b.id,
-            question=b.question,
+            question=b.case.question,
             severity=bad if worse else good,
             changes=(*worse, *better),
-            relevant_ids=tuple(b.relevance),
+            relevant_ids=tuple(b.case.relevance),
             baseline_ranked=b.ranked_ids,
             candidate_ranked=c.ranked_ids,
         )

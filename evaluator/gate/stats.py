@@ -82,8 +82,8 @@ def _matched(
     """Baseline-ordered ids matched on any metric, and each metric's differences by id."""
     diffs: dict[str, dict[str, float]] = {}
     # each report's populations once, not once per metric (as case_values would)
-    base_pools = populations([r for r in baseline if r.scored])
-    cand_pools = populations([r for r in candidate if r.scored])
+    base_pools = populations([r for r in baseline if r.scores is not None])
+    cand_pools = populations([r for r in candidate if r.scores is not None])
     for m in metrics:
         spec = metric(m)
         base = {record.id: value for record, value in values(spec, base_pools)}

@@ -36,7 +36,7 @@ from msgspec import Meta, Struct
 
 from evaluator.errors import ReportError
 from evaluator.gcpause import without_gc
-from evaluator.models import CaseError, CaseRecord, CaseScores
+from evaluator.models import Case, CaseError, CaseRecord, CaseScores, Outcome
 from evaluator.repeats import Repeats, repeats_from_dict
 from evaluator.report.check import check_cases, check_summary, check_summary_matches
 from evaluator.report.model import SCHEMA_VERSION, RunReport, parse_timestamp
@@ -287,10 +287,9 @@ def _summary(source: str, entry: _Summary) -> Summary:
 def _case(source: str, c: _Case, where: str) -> CaseRecord:
     rel = c.relevant_ids
     relevance = dict.fromkeys(rel, 1) if isinstance(rel, list) else rel
-    scores: CaseScores | None = None
-    error: CaseError | None = None
+    outcome: Outcome
     if c.error is not None:
-        error = CaseError(c.error.kind, c.error.message, c.error.status)
+        outcome = CaseError(c.error.kind, c.error.message, c.error.status)
     elif c.recall_at_k is None or c.mrr is None or c.ndcg_at_k is None:
         missing = next(n for n in ("recall_at_k", "mrr", "ndcg_at_k") if getattr(c, n) is None)
         raise ReportError(
@@ -298,7 +297,7 @@ def _case(source: str, c: _Case, where: str) -> CaseRecord:
             "(a case is either scored or failed)"
         )
     else:
-        scores = CaseScores(
+        outcome = CaseScores(
             c.recall_at_k,
             c.mrr,
             c.ndcg_at_k,
@@ -309,21 +308,23 @@ def _case(source: str, c: _Case, where: str) -> CaseRecord:
             c.fact_recall,
             c.refused,
         )
-    return CaseRecord(
+    case = Case(
         id=c.id,
         question=c.question,
-        unanswerable=c.unanswerable,
         relevance=relevance,
         expected_facts=tuple(tuple(f) if isinstance(f, list) else (f,) for f in c.expected_facts),
+        unanswerable=c.unanswerable,
         tags=tuple(c.tags),
+    )
+    return CaseRecord(
+        case=case,
+        outcome=outcome,
         ranked_ids=tuple(c.ranked_ids),
         answer=c.answer,
         citations=tuple(c.citations),
-        scores=scores,
         latency_seconds=c.latency_seconds,
         stage_seconds=c.stage_seconds,
         attempts=c.attempts,
-        error=error,
         texts=c.texts,
         cut_texts=frozenset(c.cut_texts),
         ttfb_seconds=c.ttfb_seconds,

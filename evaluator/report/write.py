@@ -74,11 +74,11 @@ def _case_to_dict(c: CaseRecord) -> dict[str, Any]:
 def _case_core(c: CaseRecord) -> dict[str, Any]:
     return {
         "id": c.id,
-        "question": c.question,
-        "tags": list(c.tags),
-        "unanswerable": c.unanswerable,
-        "relevant_ids": _relevant_json(c.relevance),
-        "expected_facts": [list(f) if len(f) > 1 else f[0] for f in c.expected_facts],
+        "question": c.case.question,
+        "tags": list(c.case.tags),
+        "unanswerable": c.case.unanswerable,
+        "relevant_ids": _relevant_json(c.case.relevance),
+        "expected_facts": [list(f) if len(f) > 1 else f[0] for f in c.case.expected_facts],
         "ranked_ids": list(c.ranked_ids),
         "answer": c.answer,
         "citations": list(c.citations),

@@ -107,7 +107,9 @@ async def _timed(
     report = await run_dataset(dataset, target, options, cases=cases)
     wall = time.perf_counter() - started
     overhead = [
-        r.latency_seconds - r.stage_seconds.get("sleep", 0.0) for r in report.cases if r.scored
+        r.latency_seconds - r.stage_seconds.get("sleep", 0.0)
+        for r in report.cases
+        if r.scores is not None
     ]
     return wall, overhead, report.summary.error_count
 

@@ -10,7 +10,7 @@ import pytest
 
 from evaluator.commands.run import mapping_diagnosis
 from evaluator.errors import BadResponseError
-from evaluator.models import CaseError, CaseRecord, Retrieved, TargetResponse
+from evaluator.models import Case, CaseError, CaseRecord, Retrieved, TargetResponse
 from evaluator.report import RunReport, parse_timestamp
 from evaluator.summary import summarise
 from evaluator.targets.base import parse_default_response
@@ -242,19 +242,24 @@ def _record(case_id: str, error: CaseError | None) -> CaseRecord:
     from evaluator.models import CaseScores
 
     return CaseRecord(
-        id=case_id,
-        question="q",
-        unanswerable=False,
-        relevance={"a": 1},
-        expected_facts=(),
-        tags=(),
+        case=Case(
+            id=case_id,
+            question="q",
+            relevance={"a": 1},
+            expected_facts=(),
+            unanswerable=False,
+            tags=(),
+        ),
+        outcome=error
+        if error is not None
+        else None
+        if error
+        else CaseScores(recall_at_k=1.0, mrr=1.0, ndcg_at_k=1.0),
         ranked_ids=(),
         answer=None,
         citations=(),
-        scores=None if error else CaseScores(recall_at_k=1.0, mrr=1.0, ndcg_at_k=1.0),
         latency_seconds=0.01,
         stage_seconds={},
-        error=error,
     )
 
 
