@@ -157,12 +157,15 @@ def _phase(daemon: DaemonProcess, folders: dict[str, Path], deadline: float) -> 
     """Wait for enough runs of both jobs that began and ended inside this phase."""
     seen = {name: set(_reports(folder)) for name, folder in folders.items()}
     wanted = {"neighbour": NEIGHBOUR_RUNS, "heavy": HEAVY_RUNS}
-    with Poller(f"{daemon.url}/healthz", 0.02) as health, Poller(
-        f"{daemon.url}/metrics", 0.1
-    ) as scrapes:
+    with (
+        Poller(f"{daemon.url}/healthz", 0.02) as health,
+        Poller(f"{daemon.url}/metrics", 0.1) as scrapes,
+    ):
         while True:
             # the first new report of each job straddles the switch: not counted
-            fresh = {n: [p for p in _reports(f) if p not in seen[n]][1:] for n, f in folders.items()}
+            fresh = {
+                n: [p for p in _reports(f) if p not in seen[n]][1:] for n, f in folders.items()
+            }
             if all(len(fresh[n]) >= wanted[n] for n in wanted):
                 break
             assert daemon.proc is not None and daemon.proc.poll() is None, "daemon died"
@@ -179,7 +182,8 @@ def _phase(daemon: DaemonProcess, folders: dict[str, Path], deadline: float) -> 
 @pytest.fixture(scope="module")
 def phases(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Phase]]:
     workdir = tmp_path_factory.mktemp("neighbour")
-    with HostileEndpoint("good") as heavy, endpoint(ENDPOINT_LATENCY) as neighbour_url:
+    heavy = HostileEndpoint("good")
+    with heavy, endpoint(ENDPOINT_LATENCY) as neighbour_url:
         args = ["--config", str(_config(workdir, heavy.url, neighbour_url))]
         folders = {
             name: workdir / "reports" / job_folder_name(f"{name}/{name}")
