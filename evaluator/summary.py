@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from operator import itemgetter
 from typing import Any
 
 from evaluator.gcpause import without_gc
@@ -165,6 +166,9 @@ def nearest_rank(values: Sequence[float], percentile: float) -> float | None:
     return ordered[rank - 1]
 
 
+_VALUE = itemgetter(1)
+
+
 def _totals(scored: Sequence[CaseRecord]) -> dict[str, Total]:
     """Each quality total over its population (the registry's denominator rule,
     :func:`evaluator.metrics.values`), added in case order."""
@@ -172,8 +176,9 @@ def _totals(scored: Sequence[CaseRecord]) -> dict[str, Total]:
     out: dict[str, Total] = {}
     for spec in METRICS:
         if spec.per_case is not None:
-            picked = [value for _, value in values(spec, pools)]
-            out[spec.name] = Total(sum(picked), len(picked))
+            picked = values(spec, pools)
+            # sum of the values in case order, without a second list of them
+            out[spec.name] = Total(sum(map(_VALUE, picked)), len(picked))
     return out
 
 
@@ -193,15 +198,7 @@ def summarise(records: Sequence[CaseRecord], *, with_tags: bool = True) -> Summa
         name: [t[name] for t in (r.stage_seconds for r in records) if name in t] for name in names
     }
     latencies = sorted(r.latency_seconds for r in records)  # sorted once for both ranks
-    by_tag: dict[str, Summary] = {}
-    if with_tags:
-        # one pass over the cases, not one per tag: linear in cases whatever the tag count
-        groups: dict[str, list[CaseRecord]] = {}
-        for r in records:
-            for t in dict.fromkeys(r.case.tags):
-                groups.setdefault(t, []).append(r)
-        by_tag = {t: summarise(groups[t], with_tags=False) for t in sorted(groups)}
-    return Summary(
+    whole = Summary(
         case_count=len(records),
         scored_count=len(scored),
         error_count=len(errors),
@@ -216,9 +213,23 @@ def summarise(records: Sequence[CaseRecord], *, with_tags: bool = True) -> Summa
             if (v := nearest_rank(vals, 95)) is not None
         },
         errors_by_kind=dict(sorted(by_kind.items())),
-        by_tag=by_tag,
         **_delivery(records),
     )
+    if not with_tags:
+        return whole
+    # one pass over the cases, not one per tag: linear in cases whatever the tag count
+    groups: dict[str, list[CaseRecord]] = {}
+    for r in records:
+        tags = r.case.tags
+        for t in tags if len(tags) < 2 else dict.fromkeys(tags):
+            groups.setdefault(t, []).append(r)
+    # a tag every case carries (a golden set tagged "smoke" throughout) holds the same
+    # cases in the same order: its summary is the run's, not computed a second time
+    by_tag = {
+        t: whole if len(groups[t]) == len(records) else summarise(groups[t], with_tags=False)
+        for t in sorted(groups)
+    }
+    return replace(whole, by_tag=by_tag) if by_tag else whole
 
 
 def relevant_never_retrieved(records: Sequence[CaseRecord]) -> int:

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import structlog
 
-from evaluator.config import JobConfig, Settings, TargetConfig
+from evaluator.config import HttpTargetConfig, JobConfig, Settings
 from evaluator.daemon import Daemon
 from evaluator.daemon.server import parse_listen
 from evaluator.daemon.service import without_created_series
@@ -173,7 +173,7 @@ def _settings(options: DemoOptions) -> Settings:
             f"golden set {options.dataset} not found: run the demo from the source tree "
             "or pass --dataset"
         )
-    target = TargetConfig(name="reference", url=f"http://127.0.0.1:{options.rag_port}/rag")
+    target = HttpTargetConfig(name="reference", url=f"http://127.0.0.1:{options.rag_port}/rag")
     job = JobConfig(
         target="reference", dataset=options.dataset, interval_seconds=options.interval_seconds
     )

@@ -18,7 +18,7 @@ import structlog
 import structlog.testing
 from aiohttp import web
 
-from evaluator.config import JobConfig, RetryConfig, Settings, TargetConfig, load_settings
+from evaluator.config import HttpTargetConfig, JobConfig, RetryConfig, Settings, load_settings
 from evaluator.daemon import Daemon
 from evaluator.daemon.report_store import LATEST
 from evaluator.errors import ERROR_KINDS, ConfigError
@@ -124,7 +124,7 @@ def _settings(
     fields.update(job or {})
     values: dict[str, Any] = {
         "targets": [
-            TargetConfig(
+            HttpTargetConfig(
                 name="loop",
                 url=url,
                 timeout_seconds=2,
