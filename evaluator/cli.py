@@ -1,7 +1,7 @@
 """The ``evaluator`` command line: parses flags, runs a subcommand, maps errors to exit codes.
 
-Exit codes (DESIGN.md): 0 success, 2 the gate failed and nothing else, 1 every other failure
-with one line on stderr (a traceback only with ``--debug``).
+Exit codes (README.md, "Exit codes"): 0 success, 2 the gate failed and nothing else, 1 every
+other failure with one line on stderr (a traceback only with ``--debug``).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ Handler = Callable[[argparse.Namespace], int]
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse exits 2 on a usage error; DESIGN.md reserves 2 for a failed gate."""
+    """argparse exits 2 on a usage error; exit code 2 is reserved for a failed gate."""
 
     def error(self, message: str) -> NoReturn:
         # main() prefixes "evaluator: error: "; the program name again would double it

@@ -13,10 +13,11 @@ import json
 import math
 import os
 import tomllib
+import typing
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
 import jmespath
@@ -26,9 +27,11 @@ from jmespath.parser import ParsedResult
 from pydantic import (
     BaseModel,
     ConfigDict,
+    Discriminator,
     Field,
     JsonValue,
     PrivateAttr,
+    Tag,
     ValidationError,
     field_validator,
     model_validator,
@@ -57,7 +60,10 @@ from evaluator.targets.templates import (
 __all__ = [
     "DEFAULT_BUCKETS",
     "DEFAULT_CONFIG_PATH",
+    "TARGET_KINDS",
+    "CallableTargetConfig",
     "HistoryConfig",
+    "HttpTargetConfig",
     "JobConfig",
     "OtlpConfig",
     "RequestConfig",
@@ -317,24 +323,6 @@ class TlsConfig(_Strict):
         return self
 
 
-_HTTP_ONLY = (
-    "request",
-    "response",
-    "streaming",
-    "kind",
-    "model",
-    "stream",
-    "server_timing",
-    "trace",
-    "tls",
-    "connect_timeout_seconds",
-    "read_timeout_seconds",
-    "max_response_bytes",
-    "max_connections",
-    "requests_per_second",
-)
-
-
 def _url_problem(url: str) -> str | None:
     """What is wrong with an endpoint URL that a request would only find out later."""
     if not url.startswith(("http://", "https://")):
@@ -355,34 +343,11 @@ def _url_problem(url: str) -> str | None:
     return None
 
 
-class TargetConfig(_Strict):
-    """One system under test: an HTTP endpoint (``url``) or a Python callable.
+class _TargetBase(_Strict):
+    """What every target has, whatever calls it: its label, deadline, bounds and retries."""
 
-    ``timeout_seconds`` bounds each attempt as a whole (connect, send, the whole body);
-    ``read_timeout_seconds`` bounds silence while waiting for or reading the response.
-    """
-
-    name: str | None = Field(None, description="the target label; default host:port")
-    url: str | None = None
-    """HTTP(S) endpoint; exactly one of `url` and `callable`."""
-    callable: str | None = Field(None, description="module:function")
+    name: str | None = Field(None, description="the target label")
     timeout_seconds: float = _seconds(30.0, description="whole-call deadline per attempt")
-    connect_timeout_seconds: float = _seconds(5.0)
-    """Deadline for the TCP (and TLS) connection."""
-    read_timeout_seconds: float | None = _seconds(
-        None, description="longest silence from the endpoint; default timeout_seconds"
-    )
-    max_response_bytes: int = Field(
-        4 * 1024 * 1024, ge=1024, le=1024**3, description="response size cap"
-    )
-    max_connections: int = Field(100, ge=1, le=10_000, description="calls in flight, at most")
-    requests_per_second: float | None = Field(
-        None,
-        ge=MIN_REQUESTS_PER_SECOND,
-        le=1_000_000,
-        allow_inf_nan=False,
-        description="request rate, at most",
-    )
     max_ranked_ids: int = Field(
         100, ge=1, le=100_000, description="ranked items kept and scored per case"
     )
@@ -400,6 +365,48 @@ class TargetConfig(_Strict):
         ge=0,
         le=1000,
         description="without an allow-list, distinct stage names kept; the rest are 'other'",
+    )
+    retry: RetryConfig = RetryConfig()
+    """Retries of transient failures (connect errors, 429, 502-504)."""
+
+    def limits(self) -> RecordLimits:
+        """How much of each response a case record keeps."""
+        return RecordLimits(
+            max_ranked_ids=self.max_ranked_ids,
+            max_answer_chars=self.max_answer_chars,
+            max_text_chars=self.max_text_chars,
+        )
+
+    def stage_names(self) -> StageNames:
+        """A fresh bound on the stage names of one job of this target."""
+        return StageNames(allowed=self.stages, cap=self.max_stages)
+
+
+class HttpTargetConfig(_TargetBase):
+    """A system under test reached over HTTP(S) at ``url`` (``kind`` picks a preset).
+
+    ``timeout_seconds`` bounds each attempt as a whole (connect, send, the whole body);
+    ``read_timeout_seconds`` bounds silence while waiting for or reading the response.
+    """
+
+    name: str | None = Field(None, description="the target label; default host:port")
+    url: str
+    """HTTP(S) endpoint (a target has a `url` or a `callable`, not both)."""
+    connect_timeout_seconds: float = _seconds(5.0)
+    """Deadline for the TCP (and TLS) connection."""
+    read_timeout_seconds: float | None = _seconds(
+        None, description="longest silence from the endpoint; default timeout_seconds"
+    )
+    max_response_bytes: int = Field(
+        4 * 1024 * 1024, ge=1024, le=1024**3, description="response size cap"
+    )
+    max_connections: int = Field(100, ge=1, le=10_000, description="calls in flight, at most")
+    requests_per_second: float | None = Field(
+        None,
+        ge=MIN_REQUESTS_PER_SECOND,
+        le=1_000_000,
+        allow_inf_nan=False,
+        description="request rate, at most",
     )
     kind: Literal["http", "openai-chat"] = Field(
         "http", description="'openai-chat': an OpenAI-compatible chat completions endpoint"
@@ -420,13 +427,9 @@ class TargetConfig(_Strict):
     prices: PricesConfig | None = Field(None, description="prices per 1k tokens, for cost")
     tls: TlsConfig = TlsConfig()
     """TLS verification."""
-    retry: RetryConfig = RetryConfig()
-    """Retries of transient failures (connect errors, 429, 502-504)."""
 
     @model_validator(mode="after")
-    def _one_kind(self) -> TargetConfig:
-        if (self.url is None) == (self.callable is None):
-            raise ValueError("set exactly one of 'url' or 'callable'")
+    def _consistent(self) -> HttpTargetConfig:
         if self.kind == "openai-chat":
             if not self.model:
                 raise ValueError("kind 'openai-chat' needs 'model' (the model name sent)")
@@ -434,42 +437,64 @@ class TargetConfig(_Strict):
                 raise ValueError("kind 'openai-chat' streams with 'stream = true', not [streaming]")
         elif self.model is not None or self.stream:
             raise ValueError("'model' and 'stream' are for kind = 'openai-chat'")
-        problem = None if self.url is None else _url_problem(self.url)
+        problem = _url_problem(self.url)
         if problem:
             raise ValueError(problem)
-        if self.callable is not None:
-            # compared with the defaults, not model_fields_set: a dumped-and-reloaded
-            # config (the command line does that) sets every field
-            fields = type(self).model_fields
-            http_only = [n for n in _HTTP_ONLY if getattr(self, n) != fields[n].get_default()]
-            if http_only:
-                raise ValueError(f"{', '.join(http_only)}: only for a 'url' target")
         return self
-
-    def limits(self) -> RecordLimits:
-        """How much of each response a case record keeps."""
-        return RecordLimits(
-            max_ranked_ids=self.max_ranked_ids,
-            max_answer_chars=self.max_answer_chars,
-            max_text_chars=self.max_text_chars,
-        )
-
-    def stage_names(self) -> StageNames:
-        """A fresh bound on the stage names of one job of this target."""
-        return StageNames(allowed=self.stages, cap=self.max_stages)
 
     @property
     def retrieval_only(self) -> bool:
-        """A mapped HTTP target without an answer expression."""
+        """A mapped target without an answer expression."""
         return self.response is not None and self.response.answer is None
 
     @property
     def label(self) -> str:
-        if self.name:
-            return self.name
-        if self.url is not None:
-            return default_target_name(self.url)
-        return (self.callable or "").partition(":")[2]
+        return self.name or default_target_name(self.url)
+
+
+class CallableTargetConfig(_TargetBase):
+    """A system under test called in-process: a Python function ``module:function``.
+
+    It gets each case and K and returns a ``TargetResponse``; nothing of HTTP applies.
+    """
+
+    name: str | None = Field(None, description="the target label; default the function's name")
+    callable: str = Field(description="module:function (a target has a `url` or a `callable`)")
+
+    @property
+    def label(self) -> str:
+        return self.name or self.callable.partition(":")[2]
+
+
+#: the tag of each kind of target (the discriminator's values) and its model
+TARGET_KINDS: dict[str, type[HttpTargetConfig | CallableTargetConfig]] = {
+    "http": HttpTargetConfig,
+    "callable": CallableTargetConfig,
+}
+#: how a message names each kind of target: by the key that makes a target that kind
+KIND_NAMES = {"http": "a 'url' target", "callable": "a 'callable' target"}
+_NO_KIND = "set exactly one of 'url' or 'callable'"
+
+
+def _target_kind(value: object) -> str | None:
+    """Which kind of target ``value`` is: the key that names its endpoint says so, as config
+    files have always written it (``url = ...`` or ``callable = ...``); None for both or
+    neither, which pydantic reports at the target as :data:`_NO_KIND`."""
+    if isinstance(value, HttpTargetConfig | CallableTargetConfig):
+        return "http" if isinstance(value, HttpTargetConfig) else "callable"
+    if not isinstance(value, Mapping):
+        return "http"  # not a table: the HTTP model reports it ("a valid dictionary")
+    has_url, has_callable = "url" in value, "callable" in value
+    if has_url == has_callable:
+        return None
+    return "http" if has_url else "callable"
+
+
+#: One system under test: an HTTP endpoint (``url``) or a Python callable (``callable``).
+TargetConfig = Annotated[
+    Annotated[HttpTargetConfig, Tag("http")] | Annotated[CallableTargetConfig, Tag("callable")],
+    Discriminator(_target_kind, custom_error_type="target_kind", custom_error_message=_NO_KIND),
+]
 
 
 def cron_trigger(expression: str, jitter: int | None = None) -> CronTrigger:
@@ -730,20 +755,52 @@ def _jmespath_problem(value: str, exc: JMESPathError) -> str:
     )
 
 
-def _model_at(loc: tuple[str | int, ...]) -> type[BaseModel] | None:
-    """The settings model that holds the field at ``loc`` (for "did you mean")."""
-    model: type[BaseModel] = Settings
+def _walk(
+    loc: tuple[str | int, ...],
+) -> tuple[tuple[str | int, ...], type[BaseModel] | None, Mapping[str, type[BaseModel]]]:
+    """``loc`` as the user wrote it, the model holding its last key, and that model's kinds.
+
+    Pydantic puts the tag of a discriminated union into the location (``targets.0.http.url``);
+    no config file says ``http`` there, so the tag is dropped from what is shown, and used to
+    pick the model that holds the keys after it. The kinds are the union's tag -> model when
+    the last key is in one of its members (a callable target: the HTTP target is the other
+    kind); the holder is None when the member is not known (a target of no kind).
+    """
+    shown: list[str | int] = []
+    model: type[BaseModel] | None = Settings
+    holder: type[BaseModel] | None = None
+    tags: dict[str, type[BaseModel]] = {}  # the union the next key enters
+    kinds: Mapping[str, type[BaseModel]] = {}
     for part in loc:
         if isinstance(part, int):
+            shown.append(part)
             continue
-        field = model.model_fields.get(part)
-        if field is None:
-            return None
-        inner = _inner_model(field.annotation)
-        if inner is None:
-            return None
-        model = inner
-    return model
+        if part in tags:
+            model, kinds, tags = tags[part], tags, {}
+            continue
+        shown.append(part)
+        if tags:  # a key of a union member, the member not chosen
+            holder, kinds, model = None, tags, None
+        else:
+            holder, kinds = model, kinds if model in kinds.values() else {}
+        field = None if model is None else model.model_fields.get(part)
+        model = None if field is None else _inner_model(field.annotation)
+        tags = {} if field is None else _tagged(field.annotation)
+    return tuple(shown), holder, kinds
+
+
+def _tagged(annotation: object) -> dict[str, type[BaseModel]]:
+    """The tag -> model of a discriminated union somewhere in ``annotation``."""
+    found: dict[str, type[BaseModel]] = {}
+    if typing.get_origin(annotation) is Annotated:
+        base, *metadata = typing.get_args(annotation)
+        for item in metadata:
+            if isinstance(item, Tag) and isinstance(base, type) and issubclass(base, BaseModel):
+                found[item.tag] = base
+        return found | _tagged(base)
+    for arg in typing.get_args(annotation):
+        found |= _tagged(arg)
+    return found
 
 
 def _inner_model(annotation: object) -> type[BaseModel] | None:
@@ -777,22 +834,23 @@ def _format_validation(
     key), never a source it did not come from."""
     parts = []
     origins = flags or {}
-    for err in exc.errors(include_url=False, include_input=False):
-        loc = tuple(err["loc"])
+    for kind, where, msg in _problems(exc):
+        loc, holder, kinds = _walk(where)
         dotted = ".".join(str(p) for p in loc)
         env = "EVALUATOR_" + "__".join(str(p) for p in loc).upper()
-        message = err["msg"].removeprefix("Value error, ")
-        if err["type"] == "extra_forbidden" and loc:
-            model = _model_at(loc[:-1])
-            known = list(model.model_fields) if model is not None else []
-            close = difflib.get_close_matches(str(loc[-1]), known, n=1)
-            message = "unknown key" + (f' (did you mean "{close[0]}"?)' if close else "")
+        whole = "EVALUATOR_" + str(loc[0]).upper() if loc else ""
+        message = msg.removeprefix("Value error, ")
+        if kind == "extra_forbidden" and loc:
+            message = _unknown_key(str(loc[-1]), holder, kinds)
         if loc and origins.get(str(loc[0])):
             field = origins[str(loc[0])]
         elif loc and str(loc[0]) in origins:
             field = f"{dotted} (command line)"
         elif loc and env in os.environ:
             field = f"environment variable {env} ({dotted})"
+        elif len(loc) > 1 and whole in os.environ:
+            # a list of tables set whole as JSON (EVALUATOR_TARGETS='[{...}]')
+            field = f"environment variable {whole} ({dotted})"
         elif loc and file_data is not None and _in_data(file_data, loc):
             field = f"{source}: {dotted}"
         elif loc:
@@ -801,6 +859,40 @@ def _format_validation(
             field = source
         parts.append(f"{field}: {message}")
     return "invalid configuration: " + "; ".join(parts)
+
+
+def _problems(exc: ValidationError) -> list[tuple[str, tuple[str | int, ...], str]]:
+    """(type, location, message) of each error; a target of no kind (neither `url` nor
+    `callable`, or both) is told by its unknown keys when it has some: ``urll`` is a typo
+    of ``url``, and the closest key says so better than "set exactly one". Of the input,
+    only a table's keys are read, never a value (it may be a secret)."""
+    known = {name for model in TARGET_KINDS.values() for name in model.model_fields}
+    found: list[tuple[str, tuple[str | int, ...], str]] = []
+    for err in exc.errors(include_url=False):
+        loc, data = tuple(err["loc"]), err.get("input")
+        unknown = []
+        if err["type"] == "target_kind" and isinstance(data, Mapping):
+            unknown = [str(key) for key in data if key not in known]
+        found += [("extra_forbidden", (*loc, key), "") for key in unknown]
+        if not unknown:
+            found.append((err["type"], loc, err["msg"]))
+    return found
+
+
+def _unknown_key(
+    key: str, holder: type[BaseModel] | None, kinds: Mapping[str, type[BaseModel]]
+) -> str:
+    """Why ``key`` is not accepted where it was written: a key of another kind of the same
+    thing (``max_connections`` on a callable target), or a typo, with the closest key (of
+    any kind when the kind is not known: ``holder`` None)."""
+    if holder is not None:
+        for tag, model in kinds.items():
+            if model is not holder and key in model.model_fields:
+                return f"only for {KIND_NAMES.get(tag, repr(tag))}"
+    models = [holder] if holder is not None else list(kinds.values())
+    known = list(dict.fromkeys(name for model in models for name in model.model_fields))
+    close = difflib.get_close_matches(key, known, n=1)
+    return "unknown key" + (f' (did you mean "{close[0]}"?)' if close else "")
 
 
 def _check_environment() -> None:
@@ -903,12 +995,11 @@ def _relative_to_file(
             and _from_file(file_data, overridden, "jobs", index, name)
         }
         jobs.append(job.model_copy(update=update) if update else job)
-    targets = []
+    targets: list[TargetConfig] = []
     for index, target in enumerate(settings.targets):
-        bundle = target.tls.ca_bundle
-        if bundle is not None and _from_file(
-            file_data, overridden, "targets", index, "tls", "ca_bundle"
-        ):
+        bundle = target.tls.ca_bundle if isinstance(target, HttpTargetConfig) else None
+        written = _from_file(file_data, overridden, "targets", index, "tls", "ca_bundle")
+        if isinstance(target, HttpTargetConfig) and bundle is not None and written:
             tls = target.tls.model_copy(update={"ca_bundle": _against(base, bundle)})
             target = target.model_copy(update={"tls": tls})
         targets.append(target)

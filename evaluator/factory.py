@@ -9,7 +9,14 @@ from collections.abc import Mapping
 import jmespath
 from pydantic import JsonValue, ValidationError
 
-from evaluator.config import ResponseConfig, StreamingConfig, TargetConfig, TlsConfig
+from evaluator.config import (
+    CallableTargetConfig,
+    HttpTargetConfig,
+    ResponseConfig,
+    StreamingConfig,
+    TargetConfig,
+    TlsConfig,
+)
 from evaluator.errors import ConfigError
 from evaluator.targets.base import Target
 from evaluator.targets.callable import CallableTarget
@@ -23,7 +30,7 @@ from evaluator.targets.presets import (
 from evaluator.targets.request import RequestTemplate
 from evaluator.targets.streaming import StreamSpec
 
-__all__ = ["build_target"]
+__all__ = ["build_http_target", "build_target"]
 
 
 def build_target(
@@ -41,10 +48,15 @@ def build_target(
         ConfigError: a callable that cannot be imported, an unset environment variable,
             an unreadable CA bundle.
     """
-    if config.callable is not None:
+    if isinstance(config, CallableTargetConfig):
         return CallableTarget(config.callable, name=config.label, timeout=config.timeout_seconds)
-    if config.url is None:  # TargetConfig's validator guarantees one of the two
-        raise ConfigError("target has neither 'url' nor 'callable'")
+    return build_http_target(config, environ=environ)
+
+
+def build_http_target(
+    config: HttpTargetConfig, *, environ: Mapping[str, str] | None = None
+) -> HttpTarget:
+    """The HTTP target ``config`` describes, its kind's preset applied."""
     where = f"target {config.label!r}"
     body, response, streaming = _preset(config, where)
     try:
@@ -66,11 +78,14 @@ def build_target(
         max_connections=config.max_connections,
         requests_per_second=config.requests_per_second,
         verify=_verify(config.tls, where),
+        max_ranked_ids=config.max_ranked_ids,
     )
     mapper = None
     if response is not None:
         scale = 0.001 if response.timings_unit == "milliseconds" else 1.0
-        mapper = ResponseMapper(response.compiled, timings_scale=scale)
+        mapper = ResponseMapper(
+            response.compiled, timings_scale=scale, max_ranked=config.max_ranked_ids
+        )
     prices = config.prices
     return HttpTarget(
         config.url,
@@ -87,12 +102,12 @@ def build_target(
 
 
 def _preset(
-    config: TargetConfig, where: str
+    config: HttpTargetConfig, where: str
 ) -> tuple[JsonValue, ResponseConfig | None, StreamingConfig | None]:
     """The body, response mapping and streaming of ``config``, its kind's preset applied."""
     if config.kind != "openai-chat":
         return config.request.body, config.response, config.streaming
-    assert config.model is not None  # TargetConfig's validator
+    assert config.model is not None  # HttpTargetConfig's validator
     body = config.request.body
     if body is None:
         body = openai_chat_body(config.model, config.stream)

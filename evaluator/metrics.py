@@ -281,13 +281,13 @@ def metric(name: str) -> MetricSpec:
 
 def populations(scored: Sequence[CaseRecord]) -> dict[Population, Sequence[CaseRecord]]:
     """The cases each population averages over, from the scored cases of a run."""
-    answerable = [r for r in scored if not r.unanswerable]
+    answerable = [r for r in scored if not r.case.unanswerable]
     return {
         # a retrieval-only golden set of unanswerable cases still has a retrieval score
         "retrieval": answerable or scored,
         "scored": scored,
         "answerable": answerable,
-        "unanswerable": [r for r in scored if r.unanswerable],
+        "unanswerable": [r for r in scored if r.case.unanswerable],
     }
 
 
@@ -303,10 +303,13 @@ def values(
     per_case = spec.per_case
     if per_case is None:
         raise ValueError(f"{spec.name} is a run-level value, not a mean of per-case values")
+    # the outcome read once, not through the ``scores`` view twice: nine metrics times
+    # every case of two reports make the view's function calls a third of a gate
     return [
         (record, float(value))
         for record in pools[spec.population]
-        if record.scores is not None and (value := per_case(record.scores)) is not None
+        if isinstance(scores := record.outcome, CaseScores)
+        and (value := per_case(scores)) is not None
     ]
 
 
@@ -316,5 +319,5 @@ def case_values(cases: Sequence[CaseRecord], name: str) -> dict[str, float]:
     Failed cases and cases where the metric is not scored are absent, exactly as they are
     absent from the summary's average.
     """
-    pools = populations([r for r in cases if r.scored])
+    pools = populations([r for r in cases if r.scores is not None])
     return {record.id: value for record, value in values(metric(name), pools)}

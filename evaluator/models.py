@@ -19,6 +19,7 @@ __all__ = [
     "Citation",
     "Dataset",
     "Delivery",
+    "Outcome",
     "Retrieved",
     "TargetResponse",
 ]
@@ -133,7 +134,7 @@ class TargetResponse:
     @property
     def ranked_ids(self) -> tuple[str, ...]:
         """Retrieved ids in rank order, first occurrence kept."""
-        return tuple(dict.fromkeys(r.id for r in self.retrieved))
+        return tuple(dict.fromkeys([r.id for r in self.retrieved]))
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,27 +167,28 @@ class CaseError:
     expression: str | None = dataclasses.field(default=None, compare=False)
 
 
+#: How a case ended: scored, or failed with the reason. Exactly one, by construction.
+Outcome = CaseScores | CaseError
+
+
 @dataclass(frozen=True, slots=True)
 class CaseRecord:
-    """One case as kept in a report: the case, what the target answered, its scores or error.
+    """One case as kept in a report: the case, what the target answered, and its outcome.
 
-    A failed case has ``error`` set and every score None; it stays out of quality averages.
+    ``outcome`` is the case's scores or, for a failed case, its error: never both, never
+    neither. A failed case stays out of quality averages. The response fields
+    (``ranked_ids``, ``answer``, ...) are what came back, kept for a failed case too when
+    the target answered (e.g. a ``bad_response``).
     """
 
-    id: str
-    question: str
-    unanswerable: bool
-    relevance: Mapping[str, int]
-    expected_facts: tuple[tuple[str, ...], ...]
-    tags: tuple[str, ...]
+    case: Case
+    outcome: Outcome
     ranked_ids: tuple[str, ...]
     answer: str | None
     citations: tuple[Citation, ...]
-    scores: CaseScores | None
     latency_seconds: float
     stage_seconds: Mapping[str, float]
     attempts: int = 1
-    error: CaseError | None = None
     #: evidence text kept for read-back (label audit, case view): id -> text, for the top-K
     #: ids and the relevant ids that came back with text, each cut to ``TEXT_KEEP_CHARS``
     texts: Mapping[str, str] = field(default_factory=dict)
@@ -203,10 +205,19 @@ class CaseRecord:
     #: the W3C trace id the request carried (``traceparent``)
     trace_id: str | None = None
 
-    @property
-    def scored(self) -> bool:
-        return self.error is None and self.scores is not None
+    # Views of the one outcome: filters over many records read better as
+    # ``r.scores is not None`` than as an isinstance test, and exactly one is not None.
 
     @property
-    def has_answer_check(self) -> bool:
-        return self.unanswerable or bool(self.expected_facts)
+    def id(self) -> str:
+        return self.case.id
+
+    @property
+    def scores(self) -> CaseScores | None:
+        """The scores of a scored case; None for a failed one."""
+        return self.outcome if isinstance(self.outcome, CaseScores) else None
+
+    @property
+    def error(self) -> CaseError | None:
+        """Why the case failed; None for a scored one."""
+        return self.outcome if isinstance(self.outcome, CaseError) else None

@@ -25,9 +25,9 @@ __all__ = ["CaseRepeats", "Repeats", "repeats_from_dict", "summarise_repeats", "
 def verdicts(record: CaseRecord) -> tuple[bool | None, bool | None]:
     """``(answer, hit)`` of one record: None when not checked or when the call failed."""
     scores = record.scores
-    if record.error is not None or scores is None:
+    if scores is None:
         return None, None
-    hit = None if record.unanswerable else scores.recall_at_k > 0
+    hit = None if record.case.unanswerable else scores.recall_at_k > 0
     return scores.answer_correct, hit
 
 

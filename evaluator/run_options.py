@@ -19,7 +19,7 @@ __all__ = ["RetryPolicy", "RunOptions"]
 class RetryPolicy:
     """How often and how patiently a transient failure is retried.
 
-    ``retries`` counts extra attempts after the first (DESIGN.md: by default twice).
+    ``retries`` counts extra attempts after the first (docs/targets.md: by default twice).
     Waits grow exponentially from ``backoff_initial`` up to ``backoff_max`` seconds, with
     full jitter; a 429's ``Retry-After`` is honoured up to ``backoff_max``.
     """

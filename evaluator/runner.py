@@ -32,7 +32,15 @@ from evaluator.summary import summarise
 from evaluator.targets.admission import measure_queue_wait
 from evaluator.targets.base import Target
 
-__all__ = ["TEXT_KEEP_CHARS", "RetryEvent", "RunOptions", "config_hash_for", "run_dataset"]
+__all__ = [
+    "TEXT_KEEP_CHARS",
+    "CaseSink",
+    "RetryEvent",
+    "RunOptions",
+    "config_hash_for",
+    "new_run_id",
+    "run_dataset",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +56,14 @@ class RetryEvent:
 
 CaseCallback = Callable[[CaseRecord], None]
 RetryCallback = Callable[[RetryEvent], None]
+#: takes a first-round case as it finishes, with its golden-set position (a report
+#: stream writing it out); returns what the run keeps of it for the report in memory
+CaseSink = Callable[[int, CaseRecord], CaseRecord]
+
+
+def new_run_id() -> str:
+    """A new run's id (when the caller needs it before the run: its report's file name)."""
+    return uuid.uuid4().hex[:12]
 
 
 def config_hash_for(dataset: Dataset, target: Target, options: RunOptions) -> str:
@@ -65,65 +81,73 @@ def config_hash_for(dataset: Dataset, target: Target, options: RunOptions) -> st
 TEXT_KEEP_CHARS = DEFAULT_TEXT_CHARS
 
 
+#: shared: each ``frozenset()`` call is a new 216-byte object, once per case
+_NO_CUTS: frozenset[str] = frozenset()
+
+
 def _kept_texts(
     case: Case, response: TargetResponse, k: int, limits: RecordLimits
 ) -> tuple[dict[str, str], frozenset[str]]:
     """Texts of the top-K ids and of the relevant ids, first occurrence, each cut to size
     (redacted first: a cut must not leave half a secret)."""
     keep = limits.max_text_chars
+    id_chars = limits.max_id_chars
+    relevance = case.relevance
     texts: dict[str, str] = {}
     cut: set[str] = set()
     rank = 0
     seen: set[str] = set()
     for item in response.retrieved:
-        if item.id in seen:
+        raw_id = item.id
+        if raw_id in seen:
             continue
-        seen.add(item.id)
+        seen.add(raw_id)
         rank += 1
-        if not item.text or (rank > k and item.id not in case.relevance):
+        text = item.text
+        if not text or (rank > k and raw_id not in relevance):
             continue
-        doc_id = limits.id(item.id)
-        if len(item.text) > keep:
+        doc_id = raw_id if len(raw_id) <= id_chars else limits.id(raw_id)
+        if len(text) > keep:
             cut.add(doc_id)
-            texts[doc_id] = redactor().redact_text(item.text[: keep + 1024])[:keep]
+            texts[doc_id] = redactor().redact_text(text[: keep + 1024])[:keep]
         else:
-            texts[doc_id] = item.text
-    return texts, frozenset(cut)
+            texts[doc_id] = text
+    return texts, frozenset(cut) if cut else _NO_CUTS
 
 
 def _record(
     case: Case,
-    response: TargetResponse | None,
+    result: TargetResponse | CaseError,
     options: RunOptions,
     latency: float,
     attempts: int,
-    error: CaseError | None,
     trace_id: str | None = None,
 ) -> CaseRecord:
-    scores = None
+    """The record of a case the target answered (scored here) or that failed with ``result``."""
+    if isinstance(result, CaseError):
+        return CaseRecord(
+            case=case,
+            outcome=result,
+            ranked_ids=(),
+            answer=None,
+            citations=(),
+            latency_seconds=latency,
+            stage_seconds={},
+            attempts=attempts,
+            **_delivery_fields(None, trace_id),
+        )
     limits = options.limits
-    if response is not None:
-        response = limits.ranking(response)
-    texts: dict[str, str] = {}
-    cut: frozenset[str] = frozenset()
-    if response is not None and error is None:
-        scores = score_case(case, response, options.k, options.scoring)
-        texts, cut = _kept_texts(case, response, options.k, limits)
+    response = limits.ranking(result)
+    texts, cut = _kept_texts(case, response, options.k, limits)
     return CaseRecord(
-        id=case.id,
-        question=case.question,
-        unanswerable=case.unanswerable,
-        relevance=case.relevance,
-        expected_facts=case.expected_facts,
-        tags=case.tags,
-        ranked_ids=limits.ids(response.ranked_ids) if response is not None else (),
-        answer=limits.answer(response.answer) if response is not None else None,
-        citations=limits.citations(response.citations) if response is not None else (),
-        scores=scores,
+        case=case,
+        outcome=score_case(case, response, options.k, options.scoring),
+        ranked_ids=limits.ids(response.ranked_ids),
+        answer=limits.answer(response.answer),
+        citations=limits.citations(response.citations),
         latency_seconds=latency,
-        stage_seconds=options.stages.fold(response.timings) if response is not None else {},
+        stage_seconds=options.stages.fold(response.timings),
         attempts=attempts,
-        error=error,
         texts=texts,
         cut_texts=cut,
         **_delivery_fields(response, trace_id),
@@ -169,16 +193,17 @@ async def _run_case(
     on_retry: RetryCallback | None,
     spans: _SpanContext | None = None,
 ) -> CaseRecord:
+    if spans is None:
+        return (await _attempt_case(case, target, options, on_retry))[0]
     start_ns = time.time_ns()
     record, span_id = await _attempt_case(case, target, options, on_retry)
-    if spans is not None:
-        spans.spans.record(
-            record,
-            span_id=span_id,
-            start_ns=start_ns,
-            end_ns=time.time_ns(),
-            attributes=spans.attributes,
-        )
+    spans.spans.record(
+        record,
+        span_id=span_id,
+        start_ns=start_ns,
+        end_ns=time.time_ns(),
+        attributes=spans.attributes,
+    )
     return record
 
 
@@ -204,12 +229,12 @@ async def _attempt_case(
         except TargetError as exc:
             latency = time.perf_counter() - started - queued.seconds
             error = _case_error(exc, limits.message(exc.message))
-            record = _record(case, None, options, latency, exc.attempts, error, queued.trace_id)
+            record = _record(case, error, options, latency, exc.attempts, queued.trace_id)
             return record, queued.span_id
     # ends at the last byte when the target says when it came (parsing is not its latency)
     ended = queued.received_at if queued.received_at is not None else time.perf_counter()
     latency = ended - started - queued.seconds
-    record = _record(case, response, options, latency, attempts, None, queued.trace_id)
+    record = _record(case, response, options, latency, attempts, queued.trace_id)
     return record, queued.span_id
 
 
@@ -230,6 +255,7 @@ async def run_dataset(
     cases: tuple[Case, ...] | None = None,
     repeats: int = 1,
     keep_partial: bool = False,
+    sink: CaseSink | None = None,
 ) -> RunReport:
     """Run every case (or ``cases``, a subset such as a shard) with bounded concurrency.
 
@@ -247,6 +273,10 @@ async def run_dataset(
             and summary are the first round; ``report.repeats`` counts every round.
         keep_partial: when the run is cancelled (Ctrl-C in a one-shot command), return the
             cases that finished as a report marked ``interrupted`` instead of raising.
+        sink: given each first-round case as it finishes (after ``on_case``) with its
+            position; the report keeps what it returns instead (see
+            :class:`~evaluator.report.stream.ReportStream`: the case written out, the record
+            kept without its texts).
 
     Returns:
         The report, cases in golden-set order.
@@ -260,7 +290,7 @@ async def run_dataset(
     records = rounds[0]
     queue = ((r, index, case) for r in range(repeats) for index, case in enumerate(todo))
     started = time.perf_counter()
-    run_id = run_id or uuid.uuid4().hex[:12]
+    run_id = run_id or new_run_id()
     exporter = active_spans()
     spans = None
     if exporter is not None:
@@ -276,9 +306,9 @@ async def run_dataset(
         # a fixed pool of workers pulls cases: memory stays flat for large golden sets
         for r, index, case in queue:
             record = await _run_case(case, target, options, on_retry, spans)
-            rounds[r][index] = record
             if on_case is not None:
                 on_case(record)
+            rounds[r][index] = record if sink is None or r else sink(index, record)
 
     interrupted = False
     try:

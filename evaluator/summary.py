@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from operator import itemgetter
 from typing import Any
 
 from evaluator.gcpause import without_gc
 from evaluator.metrics import METRICS, QUALITY_METRICS, populations, values
-from evaluator.models import CaseRecord
+from evaluator.models import CaseError, CaseRecord, CaseScores
 
 __all__ = [
     "OPTIONAL_FIELDS",
@@ -88,7 +89,7 @@ class Summary:
         return None
 
     def to_dict(self) -> dict[str, Any]:
-        """The report's JSON shape (the article's names first)."""
+        """The report's JSON shape (the customary metric names first)."""
         out: dict[str, Any] = {name: self.totals[name].mean for name in QUALITY_METRICS}
         out.update(
             case_count=self.case_count,
@@ -129,7 +130,7 @@ OPTIONAL_FIELDS: tuple[str, ...] = (
 def _delivery(records: Sequence[CaseRecord]) -> dict[str, Any]:
     """Percentiles of the streamed cases and totals of usage and cost, over the successful
     cases that report them."""
-    ok = [r for r in records if r.error is None]
+    ok = [r for r in records if not isinstance(r.outcome, CaseError)]
     ttft = [r.ttft_seconds for r in ok if r.ttft_seconds is not None]
     ttfb = [r.ttfb_seconds for r in ok if r.ttfb_seconds is not None and r.ttft_seconds is not None]
     tps = [r.tokens_per_second for r in ok if r.tokens_per_second is not None]
@@ -165,6 +166,9 @@ def nearest_rank(values: Sequence[float], percentile: float) -> float | None:
     return ordered[rank - 1]
 
 
+_VALUE = itemgetter(1)
+
+
 def _totals(scored: Sequence[CaseRecord]) -> dict[str, Total]:
     """Each quality total over its population (the registry's denominator rule,
     :func:`evaluator.metrics.values`), added in case order."""
@@ -172,20 +176,21 @@ def _totals(scored: Sequence[CaseRecord]) -> dict[str, Total]:
     out: dict[str, Total] = {}
     for spec in METRICS:
         if spec.per_case is not None:
-            picked = [value for _, value in values(spec, pools)]
-            out[spec.name] = Total(sum(picked), len(picked))
+            picked = values(spec, pools)
+            # sum of the values in case order, without a second list of them
+            out[spec.name] = Total(sum(map(_VALUE, picked)), len(picked))
     return out
 
 
 @without_gc
 def summarise(records: Sequence[CaseRecord], *, with_tags: bool = True) -> Summary:
     """Aggregate per-case records into a :class:`Summary` (and one per tag)."""
-    scored = [r for r in records if r.scored]
-    errors = [r for r in records if r.error is not None]
+    # the outcome itself, not the scores/error views (a function call each, per case)
+    scored = [r for r in records if isinstance(r.outcome, CaseScores)]
+    errors = [o for r in records if isinstance(o := r.outcome, CaseError)]
     by_kind: dict[str, int] = {}
-    for r in records:
-        if r.error is not None:
-            by_kind[r.error.kind] = by_kind.get(r.error.kind, 0) + 1
+    for error in errors:
+        by_kind[error.kind] = by_kind.get(error.kind, 0) + 1
     # dict, not set: the summary lists stages in the order the endpoint reports them
     names = dict.fromkeys(stage for r in records for stage in r.stage_seconds)
     # one comprehension per stage: a few stages x many cases, no per-value method calls
@@ -193,15 +198,7 @@ def summarise(records: Sequence[CaseRecord], *, with_tags: bool = True) -> Summa
         name: [t[name] for t in (r.stage_seconds for r in records) if name in t] for name in names
     }
     latencies = sorted(r.latency_seconds for r in records)  # sorted once for both ranks
-    by_tag: dict[str, Summary] = {}
-    if with_tags:
-        # one pass over the cases, not one per tag: linear in cases whatever the tag count
-        groups: dict[str, list[CaseRecord]] = {}
-        for r in records:
-            for t in dict.fromkeys(r.tags):
-                groups.setdefault(t, []).append(r)
-        by_tag = {t: summarise(groups[t], with_tags=False) for t in sorted(groups)}
-    return Summary(
+    whole = Summary(
         case_count=len(records),
         scored_count=len(scored),
         error_count=len(errors),
@@ -216,9 +213,23 @@ def summarise(records: Sequence[CaseRecord], *, with_tags: bool = True) -> Summa
             if (v := nearest_rank(vals, 95)) is not None
         },
         errors_by_kind=dict(sorted(by_kind.items())),
-        by_tag=by_tag,
         **_delivery(records),
     )
+    if not with_tags:
+        return whole
+    # one pass over the cases, not one per tag: linear in cases whatever the tag count
+    groups: dict[str, list[CaseRecord]] = {}
+    for r in records:
+        tags = r.case.tags
+        for t in tags if len(tags) < 2 else dict.fromkeys(tags):
+            groups.setdefault(t, []).append(r)
+    # a tag every case carries (a golden set tagged "smoke" throughout) holds the same
+    # cases in the same order: its summary is the run's, not computed a second time
+    by_tag = {
+        t: whole if len(groups[t]) == len(records) else summarise(groups[t], with_tags=False)
+        for t in sorted(groups)
+    }
+    return replace(whole, by_tag=by_tag) if by_tag else whole
 
 
 def relevant_never_retrieved(records: Sequence[CaseRecord]) -> int:
@@ -228,7 +239,7 @@ def relevant_never_retrieved(records: Sequence[CaseRecord]) -> int:
     positive count almost always means the golden set's ids are not the service's ids
     (another chunking, a prefix, a numeric id), not that retrieval is that bad.
     """
-    answerable = [r.scores for r in records if r.scores is not None and not r.unanswerable]
+    answerable = [r.scores for r in records if r.scores is not None and not r.case.unanswerable]
     if not answerable or any(s.mrr > 0 for s in answerable):
         return 0
     return len(answerable)

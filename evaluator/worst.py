@@ -11,9 +11,9 @@ __all__ = ["badness", "worst_cases"]
 
 def badness(case: CaseRecord) -> float:
     """How bad a case went: errors first, then wrong answers and lost retrieval."""
-    if case.error is not None or case.scores is None:
-        return 10.0
     s = case.scores
+    if s is None:
+        return 10.0
     bad = (1 - s.recall_at_k) + (1 - s.mrr)
     if s.answer_correct is False:
         bad += 2

@@ -8,7 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from evaluator.config import JobConfig, Settings, load_settings
+from evaluator.config import (
+    CallableTargetConfig,
+    HttpTargetConfig,
+    JobConfig,
+    Settings,
+    load_settings,
+)
 from evaluator.errors import ConfigError
 
 TOML = """\
@@ -85,10 +91,9 @@ class TestSources:
         )
         assert ["rag:8000", "in-process"] == [t.label for t in settings.targets]
         assert ["rag:8000/refund", "nightly"] == [j.key for j in settings.jobs]
-        assert ("app.rag:answer", 10) == (
-            settings.target("in-process").callable,
-            settings.jobs[1].k,
-        )
+        in_process = settings.target("in-process")
+        assert isinstance(in_process, CallableTargetConfig)
+        assert ("app.rag:answer", 10) == (in_process.callable, settings.jobs[1].k)
 
     def test_default_path(self, workdir: Path) -> None:
         """config/evaluator.toml in the working directory is read when no path is given."""
@@ -333,6 +338,7 @@ class TestPathsInAFile:
         assert Path("/abs/base.json") == job.baseline
         assert workdir / "conf" / "out" == settings.reports_dir
         assert workdir / "conf" / "gates.toml" == settings.gates_file
+        assert isinstance(target, HttpTargetConfig)
         assert workdir / "conf" / "ca.pem" == target.tls.ca_bundle
 
     def test_from_another_folder(self, workdir: Path, monkeypatch: pytest.MonkeyPatch) -> None:

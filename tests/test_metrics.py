@@ -10,7 +10,7 @@ from evaluator.daemon.exporter import GAUGES_BY_METRIC, QUALITY_GAUGES, JobSnaps
 from evaluator.gate.push import SUMMARY_GAUGES
 from evaluator.gate.rules import GATE_METRICS, LOWER_IS_BETTER
 from evaluator.metrics import METRICS, QUALITY_METRICS, case_values, metric
-from evaluator.models import CaseRecord, CaseScores
+from evaluator.models import Case, CaseRecord, CaseScores
 from evaluator.summary import Summary, Total, summarise
 from tests.support.contract import DELIVERY_GAUGES
 from tests.support.contract import QUALITY_GAUGES as CONTRACT_GAUGES
@@ -18,16 +18,18 @@ from tests.support.contract import QUALITY_GAUGES as CONTRACT_GAUGES
 
 def _record(case_id: str, scores: CaseScores, *, unanswerable: bool = False) -> CaseRecord:
     return CaseRecord(
-        id=case_id,
-        question="q?",
-        unanswerable=unanswerable,
-        relevance={} if unanswerable else {"d": 1},
-        expected_facts=(),
-        tags=(),
+        case=Case(
+            id=case_id,
+            question="q?",
+            relevance={} if unanswerable else {"d": 1},
+            expected_facts=(),
+            unanswerable=unanswerable,
+            tags=(),
+        ),
+        outcome=scores,
         ranked_ids=("d",),
         answer="a",
         citations=(),
-        scores=scores,
         latency_seconds=0.1,
         stage_seconds={},
     )

@@ -47,7 +47,7 @@ def _record(draw: st.DrawFn, case_id: str) -> CaseRecord:
     failed = draw(st.booleans())
     unanswerable = draw(st.booleans())
     ranked = tuple(draw(st.lists(_WORD, max_size=5, unique=True)))
-    return CaseRecord(
+    case = Case(
         id=case_id,
         question=draw(_PROSE),
         unanswerable=unanswerable,
@@ -56,16 +56,20 @@ def _record(draw: st.DrawFn, case_id: str) -> CaseRecord:
             tuple(alts) for alts in draw(st.lists(st.lists(_WORD, min_size=1, max_size=3)))
         ),
         tags=tuple(draw(st.lists(_WORD, max_size=2, unique=True))),
+    )
+    return CaseRecord(
+        case=case,
+        outcome=(
+            CaseError(draw(st.sampled_from(["timeout", "connect"])), draw(_PROSE))
+            if failed
+            else draw(_scores())
+        ),
         ranked_ids=() if failed else ranked,
         answer=None if failed else draw(st.none() | _PROSE),
         citations=() if failed else tuple(draw(st.lists(st.integers(1, 5) | _WORD, max_size=3))),
-        scores=None if failed else draw(_scores()),
         latency_seconds=draw(_SECONDS),
         stage_seconds=draw(st.dictionaries(_WORD, _SECONDS, max_size=3)),
         attempts=draw(st.integers(1, 3)),
-        error=CaseError(draw(st.sampled_from(["timeout", "connect"])), draw(_PROSE))
-        if failed
-        else None,
     )
 
 
@@ -147,7 +151,7 @@ def test_retrieval_only_read_back_follows_the_cases(report: RunReport, written: 
     data = json.loads(encode_json(report_to_dict(report)))
     assert data["retrieval_only"] == report.retrieval_only  # still written, for old readers
     data["retrieval_only"] = written
-    scored = [c for c in report.cases if c.scored]
+    scored = [c for c in report.cases if c.scores is not None]
     assert report_from_dict(data).retrieval_only == (
         bool(scored) and all(c.answer is None for c in scored)
     )

@@ -6,6 +6,7 @@ import asyncio
 import json
 import math
 from collections.abc import Mapping
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,7 @@ from typing import Any
 import pytest
 
 from evaluator import __version__
+from evaluator.dataset import load_dataset
 from evaluator.errors import EvaluatorError, ReportError
 from evaluator.models import (
     Case,
@@ -40,16 +42,15 @@ from evaluator.runner import RunOptions, run_dataset
 from evaluator.summary import summarise
 
 GRADED = CaseRecord(
-    id="refund-deadline",
-    question="退款申请有期限吗？",
-    unanswerable=False,
-    relevance={"refund-policy": 2, "faq": 1},
-    expected_facts=(("七天", "7天"), ("原路退回",)),
-    tags=("refund", "easy"),
-    ranked_ids=("faq", "refund-policy", "other"),
-    answer="七天内可申请，原路退回。[2]",
-    citations=(2, "faq"),
-    scores=CaseScores(
+    case=Case(
+        id="refund-deadline",
+        question="退款申请有期限吗？",
+        relevance={"refund-policy": 2, "faq": 1},
+        expected_facts=(("七天", "7天"), ("原路退回",)),
+        unanswerable=False,
+        tags=("refund", "easy"),
+    ),
+    outcome=CaseScores(
         recall_at_k=1.0,
         mrr=1.0,
         ndcg_at_k=0.8,
@@ -60,6 +61,9 @@ GRADED = CaseRecord(
         fact_recall=1.0,
         refused=False,
     ),
+    ranked_ids=("faq", "refund-policy", "other"),
+    answer="七天内可申请，原路退回。[2]",
+    citations=(2, "faq"),
     latency_seconds=0.42,
     stage_seconds={"embedding": 0.011, "model": 0.3},
     attempts=2,
@@ -67,30 +71,31 @@ GRADED = CaseRecord(
     cut_texts=frozenset({"refund-policy"}),
 )
 BINARY_RETRIEVAL_ONLY = CaseRecord(
-    id="shipping",
-    question="运费怎么算？",
-    unanswerable=False,
-    relevance={"shipping": 1},
-    expected_facts=(),
-    tags=(),
+    case=Case(
+        id="shipping",
+        question="运费怎么算？",
+        relevance={"shipping": 1},
+        expected_facts=(),
+        unanswerable=False,
+        tags=(),
+    ),
+    outcome=CaseScores(recall_at_k=1.0, mrr=1.0, ndcg_at_k=1.0),
     ranked_ids=("shipping",),
     answer=None,
     citations=(),
-    scores=CaseScores(recall_at_k=1.0, mrr=1.0, ndcg_at_k=1.0),
     latency_seconds=0.1,
     stage_seconds={},
 )
 UNANSWERABLE = CaseRecord(
-    id="ceo-birthday",
-    question="CEO 的生日是哪天？",
-    unanswerable=True,
-    relevance={},
-    expected_facts=(),
-    tags=("refund",),
-    ranked_ids=(),
-    answer="证据不足，无法回答。",
-    citations=(),
-    scores=CaseScores(
+    case=Case(
+        id="ceo-birthday",
+        question="CEO 的生日是哪天？",
+        relevance={},
+        expected_facts=(),
+        unanswerable=True,
+        tags=("refund",),
+    ),
+    outcome=CaseScores(
         recall_at_k=1.0,
         mrr=1.0,
         ndcg_at_k=1.0,
@@ -99,24 +104,28 @@ UNANSWERABLE = CaseRecord(
         answer_correct=True,
         refused=True,
     ),
+    ranked_ids=(),
+    answer="证据不足，无法回答。",
+    citations=(),
     latency_seconds=0.2,
     stage_seconds={"model": 0.15},
 )
 FAILED = CaseRecord(
-    id="refund-time",
-    question="退款多久到账？",
-    unanswerable=False,
-    relevance={"refund-policy": 1},
-    expected_facts=(("3-5 个工作日",),),
-    tags=("refund",),
+    case=Case(
+        id="refund-time",
+        question="退款多久到账？",
+        relevance={"refund-policy": 1},
+        expected_facts=(("3-5 个工作日",),),
+        unanswerable=False,
+        tags=("refund",),
+    ),
+    outcome=CaseError(kind="http_status", message="HTTP 503 from host:1", status=503),
     ranked_ids=(),
     answer=None,
     citations=(),
-    scores=None,
     latency_seconds=1.5,
     stage_seconds={},
     attempts=3,
-    error=CaseError(kind="http_status", message="HTTP 503 from host:1", status=503),
 )
 CASES = (GRADED, BINARY_RETRIEVAL_ONLY, UNANSWERABLE, FAILED)
 
@@ -167,6 +176,23 @@ class TestRoundTrip:
         report = _report(())
         write_report(report, tmp_path / "empty.json")
         assert report == read_report(tmp_path / "empty.json")
+
+    def test_a_run_reads_back_as_itself_but_for_file_lines(self, tmp_path: Path) -> None:
+        """A real run over a golden-set file, written and read back, is the same report. The
+        one thing a report does not keep is where each case stood in its file (``line``, and
+        whether its relevance was written as grades): the read-back cases have the defaults."""
+        dataset = load_dataset("evals/example.jsonl")
+        assert all(c.line > 0 for c in dataset.cases)
+        target = _StaticTarget({"kind": "callable", "spec": "tests:static"})
+        report = asyncio.run(run_dataset(dataset, target, RunOptions(k=3)))
+        write_report(report, tmp_path / "run.json")
+        read = read_report(tmp_path / "run.json")
+
+        assert all(r.case is c for r, c in zip(report.cases, dataset.cases, strict=True))
+        no_lines = tuple(
+            replace(r, case=replace(r.case, line=0, graded=False)) for r in report.cases
+        )
+        assert replace(report, cases=no_lines) == read
 
     def test_compact_and_indented_read_back_identically(self, tmp_path: Path) -> None:
         """The streamed compact file and an indented one (as older versions wrote) give the
@@ -242,12 +268,12 @@ class TestRoundTrip:
 
     def test_label_audit_counted(self) -> None:
         """The report counts checked and suspect labels; a suspect case carries the message."""
-        wrong = _as_kwargs(GRADED) | {
-            "id": "mislabelled",
-            "expected_facts": (("三天",),),
-            "cut_texts": frozenset(),
-        }
-        data = report_to_dict(_report((GRADED, CaseRecord(**wrong), FAILED)))
+        wrong = replace(
+            GRADED,
+            case=replace(GRADED.case, id="mislabelled", expected_facts=(("三天",),)),
+            cut_texts=frozenset(),
+        )
+        data = report_to_dict(_report((GRADED, wrong, FAILED)))
 
         assert {
             "checked": 2,
@@ -264,7 +290,7 @@ class TestRoundTrip:
         )
 
     def test_top_level_fields(self) -> None:
-        """The report carries DESIGN.md's top-level fields with derived counts."""
+        """The report carries the top-level fields of docs/reports.md, with derived counts."""
         data = report_to_dict(_report())
         expected = {
             "schema_version": SCHEMA_VERSION,
@@ -298,7 +324,7 @@ class TestAtomicWrite:
         """A report with a NaN latency cannot replace a good one."""
         path = tmp_path / "report.json"
         write_report(_report(), path)
-        broken = CaseRecord(**{**_as_kwargs(GRADED), "latency_seconds": math.nan})
+        broken = replace(GRADED, latency_seconds=math.nan)
         with pytest.raises(ValueError):
             write_report(_report((broken,)), path)
         assert _report() == read_report(path)
@@ -317,10 +343,6 @@ class TestAtomicWrite:
         path = tmp_path / "r.json"
         write_json_atomic({"q": "退款"}, path)
         assert "退款" in path.read_text(encoding="utf-8")
-
-
-def _as_kwargs(record: CaseRecord) -> dict[str, Any]:
-    return {name: getattr(record, name) for name in CaseRecord.__dataclass_fields__}
 
 
 class TestTimestamps:

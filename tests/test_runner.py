@@ -169,7 +169,7 @@ class TestFailures:
             failed.ranked_ids,
             failed.answer,
         )
-        assert [True, True, False, True] == [c.scored for c in report.cases]
+        assert [True, True, False, True] == [c.scores is not None for c in report.cases]
         assert (1, 0.25, 1.0) == (
             report.error_count,
             report.summary.error_rate,
@@ -223,7 +223,7 @@ class TestRetries:
         report = _run(_dataset(1), make_target(answer), on_retry=retries.append)
         elapsed = time.perf_counter() - started
         record = report.cases[0]
-        assert (True, 2, None) == (record.scored, record.attempts, record.error)
+        assert (True, 2, None) == (record.scores is not None, record.attempts, record.error)
         assert 0.06 <= record.latency_seconds <= elapsed
         assert 1 == len(retries)
         event = retries[0]

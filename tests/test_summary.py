@@ -1,4 +1,5 @@
-"""summarise, nearest_rank, Total and Summary: denominators and percentiles as DESIGN.md says."""
+"""summarise, nearest_rank, Total and Summary: denominators and percentiles as
+docs/metrics.md says."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evaluator.models import CaseError, CaseRecord, CaseScores
+from evaluator.models import Case, CaseError, CaseRecord, CaseScores, Outcome
 from evaluator.summary import (
     QUALITY_METRICS,
     Summary,
@@ -24,29 +25,29 @@ from evaluator.summary import (
 
 def _record(
     case_id: str,
-    scores: CaseScores | None = None,
+    outcome: Outcome,
     *,
     unanswerable: bool = False,
     facts: tuple[tuple[str, ...], ...] = (),
     tags: tuple[str, ...] = (),
     latency: float = 0.1,
     stages: Mapping[str, float] | None = None,
-    error: CaseError | None = None,
 ) -> CaseRecord:
     return CaseRecord(
-        id=case_id,
-        question=f"question {case_id}?",
-        unanswerable=unanswerable,
-        relevance={} if unanswerable else {"doc": 1},
-        expected_facts=facts,
-        tags=tags,
+        case=Case(
+            id=case_id,
+            question=f"question {case_id}?",
+            relevance={} if unanswerable else {"doc": 1},
+            expected_facts=facts,
+            unanswerable=unanswerable,
+            tags=tags,
+        ),
+        outcome=outcome,
         ranked_ids=("doc",),
-        answer=None if scores is None else "answer",
+        answer="answer" if isinstance(outcome, CaseScores) else None,
         citations=(),
-        scores=scores,
         latency_seconds=latency,
         stage_seconds=dict(stages or {}),
-        error=error,
     )
 
 
@@ -74,9 +75,7 @@ def _scores(
 def _failed(
     case_id: str, kind: str = "timeout", *, latency: float = 0.1, tags: tuple[str, ...] = ()
 ) -> CaseRecord:
-    return _record(
-        case_id, None, latency=latency, tags=tags, error=CaseError(kind, f"{kind} happened")
-    )
+    return _record(case_id, CaseError(kind, f"{kind} happened"), latency=latency, tags=tags)
 
 
 FACT = (("七天",),)
@@ -358,7 +357,7 @@ class TestSummaryAccess:
         }
 
     def test_to_dict_names(self) -> None:
-        """The article's names lead, followed by DESIGN.md's additions and the raw totals."""
+        """The customary names lead, followed by our additions and the raw totals."""
         out = summarise([_record("a", _scores(1.0, citation_precision=1.0, refused=False))])
         d = out.to_dict()
         assert list(QUALITY_METRICS) == list(d)[: len(QUALITY_METRICS)]
@@ -394,9 +393,9 @@ _opt_bool = st.none() | st.booleans()
 @st.composite
 def _records(draw: st.DrawFn) -> CaseRecord:
     failed = draw(st.booleans())
-    scores = None
+    outcome: Outcome = CaseError("timeout", "late")
     if not failed:
-        scores = CaseScores(
+        outcome = CaseScores(
             recall_at_k=draw(_unit),
             mrr=draw(_unit),
             ndcg_at_k=draw(_unit),
@@ -409,7 +408,7 @@ def _records(draw: st.DrawFn) -> CaseRecord:
         )
     return _record(
         draw(st.text(min_size=1, max_size=5)),
-        scores,
+        outcome,
         unanswerable=draw(st.booleans()),
         facts=draw(st.sampled_from([(), FACT])),
         tags=tuple(draw(st.lists(st.sampled_from(["a", "b", "c"]), max_size=2, unique=True))),
@@ -420,7 +419,6 @@ def _records(draw: st.DrawFn) -> CaseRecord:
                 st.floats(min_value=0, max_value=60, allow_nan=False),
             )
         ),
-        error=CaseError("timeout", "late") if failed else None,
     )
 
 

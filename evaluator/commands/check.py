@@ -14,7 +14,7 @@ import asyncio
 from collections.abc import Callable
 from pathlib import Path
 
-from evaluator.config import TargetConfig
+from evaluator.config import CallableTargetConfig, TargetConfig
 from evaluator.dataset import load_dataset
 from evaluator.errors import EvaluatorError, ExitCode
 from evaluator.factory import build_target
@@ -53,7 +53,9 @@ def handle(args: argparse.Namespace) -> int:
 
         def build(target: TargetConfig = target) -> str:
             asyncio.run(_build_and_close(target))
-            return target.url or f"callable {target.callable}"
+            if isinstance(target, CallableTargetConfig):
+                return f"callable {target.callable}"
+            return target.url
 
         _check(f"target {target.label}", build, problems)
     for job in settings.jobs:

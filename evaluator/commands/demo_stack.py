@@ -24,7 +24,7 @@ from pathlib import Path
 
 import structlog
 
-from evaluator.config import JobConfig, Settings, TargetConfig
+from evaluator.config import HttpTargetConfig, JobConfig, Settings
 from evaluator.daemon import Daemon
 from evaluator.daemon.server import parse_listen
 from evaluator.daemon.service import without_created_series
@@ -173,7 +173,7 @@ def _settings(options: DemoOptions) -> Settings:
             f"golden set {options.dataset} not found: run the demo from the source tree "
             "or pass --dataset"
         )
-    target = TargetConfig(name="reference", url=f"http://127.0.0.1:{options.rag_port}/rag")
+    target = HttpTargetConfig(name="reference", url=f"http://127.0.0.1:{options.rag_port}/rag")
     job = JobConfig(
         target="reference", dataset=options.dataset, interval_seconds=options.interval_seconds
     )
@@ -195,6 +195,7 @@ def _banner(options: DemoOptions, prometheus: PrometheusUi, daemon_port: int) ->
         "",
         "evaluator demo is running (Ctrl-C stops everything)",
         f"  reference RAG service  {rag}/rag",
+        f"  status page            {base}/",
         f"  metrics                {base}/metrics",
         f"  health                 {base}/healthz   {base}/readyz",
         f"  latest report          {base}/reports/latest",

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from evaluator.config import Settings
+from evaluator.config import HttpTargetConfig, Settings
 from evaluator.errors import ConfigError, EvaluatorError
 from evaluator.pages.render import PageRenderer
 from evaluator.pages.views import Redact, report_view
@@ -33,8 +33,8 @@ def settings_redactor(settings: Settings) -> Redact:
     """The process-wide redactor, with every secret the configured targets send registered
     (building a target's request template reads its secrets from the environment)."""
     for target in settings.targets:
-        if target.url is None:
-            continue
+        if not isinstance(target, HttpTargetConfig):
+            continue  # a callable sends nothing over the wire
         try:
             RequestTemplate.from_config(
                 target.url,

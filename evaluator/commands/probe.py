@@ -13,10 +13,10 @@ import json
 import textwrap
 
 from evaluator.commands.common import target_from_flags
-from evaluator.config import Settings, TargetConfig, load_settings
+from evaluator.config import CallableTargetConfig, Settings, TargetConfig, load_settings
 from evaluator.dataset import load_dataset
 from evaluator.errors import ConfigError, EvaluatorError, ExitCode, TargetError
-from evaluator.factory import build_target
+from evaluator.factory import build_http_target, build_target
 from evaluator.models import Case, TargetResponse
 from evaluator.redaction import redactor
 from evaluator.targets.http import HttpTarget, ProbeResult
@@ -89,10 +89,14 @@ def _resolve(args: argparse.Namespace) -> tuple[TargetConfig, Case, int]:
 
 
 async def _probe(config: TargetConfig, case: Case, k: int) -> tuple[ProbeResult, HttpTarget | None]:
+    if not isinstance(config, CallableTargetConfig):
+        http = build_http_target(config)
+        try:
+            return await http.probe(case, k), http
+        finally:
+            await http.aclose()
     target = build_target(config)
     try:
-        if isinstance(target, HttpTarget):
-            return await target.probe(case, k), target
         result = ProbeResult(request=f"{config.callable}(case, {k})")
         try:
             result.response = await target.query(case, k)

@@ -39,7 +39,7 @@ log = structlog.get_logger("evaluator.daemon")
 
 
 def classify(summary: Summary, error_ratio_limit: float) -> str:
-    """A finished run's outcome: ``complete``, ``incomplete`` or ``failed`` (DESIGN.md)."""
+    """A finished run's outcome: ``complete``, ``incomplete`` or ``failed`` (docs/daemon.md)."""
     if summary.scored_count == 0:
         return "failed"
     if (summary.error_rate or 0.0) > error_ratio_limit + FLOAT_TOLERANCE:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from evaluator.errors import GateError
 from evaluator.metrics import FLOAT_TOLERANCE, METRICS
-from evaluator.models import CaseRecord
+from evaluator.models import CaseError, CaseRecord
 from evaluator.report import RunReport
 from evaluator.summary import Summary, summarise
 
@@ -53,7 +53,8 @@ def check_comparable(
         k=candidate.k,
         dataset=candidate.dataset,
         dataset_hash=candidate.dataset_hash,
-        case_ids=[c.id for c in candidate.cases],
+        # read only when the golden sets differ (to count the shared cases)
+        case_ids=(c.case.id for c in candidate.cases),
         allow_dataset_change=allow_dataset_change,
     )
 
@@ -117,11 +118,12 @@ def align(
             that shares no case with the baseline's.
     """
     check_comparable(baseline, candidate, allow_dataset_change=allow_dataset_change)
-    cand_ids = {c.id for c in candidate.cases}
-    base_ids = {c.id for c in baseline.cases}
-    shared = tuple(dict.fromkeys(c.id for c in baseline.cases if c.id in cand_ids))
-    only_base = tuple(dict.fromkeys(c.id for c in baseline.cases if c.id not in cand_ids))
-    only_cand = tuple(dict.fromkeys(c.id for c in candidate.cases if c.id not in base_ids))
+    base_list = [c.case.id for c in baseline.cases]
+    cand_list = [c.case.id for c in candidate.cases]
+    cand_ids, base_ids = set(cand_list), set(base_list)
+    shared = tuple(dict.fromkeys([i for i in base_list if i in cand_ids]))
+    only_base = tuple(dict.fromkeys([i for i in base_list if i not in cand_ids]))
+    only_cand = tuple(dict.fromkeys([i for i in cand_list if i not in base_ids]))
     if baseline.dataset_hash == candidate.dataset_hash:
         # same golden set: the recorded summaries are judged; a lost case is a failure
         return Alignment(
@@ -142,8 +144,8 @@ def align(
             f"{candidate.case_count} cases): nothing to compare"
         )
     keep = set(shared)
-    base_cases = tuple(c for c in baseline.cases if c.id in keep)
-    cand_cases = tuple(c for c in candidate.cases if c.id in keep)
+    base_cases = tuple([c for c in baseline.cases if c.case.id in keep])
+    cand_cases = tuple([c for c in candidate.cases if c.case.id in keep])
     return Alignment(
         summarise(base_cases),
         summarise(cand_cases),
@@ -193,13 +195,13 @@ def _moves(b: CaseRecord, c: CaseRecord) -> tuple[list[str], float, list[str], f
     worse: list[str] = []
     better: list[str] = []
     bad = good = 0.0
-    if b.error is None and c.error is not None:
-        return [f"new error {c.error.kind}: {c.error.message}"], _ERROR_WEIGHT, [], 0.0
-    if b.error is not None and c.error is None:
-        return [], 0.0, [f"error fixed (was {b.error.kind})"], _ERROR_WEIGHT
-    if b.scores is None or c.scores is None:
-        return [], 0.0, [], 0.0
-    bs, cs = b.scores, c.scores
+    bs, cs = b.outcome, c.outcome
+    if isinstance(cs, CaseError):
+        if isinstance(bs, CaseError):
+            return [], 0.0, [], 0.0
+        return [f"new error {cs.kind}: {cs.message}"], _ERROR_WEIGHT, [], 0.0
+    if isinstance(bs, CaseError):
+        return [], 0.0, [f"error fixed (was {bs.kind})"], _ERROR_WEIGHT
     if bs.answer_correct is True and cs.answer_correct is False:
         worse.append("answer correct → incorrect")
         bad += _ANSWER_WEIGHT
@@ -227,12 +229,12 @@ def diff_cases(alignment: Alignment) -> CaseDiff:
     regressions in ``changes``); severity: a new error 10, a flipped answer 3, plus the
     lost recall, reciprocal rank and citation precision.
     """
-    cand = {c.id: c for c in alignment.candidate_cases}
+    cand = {c.case.id: c for c in alignment.candidate_cases}
     regressed: list[tuple[float, int, CaseChange]] = []
     improved: list[tuple[float, int, CaseChange]] = []
     compared = 0
     for order, b in enumerate(alignment.baseline_cases):
-        c = cand.get(b.id)
+        c = cand.get(b.case.id)
         if c is None:
             continue
         compared += 1
@@ -241,10 +243,10 @@ def diff_cases(alignment: Alignment) -> CaseDiff:
             continue
         change = CaseChange(
             id=b.id,
-            question=b.question,
+            question=b.case.question,
             severity=bad if worse else good,
             changes=(*worse, *better),
-            relevant_ids=tuple(b.relevance),
+            relevant_ids=tuple(b.case.relevance),
             baseline_ranked=b.ranked_ids,
             candidate_ranked=c.ranked_ids,
         )

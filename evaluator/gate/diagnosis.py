@@ -1,4 +1,4 @@
-"""Where to look: the article's decision table applied to the deltas.
+"""Where to look: the decision table of docs/gate.md ("Where to look") applied to the deltas.
 
 =========================================  =====================================
 signal                                     look at
@@ -15,7 +15,7 @@ quality delta is the paired mean difference over the cases matched by id when in
 were computed (so cases that failed on one side do not shift the population), else the
 difference of the summaries.
 
-Two rows are ours, not the article's. A grown error rate comes first and points at the
+Two rows go beyond the classic RAG decision table. A grown error rate comes first and points at the
 target's availability: an outage must not read as a retrieval regression. A P95 that grew
 beyond 20% without the trade-off row applying points at the stage whose own P95 grew most,
 or at the time outside the reported stages when none of them explains the growth.

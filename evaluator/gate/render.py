@@ -17,6 +17,7 @@ from evaluator.gate.compare import CaseChange
 from evaluator.gate.rules import RuleResult, format_difference, format_value
 from evaluator.gate.stats import CONFIDENCE, RESAMPLES, SEED, Interval
 from evaluator.gate.verdict import GateResult
+from evaluator.gcpause import without_gc
 from evaluator.report import RunReport, format_timestamp
 
 __all__ = [
@@ -483,6 +484,7 @@ def render_junit(result: GateResult, sources: GateSources) -> str:
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
 
 
+@without_gc  # a result of 100,000 cases: the collector would walk them for every line built
 def render(result: GateResult, sources: GateSources, fmt: str = "text", *, worst: int = 10) -> str:
     """Render in one of :data:`FORMATS`."""
     if fmt == "json":

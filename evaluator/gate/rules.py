@@ -138,7 +138,7 @@ class Rule:
 
     @property
     def text(self) -> str:
-        """The rule in words, as DESIGN.md's table puts it."""
+        """The rule in words, as docs/gate.md's rules table puts it."""
         limit = f"{self.limit:g}"
         if self.kind == "min":
             return f"at least {limit}"

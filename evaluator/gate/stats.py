@@ -19,7 +19,7 @@ from dataclasses import dataclass
 # case_values is the registry's denominator rule, so a mean of per-case values is the
 # summary's value by construction
 from evaluator.metrics import QUALITY_METRICS, case_values, metric, populations, values
-from evaluator.models import CaseRecord
+from evaluator.models import CaseRecord, CaseScores
 
 __all__ = [
     "CONFIDENCE",
@@ -76,27 +76,41 @@ class Interval:
         return self.low > 0 or self.high < 0
 
 
+@dataclass(frozen=True, slots=True)
+class _Paired:
+    """One metric's matched cases: their ids and ``candidate - baseline``, baseline order."""
+
+    ids: list[str]
+    diffs: list[float]
+
+    def mean(self) -> float:
+        """The differences added in baseline order (the same float on every path)."""
+        return sum(self.diffs) / len(self.diffs)
+
+
 def _matched(
     baseline: Sequence[CaseRecord], candidate: Sequence[CaseRecord], metrics: Sequence[str]
-) -> tuple[list[str], dict[str, dict[str, float]]]:
-    """Baseline-ordered ids matched on any metric, and each metric's differences by id."""
-    diffs: dict[str, dict[str, float]] = {}
+) -> tuple[list[str], dict[str, _Paired]]:
+    """Baseline-ordered ids matched on any metric, and each metric's paired differences."""
+    paired: dict[str, _Paired] = {}
+    matched: set[str] = set()
     # each report's populations once, not once per metric (as case_values would)
-    base_pools = populations([r for r in baseline if r.scored])
-    cand_pools = populations([r for r in candidate if r.scored])
+    base_pools = populations([r for r in baseline if isinstance(r.outcome, CaseScores)])
+    cand_pools = populations([r for r in candidate if isinstance(r.outcome, CaseScores)])
     for m in metrics:
         spec = metric(m)
-        base = {record.id: value for record, value in values(spec, base_pools)}
-        cand = {record.id: value for record, value in values(spec, cand_pools)}
-        diffs[m] = {i: cand[i] - v for i, v in base.items() if i in cand}
-    matched = set().union(*(diffs[m] for m in metrics))
-    ids = list(dict.fromkeys(r.id for r in baseline if r.id in matched))
-    return ids, diffs
-
-
-def _mean(ids: Sequence[str], values: dict[str, float]) -> float:
-    """The differences added in baseline order (the same float on every path)."""
-    return sum(values[i] for i in ids if i in values) / len(values)
+        cand = {record.case.id: value for record, value in values(spec, cand_pools)}
+        # one pass over the baseline's values: no dict of them, no second pass to pair
+        pairs = [
+            (record.case.id, found - value)
+            for record, value in values(spec, base_pools)
+            if (found := cand.get(record.case.id)) is not None
+        ]
+        ids = [i for i, _ in pairs]
+        paired[m] = _Paired(ids, [d for _, d in pairs])
+        matched.update(ids)
+    ids = list(dict.fromkeys([i for r in baseline if (i := r.case.id) in matched]))
+    return ids, paired
 
 
 def paired_differences(
@@ -108,13 +122,13 @@ def paired_differences(
 
     The same ``mean_difference`` as :func:`paired_intervals` gives, without resampling.
     """
-    ids, diffs = _matched(baseline, candidate, metrics)
+    ids, paired = _matched(baseline, candidate, metrics)
     if len(ids) < MIN_PAIRS:
         return {}
     return {
-        m: PairedDifference(m, len(diffs[m]), _mean(ids, diffs[m]))
+        m: PairedDifference(m, len(paired[m].diffs), paired[m].mean())
         for m in metrics
-        if len(diffs[m]) >= MIN_PAIRS
+        if len(paired[m].diffs) >= MIN_PAIRS
     }
 
 
@@ -149,12 +163,12 @@ def paired_intervals(
     # diffs[i, j]: the difference of case i on metric j; mask marks the pairs that exist
     diffs = np.zeros((n, len(metrics)))
     mask = np.zeros((n, len(metrics)))
+    row = {case_id: i for i, case_id in enumerate(ids)}
     for j, m in enumerate(metrics):
-        values = matched[m]
-        for i, case_id in enumerate(ids):
-            if case_id in values:
-                diffs[i, j] = values[case_id]
-                mask[i, j] = 1.0
+        metric_pairs = matched[m]
+        for case_id, difference in zip(metric_pairs.ids, metric_pairs.diffs, strict=True):
+            diffs[row[case_id], j] = difference
+            mask[row[case_id], j] = 1.0
     rng = np.random.default_rng(seed)
     sums = np.empty((resamples, len(metrics)))
     counts = np.empty((resamples, len(metrics)))
@@ -184,7 +198,7 @@ def paired_intervals(
         out[m] = Interval(
             metric=m,
             pairs=pairs,
-            mean_difference=_mean(ids, matched[m]),
+            mean_difference=matched[m].mean(),
             low=float(low),
             high=float(high),
             confidence=confidence,

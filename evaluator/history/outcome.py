@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from evaluator.models import CaseRecord
+from evaluator.models import CaseError, CaseRecord
 from evaluator.repeats import verdicts
 
 __all__ = ["CaseOutcome", "outcome_of"]
@@ -37,10 +37,9 @@ class CaseOutcome:
 
 def outcome_of(record: CaseRecord, run_id: str, finished_at: float) -> CaseOutcome:
     """The history row of a report's case."""
-    scores = record.scores
-    if record.error is not None or scores is None:
-        kind = record.error.kind if record.error is not None else "unscored"
-        return CaseOutcome(run_id, finished_at, None, None, None, None, kind)
+    scores = record.outcome
+    if isinstance(scores, CaseError):
+        return CaseOutcome(run_id, finished_at, None, None, None, None, scores.kind)
     answer, hit = verdicts(record)
     return CaseOutcome(
         run_id,

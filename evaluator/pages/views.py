@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from evaluator.models import CaseRecord, Citation
+from evaluator.models import CaseError, CaseRecord, Citation
 from evaluator.pages.highlight import Segment, segments
 from evaluator.pages.trend import TREND_METRICS, RunRow, Sparkline, sparkline
 from evaluator.redaction import redactor
@@ -239,11 +239,11 @@ class CaseView:
 
 
 def _verdict(record: CaseRecord) -> str:
-    if record.error is not None:
-        return "error"
     s = record.scores
-    if s is None or s.answer_correct is None:
-        return "not scored" if s is None or record.answer is None else "answer not checked"
+    if s is None:
+        return "error"
+    if s.answer_correct is None:
+        return "not scored" if record.answer is None else "answer not checked"
     return "correct" if s.answer_correct else "incorrect"
 
 
@@ -286,7 +286,7 @@ def case_view(
     changes: tuple[str, ...] = (),
 ) -> CaseView:
     """Everything the case view shows for one case of a report."""
-    facts = record.expected_facts
+    facts = record.case.expected_facts
     answer_text = redact(record.answer) if record.answer is not None else None
     answer_segments: list[Segment] | None = None
     fact_views: list[FactView] = []
@@ -313,7 +313,7 @@ def case_view(
             RankedView(
                 rank=rank,
                 id=redact(doc_id),
-                grade=record.relevance.get(doc_id, 0),
+                grade=record.case.relevance.get(doc_id, 0),
                 in_top_k=rank <= k,
                 cited=doc_id in cited,
                 text=cut_segments,
@@ -329,7 +329,7 @@ def case_view(
             CitationView(
                 label=redact(_citation_label(citation)),
                 resolves_to=redact(target) if target is not None else None,
-                supported=target is not None and record.relevance.get(target, 0) >= 1,
+                supported=target is not None and record.case.relevance.get(target, 0) >= 1,
             )
         )
     stages = [
@@ -343,9 +343,9 @@ def case_view(
     return CaseView(
         id=record.id,
         anchor=anchor,
-        question=record.question,
-        tags=record.tags,
-        unanswerable=record.unanswerable,
+        question=record.case.question,
+        tags=record.case.tags,
+        unanswerable=record.case.unanswerable,
         facts=fact_views,
         missing_facts=missing,
         answer=answer_segments,
@@ -355,7 +355,7 @@ def case_view(
         ranking=ranking,
         ranking_more=max(len(record.ranked_ids) - RANKING_SHOWN, 0),
         relevant_not_retrieved=[
-            i for i, g in record.relevance.items() if g >= 1 and i not in retrieved
+            i for i, g in record.case.relevance.items() if g >= 1 and i not in retrieved
         ],
         citations=citations,
         stages=stages,
@@ -408,11 +408,9 @@ class WorstRow:
 
 
 def describe_case(record: CaseRecord, redact: Redact = _process_redact) -> str:
-    if record.error is not None:
-        return f"error {record.error.kind}: {redact(record.error.message)}"[:300]
-    s = record.scores
-    if s is None:
-        return "not scored"
+    s = record.outcome
+    if isinstance(s, CaseError):
+        return f"error {s.kind}: {redact(s.message)}"[:300]
     answer = {True: "answer correct", False: "answer incorrect", None: "answer not checked"}
     return f"recall {s.recall_at_k:.2f}, RR {s.mrr:.2f}, {answer[s.answer_correct]}"
 
@@ -533,7 +531,9 @@ def job_view(
     if report is not None:
         for record in worst_cases(report.cases, WORST_ON_STATUS):
             worst.append(
-                WorstRow(record.id, record.question, describe_case(record, redact), href(record.id))
+                WorstRow(
+                    record.id, record.case.question, describe_case(record, redact), href(record.id)
+                )
             )
     return JobView(
         target=redact(state.target),

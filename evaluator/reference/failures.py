@@ -1,4 +1,4 @@
-"""Failure modes: switchable faults, each one a row of the article's decision table.
+"""Failure modes: switchable faults, each one a row of the gate's decision table (docs/gate.md).
 
 - ``retrieval_degraded``: the parser keeps only the first sentence of each chunk and the
   tokeniser loses CJK bigrams, stopwords and stemming. Row "recall down, MRR down".

@@ -1,6 +1,6 @@
 """Run reports: the JSON written after every run, read back by the gate and the daemon.
 
-The shape keeps the article's names (``recall_at_k``, ``mrr``, ``ndcg_at_k``,
+The shape keeps the customary names (``recall_at_k``, ``mrr``, ``ndcg_at_k``,
 ``citation_precision``, ``answer_correct``, ``latency_seconds``...) and adds the rest of the
 documented fields.
 

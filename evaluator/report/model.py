@@ -57,7 +57,7 @@ class RunReport:
         key (readers of older versions expect it), but a value read back cannot disagree with
         the cases it describes.
         """
-        scored = [c for c in self.cases if c.scored]
+        scored = [c for c in self.cases if c.scores is not None]
         return bool(scored) and all(c.answer is None for c in scored)
 
 

@@ -29,14 +29,14 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, cast
 
 import msgspec
 from msgspec import Meta, Struct
 
 from evaluator.errors import ReportError
 from evaluator.gcpause import without_gc
-from evaluator.models import CaseError, CaseRecord, CaseScores
+from evaluator.models import Case, CaseError, CaseRecord, CaseScores, Outcome
 from evaluator.repeats import Repeats, repeats_from_dict
 from evaluator.report.check import check_cases, check_summary, check_summary_matches
 from evaluator.report.model import SCHEMA_VERSION, RunReport, parse_timestamp
@@ -66,13 +66,15 @@ class _Case(Struct, frozen=True, gc=False):
     id: str
     question: str
     latency_seconds: Seconds
-    tags: list[str] = []
+    # tuples and frozensets are built by the decoder (in C) in the record's own types, so
+    # the record takes them as they are
+    tags: tuple[str, ...] = ()
     unanswerable: bool = False
-    relevant_ids: list[str] | dict[str, Grade] = []
-    expected_facts: list[str | list[str]] = []
-    ranked_ids: list[str] = []
+    relevant_ids: tuple[str, ...] | dict[str, Grade] = ()
+    expected_facts: tuple[str | tuple[str, ...], ...] = ()
+    ranked_ids: tuple[str, ...] = ()
     answer: str | None = None
-    citations: list[Citation] = []
+    citations: tuple[Citation, ...] = ()
     recall_at_k: Ratio | None = None
     mrr: Ratio | None = None
     ndcg_at_k: Ratio | None = None
@@ -86,7 +88,7 @@ class _Case(Struct, frozen=True, gc=False):
     attempts: Attempts = 1
     error: _Error | None = None
     texts: dict[str, str] = {}
-    cut_texts: list[str] = []
+    cut_texts: frozenset[str] = frozenset()
     # delivery: written only when measured (streamed answers, token usage, a trace)
     ttfb_seconds: Seconds | None = None
     ttft_seconds: Seconds | None = None
@@ -286,11 +288,13 @@ def _summary(source: str, entry: _Summary) -> Summary:
 
 def _case(source: str, c: _Case, where: str) -> CaseRecord:
     rel = c.relevant_ids
-    relevance = dict.fromkeys(rel, 1) if isinstance(rel, list) else rel
-    scores: CaseScores | None = None
-    error: CaseError | None = None
+    relevance = dict.fromkeys(rel, 1) if isinstance(rel, tuple) else rel
+    facts = c.expected_facts
+    if facts:
+        facts = tuple(f if isinstance(f, tuple) else (f,) for f in facts)
+    outcome: Outcome
     if c.error is not None:
-        error = CaseError(c.error.kind, c.error.message, c.error.status)
+        outcome = CaseError(c.error.kind, c.error.message, c.error.status)
     elif c.recall_at_k is None or c.mrr is None or c.ndcg_at_k is None:
         missing = next(n for n in ("recall_at_k", "mrr", "ndcg_at_k") if getattr(c, n) is None)
         raise ReportError(
@@ -298,7 +302,7 @@ def _case(source: str, c: _Case, where: str) -> CaseRecord:
             "(a case is either scored or failed)"
         )
     else:
-        scores = CaseScores(
+        outcome = CaseScores(
             c.recall_at_k,
             c.mrr,
             c.ndcg_at_k,
@@ -309,23 +313,25 @@ def _case(source: str, c: _Case, where: str) -> CaseRecord:
             c.fact_recall,
             c.refused,
         )
-    return CaseRecord(
+    case = Case(
         id=c.id,
         question=c.question,
-        unanswerable=c.unanswerable,
         relevance=relevance,
-        expected_facts=tuple(tuple(f) if isinstance(f, list) else (f,) for f in c.expected_facts),
-        tags=tuple(c.tags),
-        ranked_ids=tuple(c.ranked_ids),
+        expected_facts=cast("tuple[tuple[str, ...], ...]", facts),
+        unanswerable=c.unanswerable,
+        tags=c.tags,
+    )
+    return CaseRecord(
+        case=case,
+        outcome=outcome,
+        ranked_ids=c.ranked_ids,
         answer=c.answer,
-        citations=tuple(c.citations),
-        scores=scores,
+        citations=c.citations,
         latency_seconds=c.latency_seconds,
         stage_seconds=c.stage_seconds,
         attempts=c.attempts,
-        error=error,
         texts=c.texts,
-        cut_texts=frozenset(c.cut_texts),
+        cut_texts=c.cut_texts,
         ttfb_seconds=c.ttfb_seconds,
         ttft_seconds=c.ttft_seconds,
         tokens_per_second=c.tokens_per_second,

@@ -138,9 +138,9 @@ def audit_labels(audits: Iterable[tuple[str, LabelAudit]]) -> AuditTotals:
 def audit_record(record: CaseRecord) -> LabelAudit:
     """:meth:`LabelAudit.of` for a case as kept in a report."""
     return LabelAudit.of(
-        unanswerable=record.unanswerable,
-        expected_facts=record.expected_facts,
-        relevance=record.relevance,
+        unanswerable=record.case.unanswerable,
+        expected_facts=record.case.expected_facts,
+        relevance=record.case.relevance,
         texts=record.texts,
         cut=record.cut_texts,
     )

@@ -1,4 +1,4 @@
-"""The target protocol and the parser of the default response contract (DESIGN.md)."""
+"""The target protocol and the parser of the default response contract (docs/targets.md)."""
 
 from __future__ import annotations
 
@@ -42,17 +42,25 @@ class Target(Protocol):
         ...
 
 
-def parse_default_response(body: object) -> TargetResponse:
+def parse_default_response(body: object, *, max_ranked: int | None = None) -> TargetResponse:
     """Map a body in the default contract onto a :class:`TargetResponse`.
+
+    Args:
+        body: the decoded JSON.
+        max_ranked: read only the first this many ``retrieved`` items (the target's
+            ``max_ranked_ids``: the runner keeps no more). A legal response may rank
+            350,000 ids; building and checking an object for each would cost the daemon
+            about a second of interpreter time per response, which its other jobs and
+            ``/healthz`` wait for.
 
     Raises:
         BadResponseError: naming the field that is missing or of the wrong type.
     """
-    if not isinstance(body, Mapping):
+    if type(body) is not dict and not isinstance(body, Mapping):
         raise BadResponseError(
             f"response is {_type_name(body)}, expected a JSON object", field="response"
         )
-    retrieved = _parse_retrieved(body.get("retrieved", []))
+    retrieved = _parse_retrieved(body.get("retrieved", []), max_ranked)
     answer = body.get("answer")
     if answer is not None and not isinstance(answer, str):
         raise BadResponseError(
@@ -66,16 +74,33 @@ def parse_default_response(body: object) -> TargetResponse:
     )
 
 
-def _parse_retrieved(value: object) -> tuple[Retrieved, ...]:
+def _parse_retrieved(value: object, max_ranked: int | None) -> tuple[Retrieved, ...]:
     if value is None:
         return ()
     if not isinstance(value, list):
         raise BadResponseError(
             f"field 'retrieved' is {_type_name(value)}, expected a list", field="retrieved"
         )
+    if max_ranked is not None:
+        value = value[:max_ranked]
     items: list[Retrieved] = []
     for i, item in enumerate(value):
-        if isinstance(item, str):
+        # exact-type checks first: JSON gives dict, str, float; the ABC checks are the
+        # fallback for other mappings (a mapped target's own objects)
+        if type(item) is dict:
+            doc_id = item.get("id")
+            score = item.get("score")
+            text = item.get("text")
+            if type(doc_id) is str:
+                items.append(
+                    Retrieved(
+                        id=doc_id,
+                        score=score if type(score) is float else _as_float(score),
+                        text=text if type(text) is str else None,
+                    )
+                )
+                continue
+        elif isinstance(item, str):
             items.append(Retrieved(id=item))
             continue
         if not isinstance(item, Mapping):
@@ -110,6 +135,9 @@ def parse_citations(value: object) -> tuple[Citation, ...]:
         )
     out: list[Citation] = []
     for i, c in enumerate(value):
+        if type(c) is int or type(c) is str:
+            out.append(c)
+            continue
         if isinstance(c, bool) or not isinstance(c, int | str):
             if isinstance(c, float) and c.is_integer():
                 out.append(int(c))
@@ -126,13 +154,13 @@ def parse_timings(value: object) -> dict[str, float]:
     """Stage timings: stage name -> seconds; negative or non-finite values are rejected."""
     if value is None:
         return {}
-    if not isinstance(value, Mapping):
+    if type(value) is not dict and not isinstance(value, Mapping):
         raise BadResponseError(
             f"field 'timings' is {_type_name(value)}, expected an object", field="timings"
         )
     out: dict[str, float] = {}
     for stage, seconds in value.items():
-        as_float = _as_float(seconds)
+        as_float = seconds if type(seconds) is float else _as_float(seconds)
         if as_float is None or not math.isfinite(as_float) or as_float < 0:
             raise BadResponseError(
                 f"field 'timings.{stage}' is {seconds!r}, "

@@ -20,7 +20,7 @@ from typing import Any
 
 import aiohttp
 
-from evaluator.config import TargetConfig
+from evaluator.config import HttpTargetConfig
 from evaluator.factory import build_target
 from evaluator.models import Case
 from evaluator.targets.base import Target
@@ -48,7 +48,7 @@ async def _cpu_per_call(calls: int, call: Any) -> tuple[float, float]:
 
 
 async def _measure(url: str) -> dict[str, list[float]]:
-    target: Target = build_target(TargetConfig(url=url, max_connections=CONCURRENCY * 2))
+    target: Target = build_target(HttpTargetConfig(url=url, max_connections=CONCURRENCY * 2))
     case = Case(id="c", question="How long do refunds take?", relevance={"doc-0": 1})
     connector = aiohttp.TCPConnector(limit=CONCURRENCY * 2)
     out: dict[str, list[float]] = {

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from evaluator.models import CaseError, CaseRecord, CaseScores
+from evaluator.models import Case, CaseError, CaseRecord, CaseScores
 from evaluator.report import RunReport, parse_timestamp, write_report
 from evaluator.summary import summarise
 
@@ -31,21 +31,23 @@ EVALUATOR = Path(sys.executable).with_name("evaluator")
 def _case(rng: random.Random, i: int, shift: float) -> CaseRecord:
     """A realistic-looking case; ``shift`` nudges the candidate's scores and latency."""
     unanswerable = i % 10 == 0
+    case = Case(
+        id=f"case-{i:05d}",
+        question=f"question number {i}?",
+        relevance={} if unanswerable else {f"doc-{i}": 1},
+        expected_facts=() if unanswerable else (("fact",),),
+        unanswerable=unanswerable,
+        tags=("bench",),
+    )
     if rng.random() < 0.01:
         return CaseRecord(
-            id=f"case-{i:05d}",
-            question=f"question number {i}?",
-            unanswerable=unanswerable,
-            relevance={} if unanswerable else {f"doc-{i}": 1},
-            expected_facts=() if unanswerable else (("fact",),),
-            tags=("bench",),
+            case=case,
+            outcome=CaseError("timeout", "no answer within 30s"),
             ranked_ids=(),
             answer=None,
             citations=(),
-            scores=None,
             latency_seconds=30.0,
             stage_seconds={},
-            error=CaseError("timeout", "no answer within 30s"),
         )
     rank = rng.choice([1, 1, 1, 2, 3, 0]) if not unanswerable else 0
     if shift < 0 and rng.random() < -shift:
@@ -54,16 +56,8 @@ def _case(rng: random.Random, i: int, shift: float) -> CaseRecord:
     recall = 1.0 if rank else 0.0
     correct = rng.random() < 0.85 + shift
     return CaseRecord(
-        id=f"case-{i:05d}",
-        question=f"question number {i}?",
-        unanswerable=unanswerable,
-        relevance={} if unanswerable else {f"doc-{i}": 1},
-        expected_facts=() if unanswerable else (("fact",),),
-        tags=("bench",),
-        ranked_ids=ranked,
-        answer="fact" if correct else "something else",
-        citations=(1,),
-        scores=CaseScores(
+        case=case,
+        outcome=CaseScores(
             recall_at_k=recall,
             mrr=1.0 / rank if rank else 0.0,
             ndcg_at_k=recall,
@@ -74,6 +68,9 @@ def _case(rng: random.Random, i: int, shift: float) -> CaseRecord:
             fact_recall=1.0 if correct else 0.0,
             refused=False,
         ),
+        ranked_ids=ranked,
+        answer="fact" if correct else "something else",
+        citations=(1,),
         latency_seconds=rng.uniform(0.5, 2.5) * (1 + max(shift, 0)),
         stage_seconds={"embedding": 0.01, "rerank": 0.03, "model": rng.uniform(0.4, 2.0)},
     )

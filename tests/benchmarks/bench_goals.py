@@ -3,7 +3,7 @@
 Three clients, the same golden set, the same loopback endpoint (``tests.benchmarks.endpoint``
 in its own process), run back to back and alternated:
 
-- **evaluator**: ``run_dataset`` over the HTTP target built from a ``TargetConfig`` (the
+- **evaluator**: ``run_dataset`` over the HTTP target built from an ``HttpTargetConfig`` (the
   product's own client), scoring and summary included;
 - **bare loop**: :mod:`tests.benchmarks.bare_loop`, a bare aiohttp loop with no scoring
   (the floor of a Python client on this machine);
@@ -42,7 +42,7 @@ from typing import Any
 
 import aiohttp
 
-from evaluator.config import TargetConfig
+from evaluator.config import HttpTargetConfig
 from evaluator.factory import build_target
 from evaluator.models import Dataset
 from evaluator.runner import RunOptions, run_dataset
@@ -77,7 +77,7 @@ def _sizes() -> dict[str, int]:
 
 
 def _target(url: str) -> Target:
-    return build_target(TargetConfig(url=url, max_connections=200))
+    return build_target(HttpTargetConfig(url=url, max_connections=200))
 
 
 async def _evaluator(target: Target, dataset: Dataset) -> tuple[float, list[float], float, int]:

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from evaluator.history.recorder import HistoryRecorder, HistorySettings
-from evaluator.models import CaseRecord, CaseScores
+from evaluator.models import Case, CaseRecord, CaseScores
 from evaluator.report import RunReport, parse_timestamp
 from evaluator.summary import summarise
 from tests.benchmarks.support import figure, nearest_rank
@@ -36,21 +36,23 @@ GOAL_MB = 100.0
 def _variants(case_id: str) -> list[CaseRecord]:
     """A case's possible outcomes: passes mostly, sometimes wrong, ranked lower, or failed."""
     base = CaseRecord(
-        id=case_id,
-        question=f"question {case_id}?",
-        unanswerable=False,
-        relevance={f"doc-{case_id}": 1},
-        expected_facts=(("fact",),),
-        tags=(),
+        case=Case(
+            id=case_id,
+            question=f"question {case_id}?",
+            relevance={f"doc-{case_id}": 1},
+            expected_facts=(("fact",),),
+            unanswerable=False,
+            tags=(),
+        ),
+        outcome=CaseScores(1.0, 1.0, 1.0, 1.0, 1.0, True, True, 1.0, False),
         ranked_ids=(f"doc-{case_id}",),
         answer="fact",
         citations=(1,),
-        scores=CaseScores(1.0, 1.0, 1.0, 1.0, 1.0, True, True, 1.0, False),
         latency_seconds=0.2,
         stage_seconds={},
     )
-    wrong = replace(base, scores=CaseScores(1.0, 0.5, 0.63, 0.5, 0.5, True, False, 0.0, False))
-    missed = replace(base, scores=CaseScores(0.0, 0.0, 0.0, 0.0, 0.0, True, False, 0.0, False))
+    wrong = replace(base, outcome=CaseScores(1.0, 0.5, 0.63, 0.5, 0.5, True, False, 0.0, False))
+    missed = replace(base, outcome=CaseScores(0.0, 0.0, 0.0, 0.0, 0.0, True, False, 0.0, False))
     return [base] * 8 + [wrong, missed]
 
 

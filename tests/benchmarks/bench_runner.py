@@ -30,7 +30,7 @@ from typing import Any
 
 import aiohttp
 
-from evaluator.config import TargetConfig
+from evaluator.config import HttpTargetConfig
 from evaluator.errors import TargetConnectError, TargetHTTPStatusError
 from evaluator.factory import build_target
 from evaluator.models import Case, Dataset, TargetResponse
@@ -58,7 +58,7 @@ SPEED_GOAL = 0.5
 
 
 def _target(url: str) -> Target:
-    return build_target(TargetConfig(url=url, max_connections=MAX_CONNECTIONS))
+    return build_target(HttpTargetConfig(url=url, max_connections=MAX_CONNECTIONS))
 
 
 class WhatIfAiohttpTarget:
@@ -107,7 +107,9 @@ async def _timed(
     report = await run_dataset(dataset, target, options, cases=cases)
     wall = time.perf_counter() - started
     overhead = [
-        r.latency_seconds - r.stage_seconds.get("sleep", 0.0) for r in report.cases if r.scored
+        r.latency_seconds - r.stage_seconds.get("sleep", 0.0)
+        for r in report.cases
+        if r.scores is not None
     ]
     return wall, overhead, report.summary.error_count
 

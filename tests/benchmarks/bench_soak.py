@@ -31,7 +31,7 @@ from typing import Any
 import aiohttp
 import psutil
 
-from evaluator.config import JobConfig, Settings, TargetConfig
+from evaluator.config import HttpTargetConfig, JobConfig, Settings
 from evaluator.daemon import Daemon
 from evaluator.daemon.exporter import OUTCOMES
 from evaluator.logs import configure_logging
@@ -104,7 +104,7 @@ async def _soak(url: str, dataset: Path, reports: Path) -> dict[str, Any]:
         listen="127.0.0.1:0",
         reports_dir=reports,
         shutdown_grace_seconds=10.0,
-        targets=(TargetConfig(name="soak", url=url, max_connections=4 * CONCURRENCY),),
+        targets=(HttpTargetConfig(name="soak", url=url, max_connections=4 * CONCURRENCY),),
         jobs=(JobConfig(target="soak", dataset=dataset, interval_seconds=INTERVAL),),
     )
     daemon = Daemon(settings)

@@ -132,11 +132,11 @@ async def _aiohttp(url: str, count: int, concurrency: int) -> float:
 
 
 async def _evaluator(url: str, count: int, concurrency: int) -> float:
-    from evaluator.config import TargetConfig
+    from evaluator.config import HttpTargetConfig
     from evaluator.factory import build_target
     from evaluator.models import Case
 
-    target = build_target(TargetConfig(url=url, max_connections=concurrency))
+    target = build_target(HttpTargetConfig(url=url, max_connections=concurrency))
     case = Case(id="bench", question=str(PAYLOAD["question"]), relevance={"doc-1": 1})
     try:
 

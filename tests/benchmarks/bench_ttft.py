@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from evaluator.config import TargetConfig
+from evaluator.config import HttpTargetConfig
 from evaluator.factory import build_target
 from evaluator.models import Case, Dataset
 from evaluator.runner import RunOptions, run_dataset
@@ -33,7 +33,7 @@ def _dataset(delay: float, n: int) -> Dataset:
 
 async def _errors(url: str, delay: float, n: int) -> tuple[list[float], list[float]]:
     """Per case: |TTFT - delay| and |TTFT - the endpoint's own first-token time|, in ms."""
-    config = TargetConfig(
+    config = HttpTargetConfig(
         url=url,
         streaming={
             "format": "sse",

@@ -3,38 +3,38 @@
 from __future__ import annotations
 
 from evaluator.commands.display import badness, format_summary, worst_cases
-from evaluator.models import CaseError, CaseRecord, CaseScores
+from evaluator.models import Case, CaseError, CaseRecord, CaseScores, Outcome
 from evaluator.summary import summarise
 
 
 def _record(
     case_id: str,
-    scores: CaseScores | None,
+    outcome: Outcome,
     *,
-    error: CaseError | None = None,
     latency: float = 0.2,
 ) -> CaseRecord:
     return CaseRecord(
-        id=case_id,
-        question="q?",
-        unanswerable=False,
-        relevance={"d": 1},
-        expected_facts=(),
-        tags=(),
+        case=Case(
+            id=case_id,
+            question="q?",
+            relevance={"d": 1},
+            expected_facts=(),
+            unanswerable=False,
+            tags=(),
+        ),
+        outcome=outcome,
         ranked_ids=("d",),
-        answer=None if scores is None else "a",
+        answer="a" if isinstance(outcome, CaseScores) else None,
         citations=(),
-        scores=scores,
         latency_seconds=latency,
         stage_seconds={},
-        error=error,
     )
 
 
 PERFECT = _record("perfect", CaseScores(1.0, 1.0, 1.0, citation_precision=1.0, answer_correct=True))
 LOST = _record("lost", CaseScores(0.0, 0.0, 0.0, answer_correct=True))
 WRONG = _record("wrong", CaseScores(1.0, 0.5, 1.0, citation_precision=0.5, answer_correct=False))
-FAILED = _record("failed", None, error=CaseError("timeout", "slow"), latency=0.005)
+FAILED = _record("failed", CaseError("timeout", "slow"), latency=0.005)
 
 
 class TestBadness:

@@ -18,7 +18,7 @@ import structlog
 import structlog.testing
 from aiohttp import web
 
-from evaluator.config import JobConfig, RetryConfig, Settings, TargetConfig, load_settings
+from evaluator.config import HttpTargetConfig, JobConfig, RetryConfig, Settings, load_settings
 from evaluator.daemon import Daemon
 from evaluator.daemon.report_store import LATEST
 from evaluator.errors import ERROR_KINDS, ConfigError
@@ -124,7 +124,7 @@ def _settings(
     fields.update(job or {})
     values: dict[str, Any] = {
         "targets": [
-            TargetConfig(
+            HttpTargetConfig(
                 name="loop",
                 url=url,
                 timeout_seconds=2,
@@ -258,7 +258,7 @@ class TestSchedule:
 
 
 class TestOutcomes:
-    """Outcomes follow DESIGN.md; only a complete run moves the quality gauges."""
+    """Outcomes follow docs/daemon.md; only a complete run moves the quality gauges."""
 
     def test_target_down_for_a_whole_run_fails_and_keeps_gauges(
         self, tmp_path: Path, endpoint: Endpoint

@@ -34,7 +34,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.prometheus]
 OPENMETRICS = "application/openmetrics-text; version=1.0.0"
 
 
-#: every metric name of DESIGN.md's table, as it appears in a text-format `# TYPE` line
+#: every metric name of docs/daemon.md's table, as it appears in a text-format `# TYPE` line
 DESIGN_METRICS = (
     *QUALITY_GAUGES,
     "rag_eval_error_ratio",
@@ -263,7 +263,8 @@ class TestSeriesFromStart:
     """A configured job exports its series before its first run: dashboards and absent() work."""
 
     def test_every_design_metric_name_is_exposed(self, stack: Stack) -> None:
-        """Every metric family of DESIGN.md is declared in the first scrape of an idle daemon."""
+        """Every metric family of docs/daemon.md is declared in the first scrape of an idle
+        daemon."""
         assert [] == [e for e in stack.idle.logs() if e.get("event") == "run"]
         text = stack.idle_metrics_at_start
         missing = [m for m in DESIGN_METRICS if f"# TYPE {m} " not in text]

@@ -285,6 +285,7 @@ def test_demo_brings_up_live_metrics_and_stops_on_ctrl_c(tmp_path: Path, prometh
         rag = f"http://{HOST}:{demo.rag_port}"
         for line in (
             f"reference RAG service  {rag}/rag",
+            f"status page            {demo.url}/",
             f"metrics                {demo.url}/metrics",
             f"health                 {demo.url}/healthz   {demo.url}/readyz",
             f"latest report          {demo.url}/reports/latest",
@@ -322,6 +323,9 @@ def test_demo_brings_up_live_metrics_and_stops_on_ctrl_c(tmp_path: Path, prometh
         assert 138 == report["case_count"] == len(report["cases"])
         assert "reference" == report["target"]
         assert 0 == report["error_count"]
+        page = demo.get("/")  # the banner's status page shows the demo's job
+        assert 200 == page.status_code
+        assert "reference" in page.text and "rag_cases" in page.text
 
         if prometheus:
             _prometheus_checks(demo)

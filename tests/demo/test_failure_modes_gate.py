@@ -3,7 +3,7 @@
 One reference service (a subprocess on a free loopback port) serves the whole module. A
 healthy ``evaluator run`` makes the baseline; then each failure mode is switched on through
 the admin API and a live ``evaluator gate --format json`` must block the release (exit 2),
-name the row of the article's decision table that the mode stands for, and show the
+name the row of the gate's decision table that the mode stands for, and show the
 metrics moving the way that row says. A second healthy run must pass the same gate.
 
 The rules are ``reference_gates.toml`` next to this file: DESIGN's defaults fail the

@@ -64,7 +64,7 @@ def run_promtool(promtool: str, *args: str | Path) -> subprocess.CompletedProces
     )
 
 
-# The metric contract (DESIGN.md, "Prometheus metrics", and the daemon's exporter): every
+# The metric contract (docs/daemon.md and the daemon's exporter): every
 # name the rules and the dashboard may use, with the allowed values of enumerated labels.
 QUALITY_METRICS = (
     "recall_at_k",

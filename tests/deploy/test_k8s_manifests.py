@@ -24,7 +24,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from evaluator.config import load_settings
+from evaluator.config import HttpTargetConfig, load_settings
 from evaluator.dataset import parse_dataset
 from tests.deploy.deploy_support import (
     DEPLOY,
@@ -440,7 +440,9 @@ def test_config_loads_with_shard_settings_from_the_environment(
     monkeypatch.setenv("EVALUATOR_SHARD_COUNT", "3")
     sharded = load_settings(path)
     assert (sharded.shard_index, sharded.shard_count) == (2, 3)
-    assert sharded.targets[0].request.headers["Authorization"] == "Bearer ${RAG_API_TOKEN}"
+    target = sharded.targets[0]
+    assert isinstance(target, HttpTargetConfig)
+    assert target.request.headers["Authorization"] == "Bearer ${RAG_API_TOKEN}"
 
 
 def test_configmap_golden_set_is_valid_and_mounted_where_the_job_reads_it() -> None:

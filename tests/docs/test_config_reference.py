@@ -5,7 +5,7 @@ from __future__ import annotations
 from pydantic import BaseModel
 
 from evaluator.config import Settings
-from tests.docs.config_reference import PAGE, _inner_model, page_with_reference
+from tests.docs.config_reference import PAGE, _inner_models, page_with_reference
 
 
 def test_the_page_is_generated_from_the_current_settings_model() -> None:
@@ -20,8 +20,7 @@ def _fields(model: type[BaseModel], path: str = "") -> list[tuple[str, str | Non
     found = []
     for name, info in model.model_fields.items():
         found.append((f"{path}{name}", info.description))
-        inner = _inner_model(info.annotation)
-        if inner is not None:
+        for inner in _inner_models(info.annotation):
             found += _fields(inner, f"{path}{name}.")
     return found
 

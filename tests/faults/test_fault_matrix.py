@@ -439,7 +439,7 @@ def matrix(tmp_path_factory: pytest.TempPathFactory) -> Matrix:
 
 
 def outcome_of(report: dict[str, Any]) -> str:
-    """DESIGN.md's outcome of a finished run, from its report."""
+    """docs/daemon.md's outcome of a finished run, from its report."""
     summary = report["summary"]
     if summary["scored_count"] == 0:
         return "failed"
@@ -633,7 +633,7 @@ class TestLimits:
 
 
 class TestOutcomes:
-    """Outcomes follow DESIGN.md, and only complete runs move the quality gauges."""
+    """Outcomes follow docs/daemon.md, and only complete runs move the quality gauges."""
 
     def test_outcome_of_every_run(self, matrix: Matrix) -> None:
         """Each run's logged outcome is the plan's (edge runs: whatever their report says)."""

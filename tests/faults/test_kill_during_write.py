@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from evaluator.daemon.report_store import LATEST, ReportStore
-from evaluator.models import CaseRecord, CaseScores
+from evaluator.models import Case, CaseRecord, CaseScores
 from evaluator.report import RunReport, parse_timestamp, read_report, write_report
 from evaluator.summary import summarise
 
@@ -58,16 +58,18 @@ def _report(run_id: str, generated_at: str = "2025-01-01T00:00:00.000Z") -> RunR
     )  # fmt: skip
     cases = tuple(
         CaseRecord(
-            id=f"c{i}",
-            question="退款申请有期限吗？" * 4,
-            unanswerable=False,
-            relevance={f"d{i}": 1},
-            expected_facts=(("七天",),),
-            tags=("refund",),
+            case=Case(
+                id=f"c{i}",
+                question="退款申请有期限吗？" * 4,
+                relevance={f"d{i}": 1},
+                expected_facts=(("七天",),),
+                unanswerable=False,
+                tags=("refund",),
+            ),
+            outcome=scores,
             ranked_ids=tuple(f"d{j}" for j in range(i, i + 5)),
             answer="退款申请须在七天内提出。" * 8,
             citations=(1,),
-            scores=scores,
             latency_seconds=0.1,
             stage_seconds={"model": 0.1},
         )

@@ -20,7 +20,7 @@ import pytest
 import structlog
 from structlog.testing import LogCapture
 
-from evaluator.config import HistoryConfig, JobConfig, RetryConfig, Settings, TargetConfig
+from evaluator.config import HistoryConfig, HttpTargetConfig, JobConfig, RetryConfig, Settings
 from evaluator.daemon import Daemon
 from evaluator.daemon.report_store import LATEST
 from evaluator.report import encode_report, read_report
@@ -46,7 +46,7 @@ def _settings(tmp_path: Path, url: str) -> Settings:
     golden.write_text("".join(json.dumps(c) + "\n" for c in CASES), "utf-8")
     return Settings(
         targets=[
-            TargetConfig(
+            HttpTargetConfig(
                 name="loop",
                 url=url,
                 timeout_seconds=2,

@@ -7,11 +7,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from evaluator.models import CaseError, CaseRecord, CaseScores
+from evaluator.models import Case, CaseError, CaseRecord, CaseScores, Outcome
 from evaluator.report import RunReport, parse_timestamp, report_to_dict
 from evaluator.summary import summarise
 
-#: The article's exercise (DESIGN.md "Release gate").
+#: The gate exercise of docs/gate.md.
 EXERCISE_BASELINE = {
     "recall_at_k": 0.90,
     "mrr": 0.76,
@@ -46,12 +46,11 @@ def record(
     stages: Mapping[str, float] | None = None,
 ) -> CaseRecord:
     """One case; ``error`` (a kind) makes it a failed case with null scores."""
-    scores = None
-    case_error = None
+    outcome: Outcome
     if error is not None:
-        case_error = CaseError(error, f"{error} talking to the target")
+        outcome = CaseError(error, f"{error} talking to the target")
     else:
-        scores = CaseScores(
+        outcome = CaseScores(
             recall_at_k=recall,
             mrr=rr,
             ndcg_at_k=recall if ndcg is None else ndcg,
@@ -62,19 +61,20 @@ def record(
             refused=False,
         )
     return CaseRecord(
-        id=case_id,
-        question=question or f"question {case_id}?",
-        unanswerable=unanswerable,
-        relevance={"d1": 1},
-        expected_facts=(("fact",),) if correct is not None else (),
-        tags=(),
+        case=Case(
+            id=case_id,
+            question=question or f"question {case_id}?",
+            relevance={"d1": 1},
+            expected_facts=(("fact",),) if correct is not None else (),
+            unanswerable=unanswerable,
+            tags=(),
+        ),
+        outcome=outcome,
         ranked_ids=tuple(ranked) if error is None else (),
         answer="fact" if correct else "nope",
         citations=(1,),
-        scores=scores,
         latency_seconds=latency,
         stage_seconds=dict(stages or {}),
-        error=case_error,
     )
 
 

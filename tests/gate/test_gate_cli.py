@@ -82,7 +82,7 @@ def _one_error_line(proc: subprocess.CompletedProcess[str]) -> str:
 
 
 class TestExercise:
-    """The article's exercise, end to end."""
+    """The gate exercise, end to end."""
 
     def test_three_failures_and_diagnosis(self, tmp_path: Path) -> None:
         """Exit 2; exactly MRR, citation precision and P95 fail; the diagnosis says where."""

@@ -61,7 +61,7 @@ class TestDecisionTable:
         assert ["errors"] == _areas({}, error_rate=0.05)
 
     def test_look_at_texts(self) -> None:
-        """The texts are the article's."""
+        """The texts are docs/gate.md's decision table."""
         base = _summary(BASE)
         cases = {
             "retrieval": {"recall_at_k": 0.85, "mrr": 0.70},
@@ -84,7 +84,7 @@ class TestDecisionTable:
 
 
 class TestExercise:
-    """The article's exercise: rank order and citations, and the slower P95."""
+    """The gate exercise: rank order and citations, and the slower P95."""
 
     def test_exercise(self) -> None:
         """Recall up with MRR down, accuracy up with citation precision down, P95 +40%."""

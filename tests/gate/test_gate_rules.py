@@ -27,10 +27,10 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 class TestDefaults:
-    """The built-in rules and config/gates.toml are DESIGN.md's table."""
+    """The built-in rules and config/gates.toml are docs/gate.md's rules table."""
 
     def test_design_table(self) -> None:
-        """Each default rule in words, as DESIGN.md writes it."""
+        """Each default rule in words, as docs/gate.md writes it."""
         expected = [
             ("recall_at_k", "must not drop"),
             ("mrr", "may drop at most 0.01"),
@@ -217,7 +217,7 @@ class TestMessages:
     """Each failure line names the metric, both values, the difference and the rule."""
 
     def test_exercise_lines(self) -> None:
-        """The article's exercise: exactly MRR, citation precision and P95 fail, all reported."""
+        """The gate exercise: exactly MRR, citation precision and P95 fail, all reported."""
         b = report_from_dict(summary_report(EXERCISE_BASELINE))
         c = report_from_dict(summary_report(EXERCISE_CANDIDATE))
         results = evaluate_rules(DEFAULT_RULES, b.summary, c.summary)

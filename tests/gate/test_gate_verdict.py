@@ -23,7 +23,7 @@ class TestEvaluateGate:
     """Per-rule results with name, passed and applicable; the verdict."""
 
     def test_exercise(self) -> None:
-        """The article's exercise from report JSON: three named failures, the rest pass."""
+        """The gate exercise from report JSON: three named failures, the rest pass."""
         result = evaluate_gate(
             report_from_dict(summary_report(EXERCISE_BASELINE)),
             report_from_dict(summary_report(EXERCISE_CANDIDATE)),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from evaluator.models import CaseError, CaseRecord, CaseScores
+from evaluator.models import Case, CaseError, CaseRecord, CaseScores
 from evaluator.pages.render import PageRenderer
 from evaluator.pages.trend import RunPoint
 from evaluator.pages.views import (
@@ -21,16 +21,15 @@ from evaluator.summary import summarise
 
 SECRET = "tok-9f8e7d6c5b4a"
 RECORD = CaseRecord(
-    id="refund-time",
-    question=f"退款多久到账？ {SECRET}",
-    unanswerable=False,
-    relevance={"policy": 2, "faq": 1},
-    expected_facts=(("3-5个工作日",), ("七天", "7天")),
-    tags=("refund",),
-    ranked_ids=("noise", "policy", "<b>x</b>"),
-    answer=f"<script>alert(1)</script>一般 3 - 5 个工作日到账 {SECRET}",
-    citations=(2, 9, "noise"),
-    scores=CaseScores(
+    case=Case(
+        id="refund-time",
+        question=f"退款多久到账？ {SECRET}",
+        relevance={"policy": 2, "faq": 1},
+        expected_facts=(("3-5个工作日",), ("七天", "7天")),
+        unanswerable=False,
+        tags=("refund",),
+    ),
+    outcome=CaseScores(
         recall_at_k=0.5,
         mrr=0.5,
         ndcg_at_k=0.4,
@@ -41,6 +40,9 @@ RECORD = CaseRecord(
         fact_recall=0.5,
         refused=False,
     ),
+    ranked_ids=("noise", "policy", "<b>x</b>"),
+    answer=f"<script>alert(1)</script>一般 3 - 5 个工作日到账 {SECRET}",
+    citations=(2, 9, "noise"),
     latency_seconds=0.0123,
     stage_seconds={"model": 0.01, "<i>stage</i>": 0.0004},
     texts={"policy": f"退回到银行卡通常需要3-5个工作日到账。{SECRET}", "noise": "七天无理由退款"},
@@ -113,9 +115,7 @@ class TestCaseView:
         assert (20, 20) == (len(view.stages), len(view.citations))
 
     def test_an_error_case(self) -> None:
-        failed = replace(
-            RECORD, scores=None, answer=None, error=CaseError("timeout", "deadline 5 s")
-        )
+        failed = replace(RECORD, outcome=CaseError("timeout", "deadline 5 s"), answer=None)
         view = case_view(failed, k=2)
         assert ("error", "timeout: deadline 5 s") == (view.verdict, view.error)
 
@@ -139,7 +139,7 @@ class TestRendering:
     def test_a_gate_report_and_a_run_report(self) -> None:
         from evaluator.gate import evaluate_gate
 
-        good = replace(RECORD, scores=replace(_scores(), mrr=1.0, answer_correct=True))
+        good = replace(RECORD, outcome=replace(_scores(), mrr=1.0, answer_correct=True))
         baseline, candidate = _report(good), _report(RECORD)
         result = evaluate_gate(baseline, candidate, with_intervals=False)
         view = report_view(candidate, source="cand.json", gate=result, baseline_source="base.json")
@@ -161,7 +161,7 @@ def _scores() -> CaseScores:
 
 
 def test_metric_rows_know_which_way_is_worse() -> None:
-    better = replace(RECORD, scores=replace(_scores(), mrr=1.0), latency_seconds=0.5)
+    better = replace(RECORD, outcome=replace(_scores(), mrr=1.0), latency_seconds=0.5)
     rows = {r.name: r for r in metric_rows(summarise([better]), summarise([RECORD]))}
 
     assert (True, False) == (rows["mrr"].better, rows["mrr"].worse)

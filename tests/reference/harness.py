@@ -1,5 +1,6 @@
 """Helpers for the reference-service tests: an HTTP call and a tiny evaluator that scores
-the golden set against the service with :mod:`evaluator.scoring`, averaging as DESIGN.md says."""
+the golden set against the service with :mod:`evaluator.scoring`, averaging as
+docs/metrics.md says."""
 
 from __future__ import annotations
 
@@ -35,7 +36,7 @@ def _mean(values: Sequence[float]) -> float:
 
 @dataclass
 class Run:
-    """Scores of one pass over the golden set, with averages computed as DESIGN.md says."""
+    """Scores of one pass over the golden set, with averages computed as docs/metrics.md says."""
 
     scored: list[tuple[Case, CaseScores, TargetResponse]] = field(default_factory=list)
     failed: list[tuple[Case, int]] = field(default_factory=list)

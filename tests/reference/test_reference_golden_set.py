@@ -61,7 +61,7 @@ def test_expected_facts_are_quoted_by_the_evidence(golden: Dataset) -> None:
 
 
 def test_refund_arrival_is_not_labelled_with_the_deadline(golden: Dataset) -> None:
-    """The article's warning: "退款多久到账" expects the arrival time, not "七天"."""
+    """The classic labelling trap: "退款多久到账" expects the arrival time, not "七天"."""
     case = next(c for c in golden.cases if c.question == "退款多久到账？")
 
     assert ("七天",) not in case.expected_facts

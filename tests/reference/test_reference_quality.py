@@ -1,5 +1,5 @@
 """The reference service against its golden set: a realistic mix of right and wrong, and each
-failure mode moving the metrics the way its row of the article's decision table says.
+failure mode moving the metrics the way its row of the gate's decision table (docs/gate.md) says.
 
 The baseline numbers are the ones the README quotes; a change to the corpus, the golden set
 or the pipeline that moves them must update the README too.

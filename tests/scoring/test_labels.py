@@ -6,7 +6,7 @@ from collections.abc import Collection, Mapping, Sequence
 
 import pytest
 
-from evaluator.models import CaseRecord
+from evaluator.models import Case, CaseRecord, CaseScores
 from evaluator.scoring.labels import LabelAudit, audit_record, audit_run, describe_fact
 
 POLICY = "退款审核通过后，款项将原路退回。退回到银行卡通常需要3-5个工作日到账。"
@@ -122,16 +122,18 @@ def test_describe_fact() -> None:
 
 def _record(case_id: str, facts: tuple[tuple[str, ...], ...], texts: dict[str, str]) -> CaseRecord:
     return CaseRecord(
-        id=case_id,
-        question="退款多久到账？",
-        unanswerable=False,
-        relevance={"policy": 1},
-        expected_facts=facts,
-        tags=(),
+        case=Case(
+            id=case_id,
+            question="退款多久到账？",
+            relevance={"policy": 1},
+            expected_facts=facts,
+            unanswerable=False,
+            tags=(),
+        ),
+        outcome=CaseScores(1.0, 1.0, 1.0),
         ranked_ids=tuple(texts),
         answer="3-5个工作日",
         citations=(1,),
-        scores=None,
         latency_seconds=0.1,
         stage_seconds={},
         texts=texts,

@@ -13,7 +13,7 @@ ARTICLE_RELEVANCE = {"b": 1, "d": 1}
 
 
 class TestArticleExample:
-    """The source article's worked example: ranking [a,b,c,d], relevant {b,d}, K=3."""
+    """The worked example of docs/metrics.md: ranking [a,b,c,d], relevant {b,d}, K=3."""
 
     def test_recall(self) -> None:
         """Only b of {b, d} is in the top 3."""

@@ -1,5 +1,6 @@
-"""Metric names from DESIGN.md, written out literally: tests check the product against the
-contract, so they must not derive these names from the code under test."""
+"""Metric names of the documented contract (docs/daemon.md, docs/reports.md), written out
+literally: tests check the product against the contract, so they must not derive these names
+from the code under test."""
 
 from __future__ import annotations
 

@@ -7,7 +7,7 @@ import socket
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from evaluator.config import TargetConfig
+from evaluator.config import HttpTargetConfig
 from evaluator.factory import build_target
 from evaluator.models import Case, Dataset
 from evaluator.report import RunReport
@@ -66,7 +66,7 @@ class Sequenced:
 
 
 def run_config(
-    config: TargetConfig,
+    config: HttpTargetConfig,
     data: Dataset,
     *,
     concurrency: int = 4,

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from evaluator.config import TargetConfig
+from evaluator.config import HttpTargetConfig
 from evaluator.targets.admission import Admission, RateLimiter, measure_queue_wait
 from tests.support.loopback import LoopbackServer, Reply
 from tests.targets.helpers import GOOD_BODY, dataset, run_config
@@ -102,7 +102,7 @@ class TestLatencyExcludesOwnLimits:
 
     def test_rate_limited_run(self) -> None:
         with LoopbackServer(lambda _r: Reply(body=GOOD_BODY)) as server:
-            config = TargetConfig(url=server.url, requests_per_second=20, max_connections=2)
+            config = HttpTargetConfig(url=server.url, requests_per_second=20, max_connections=2)
             started = time.perf_counter()
             report, _ = run_config(config, dataset([f"q{i}" for i in range(8)]), concurrency=8)
             elapsed = time.perf_counter() - started

@@ -10,7 +10,7 @@ from typing import NamedTuple
 
 import pytest
 
-from evaluator.config import TargetConfig
+from evaluator.config import HttpTargetConfig
 from evaluator.errors import ResponseTooLargeError
 from evaluator.factory import build_target
 from evaluator.models import CaseRecord
@@ -71,7 +71,7 @@ def failures_run() -> FailuresRun:
     """One run of every failure mode at once, against one loopback server."""
     script = Sequenced(SCRIPT)
     with LoopbackServer(script) as server:
-        config = TargetConfig(
+        config = HttpTargetConfig(
             url=server.url,
             timeout_seconds=1.0,
             read_timeout_seconds=0.5,
@@ -153,7 +153,7 @@ class TestRefused:
     """Nothing listens on the port: connect errors, retried, every case reported."""
 
     def test_refused(self) -> None:
-        config = TargetConfig(url=f"http://127.0.0.1:{free_port()}/rag")
+        config = HttpTargetConfig(url=f"http://127.0.0.1:{free_port()}/rag")
         report, events = run_config(config, dataset(["a", "b", "c"]))
         assert [("connect", None, 3)] * 3 == [_outcome(c) for c in report.cases]
         assert 6 == len(events)
@@ -170,7 +170,7 @@ class TestOversized:
         """A 50 MiB body ends in response_too_large quickly, with a small peak of memory."""
         reply = Reply(stream_bytes=50 * MiB, declare_length=declare_length)
         with LoopbackServer(lambda _request: reply) as server:
-            target = build_target(TargetConfig(url=server.url, max_response_bytes=1 * MiB))
+            target = build_target(HttpTargetConfig(url=server.url, max_response_bytes=1 * MiB))
 
             async def go() -> None:
                 try:

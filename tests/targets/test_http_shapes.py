@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from evaluator.config import TargetConfig, load_settings
+from evaluator.config import HttpTargetConfig, load_settings
 from tests.support.loopback import LoopbackServer, Reply
 from tests.targets.helpers import dataset, run_config
 
@@ -15,9 +15,10 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "config" / "targets"
 QUESTIONS = ["How long do I have to ask for a refund?", '退款 "期限" {k}?']
 
 
-def example(name: str, url: str) -> TargetConfig:
+def example(name: str, url: str) -> HttpTargetConfig:
     """The first target of ``config/targets/<name>``, pointed at ``url``."""
     target = load_settings(EXAMPLES / name).targets[0]
+    assert isinstance(target, HttpTargetConfig)
     return target.model_copy(update={"url": url})
 
 
@@ -60,7 +61,7 @@ def chat_reply(request: dict[str, Any]) -> Reply:
 
 
 class TestDefaultContract:
-    """POST {question, top_k}; the default response parsed as DESIGN.md describes."""
+    """POST {question, top_k}; the default response parsed as docs/targets.md describes."""
 
     def test_run(self) -> None:
         with LoopbackServer(default_reply) as server:

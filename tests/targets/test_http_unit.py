@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from evaluator.config import TargetConfig
+from evaluator.config import HttpTargetConfig
 from evaluator.errors import TargetError
 from evaluator.factory import build_target
 from evaluator.models import TargetResponse
@@ -26,7 +26,7 @@ from tests.support.rawhttp import RawServer
 from tests.targets.helpers import GOOD_BODY, case, free_port
 
 
-def _query(config: TargetConfig, **env: str) -> TargetResponse:
+def _query(config: HttpTargetConfig, **env: str) -> TargetResponse:
     async def go() -> TargetResponse:
         target = build_target(config, environ=env)
         try:
@@ -37,7 +37,7 @@ def _query(config: TargetConfig, **env: str) -> TargetResponse:
     return asyncio.run(go())
 
 
-def _error(config: TargetConfig) -> TargetError:
+def _error(config: HttpTargetConfig) -> TargetError:
     with pytest.raises(TargetError) as info:
         _query(config)
     return info.value
@@ -49,7 +49,7 @@ class TestRequests:
     def test_get_with_params_and_secret(self) -> None:
         """GET puts the question and K in the query; secrets join it only on the wire."""
         with LoopbackServer(lambda _r: Reply(body=[{"id": "a"}])) as server:
-            config = TargetConfig(
+            config = HttpTargetConfig(
                 url=server.url,
                 request={
                     "method": "GET",
@@ -66,7 +66,7 @@ class TestRequests:
     def test_post_body_template(self) -> None:
         """The body template is rendered with K as an integer and sent as JSON."""
         with LoopbackServer(lambda _r: Reply(body={"hits": []})) as server:
-            config = TargetConfig(
+            config = HttpTargetConfig(
                 url=server.url,
                 request={"body": {"input": {"text": "{question}"}, "top_k": "{k}", "debug": True}},
                 response={"ids": "hits[].id"},
@@ -78,7 +78,7 @@ class TestRequests:
     def test_secret_header_only_on_the_wire(self) -> None:
         """A ${VAR} header reaches the server; the target keeps no copy of it in its request."""
         with LoopbackServer(lambda _r: Reply(body=GOOD_BODY)) as server:
-            config = TargetConfig(
+            config = HttpTargetConfig(
                 url=server.url, request={"headers": {"Authorization": "Bearer ${TOKEN}"}}
             )
             _query(config, TOKEN="t-789")
@@ -92,7 +92,7 @@ class TestResponses:
         """A 3xx is an http_status error that says where to point the url."""
         reply = Reply(status=301, headers={"Location": "https://rag.test/v1/search"}, raw=b"")
         with LoopbackServer(lambda _r: reply) as server:
-            error = _error(TargetConfig(url=server.url))
+            error = _error(HttpTargetConfig(url=server.url))
         assert ("http_status", 301) == (error.kind, getattr(error, "status", None))
         assert "redirect to https://rag.test/v1/search" in error.message
 
@@ -100,7 +100,7 @@ class TestResponses:
         """A Content-Length beyond the cap fails before the body is read."""
         raw = b"HTTP/1.1 200 OK\r\nContent-Length: 999999999\r\n\r\n{}"
         with RawServer(raw) as server:
-            error = _error(TargetConfig(url=server.url))
+            error = _error(HttpTargetConfig(url=server.url))
         assert "response of 999999999 bytes is larger" in error.message
 
     @pytest.mark.parametrize(
@@ -114,7 +114,7 @@ class TestResponses:
     def test_connection_ends(self, raw: bytes, kind: str, transient: bool) -> None:
         """A connection that ends before or inside the response is a connect error."""
         with RawServer(raw) as server:
-            error = _error(TargetConfig(url=server.url))
+            error = _error(HttpTargetConfig(url=server.url))
         assert (kind, transient) == (error.kind, error.transient)
 
     @pytest.mark.parametrize(
@@ -134,7 +134,7 @@ class TestResponses:
         """Garbled HTTP is bad_response, not a retried connect; the message names the fault
         and never repeats the request (aiohttp's wrapper would, secret headers included)."""
         with RawServer(raw) as server:
-            config = TargetConfig(
+            config = HttpTargetConfig(
                 url=server.url, request={"headers": {"Authorization": "Bearer ${TOKEN}"}}
             )
             with pytest.raises(TargetError) as info:
@@ -157,12 +157,12 @@ class TestResponses:
         monkeypatch.setattr(decode.BodyDecoder, "feed", exhausted)
         reply = Reply(raw=gzip.compress(b"{}"), headers={"Content-Encoding": "gzip"})
         with LoopbackServer(lambda _r: reply) as server:
-            error = _error(TargetConfig(url=server.url))
+            error = _error(HttpTargetConfig(url=server.url))
         assert ("out_of_memory", False) == (error.kind, error.transient)
 
     def test_refused(self) -> None:
         """Nothing listening: connect, retried."""
-        error = _error(TargetConfig(url=f"http://127.0.0.1:{free_port()}/rag"))
+        error = _error(HttpTargetConfig(url=f"http://127.0.0.1:{free_port()}/rag"))
         assert ("connect", True) == (error.kind, error.transient)
         assert "cannot connect" in error.message
 
@@ -170,7 +170,7 @@ class TestResponses:
         """Silence longer than the read timeout: timeout, not retried."""
         with LoopbackServer(lambda _r: Reply(body=GOOD_BODY, delay=1.0)) as server:
             error = _error(
-                TargetConfig(url=server.url, timeout_seconds=5, read_timeout_seconds=0.2)
+                HttpTargetConfig(url=server.url, timeout_seconds=5, read_timeout_seconds=0.2)
             )
         assert ("timeout", False) == (error.kind, error.transient)
         assert "sent nothing for 0.2s" in error.message
@@ -179,7 +179,7 @@ class TestResponses:
         """A body nested beyond the parser's recursion limit is a bad_response, not a crash."""
         deep = Reply(raw=b"[" * 100_000 + b"]" * 100_000)
         with LoopbackServer(lambda _r: deep) as server:
-            error = _error(TargetConfig(url=server.url))
+            error = _error(HttpTargetConfig(url=server.url))
         assert "bad_response" == error.kind
 
     def test_gzip_body(self) -> None:
@@ -189,14 +189,17 @@ class TestResponses:
             headers={"Content-Encoding": "gzip"},
         )
         with LoopbackServer(lambda _r: reply) as server:
-            assert ("refund-policy", "faq") == _query(TargetConfig(url=server.url)).ranked_ids
+            assert ("refund-policy", "faq") == _query(HttpTargetConfig(url=server.url)).ranked_ids
 
     def test_large_body_is_parsed_off_the_loop(self) -> None:
-        """A body above the off-loop threshold maps to the same response."""
+        """A body above the off-loop threshold maps to the same response, its ranking read
+        only as far as the target's max_ranked_ids."""
         body = {**GOOD_BODY, "retrieved": [{"id": f"d{i}"} for i in range(40_000)]}
         with LoopbackServer(lambda _r: Reply(body=body)) as server:
-            response = _query(TargetConfig(url=server.url))
-        assert 40_000 == len(response.ranked_ids)
+            response = _query(HttpTargetConfig(url=server.url, max_ranked_ids=30_000))
+            default = _query(HttpTargetConfig(url=server.url))
+        assert tuple(f"d{i}" for i in range(30_000)) == response.ranked_ids
+        assert tuple(f"d{i}" for i in range(100)) == default.ranked_ids
 
 
 NOW = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
@@ -228,7 +231,7 @@ class TestRetryAfter:
         when = format_datetime(datetime.now(UTC) + timedelta(seconds=30), usegmt=True)
         reply = Reply(status=429, headers={"Retry-After": when}, raw=b"slow down")
         with LoopbackServer(lambda _r: reply) as server:
-            error = _error(TargetConfig(url=server.url))
+            error = _error(HttpTargetConfig(url=server.url))
         retry_after = getattr(error, "retry_after", None)
         assert retry_after is not None and 28 <= retry_after <= 30
         assert error.transient
@@ -262,7 +265,7 @@ class TestTls:
         server_context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
         server_context.load_cert_chain(*certificate)
         with LoopbackServer(lambda _r: Reply(body=GOOD_BODY), ssl_context=server_context) as srv:
-            target = build_target(TargetConfig(url=srv.url, tls=tls))
+            target = build_target(HttpTargetConfig(url=srv.url, tls=tls))
             assert isinstance(target, HttpTarget)
 
             async def go() -> TargetResponse:

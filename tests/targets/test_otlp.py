@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from evaluator import otlp
-from evaluator.config import OtlpConfig, Settings, TargetConfig, load_settings
+from evaluator.config import HttpTargetConfig, OtlpConfig, Settings, load_settings
 from evaluator.errors import ConfigError
 from evaluator.redaction import register_secrets
 from evaluator.report import RunReport
@@ -30,7 +30,7 @@ def _run_exporting(
 ) -> tuple[RunReport, otlp.CaseSpans | None]:
     spans = otlp.install(**config.model_dump())
     try:
-        report, _ = run_config(TargetConfig(name=target, url=server.url), dataset(questions))
+        report, _ = run_config(HttpTargetConfig(name=target, url=server.url), dataset(questions))
     finally:
         otlp.shutdown()  # flushes the batch: the receiver has every span after this
     return report, spans
@@ -106,7 +106,7 @@ class TestCaseSpans:
         with OtlpReceiver() as receiver, LoopbackServer(lambda _r: Reply(body=GOOD_BODY)) as server:
             otlp.install(enabled=True, endpoint=receiver.url, service_name="e")
             try:
-                run_config(TargetConfig(name=f"t-{secret}", url=server.url), data)
+                run_config(HttpTargetConfig(name=f"t-{secret}", url=server.url), data)
             finally:
                 otlp.shutdown()
         (span,) = receiver.named(otlp.CASE_SPAN)

@@ -10,7 +10,7 @@ import pytest
 
 from evaluator.commands.run import mapping_diagnosis
 from evaluator.errors import BadResponseError
-from evaluator.models import CaseError, CaseRecord, Retrieved, TargetResponse
+from evaluator.models import Case, CaseError, CaseRecord, Retrieved, TargetResponse
 from evaluator.report import RunReport, parse_timestamp
 from evaluator.summary import summarise
 from evaluator.targets.base import parse_default_response
@@ -200,6 +200,20 @@ class TestStrictTypes:
         message = _error(m, [{"id": "a"}, {"id": "b", "text": "t"}])
         assert "gave 1 value(s) for 2 id(s)" in message
 
+    def test_max_ranked_reads_only_the_first_hits(self) -> None:
+        """Hits past ``max_ranked`` are not checked; misaligned lists are still caught."""
+        expressions = {"ids": "[].id", "texts": "[].text"}
+        m = ResponseMapper({k: jmespath.compile(v) for k, v in expressions.items()}, max_ranked=2)
+        body: list[dict[str, Any]] = [{"id": "a", "text": "t"}, {"id": "b"}, {"id": 1.5}]
+        response = m(body)
+        assert (Retrieved("a", text="t"), Retrieved("b")) == response.retrieved
+        assert 2 == m.without("answer").max_ranked
+        misaligned = ResponseMapper(
+            {"ids": jmespath.compile("[].id"), "texts": jmespath.compile("[?text].text")},
+            max_ranked=1,
+        )
+        assert "gave 1 value(s) for 3 id(s)" in _error(misaligned, body)
+
     def test_non_finite_score(self) -> None:
         """NaN and numbers beyond float range are not scores."""
         m = mapper(ids="[].id", scores="[].s")
@@ -242,19 +256,24 @@ def _record(case_id: str, error: CaseError | None) -> CaseRecord:
     from evaluator.models import CaseScores
 
     return CaseRecord(
-        id=case_id,
-        question="q",
-        unanswerable=False,
-        relevance={"a": 1},
-        expected_facts=(),
-        tags=(),
+        case=Case(
+            id=case_id,
+            question="q",
+            relevance={"a": 1},
+            expected_facts=(),
+            unanswerable=False,
+            tags=(),
+        ),
+        outcome=error
+        if error is not None
+        else None
+        if error
+        else CaseScores(recall_at_k=1.0, mrr=1.0, ndcg_at_k=1.0),
         ranked_ids=(),
         answer=None,
         citations=(),
-        scores=None if error else CaseScores(recall_at_k=1.0, mrr=1.0, ndcg_at_k=1.0),
         latency_seconds=0.01,
         stage_seconds={},
-        error=error,
     )
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from evaluator.cli import main
-from evaluator.config import TargetConfig
+from evaluator.config import HttpTargetConfig
 from evaluator.errors import TargetHTTPStatusError
 from evaluator.factory import build_target
 from evaluator.logs import configure_logging, get_logger
@@ -33,8 +33,8 @@ def _echo(request: dict[str, object]) -> Reply:
     return Reply(status=status, echo_headers=True)
 
 
-def _config(url: str) -> TargetConfig:
-    return TargetConfig(
+def _config(url: str) -> HttpTargetConfig:
+    return HttpTargetConfig(
         url=url,
         request={
             "params": {"api_key": "${SEARCH_KEY}"},

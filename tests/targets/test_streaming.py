@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from evaluator.config import JobConfig, Settings, TargetConfig
+from evaluator.config import HttpTargetConfig, JobConfig, Settings
 from evaluator.errors import TargetError
 from evaluator.factory import build_target
 from evaluator.models import TargetResponse
@@ -34,7 +34,7 @@ def _spaced(parts: list[bytes], first_at: int = 0) -> list[Chunk]:
     return out
 
 
-def _query(config: TargetConfig) -> TargetResponse:
+def _query(config: HttpTargetConfig) -> TargetResponse:
     async def go() -> TargetResponse:
         target = build_target(config)
         try:
@@ -45,7 +45,7 @@ def _query(config: TargetConfig) -> TargetResponse:
     return asyncio.run(go())
 
 
-def _error(config: TargetConfig) -> TargetError:
+def _error(config: HttpTargetConfig) -> TargetError:
     with pytest.raises(TargetError) as info:
         _query(config)
     return info.value
@@ -62,8 +62,8 @@ class TestFraming:
 
 
 class TestOpenAIStream:
-    def _config(self, url: str, **more: Any) -> TargetConfig:
-        return TargetConfig(
+    def _config(self, url: str, **more: Any) -> HttpTargetConfig:
+        return HttpTargetConfig(
             url=url,
             kind="openai-chat",
             model="rag-large",
@@ -136,7 +136,7 @@ class TestOpenAIStream:
             b' "usage": {"prompt_tokens": 10, "completion_tokens": 2}, "sources": [{"id": "a"}]}'
         )
         with StreamServer(lambda _r: [Chunk(0, body)], content_type="application/json") as srv:
-            config = TargetConfig(
+            config = HttpTargetConfig(
                 url=srv.url, kind="openai-chat", model="m", response={"ids": "sources[].id"}
             )
             response = _query(config)
@@ -156,7 +156,7 @@ class TestGenericStreams:
             {"type": "heartbeat"},
         )
         with StreamServer(lambda _r: _spaced(events), path="/rag") as server:
-            config = TargetConfig(
+            config = HttpTargetConfig(
                 url=server.url,
                 streaming={"format": "sse", "content": "text", "fields_from": "type == 'final'"},
                 response={"ids": "hits[].id", "timings": "took", "timings_unit": "milliseconds"},
@@ -173,7 +173,7 @@ class TestGenericStreams:
         with StreamServer(
             lambda _r: _spaced(lines), content_type="application/x-ndjson", path="/rag"
         ) as server:
-            config = TargetConfig(
+            config = HttpTargetConfig(
                 url=server.url,
                 streaming={"format": "ndjson", "content": "delta"},
                 response={"ids": "retrieved || `[]`"},

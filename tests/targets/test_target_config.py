@@ -6,10 +6,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import TypeAdapter
 
-from evaluator.config import TargetConfig, load_settings
+from evaluator.config import (
+    TARGET_KINDS,
+    CallableTargetConfig,
+    HttpTargetConfig,
+    Settings,
+    TargetConfig,
+    _tagged,
+    load_settings,
+)
 from evaluator.errors import ConfigError
 from evaluator.factory import build_target
+from evaluator.targets.callable import CallableTarget
 from evaluator.targets.http import HttpTarget
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "config" / "targets"
@@ -21,6 +31,23 @@ def _load(tmp_path: Path, toml: str) -> str:
     with pytest.raises(ConfigError) as info:
         load_settings(path)
     return str(info.value)
+
+
+UNKNOWN = "unknown key (did you mean"
+ONE_KIND = "set exactly one of 'url' or 'callable'"
+
+
+def _toml_value(value: object) -> str:
+    """A default value as TOML (the tests write each key with its default)."""
+    if value is None:
+        return '"x"'
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return f'"{value}"'
+    if isinstance(value, int | float):
+        return str(value)
+    return "{}"  # a table: an empty one takes the defaults
 
 
 class TestValidation:
@@ -85,8 +112,96 @@ class TestValidation:
 
     def test_http_options_on_a_callable(self) -> None:
         """HTTP-only settings on a callable target are a mistake, not ignored."""
-        with pytest.raises(ConfigError, match="response: only for a 'url' target"):
+        with pytest.raises(ConfigError, match=r"targets\.0\.response: only for a 'url' target"):
             load_settings(None, {"targets": [{"callable": "m:f", "response": {"ids": "a"}}]})
+
+    @pytest.mark.parametrize(
+        "key", sorted(set(HttpTargetConfig.model_fields) - set(CallableTargetConfig.model_fields))
+    )
+    def test_every_http_key_on_a_callable_is_named(self, key: str, tmp_path: Path) -> None:
+        """Each HTTP-only key on a callable target is named where it was written, even with
+        the default value (``kind = "http"``): the model says which keys a callable has, no
+        hand-kept list."""
+        value = HttpTargetConfig.model_fields[key].get_default() if key != "url" else "x"
+        written = {"url": '"http://h/rag"'}.get(key) or _toml_value(value)
+        message = _load(tmp_path, f'[[targets]]\ncallable = "m:f"\n{key} = {written}\n')
+        if key == "url":
+            assert message.endswith(f"targets.0: {ONE_KIND}")
+        else:
+            assert message.endswith(f"evaluator.toml: targets.0.{key}: only for a 'url' target")
+
+    def test_several_http_keys_on_a_callable(self) -> None:
+        """Every wrong key is named, each on its own, in the order written."""
+        with pytest.raises(ConfigError) as info:
+            load_settings(
+                None,
+                {"targets": [{"callable": "m:f", "max_connections": 3, "tls": {"verify": False}}]},
+            )
+        assert str(info.value) == (
+            "invalid configuration: targets.0.max_connections: only for a 'url' target; "
+            "targets.0.tls: only for a 'url' target"
+        )
+
+    @pytest.mark.parametrize(
+        ("target", "message"),
+        [
+            (
+                'callable = "m:f"\ntimeout_secnds = 3',
+                f'timeout_secnds: {UNKNOWN} "timeout_seconds"?)',
+            ),
+            (
+                'url = "http://h/rag"\nmax_conections = 3',
+                f'max_conections: {UNKNOWN} "max_connections"?)',
+            ),
+            ('url = "http://h/rag"\ntls = { verfy = false }', f'tls.verfy: {UNKNOWN} "verify"?)'),
+            ('callable = "m:f"\nretry = { retris = 1 }', f'retry.retris: {UNKNOWN} "retries"?)'),
+            ('url = "http://h/rag"\ncallable = "m:f"', f"targets.0: {ONE_KIND}"),
+            ('callabel = "m:f"', f'targets.0.callabel: {UNKNOWN} "callable"?)'),
+            ('urll = "http://h/rag"\ntoken = "s3cr3t"', "targets.0.token: unknown key"),
+            ('name = "x"', f"targets.0: {ONE_KIND}"),
+            ("url = 3", "targets.0.url: Input should be a valid string"),
+            ("callable = 3", "targets.0.callable: Input should be a valid string"),
+            (
+                'callable = "m:f"\nmax_ranked_ids = 0',
+                "0.max_ranked_ids: Input should be greater than or equal to 1",
+            ),
+        ],
+    )
+    def test_kind_specific_messages(self, tmp_path: Path, target: str, message: str) -> None:
+        """Typos get the closest key of that kind of target; the kind's tag never shows."""
+        text = _load(tmp_path, f"[[targets]]\n{target}\n")
+        assert text.endswith(message), text
+        assert ".http." not in text and ".callable." not in text
+        assert "s3cr3t" not in text  # only the keys of a target of no kind are read
+
+    def test_bad_target_in_the_environment_names_the_variable(
+        self, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    ) -> None:
+        """A list of targets set whole as JSON: the message names that variable."""
+        monkeypatch.chdir(tmp_path)  # no config/evaluator.toml
+        monkeypatch.setenv("EVALUATOR_TARGETS", '[{"callable": "m:f", "max_connections": 3}]')
+        with pytest.raises(ConfigError) as info:
+            load_settings(None)
+        assert str(info.value) == (
+            "invalid configuration: environment variable EVALUATOR_TARGETS "
+            "(targets.0.max_connections): only for a 'url' target"
+        )
+
+    def test_kinds(self) -> None:
+        """The key that names the endpoint decides the kind, as config files always wrote it."""
+        chat = {"url": "http://h/rag", "kind": "openai-chat", "model": "m"}
+        settings = Settings.model_validate({"targets": [chat, {"callable": "m:f"}]})
+        assert [HttpTargetConfig, CallableTargetConfig] == [type(t) for t in settings.targets]
+        assert {"http": HttpTargetConfig, "callable": CallableTargetConfig} == TARGET_KINDS
+        # the messages' table of kinds is the union's own tags
+        assert TARGET_KINDS == _tagged(Settings.model_fields["targets"].annotation)
+
+    def test_factory_dispatches_on_the_kind(self) -> None:
+        """A callable config builds a CallableTarget; an HTTP config an HttpTarget."""
+        callable_target = build_target(CallableTargetConfig(callable="json:dumps", name="c"))
+        assert isinstance(callable_target, CallableTarget)
+        assert "c" == callable_target.name
+        assert isinstance(build_target(HttpTargetConfig(url="http://h/rag")), HttpTarget)
 
     @pytest.mark.parametrize(
         "target",
@@ -97,14 +212,16 @@ class TestValidation:
         ],
     )
     def test_dump_and_reload(self, target: dict[str, Any]) -> None:
-        """The command line dumps a TargetConfig and loads it again: it must survive."""
-        config = TargetConfig.model_validate(target)
-        reloaded = TargetConfig.model_validate(config.model_dump())
+        """The command line dumps a target config and loads it again: it must survive."""
+        adapter: TypeAdapter[TargetConfig] = TypeAdapter(TargetConfig)
+        config = adapter.validate_python(target)
+        reloaded = adapter.validate_python(config.model_dump())
         assert config == reloaded
+        assert type(config) is type(reloaded)
 
     def test_expressions_compiled_once(self) -> None:
         """Compiled expressions are kept on the config and reused by the target."""
-        config = TargetConfig(url="http://h/rag", response={"ids": "[].id", "answer": "a"})
+        config = HttpTargetConfig(url="http://h/rag", response={"ids": "[].id", "answer": "a"})
         assert config.response is not None
         assert {"ids", "answer"} == set(config.response.compiled)
         target = build_target(config)
@@ -114,7 +231,7 @@ class TestValidation:
 
     def test_missing_env_at_build_time(self) -> None:
         """The config loads without the variable; building the target names it."""
-        config = TargetConfig(
+        config = HttpTargetConfig(
             url="http://h/rag", request={"headers": {"Authorization": "Bearer ${NOPE_TOKEN}"}}
         )
         with pytest.raises(ConfigError, match="NOPE_TOKEN is not set"):
@@ -122,7 +239,7 @@ class TestValidation:
 
     def test_unreadable_ca_bundle(self, tmp_path: Path) -> None:
         """A CA bundle that cannot be loaded is a config error naming the file."""
-        config = TargetConfig(url="https://h/rag", tls={"ca_bundle": str(tmp_path / "no.pem")})
+        config = HttpTargetConfig(url="https://h/rag", tls={"ca_bundle": str(tmp_path / "no.pem")})
         with pytest.raises(ConfigError, match=r"tls\.ca_bundle"):
             build_target(config)
 
@@ -141,6 +258,7 @@ class TestExamples:
     def test_loads(self, name: str, method: str, retrieval_only: bool) -> None:
         settings = load_settings(EXAMPLES / name)
         target = settings.targets[0]
+        assert isinstance(target, HttpTargetConfig)
         assert (method, retrieval_only) == (target.request.method, target.retrieval_only)
         assert target.label == settings.jobs[0].target
 

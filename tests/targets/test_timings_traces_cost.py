@@ -15,7 +15,7 @@ from prometheus_client.openmetrics.exposition import generate_latest as openmetr
 from prometheus_client.openmetrics.parser import text_string_to_metric_families
 from structlog.testing import LogCapture
 
-from evaluator.config import JobConfig, RetryConfig, Settings, TargetConfig
+from evaluator.config import HttpTargetConfig, JobConfig, RetryConfig, Settings
 from evaluator.gate.diagnosis import diagnose
 from evaluator.gate.rules import Rule, check_rule
 from evaluator.summary import Summary, Total
@@ -57,7 +57,7 @@ class TestTimingsOnTheWire:
             b"Content-Length: " + str(len(body)).encode() + b"\r\nConnection: close\r\n\r\n" + body
         )
         with RawServer(raw) as server:
-            report, _ = run_config(TargetConfig(url=server.url), dataset(["q"]))
+            report, _ = run_config(HttpTargetConfig(url=server.url), dataset(["q"]))
         stages = dict(report.cases[0].stage_seconds)
         assert {"retrieve": 0.0125, "rerank": 0.03, "model": 0.2} == pytest.approx(stages)
 
@@ -65,7 +65,7 @@ class TestTimingsOnTheWire:
         reply = Reply(body={**GOOD_BODY, "timings": {}}, headers={"Server-Timing": "db;dur=5"})
         with LoopbackServer(lambda _r: reply) as server:
             report, _ = run_config(
-                TargetConfig(url=server.url, server_timing=False), dataset(["q"])
+                HttpTargetConfig(url=server.url, server_timing=False), dataset(["q"])
             )
         assert {} == dict(report.cases[0].stage_seconds)
 
@@ -73,7 +73,7 @@ class TestTimingsOnTheWire:
         """Elasticsearch-style ``took`` in milliseconds, declared per mapping."""
         reply = Reply(body={"took": {"search": 17}, "hits": [{"id": "refund-policy"}]})
         with LoopbackServer(lambda _r: reply) as server:
-            config = TargetConfig(
+            config = HttpTargetConfig(
                 url=server.url,
                 response={"ids": "hits[].id", "timings": "took", "timings_unit": "milliseconds"},
             )
@@ -84,7 +84,7 @@ class TestTimingsOnTheWire:
 class TestTraceparent:
     def test_fresh_trace_per_case_in_the_report(self) -> None:
         with LoopbackServer(lambda _r: Reply(body=GOOD_BODY)) as server:
-            report, _ = run_config(TargetConfig(url=server.url), dataset(["a", "b", "c"]))
+            report, _ = run_config(HttpTargetConfig(url=server.url), dataset(["a", "b", "c"]))
         sent = [TRACEPARENT.match(h["traceparent"]) for h in server.request_headers]
         assert all(sent)
         trace_ids = {m.group(1) for m in sent if m is not None}
@@ -92,15 +92,15 @@ class TestTraceparent:
 
     def test_header_name_and_off_switch(self) -> None:
         with LoopbackServer(lambda _r: Reply(body=GOOD_BODY)) as server:
-            config = TargetConfig(url=server.url, trace={"header": "X-Trace"})
+            config = HttpTargetConfig(url=server.url, trace={"header": "X-Trace"})
             run_config(config, dataset(["a"]))
-            run_config(TargetConfig(url=server.url, trace={"enabled": False}), dataset(["b"]))
+            run_config(HttpTargetConfig(url=server.url, trace={"enabled": False}), dataset(["b"]))
         assert TRACEPARENT.match(server.request_headers[0]["X-Trace"])
         assert "traceparent" not in {k.lower() for k in server.request_headers[1]}
 
     def test_failed_case_keeps_its_trace_id(self) -> None:
         with LoopbackServer(lambda _r: Reply(status=500, body={"error": "boom"})) as server:
-            report, _ = run_config(TargetConfig(url=server.url), dataset(["a"]))
+            report, _ = run_config(HttpTargetConfig(url=server.url), dataset(["a"]))
         record = report.cases[0]
         assert record.error is not None and record.trace_id is not None
         assert record.trace_id in server.request_headers[0]["traceparent"]
@@ -116,7 +116,7 @@ class TestTraceparent:
         structlog.configure(processors=[structlog.contextvars.merge_contextvars, capture])
         with LoopbackServer(lambda _r: Reply(body=GOOD_BODY)) as server:
             settings = Settings(
-                targets=[TargetConfig(name="t", url=server.url, retry=RetryConfig(retries=0))],
+                targets=[HttpTargetConfig(name="t", url=server.url, retry=RetryConfig(retries=0))],
                 jobs=[JobConfig(target="t", dataset=golden, interval_seconds=60)],
                 reports_dir=tmp_path / "reports",
                 listen="127.0.0.1:0",
@@ -150,7 +150,7 @@ class TestCost:
     def _report(self, price: float) -> Any:
         body = {**GOOD_BODY, "usage": {"in": 100, "out": 20}}
         with LoopbackServer(lambda _r: Reply(body=body)) as server:
-            config = TargetConfig(
+            config = HttpTargetConfig(
                 url=server.url,
                 response={
                     "ids": "retrieved[].id",
