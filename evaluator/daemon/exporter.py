@@ -35,7 +35,7 @@ from evaluator.errors import ERROR_KINDS
 from evaluator.history.store import HISTORY_ERROR_KINDS
 from evaluator.metrics import METRICS, MetricSpec
 from evaluator.metrics import metric as metric_spec
-from evaluator.models import CaseRecord
+from evaluator.models import CaseError, CaseRecord
 from evaluator.summary import Summary
 
 __all__ = [
@@ -621,14 +621,15 @@ class Metrics:
     def case_finished(self, labels: Labels, record: CaseRecord, run_id: str) -> None:
         """Histograms (with a run/case exemplar) and the error counter for one finished case."""
         job = self._job(labels)
-        exemplar = _exemplar(run_id, record.id, record.trace_id)
+        exemplar = _exemplar(run_id, record.case.id, record.trace_id)
         job.case_latency.observe(record.latency_seconds, exemplar)
         if record.ttft_seconds is not None:
             job.ttft.observe(record.ttft_seconds, exemplar)
         for stage, seconds in record.stage_seconds.items():
             job.stage_latency.observe(seconds, exemplar, (stage,))
-        if record.error is not None:
-            job.case_errors.inc([record.error.kind])
+        outcome = record.outcome
+        if isinstance(outcome, CaseError):
+            job.case_errors.inc([outcome.kind])
 
     @_changes
     def run_finished(

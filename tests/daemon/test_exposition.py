@@ -21,7 +21,7 @@ from prometheus_client.parser import text_string_to_metric_families as parse_tex
 from evaluator.daemon.exporter import GateState, JobSnapshot, Metrics
 from evaluator.daemon.exposition import CLOCK_EVERY, OPENMETRICS, TEXT, HistogramCell
 from evaluator.errors import ERROR_KINDS
-from evaluator.models import CaseError, CaseRecord
+from evaluator.models import Case, CaseError, CaseRecord, CaseScores
 from evaluator.summary import summarise
 
 BUCKETS = (0.01, 0.1, 1.0)
@@ -40,19 +40,13 @@ def _record(
 ) -> CaseRecord:
     """A finished case as the runner hands it to the daemon (only what metrics read matters)."""
     return CaseRecord(
-        id=case_id,
-        question="q",
-        unanswerable=False,
-        relevance={},
-        expected_facts=(),
-        tags=(),
+        case=Case(id=case_id, question="q", relevance={}),
+        outcome=CaseScores(0.0, 0.0, 0.0) if error is None else CaseError(error, "boom"),
         ranked_ids=(),
         answer=None,
         citations=(),
-        scores=None,
         latency_seconds=latency,
         stage_seconds=dict(stages if stages is not None else {"retrieve": 0.02, "model": 0.5}),
-        error=None if error is None else CaseError(error, "boom"),
         ttft_seconds=ttft,
         trace_id=trace_id,
     )
