@@ -32,7 +32,15 @@ from evaluator.summary import summarise
 from evaluator.targets.admission import measure_queue_wait
 from evaluator.targets.base import Target
 
-__all__ = ["TEXT_KEEP_CHARS", "RetryEvent", "RunOptions", "config_hash_for", "run_dataset"]
+__all__ = [
+    "TEXT_KEEP_CHARS",
+    "CaseSink",
+    "RetryEvent",
+    "RunOptions",
+    "config_hash_for",
+    "new_run_id",
+    "run_dataset",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +56,14 @@ class RetryEvent:
 
 CaseCallback = Callable[[CaseRecord], None]
 RetryCallback = Callable[[RetryEvent], None]
+#: takes a first-round case as it finishes, with its golden-set position (a report
+#: stream writing it out); returns what the run keeps of it for the report in memory
+CaseSink = Callable[[int, CaseRecord], CaseRecord]
+
+
+def new_run_id() -> str:
+    """A new run's id (when the caller needs it before the run: its report's file name)."""
+    return uuid.uuid4().hex[:12]
 
 
 def config_hash_for(dataset: Dataset, target: Target, options: RunOptions) -> str:
@@ -63,6 +79,10 @@ def config_hash_for(dataset: Dataset, target: Target, options: RunOptions) -> st
 #: evidence text kept per id in reports by default: enough for read-back and the label
 #: audit, while a target returning huge chunks cannot grow a report without bound
 TEXT_KEEP_CHARS = DEFAULT_TEXT_CHARS
+
+
+#: shared: each ``frozenset()`` call is a new 216-byte object, once per case
+_NO_CUTS: frozenset[str] = frozenset()
 
 
 def _kept_texts(
@@ -88,7 +108,7 @@ def _kept_texts(
             texts[doc_id] = redactor().redact_text(item.text[: keep + 1024])[:keep]
         else:
             texts[doc_id] = item.text
-    return texts, frozenset(cut)
+    return texts, frozenset(cut) if cut else _NO_CUTS
 
 
 def _record(
@@ -230,6 +250,7 @@ async def run_dataset(
     cases: tuple[Case, ...] | None = None,
     repeats: int = 1,
     keep_partial: bool = False,
+    sink: CaseSink | None = None,
 ) -> RunReport:
     """Run every case (or ``cases``, a subset such as a shard) with bounded concurrency.
 
@@ -247,6 +268,10 @@ async def run_dataset(
             and summary are the first round; ``report.repeats`` counts every round.
         keep_partial: when the run is cancelled (Ctrl-C in a one-shot command), return the
             cases that finished as a report marked ``interrupted`` instead of raising.
+        sink: given each first-round case as it finishes (after ``on_case``) with its
+            position; the report keeps what it returns instead (see
+            :class:`~evaluator.report.stream.ReportStream`: the case written out, the record
+            kept without its texts).
 
     Returns:
         The report, cases in golden-set order.
@@ -260,7 +285,7 @@ async def run_dataset(
     records = rounds[0]
     queue = ((r, index, case) for r in range(repeats) for index, case in enumerate(todo))
     started = time.perf_counter()
-    run_id = run_id or uuid.uuid4().hex[:12]
+    run_id = run_id or new_run_id()
     exporter = active_spans()
     spans = None
     if exporter is not None:
@@ -276,9 +301,9 @@ async def run_dataset(
         # a fixed pool of workers pulls cases: memory stays flat for large golden sets
         for r, index, case in queue:
             record = await _run_case(case, target, options, on_retry, spans)
-            rounds[r][index] = record
             if on_case is not None:
                 on_case(record)
+            rounds[r][index] = record if sink is None or r else sink(index, record)
 
     interrupted = False
     try:

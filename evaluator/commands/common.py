@@ -27,7 +27,9 @@ from evaluator.errors import ConfigError, EvaluatorError, OutputError
 from evaluator.factory import build_target
 from evaluator.models import Dataset
 from evaluator.report import RunReport, write_report
-from evaluator.runner import RunOptions, run_dataset
+from evaluator.report.stream import ReportStream
+from evaluator.runner import CaseSink, RunOptions, run_dataset
+from evaluator.scoring.labels import AuditTotals
 from evaluator.summary import id_mismatch_warning
 
 __all__ = [
@@ -39,6 +41,7 @@ __all__ = [
     "run_job",
     "save_report",
     "settings_from_flags",
+    "streamed_run",
     "warn_id_mismatch",
 ]
 
@@ -145,7 +148,13 @@ def plan_job(settings: Settings, job_name: str | None = None) -> JobPlan:
     return JobPlan(settings, job, target, dataset, options)
 
 
-async def _run(plan: JobPlan, repeats: int, progress: Progress) -> RunReport:
+async def _run(
+    plan: JobPlan,
+    repeats: int,
+    progress: Progress,
+    run_id: str | None,
+    sink: CaseSink | None,
+) -> RunReport:
     otlp.install(**plan.settings.otlp.model_dump())  # before the target: nothing to close
     target = build_target(plan.target)
     try:
@@ -156,10 +165,37 @@ async def _run(plan: JobPlan, repeats: int, progress: Progress) -> RunReport:
             repeats=repeats,
             on_case=progress.on_case,
             keep_partial=True,  # Ctrl-C: a partial report, marked interrupted
+            run_id=run_id,
+            sink=sink,
         )
     finally:
         await target.aclose()
         await asyncio.to_thread(otlp.shutdown)  # flush the case spans before exit
+
+
+def streamed_run(
+    plan: JobPlan, repeats: int, output: Path, run_id: str
+) -> tuple[RunReport, AuditTotals]:
+    """Run a planned job, writing its report to ``output`` case by case as the cases finish
+    (a 100,000-case run never holds every case's texts); the report, whose cases keep no
+    texts, and its label audit.
+
+    Raises:
+        OutputError: the report's folder cannot be written (before the run starts), or the
+            report could not be written; ``output`` is left as it was.
+    """
+    try:
+        stream = ReportStream(output)
+    except OSError as exc:
+        raise OutputError(f"cannot write report {output}: {exc.strerror or exc}") from exc
+    with stream:
+        report = run_job(plan, repeats, run_id=run_id, stream=stream)
+        try:
+            stream.finish(report)
+        except OSError as exc:
+            raise OutputError(f"cannot write report {output}: {exc.strerror or exc}") from exc
+    assert stream.audit is not None  # set by finish
+    return report, stream.audit
 
 
 def save_report(report: RunReport, output: Path) -> None:
@@ -189,8 +225,18 @@ def warn_id_mismatch(report: RunReport) -> None:
         print(f"evaluator: warning: {warning}", file=sys.stderr)
 
 
-def run_job(plan: JobPlan, repeats: int = 1) -> RunReport:
+def run_job(
+    plan: JobPlan,
+    repeats: int = 1,
+    *,
+    run_id: str | None = None,
+    stream: ReportStream | None = None,
+) -> RunReport:
     """Run a planned job once (each case ``repeats`` times), synchronously.
+
+    With ``stream``, each case is written to the report file as it finishes and the
+    returned report's cases keep no evidence texts: the caller finishes the stream with it
+    (:func:`streamed_run`).
 
     A progress line shows on stderr when it is a terminal. Ctrl-C stops the run and
     returns the cases that finished, in a report marked ``interrupted``: the caller saves
@@ -204,7 +250,8 @@ def run_job(plan: JobPlan, repeats: int = 1) -> RunReport:
         # task's repr into an error message it discards (signal.getsignal of its SIGINT
         # handler), and a task's repr includes its result: the repr of a 100,000-case
         # report took 4 s of every such run
-        done.append(await _run(plan, repeats, progress))
+        sink = None if stream is None else stream.add
+        done.append(await _run(plan, repeats, progress, run_id, sink))
 
     try:
         asyncio.run(main())

@@ -5,7 +5,7 @@ from __future__ import annotations
 from evaluator.metrics import METRICS
 from evaluator.models import CaseError, CaseRecord
 from evaluator.report import RunReport
-from evaluator.scoring.labels import audit_run
+from evaluator.scoring.labels import AuditTotals, audit_run
 from evaluator.summary import Summary
 from evaluator.units import format_seconds
 from evaluator.worst import badness, worst_cases
@@ -84,8 +84,9 @@ def _case_line(c: CaseRecord) -> str:
     return f"  {c.id}: {what}\n      q: {question}\n      relevant: {expected}  retrieved: {got}"
 
 
-def format_run(report: RunReport, worst: int = 5) -> str:
-    """The whole terminal summary of a run."""
+def format_run(report: RunReport, worst: int = 5, audit: AuditTotals | None = None) -> str:
+    """The whole terminal summary of a run (``audit``: its label audit, when known; the
+    cases of a streamed run keep no texts to audit)."""
     s = report.summary
     head = (
         f"{report.dataset} against {report.target}: {report.case_count} cases, "
@@ -101,13 +102,13 @@ def format_run(report: RunReport, worst: int = 5) -> str:
     bad = worst_cases(report.cases, worst)
     if bad:
         parts += ["", f"worst {len(bad)} case(s):", *(_case_line(c) for c in bad)]
-    parts += format_label_audit(report)
+    parts += format_label_audit(report, audit)
     return "\n".join(parts)
 
 
-def format_label_audit(report: RunReport) -> list[str]:
+def format_label_audit(report: RunReport, audit: AuditTotals | None = None) -> list[str]:
     """Lines on the labels that the run's own evidence contradicts (none when it has none)."""
-    audit = audit_run(report.cases)
+    audit = audit or audit_run(report.cases)
     if not audit.checked:
         return []
     head = f"label audit: {audit.suspect_count} suspect of {audit.checked} checked"

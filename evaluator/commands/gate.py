@@ -13,15 +13,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from evaluator.commands.colour import colour_verdicts, use_colour
-from evaluator.commands.common import (
-    check_scored,
-    exit_if_interrupted,
-    plan_job,
-    run_job,
-    save_report,
-    settings_from_flags,
-    warn_id_mismatch,
-)
 from evaluator.commands.flags import CommonOptions, TargetFlags, add_repeat_flag, add_target_flags
 from evaluator.commands.html import add_html_flag, settings_redactor, write_html_report
 from evaluator.config import Settings, load_settings
@@ -116,6 +107,17 @@ def _live_candidate(options: Options, settings: Settings) -> tuple[RunReport, Pa
     Returns:
         (baseline, its path, candidate, where the candidate was written).
     """
+    # the run's machinery (targets, the HTTP client) only when a run is made: judging two
+    # saved reports need not import it
+    from evaluator.commands.common import (
+        check_scored,
+        exit_if_interrupted,
+        plan_job,
+        run_job,
+        save_report,
+        warn_id_mismatch,
+    )
+
     plan = plan_job(settings, options.target_flags.job)
     baseline_path = options.baseline or plan.job.baseline
     if baseline_path is None:
@@ -193,6 +195,8 @@ def handle(options: Options) -> int:
         raise ConfigError("--worst must be >= 0")
     saved = _saved_files(options)
     if saved is None:
+        from evaluator.commands.common import settings_from_flags
+
         settings = settings_from_flags(options.config, options.target_flags)
     else:
         settings = load_settings(options.config)

@@ -13,16 +13,16 @@ from evaluator.commands.common import (
     exit_if_interrupted,
     format_repeats,
     plan_job,
-    run_job,
-    save_report,
     settings_from_flags,
+    streamed_run,
     warn_id_mismatch,
 )
 from evaluator.commands.display import format_run
 from evaluator.commands.flags import CommonOptions, TargetFlags, add_repeat_flag, add_target_flags
 from evaluator.commands.html import add_html_flag, settings_redactor, write_html_report
 from evaluator.errors import ConfigError, ExitCode
-from evaluator.report import RunReport
+from evaluator.report import RunReport, read_report
+from evaluator.runner import new_run_id
 
 __all__ = ["Options", "configure", "handle", "mapping_diagnosis"]
 
@@ -51,18 +51,19 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def handle(options: Options) -> int:
     settings = settings_from_flags(options.config, options.target_flags)
     plan = plan_job(settings, options.target_flags.job)
-    report = run_job(plan, options.repeat)
-    output = Path(options.output or settings.reports_dir / f"{report.dataset}-{report.run_id}.json")
-    save_report(report, output)
-    print(format_run(report, worst=options.worst))
+    run_id = new_run_id()
+    output = Path(options.output or settings.reports_dir / f"{plan.dataset.name}-{run_id}.json")
+    report, audit = streamed_run(plan, options.repeat, output, run_id)
+    print(format_run(report, worst=options.worst, audit=audit))
     repeats = format_repeats(report)
     if repeats is not None:
         print(repeats)
     print(f"report: {output}")
     if options.html:
+        # the cases in memory have no evidence texts (they went to the file): read it back
         write_html_report(
             options.html,
-            report,
+            read_report(output),
             source=str(output),
             redact=settings_redactor(settings),
             worst=max(options.worst, 10),

@@ -21,7 +21,7 @@ from evaluator.gcpause import without_gc
 from evaluator.models import CaseRecord, CaseScores
 from evaluator.redaction import redactor
 from evaluator.report.model import RunReport, format_timestamp
-from evaluator.scoring.labels import audit_record, audit_run
+from evaluator.scoring.labels import AuditTotals, LabelAudit, audit_record, audit_run
 
 __all__ = [
     "encode_json",
@@ -62,8 +62,9 @@ _DELIVERY = (
 )
 
 
-def _case_to_dict(c: CaseRecord) -> dict[str, Any]:
-    out = _case_core(c)
+def _case_to_dict(c: CaseRecord, audit: LabelAudit | None = None) -> dict[str, Any]:
+    """One case's report entry (``audit``: its label audit, when already computed)."""
+    out = _case_core(c, audit or audit_record(c))
     for name in _DELIVERY:
         value = getattr(c, name)
         if value is not None:
@@ -71,7 +72,7 @@ def _case_to_dict(c: CaseRecord) -> dict[str, Any]:
     return out
 
 
-def _case_core(c: CaseRecord) -> dict[str, Any]:
+def _case_core(c: CaseRecord, audit: LabelAudit) -> dict[str, Any]:
     return {
         "id": c.id,
         "question": c.case.question,
@@ -93,12 +94,13 @@ def _case_core(c: CaseRecord) -> dict[str, Any]:
         ),
         "texts": dict(c.texts),
         "cut_texts": sorted(c.cut_texts),
-        "suspect_label": audit_record(c).message,
+        "suspect_label": audit.message,
     }
 
 
-def _header_to_dict(report: RunReport) -> dict[str, Any]:
-    """Every field but the cases, in report order."""
+def _header_to_dict(report: RunReport, audit: AuditTotals | None = None) -> dict[str, Any]:
+    """Every field but the cases, in report order (``audit``: the label audit of the cases,
+    when already computed)."""
     return {
         "schema_version": report.schema_version,
         "evaluator_version": report.evaluator_version,
@@ -116,7 +118,7 @@ def _header_to_dict(report: RunReport) -> dict[str, Any]:
         "summary": report.summary.to_dict(),
         **({"repeats": report.repeats.to_dict()} if report.repeats is not None else {}),
         **({"interrupted": True} if report.interrupted else {}),
-        "label_audit": audit_run(report.cases).to_dict(),
+        "label_audit": (audit or audit_run(report.cases)).to_dict(),
     }
 
 
@@ -144,6 +146,11 @@ def _egress(text: str) -> str:
     return redactor().redact_text(text)
 
 
+def _header_chunk(header: dict[str, Any]) -> str:
+    """The report's text up to its first case: the header object, opened for the cases."""
+    return _egress(_ENCODER.encode(header)[:-1] + ',"cases":[\n')
+
+
 def report_chunks(report: RunReport) -> Iterator[str]:
     """The report's JSON, piece by piece: the header, then one compact line per case.
 
@@ -157,8 +164,7 @@ def report_chunks(report: RunReport) -> Iterator[str]:
     Raises:
         ValueError: a number is NaN or infinite (nothing of it should be kept).
     """
-    head = _ENCODER.encode(_header_to_dict(report))
-    yield _egress(head[:-1] + ',"cases":[\n')
+    yield _header_chunk(_header_to_dict(report))
     last = len(report.cases) - 1
     for i, case in enumerate(report.cases):
         line = _ENCODER.encode(_case_to_dict(case))

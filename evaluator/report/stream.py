@@ -1,0 +1,184 @@
+"""A run's report written while the run goes: each case encoded and spooled to disk as it
+finishes, the header (which needs every case: summary, label audit) put in front at the end.
+
+``evaluator run`` of 100,000 cases would otherwise hold every case's evidence texts until the
+end, then walk the whole graph again to audit, redact and encode it. Here each case is
+audited once, encoded once (through the same egress redaction as :func:`write_report`) and
+appended to a spool file next to the report; what the run keeps of it is the record without
+its texts (the summary, the worst cases and the run's diagnostics do not read them). At the
+end the header and the spooled cases become the report, atomically: the bytes are exactly
+those :func:`~evaluator.report.write.write_report` writes for the same report.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import itertools
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from types import MappingProxyType, TracebackType
+from typing import BinaryIO, Self
+
+from evaluator.models import CaseRecord
+from evaluator.report.model import RunReport
+from evaluator.report.write import (
+    _BUFFER,
+    _ENCODER,
+    _atomic_file,
+    _case_to_dict,
+    _egress,
+    _header_chunk,
+    _header_to_dict,
+)
+from evaluator.scoring.labels import AuditTotals, LabelAudit, audit_labels, audit_record
+
+__all__ = ["ReportStream", "without_texts"]
+
+#: what a checked, unsuspect case contributes to the run's audit: one count (shared)
+_CHECKED = LabelAudit(checked=True, suspect=False)
+_NO_TEXTS: MappingProxyType[str, str] = MappingProxyType({})
+#: shared: each ``frozenset()`` call is a new 216-byte object (21 MiB over 100,000 cases)
+_NO_CUTS: frozenset[str] = frozenset()
+
+
+def without_texts(record: CaseRecord) -> CaseRecord:
+    """``record`` without its evidence texts (by far its largest part), once they are in
+    the report file."""
+    return dataclasses.replace(record, texts=_NO_TEXTS, cut_texts=_NO_CUTS)
+
+
+class ReportStream:
+    """The report at ``path``, written case by case as a run's cases finish.
+
+    Use as a context manager around the run: :meth:`add` each first-round case with its
+    position in the golden set (any completion order), then :meth:`finish` with the run's
+    report (whose cases are those added, without texts). Leaving the block without
+    :meth:`finish` (an error, the run refused) removes the spool and leaves ``path`` as it
+    was.
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        """Open the spool next to ``path``.
+
+        Raises:
+            OSError: the folder cannot be created or written.
+        """
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd, spool = tempfile.mkstemp(
+            prefix=f".{self.path.name}.", suffix=".cases.tmp", dir=self.path.parent
+        )
+        self._spool_path = Path(spool)
+        self._spool: BinaryIO = os.fdopen(fd, "w+b", buffering=_BUFFER)
+        self._next = 0  # the golden-set position whose line is appended next
+        self._pending: dict[int, bytes] = {}  # lines of cases that finished ahead of it
+        self._lines = 0
+        self._checked = 0  # checked cases whose label is not suspect
+        self._suspect: dict[int, tuple[str, LabelAudit]] = {}
+        self._failure: ValueError | OSError | None = None
+        #: the run's label audit, once :meth:`finish` has written the report
+        self.audit: AuditTotals | None = None
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Remove the spool (the report, if finished, stays)."""
+        self._spool.close()
+        with contextlib.suppress(OSError):
+            self._spool_path.unlink()
+
+    def add(self, index: int, record: CaseRecord) -> CaseRecord:
+        """Audit and encode the case at golden-set position ``index``; what to keep of it.
+
+        A case that cannot be encoded (NaN) or a spool that cannot be written (a full disk)
+        fails the report at :meth:`finish`, as :func:`~evaluator.report.write.write_report`
+        would fail after the run, not the run half-way.
+        """
+        audit = audit_record(record)
+        if audit.suspect:
+            self._suspect[index] = (record.id, audit)
+        elif audit.checked:
+            self._checked += 1
+        if self._failure is None:
+            try:
+                self._place(index, _egress(_ENCODER.encode(_case_to_dict(record, audit))))
+            except (ValueError, OSError) as exc:
+                self._failure = exc
+                self._pending.clear()
+        return without_texts(record)
+
+    def _place(self, index: int, line: str) -> None:
+        """Append the line at ``index`` and every line waiting behind it, or keep it until
+        the cases before it have finished."""
+        if index != self._next:
+            self._pending[index] = line.encode()
+            return
+        self._append(line.encode())
+        self._next += 1
+        while self._next in self._pending:
+            self._append(self._pending.pop(self._next))
+            self._next += 1
+
+    def _append(self, line: bytes) -> None:
+        if self._lines:
+            self._spool.write(b",\n")
+        self._spool.write(line)
+        self._lines += 1
+
+    def finish(self, report: RunReport) -> None:
+        """Write the report: ``report``'s header, then the added cases in golden-set order.
+
+        Raises:
+            ValueError: a number is NaN or infinite; ``path`` is left as it was.
+            OSError: the report cannot be written; ``path`` is left as it was.
+        """
+        if self._failure is not None:
+            raise self._failure
+        # an interrupted run: the cases after the first one that did not finish
+        for index in sorted(self._pending):
+            self._append(self._pending.pop(index))
+        if self._lines != report.case_count:
+            raise ValueError(f"{self._lines} cases were streamed for {report.case_count}")
+        suspect = (self._suspect[i] for i in sorted(self._suspect))
+        self.audit = audit_labels(
+            itertools.chain(suspect, itertools.repeat(("", _CHECKED), self._checked))
+        )
+        self._spool.flush()
+        with _atomic_file(self.path) as out:
+            out.write(_header_chunk(_header_to_dict(report, self.audit)).encode())
+            out.flush()
+            _copy(self._spool, out, self._spool.tell())
+            out.write(b"\n]}\n" if self._lines else b"]}\n")
+
+
+def _copy(source: BinaryIO, target: BinaryIO, size: int) -> None:
+    """Append ``size`` bytes of ``source`` (from its start) to ``target``: in the kernel
+    where it can (no 200 MB through Python), else through a buffer."""
+    offset = 0
+    try:
+        while offset < size:
+            copied = os.copy_file_range(
+                source.fileno(), target.fileno(), size - offset, offset_src=offset
+            )
+            if copied == 0:
+                break
+            offset += copied
+    except OSError:
+        pass  # another file system, an old kernel: the rest through a buffer
+    # the kernel moved the file's offset, not the buffered writer's idea of it
+    target.seek(0, os.SEEK_END)
+    if offset < size:
+        source.seek(offset)
+        shutil.copyfileobj(source, target, _BUFFER)
