@@ -178,7 +178,8 @@ def handle(args: argparse.Namespace) -> int:
     else:
         baseline_path = Path(args.baseline)
         baseline = read_report(baseline_path)
-        candidate = read_report(args.candidate)
+        # the candidate holds the baseline's golden-set cases, not a second copy of them
+        candidate = read_report(args.candidate, share=baseline)
         candidate_source = str(args.candidate)
         _refuse_partial(candidate, candidate_source)
     _refuse_partial(baseline, str(baseline_path))
