@@ -78,11 +78,14 @@ def build_http_target(
         max_connections=config.max_connections,
         requests_per_second=config.requests_per_second,
         verify=_verify(config.tls, where),
+        max_ranked_ids=config.max_ranked_ids,
     )
     mapper = None
     if response is not None:
         scale = 0.001 if response.timings_unit == "milliseconds" else 1.0
-        mapper = ResponseMapper(response.compiled, timings_scale=scale)
+        mapper = ResponseMapper(
+            response.compiled, timings_scale=scale, max_ranked=config.max_ranked_ids
+        )
     prices = config.prices
     return HttpTarget(
         config.url,

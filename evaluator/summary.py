@@ -14,7 +14,7 @@ from typing import Any
 
 from evaluator.gcpause import without_gc
 from evaluator.metrics import METRICS, QUALITY_METRICS, populations, values
-from evaluator.models import CaseRecord
+from evaluator.models import CaseError, CaseRecord, CaseScores
 
 __all__ = [
     "OPTIONAL_FIELDS",
@@ -130,7 +130,7 @@ OPTIONAL_FIELDS: tuple[str, ...] = (
 def _delivery(records: Sequence[CaseRecord]) -> dict[str, Any]:
     """Percentiles of the streamed cases and totals of usage and cost, over the successful
     cases that report them."""
-    ok = [r for r in records if r.error is None]
+    ok = [r for r in records if not isinstance(r.outcome, CaseError)]
     ttft = [r.ttft_seconds for r in ok if r.ttft_seconds is not None]
     ttfb = [r.ttfb_seconds for r in ok if r.ttfb_seconds is not None and r.ttft_seconds is not None]
     tps = [r.tokens_per_second for r in ok if r.tokens_per_second is not None]
@@ -185,12 +185,12 @@ def _totals(scored: Sequence[CaseRecord]) -> dict[str, Total]:
 @without_gc
 def summarise(records: Sequence[CaseRecord], *, with_tags: bool = True) -> Summary:
     """Aggregate per-case records into a :class:`Summary` (and one per tag)."""
-    scored = [r for r in records if r.scores is not None]
-    errors = [r for r in records if r.error is not None]
+    # the outcome itself, not the scores/error views (a function call each, per case)
+    scored = [r for r in records if isinstance(r.outcome, CaseScores)]
+    errors = [o for r in records if isinstance(o := r.outcome, CaseError)]
     by_kind: dict[str, int] = {}
-    for r in records:
-        if r.error is not None:
-            by_kind[r.error.kind] = by_kind.get(r.error.kind, 0) + 1
+    for error in errors:
+        by_kind[error.kind] = by_kind.get(error.kind, 0) + 1
     # dict, not set: the summary lists stages in the order the endpoint reports them
     names = dict.fromkeys(stage for r in records for stage in r.stage_seconds)
     # one comprehension per stage: a few stages x many cases, no per-value method calls

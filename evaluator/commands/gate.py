@@ -13,15 +13,6 @@ from dataclasses import replace
 from pathlib import Path
 
 from evaluator.commands.colour import colour_verdicts, use_colour
-from evaluator.commands.common import (
-    check_scored,
-    exit_if_interrupted,
-    plan_job,
-    run_job,
-    save_report,
-    settings_from_args,
-    warn_id_mismatch,
-)
 from evaluator.commands.flags import add_repeat_flag, add_target_flags
 from evaluator.commands.html import add_html_flag, settings_redactor, write_html_report
 from evaluator.config import Settings, load_settings
@@ -97,6 +88,17 @@ def _live_candidate(
     Returns:
         (baseline, its path, candidate, where the candidate was written).
     """
+    # the run's machinery (targets, the HTTP client) only when a run is made: judging two
+    # saved reports need not import it
+    from evaluator.commands.common import (
+        check_scored,
+        exit_if_interrupted,
+        plan_job,
+        run_job,
+        save_report,
+        warn_id_mismatch,
+    )
+
     plan = plan_job(settings, args.job)
     baseline_path = args.baseline or plan.job.baseline
     if baseline_path is None:
@@ -156,6 +158,8 @@ def handle(args: argparse.Namespace) -> int:
         raise ConfigError("--worst must be >= 0")
     live = args.candidate is None
     if live:
+        from evaluator.commands.common import settings_from_args
+
         settings = settings_from_args(args)
     else:
         given = [f for f in _LIVE_FLAGS if getattr(args, f, None) is not None]

@@ -53,7 +53,8 @@ def check_comparable(
         k=candidate.k,
         dataset=candidate.dataset,
         dataset_hash=candidate.dataset_hash,
-        case_ids=[c.id for c in candidate.cases],
+        # read only when the golden sets differ (to count the shared cases)
+        case_ids=(c.case.id for c in candidate.cases),
         allow_dataset_change=allow_dataset_change,
     )
 
@@ -117,11 +118,12 @@ def align(
             that shares no case with the baseline's.
     """
     check_comparable(baseline, candidate, allow_dataset_change=allow_dataset_change)
-    cand_ids = {c.id for c in candidate.cases}
-    base_ids = {c.id for c in baseline.cases}
-    shared = tuple(dict.fromkeys(c.id for c in baseline.cases if c.id in cand_ids))
-    only_base = tuple(dict.fromkeys(c.id for c in baseline.cases if c.id not in cand_ids))
-    only_cand = tuple(dict.fromkeys(c.id for c in candidate.cases if c.id not in base_ids))
+    base_list = [c.case.id for c in baseline.cases]
+    cand_list = [c.case.id for c in candidate.cases]
+    cand_ids, base_ids = set(cand_list), set(base_list)
+    shared = tuple(dict.fromkeys([i for i in base_list if i in cand_ids]))
+    only_base = tuple(dict.fromkeys([i for i in base_list if i not in cand_ids]))
+    only_cand = tuple(dict.fromkeys([i for i in cand_list if i not in base_ids]))
     if baseline.dataset_hash == candidate.dataset_hash:
         # same golden set: the recorded summaries are judged; a lost case is a failure
         return Alignment(
@@ -142,8 +144,8 @@ def align(
             f"{candidate.case_count} cases): nothing to compare"
         )
     keep = set(shared)
-    base_cases = tuple(c for c in baseline.cases if c.id in keep)
-    cand_cases = tuple(c for c in candidate.cases if c.id in keep)
+    base_cases = tuple([c for c in baseline.cases if c.case.id in keep])
+    cand_cases = tuple([c for c in candidate.cases if c.case.id in keep])
     return Alignment(
         summarise(base_cases),
         summarise(cand_cases),
@@ -227,12 +229,12 @@ def diff_cases(alignment: Alignment) -> CaseDiff:
     regressions in ``changes``); severity: a new error 10, a flipped answer 3, plus the
     lost recall, reciprocal rank and citation precision.
     """
-    cand = {c.id: c for c in alignment.candidate_cases}
+    cand = {c.case.id: c for c in alignment.candidate_cases}
     regressed: list[tuple[float, int, CaseChange]] = []
     improved: list[tuple[float, int, CaseChange]] = []
     compared = 0
     for order, b in enumerate(alignment.baseline_cases):
-        c = cand.get(b.id)
+        c = cand.get(b.case.id)
         if c is None:
             continue
         compared += 1

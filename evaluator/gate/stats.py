@@ -19,7 +19,7 @@ from dataclasses import dataclass
 # case_values is the registry's denominator rule, so a mean of per-case values is the
 # summary's value by construction
 from evaluator.metrics import QUALITY_METRICS, case_values, metric, populations, values
-from evaluator.models import CaseRecord
+from evaluator.models import CaseRecord, CaseScores
 
 __all__ = [
     "CONFIDENCE",
@@ -95,21 +95,21 @@ def _matched(
     paired: dict[str, _Paired] = {}
     matched: set[str] = set()
     # each report's populations once, not once per metric (as case_values would)
-    base_pools = populations([r for r in baseline if r.scores is not None])
-    cand_pools = populations([r for r in candidate if r.scores is not None])
+    base_pools = populations([r for r in baseline if isinstance(r.outcome, CaseScores)])
+    cand_pools = populations([r for r in candidate if isinstance(r.outcome, CaseScores)])
     for m in metrics:
         spec = metric(m)
-        cand = {record.id: value for record, value in values(spec, cand_pools)}
+        cand = {record.case.id: value for record, value in values(spec, cand_pools)}
         # one pass over the baseline's values: no dict of them, no second pass to pair
         pairs = [
-            (record.id, found - value)
+            (record.case.id, found - value)
             for record, value in values(spec, base_pools)
-            if (found := cand.get(record.id)) is not None
+            if (found := cand.get(record.case.id)) is not None
         ]
         ids = [i for i, _ in pairs]
         paired[m] = _Paired(ids, [d for _, d in pairs])
         matched.update(ids)
-    ids = list(dict.fromkeys(r.id for r in baseline if r.id in matched))
+    ids = list(dict.fromkeys([i for r in baseline if (i := r.case.id) in matched]))
     return ids, paired
 
 

@@ -42,8 +42,16 @@ class Target(Protocol):
         ...
 
 
-def parse_default_response(body: object) -> TargetResponse:
+def parse_default_response(body: object, *, max_ranked: int | None = None) -> TargetResponse:
     """Map a body in the default contract onto a :class:`TargetResponse`.
+
+    Args:
+        body: the decoded JSON.
+        max_ranked: read only the first this many ``retrieved`` items (the target's
+            ``max_ranked_ids``: the runner keeps no more). A legal response may rank
+            350,000 ids; building and checking an object for each would cost the daemon
+            about a second of interpreter time per response, which its other jobs and
+            ``/healthz`` wait for.
 
     Raises:
         BadResponseError: naming the field that is missing or of the wrong type.
@@ -52,7 +60,7 @@ def parse_default_response(body: object) -> TargetResponse:
         raise BadResponseError(
             f"response is {_type_name(body)}, expected a JSON object", field="response"
         )
-    retrieved = _parse_retrieved(body.get("retrieved", []))
+    retrieved = _parse_retrieved(body.get("retrieved", []), max_ranked)
     answer = body.get("answer")
     if answer is not None and not isinstance(answer, str):
         raise BadResponseError(
@@ -66,13 +74,15 @@ def parse_default_response(body: object) -> TargetResponse:
     )
 
 
-def _parse_retrieved(value: object) -> tuple[Retrieved, ...]:
+def _parse_retrieved(value: object, max_ranked: int | None) -> tuple[Retrieved, ...]:
     if value is None:
         return ()
     if not isinstance(value, list):
         raise BadResponseError(
             f"field 'retrieved' is {_type_name(value)}, expected a list", field="retrieved"
         )
+    if max_ranked is not None:
+        value = value[:max_ranked]
     items: list[Retrieved] = []
     for i, item in enumerate(value):
         if isinstance(item, str):

@@ -35,9 +35,11 @@ import asyncio
 import contextlib
 import dataclasses
 import email.utils
+import functools
 import json
 import os
 import ssl
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -83,6 +85,10 @@ MAX_RESPONSE_BYTES = 4 * 1024 * 1024
 #: bodies at least this large are parsed and mapped in a worker thread, so a heavy but
 #: legal response (350,000 ids) does not hold the event loop that serves /healthz
 OFFLOAD_BYTES = 256 * 1024
+#: one offloaded parse at a time, process-wide: ``json.loads`` holds the GIL from start to
+#: end (tens of ms for 3 MB), so parses in several threads are no faster than in one, but
+#: back to back they hold the loop off for the sum of them; in turn, it runs between two
+_OFFLOADED = threading.Lock()
 #: how much of an error body is read, and how much of it a message shows
 _SNIPPET_READ = 8 * 1024
 _SNIPPET_SHOWN = 200
@@ -130,6 +136,8 @@ class HttpOptions:
     max_connections: int = 100
     requests_per_second: float | None = None
     verify: ssl.SSLContext | bool = True
+    #: hits of the default contract read per response (the target's max_ranked_ids)
+    max_ranked_ids: int | None = None
 
 
 @dataclass
@@ -244,7 +252,9 @@ class HttpTarget:
         self._trace_header = trace_header
         #: price per input token and per output token
         self._prices = None if prices is None else (prices[0] / 1000, prices[1] / 1000)
-        self._parse: Callable[[object], TargetResponse] = mapper or parse_default_response
+        self._parse: Callable[[object], TargetResponse] = mapper or functools.partial(
+            parse_default_response, max_ranked=self.options.max_ranked_ids
+        )
         if streaming is not None and mapper is not None and "answer" in mapper:
             # a streamed answer is the assembled content, whatever the mapping says
             self._parse = mapper.without("answer")
@@ -329,7 +339,7 @@ class HttpTarget:
         if arrival.stream is not None:
             response, tokens = self._map_stream(arrival.stream)
         elif len(arrival.content) >= OFFLOAD_BYTES:
-            response, tokens = await asyncio.to_thread(self._map, arrival.content)
+            response, tokens = await asyncio.to_thread(self._map_offloaded, arrival.content)
         else:
             response, tokens = self._map(arrival.content)
         return self._delivered(response, tokens, arrival, started, trace_id)
@@ -371,6 +381,12 @@ class HttpTarget:
             cost=cost,
         )
         return dataclasses.replace(response, timings=timings, delivery=delivery)
+
+    def _map_offloaded(
+        self, content: bytes
+    ) -> tuple[TargetResponse, tuple[int | None, int | None]]:
+        with _OFFLOADED:
+            return self._map(content)
 
     def _map(self, content: bytes) -> tuple[TargetResponse, tuple[int | None, int | None]]:
         try:

@@ -101,7 +101,11 @@ class ResponseMapper:
     """
 
     def __init__(
-        self, expressions: Mapping[str, ParsedResult], *, timings_scale: float = 1.0
+        self,
+        expressions: Mapping[str, ParsedResult],
+        *,
+        timings_scale: float = 1.0,
+        max_ranked: int | None = None,
     ) -> None:
         unknown = set(expressions) - set(FIELDS)
         if unknown or "ids" not in expressions:
@@ -109,6 +113,8 @@ class ResponseMapper:
         self.expressions = dict(expressions)
         #: seconds per unit of the timings values (0.001 for milliseconds)
         self.timings_scale = timings_scale
+        #: check and keep only the first this many hits (the target's max_ranked_ids)
+        self.max_ranked = max_ranked
         self._interpreter = visitor.TreeInterpreter()
 
     @property
@@ -126,7 +132,7 @@ class ResponseMapper:
     def without(self, field: str) -> ResponseMapper:
         """The same mapping without ``field`` (a streamed answer is assembled, not mapped)."""
         rest = {name: e for name, e in self.expressions.items() if name != field}
-        return ResponseMapper(rest, timings_scale=self.timings_scale)
+        return ResponseMapper(rest, timings_scale=self.timings_scale, max_ranked=self.max_ranked)
 
     def tokens(self, body: object) -> tuple[int | None, int | None]:
         """Input and output tokens, None where not mapped or null."""
@@ -178,9 +184,10 @@ class ResponseMapper:
         Raises:
             BadResponseError: a field matched nothing or has the wrong type.
         """
-        ids = self._ids(body)
-        texts = self._aligned("texts", body, len(ids), self._text)
-        scores = self._aligned("scores", body, len(ids), self._score)
+        found = self._list("ids", body, "a list of ids")
+        ids = self._ids(found[: self.max_ranked])
+        texts = self._aligned("texts", body, len(found), self._text)
+        scores = self._aligned("scores", body, len(found), self._score)
         retrieved = tuple(
             Retrieved(id=doc_id, score=score, text=text)
             for doc_id, text, score in zip(ids, texts, scores, strict=True)
@@ -192,8 +199,7 @@ class ResponseMapper:
             timings=self._timings(body),
         )
 
-    def _ids(self, body: object) -> list[str]:
-        value = self._list("ids", body, "a list of ids")
+    def _ids(self, value: list[Any]) -> list[str]:
         ids: list[str] = []
         for i, item in enumerate(value):
             if isinstance(item, str) or (isinstance(item, int) and not isinstance(item, bool)):
@@ -210,7 +216,7 @@ class ResponseMapper:
         self, field: str, body: object, count: int, check: Callable[[str, int, object], T]
     ) -> list[T | None]:
         if field not in self:
-            return [None] * count
+            return [None] * len(range(count)[: self.max_ranked])
         value = self._list(field, body, f"a list of {field}")
         if len(value) != count:
             raise self._fail(
@@ -218,7 +224,7 @@ class ResponseMapper:
                 f"gave {len(value)} value(s) for {count} id(s); a projection such as "
                 f"hits[].{field[:-1]} keeps them aligned",
             )
-        return [check(field, i, item) for i, item in enumerate(value)]
+        return [check(field, i, item) for i, item in enumerate(value[: self.max_ranked])]
 
     def _text(self, field: str, i: int, item: object) -> str | None:
         if item is None or isinstance(item, str):

@@ -189,6 +189,8 @@ def endpoint(
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(10)
+        if proc.stdout is not None:
+            proc.stdout.close()  # else a ResourceWarning, an error under pytest
 
 
 # --- profiles --------------------------------------------------------------------------------

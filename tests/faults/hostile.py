@@ -18,9 +18,11 @@ from aiohttp import web
 
 from tests.support.loopback import LoopbackServer
 
-__all__ = ["HostileEndpoint", "MiB", "encodings_of"]
+__all__ = ["MANY_IDS", "HostileEndpoint", "MiB", "encodings_of"]
 
 MiB = 1024 * 1024
+#: ids in an ``ids`` response: the count that once stalled /healthz for seconds
+MANY_IDS = 350_000
 
 
 def encodings_of(value: str) -> list[str]:
@@ -47,12 +49,17 @@ class HostileEndpoint(LoopbackServer):
     2 MiB answer, 2,000 ids of 1,000 characters, a 3 MB error for question ``q1``), and,
     one attack each, ``good`` (a well-behaved answer), ``stages`` (50 new stage names per
     response), ``error`` (a 3 MB error body for every case), ``large`` (the 2 MiB answer
-    and the 2,000 long ids)."""
+    and the 2,000 long ids), ``ids`` (:data:`MANY_IDS` short ids, within a 4 MiB cap).
+
+    The ``large`` and ``ids`` bodies are the same for every response: they are encoded once,
+    so serving them costs this process (and the tests' pollers sharing its interpreter)
+    next to nothing."""
 
     def __init__(self, mode: str = "echo") -> None:
         super().__init__(lambda _request: None)  # type: ignore[arg-type,return-value]
         self.mode = mode
         self._counter = itertools.count()
+        self._encoded: dict[str, bytes] = {}
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         body: dict[str, Any] = {}
@@ -71,6 +78,10 @@ class HostileEndpoint(LoopbackServer):
         return self._single(self.mode)
 
     def _single(self, mode: str) -> web.StreamResponse:
+        if mode in ("large", "ids"):
+            if mode not in self._encoded:
+                self._encoded[mode] = json.dumps(_static_body(mode)).encode()
+            return web.Response(body=self._encoded[mode], content_type="application/json")
         n = next(self._counter)
         data: dict[str, Any] = {
             "answer": "it is fact0",
@@ -82,9 +93,6 @@ class HostileEndpoint(LoopbackServer):
             data["timings"] = {f"stage-{n}-{j}": 0.001 for j in range(50)}
         elif mode == "error":
             return web.Response(status=500, text="E" * (3 * 1000 * 1000))
-        elif mode == "large":
-            data["answer"] = "A" * (2 * MiB)
-            data["retrieved"] = [{"id": f"{i:04d}" + "x" * 996} for i in range(2000)]
         return web.json_response(data)
 
     def _echo(self, request: web.Request, question: str) -> web.StreamResponse:
@@ -115,3 +123,18 @@ class HostileEndpoint(LoopbackServer):
             "timings": {f"stage-{n}-{j}": 0.001 for j in range(5)},
         }
         return web.json_response(data)
+
+
+def _static_body(mode: str) -> dict[str, Any]:
+    """The ``large`` or ``ids`` body: heavy, but legal in the default contract."""
+    data: dict[str, Any] = {
+        "answer": "it is fact0",
+        "citations": [1],
+        "timings": {"retrieve": 0.001, "generate": 0.002},
+    }
+    if mode == "large":
+        data["answer"] = "A" * (2 * MiB)
+        data["retrieved"] = [{"id": f"{i:04d}" + "x" * 996} for i in range(2000)]
+    else:  # "d0" first, then plain string ids: about 3 MB of JSON
+        data["retrieved"] = ["d0", *(str(i) for i in range(1, MANY_IDS))]
+    return data

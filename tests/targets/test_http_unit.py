@@ -192,11 +192,14 @@ class TestResponses:
             assert ("refund-policy", "faq") == _query(HttpTargetConfig(url=server.url)).ranked_ids
 
     def test_large_body_is_parsed_off_the_loop(self) -> None:
-        """A body above the off-loop threshold maps to the same response."""
+        """A body above the off-loop threshold maps to the same response, its ranking read
+        only as far as the target's max_ranked_ids."""
         body = {**GOOD_BODY, "retrieved": [{"id": f"d{i}"} for i in range(40_000)]}
         with LoopbackServer(lambda _r: Reply(body=body)) as server:
-            response = _query(HttpTargetConfig(url=server.url))
-        assert 40_000 == len(response.ranked_ids)
+            response = _query(HttpTargetConfig(url=server.url, max_ranked_ids=30_000))
+            default = _query(HttpTargetConfig(url=server.url))
+        assert tuple(f"d{i}" for i in range(30_000)) == response.ranked_ids
+        assert tuple(f"d{i}" for i in range(100)) == default.ranked_ids
 
 
 NOW = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
