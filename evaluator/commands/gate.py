@@ -207,7 +207,8 @@ def handle(options: Options) -> int:
     else:
         baseline_path, candidate_source = saved
         baseline = read_report(baseline_path)
-        candidate = read_report(candidate_source)
+        # the candidate holds the baseline's golden-set cases, not a second copy of them
+        candidate = read_report(candidate_source, share=baseline)
         _refuse_partial(candidate, candidate_source)
     _refuse_partial(baseline, str(baseline_path))
 
