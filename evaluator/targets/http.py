@@ -301,10 +301,13 @@ class HttpTarget:
         session = self._session
         if session is None or session.closed:
             options = self.options
+            read = options.read_timeout
             session = self._session = make_session(
                 max_connections=options.max_connections,
                 connect_timeout=options.connect_timeout,
-                read_timeout=options.read_timeout or options.deadline,
+                # a silence as long as the whole-call deadline cannot end before it: only a
+                # shorter read timeout needs aiohttp's timer, re-armed on every chunk read
+                read_timeout=read if read is not None and read < options.deadline else None,
                 verify=options.verify,
             )
         return session

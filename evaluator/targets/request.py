@@ -88,6 +88,9 @@ class OutgoingRequest:
     content: bytes | None = None
 
 
+#: json.dumps(..., ensure_ascii=False) without building an encoder per call
+_encode_json = json.JSONEncoder(ensure_ascii=False).encode
+
 #: what every request accepts: the codings :mod:`evaluator.targets.decode` decodes, bounded
 ACCEPT_ENCODING = "gzip, deflate, br"
 
@@ -201,7 +204,7 @@ class RequestTemplate:
             )
         content: bytes | None = None
         if self.body is not None:
-            content = json.dumps(render_body(self.body, question, k), ensure_ascii=False).encode()
+            content = _encode_json(render_body(self.body, question, k)).encode()
         return OutgoingRequest(self.method, url, dict(self._static_headers), content)
 
     def describe(self, request: OutgoingRequest) -> str:

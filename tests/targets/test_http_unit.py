@@ -175,6 +175,27 @@ class TestResponses:
         assert ("timeout", False) == (error.kind, error.transient)
         assert "sent nothing for 0.2s" in error.message
 
+    def test_silence_without_a_read_timeout_meets_the_deadline(self) -> None:
+        """No read timeout set: a silent server is stopped by the whole-call deadline (the
+        session keeps no silence timer of its own, which would only ever fire later)."""
+        with LoopbackServer(lambda _r: Reply(body=GOOD_BODY, delay=2.0)) as server:
+            error = _error(HttpTargetConfig(url=server.url, timeout_seconds=0.3))
+        assert ("timeout", False) == (error.kind, error.transient)
+        assert "did not complete its response within 0.3s" in error.message
+
+    def test_session_silence_timer_only_when_shorter_than_the_deadline(self) -> None:
+        async def sock_read(**settings: float) -> float | None:
+            target = build_target(HttpTargetConfig(url="http://127.0.0.1:9/rag", **settings))
+            assert isinstance(target, HttpTarget)
+            try:
+                return target._open().timeout.sock_read
+            finally:
+                await target.aclose()
+
+        assert asyncio.run(sock_read(timeout_seconds=5)) is None
+        assert asyncio.run(sock_read(timeout_seconds=5, read_timeout_seconds=5)) is None
+        assert 0.5 == asyncio.run(sock_read(timeout_seconds=5, read_timeout_seconds=0.5))
+
     def test_absurdly_deep_json(self) -> None:
         """A body nested beyond the parser's recursion limit is a bad_response, not a crash."""
         deep = Reply(raw=b"[" * 100_000 + b"]" * 100_000)
