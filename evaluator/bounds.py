@@ -74,7 +74,7 @@ class RecordLimits:
         """Ids as stored: at most ``max_ranked_ids``, each cut to ``max_id_chars``."""
         n = self.max_id_chars
         kept = ids[: self.max_ranked_ids]
-        if all(len(i) <= n for i in kept):
+        if not kept or max(map(len, kept)) <= n:
             return kept
         return tuple(cut(i, n) for i in kept)
 

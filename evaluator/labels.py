@@ -103,12 +103,15 @@ class StageNames:
             self.on_fold(name, first)
         return OTHER_STAGE
 
-    def _sanitise(self, raw: str) -> str:
+    def _follow_redactor(self) -> None:
         current = redactor()
         if current is not self._redactor:
             # a secret registered since: names remembered before may hold it
             self._sanitised.clear()
             self._redactor = current
+
+    def _sanitise(self, raw: str) -> str:
+        self._follow_redactor()
         name = self._sanitised.get(raw)
         if name is None:
             name = sanitise_label(raw)
@@ -118,8 +121,13 @@ class StageNames:
 
     def fold(self, timings: Mapping[str, float]) -> dict[str, float]:
         """``timings`` with bounded names; the seconds of names folded together add up."""
+        self._follow_redactor()
+        remembered, kept = self._sanitised, self._kept
         out: dict[str, float] = {}
         for raw, seconds in timings.items():
-            name = self.name(raw)
+            # a remembered name already kept is its own label (what name() would find)
+            name = remembered.get(raw)
+            if name is None or name not in kept:
+                name = self.name(raw)
             out[name] = out.get(name, 0.0) + seconds
         return out

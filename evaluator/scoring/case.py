@@ -92,7 +92,11 @@ def score_case(
     citations = response.citations
     resolved = resolve_all(citations, [r.id for r in response.retrieved])
     normalised = normalise(response.answer)
-    refused = any(needle in normalised for needle in settings.refusal_needles)
+    refused = False
+    for needle in settings.refusal_needles:
+        if needle in normalised:
+            refused = True
+            break
     correct: bool | None = None
     facts: float | None = None
     if case.unanswerable:

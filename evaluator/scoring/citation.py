@@ -49,7 +49,14 @@ def resolve_citation(citation: Citation, retrieved_ids: Sequence[str]) -> str | 
 
 def resolve_all(citations: Sequence[Citation], retrieved_ids: Sequence[str]) -> list[str | None]:
     """:func:`resolve_citation` of each citation, in order."""
-    return [resolve_citation(c, retrieved_ids) for c in citations]
+    n = len(retrieved_ids)
+    # a position (the usual citation) resolved inline; anything else by resolve_citation
+    return [
+        (retrieved_ids[c - 1] if 1 <= c <= n else None)
+        if type(c) is int
+        else resolve_citation(c, retrieved_ids)
+        for c in citations
+    ]
 
 
 def _distinct_targets(
@@ -101,9 +108,10 @@ def precision_of_resolved(
     targets = _distinct_targets(citations, resolved)
     if not targets:
         return 1.0 if unanswerable else 0.0
-    supported = sum(
-        1 for doc_id in targets.values() if doc_id is not None and relevance.get(doc_id, 0) >= 1
-    )
+    supported = 0
+    for doc_id in targets.values():
+        if doc_id is not None and relevance.get(doc_id, 0) >= 1:
+            supported += 1
     return supported / len(targets)
 
 

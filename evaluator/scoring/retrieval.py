@@ -32,11 +32,6 @@ def _check_k(k: int) -> None:
         raise ValueError(f"k must be an integer >= 1, got {k!r}")
 
 
-def _gain(relevance: Mapping[str, int], doc_id: str) -> int:
-    grade = relevance.get(doc_id, 0)
-    return grade if grade >= 1 else 0
-
-
 def relevant_ids(relevance: Mapping[str, int]) -> set[str]:
     """The ids graded >= 1."""
     return {doc_id for doc_id, grade in relevance.items() if grade >= 1}
@@ -67,8 +62,8 @@ def recall_of_unique(unique: Sequence[str], relevant: set[str], k: int) -> float
     graded >= 1 (:func:`evaluator.scoring.score_case` computes both once per case)."""
     if not relevant:
         return 0.0
-    found = sum(1 for doc_id in unique[:k] if doc_id in relevant)
-    return found / len(relevant)
+    # ``unique`` holds each id once: the relevant ones among its first k, counted in C
+    return len(relevant.intersection(unique[:k])) / len(relevant)
 
 
 def reciprocal_rank(ranked: Sequence[str], relevance: Mapping[str, int]) -> float:
@@ -122,7 +117,7 @@ def ndcg_of_unique(unique: Sequence[str], relevance: Mapping[str, int], k: int) 
     ideal = _dcg(ideal_grades)
     if ideal <= 0.0:
         return 0.0
-    dcg = _dcg([_gain(relevance, doc_id) for doc_id in unique[:k]])
+    dcg = _dcg([g if (g := relevance.get(doc_id, 0)) >= 1 else 0 for doc_id in unique[:k]])
     # DCG <= IDCG in exact arithmetic; the clamp only guards against rounding.
     return min(1.0, dcg / ideal)
 
@@ -132,9 +127,9 @@ _LOG2 = tuple(math.log2(rank + 1) for rank in range(64))
 
 
 def _dcg(gains: Sequence[int]) -> float:
-    logs = _LOG2
-    return sum(
-        g / (logs[rank] if rank < 64 else math.log2(rank + 1))
-        for rank, g in enumerate(gains, start=1)
-        if g
-    )
+    # the terms added in rank order from 0, as sum() over them would: the same float
+    total: float = 0
+    for rank, g in enumerate(gains, start=1):
+        if g:
+            total += g / (_LOG2[rank] if rank < 64 else math.log2(rank + 1))
+    return total
