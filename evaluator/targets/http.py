@@ -154,9 +154,12 @@ class ProbeResult:
     error: TargetError | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class _Arrival:
-    """What one exchange brought: the body (or the assembled stream) and when it came."""
+    """What one exchange brought: the body (or the assembled stream) and when it came.
+
+    Not frozen: it lives for one call, and a frozen init costs a setattr call per field.
+    """
 
     content: bytes
     stream: StreamAssembler | None

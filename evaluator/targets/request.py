@@ -34,7 +34,13 @@ from yarl import URL
 from evaluator._version import __version__
 from evaluator.errors import ConfigError
 from evaluator.redaction import MASK, Redactor, register_secrets
-from evaluator.targets.templates import DEFAULT_BODY, ENV_REFERENCE, render_body, render_text
+from evaluator.targets.templates import (
+    DEFAULT_BODY,
+    ENV_REFERENCE,
+    PLACEHOLDER,
+    render_body,
+    render_text,
+)
 
 __all__ = ["MASK", "OutgoingRequest", "Redactor", "RequestTemplate", "is_secret_name"]
 
@@ -90,6 +96,55 @@ class OutgoingRequest:
 
 #: json.dumps(..., ensure_ascii=False) without building an encoder per call
 _encode_json = json.JSONEncoder(ensure_ascii=False).encode
+
+#: stand-ins for the values that are exactly "{question}" / "{k}" while a body template is
+#: encoded once (NUL never survives JSON encoding unescaped, so no text can mimic them)
+_QUESTION_MARK = "\x00evaluator:question\x00"
+_K_MARK = "\x00evaluator:k\x00"
+
+
+class _Partial(Exception):
+    """A template string holds a placeholder inside longer text."""
+
+
+def _marked(template: JsonValue) -> JsonValue:
+    if isinstance(template, str):
+        if template == "{question}":
+            return _QUESTION_MARK
+        if template == "{k}":
+            return _K_MARK
+        if PLACEHOLDER.search(template):
+            raise _Partial
+        return template
+    if isinstance(template, list):
+        return [_marked(v) for v in template]
+    if isinstance(template, dict):
+        return {key: _marked(v) for key, v in template.items()}
+    return template
+
+
+def split_body(template: JsonValue) -> tuple[tuple[str, ...], tuple[bool, ...]] | None:
+    """A body template's JSON text, encoded once, cut where the question and K go.
+
+    Returns ``(pieces, slots)``: ``slots[i]`` (True for the question, False for K) goes
+    between ``pieces[i]`` and ``pieces[i + 1]``; the encoded question and ``str(k)``
+    put there give exactly ``json.dumps(render_body(template, question, k),
+    ensure_ascii=False)`` (JSON encoding is compositional), without encoding the whole
+    template per request. None when a string holds a placeholder inside longer text
+    (``"top-{k}"``), or the template already holds a marker's text: such bodies are
+    rendered whole each time.
+    """
+    question, k = _encode_json(_QUESTION_MARK), _encode_json(_K_MARK)
+    plain = _encode_json(template)
+    if question in plain or k in plain:
+        return None
+    try:
+        text = _encode_json(_marked(template))
+    except _Partial:
+        return None
+    parts = re.split(f"({re.escape(question)}|{re.escape(k)})", text)
+    return tuple(parts[0::2]), tuple(p == question for p in parts[1::2])
+
 
 #: what every request accepts: the codings :mod:`evaluator.targets.decode` decodes, bounded
 ACCEPT_ENCODING = "gzip, deflate, br"
@@ -195,6 +250,26 @@ class RequestTemplate:
             headers.setdefault("Content-Type", "application/json")
         return headers
 
+    @cached_property
+    def _body_pieces(self) -> tuple[tuple[str, ...], tuple[bool, ...]] | None:
+        return None if self.body is None else split_body(self.body)
+
+    def render_content(self, question: str, k: int) -> bytes | None:
+        """The request body for one question (None without a body template)."""
+        if self.body is None:
+            return None
+        split = self._body_pieces
+        if split is None:
+            return _encode_json(render_body(self.body, question, k)).encode()
+        pieces, slots = split
+        encoded_question = _encode_json(question)
+        encoded_k = str(k) if type(k) is int else _encode_json(k)
+        out = [pieces[0]]
+        for is_question, piece in zip(slots, pieces[1:], strict=True):
+            out.append(encoded_question if is_question else encoded_k)
+            out.append(piece)
+        return "".join(out).encode()
+
     def build(self, question: str, k: int) -> OutgoingRequest:
         """The request for one question, without its secrets (the transport adds them)."""
         url = self._url
@@ -202,9 +277,7 @@ class RequestTemplate:
             url = url.extend_query(
                 [(name, render_text(value, question, k)) for name, value in self.params]
             )
-        content: bytes | None = None
-        if self.body is not None:
-            content = _encode_json(render_body(self.body, question, k)).encode()
+        content = self.render_content(question, k)
         return OutgoingRequest(self.method, url, dict(self._static_headers), content)
 
     def describe(self, request: OutgoingRequest) -> str:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 from pydantic import JsonValue
 
 from evaluator.errors import ConfigError
@@ -14,6 +16,7 @@ from evaluator.targets.request import (
     Redactor,
     RequestTemplate,
     is_secret_name,
+    split_body,
 )
 from evaluator.targets.templates import DEFAULT_BODY, render_body, render_text
 
@@ -211,3 +214,48 @@ class TestDescribeAndIdentity:
         identity = template.identity()
         assert [("api_key", MASK), ("q", "{question}")] == identity["params"]
         assert "k-123" not in json.dumps(identity)
+
+
+class TestBodyEncodedOnce:
+    """The body template is encoded once and the question put into the pieces: the bytes
+    are exactly those of encoding the rendered body whole."""
+
+    def test_default_and_exact_placeholders_are_split(self) -> None:
+        assert split_body(DEFAULT_BODY) is not None
+        assert split_body({"a": ["{question}", {"k": "{k}"}], "n": 1.5}) is not None
+        # a placeholder inside longer text: rendered whole each time
+        assert split_body(CHAT_BODY) is None
+        # a template that already holds a marker's text cannot be cut safely
+        assert split_body({"x": "\x00evaluator:question\x00"}) is None
+
+    @settings(max_examples=400, database=None)
+    @given(
+        template=st.recursive(
+            st.none()
+            | st.booleans()
+            | st.integers()
+            | st.floats(allow_nan=False)
+            | st.sampled_from(["{question}", "{k}", "top-{k}", "x{question}y", "{", "}"])
+            | st.text(max_size=8),
+            lambda inner: (
+                st.lists(inner, max_size=4)
+                | st.dictionaries(st.text(max_size=6), inner, max_size=4)
+            ),
+            max_leaves=12,
+        ),
+        question=st.text(max_size=40),
+        k=st.integers(min_value=1, max_value=1000),
+    )
+    def test_bytes_equal_encoding_the_rendered_body(
+        self, template: JsonValue, question: str, k: int
+    ) -> None:
+        assume(template is not None)  # no template: no body at all
+        request = RequestTemplate(method="POST", url="http://127.0.0.1:1/rag", body=template)
+        expected = json.dumps(render_body(template, question, k), ensure_ascii=False)
+        try:
+            wire = expected.encode()
+        except UnicodeEncodeError:  # a lone surrogate: neither way can send it
+            with pytest.raises(UnicodeEncodeError):
+                request.render_content(question, k)
+            return
+        assert wire == request.render_content(question, k)
