@@ -36,6 +36,9 @@ DEFAULT_MAX_STAGES = 20
 OTHER_STAGE = "other"
 #: folded names logged per job; beyond, they are only counted
 _LOGGED_FOLDS = 20
+#: raw stage names whose sanitised form is remembered per job (a hostile target sending a
+#: new name per response gets them sanitised each time, never a growing memo)
+_MEMO_NAMES = 1024
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.:-]+")
 
@@ -69,6 +72,10 @@ class StageNames:
         self.on_fold = on_fold
         self._kept: set[str] = set()
         self._logged: set[str] = set()
+        #: raw name -> sanitise_label(raw), under the redactor it was computed with: the same
+        #: few names come with every response, and sanitising was a tenth of a case's CPU
+        self._sanitised: dict[str, str] = {}
+        self._redactor = redactor()
         #: raw names folded into ``other`` so far
         self.folded = 0
 
@@ -79,7 +86,7 @@ class StageNames:
 
     def name(self, raw: str) -> str:
         """The label value of stage ``raw``: its sanitised name, or ``other``."""
-        name = sanitise_label(raw)
+        name = self._sanitise(raw)
         if name in self._kept:
             return name
         if (self.allowed is None and len(self._kept) < self.cap) or (
@@ -95,6 +102,19 @@ class StageNames:
                 self._logged.add(name)
             self.on_fold(name, first)
         return OTHER_STAGE
+
+    def _sanitise(self, raw: str) -> str:
+        current = redactor()
+        if current is not self._redactor:
+            # a secret registered since: names remembered before may hold it
+            self._sanitised.clear()
+            self._redactor = current
+        name = self._sanitised.get(raw)
+        if name is None:
+            name = sanitise_label(raw)
+            if len(self._sanitised) < _MEMO_NAMES:
+                self._sanitised[raw] = name
+        return name
 
     def fold(self, timings: Mapping[str, float]) -> dict[str, float]:
         """``timings`` with bounded names; the seconds of names folded together add up."""

@@ -134,7 +134,7 @@ class TargetResponse:
     @property
     def ranked_ids(self) -> tuple[str, ...]:
         """Retrieved ids in rank order, first occurrence kept."""
-        return tuple(dict.fromkeys(r.id for r in self.retrieved))
+        return tuple(dict.fromkeys([r.id for r in self.retrieved]))
 
 
 @dataclass(frozen=True, slots=True)

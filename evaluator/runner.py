@@ -91,23 +91,27 @@ def _kept_texts(
     """Texts of the top-K ids and of the relevant ids, first occurrence, each cut to size
     (redacted first: a cut must not leave half a secret)."""
     keep = limits.max_text_chars
+    id_chars = limits.max_id_chars
+    relevance = case.relevance
     texts: dict[str, str] = {}
     cut: set[str] = set()
     rank = 0
     seen: set[str] = set()
     for item in response.retrieved:
-        if item.id in seen:
+        raw_id = item.id
+        if raw_id in seen:
             continue
-        seen.add(item.id)
+        seen.add(raw_id)
         rank += 1
-        if not item.text or (rank > k and item.id not in case.relevance):
+        text = item.text
+        if not text or (rank > k and raw_id not in relevance):
             continue
-        doc_id = limits.id(item.id)
-        if len(item.text) > keep:
+        doc_id = raw_id if len(raw_id) <= id_chars else limits.id(raw_id)
+        if len(text) > keep:
             cut.add(doc_id)
-            texts[doc_id] = redactor().redact_text(item.text[: keep + 1024])[:keep]
+            texts[doc_id] = redactor().redact_text(text[: keep + 1024])[:keep]
         else:
-            texts[doc_id] = item.text
+            texts[doc_id] = text
     return texts, frozenset(cut) if cut else _NO_CUTS
 
 
@@ -189,16 +193,17 @@ async def _run_case(
     on_retry: RetryCallback | None,
     spans: _SpanContext | None = None,
 ) -> CaseRecord:
+    if spans is None:
+        return (await _attempt_case(case, target, options, on_retry))[0]
     start_ns = time.time_ns()
     record, span_id = await _attempt_case(case, target, options, on_retry)
-    if spans is not None:
-        spans.spans.record(
-            record,
-            span_id=span_id,
-            start_ns=start_ns,
-            end_ns=time.time_ns(),
-            attributes=spans.attributes,
-        )
+    spans.spans.record(
+        record,
+        span_id=span_id,
+        start_ns=start_ns,
+        end_ns=time.time_ns(),
+        attributes=spans.attributes,
+    )
     return record
 
 

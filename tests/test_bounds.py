@@ -69,3 +69,17 @@ class TestStageNames:
         assert 64 == len(sanitise_label("x" * 10_000))
         register_secrets(["label-secret-xyz"])
         assert "label-secret" not in sanitise_label("db label-secret-xyz")
+
+    def test_remembered_names_follow_secrets_registered_later(self) -> None:
+        # names are sanitised once per job and remembered: a secret registered after a
+        # name was first seen must still be redacted from it
+        stages = StageNames(cap=10)
+        assert {"db-stage-secret-7q": 1.0} == stages.fold({"db-stage-secret-7q": 1.0})
+        register_secrets(["stage-secret-7q"])
+        assert {"db-": 2.0} == stages.fold({"db-stage-secret-7q": 2.0})
+
+    def test_memo_is_bounded(self) -> None:
+        stages = StageNames(cap=0)
+        for i in range(5000):
+            stages.fold({f"n{i}": 0.1})
+        assert 5000 == stages.folded and len(stages._sanitised) <= 1024

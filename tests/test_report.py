@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from evaluator import __version__
+from evaluator.dataset import load_dataset
 from evaluator.errors import EvaluatorError, ReportError
 from evaluator.models import (
     Case,
@@ -175,6 +176,23 @@ class TestRoundTrip:
         report = _report(())
         write_report(report, tmp_path / "empty.json")
         assert report == read_report(tmp_path / "empty.json")
+
+    def test_a_run_reads_back_as_itself_but_for_file_lines(self, tmp_path: Path) -> None:
+        """A real run over a golden-set file, written and read back, is the same report. The
+        one thing a report does not keep is where each case stood in its file (``line``, and
+        whether its relevance was written as grades): the read-back cases have the defaults."""
+        dataset = load_dataset("evals/example.jsonl")
+        assert all(c.line > 0 for c in dataset.cases)
+        target = _StaticTarget({"kind": "callable", "spec": "tests:static"})
+        report = asyncio.run(run_dataset(dataset, target, RunOptions(k=3)))
+        write_report(report, tmp_path / "run.json")
+        read = read_report(tmp_path / "run.json")
+
+        assert all(r.case is c for r, c in zip(report.cases, dataset.cases, strict=True))
+        no_lines = tuple(
+            replace(r, case=replace(r.case, line=0, graded=False)) for r in report.cases
+        )
+        assert replace(report, cases=no_lines) == read
 
     def test_compact_and_indented_read_back_identically(self, tmp_path: Path) -> None:
         """The streamed compact file and an indented one (as older versions wrote) give the

@@ -18,6 +18,7 @@ __all__ = [
     "count_facts",
     "fact_recall",
     "is_refusal",
+    "needles",
     "normalise",
 ]
 
@@ -92,6 +93,11 @@ _KEPT = _KeptTable()
 def _normalised_needle(text: str) -> str:
     """:func:`normalise` of a fact or refusal phrase: the same few strings, every case."""
     return normalise(text)
+
+
+def needles(alternatives: Sequence[str]) -> tuple[str, ...]:
+    """The alternatives normalised, the empty ones (which match nothing) left out."""
+    return tuple(n for n in map(_normalised_needle, alternatives) if n)
 
 
 def contains_fact(normalised_answer: str, alternatives: Sequence[str]) -> bool:

@@ -3,16 +3,23 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 from evaluator.models import Case, CaseScores, TargetResponse
 from evaluator.scoring.answer import (
     DEFAULT_REFUSAL_PHRASES,
-    contains_fact,
     count_facts,
+    needles,
     normalise,
 )
-from evaluator.scoring.citation import citation_precision, citation_recall, citations_valid
-from evaluator.scoring.retrieval import _check_k, ndcg_at_k, recall_at_k, reciprocal_rank
+from evaluator.scoring.citation import precision_of_resolved, recall_of_resolved, resolve_all
+from evaluator.scoring.retrieval import (
+    _check_k,
+    ndcg_of_unique,
+    rank_of_unique,
+    recall_of_unique,
+    relevant_ids,
+)
 
 __all__ = ["ScoringSettings", "score_case"]
 
@@ -28,6 +35,11 @@ class ScoringSettings:
         if isinstance(self.refusal_phrases, str):
             # a bare string would be split into one-character phrases matching almost anything
             raise TypeError("refusal_phrases must be a tuple of phrases, not one string")
+
+    @cached_property
+    def refusal_needles(self) -> tuple[str, ...]:
+        """The refusal phrases normalised, empty ones left out (once, not per case)."""
+        return needles(self.refusal_phrases)
 
 
 def score_case(
@@ -60,24 +72,27 @@ def score_case(
         ValueError: ``k`` is below 1.
     """
     _check_k(k)
+    # the metric functions of retrieval, citation and answer, each input computed once:
+    # the ranking without duplicates, the relevant ids, the resolved citations, the
+    # normalised answer (each public function would recompute them)
     ranked = response.ranked_ids
+    relevance = case.relevance
+    relevant: set[str] | None = None
     if case.unanswerable:
         empty = 1.0 if not ranked else 0.0
         recall, rr, ndcg = empty, empty, empty
     else:
-        recall = recall_at_k(ranked, case.relevance, k)
-        rr = reciprocal_rank(ranked, case.relevance)
-        ndcg = ndcg_at_k(ranked, case.relevance, k)
+        relevant = relevant_ids(relevance)
+        recall = recall_of_unique(ranked, relevant, k)
+        rr = rank_of_unique(ranked, relevance)
+        ndcg = ndcg_of_unique(ranked, relevance, k)
     if response.answer is None:
         return CaseScores(recall_at_k=recall, mrr=rr, ndcg_at_k=ndcg)
 
-    answer = response.answer
-    retrieved_ids = tuple(r.id for r in response.retrieved)
     citations = response.citations
-    # normalised once for the refusal check and every fact: is_refusal, answer_correct and
-    # fact_recall would each normalise it again
-    normalised = normalise(answer)
-    refused = contains_fact(normalised, settings.refusal_phrases)
+    resolved = resolve_all(citations, [r.id for r in response.retrieved])
+    normalised = normalise(response.answer)
+    refused = any(needle in normalised for needle in settings.refusal_needles)
     correct: bool | None = None
     facts: float | None = None
     if case.unanswerable:
@@ -90,13 +105,11 @@ def score_case(
         recall_at_k=recall,
         mrr=rr,
         ndcg_at_k=ndcg,
-        citation_precision=citation_precision(
-            citations, retrieved_ids, case.relevance, unanswerable=case.unanswerable
+        citation_precision=precision_of_resolved(
+            citations, resolved, relevance, unanswerable=case.unanswerable
         ),
-        citation_recall=(
-            None if case.unanswerable else citation_recall(citations, retrieved_ids, case.relevance)
-        ),
-        citation_valid=citations_valid(citations, retrieved_ids),
+        citation_recall=None if relevant is None else recall_of_resolved(resolved, relevant),
+        citation_valid=None not in resolved,
         answer_correct=correct,
         fact_recall=facts,
         refused=refused,

@@ -16,7 +16,15 @@ from collections.abc import Mapping, Sequence
 
 from evaluator.models import Citation
 
-__all__ = ["citation_precision", "citation_recall", "citations_valid", "resolve_citation"]
+__all__ = [
+    "citation_precision",
+    "citation_recall",
+    "citations_valid",
+    "precision_of_resolved",
+    "recall_of_resolved",
+    "resolve_all",
+    "resolve_citation",
+]
 
 
 def resolve_citation(citation: Citation, retrieved_ids: Sequence[str]) -> str | None:
@@ -39,13 +47,17 @@ def resolve_citation(citation: Citation, retrieved_ids: Sequence[str]) -> str | 
     return None
 
 
+def resolve_all(citations: Sequence[Citation], retrieved_ids: Sequence[str]) -> list[str | None]:
+    """:func:`resolve_citation` of each citation, in order."""
+    return [resolve_citation(c, retrieved_ids) for c in citations]
+
+
 def _distinct_targets(
-    citations: Sequence[Citation], retrieved_ids: Sequence[str]
+    citations: Sequence[Citation], resolved: Sequence[str | None]
 ) -> dict[tuple[str, str], str | None]:
     """Map each distinct citation target to its resolved id (None when unresolved)."""
     targets: dict[tuple[str, str], str | None] = {}
-    for citation in citations:
-        doc_id = resolve_citation(citation, retrieved_ids)
+    for citation, doc_id in zip(citations, resolved, strict=True):
         # repr keeps unresolved keys hashable whatever the endpoint sent
         key = ("doc", doc_id) if doc_id is not None else (type(citation).__name__, repr(citation))
         targets[key] = doc_id
@@ -73,7 +85,20 @@ def citation_precision(
     Returns:
         A value in [0, 1].
     """
-    targets = _distinct_targets(citations, retrieved_ids)
+    return precision_of_resolved(
+        citations, resolve_all(citations, retrieved_ids), relevance, unanswerable=unanswerable
+    )
+
+
+def precision_of_resolved(
+    citations: Sequence[Citation],
+    resolved: Sequence[str | None],
+    relevance: Mapping[str, int],
+    *,
+    unanswerable: bool = False,
+) -> float:
+    """:func:`citation_precision` with each citation already resolved (:func:`resolve_all`)."""
+    targets = _distinct_targets(citations, resolved)
     if not targets:
         return 1.0 if unanswerable else 0.0
     supported = sum(
@@ -98,11 +123,18 @@ def citation_recall(
     Returns:
         A value in [0, 1]; 0.0 when there is no relevant id.
     """
-    relevant = {doc_id for doc_id, grade in relevance.items() if grade >= 1}
+    return recall_of_resolved(
+        resolve_all(citations, retrieved_ids),
+        {doc_id for doc_id, grade in relevance.items() if grade >= 1},
+    )
+
+
+def recall_of_resolved(resolved: Sequence[str | None], relevant: set[str]) -> float:
+    """:func:`citation_recall` with the citations resolved and ``relevant`` the ids graded
+    >= 1."""
     if not relevant:
         return 0.0
-    cited = {resolve_citation(c, retrieved_ids) for c in citations}
-    return len(relevant & cited) / len(relevant)
+    return len(relevant.intersection(resolved)) / len(relevant)
 
 
 def citations_valid(citations: Sequence[Citation], retrieved_ids: Sequence[str]) -> bool:
@@ -115,4 +147,4 @@ def citations_valid(citations: Sequence[Citation], retrieved_ids: Sequence[str])
     Returns:
         True when each citation resolves (vacuously True with no citation).
     """
-    return all(resolve_citation(c, retrieved_ids) is not None for c in citations)
+    return None not in resolve_all(citations, retrieved_ids)

@@ -12,7 +12,15 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 
-__all__ = ["ndcg_at_k", "recall_at_k", "reciprocal_rank"]
+__all__ = [
+    "ndcg_at_k",
+    "ndcg_of_unique",
+    "rank_of_unique",
+    "recall_at_k",
+    "recall_of_unique",
+    "reciprocal_rank",
+    "relevant_ids",
+]
 
 
 def _dedupe(ranked: Sequence[str]) -> list[str]:
@@ -27,6 +35,11 @@ def _check_k(k: int) -> None:
 def _gain(relevance: Mapping[str, int], doc_id: str) -> int:
     grade = relevance.get(doc_id, 0)
     return grade if grade >= 1 else 0
+
+
+def relevant_ids(relevance: Mapping[str, int]) -> set[str]:
+    """The ids graded >= 1."""
+    return {doc_id for doc_id, grade in relevance.items() if grade >= 1}
 
 
 def recall_at_k(ranked: Sequence[str], relevance: Mapping[str, int], k: int) -> float:
@@ -46,10 +59,15 @@ def recall_at_k(ranked: Sequence[str], relevance: Mapping[str, int], k: int) -> 
         ValueError: ``k`` is below 1.
     """
     _check_k(k)
-    relevant = {doc_id for doc_id, grade in relevance.items() if grade >= 1}
+    return recall_of_unique(_dedupe(ranked), relevant_ids(relevance), k)
+
+
+def recall_of_unique(unique: Sequence[str], relevant: set[str], k: int) -> float:
+    """:func:`recall_at_k` of a ranking already without duplicates, ``relevant`` the ids
+    graded >= 1 (:func:`evaluator.scoring.score_case` computes both once per case)."""
     if not relevant:
         return 0.0
-    found = sum(1 for doc_id in _dedupe(ranked)[:k] if doc_id in relevant)
+    found = sum(1 for doc_id in unique[:k] if doc_id in relevant)
     return found / len(relevant)
 
 
@@ -65,8 +83,13 @@ def reciprocal_rank(ranked: Sequence[str], relevance: Mapping[str, int]) -> floa
     Returns:
         A value in (0, 1], or 0.0 when no relevant id is ranked.
     """
-    for rank, doc_id in enumerate(_dedupe(ranked), start=1):
-        if _gain(relevance, doc_id):
+    return rank_of_unique(_dedupe(ranked), relevance)
+
+
+def rank_of_unique(unique: Sequence[str], relevance: Mapping[str, int]) -> float:
+    """:func:`reciprocal_rank` of a ranking already without duplicates."""
+    for rank, doc_id in enumerate(unique, start=1):
+        if relevance.get(doc_id, 0) >= 1:
             return 1.0 / rank
     return 0.0
 
@@ -90,14 +113,28 @@ def ndcg_at_k(ranked: Sequence[str], relevance: Mapping[str, int], k: int) -> fl
         ValueError: ``k`` is below 1.
     """
     _check_k(k)
+    return ndcg_of_unique(_dedupe(ranked), relevance, k)
+
+
+def ndcg_of_unique(unique: Sequence[str], relevance: Mapping[str, int], k: int) -> float:
+    """:func:`ndcg_at_k` of a ranking already without duplicates."""
     ideal_grades = sorted((g for g in relevance.values() if g >= 1), reverse=True)[:k]
     ideal = _dcg(ideal_grades)
     if ideal <= 0.0:
         return 0.0
-    dcg = _dcg([_gain(relevance, doc_id) for doc_id in _dedupe(ranked)[:k]])
+    dcg = _dcg([_gain(relevance, doc_id) for doc_id in unique[:k]])
     # DCG <= IDCG in exact arithmetic; the clamp only guards against rounding.
     return min(1.0, dcg / ideal)
 
 
+#: log2(rank + 1) of the first ranks: the same values math.log2 gives, computed once
+_LOG2 = tuple(math.log2(rank + 1) for rank in range(64))
+
+
 def _dcg(gains: Sequence[int]) -> float:
-    return sum(g / math.log2(rank + 1) for rank, g in enumerate(gains, start=1) if g)
+    logs = _LOG2
+    return sum(
+        g / (logs[rank] if rank < 64 else math.log2(rank + 1))
+        for rank, g in enumerate(gains, start=1)
+        if g
+    )

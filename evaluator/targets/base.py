@@ -56,7 +56,7 @@ def parse_default_response(body: object, *, max_ranked: int | None = None) -> Ta
     Raises:
         BadResponseError: naming the field that is missing or of the wrong type.
     """
-    if not isinstance(body, Mapping):
+    if type(body) is not dict and not isinstance(body, Mapping):
         raise BadResponseError(
             f"response is {_type_name(body)}, expected a JSON object", field="response"
         )
@@ -85,7 +85,22 @@ def _parse_retrieved(value: object, max_ranked: int | None) -> tuple[Retrieved, 
         value = value[:max_ranked]
     items: list[Retrieved] = []
     for i, item in enumerate(value):
-        if isinstance(item, str):
+        # exact-type checks first: JSON gives dict, str, float; the ABC checks are the
+        # fallback for other mappings (a mapped target's own objects)
+        if type(item) is dict:
+            doc_id = item.get("id")
+            score = item.get("score")
+            text = item.get("text")
+            if type(doc_id) is str:
+                items.append(
+                    Retrieved(
+                        id=doc_id,
+                        score=score if type(score) is float else _as_float(score),
+                        text=text if type(text) is str else None,
+                    )
+                )
+                continue
+        elif isinstance(item, str):
             items.append(Retrieved(id=item))
             continue
         if not isinstance(item, Mapping):
@@ -120,6 +135,9 @@ def parse_citations(value: object) -> tuple[Citation, ...]:
         )
     out: list[Citation] = []
     for i, c in enumerate(value):
+        if type(c) is int or type(c) is str:
+            out.append(c)
+            continue
         if isinstance(c, bool) or not isinstance(c, int | str):
             if isinstance(c, float) and c.is_integer():
                 out.append(int(c))
@@ -136,13 +154,13 @@ def parse_timings(value: object) -> dict[str, float]:
     """Stage timings: stage name -> seconds; negative or non-finite values are rejected."""
     if value is None:
         return {}
-    if not isinstance(value, Mapping):
+    if type(value) is not dict and not isinstance(value, Mapping):
         raise BadResponseError(
             f"field 'timings' is {_type_name(value)}, expected an object", field="timings"
         )
     out: dict[str, float] = {}
     for stage, seconds in value.items():
-        as_float = _as_float(seconds)
+        as_float = seconds if type(seconds) is float else _as_float(seconds)
         if as_float is None or not math.isfinite(as_float) or as_float < 0:
             raise BadResponseError(
                 f"field 'timings.{stage}' is {seconds!r}, "

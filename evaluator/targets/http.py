@@ -37,14 +37,13 @@ import dataclasses
 import email.utils
 import functools
 import json
-import os
 import ssl
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from random import getrandbits
 from typing import Any
 
 import aiohttp
@@ -315,11 +314,13 @@ class HttpTarget:
         trace_id: str | None = None
         if self._trace_header is not None:
             # a fresh trace per case attempt, sampled: the service's trace of this golden case
-            trace_id, span_id = os.urandom(16).hex(), os.urandom(8).hex()
+            trace_id, span_id = _trace_ids()
             request.headers[self._trace_header] = f"00-{trace_id}-{span_id}-01"
             record_trace(trace_id, span_id)
         observer.request(self.template, request)
-        async with self._admission.slot():
+        admission = self._admission
+        await admission.enter()
+        try:
             started = time.perf_counter()
             deadline = asyncio.timeout(self.options.deadline)
             try:
@@ -334,6 +335,8 @@ class HttpTarget:
                 ) from None
             finally:
                 observer.elapsed(time.perf_counter() - started)
+        finally:
+            admission.leave()
         # the latency ends with the last byte: parsing and mapping are evaluator's time
         record_received(arrival.received_at)
         if arrival.stream is not None:
@@ -380,7 +383,14 @@ class HttpTarget:
             trace_id=trace_id,
             cost=cost,
         )
-        return dataclasses.replace(response, timings=timings, delivery=delivery)
+        # built directly: dataclasses.replace inspects every field on each call
+        return TargetResponse(
+            retrieved=response.retrieved,
+            answer=response.answer,
+            citations=response.citations,
+            timings=timings,
+            delivery=delivery,
+        )
 
     def _map_offloaded(
         self, content: bytes
@@ -422,7 +432,8 @@ class HttpTarget:
     async def _exchange(self, request: OutgoingRequest, observer: _Observer) -> _Arrival:
         url, headers = self._secrets.wire(request)
         session = self._open()
-        with self._failures(reading_body=False):
+        # try/except rather than a context manager per phase: this runs for every case
+        try:
             response = await session.request(
                 request.method,
                 url,
@@ -430,6 +441,10 @@ class HttpTarget:
                 data=request.content,
                 allow_redirects=False,
             )
+        except TargetError:
+            raise
+        except Exception as exc:
+            raise self._failure(exc, reading_body=False) from None
         headers_at = time.perf_counter()
         try:
             observer.response(response.status, response.headers)
@@ -440,14 +455,13 @@ class HttpTarget:
                 if self._server_timing
                 else {}
             )
-            stream = None
-            if self.streaming is not None:
-                stream = StreamAssembler(self.streaming)
-                with self._failures(reading_body=True, streaming=True):
-                    content, received_at = await self._read_capped(response, stream)
-            else:
-                with self._failures(reading_body=True):
-                    content, received_at = await self._read_capped(response, None)
+            stream = None if self.streaming is None else StreamAssembler(self.streaming)
+            try:
+                content, received_at = await self._read_capped(response, stream)
+            except TargetError:
+                raise
+            except Exception as exc:
+                raise self._failure(exc, reading_body=True, streaming=stream is not None) from None
             observer.body(content)
             return _Arrival(content, stream, headers_at, received_at, timing)
         finally:
@@ -466,8 +480,11 @@ class HttpTarget:
             raise ResponseTooLargeError(
                 f"response of {int(declared)} bytes is larger than max_response_bytes ({cap})"
             )
-        decoder = BodyDecoder(parse_content_encoding(response.headers.get("Content-Encoding")), cap)
+        codings = parse_content_encoding(response.headers.get("Content-Encoding"))
         content = response.content
+        if not codings and stream is None:
+            return await _read_plain(content, cap)
+        decoder = BodyDecoder(codings, cap)
         received = bytearray()
         raw = 0
         received_at = time.perf_counter()
@@ -527,48 +544,40 @@ class HttpTarget:
         text = self._redact(text)
         return text if len(text) <= _SNIPPET_SHOWN else text[:_SNIPPET_SHOWN] + "..."
 
-    @contextmanager
-    def _failures(self, *, reading_body: bool, streaming: bool = False) -> Iterator[None]:
-        """Turn whatever the HTTP stack raises into the error taxonomy."""
-        try:
-            yield
-        except TargetError:
-            raise
-        except MemoryError:
-            raise ResponseMemoryError(
+    def _failure(
+        self, exc: Exception, *, reading_body: bool, streaming: bool = False
+    ) -> TargetError:
+        """What the HTTP stack raised (anything but a TargetError), in the error taxonomy."""
+        if isinstance(exc, MemoryError):
+            return ResponseMemoryError(
                 f"ran out of memory while reading the response of {self.name}"
-            ) from None
-        except (ssl.SSLError, aiohttp.ClientSSLError) as exc:
+            )
+        if isinstance(exc, ssl.SSLError | aiohttp.ClientSSLError):
             error = TargetConnectError(
                 f"TLS with {self.name} failed: {self._describe(exc)}; for a private CA set "
                 f"tls.ca_bundle"
             )
             error.transient = False  # a certificate does not fix itself between attempts
-            raise error from None
-        except (aiohttp.ClientConnectorError, aiohttp.ConnectionTimeoutError) as exc:
-            raise TargetConnectError(
-                f"cannot connect to {self.name}: {self._describe(exc)}"
-            ) from None
-        except aiohttp.ServerTimeoutError as exc:
+            return error
+        if isinstance(exc, aiohttp.ClientConnectorError | aiohttp.ConnectionTimeoutError):
+            return TargetConnectError(f"cannot connect to {self.name}: {self._describe(exc)}")
+        if isinstance(exc, aiohttp.ServerTimeoutError):
             read = self.options.read_timeout or self.options.deadline
-            raise TargetTimeout(
+            return TargetTimeout(
                 f"{self.name} sent nothing for {read:g}s (read timeout; {self._describe(exc)})"
-            ) from None
-        except aiohttp.ClientResponseError as exc:
+            )
+        if isinstance(exc, aiohttp.ClientResponseError):
             # raised by aiohttp's parser only (we never ask it to raise for a status)
-            raise self._garbled(exc) from None
-        except aiohttp.ClientPayloadError as exc:
+            return self._garbled(exc)
+        if isinstance(exc, aiohttp.ClientPayloadError):
             if _body_cut_short(exc):
-                raise self._connection_lost(exc, reading_body=True, streaming=streaming) from None
-            raise self._garbled(exc) from None
-        except TimeoutError as exc:
-            raise TargetTimeout(f"{self.name}: {self._describe(exc)}") from None
-        except Exception as exc:
-            # the target's boundary: an exception the stack did not map must fail this
-            # case, not the run
-            raise self._connection_lost(
-                exc, reading_body=reading_body, streaming=streaming
-            ) from None
+                return self._connection_lost(exc, reading_body=True, streaming=streaming)
+            return self._garbled(exc)
+        if isinstance(exc, TimeoutError):
+            return TargetTimeout(f"{self.name}: {self._describe(exc)}")
+        # the target's boundary: an exception the stack did not map must fail this case,
+        # not the run
+        return self._connection_lost(exc, reading_body=reading_body, streaming=streaming)
 
     def _describe(self, exc: BaseException) -> str:
         # the parser's own exception says what was wrong; aiohttp's wrapper repeats the
@@ -613,3 +622,29 @@ def _body_cut_short(exc: aiohttp.ClientPayloadError) -> bool:
     # the chunked parser's end-of-stream complaint ("Not enough data to satisfy transfer
     # length header"), as opposed to a malformed chunk
     return isinstance(cause, HttpProcessingError) and cause.message.startswith("Not enough data")
+
+
+async def _read_plain(content: aiohttp.StreamReader, cap: int) -> tuple[bytes, float]:
+    """A body without ``Content-Encoding``, not streamed: its bytes within ``cap`` and when
+    the last one arrived (the common case, without a decoder; usually one chunk)."""
+    chunks: list[bytes] = []
+    raw = 0
+    received_at = time.perf_counter()
+    while chunk := await content.readany():
+        received_at = time.perf_counter()
+        raw += len(chunk)
+        if raw > cap:
+            raise ResponseTooLargeError(
+                f"response is larger than max_response_bytes ({cap}); stopped reading"
+            )
+        chunks.append(chunk)
+    return b"".join(chunks), received_at
+
+
+def _trace_ids() -> tuple[str, str]:
+    """A fresh W3C trace id and parent span id (hex, never all zeros, which means none).
+
+    From :func:`random.getrandbits`: ids must be unique, not secret, and two ``os.urandom``
+    calls per case were a measurable share of its client CPU.
+    """
+    return f"{getrandbits(128) or 1:032x}", f"{getrandbits(64) or 1:016x}"

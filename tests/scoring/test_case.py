@@ -9,7 +9,19 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from evaluator.models import Case, CaseScores, Citation, Retrieved, TargetResponse
-from evaluator.scoring import ScoringSettings, ndcg_at_k, recall_at_k, score_case
+from evaluator.scoring import (
+    ScoringSettings,
+    answer_correct,
+    citation_precision,
+    citation_recall,
+    citations_valid,
+    fact_recall,
+    is_refusal,
+    ndcg_at_k,
+    recall_at_k,
+    reciprocal_rank,
+    score_case,
+)
 
 REFUND = Case(
     id="refund-deadline",
@@ -292,3 +304,34 @@ class TestInvariants:
             recall_at_k(ranking, relevance, k),
             ndcg_at_k(ranking, relevance, k),
         )
+
+    @FEW
+    @given(case=cases(), response=responses, k=st.integers(min_value=1, max_value=12))
+    def test_equals_the_public_metric_functions(
+        self, case: Case, response: TargetResponse, k: int
+    ) -> None:
+        """score_case computes each input once (deduplicated ranking, resolved citations,
+        normalised answer); its values are exactly those of the documented functions."""
+        scores = score_case(case, response, k)
+        ranked = [r.id for r in response.retrieved]
+        retrieved = tuple(ranked)
+        if case.unanswerable:
+            empty = 0.0 if response.retrieved else 1.0
+            assert (empty, empty, empty) == (scores.recall_at_k, scores.mrr, scores.ndcg_at_k)
+        else:
+            assert recall_at_k(ranked, case.relevance, k) == scores.recall_at_k
+            assert reciprocal_rank(ranked, case.relevance) == scores.mrr
+            assert ndcg_at_k(ranked, case.relevance, k) == scores.ndcg_at_k
+        if response.answer is None:
+            return
+        cites = response.citations
+        assert is_refusal(response.answer) == scores.refused
+        assert citations_valid(cites, retrieved) == scores.citation_valid
+        assert scores.citation_precision == citation_precision(
+            cites, retrieved, case.relevance, unanswerable=case.unanswerable
+        )
+        if case.answerable:
+            assert citation_recall(cites, retrieved, case.relevance) == scores.citation_recall
+        if case.answerable and case.expected_facts:
+            assert answer_correct(response.answer, case.expected_facts) == scores.answer_correct
+            assert fact_recall(response.answer, case.expected_facts) == scores.fact_recall
