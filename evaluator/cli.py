@@ -14,13 +14,14 @@ from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
 from evaluator._version import __version__
-from evaluator.commands.flags import add_common
+from evaluator.commands.flags import add_common, options_from
 from evaluator.errors import EvaluatorError, ExitCode, UsageError
 from evaluator.redaction import RedactingStream
 
 __all__ = ["main"]
 
-Handler = Callable[[argparse.Namespace], int]
+#: a command's ``handle``: takes that command's ``Options``, returns the exit code
+Handler = Callable[[Any], int]
 
 
 class _Parser(argparse.ArgumentParser):
@@ -69,7 +70,11 @@ def build_parser(chosen: str | None = None, *, every: bool = False) -> argparse.
         if every or name == chosen:
             module = importlib.import_module(module_name)
             module.configure(p)
-            p.set_defaults(handler=module.handle, full_parser=lambda: build_parser(every=True))
+            p.set_defaults(
+                handler=module.handle,
+                options=module.Options,
+                full_parser=lambda: build_parser(every=True),
+            )
     return parser
 
 
@@ -99,7 +104,8 @@ def _dispatch(argv: Sequence[str] | None) -> int:
         if getattr(args, "handler", None) is None:
             parser.print_help(sys.stderr)
             return ExitCode.ERROR
-        code: int = args.handler(args)
+        handler: Handler = args.handler
+        code: int = handler(options_from(args.options, args))
         return code
     except EvaluatorError as exc:
         if getattr(args, "debug", False):

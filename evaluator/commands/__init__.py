@@ -1,4 +1,6 @@
-"""Subcommands of the ``evaluator`` CLI; each module has ``configure(parser)`` and ``handle(args)``.
+"""Subcommands of the ``evaluator`` CLI; each module has ``configure(parser)`` (its flags),
+``Options`` (a frozen dataclass of them, see :mod:`evaluator.commands.flags`) and
+``handle(options) -> int`` (the exit code).
 
 Modules are imported only for the command being run, so ``evaluator validate`` does not pay
 for the daemon, numpy or the HTTP stack.

@@ -12,8 +12,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
+from evaluator.commands.flags import CommonOptions
 from evaluator.config import CallableTargetConfig, TargetConfig
 from evaluator.dataset import load_dataset
 from evaluator.errors import EvaluatorError, ExitCode
@@ -21,7 +23,12 @@ from evaluator.factory import build_target
 from evaluator.gate.rules import resolve_rules
 from evaluator.report import read_report
 
-__all__ = ["configure", "handle"]
+__all__ = ["Options", "configure", "handle"]
+
+
+@dataclass(frozen=True)
+class Options(CommonOptions):
+    """No flags of its own."""
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -41,10 +48,10 @@ def _check(what: str, action: Callable[[], str], problems: list[str]) -> None:
         print(f"FAIL  {what}: {exc}")
 
 
-def handle(args: argparse.Namespace) -> int:
-    from evaluator.commands.common import settings_from_args
+def handle(options: Options) -> int:
+    from evaluator.commands.common import settings_from_flags
 
-    settings = settings_from_args(args)
+    settings = settings_from_flags(options.config)
     problems: list[str] = []
     if not settings.jobs:
         problems.append("no [[jobs]]: the daemon would have nothing to run")

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from evaluator import otlp
+from evaluator.commands.flags import TargetFlags
 from evaluator.commands.progress import Progress
 from evaluator.config import (
     CallableTargetConfig,
@@ -39,7 +40,7 @@ __all__ = [
     "plan_job",
     "run_job",
     "save_report",
-    "settings_from_args",
+    "settings_from_flags",
     "streamed_run",
     "warn_id_mismatch",
 ]
@@ -61,33 +62,45 @@ def target_from_flags(url: str | None, spec: str | None) -> TargetConfig:
         raise ConfigError(f"invalid configuration: {flag} {url or spec}: {problems}") from None
 
 
-def settings_from_args(args: argparse.Namespace, extra: dict[str, Any] | None = None) -> Settings:
-    """Load the config file and environment, then apply the command-line flags on top."""
+def settings_from_flags(
+    config: str | None,
+    given: TargetFlags | None = None,
+    *,
+    job_overrides: Mapping[str, Any] | None = None,
+    extra: Mapping[str, Any] | None = None,
+) -> Settings:
+    """Load the config file and environment, then apply the command-line flags on top.
+
+    Args:
+        config: ``--config FILE``.
+        given: the target flags of a command that has them.
+        job_overrides: settings of the job ``--target-url``/``--target`` describe (the
+            daemon's ``--interval``).
+        extra: top-level settings from other flags (``--listen``).
+    """
+    flags = given or TargetFlags()
     overrides: dict[str, Any] = dict(extra or {})
-    flags: dict[str, str] = {}
-    for flag in ("k", "concurrency"):
-        value = getattr(args, flag, None)
+    origins: dict[str, str] = {}
+    for name, value in (("k", flags.k), ("concurrency", flags.concurrency)):
         if value is not None:
-            overrides[flag] = value
-            flags[flag] = f"--{flag}"
-    url, spec = getattr(args, "target_url", None), getattr(args, "target", None)
-    dataset = getattr(args, "dataset", None)
+            overrides[name] = value
+            origins[name] = f"--{name}"
+    url, spec, dataset = flags.target_url, flags.target, flags.dataset
     if url is not None or spec is not None:
         if dataset is None:
             raise ConfigError("--target-url/--target needs --dataset FILE")
         target = target_from_flags(url, spec)
-        job: dict[str, Any] = {"target": target.label, "dataset": dataset}
-        job.update(getattr(args, "job_overrides", None) or {})
+        job: dict[str, Any] = {"target": target.label, "dataset": dataset, **(job_overrides or {})}
         overrides["targets"] = [target.model_dump()]
         overrides["jobs"] = [job]
         # built from several flags (--target-url, --dataset, --interval...): name the field
-        flags["targets"] = flags["jobs"] = ""
-    settings = load_settings(getattr(args, "config", None), overrides, flags)
+        origins["targets"] = origins["jobs"] = ""
+    settings = load_settings(config, overrides, origins)
     if dataset is not None and url is None and spec is None:
         if not settings.jobs:
-            raise ConfigError(_dataset_without_job(settings, getattr(args, "config", None)))
+            raise ConfigError(_dataset_without_job(settings, config))
         # --dataset alone swaps the golden set of the selected job
-        chosen = settings.job(getattr(args, "job", None))
+        chosen = settings.job(flags.job)
         jobs = [
             j.model_copy(update={"dataset": dataset}) if j.key == chosen.key else j
             for j in settings.jobs

@@ -3,12 +3,28 @@
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
 from pathlib import Path
 
 from evaluator.commands.demo_stack import DemoOptions, run_demo
+from evaluator.commands.flags import CommonOptions
 from evaluator.logs import configure_logging
 
-__all__ = ["configure", "handle"]
+__all__ = ["Options", "configure", "handle"]
+
+
+@dataclass(frozen=True)
+class Options(CommonOptions):
+    """``--config`` is accepted and not read: the demo builds its own settings."""
+
+    dataset: Path
+    rag_port: int
+    listen: str
+    prometheus_port: int
+    no_prometheus: bool
+    interval: float
+    reports_dir: Path
+    failure_mode: list[str]
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -29,16 +45,16 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def handle(args: argparse.Namespace) -> int:
+def handle(options: Options) -> int:
     configure_logging("auto", "info")
-    options = DemoOptions(
-        dataset=args.dataset,
-        rag_port=args.rag_port,
-        listen=args.listen,
-        prometheus_port=args.prometheus_port,
-        interval_seconds=args.interval,
-        reports_dir=args.reports_dir,
-        failure_modes=tuple(args.failure_mode),
-        prometheus=not args.no_prometheus,
+    demo = DemoOptions(
+        dataset=options.dataset,
+        rag_port=options.rag_port,
+        listen=options.listen,
+        prometheus_port=options.prometheus_port,
+        interval_seconds=options.interval,
+        reports_dir=options.reports_dir,
+        failure_modes=tuple(options.failure_mode),
+        prometheus=not options.no_prometheus,
     )
-    return run_demo(options)
+    return run_demo(demo)

@@ -1,4 +1,10 @@
-"""Command-line flags that several subcommands share.
+"""Command-line flags that several subcommands share, and typed options from parsed flags.
+
+Each command module declares its flags (``configure(parser)``) and a frozen dataclass
+``Options`` whose fields are the flags' destinations; :func:`options_from` builds it from
+the parsed :class:`argparse.Namespace`, the one place a namespace is read, so a handler's
+every option access is type-checked. ``tests/commands/test_options.py`` checks that the
+fields and the flags match, name for name and type for type.
 
 Here and not in :mod:`evaluator.cli`, so that commands do not import the entry point that
 imports them.
@@ -7,8 +13,49 @@ imports them.
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import typing
+from typing import TYPE_CHECKING, TypeVar
 
-__all__ = ["add_common", "add_repeat_flag", "add_target_flags", "repeat_count"]
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+__all__ = [
+    "CommonOptions",
+    "TargetFlags",
+    "add_common",
+    "add_repeat_flag",
+    "add_target_flags",
+    "options_from",
+    "repeat_count",
+]
+
+Options = TypeVar("Options", bound="DataclassInstance")
+
+
+def options_from(cls: type[Options], args: argparse.Namespace) -> Options:
+    """``cls`` with each field the parsed flag of that destination; a field that is itself
+    a dataclass (:class:`TargetFlags`) is built from the same flags.
+
+    Raises:
+        AttributeError: a field no flag fills (a programming error, caught by the tests).
+    """
+    hints = typing.get_type_hints(cls)
+    values = {}
+    for field in dataclasses.fields(cls):
+        hint = hints[field.name]
+        if dataclasses.is_dataclass(hint) and isinstance(hint, type):
+            values[field.name] = options_from(hint, args)
+        else:
+            values[field.name] = getattr(args, field.name)
+    return cls(**values)
+
+
+@dataclasses.dataclass(frozen=True)
+class CommonOptions:
+    """The flags every subcommand takes (``--debug`` is the entry point's alone)."""
+
+    config: str | None
 
 
 def add_common(parser: argparse.ArgumentParser) -> None:
@@ -22,6 +69,27 @@ def add_common(parser: argparse.ArgumentParser) -> None:
         default=argparse.SUPPRESS,  # keeps `evaluator --debug COMMAND` (see evaluator.cli)
         help="show tracebacks on errors",
     )
+
+
+@dataclasses.dataclass(frozen=True)
+class TargetFlags:
+    """:func:`add_target_flags`: one (target, golden set) job without a config file, or the
+    configured job to run."""
+
+    dataset: str | None = None
+    target_url: str | None = None
+    target: str | None = None
+    k: int | None = None
+    concurrency: int | None = None
+    job: str | None = None
+
+    def given(self) -> list[str]:
+        """The flags given on the command line, as typed (``--target-url``)."""
+        return [
+            "--" + field.name.replace("_", "-")
+            for field in dataclasses.fields(self)
+            if getattr(self, field.name) is not None
+        ]
 
 
 def add_target_flags(parser: argparse.ArgumentParser) -> None:

@@ -9,11 +9,11 @@ from __future__ import annotations
 import argparse
 import sqlite3
 import sys
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from evaluator.commands.colour import colour_verdicts, use_colour
-from evaluator.commands.flags import add_repeat_flag, add_target_flags
+from evaluator.commands.flags import CommonOptions, TargetFlags, add_repeat_flag, add_target_flags
 from evaluator.commands.html import add_html_flag, settings_redactor, write_html_report
 from evaluator.config import Settings, load_settings
 from evaluator.errors import ConfigError, ExitCode, GateError, OutputError, PushError
@@ -27,10 +27,31 @@ from evaluator.history.store import HistoryStore, StoreCorrupt, windows_of
 from evaluator.redaction import redactor
 from evaluator.report import RunReport, read_report
 
-__all__ = ["configure", "handle"]
+__all__ = ["Options", "configure", "handle"]
 
-#: Flags that only make sense when the candidate is run now (no --candidate).
-_LIVE_FLAGS = ("dataset", "target_url", "target", "k", "concurrency", "job", "output")
+
+@dataclass(frozen=True)
+class Options(CommonOptions):
+    baseline: str | None
+    candidate: str | None
+    #: with ``output`` and ``repeat``: only when the candidate is run now (no --candidate)
+    target_flags: TargetFlags
+    repeat: int
+    output: str | None
+    gates: str | None
+    allow_dataset_change: bool
+    significance: bool
+    format: str
+    junit: str | None
+    html: str | None
+    pushgateway: str | None
+    worst: int
+
+    def live_flags(self) -> list[str]:
+        """The flags given that only apply when the candidate is run now."""
+        given = self.target_flags.given()
+        given += ["--output"] if self.output is not None else []
+        return given + (["--repeat"] if self.repeat != 1 else [])
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -80,9 +101,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _live_candidate(
-    args: argparse.Namespace, settings: Settings
-) -> tuple[RunReport, Path, RunReport, str]:
+def _live_candidate(options: Options, settings: Settings) -> tuple[RunReport, Path, RunReport, str]:
     """Read the baseline, run the job now, write the candidate report.
 
     Returns:
@@ -99,8 +118,8 @@ def _live_candidate(
         warn_id_mismatch,
     )
 
-    plan = plan_job(settings, args.job)
-    baseline_path = args.baseline or plan.job.baseline
+    plan = plan_job(settings, options.target_flags.job)
+    baseline_path = options.baseline or plan.job.baseline
     if baseline_path is None:
         raise ConfigError("--baseline FILE is required (or set 'baseline' on the job)")
     baseline = read_report(baseline_path)
@@ -110,16 +129,16 @@ def _live_candidate(
         dataset=plan.dataset.name,
         dataset_hash=plan.dataset.content_hash,
         case_ids=[c.id for c in plan.dataset.cases],
-        allow_dataset_change=args.allow_dataset_change,
+        allow_dataset_change=options.allow_dataset_change,
     )
-    if args.repeat > 1 and baseline.repeats is None:
+    if options.repeat > 1 and baseline.repeats is None:
         print(
-            f"evaluator: note: the baseline has one run per case; {args.repeat} candidate "
+            f"evaluator: note: the baseline has one run per case; {options.repeat} candidate "
             "runs per case still need a large drop to count as a regression",
             file=sys.stderr,
         )
-    report = run_job(plan, args.repeat)
-    output = Path(args.output or settings.reports_dir / f"candidate-{report.run_id}.json")
+    report = run_job(plan, options.repeat)
+    output = Path(options.output or settings.reports_dir / f"candidate-{report.run_id}.json")
     save_report(report, output)
     print(f"candidate report: {output}", file=sys.stderr)
     exit_if_interrupted(report, Path(output))
@@ -153,33 +172,43 @@ def _classed_flaky(settings: Settings, target: str, dataset: str) -> tuple[str, 
     return tuple(c.case_id for c in stabilities(windows) if c.stability is Stability.FLAKY)
 
 
-def handle(args: argparse.Namespace) -> int:
-    if args.worst < 0:
-        raise ConfigError("--worst must be >= 0")
-    live = args.candidate is None
-    if live:
-        from evaluator.commands.common import settings_from_args
+def _saved_files(options: Options) -> tuple[Path, str] | None:
+    """With ``--candidate FILE``: the baseline and candidate files to judge; None when the
+    job runs now.
 
-        settings = settings_from_args(args)
+    Raises:
+        ConfigError: a flag of a live run given with --candidate, or no --baseline.
+    """
+    if options.candidate is None:
+        return None
+    given = options.live_flags()
+    if given:
+        flags = ", ".join(given)
+        raise ConfigError(f"{flags} only apply without --candidate (when the job runs now)")
+    if options.baseline is None:
+        raise ConfigError("--baseline FILE is required")
+    return Path(options.baseline), options.candidate
+
+
+def handle(options: Options) -> int:
+    if options.worst < 0:
+        raise ConfigError("--worst must be >= 0")
+    saved = _saved_files(options)
+    if saved is None:
+        from evaluator.commands.common import settings_from_flags
+
+        settings = settings_from_flags(options.config, options.target_flags)
     else:
-        given = [f for f in _LIVE_FLAGS if getattr(args, f, None) is not None]
-        if args.repeat != 1:
-            given.append("repeat")
-        if given:
-            flags = ", ".join("--" + f.replace("_", "-") for f in given)
-            raise ConfigError(f"{flags} only apply without --candidate (when the job runs now)")
-        if args.baseline is None:
-            raise ConfigError("--baseline FILE is required")
-        settings = load_settings(args.config)
-    rules, rules_source = resolve_rules(args.gates or settings.gates_file)
+        settings = load_settings(options.config)
+    rules, rules_source = resolve_rules(options.gates or settings.gates_file)
     quarantine = load_quarantine(rules_source)
-    if live:
-        baseline, baseline_path, candidate, candidate_source = _live_candidate(args, settings)
+    if saved is None:
+        baseline, baseline_path, candidate, candidate_source = _live_candidate(options, settings)
     else:
-        baseline_path = Path(args.baseline)
+        baseline_path, candidate_source = saved
         baseline = read_report(baseline_path)
-        candidate = read_report(args.candidate)
-        candidate_source = str(args.candidate)
+        # the candidate holds the baseline's golden-set cases, not a second copy of them
+        candidate = read_report(candidate_source, share=baseline)
         _refuse_partial(candidate, candidate_source)
     _refuse_partial(baseline, str(baseline_path))
 
@@ -191,39 +220,39 @@ def handle(args: argparse.Namespace) -> int:
         baseline,
         candidate,
         rules,
-        allow_dataset_change=args.allow_dataset_change,
-        significance=args.significance,
+        allow_dataset_change=options.allow_dataset_change,
+        significance=options.significance,
         # the bootstrap (2,000 resamples) only when asked: 4 s of a 100,000-case gate
-        with_intervals=args.significance,
+        with_intervals=options.significance,
         quarantine=quarantine,
     )
     sources = GateSources(str(baseline_path), candidate_source, rules_source)
-    text = render(result, sources, args.format, worst=args.worst)
-    if args.format == "text" and use_colour(sys.stdout):
+    text = render(result, sources, options.format, worst=options.worst)
+    if options.format == "text" and use_colour(sys.stdout):
         text = colour_verdicts(text)
     print(text)
-    if args.junit:
+    if options.junit:
         try:
-            Path(args.junit).parent.mkdir(parents=True, exist_ok=True)
+            Path(options.junit).parent.mkdir(parents=True, exist_ok=True)
             junit = redactor().redact_text(render_junit(result, sources))  # a file leaving us
-            Path(args.junit).write_text(junit, encoding="utf-8")
+            Path(options.junit).write_text(junit, encoding="utf-8")
         except OSError as exc:
-            raise OutputError(f"cannot write {args.junit}: {exc.strerror or exc}") from exc
-    if args.html:
+            raise OutputError(f"cannot write {options.junit}: {exc.strerror or exc}") from exc
+    if options.html:
         write_html_report(
-            args.html,
+            options.html,
             candidate,
             source=candidate_source,
             redact=settings_redactor(settings),
             gate=result,
             baseline_source=str(baseline_path),
-            worst=args.worst,
+            worst=options.worst,
         )
-    if args.pushgateway:
+    if options.pushgateway:
         from evaluator.gate.push import push_result
 
         try:
-            push_result(args.pushgateway, result)
+            push_result(options.pushgateway, result)
         except PushError as exc:
             # monitoring must not decide a release: the verdict stands, the push is reported
             print(f"evaluator: warning: {exc}", file=sys.stderr)

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import argparse
 import json
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from evaluator.commands.flags import CommonOptions
 from evaluator.config import load_settings
 from evaluator.errors import ConfigError, EvaluatorError, ExitCode
 from evaluator.history.job import JobHistory, job_history
@@ -20,7 +22,18 @@ from evaluator.history.outcome import CaseOutcome
 from evaluator.history.stability import Stability, case_stability
 from evaluator.history.store import HistoryStore, StoreCorrupt
 
-__all__ = ["configure", "handle"]
+__all__ = ["Options", "configure", "handle"]
+
+
+@dataclass(frozen=True)
+class Options(CommonOptions):
+    target: str | None
+    dataset: str | None
+    case: str | None
+    reports_dir: str | None
+    limit: int
+    format: str
+
 
 _LISTS = (
     (Stability.NEWLY_FAILING, "newly failing"),
@@ -120,11 +133,11 @@ def _job_text(job: tuple[str, str], history: JobHistory, store: Path) -> list[st
     return lines
 
 
-def handle(args: argparse.Namespace) -> int:
-    if args.limit < 1:
+def handle(options: Options) -> int:
+    if options.limit < 1:
         raise ConfigError("--limit must be >= 1")
-    settings = load_settings(args.config)
-    folder = Path(args.reports_dir) if args.reports_dir else settings.reports_dir
+    settings = load_settings(options.config)
+    folder = Path(options.reports_dir) if options.reports_dir else settings.reports_dir
     store = HistoryStore.open_readonly(folder)
     if store is None:
         raise EvaluatorError(
@@ -132,20 +145,23 @@ def handle(args: argparse.Namespace) -> int:
         )
     h = settings.history
     try:
-        job = _pick_job(store, args.target, args.dataset)
+        job = _pick_job(store, options.target, options.dataset)
         runs = store.complete_runs(*job, h.window + h.recent)
         history = job_history(runs, window=h.window, recent=h.recent, alpha=h.alpha)
-        outcomes = store.case_history(*job, args.case, limit=args.limit) if args.case else []
+        outcomes = (
+            store.case_history(*job, options.case, limit=options.limit) if options.case else []
+        )
     except StoreCorrupt as exc:
         raise EvaluatorError(f"cannot read the history store: {exc}") from exc
-    if args.case:
+    if options.case:
         if not outcomes:
-            raise EvaluatorError(f"no history for case {args.case!r} in {job[0]}/{job[1]}")
+            raise EvaluatorError(f"no history for case {options.case!r} in {job[0]}/{job[1]}")
         window = list(reversed(outcomes[: h.window]))
         stability = next(
-            (c for c in history.cases if c.case_id == args.case), case_stability(args.case, window)
+            (c for c in history.cases if c.case_id == options.case),
+            case_stability(options.case, window),
         )
-        if args.format == "json":
+        if options.format == "json":
             case_data = {
                 "target": job[0],
                 "dataset": job[1],
@@ -155,7 +171,7 @@ def handle(args: argparse.Namespace) -> int:
             print(json.dumps(case_data, ensure_ascii=False, indent=2))
             return ExitCode.OK
         print(
-            f"case {args.case} of {job[0]}/{job[1]}: {stability.stability.value}, "
+            f"case {options.case} of {job[0]}/{job[1]}: {stability.stability.value}, "
             f"pass rate {_rate(stability.pass_rate)} over {stability.scored_runs} run(s), "
             f"{stability.flips} flip(s) (answer {_rate(stability.answer_pass_rate)}, "
             f"retrieval hit {_rate(stability.hit_rate)})"
@@ -168,7 +184,7 @@ def handle(args: argparse.Namespace) -> int:
                 f"{_check(o.hit, 'hit', 'miss'):<5} {mrr:<6} {o.error_kind or ''}".rstrip()
             )
         return ExitCode.OK
-    if args.format == "json":
+    if options.format == "json":
         data: dict[str, object] = {"target": job[0], "dataset": job[1], "store": str(store.path)}
         data.update(history.to_dict())
         print(json.dumps(data, ensure_ascii=False, indent=2))

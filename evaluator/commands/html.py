@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from evaluator.config import HttpTargetConfig, Settings
 from evaluator.errors import ConfigError, EvaluatorError
-from evaluator.pages.render import PageRenderer
-from evaluator.pages.views import Redact, report_view
 from evaluator.redaction import redactor
 from evaluator.report import RunReport, write_bytes_atomic
 from evaluator.targets.request import RequestTemplate
+
+if TYPE_CHECKING:
+    from evaluator.pages.views import Redact
 
 __all__ = ["add_html_flag", "settings_redactor", "write_html_report"]
 
@@ -67,6 +69,11 @@ def write_html_report(
     Raises:
         EvaluatorError: the file cannot be written; an existing file is left as it was.
     """
+    # the pages (jinja2, the views) only when a page is written: a quarter of the start-up
+    # of every run, gate and report command otherwise
+    from evaluator.pages.render import PageRenderer
+    from evaluator.pages.views import report_view
+
     view = report_view(
         report,
         source=source,

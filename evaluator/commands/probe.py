@@ -11,8 +11,10 @@ import asyncio
 import contextlib
 import json
 import textwrap
+from dataclasses import dataclass
 
 from evaluator.commands.common import target_from_flags
+from evaluator.commands.flags import CommonOptions
 from evaluator.config import CallableTargetConfig, Settings, TargetConfig, load_settings
 from evaluator.dataset import load_dataset
 from evaluator.errors import ConfigError, EvaluatorError, ExitCode, TargetError
@@ -22,7 +24,20 @@ from evaluator.redaction import redactor
 from evaluator.targets.http import HttpTarget, ProbeResult
 from evaluator.targets.mapping import FIELDS
 
-__all__ = ["configure", "handle"]
+__all__ = ["Options", "configure", "handle"]
+
+
+@dataclass(frozen=True)
+class Options(CommonOptions):
+    question: str | None
+    dataset: str | None
+    target_url: str | None
+    target: str | None
+    target_config: str | None
+    name: str | None
+    job: str | None
+    k: int | None
+    max_chars: int
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -46,16 +61,16 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _pick_target(settings: Settings, args: argparse.Namespace) -> tuple[TargetConfig, str | None]:
+def _pick_target(settings: Settings, options: Options) -> tuple[TargetConfig, str | None]:
     """The target to probe, and the golden set of its job when there is one."""
-    if args.name is not None:
+    if options.name is not None:
         for target in settings.targets:
-            if target.label == args.name:
+            if target.label == options.name:
                 return target, None
         known = sorted(t.label for t in settings.targets)
-        raise ConfigError(f"no target named {args.name!r}; known: {known}")
-    if args.job is not None or settings.jobs:
-        job = settings.job(args.job)
+        raise ConfigError(f"no target named {options.name!r}; known: {known}")
+    if options.job is not None or settings.jobs:
+        job = settings.job(options.job)
         return settings.target(job.target), str(job.dataset)
     if settings.targets:
         return settings.targets[0], None
@@ -65,16 +80,16 @@ def _pick_target(settings: Settings, args: argparse.Namespace) -> tuple[TargetCo
     )
 
 
-def _resolve(args: argparse.Namespace) -> tuple[TargetConfig, Case, int]:
-    settings = load_settings(args.target_config or args.config)
-    dataset: str | None = args.dataset
-    if args.target_url is not None or args.target is not None:
-        target = target_from_flags(args.target_url, args.target)
+def _resolve(options: Options) -> tuple[TargetConfig, Case, int]:
+    settings = load_settings(options.target_config or options.config)
+    dataset: str | None = options.dataset
+    if options.target_url is not None or options.target is not None:
+        target = target_from_flags(options.target_url, options.target)
     else:
-        target, job_dataset = _pick_target(settings, args)
+        target, job_dataset = _pick_target(settings, options)
         dataset = dataset or job_dataset
-    if args.question is not None:
-        case = Case(id="probe", question=args.question, relevance={})
+    if options.question is not None:
+        case = Case(id="probe", question=options.question, relevance={})
     elif dataset is not None:
         cases = load_dataset(dataset).cases
         if not cases:
@@ -82,7 +97,7 @@ def _resolve(args: argparse.Namespace) -> tuple[TargetConfig, Case, int]:
         case = cases[0]
     else:
         raise ConfigError("nothing to ask: pass --question TEXT or --dataset FILE")
-    k = args.k if args.k is not None else settings.k
+    k = options.k if options.k is not None else settings.k
     if k < 1:
         raise ConfigError(f"--k {k}: must be at least 1")
     return target, case, k
@@ -157,8 +172,8 @@ def _mapped(response: TargetResponse, target: HttpTarget | None) -> list[str]:
     return lines
 
 
-def handle(args: argparse.Namespace) -> int:
-    config, case, k = _resolve(args)
+def handle(options: Options) -> int:
+    config, case, k = _resolve(options)
     result, target = asyncio.run(_probe(config, case, k))
     print(f"target: {config.label}")
     print(f"question: {case.question}  (k={k})")
@@ -169,7 +184,7 @@ def handle(args: argparse.Namespace) -> int:
             f"\nresponse: HTTP {result.status} in {result.seconds:.3f}s, {len(result.body)} bytes"
         )
         if result.body:
-            print(_indent(_raw(result.body, args.max_chars)))
+            print(_indent(_raw(result.body, options.max_chars)))
     if result.response is not None:
         print("\nmapped fields:")
         print(_indent("\n".join(_mapped(result.response, target))))

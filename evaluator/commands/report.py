@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import argparse
 import re
+from dataclasses import dataclass
 
 from evaluator.commands.display import format_run
+from evaluator.commands.flags import CommonOptions
 from evaluator.commands.html import add_html_flag, settings_redactor, write_html_report
 from evaluator.config import load_settings
 from evaluator.errors import ConfigError, ExitCode
@@ -19,7 +21,17 @@ from evaluator.gate.rules import resolve_rules
 from evaluator.gate.verdict import evaluate_gate
 from evaluator.report import read_report
 
-__all__ = ["configure", "handle"]
+__all__ = ["Options", "configure", "handle"]
+
+
+@dataclass(frozen=True)
+class Options(CommonOptions):
+    report: str
+    baseline: str | None
+    gates: str | None
+    allow_dataset_change: bool
+    html: str | None
+    worst: int
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -41,35 +53,35 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def handle(args: argparse.Namespace) -> int:
-    if args.worst < 0:
+def handle(options: Options) -> int:
+    if options.worst < 0:
         raise ConfigError("--worst must be >= 0")
-    settings = load_settings(args.config)
-    report = read_report(args.report)
+    settings = load_settings(options.config)
+    report = read_report(options.report)
     gate = None
-    if args.baseline is not None:
-        rules, rules_source = resolve_rules(args.gates or settings.gates_file)
-        baseline = read_report(args.baseline)
+    if options.baseline is not None:
+        rules, rules_source = resolve_rules(options.gates or settings.gates_file)
+        baseline = read_report(options.baseline)
         gate = evaluate_gate(
-            baseline, report, rules, allow_dataset_change=args.allow_dataset_change
+            baseline, report, rules, allow_dataset_change=options.allow_dataset_change
         )
-        sources = GateSources(args.baseline, args.report, rules_source)
-        text = render(gate, sources, "text", worst=args.worst)
+        sources = GateSources(options.baseline, options.report, rules_source)
+        text = render(gate, sources, "text", worst=options.worst)
         # the gate's own last line names its exit code; this command always exits 0
         print(
             re.sub(r" \(exit \d+\)$", " (evaluator report exits 0; evaluator gate decides)", text)
         )
     else:
-        print(format_run(report, worst=args.worst))
-    if args.html:
+        print(format_run(report, worst=options.worst))
+    if options.html:
         write_html_report(
-            args.html,
+            options.html,
             report,
-            source=args.report,
+            source=options.report,
             redact=settings_redactor(settings),
             gate=gate,
-            baseline_source=args.baseline,
-            worst=args.worst,
+            baseline_source=options.baseline,
+            worst=options.worst,
         )
-        print(f"html: {args.html}")
+        print(f"html: {options.html}")
     return ExitCode.OK

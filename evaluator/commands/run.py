@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 
 from evaluator.commands.common import (
@@ -12,18 +13,27 @@ from evaluator.commands.common import (
     exit_if_interrupted,
     format_repeats,
     plan_job,
-    settings_from_args,
+    settings_from_flags,
     streamed_run,
     warn_id_mismatch,
 )
 from evaluator.commands.display import format_run
-from evaluator.commands.flags import add_repeat_flag, add_target_flags
+from evaluator.commands.flags import CommonOptions, TargetFlags, add_repeat_flag, add_target_flags
 from evaluator.commands.html import add_html_flag, settings_redactor, write_html_report
 from evaluator.errors import ConfigError, ExitCode
 from evaluator.report import RunReport, read_report
 from evaluator.runner import new_run_id
 
-__all__ = ["configure", "handle", "mapping_diagnosis"]
+__all__ = ["Options", "configure", "handle", "mapping_diagnosis"]
+
+
+@dataclass(frozen=True)
+class Options(CommonOptions):
+    target_flags: TargetFlags
+    repeat: int
+    output: str | None
+    worst: int
+    html: str | None
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -38,27 +48,27 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add_html_flag(parser)
 
 
-def handle(args: argparse.Namespace) -> int:
-    settings = settings_from_args(args)
-    plan = plan_job(settings, args.job)
+def handle(options: Options) -> int:
+    settings = settings_from_flags(options.config, options.target_flags)
+    plan = plan_job(settings, options.target_flags.job)
     run_id = new_run_id()
-    output = Path(args.output or settings.reports_dir / f"{plan.dataset.name}-{run_id}.json")
-    report, audit = streamed_run(plan, args.repeat, output, run_id)
-    print(format_run(report, worst=args.worst, audit=audit))
+    output = Path(options.output or settings.reports_dir / f"{plan.dataset.name}-{run_id}.json")
+    report, audit = streamed_run(plan, options.repeat, output, run_id)
+    print(format_run(report, worst=options.worst, audit=audit))
     repeats = format_repeats(report)
     if repeats is not None:
         print(repeats)
     print(f"report: {output}")
-    if args.html:
+    if options.html:
         # the cases in memory have no evidence texts (they went to the file): read it back
         write_html_report(
-            args.html,
+            options.html,
             read_report(output),
             source=str(output),
             redact=settings_redactor(settings),
-            worst=max(args.worst, 10),
+            worst=max(options.worst, 10),
         )
-        print(f"html: {args.html}")
+        print(f"html: {options.html}")
     exit_if_interrupted(report, output)
     warn_id_mismatch(report)
     diagnosis = mapping_diagnosis(report)

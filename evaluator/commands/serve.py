@@ -3,15 +3,25 @@
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
 from typing import Any
 
-from evaluator.commands.common import settings_from_args
-from evaluator.commands.flags import add_target_flags
+from evaluator.commands.common import settings_from_flags
+from evaluator.commands.flags import CommonOptions, TargetFlags, add_target_flags
 from evaluator.config import Settings
 from evaluator.daemon import serve
 from evaluator.logs import configure_logging
 
-__all__ = ["configure", "handle"]
+__all__ = ["Options", "configure", "handle"]
+
+
+@dataclass(frozen=True)
+class Options(CommonOptions):
+    target_flags: TargetFlags
+    interval: float | None
+    cron: str | None
+    listen: str | None
+    reports_dir: str | None
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -23,27 +33,27 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--reports-dir", metavar="DIR", help="where run reports are kept")
 
 
-def handle(args: argparse.Namespace) -> int:
-    settings = _settings(args)
+def handle(options: Options) -> int:
+    settings = _settings(options)
     configure_logging(settings.log_format, settings.log_level)
     # SIGHUP reads the same file, environment and flags again
-    return serve(settings, reload=lambda: _settings(args))
+    return serve(settings, reload=lambda: _settings(options))
 
 
-def _settings(args: argparse.Namespace) -> Settings:
+def _settings(options: Options) -> Settings:
     schedule: dict[str, Any] = {}
-    if args.interval is not None:
-        schedule["interval_seconds"] = args.interval
-    if args.cron is not None:
-        schedule["cron"] = args.cron
-    args.job_overrides = schedule
+    if options.interval is not None:
+        schedule["interval_seconds"] = options.interval
+    if options.cron is not None:
+        schedule["cron"] = options.cron
     extra: dict[str, Any] = {}
-    if args.listen is not None:
-        extra["listen"] = args.listen
-    if args.reports_dir is not None:
-        extra["reports_dir"] = args.reports_dir
-    settings = settings_from_args(args, extra)
-    if schedule and not (args.target_url or args.target):
+    if options.listen is not None:
+        extra["listen"] = options.listen
+    if options.reports_dir is not None:
+        extra["reports_dir"] = options.reports_dir
+    flags = options.target_flags
+    settings = settings_from_flags(options.config, flags, job_overrides=schedule, extra=extra)
+    if schedule and not (flags.target_url or flags.target):
         # flags set the schedule of every configured job
         jobs = tuple(
             j.model_copy(update={"interval_seconds": None, "cron": None, **schedule})

@@ -6,14 +6,22 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import dataclass
 
+from evaluator.commands.flags import CommonOptions
 from evaluator.dataset import check_files, load_dataset
 from evaluator.errors import ExitCode
 from evaluator.models import Dataset
 from evaluator.report import RunReport, read_report
 from evaluator.scoring.labels import LabelAudit
 
-__all__ = ["audit_against", "configure", "handle"]
+__all__ = ["Options", "audit_against", "configure", "handle"]
+
+
+@dataclass(frozen=True)
+class Options(CommonOptions):
+    files: list[str]
+    against: str | None
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -52,27 +60,29 @@ def audit_against(dataset: Dataset, report: RunReport) -> tuple[int, int, list[s
     return checked, absent, lines
 
 
-def handle(args: argparse.Namespace) -> int:
-    problems = check_files(args.files)
+def handle(options: Options) -> int:
+    problems = check_files(options.files)
     for problem in problems:
         print(problem, file=sys.stderr)
     bad = len({p.path for p in problems})
     if problems:
-        print(f"{len(problems)} problem(s) in {bad} of {len(args.files)} file(s)", file=sys.stderr)
+        print(
+            f"{len(problems)} problem(s) in {bad} of {len(options.files)} file(s)", file=sys.stderr
+        )
         return ExitCode.ERROR
-    print(f"{len(args.files)} file(s) valid")
-    if args.against is None:
+    print(f"{len(options.files)} file(s) valid")
+    if options.against is None:
         return ExitCode.OK
-    report = read_report(args.against)
+    report = read_report(options.against)
     suspect = 0
-    for path in args.files:
+    for path in options.files:
         checked, absent, lines = audit_against(load_dataset(path), report)
         for line in lines:
             print(line)  # findings of the audit, on stdout with its summary (in that order)
         suspect += len(lines)
         note = f", {absent} not in the report" if absent else ""
         print(
-            f"label audit of {path} against {args.against}: {len(lines)} suspect of "
+            f"label audit of {path} against {options.against}: {len(lines)} suspect of "
             f"{checked} checked{note}"
         )
     return ExitCode.ERROR if suspect else ExitCode.OK

@@ -1,30 +1,41 @@
 """Prometheus metrics of the daemon; names are a contract for dashboards and alerts.
 
-Per-run results are served by a custom collector from immutable per-job snapshots, swapped
-whole after each run, so a scrape never sees half of one run and half of the next.
-Counters and histograms are ordinary instruments, updated as cases finish. Every series
-carries ``target`` and ``dataset``; case ids appear only in exemplars, never as labels.
+Per-run results come from immutable per-job snapshots, swapped whole after each run, so a
+scrape never sees half of one run and half of the next. Counters and histograms are updated
+as cases finish. Every series lives in a cell of :mod:`evaluator.daemon.exposition` (one per
+family and job) that keeps its encoding until it changes, so a scrape of 50 jobs re-encodes
+only what changed since the last one. Every series carries ``target`` and ``dataset``; case
+ids appear only in exemplars, never as labels.
 """
 
 from __future__ import annotations
 
-import contextlib
 import functools
+import math
 import threading
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
-from prometheus_client.core import GaugeMetricFamily, InfoMetricFamily, Metric
+from prometheus_client import CollectorRegistry
+from prometheus_client.core import Metric
 from prometheus_client.registry import Collector
 
 from evaluator._version import __version__
+from evaluator.daemon.exposition import (
+    Cell,
+    CounterCell,
+    Exposition,
+    Family,
+    GaugeCell,
+    HistogramCell,
+)
 from evaluator.errors import ERROR_KINDS
 from evaluator.history.store import HISTORY_ERROR_KINDS
 from evaluator.metrics import METRICS, MetricSpec
 from evaluator.metrics import metric as metric_spec
-from evaluator.models import CaseRecord
+from evaluator.models import CaseError, CaseRecord
 from evaluator.summary import Summary
 
 __all__ = [
@@ -300,52 +311,6 @@ def _exemplar(run_id: str, case_id: str, trace_id: str | None = None) -> dict[st
     return out
 
 
-class _SnapshotCollector(Collector):
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._jobs: dict[tuple[str, str], JobSnapshot] = {}
-
-    def put(self, snapshot: JobSnapshot) -> None:
-        with self._lock:
-            self._jobs[snapshot.labels] = snapshot
-
-    def get(self, labels: tuple[str, str]) -> JobSnapshot | None:
-        with self._lock:
-            return self._jobs.get(labels)
-
-    def remove(self, labels: tuple[str, str]) -> None:
-        with self._lock:
-            self._jobs.pop(labels, None)
-
-    def describe(self) -> Iterable[Metric]:
-        # without describe(), registering would call collect(); nothing to pre-declare
-        return []
-
-    def collect(self) -> Iterable[Metric]:
-        with self._lock:
-            jobs = list(self._jobs.values())
-        lab = ["target", "dataset"]
-        families = [
-            (spec, GaugeMetricFamily(spec.name, spec.help, labels=[*lab, *spec.extra]))
-            for spec in _JOB_GAUGES
-        ]
-        info = InfoMetricFamily(
-            "rag_eval_job",
-            "Identity of a job: evaluator version, config and golden-set hashes, K",
-            labels=[*lab, "version", "config_hash", "dataset_hash", "k"],
-        )
-        for job in jobs:
-            labels = list(job.labels)
-            info.add_metric(
-                [*labels, __version__, job.config_hash, job.dataset_hash, str(job.k)], {}
-            )
-            for spec, family in families:
-                for extra, value in spec.samples(job):
-                    family.add_metric([*labels, *extra], value)
-        yield from (family for _, family in families)
-        yield info
-
-
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
 
@@ -353,15 +318,14 @@ _R = TypeVar("_R")
 def _changes(
     method: Callable[Concatenate[Metrics, _P], _R],
 ) -> Callable[Concatenate[Metrics, _P], _R]:
-    """Mark a method that changes what /metrics shows: the one place the cached exposition is
-    invalidated, so no update can forget it."""
+    """Mark a method that changes what /metrics shows: it runs under the metrics' lock, so a
+    scrape encodes all of an update or none of it (the cells it touches invalidate their
+    own encoding)."""
 
     @functools.wraps(method)
     def wrapper(self: Metrics, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
-        try:
+        with self.lock:
             return method(self, *args, **kwargs)
-        finally:
-            self.generation += 1
 
     return wrapper
 
@@ -369,120 +333,238 @@ def _changes(
 Labels = tuple[str, str]
 
 
-class Metrics:
-    """The daemon's instruments on one registry (a fresh one per daemon; tests make their own).
+class _Collector(Collector):
+    """The exposition's families for ``registry.collect()``: what prometheus_client's encoders
+    (and ``get_sample_value``) read; /metrics serves the same, encoded by cell."""
 
-    Every change is a named method (a run finished, a case finished, the gate judged...); the
-    instruments are private, and each method invalidates the cached exposition.
+    def __init__(self, metrics: Metrics) -> None:
+        self._metrics = metrics
+
+    def describe(self) -> Iterable[Metric]:
+        # without describe(), registering would call collect(); nothing to pre-declare
+        return []
+
+    def collect(self) -> Iterable[Metric]:
+        with self._metrics.lock:
+            return list(self._metrics.exposition.collect())
+
+
+_JOB_LABELS = ("target", "dataset")
+
+
+class _Job:
+    """One job's cells, one per per-job family, and the snapshot its gauges show."""
+
+    def __init__(self, metrics: Metrics, snapshot: JobSnapshot) -> None:
+        self.snapshot = snapshot
+        labels = dict(zip(_JOB_LABELS, snapshot.labels, strict=True))
+        m = metrics
+        self.case_latency = HistogramCell(m._case_latency, labels, m.bounds)
+        self.case_latency.create()
+        self.ttft = HistogramCell(m._ttft, labels, m.bounds)
+        self.stage_latency = HistogramCell(m._stage_latency, labels, m.bounds, ["stage"])
+        self.runs = CounterCell(m._runs, labels, ["outcome"])
+        self.case_errors = CounterCell(m._case_errors, labels, ["kind"])
+        self.retries = CounterCell(m._retries, labels)
+        self.dataset_reload_errors = CounterCell(m._dataset_reload_errors, labels)
+        self.report_write_errors = CounterCell(m._report_write_errors, labels)
+        self.stage_names_folded = CounterCell(m._stage_names_folded, labels)
+        self.history_errors = CounterCell(m._history_errors, labels, ["kind"])
+        # every counter of the job exists at zero from the start: increase() and rate() see
+        # its first increment, and dashboards show 0 rather than no data
+        for outcome in OUTCOMES:
+            self.runs.create([outcome])
+        for kind in ERROR_KINDS:
+            self.case_errors.create([kind])
+        for counter in (
+            self.retries,
+            self.dataset_reload_errors,
+            self.report_write_errors,
+            self.stage_names_folded,
+        ):
+            counter.create()
+        for kind in HISTORY_ERROR_KINDS:
+            self.history_errors.create([kind])
+        self.gauges = [
+            GaugeCell(family, labels, spec.extra)
+            for spec, family in zip(_JOB_GAUGES, m._gauges, strict=True)
+        ]
+        self.info = GaugeCell(m._info, labels, _INFO_LABELS)
+        self.cells: tuple[Cell, ...] = (
+            self.case_latency,
+            self.ttft,
+            self.stage_latency,
+            self.runs,
+            self.case_errors,
+            self.retries,
+            self.dataset_reload_errors,
+            self.report_write_errors,
+            self.stage_names_folded,
+            self.history_errors,
+            *self.gauges,
+            self.info,
+        )
+        self.publish()
+
+    def publish(self) -> None:
+        """The gauges from the snapshot (only those whose samples differ are re-encoded)."""
+        job = self.snapshot
+        for spec, cell in zip(_JOB_GAUGES, self.gauges, strict=True):
+            cell.set(spec.samples(job))
+        self.info.set([((__version__, job.config_hash, job.dataset_hash, str(job.k)), 1.0)])
+
+
+_INFO_LABELS = ("version", "config_hash", "dataset_hash", "k")
+
+
+class Metrics:
+    """The daemon's metrics on one registry (a fresh one per daemon; tests make their own).
+
+    Every change is a named method (a run finished, a case finished, the gate judged...);
+    the series live in the exposition's cells, each re-encoded only after it changed, and
+    every method runs under one lock, so neither a scrape nor ``registry.collect()`` sees
+    half of an update.
 
     Example::
 
         metrics = Metrics(registry, buckets=(0.1, 1, 10))
         metrics.add_job(snapshot)
         metrics.case_finished(snapshot.labels, record, run_id="ab12")
+        metrics.exposition_body(openmetrics=False)   # what /metrics serves
     """
 
     def __init__(self, registry: CollectorRegistry, buckets: Sequence[float]) -> None:
         self.registry = registry
-        lab = ["target", "dataset"]
-        self._case_latency = Histogram(
+        self.lock = threading.RLock()
+        bounds = [float(b) for b in buckets]
+        if not bounds or bounds[-1] != math.inf:
+            bounds.append(math.inf)
+        #: histogram bucket bounds, ending with +Inf (as prometheus_client adds it)
+        self.bounds: tuple[float, ...] = tuple(bounds)
+        self._case_latency = Family(
             "rag_eval_case_latency_seconds",
+            "histogram",
             "Wall time around each target call (all attempts), every case",
-            lab,
-            buckets=buckets,
-            registry=registry,
         )
-        self._ttft = Histogram(
+        self._ttft = Family(
             "rag_eval_ttft_seconds",
+            "histogram",
             "Time to first token of streamed answers (first non-empty content), every case",
-            lab,
-            buckets=buckets,
-            registry=registry,
         )
-        self._stage_latency = Histogram(
+        self._stage_latency = Family(
             "rag_eval_stage_latency_seconds",
+            "histogram",
             "Stage durations reported by the target, every case",
-            [*lab, "stage"],
-            buckets=buckets,
-            registry=registry,
         )
-        self._runs = Counter(
-            "rag_eval_runs", "Runs by outcome", [*lab, "outcome"], registry=registry
+        self._runs = Family("rag_eval_runs", "counter", "Runs by outcome")
+        self._case_errors = Family("rag_eval_case_errors", "counter", "Failed cases by error kind")
+        self._retries = Family(
+            "rag_eval_case_retries", "counter", "Retries of transient target failures"
         )
-        self._case_errors = Counter(
-            "rag_eval_case_errors", "Failed cases by error kind", [*lab, "kind"], registry=registry
-        )
-        self._retries = Counter(
-            "rag_eval_case_retries", "Retries of transient target failures", lab, registry=registry
-        )
-        self._dataset_reload_errors = Counter(
+        self._dataset_reload_errors = Family(
             "rag_eval_dataset_reload_errors",
+            "counter",
             "Golden-set reloads rejected as invalid (the previous set kept running)",
-            lab,
-            registry=registry,
         )
-        self._report_write_errors = Counter(
-            "rag_eval_report_write_errors",
-            "Reports that could not be written",
-            lab,
-            registry=registry,
+        self._report_write_errors = Family(
+            "rag_eval_report_write_errors", "counter", "Reports that could not be written"
         )
-        self._stage_names_folded = Counter(
+        self._stage_names_folded = Family(
             "rag_eval_stage_names_folded",
+            "counter",
             "Stage timings counted under stage='other': beyond the target's allow-list or cap",
-            lab,
-            registry=registry,
         )
-        self._config_reloads = Counter(
+        config_reloads = Family(
             "rag_eval_config_reload",
+            "counter",
             "Configuration reloads (SIGHUP) by result; on failure the old configuration runs on",
-            ["result"],
-            registry=registry,
         )
-        self._config_last_reload_successful = Gauge(
+        last_reload_ok = Family(
             "rag_eval_config_last_reload_successful",
+            "gauge",
             "1 when the last configuration reload succeeded (or none was asked for)",
-            registry=registry,
         )
-        self._config_last_reload_success_timestamp = Gauge(
+        last_reload_at = Family(
             "rag_eval_config_last_reload_success_timestamp_seconds",
+            "gauge",
             "When the configuration was last loaded successfully, Unix time",
-            registry=registry,
         )
-        for result in ("success", "failure"):
-            self._config_reloads.labels(result)
-        self._config_last_reload_successful.set(1)
-        self._config_last_reload_success_timestamp.set_to_current_time()
-        self._history_errors = Counter(
+        self._history_errors = Family(
             "rag_eval_history_errors",
+            "counter",
             "History store failures by kind (corrupt: moved aside and restarted; locked; io)",
-            [*lab, "kind"],
-            registry=registry,
         )
-        self._snapshots = _SnapshotCollector()
-        registry.register(self._snapshots)
-        #: bumped on every change, so an exposition can be reused until something changes
-        self.generation = 0
+        self._gauges = [Family(spec.name, "gauge", spec.help) for spec in _JOB_GAUGES]
+        self._info = Family(
+            "rag_eval_job",
+            "info",
+            "Identity of a job: evaluator version, config and golden-set hashes, K",
+        )
+        self.exposition = Exposition(
+            [
+                self._case_latency,
+                self._ttft,
+                self._stage_latency,
+                self._runs,
+                self._case_errors,
+                self._retries,
+                self._dataset_reload_errors,
+                self._report_write_errors,
+                self._stage_names_folded,
+                config_reloads,
+                last_reload_ok,
+                last_reload_at,
+                self._history_errors,
+                *self._gauges,
+                self._info,
+            ]
+        )
+        # process-wide: one cell each, with no job labels
+        self._config_reloads = CounterCell(config_reloads, {}, ["result"])
+        for result in ("success", "failure"):
+            self._config_reloads.create([result])
+        self._last_reload_ok = GaugeCell(last_reload_ok, {})
+        self._last_reload_ok.set([((), 1.0)])
+        self._last_reload_at = GaugeCell(last_reload_at, {})
+        self._last_reload_at.set([((), time.time())])
+        for family, cell in (
+            (config_reloads, self._config_reloads),
+            (last_reload_ok, self._last_reload_ok),
+            (last_reload_at, self._last_reload_at),
+        ):
+            family.add((), cell)
+        self._jobs: dict[Labels, _Job] = {}
+        registry.register(_Collector(self))
 
-    #: the job's plain counters, created at zero with the job and withdrawn with it
-    @property
-    def _job_counters(self) -> tuple[Counter, ...]:
-        return (
-            self._retries,
-            self._dataset_reload_errors,
-            self._report_write_errors,
-            self._stage_names_folded,
-        )
+    def _job(self, labels: Labels) -> _Job:
+        job = self._jobs.get(labels)
+        if job is None:
+            raise KeyError(f"unknown job {labels}")
+        return job
 
     def _replace(self, labels: Labels, **changes: Any) -> None:
         # the one generic update, kept private: callers say what happened, not which fields
-        current = self._snapshots.get(labels)
-        if current is None:
-            raise KeyError(f"unknown job {labels}")
-        self._snapshots.put(replace(current, **changes))
+        job = self._job(labels)
+        job.snapshot = replace(job.snapshot, **changes)
+        job.publish()
 
     def snapshot(self, labels: Labels) -> JobSnapshot | None:
-        return self._snapshots.get(labels)
+        with self.lock:
+            job = self._jobs.get(labels)
+            return None if job is None else job.snapshot
+
+    # --- the exposition -------------------------------------------------------------------
+
+    def refresh(self, *, openmetrics: bool, budget_seconds: float) -> bool:
+        """Encode what changed since the last scrape, for at most about ``budget_seconds``;
+        True when nothing is left (see :meth:`Exposition.refresh`)."""
+        with self.lock:
+            return self.exposition.refresh(openmetrics=openmetrics, budget_seconds=budget_seconds)
+
+    def exposition_body(self, *, openmetrics: bool) -> bytes:
+        """Every evaluation metric, encoded (OpenMetrics without its final ``# EOF``)."""
+        with self.lock:
+            return self.exposition.body(openmetrics=openmetrics)
 
     # --- the jobs -------------------------------------------------------------------------
 
@@ -490,16 +572,14 @@ class Metrics:
     def add_job(self, snapshot: JobSnapshot) -> None:
         """Publish a job and create its counters at zero, so its series exist from start."""
         labels = snapshot.labels
-        self._snapshots.put(snapshot)
-        self._case_latency.labels(*labels)
-        for outcome in OUTCOMES:
-            self._runs.labels(*labels, outcome)
-        for kind in ERROR_KINDS:
-            self._case_errors.labels(*labels, kind)
-        for counter in self._job_counters:
-            counter.labels(*labels)
-        for kind in HISTORY_ERROR_KINDS:
-            self._history_errors.labels(*labels, kind)
+        job = self._jobs.get(labels)
+        if job is not None:  # known already: a new snapshot, the same series
+            job.snapshot = snapshot
+            job.publish()
+            return
+        job = self._jobs[labels] = _Job(self, snapshot)
+        for cell in job.cells:
+            cell.family.add(labels, cell)
 
     @_changes
     def job_reconfigured(
@@ -529,36 +609,27 @@ class Metrics:
 
     @_changes
     def remove_job(self, labels: Labels) -> None:
-        """Withdraw a job dropped by a reload: its snapshot and its per-job series."""
-        self._snapshots.remove(labels)
-        for metric in (self._case_latency, self._ttft, *self._job_counters):
-            with contextlib.suppress(KeyError):
-                metric.remove(*labels)
-        for outcome in OUTCOMES:
-            with contextlib.suppress(KeyError):
-                self._runs.remove(*labels, outcome)
-        for kind in ERROR_KINDS:
-            with contextlib.suppress(KeyError):
-                self._case_errors.remove(*labels, kind)
-        # stage series of the job: label values are the job's two, then the stage
-        for key in list(self._stage_latency._metrics):
-            if tuple(key[:2]) == labels:
-                with contextlib.suppress(KeyError):
-                    self._stage_latency.remove(*key)
+        """Withdraw a job dropped by a reload: its snapshot and every series of it."""
+        job = self._jobs.pop(labels, None)
+        if job is not None:
+            for cell in job.cells:
+                cell.family.remove(labels)
 
     # --- runs and cases -------------------------------------------------------------------
 
     @_changes
     def case_finished(self, labels: Labels, record: CaseRecord, run_id: str) -> None:
         """Histograms (with a run/case exemplar) and the error counter for one finished case."""
-        exemplar = _exemplar(run_id, record.id, record.trace_id)
-        self._case_latency.labels(*labels).observe(record.latency_seconds, exemplar=exemplar)
+        job = self._job(labels)
+        exemplar = _exemplar(run_id, record.case.id, record.trace_id)
+        job.case_latency.observe(record.latency_seconds, exemplar)
         if record.ttft_seconds is not None:
-            self._ttft.labels(*labels).observe(record.ttft_seconds, exemplar=exemplar)
+            job.ttft.observe(record.ttft_seconds, exemplar)
         for stage, seconds in record.stage_seconds.items():
-            self._stage_latency.labels(*labels, stage).observe(seconds, exemplar=exemplar)
-        if record.error is not None:
-            self._case_errors.labels(*labels, record.error.kind).inc()
+            job.stage_latency.observe(seconds, exemplar, (stage,))
+        outcome = record.outcome
+        if isinstance(outcome, CaseError):
+            job.case_errors.inc([outcome.kind])
 
     @_changes
     def run_finished(
@@ -602,27 +673,27 @@ class Metrics:
     @_changes
     def run_counted(self, labels: Labels, outcome: str) -> None:
         """Count a run by outcome (``OUTCOMES``), skipped runs included."""
-        self._runs.labels(*labels, outcome).inc()
+        self._job(labels).runs.inc([outcome])
 
     @_changes
     def retried(self, labels: Labels) -> None:
         """A transient target failure was retried."""
-        self._retries.labels(*labels).inc()
+        self._job(labels).retries.inc()
 
     @_changes
     def stage_folded(self, labels: Labels) -> None:
         """A stage timing was counted under stage='other'."""
-        self._stage_names_folded.labels(*labels).inc()
+        self._job(labels).stage_names_folded.inc()
 
     @_changes
     def dataset_reload_failed(self, labels: Labels) -> None:
         """A changed golden set was rejected; the previous one runs on."""
-        self._dataset_reload_errors.labels(*labels).inc()
+        self._job(labels).dataset_reload_errors.inc()
 
     @_changes
     def report_write_failed(self, labels: Labels) -> None:
         """A run's report could not be written."""
-        self._report_write_errors.labels(*labels).inc()
+        self._job(labels).report_write_errors.inc()
 
     # --- history and configuration --------------------------------------------------------
 
@@ -646,12 +717,12 @@ class Metrics:
     @_changes
     def history_failed(self, labels: Labels, kind: str) -> None:
         """Count a history store failure (``HISTORY_ERROR_KINDS``)."""
-        self._history_errors.labels(*labels, kind).inc()
+        self._job(labels).history_errors.inc([kind])
 
     @_changes
     def config_reloaded(self, ok: bool) -> None:
         """Count a configuration reload and set the last-reload gauges."""
-        self._config_reloads.labels("success" if ok else "failure").inc()
-        self._config_last_reload_successful.set(1 if ok else 0)
+        self._config_reloads.inc(["success" if ok else "failure"])
+        self._last_reload_ok.set([((), 1.0 if ok else 0.0)])
         if ok:
-            self._config_last_reload_success_timestamp.set_to_current_time()
+            self._last_reload_at.set([((), time.time())])

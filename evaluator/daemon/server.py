@@ -12,6 +12,7 @@ from aiohttp import web
 from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import choose_encoder
 
+from evaluator.daemon.exporter import Metrics
 from evaluator.daemon.pages import StatusPages
 from evaluator.errors import ConfigError
 from evaluator.history.job import JobHistory
@@ -19,6 +20,11 @@ from evaluator.history.stability import Stability
 from evaluator.report import RunReport, encode_report
 
 __all__ = ["HttpEndpoints", "parse_listen"]
+
+#: a scrape encodes for at most this much CPU time before letting the event loop run...
+_SLICE_SECONDS = 0.005
+#: ...and after this many slices encodes the rest in one go (bounded, whatever changes)
+_MAX_SLICES = 50
 
 
 def parse_listen(listen: str) -> tuple[str, int]:
@@ -62,20 +68,17 @@ class HttpEndpoints:
 
     def __init__(
         self,
-        registry: CollectorRegistry,
+        metrics: Metrics,
         *,
         runtime: CollectorRegistry,
-        generation: Callable[[], int],
         healthy: Callable[[], bool],
         ready: Callable[[], bool],
         latest_reports: Callable[[], Mapping[tuple[str, str], RunReport | None]],
         pages: StatusPages | None = None,
         histories: Callable[[], Mapping[tuple[str, str], JobHistory | None]] | None = None,
     ) -> None:
-        self.registry = registry
+        self._metrics = metrics
         self.runtime = runtime
-        self._generation = generation
-        self._cache: dict[str, tuple[int, bytes]] = {}
         self._healthy = healthy
         self._ready = ready
         self._latest = latest_reports
@@ -97,28 +100,22 @@ class HttpEndpoints:
         return app
 
     async def metrics(self, request: web.Request) -> web.Response:
-        # prometheus-client picks text or OpenMetrics (with exemplars) from the Accept header
+        # prometheus-client picks text or OpenMetrics (with exemplars) from the Accept header;
+        # the evaluation metrics are kept encoded (only what changed is encoded again), the
+        # few process metrics are encoded fresh every time
         encoder, content_type = choose_encoder(request.headers.get("Accept", ""))
-        body = await self._encoded(encoder, content_type)
-        if content_type.startswith("application/openmetrics-text"):
-            body = body.removesuffix(b"# EOF\n")  # one exposition, one EOF at the end
+        openmetrics = content_type.startswith("application/openmetrics-text")
+        # after many changes (the first scrape, every job mid-run) the encoding goes in slices
+        # with the event loop free in between: cases in flight, whose latency is what we
+        # measure, and /healthz wait one slice at most
+        for _ in range(_MAX_SLICES):
+            if self._metrics.refresh(openmetrics=openmetrics, budget_seconds=_SLICE_SECONDS):
+                break
+            await asyncio.sleep(0)
+        # what changed meanwhile is encoded here, so the body is the state of this moment
+        body = self._metrics.exposition_body(openmetrics=openmetrics)
         body += encoder(self.runtime)
         return web.Response(body=body, headers={"Content-Type": content_type})
-
-    async def _encoded(self, encoder: Callable[[CollectorRegistry], bytes], kind: str) -> bytes:
-        """The evaluation metrics, re-encoded only when they changed since the last scrape.
-
-        Encoding thousands of series takes milliseconds of prometheus-client time: between runs
-        nothing changes, and during a run the work goes to a thread so cases in flight on the
-        event loop don't wait for it (their latency is what we measure).
-        """
-        generation = self._generation()
-        cached = self._cache.get(kind)
-        if cached is not None and cached[0] == generation:
-            return cached[1]
-        body = await asyncio.to_thread(encoder, self.registry)
-        self._cache[kind] = (generation, body)  # stamped before encoding: a change re-encodes
-        return body
 
     async def healthz(self, _request: web.Request) -> web.Response:
         ok = self._healthy()

@@ -100,9 +100,8 @@ class Daemon:
         self._ready = False
         self._stopping = False
         self.http = HttpEndpoints(
-            self.registry,
+            self.metrics,
             runtime=self.runtime_registry,
-            generation=lambda: self.metrics.generation,
             healthy=self._healthy,
             ready=lambda: self._ready,
             latest_reports=lambda: {j.labels: j.store.latest for j in self.jobs},

@@ -281,10 +281,11 @@ def _change_dict(c: CaseChange) -> dict[str, Any]:
         "id": c.id,
         "question": c.question,
         "severity": c.severity,
-        "changes": list(c.changes),
-        "relevant_ids": list(c.relevant_ids),
-        "baseline_ranked_ids": list(c.baseline_ranked),
-        "candidate_ranked_ids": list(c.candidate_ranked),
+        # tuples encode as JSON arrays: no copy of each list for every changed case
+        "changes": c.changes,
+        "relevant_ids": c.relevant_ids,
+        "baseline_ranked_ids": c.baseline_ranked,
+        "candidate_ranked_ids": c.candidate_ranked,
     }
 
 

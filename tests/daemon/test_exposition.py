@@ -1,0 +1,383 @@
+"""/metrics kept encoded per job: what is served equals prometheus_client's own encoding of the
+same state, fresh, after every kind of change; a change re-encodes only the cells of the job
+it touched; and the series are those prometheus_client's instruments would have made."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Mapping
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client.openmetrics.exposition import generate_latest as generate_openmetrics
+from prometheus_client.openmetrics.parser import (
+    text_string_to_metric_families as parse_openmetrics,
+)
+from prometheus_client.parser import text_string_to_metric_families as parse_text
+
+from evaluator.daemon.exporter import GateState, JobSnapshot, Metrics
+from evaluator.daemon.exposition import CLOCK_EVERY, OPENMETRICS, TEXT, HistogramCell
+from evaluator.errors import ERROR_KINDS
+from evaluator.models import Case, CaseError, CaseRecord, CaseScores
+from evaluator.summary import summarise
+
+BUCKETS = (0.01, 0.1, 1.0)
+A = ("target-a", "golden")
+B = ("target-b", "golden")
+
+
+def _record(
+    case_id: str = "case-1",
+    latency: float = 0.05,
+    stages: Mapping[str, float] | None = None,
+    *,
+    error: str | None = None,
+    ttft: float | None = None,
+    trace_id: str | None = None,
+) -> CaseRecord:
+    """A finished case as the runner hands it to the daemon (only what metrics read matters)."""
+    return CaseRecord(
+        case=Case(id=case_id, question="q", relevance={}),
+        outcome=CaseScores(0.0, 0.0, 0.0) if error is None else CaseError(error, "boom"),
+        ranked_ids=(),
+        answer=None,
+        citations=(),
+        latency_seconds=latency,
+        stage_seconds=dict(stages if stages is not None else {"retrieve": 0.02, "model": 0.5}),
+        ttft_seconds=ttft,
+        trace_id=trace_id,
+    )
+
+
+def _snapshot(labels: tuple[str, str]) -> JobSnapshot:
+    return JobSnapshot(
+        target=labels[0],
+        dataset=labels[1],
+        k=5,
+        config_hash="c" * 16,
+        dataset_hash="h" * 64,
+        interval_seconds=60.0,
+        baseline={"mrr": 0.8},
+    )
+
+
+def _metrics(*jobs: tuple[str, str]) -> tuple[CollectorRegistry, Metrics]:
+    registry = CollectorRegistry()
+    metrics = Metrics(registry, BUCKETS)
+    for labels in jobs or (A, B):
+        metrics.add_job(_snapshot(labels))
+    return registry, metrics
+
+
+def _fresh(registry: CollectorRegistry, openmetrics: bool) -> bytes:
+    """prometheus_client's encoding of the registry, from scratch (the reference)."""
+    if openmetrics:
+        return generate_openmetrics(registry).removesuffix(b"# EOF\n")
+    return generate_latest(registry)
+
+
+def _served(metrics: Metrics, openmetrics: bool) -> bytes:
+    """What /metrics serves of the evaluation metrics, encoded in slices as the server does."""
+    while not metrics.refresh(openmetrics=openmetrics, budget_seconds=0.0):
+        pass
+    return metrics.exposition_body(openmetrics=openmetrics)
+
+
+def _assert_served_is_fresh(registry: CollectorRegistry, metrics: Metrics) -> None:
+    for openmetrics in (False, True):
+        assert _fresh(registry, openmetrics).decode() == _served(metrics, openmetrics).decode()
+
+
+def _stale(metrics: Metrics, labels: tuple[str, ...], fmt: int = TEXT) -> set[str]:
+    """Names of the families whose cell of ``labels`` must be encoded again."""
+    return {
+        family.name
+        for family in metrics.exposition.families
+        if labels in family.cells and family.cells[labels].stale(fmt)
+    }
+
+
+UPDATES: dict[str, Callable[[Metrics], None]] = {
+    "case_finished": lambda m: m.case_finished(A, _record(), "run-1"),
+    "case_finished_failed": lambda m: m.case_finished(A, _record(error="timeout"), "run-1"),
+    "case_finished_streamed": lambda m: m.case_finished(
+        A, _record(ttft=0.2, trace_id="ab" * 16), "run-1"
+    ),
+    "run_finished": lambda m: m.run_finished(
+        A,
+        finished_at=10.0,
+        duration_seconds=2.0,
+        error_ratio=0.0,
+        complete=summarise(()),
+        gate=GateState(passing=False, rules_failing={"mrr": True}),
+    ),
+    "run_broke": lambda m: m.run_broke(A, finished_at=10.0, duration_seconds=2.0),
+    "run_counted": lambda m: m.run_counted(A, "skipped"),
+    "retried": lambda m: m.retried(A),
+    "stage_folded": lambda m: m.stage_folded(A),
+    "dataset_reload_failed": lambda m: m.dataset_reload_failed(A),
+    "report_write_failed": lambda m: m.report_write_failed(A),
+    "history_failed": lambda m: m.history_failed(A, "io"),
+    "history_updated": lambda m: m.history_updated(
+        A, stability_counts={"stable": 1}, window_runs=1, drift={}
+    ),
+    "dataset_changed": lambda m: m.dataset_changed(A, config_hash="e" * 16, dataset_hash="f" * 64),
+    "job_reconfigured": lambda m: m.job_reconfigured(
+        A, k=3, config_hash="e" * 16, dataset_hash="f" * 64, interval_seconds=30.0, baseline={}
+    ),
+    "config_reloaded_failure": lambda m: m.config_reloaded(False),
+    "config_reloaded_success": lambda m: m.config_reloaded(True),
+    "add_job": lambda m: m.add_job(_snapshot(("target-c", "golden"))),
+    "remove_job": lambda m: m.remove_job(A),
+}
+
+
+@pytest.mark.parametrize("name", sorted(UPDATES))
+def test_after_every_update_the_served_text_is_a_fresh_encoding(name: str) -> None:
+    """Cached blocks are invalidated by each update: served == encoded from scratch, and the
+    update is visible (the text moved), in both formats."""
+    registry, metrics = _metrics()
+    metrics.case_finished(B, _record(), "run-0")
+    before = {om: _served(metrics, om) for om in (False, True)}
+    UPDATES[name](metrics)
+    _assert_served_is_fresh(registry, metrics)
+    for om in (False, True):
+        assert before[om] != _served(metrics, om)
+
+
+def test_a_finished_case_reencodes_its_jobs_histograms_only() -> None:
+    _, metrics = _metrics()
+    _served(metrics, False)
+    assert set() == _stale(metrics, A) | _stale(metrics, B)
+    metrics.case_finished(A, _record(error="timeout"), "run-1")
+    assert {
+        "rag_eval_case_latency_seconds",
+        "rag_eval_stage_latency_seconds",
+        "rag_eval_case_errors",
+    } == _stale(metrics, A)
+    assert set() == _stale(metrics, B)
+
+
+def test_a_finished_run_reencodes_only_the_gauges_that_moved() -> None:
+    _, metrics = _metrics()
+    _served(metrics, True)
+    metrics.run_finished(A, finished_at=10.0, duration_seconds=2.0, error_ratio=0.25)
+    assert {
+        "rag_eval_last_run_timestamp_seconds",
+        "rag_eval_run_duration_seconds",
+        "rag_eval_error_ratio",
+    } == _stale(metrics, A, OPENMETRICS)
+    assert set() == _stale(metrics, B, OPENMETRICS)
+
+
+def test_a_removed_job_leaves_no_series_and_comes_back_at_zero() -> None:
+    registry, metrics = _metrics()
+    metrics.retried(A)
+    metrics.case_finished(A, _record(ttft=0.1), "run-1")
+    _served(metrics, False)
+    metrics.remove_job(A)
+    served = _served(metrics, False).decode()
+    assert 'target="target-a"' not in served
+    assert 'target="target-b"' in served
+    _assert_served_is_fresh(registry, metrics)
+    metrics.add_job(_snapshot(A))
+    labels = {"target": A[0], "dataset": A[1]}
+    assert 0.0 == registry.get_sample_value("rag_eval_case_retries_total", labels)
+    assert 0.0 == registry.get_sample_value("rag_eval_case_latency_seconds_count", labels)
+    assert registry.get_sample_value("rag_eval_ttft_seconds_count", labels) is None
+    _assert_served_is_fresh(registry, metrics)
+
+
+def test_every_counter_of_a_job_exists_at_zero_from_the_start() -> None:
+    registry, _ = _metrics(A)
+    labels = {"target": A[0], "dataset": A[1]}
+    value = registry.get_sample_value
+    for kind in ERROR_KINDS:
+        assert 0.0 == value("rag_eval_case_errors_total", {**labels, "kind": kind})
+    for outcome in ("complete", "incomplete", "failed", "skipped"):
+        assert 0.0 == value("rag_eval_runs_total", {**labels, "outcome": outcome})
+    for name in ("retries", "dataset_reload_errors", "report_write_errors"):
+        key = name if name != "retries" else "case_retries"
+        assert 0.0 == value(f"rag_eval_{key}_total", labels)
+
+
+def test_slices_progress_and_end_with_the_whole_exposition() -> None:
+    """A zero budget still encodes a few stale cells per call: refresh ends, never spins."""
+    registry, metrics = _metrics()
+    cells = sum(len(f.cells) for f in metrics.exposition.families)
+    calls = 0
+    while not metrics.refresh(openmetrics=False, budget_seconds=0.0):
+        calls += 1
+        assert calls <= cells // CLOCK_EVERY  # each slice encodes CLOCK_EVERY cells at least
+    assert calls >= 1
+    assert _fresh(registry, False) == metrics.exposition_body(openmetrics=False)
+
+
+def test_large_counts_and_sums_are_written_as_go_writes_them() -> None:
+    """Beyond a million, Go (and prometheus_client) switch to exponents: so do we."""
+    registry, metrics = _metrics(A)
+    metrics.case_finished(A, _record(latency=12_345_678.9), "run-1")
+    cell = metrics.exposition.families[0].cells[A]
+    assert isinstance(cell, HistogramCell)
+    cell.create().counts[0] = 2_500_000.0  # a long life, without observing 2.5 million times
+    cell.changed()
+    _assert_served_is_fresh(registry, metrics)
+    assert "2.500001e+06" in _served(metrics, False).decode()
+
+
+def _legacy(records: list[CaseRecord], run_id: str) -> CollectorRegistry:
+    """The same observations through prometheus_client's own instruments (as before)."""
+    registry = CollectorRegistry()
+    lab = ["target", "dataset"]
+    latency = Histogram(
+        "rag_eval_case_latency_seconds",
+        "Wall time around each target call (all attempts), every case",
+        lab,
+        buckets=BUCKETS,
+        registry=registry,
+    )
+    ttft = Histogram(
+        "rag_eval_ttft_seconds",
+        "Time to first token of streamed answers (first non-empty content), every case",
+        lab,
+        buckets=BUCKETS,
+        registry=registry,
+    )
+    stages = Histogram(
+        "rag_eval_stage_latency_seconds",
+        "Stage durations reported by the target, every case",
+        [*lab, "stage"],
+        buckets=BUCKETS,
+        registry=registry,
+    )
+    errors = Counter(
+        "rag_eval_case_errors", "Failed cases by error kind", [*lab, "kind"], registry=registry
+    )
+    latency.labels(*A)
+    for kind in ERROR_KINDS:
+        errors.labels(*A, kind)
+    for r in records:
+        exemplar = {"run_id": run_id, "case_id": r.id}
+        latency.labels(*A).observe(r.latency_seconds, exemplar=exemplar)
+        if r.ttft_seconds is not None:
+            ttft.labels(*A).observe(r.ttft_seconds, exemplar=exemplar)
+        for stage, seconds in r.stage_seconds.items():
+            stages.labels(*A, stage).observe(seconds, exemplar=exemplar)
+        if r.error is not None:
+            errors.labels(*A, r.error.kind).inc()
+    return registry
+
+
+def _families(text: str, names: set[str]) -> str:
+    """The families named, each HELP..samples block, with exemplar timestamps masked and
+    without ``_created`` series (the daemon turns them off process-wide; tests may not)."""
+    text = text.removesuffix("# EOF\n")
+    text = "".join(line for line in text.splitlines(True) if "_created{" not in line)
+    blocks = re.split(r"(?m)^(?=# HELP )", text)
+    kept = [b for b in blocks if b and b.split()[2] in names]
+    return re.sub(r"( # \{[^}]*\} \S+) \S+", r"\1 <ts>", "".join(kept))
+
+
+def test_the_series_are_those_of_prometheus_client_instruments() -> None:
+    """Histograms and counters as prometheus_client's Histogram and Counter wrote them:
+    the same lines, in text and OpenMetrics (exemplars but their timestamps)."""
+    records = [
+        _record("c1", 0.005, {"retrieve": 0.01}),  # exactly on a bound
+        _record("c2", 0.5, {"retrieve": 0.2, "model": 3.0}, ttft=0.05),
+        _record('c"3\\', 7.0, {"model": math.inf}, error="timeout"),
+        _record("c4", 0.0, {}, error="connect"),
+    ]
+    _, metrics = _metrics(A)
+    for r in records:
+        metrics.case_finished(A, r, "run-1")
+    legacy = _legacy(records, "run-1")
+    histograms = {
+        "rag_eval_case_latency_seconds",
+        "rag_eval_ttft_seconds",
+        "rag_eval_stage_latency_seconds",
+    }
+    text_names = {*histograms, "rag_eval_case_errors_total"}
+    om_names = {*histograms, "rag_eval_case_errors"}
+    ours, theirs = _served(metrics, False).decode(), generate_latest(legacy).decode()
+    assert _families(theirs, text_names) == _families(ours, text_names)
+    ours, theirs = _served(metrics, True).decode(), generate_openmetrics(legacy).decode()
+    assert _families(theirs, om_names) == _families(ours, om_names)
+    assert "<ts>" in _families(ours, om_names)  # exemplars are there
+
+
+_NAMES = st.text(st.characters(codec="utf-8"), min_size=1, max_size=12) | st.sampled_from(
+    ['a"b', "a\\b", "a\nb", "100%", "%s", "%(x)s", "é七"]
+)
+#: what the runner measures and targets report: non-negative, possibly infinite (NaN: below)
+_SECONDS = st.floats(min_value=0.0, allow_nan=False) | st.sampled_from(BUCKETS)
+
+
+@st.composite
+def _case(draw: st.DrawFn) -> CaseRecord:
+    return _record(
+        draw(_NAMES),
+        draw(_SECONDS),
+        draw(st.dictionaries(_NAMES, _SECONDS, max_size=3)),
+        error=draw(st.none() | st.sampled_from(sorted(ERROR_KINDS))),
+        ttft=draw(st.none() | _SECONDS),
+        trace_id=draw(st.none() | st.just("0af7651916cd43dd8448eb211c80319c")),
+    )
+
+
+@settings(max_examples=60)
+@given(
+    targets=st.lists(_NAMES, min_size=1, max_size=3, unique=True),
+    steps=st.lists(
+        st.tuples(st.integers(0, 2), _case(), st.booleans(), st.booleans()), max_size=12
+    ),
+)
+def test_any_sequence_of_changes_is_served_as_encoded_fresh(
+    targets: list[str], steps: list[tuple[int, CaseRecord, bool, bool]]
+) -> None:
+    """Hostile label values (quotes, backslashes, newlines, %), any float, jobs coming and
+    going, scrapes in between: the served bytes always equal a fresh encoding, and parse."""
+    registry, metrics = _metrics(*((t, "golden") for t in targets))
+    for index, record, scrape, churn in steps:
+        labels = (targets[index % len(targets)], "golden")
+        if metrics.snapshot(labels) is None:
+            metrics.add_job(_snapshot(labels))
+        metrics.case_finished(labels, record, "run-1")
+        if churn:
+            metrics.run_finished(labels, finished_at=1.0, duration_seconds=1.0, error_ratio=0.5)
+            metrics.remove_job((targets[-1], "golden"))
+        if scrape:
+            _served(metrics, index % 2 == 0)
+    _assert_served_is_fresh(registry, metrics)
+    # (prometheus_client's OpenMetrics parser rejects an escaped quote inside an exemplar,
+    # valid OpenMetrics: its encoder writes it so, and we write what its encoder writes)
+    list(parse_text(_served(metrics, False).decode()))
+
+
+def test_openmetrics_parses_back_to_the_same_samples() -> None:
+    registry, metrics = _metrics()
+    metrics.case_finished(A, _record(ttft=0.3, trace_id="ab" * 16), "run-1")
+    metrics.case_finished(B, _record(error="timeout"), "run-2")
+    served = _served(metrics, True).decode() + "# EOF\n"
+    ours = {
+        (s.name, tuple(sorted(s.labels.items())), s.value)
+        for f in parse_openmetrics(served)
+        for s in f.samples
+    }
+    assert ours == {
+        (s.name, tuple(sorted(s.labels.items())), s.value)
+        for f in registry.collect()
+        for s in f.samples
+    }
+
+
+def test_a_nan_goes_into_the_sum_only_as_prometheus_client_does() -> None:
+    registry, metrics = _metrics(A)
+    metrics.case_finished(A, _record(stages={"model": math.nan}), "run-1")
+    _assert_served_is_fresh(registry, metrics)
+    labels = {"target": A[0], "dataset": A[1], "stage": "model"}
+    assert 0.0 == registry.get_sample_value("rag_eval_stage_latency_seconds_count", labels)
+    total = registry.get_sample_value("rag_eval_stage_latency_seconds_sum", labels)
+    assert total is not None and math.isnan(total)
