@@ -18,7 +18,7 @@ from evaluator.commands.html import add_html_flag, settings_redactor, write_html
 from evaluator.config import Settings, load_settings
 from evaluator.errors import ConfigError, ExitCode, GateError, OutputError, PushError
 from evaluator.gate.compare import check_run_comparable
-from evaluator.gate.render import FORMATS, GateSources, render, render_junit
+from evaluator.gate.render import FORMATS, GateSources, json_pieces, render, render_junit
 from evaluator.gate.repeats import load_quarantine
 from evaluator.gate.rules import resolve_rules
 from evaluator.gate.verdict import evaluate_gate
@@ -227,10 +227,17 @@ def handle(options: Options) -> int:
         quarantine=quarantine,
     )
     sources = GateSources(str(baseline_path), candidate_source, rules_source)
-    text = render(result, sources, options.format, worst=options.worst)
-    if options.format == "text" and use_colour(sys.stdout):
-        text = colour_verdicts(text)
-    print(text)
+    if options.format == "json":
+        # piece by piece (each a whole JSON value, so the redacting stdout sees every
+        # string whole): a 100,000-case gate's JSON is tens of MB, held twice as one text
+        for piece in json_pieces(result, sources):
+            sys.stdout.write(piece)
+        sys.stdout.write("\n")
+    else:
+        text = render(result, sources, options.format, worst=options.worst)
+        if options.format == "text" and use_colour(sys.stdout):
+            text = colour_verdicts(text)
+        print(text)
     if options.junit:
         try:
             Path(options.junit).parent.mkdir(parents=True, exist_ok=True)
