@@ -18,7 +18,7 @@ import json
 import os
 import sys
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeGuard
@@ -123,7 +123,7 @@ def _check(data: bytes, path: str) -> tuple[list[Case], list[DatasetProblem]]:
     problems: list[DatasetProblem] = []
     first_line_of: dict[str, int] = {}
     saw_content = False
-    for number, raw in enumerate(data.split(b"\n"), start=1):
+    for number, raw in enumerate(_lines(data), start=1):
         parsed = _read_line(raw, first=number == 1)
         if parsed is None:
             continue
@@ -140,6 +140,16 @@ def _check(data: bytes, path: str) -> tuple[list[Case], list[DatasetProblem]]:
         message = "empty golden set: no case (the file is empty or has only blank lines)"
         problems.append(DatasetProblem(path, 0, message))
     return cases, problems
+
+
+def _lines(data: bytes) -> Iterator[bytes]:
+    """``data.split(b"\\n")``, one line at a time: a list of every line of a 100,000-case
+    file would leave its memory scattered between the cases built from it."""
+    start = 0
+    while (end := data.find(b"\n", start)) != -1:
+        yield data[start:end]
+        start = end + 1
+    yield data[start:]
 
 
 def _duplicate_id(case_id: str | None, number: int, first_line_of: dict[str, int]) -> list[str]:
