@@ -18,10 +18,10 @@ import json
 import os
 import sys
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypeGuard
+from typing import TypeGuard, TypeVar, cast
 
 from evaluator.errors import DatasetError, DatasetProblem
 from evaluator.gcpause import without_gc
@@ -123,7 +123,7 @@ def _check(data: bytes, path: str) -> tuple[list[Case], list[DatasetProblem]]:
     problems: list[DatasetProblem] = []
     first_line_of: dict[str, int] = {}
     saw_content = False
-    for number, raw in enumerate(data.split(b"\n"), start=1):
+    for number, raw in enumerate(_lines(data), start=1):
         parsed = _read_line(raw, first=number == 1)
         if parsed is None:
             continue
@@ -140,6 +140,16 @@ def _check(data: bytes, path: str) -> tuple[list[Case], list[DatasetProblem]]:
         message = "empty golden set: no case (the file is empty or has only blank lines)"
         problems.append(DatasetProblem(path, 0, message))
     return cases, problems
+
+
+def _lines(data: bytes) -> Iterator[bytes]:
+    """``data.split(b"\\n")``, one line at a time: a list of every line of a 100,000-case
+    file would leave its memory scattered between the cases built from it."""
+    start = 0
+    while (end := data.find(b"\n", start)) != -1:
+        yield data[start:end]
+        start = end + 1
+    yield data[start:]
 
 
 def _duplicate_id(case_id: str | None, number: int, first_line_of: dict[str, int]) -> list[str]:
@@ -356,11 +366,11 @@ def _expected_facts(value: object, messages: list[str]) -> tuple[tuple[str, ...]
     for index, item in enumerate(value, start=1):
         where = f'field "expected_facts" item {index}'
         if isinstance(item, list):
-            facts.append(tuple(_alternatives(item, where, messages)))
+            facts.append(_shared_tuple(tuple(_alternatives(item, where, messages))))
         else:
             fact = _fact(item, where, messages)
-            facts.append(() if fact is None else (fact,))
-    return tuple(facts) if len(messages) == before else None
+            facts.append(() if fact is None else _shared_tuple((fact,)))
+    return _shared_tuple(tuple(facts)) if len(messages) == before else None
 
 
 def _alternatives(items: list[object], where: str, messages: list[str]) -> list[str]:
@@ -406,7 +416,7 @@ def _tags(value: object, messages: list[str]) -> tuple[str, ...] | None:
         )
         is not None
     )
-    return tags if len(messages) == before else None
+    return _shared_tuple(tags) if len(messages) == before else None
 
 
 def _consistency(obj: _JsonObject, found: _Fields) -> list[str]:
@@ -447,6 +457,20 @@ def _usable(value: object) -> TypeGuard[str]:
         and bool(value.strip())
         and (value.isascii() or not _has_lone_surrogate(value))
     )
+
+
+_TUPLES: dict[tuple[object, ...], tuple[object, ...]] = {}
+#: distinct tag lists and fact lists shared: a golden set has few; more are left unshared
+_MAX_SHARED_TUPLES = 10_000
+_T = TypeVar("_T", bound=tuple[object, ...])
+
+
+def _shared_tuple(items: _T) -> _T:
+    """One tuple object for each distinct tag list or fact (immutable, so safely shared by
+    every case, and every golden set, that has it)."""
+    if len(_TUPLES) >= _MAX_SHARED_TUPLES:
+        return cast(_T, _TUPLES.get(items, items))
+    return cast(_T, _TUPLES.setdefault(items, items))
 
 
 def _shared(text: str) -> str:

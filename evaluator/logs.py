@@ -24,7 +24,6 @@ __all__ = [
     "REDACTED",
     "bound_values",
     "configure_logging",
-    "get_logger",
     "redact_line",
     "redact_secrets",
 ]
@@ -156,8 +155,3 @@ def _identity(
     _logger: object, _method: str, event_dict: MutableMapping[str, Any]
 ) -> MutableMapping[str, Any]:
     return event_dict
-
-
-def get_logger(name: str = "evaluator") -> Any:
-    """A structlog logger bound to ``name``."""
-    return structlog.get_logger(name)

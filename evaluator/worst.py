@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Iterable
+from operator import itemgetter
 
 from evaluator.models import CaseRecord
 
@@ -24,5 +26,7 @@ def badness(case: CaseRecord) -> float:
 
 def worst_cases(cases: Iterable[CaseRecord], n: int) -> list[CaseRecord]:
     """The ``n`` worst cases, worst first; perfect cases are never listed."""
-    ranked = sorted((c for c in cases if badness(c) > 0), key=badness, reverse=True)
-    return ranked[:n]
+    # each case's badness once, and only the n worst kept (not every case sorted): ties
+    # stay in case order, exactly as sorted(..., reverse=True)[:n] leaves them
+    bad = ((b, c) for c in cases if (b := badness(c)) > 0)
+    return [c for _, c in heapq.nlargest(n, bad, key=itemgetter(0))]

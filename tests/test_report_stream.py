@@ -57,7 +57,8 @@ class _Target:
             "doc-2": "shipping is free",
         }
         retrieved = tuple(Retrieved(d, 1.0, t) for d, t in texts.items())
-        return TargetResponse(retrieved=retrieved, answer="七天", citations=(1,))
+        timings = {"embedding": 0.001 * number, "model": 0.25}
+        return TargetResponse(retrieved=retrieved, answer="七天", citations=(1,), timings=timings)
 
     async def aclose(self) -> None:
         return None
@@ -98,6 +99,11 @@ def test_streamed_report_is_the_report_written_whole(tmp_path: Path) -> None:
     assert SECRET not in path.read_text()
     # the cases kept in memory lost only their texts: the summary is the same
     assert all(not c.texts and not c.cut_texts for c in report.cases)
+    assert [dict(c.stage_seconds) for c in report.cases] == [
+        dict(c.stage_seconds) for c in whole.cases
+    ]
+    assert report.cases[3].stage_seconds == {"embedding": 0.003, "model": 0.25}
+    assert "model" in report.cases[3].stage_seconds and "x" not in report.cases[3].stage_seconds
     assert any(c.texts for c in whole.cases) and any(c.cut_texts for c in whole.cases)
     assert dataclasses.replace(
         report.summary, event_loop_lag_p95_seconds=None, event_loop_lag_max_seconds=None

@@ -97,8 +97,8 @@ class Family:
         self.help = help
         empty = Metric(name, help, kind)
         self.headers = (
-            text_encoding(_Collected([empty])).decode(),
-            openmetrics_encoding(_Collected([empty])).removesuffix(_EOF).decode(),
+            text_encoding(_Collected([empty])),
+            openmetrics_encoding(_Collected([empty])).removesuffix(_EOF),
         )
         #: samples are named after the family, as prometheus_client names them
         self.sample_name = {"counter": f"{name}_total", "info": f"{name}_info"}.get(kind, name)
@@ -122,8 +122,8 @@ class Family:
     def encoded(self, fmt: int) -> bytes:
         joined = self._joined[fmt]
         if joined is None:
-            text = "".join([self.headers[fmt], *(c.encoded(fmt) for c in self.cells.values())])
-            joined = self._joined[fmt] = text.encode()
+            joined = b"".join([self.headers[fmt], *(c.encoded(fmt) for c in self.cells.values())])
+            self._joined[fmt] = joined
         return joined
 
     def metric(self) -> Metric:
@@ -143,7 +143,7 @@ class Cell:
     def __init__(self, family: Family, labels: Mapping[str, str]) -> None:
         self.family = family
         self.labels = dict(labels)
-        self._encoded: list[str | None] = [None, None]
+        self._encoded: list[bytes | None] = [None, None]
 
     def changed(self) -> None:
         """The one invalidation: this cell's lines and its family's joined bytes."""
@@ -153,11 +153,11 @@ class Cell:
     def stale(self, fmt: int) -> bool:
         return self._encoded[fmt] is None
 
-    def encoded(self, fmt: int) -> str:
-        text = self._encoded[fmt]
-        if text is None:
-            text = self._encoded[fmt] = self._encode(fmt)
-        return text
+    def encoded(self, fmt: int) -> bytes:
+        data = self._encoded[fmt]
+        if data is None:
+            data = self._encoded[fmt] = self._encode(fmt).encode()
+        return data
 
     def _encode(self, fmt: int) -> str:
         raise NotImplementedError
@@ -246,7 +246,7 @@ class _Histogram:
     """One histogram series: counts per bucket (not cumulative), sum, the latest exemplar
     per bucket, and its lines as %-templates built once."""
 
-    __slots__ = ("_bounds", "_exemplar_text", "_om", "_text", "counts", "exemplars", "sum")
+    __slots__ = ("_bounds", "_exemplar_text", "_templates", "counts", "exemplars", "sum")
 
     def __init__(self, name: str, labels: dict[str, str], bounds: Sequence[float]) -> None:
         self._bounds = bounds
@@ -260,9 +260,13 @@ class _Histogram:
             for b in bounds
         ]
         buckets = [b.replace("%", "%%") for b in buckets]
-        tail = f"{name}_count{plain} %s\n{name}_sum{plain} %s\n"
-        self._text = "".join(f"{b}%s\n" for b in buckets) + tail
-        self._om = "".join(f"{b}%s%s\n" for b in buckets) + tail
+        # counts are whole numbers: below a million, "%d.0" writes what repr() would, without
+        # a repr() per bucket; at a million and beyond, Go's exponent form (strings)
+        self._templates: dict[tuple[int, bool], str] = {}
+        for fast, count in ((True, "%d.0"), (False, "%s")):
+            tail = f"{name}_count{plain} {count}\n{name}_sum{plain} %s\n"
+            self._templates[TEXT, fast] = "".join(f"{b}{count}\n" for b in buckets) + tail
+            self._templates[OPENMETRICS, fast] = "".join(f"{b}{count}%s\n" for b in buckets) + tail
 
     def observe(self, value: float, exemplar: Mapping[str, str] | None) -> None:
         # the first bucket whose bound is >= the value, as prometheus_client's Histogram;
@@ -280,13 +284,15 @@ class _Histogram:
         return list(accumulate(self.counts))
 
     def encode(self, fmt: int) -> str:
-        acc = self.cumulative()
-        values = list(map(repr, acc)) if acc[-1] < _REPR_LIMIT else list(map(_go, acc))
-        tail = (values[-1], _go(self.sum))
+        counts = self.cumulative()
+        fast = counts[-1] < _REPR_LIMIT
+        values: Sequence[float | str] = counts if fast else [_go(v) for v in counts]
+        template = self._templates[fmt, fast]
+        total = _go(self.sum)
         if fmt == TEXT:
-            return self._text % (*values, *tail)
-        exemplars = self._exemplar_texts()
-        return self._om % (*chain.from_iterable(zip(values, exemplars, strict=True)), *tail)
+            return template % (*values, values[-1], total)
+        pairs = chain.from_iterable(zip(values, self._exemplar_texts(), strict=True))
+        return template % (*pairs, values[-1], total)
 
     def _exemplar_texts(self) -> list[str]:
         texts = self._exemplar_text
@@ -384,10 +390,14 @@ class Exposition:
                         return False
         return True
 
-    def body(self, *, openmetrics: bool) -> bytes:
-        """The whole exposition (OpenMetrics without its ``# EOF``: the caller ends it)."""
+    def parts(self, *, openmetrics: bool) -> list[bytes]:
+        """The whole exposition, family by family (OpenMetrics without its ``# EOF``: the
+        caller ends it), for one join with whatever the caller adds."""
         fmt = OPENMETRICS if openmetrics else TEXT
-        return b"".join([family.encoded(fmt) for family in self.families])
+        return [family.encoded(fmt) for family in self.families]
+
+    def body(self, *, openmetrics: bool) -> bytes:
+        return b"".join(self.parts(openmetrics=openmetrics))
 
     def collect(self) -> Iterator[Metric]:
         for family in self.families:

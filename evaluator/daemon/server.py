@@ -113,8 +113,8 @@ class HttpEndpoints:
                 break
             await asyncio.sleep(0)
         # what changed meanwhile is encoded here, so the body is the state of this moment
-        body = self._metrics.exposition_body(openmetrics=openmetrics)
-        body += encoder(self.runtime)
+        parts = self._metrics.exposition_parts(openmetrics=openmetrics)
+        body = b"".join([*parts, encoder(self.runtime)])
         return web.Response(body=body, headers={"Content-Type": content_type})
 
     async def healthz(self, _request: web.Request) -> web.Response:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import xml.etree.ElementTree as ET
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +23,7 @@ from evaluator.report import RunReport, format_timestamp
 __all__ = [
     "FORMATS",
     "GateSources",
+    "json_pieces",
     "render",
     "render_json",
     "render_junit",
@@ -331,7 +332,44 @@ def result_to_dict(result: GateResult, sources: GateSources) -> dict[str, Any]:
 def render_json(result: GateResult, sources: GateSources) -> str:
     """One line of JSON (``jq .`` pretty-prints it; an indent would take the pure-Python
     encoder, a tenth of the gate's time on 5,000 cases)."""
-    return json.dumps(result_to_dict(result, sources), ensure_ascii=False, allow_nan=False)
+    return "".join(json_pieces(result, sources))
+
+
+def _encode(value: object) -> str:
+    return json.dumps(value, ensure_ascii=False, allow_nan=False)
+
+
+#: Changed cases encoded per piece: one encoder call each, well under a MB of text.
+_PIECE_CASES = 1000
+#: How the whole result's text ends when both case lists are empty (``cases`` is the last
+#: key of the result and its two lists are the last keys of ``cases``).
+_LISTS_TAIL = '"regressed": [], "improved": []}}'
+
+
+def json_pieces(result: GateResult, sources: GateSources) -> Iterator[str]:
+    """:func:`render_json`'s text in pieces that add up to it exactly: the result without
+    its case lists, then the changed cases a thousand at a time, whole JSON objects.
+
+    Written piece by piece, a 100,000-case gate never holds its whole JSON text (tens of
+    MB, twice that as one str with any non-ASCII character) nor the encoder's list of
+    fragments of it. A piece boundary is never inside a JSON string.
+    """
+    data = result_to_dict(result, sources)
+    cases = data["cases"]
+    regressed, improved = cases["regressed"], cases["improved"]
+    head = _encode({**data, "cases": {**cases, "regressed": [], "improved": []}})
+    if not head.endswith(_LISTS_TAIL):  # the layout above changed: encode it whole
+        yield _encode(data)
+        return
+    yield head[: -len(_LISTS_TAIL)] + '"regressed": ['
+    for name, changes in (("regressed", regressed), ("improved", improved)):
+        if name == "improved":
+            yield '], "improved": ['
+        for start in range(0, len(changes), _PIECE_CASES):
+            # a list's text without its brackets is its items joined by ", "
+            items = _encode(changes[start : start + _PIECE_CASES])[1:-1]
+            yield (", " if start else "") + items
+    yield "]}}"
 
 
 # --- Markdown -----------------------------------------------------------------------------

@@ -388,7 +388,7 @@ def _build(source: str, head: _Report, share: RunReport | None = None) -> RunRep
         cases.append(_case(source, entry, where, known))
     check_cases(source, cases)
     if cases:
-        errors = sum(1 for c in cases if c.error is not None)
+        errors = sum(1 for c in cases if isinstance(c.outcome, CaseError))
         for field, written, actual in (
             ("case_count", head.case_count, len(cases)),
             ("error_count", head.error_count, errors),

@@ -146,7 +146,7 @@ class BodyDecoder:
 
     def __init__(self, codings: tuple[str, ...], limit: int) -> None:
         # decoding undoes the codings in reverse order of application
-        self._layers = [_LAYERS[c](c) for c in reversed(codings)]
+        self._layers: list[_Layer] = [_LAYERS[c](c) for c in reversed(codings)]
         self._codings = codings
         self._limit = limit
         self._produced = [0] * len(self._layers)

@@ -1,15 +1,20 @@
 """Hostile targets: what each attack costs the daemon, and what each bound costs per case.
 
-Each attack runs a real ``evaluator serve`` (20 cases every 0.2 s, concurrency 4) for
-``SECONDS`` against a loopback endpoint that misbehaves in one way, while this process
-polls ``/healthz`` every 20 ms. Reported per attack: the daemon's peak RSS (``VmHWM``), the
-worst and the P99 ``/healthz`` latency, the runs finished, the largest report and the log
-bytes per case, the ``stage`` label values on ``/metrics`` and the error kinds the cases
-ended in. ``bomb`` and ``garbled`` are raw responses (:mod:`tests.faults.raw_responses`),
-one per case in turn: the three 256 MiB bombs and the three-coding chain, or the bad
-status line, the invalid chunk size and the 1 MiB header. Then, in-process, the cost
-per case of each bound: redacting a case's report entry (clean, and holding a secret), a
-log line, folding stage names, and the size caps.
+Each attack runs a real ``evaluator serve`` for ``SECONDS`` with two jobs: the attacked
+one (20 cases every 0.2 s, concurrency 4) against a loopback endpoint that misbehaves in
+one way, and a healthy neighbour (10 cases every 0.2 s, concurrency 2) against a fast
+endpoint in a process of its own (:mod:`tests.benchmarks.endpoint`, 5 ms per answer, the
+same for every attack), while this process polls ``/healthz`` every 20 ms and ``/metrics``
+every 100 ms. Reported per attack: the daemon's peak RSS (``VmHWM``), the worst and the P99
+``/healthz`` latency, the worst ``/metrics`` latency, the neighbour's P99 case latency (and
+its error cases: there should be none), the attacked job's runs finished, the largest
+report and the log bytes per case, the ``stage`` label values on ``/metrics`` and the error
+kinds the cases ended in. ``bomb`` and ``garbled`` are raw responses
+(:mod:`tests.faults.raw_responses`), one per case in turn: the three 256 MiB bombs and the
+three-coding chain, or the bad status line, the invalid chunk size and the 1 MiB header.
+``ids`` is 350,000 ids per response within the default 4 MiB cap. Then, in-process, the
+cost per case of each bound: redacting a case's report entry (clean, and holding a
+secret), a log line, folding stage names, and the size caps.
 
 ``python -m tests.benchmarks.run --only hostile``
 """
@@ -31,7 +36,8 @@ from typing import Any
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.benchmarks.support import figure, nearest_rank
+from evaluator.daemon.report_store import job_folder_name
+from tests.benchmarks.support import endpoint, figure, nearest_rank
 from tests.faults import raw_responses
 from tests.faults.hostile import HostileEndpoint, MiB
 from tests.support.prometheus import DaemonProcess
@@ -39,12 +45,24 @@ from tests.support.rawhttp import RawServer
 
 SECONDS = 6.0
 CASES = 20
+NEIGHBOUR_CASES = 10
 POLL = 0.02
-ATTACKS = ("good", "echo", "stages", "error", "large", "bomb", "garbled", "sighup", "full-disk")
+METRICS_POLL = 0.1
+ATTACKS = (
+    "good", "echo", "stages", "error", "large", "ids", "bomb", "garbled", "sighup", "full-disk",
+)  # fmt: skip
 SECRET = "tok/5ecret+Zq81=xy"
 
 
-def _config(folder: Path, url: str, reports: Path) -> Path:
+def _config(folder: Path, url: str, reports: Path, neighbour_url: str) -> Path:
+    neighbour = folder / "neighbour.jsonl"
+    neighbour.write_text(
+        "".join(
+            json.dumps({"id": f"n{i}", "question": f"q{i}", "relevant_ids": ["doc-0"]}) + "\n"
+            for i in range(NEIGHBOUR_CASES)
+        ),
+        "utf-8",
+    )
     golden = folder / "golden.jsonl"
     golden.write_text(
         "".join(
@@ -68,10 +86,20 @@ timeout_seconds = 20
 max_response_bytes = {16 * MiB}
 retry = {{ retries = 0 }}
 request.headers = {{ Authorization = "Bearer ${{BENCH_TOKEN}}" }}
+[[targets]]
+name = "neighbour"
+url = "{neighbour_url}"
+timeout_seconds = 20
+retry = {{ retries = 0 }}
 [[jobs]]
 target = "hostile"
 dataset = "{golden}"
 interval_seconds = 0.2
+[[jobs]]
+target = "neighbour"
+dataset = "{neighbour}"
+interval_seconds = 0.2
+concurrency = 2
 """,
         "utf-8",
     )
@@ -86,11 +114,12 @@ def _peak_rss(pid: int) -> float:
 
 
 class _Poller(threading.Thread):
-    """GET /healthz every ``POLL`` s; keeps each latency (a failure counts as 10 s)."""
+    """GET ``url`` every ``pause`` s; keeps each latency (a failure counts as 10 s)."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, pause: float = POLL) -> None:
         super().__init__(daemon=True)
         self.url = url
+        self.pause = pause
         self.latencies: list[float] = []
         self.stop = threading.Event()
 
@@ -103,7 +132,7 @@ class _Poller(threading.Thread):
                     self.latencies.append(time.perf_counter() - started)
                 except httpx.HTTPError:
                     self.latencies.append(10.0)
-                time.sleep(POLL)
+                time.sleep(self.pause)
 
 
 @contextmanager
@@ -118,7 +147,7 @@ def _endpoint(name: str) -> Iterator[str]:
         yield endpoint.url
 
 
-def _attack(name: str) -> dict[str, Any]:
+def _attack(name: str, neighbour_url: str) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix=f"bench-hostile-{name}-") as tmp, \
             _endpoint(name) as url:  # fmt: skip
         folder = Path(tmp)
@@ -130,47 +159,87 @@ def _attack(name: str) -> dict[str, Any]:
             reports = disk / "reports"
             prefix = ["unshare", "-rm", "sh", "-c",
                       f'mount -t tmpfs -o size=256k tmpfs "{disk}" && exec "$@"', "sh"]  # fmt: skip
-        config = _config(folder, url, reports)
+        config = _config(folder, url, reports, neighbour_url)
         env = {"BENCH_TOKEN": SECRET}
         with DaemonProcess(
             ["--config", str(config)], workdir=folder, env=env, prefix=prefix
         ) as daemon:
             daemon.wait_ready()
             assert daemon.proc is not None
+            # the daemon staggers first runs over 10 s: the window opens once both jobs run
+            daemon.wait_for_log(_is_run("neighbour"), timeout=60)
+            before = len(daemon.logs())
+            window_opened = time.time()
             poller = _Poller(f"{daemon.url}/healthz")
+            scraper = _Poller(f"{daemon.url}/metrics", METRICS_POLL)
             poller.start()
+            scraper.start()
             deadline = time.monotonic() + SECONDS
             while time.monotonic() < deadline:
                 if name == "sighup":
                     daemon.proc.send_signal(signal.SIGHUP)
                 time.sleep(0.25)
-            poller.stop.set()
-            poller.join(15)
+            for thread in (poller, scraper):
+                thread.stop.set()
+                thread.join(15)
             exposition = daemon.get("/metrics").text
             peak = _peak_rss(daemon.proc.pid)
             root = Path(f"/proc/{daemon.proc.pid}/root") if prefix else Path("/")
-            files = list((root / str(reports).lstrip("/")).rglob("*.json"))
+            # the attacked job's reports only (the neighbour's are small and alike)
+            job = root / str(reports).lstrip("/") / job_folder_name("hostile/golden")
+            files = [p for p in job.glob("*.json") if p.stat().st_mtime >= window_opened]
             sizes = [p.stat().st_size for p in files]
             kinds = _error_kinds(files)
             result = daemon.stop()
-        log_bytes = daemon.stdout_path.stat().st_size
-    runs = sum(e.get("event") == "run" for e in result.logs)
+        log_lines = daemon.stdout_path.read_text("utf-8", errors="replace").splitlines()
+    window = result.logs[before:]  # the events logged in the measured window
+    runs = sum(map(_is_run("hostile"), window))
+    neighbour = [e for e in window if e.get("event") == "case" and e.get("target") == "neighbour"]
+    latencies = [float(e["latency_seconds"]) for e in neighbour]
+    # log bytes per attacked case, over the whole log: the neighbour's lines are not its cost
+    log_bytes = hostile_cases = 0
+    for line in log_lines:
+        event = _event(line)
+        # the scheduler's own lines name the job, not the target
+        if event.get("target") != "neighbour" and "neighbour/neighbour" not in line:
+            log_bytes += len(line.encode()) + 1
+            hostile_cases += event.get("event") == "case"
     stages: set[str] = set()
     for family in text_string_to_metric_families(exposition):
         if family.name == "rag_eval_stage_latency_seconds":
-            stages |= {s.labels["stage"] for s in family.samples if "stage" in s.labels}
+            stages |= {
+                s.labels["stage"]
+                for s in family.samples
+                if "stage" in s.labels and s.labels.get("target") == "hostile"
+            }
     lat = poller.latencies or [float("nan")]
     return {
         "peak_rss_mib": peak,
         "healthz_worst_ms": max(lat) * 1000,
         "healthz_p99_ms": nearest_rank(lat, 99) * 1000,
+        "metrics_worst_ms": max(scraper.latencies or [float("nan")]) * 1000,
+        "neighbour_p99_ms": nearest_rank(latencies or [float("nan")], 99) * 1000,
+        "neighbour_cases": len(latencies),
+        "neighbour_errors": sum(e.get("error_kind") is not None for e in neighbour),
         "runs": runs,
         "report_max_bytes": max(sizes or [0]),
-        "log_bytes_per_case": log_bytes / max(runs * CASES, 1),
+        "log_bytes_per_case": log_bytes / max(hostile_cases, 1),
         "stage_values": len(stages),
         "error_kinds": kinds,
         "exit": result.returncode,
     }
+
+
+def _is_run(target: str) -> Callable[[dict[str, Any]], bool]:
+    return lambda event: event.get("event") == "run" and event.get("target") == target
+
+
+def _event(line: str) -> dict[str, Any]:
+    try:
+        event = json.loads(line)
+    except ValueError:
+        return {}
+    return event if isinstance(event, dict) else {}
 
 
 def _error_kinds(files: list[Path]) -> dict[str, int]:
@@ -235,17 +304,27 @@ def _costs() -> dict[str, float]:
 def run() -> dict[str, Any]:
     out: dict[str, Any] = {}
     details: dict[str, Any] = {}
-    for name in ATTACKS:
-        if name == "full-disk" and shutil.which("unshare") is None:
-            continue
-        figures = _attack(name)
-        details[name] = figures
+    with endpoint(0.005) as neighbour_url:
+        for name in ATTACKS:
+            if name == "full-disk" and shutil.which("unshare") is None:
+                continue
+            details[name] = _attack(name, neighbour_url)
+    for name, figures in details.items():
         out[f"{name}_peak_rss"] = figure(
             figures["peak_rss_mib"], "MiB", meaning=f"attack {name}: daemon peak RSS (VmHWM)"
         )
         out[f"{name}_healthz_worst"] = figure(
             figures["healthz_worst_ms"], "ms",
             meaning=f"attack {name}: worst /healthz latency, polled every 20 ms",
+        )  # fmt: skip
+        out[f"{name}_metrics_worst"] = figure(
+            figures["metrics_worst_ms"], "ms",
+            meaning=f"attack {name}: worst /metrics latency, polled every 100 ms",
+        )  # fmt: skip
+        out[f"{name}_neighbour_p99"] = figure(
+            figures["neighbour_p99_ms"], "ms",
+            meaning=f"attack {name}: P99 case latency of a healthy job in the same daemon "
+            "(endpoint 5 ms per answer)",
         )  # fmt: skip
     costs = _costs()
     details["costs_us"] = costs

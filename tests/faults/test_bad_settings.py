@@ -34,13 +34,23 @@ BAD: list[tuple[str, str, str, str, dict[str, str], str]] = [
     ("k-beyond-ranking", "max_ranked_ids = 3", "k = 5", "", {}, "jobs.0.k"),
     ("infinite-grace", "", "", "shutdown_grace_seconds = inf", {}, "shutdown_grace_seconds"),
     ("bad-env-json", "", "", "", {"EVALUATOR_TARGETS": "[{bad"}, "EVALUATOR_TARGETS"),
-]
+    # the two kinds of target: an HTTP key on a callable, both endpoints, a misspelt one
+    ("http-key-on-callable", 'callable = "json:dumps"\nmax_connections = 3', "", "", {},
+     "targets.0.max_connections: only for a 'url' target"),
+    ("url-and-callable", f'url = "{URL}"\ncallable = "json:dumps"', "", "", {},
+     "targets.0: set exactly one of 'url' or 'callable'"),
+    ("callable-misspelt", 'callabel = "json:dumps"', "", "", {},
+     'targets.0.callabel: unknown key (did you mean "callable"?)'),
+    ("env-http-key-on-callable", "", "", "", {"EVALUATOR_TARGETS": json.dumps(
+        [{"name": "t", "callable": "json:dumps", "tls": {"verify": False}}])},
+     "environment variable EVALUATOR_TARGETS (targets.0.tls): only for a 'url' target"),
+]  # fmt: skip
 
 
 def _write(tmp_path: Path, target: str, job: str, top: str) -> Path:
     golden = tmp_path / "golden.jsonl"
     golden.write_text(json.dumps({"id": "c", "question": "q", "relevant_ids": ["d"]}) + "\n")
-    if "url =" not in target:
+    if not any(endpoint in target for endpoint in ("url =", "callable =", "callabel =")):
         target = f'url = "{URL}"\n{target}'
     config = tmp_path / "evaluator.toml"
     config.write_text(

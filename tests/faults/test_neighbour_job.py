@@ -45,8 +45,9 @@ from tests.support.prometheus import DaemonProcess
 pytestmark = pytest.mark.e2e
 
 HEAVY_PHASES = ("ids", "large")
-#: neighbour reports per phase (10 cases each), after the one that straddles the switch
-NEIGHBOUR_RUNS = 8
+#: neighbour reports per phase (10 cases each; P99 of 120 is the second-worst case), after
+#: the one that straddles the switch
+NEIGHBOUR_RUNS = 12
 #: heavy reports per heavy phase, after the one that straddles the switch
 HEAVY_RUNS = 2
 #: the neighbour's own per-case deadline: a stall this long is a false timeout
@@ -147,10 +148,10 @@ class Phase:
     health: list[tuple[int | None, float]]
     scrapes: list[tuple[int | None, float]]
 
-    def neighbour_p99(self) -> float:
-        p99 = nearest_rank([float(c["latency_seconds"]) for c in self.neighbour], 99)
-        assert p99 is not None, "no neighbour case in this phase"
-        return p99
+    def neighbour_latency(self, percentile: float) -> float:
+        value = nearest_rank([float(c["latency_seconds"]) for c in self.neighbour], percentile)
+        assert value is not None, "no neighbour case in this phase"
+        return value
 
 
 def _phase(daemon: DaemonProcess, folders: dict[str, Path], deadline: float) -> Phase:
@@ -203,8 +204,9 @@ def phases(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Phase
             what: max((s for _, s in polls), default=0.0)
             for what, polls in (("healthz", phase.health), ("metrics", phase.scrapes))
         }
+        p90, p99 = (phase.neighbour_latency(p) * 1000 for p in (90, 99))
         print(
-            f"{name}: neighbour {len(latencies)} cases, p99 {phase.neighbour_p99() * 1000:.0f} ms,"
+            f"{name}: neighbour {len(latencies)} cases, p90 {p90:.0f} ms, p99 {p99:.0f} ms,"
             f" max {latencies[-1] * 1000:.0f} ms; worst /healthz {worst['healthz'] * 1000:.0f} ms,"
             f" /metrics {worst['metrics'] * 1000:.0f} ms; heavy {len(phase.heavy)} cases"
         )
@@ -220,9 +222,9 @@ class TestNeighbourJob:
             assert errors == [], (name, errors[:3])
 
     def test_neighbour_p99_stays_near_the_calm_phase(self, phases: dict[str, Phase]) -> None:
-        calm = phases["calm"].neighbour_p99()
+        calm = phases["calm"].neighbour_latency(99)
         for name in HEAVY_PHASES:
-            p99 = phases[name].neighbour_p99()
+            p99 = phases[name].neighbour_latency(99)
             assert p99 <= calm + STALL_BOUND, (name, f"p99 {p99:.3f} s vs calm {calm:.3f} s")
 
     def test_neighbour_latency_is_mostly_the_endpoint(self, phases: dict[str, Phase]) -> None:

@@ -141,3 +141,21 @@ def test_unknown_format(result: GateResult) -> None:
     """A format outside FORMATS is a programming error."""
     with pytest.raises(ValueError, match="unknown format 'yaml'"):
         render(result, SOURCES, "yaml")
+
+
+@pytest.mark.parametrize("changed", [0, 1, 2500])
+def test_json_pieces_add_up_to_the_whole_json(changed: int) -> None:
+    """The command writes --format json piece by piece: the pieces must be exactly the one
+    text (none, one and several thousand changed cases, more than one piece of them)."""
+    from evaluator.gate.render import json_pieces, result_to_dict
+
+    # the last ten improve, so both lists are written
+    base = report([record(f"c{i}", rr=0.5 if i >= 2590 else 1.0) for i in range(2600)])
+    cand = report(
+        [record(f"c{i}", rr=0.5 if i < changed else 1.0) for i in range(2600)], run_id="run-2"
+    )
+    result = evaluate_gate(base, cand, RULES)
+    assert len(result.case_diff.regressed) == changed
+    assert len(result.case_diff.improved) == 10
+    whole = json.dumps(result_to_dict(result, SOURCES), ensure_ascii=False, allow_nan=False)
+    assert "".join(json_pieces(result, SOURCES)) == whole == render_json(result, SOURCES)

@@ -11,12 +11,13 @@ import traceback
 from pathlib import Path
 
 import pytest
+import structlog
 
 from evaluator.cli import main
 from evaluator.config import HttpTargetConfig
 from evaluator.errors import TargetHTTPStatusError
 from evaluator.factory import build_target
-from evaluator.logs import configure_logging, get_logger
+from evaluator.logs import configure_logging
 from evaluator.models import CaseRecord
 from evaluator.report import RunReport, report_to_dict, write_report
 from evaluator.runner import RetryEvent, RunOptions, run_dataset
@@ -68,7 +69,7 @@ class TestNoLeak:
         caplog.set_level(logging.DEBUG)
         for noisy in ("httpx", "httpcore", "aiohttp"):
             caplog.set_level(logging.DEBUG, logger=noisy)
-        log = get_logger()
+        log = structlog.get_logger("evaluator")
 
         def on_case(record: CaseRecord) -> None:
             log.info("case", case_id=record.id, error=record.error and record.error.message)
