@@ -55,3 +55,39 @@ def without_gc(function: Callable[_P, _R]) -> Callable[_P, _R]:
             return function(*args, **kwargs)
 
     return paused
+
+
+#: the youngest generation's threshold while a run is in flight (CPython's default: 700)
+RUN_GEN0_THRESHOLD = 10_000
+
+_relaxed_depth = 0
+_saved_thresholds: tuple[int, int, int] | None = None
+
+
+@contextmanager
+def gc_relaxed(gen0_threshold: int = RUN_GEN0_THRESHOLD) -> Iterator[None]:
+    """Collect the youngest generation less often inside the block (counted, like
+    :func:`gc_paused`; the previous thresholds come back when the last block ends).
+
+    During a run, each young collection walks the objects of the requests in flight
+    (coroutines, tasks, contexts, parser state: about a thousand at concurrency 50), and
+    with the default threshold that walk came every few cases: ~1 ms of CPU each time,
+    4% of a zero-latency run. Cycles still get collected, only in larger batches; the
+    young generation stays bounded by the threshold.
+    """
+    global _relaxed_depth, _saved_thresholds
+    with _lock:
+        if _relaxed_depth == 0:
+            saved = gc.get_threshold()
+            _saved_thresholds = (saved[0], saved[1], saved[2])
+            if gen0_threshold > saved[0]:
+                gc.set_threshold(gen0_threshold, saved[1], saved[2])
+        _relaxed_depth += 1
+    try:
+        yield
+    finally:
+        with _lock:
+            _relaxed_depth -= 1
+            if _relaxed_depth == 0 and _saved_thresholds is not None:
+                gc.set_threshold(*_saved_thresholds)
+                _saved_thresholds = None

@@ -18,6 +18,7 @@ from typing import Any
 
 from evaluator.bounds import DEFAULT_TEXT_CHARS, RecordLimits
 from evaluator.errors import BadResponseError, TargetError, TargetHTTPStatusError
+from evaluator.gcpause import gc_relaxed
 from evaluator.looplag import LoopLagMonitor
 from evaluator.models import Case, CaseError, CaseRecord, Dataset, TargetResponse
 from evaluator.otlp import CaseSpans
@@ -312,9 +313,10 @@ async def run_dataset(
 
     interrupted = False
     try:
-        async with LoopLagMonitor() as lag, asyncio.TaskGroup() as group:
-            for _ in range(min(options.concurrency, len(todo)) or 1):
-                group.create_task(worker())
+        with gc_relaxed():
+            async with LoopLagMonitor() as lag, asyncio.TaskGroup() as group:
+                for _ in range(min(options.concurrency, len(todo)) or 1):
+                    group.create_task(worker())
     except asyncio.CancelledError:
         if not keep_partial:
             raise

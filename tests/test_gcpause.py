@@ -1,0 +1,41 @@
+"""gc_relaxed: a higher young-generation threshold while runs are in flight, counted."""
+
+from __future__ import annotations
+
+import gc
+
+from evaluator.gcpause import gc_relaxed
+
+
+def test_threshold_raised_inside_and_restored_after_the_last() -> None:
+    before = gc.get_threshold()
+    first, second = gc_relaxed(50_000), gc_relaxed(50_000)
+    first.__enter__()
+    second.__enter__()
+    assert (50_000, *before[1:]) == gc.get_threshold()
+    # runs overlap in the daemon: the first one ending does not restore it yet
+    first.__exit__(None, None, None)
+    assert 50_000 == gc.get_threshold()[0]
+    second.__exit__(None, None, None)
+    assert before == gc.get_threshold()
+
+
+def test_never_lowers_a_higher_threshold() -> None:
+    before = gc.get_threshold()
+    try:
+        gc.set_threshold(100_000, before[1], before[2])
+        with gc_relaxed(10_000):
+            assert 100_000 == gc.get_threshold()[0]
+        assert 100_000 == gc.get_threshold()[0]
+    finally:
+        gc.set_threshold(*before)
+
+
+def test_restored_when_the_block_raises() -> None:
+    before = gc.get_threshold()
+    try:
+        with gc_relaxed(20_000):
+            raise KeyError
+    except KeyError:
+        pass
+    assert before == gc.get_threshold()
