@@ -349,7 +349,10 @@ class _TargetBase(_Strict):
     name: str | None = Field(None, description="the target label")
     timeout_seconds: float = _seconds(30.0, description="whole-call deadline per attempt")
     max_ranked_ids: int = Field(
-        100, ge=1, le=100_000, description="ranked items kept and scored per case"
+        100,
+        ge=1,
+        le=100_000,
+        description="ranked items read, kept and scored per case; later items are never parsed",
     )
     max_answer_chars: int = Field(
         10_000, ge=0, le=10_000_000, description="answer characters kept in reports and logs"
