@@ -108,5 +108,9 @@ class TestLatencyExcludesOwnLimits:
             elapsed = time.perf_counter() - started
         assert elapsed >= 7 / 20  # the limit held: 8 requests at 20/s take 0.35 s at least
         assert all(c.error is None for c in report.cases)
-        # without the queue time subtracted the last case would report ~0.35 s
-        assert max(c.latency_seconds for c in report.cases) < 0.15
+        # Admitted at 20/s, the i-th request waits about i/20 s in our own queue: 1.4 s in all
+        # for 8. Were that wait counted as latency, the latencies would add up to it at least,
+        # whatever the load; half of it is a bound only 88 ms of loopback service time per
+        # request on average could break (a timing bound on each case flaked on a loaded host).
+        queued_in_all = sum(i / 20 for i in range(8))
+        assert sum(c.latency_seconds for c in report.cases) < queued_in_all / 2
