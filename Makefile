@@ -90,8 +90,20 @@ lock: venv
 demo: venv
 	$(BIN)/evaluator demo
 
-bench: venv
+# promptfoo is the benchmark's real alternative (tests/benchmarks/bench_goals.py). 0.121.20 is
+# the newest release that still runs on Debian's Node.js 20 (0.122 requires Node 22.22).
+PROMPTFOO_VERSION := 0.121.20
+PROMPTFOO := bench-results/promptfoo/node_modules/.bin/promptfoo
+
+bench: venv $(PROMPTFOO)
 	$(BIN)/python -m tests.benchmarks.run
+
+$(PROMPTFOO):
+	@if command -v npm >/dev/null; then \
+		mkdir -p bench-results/promptfoo && \
+		npm install --prefix bench-results/promptfoo --no-audit --no-fund --loglevel=error \
+			promptfoo@$(PROMPTFOO_VERSION) || echo "promptfoo not installed: its comparison is skipped"; \
+	else echo "npm not found: the promptfoo comparison is skipped"; fi
 
 # the status page, a case view and a gate report as docs/images/*.png (real service, daemon,
 # and Debian's Chromium)
