@@ -65,7 +65,8 @@ WALL_GOAL = 1.05
 ADDED_GOAL = 1.3
 CPU_GOAL = 1.5
 PROMPTFOO_DIR = REPO / "bench-results" / "promptfoo"
-PROMPTFOO_VERSION = "0.123.1"
+#: GNU time (Debian package time): the peak RSS of the command alone
+GNU_TIME = "/usr/bin/time"
 EVALUATOR = str(Path(sys.executable).with_name("evaluator"))
 LABELS = {"evaluator": "evaluator run", "bare": "bare aiohttp loop", "promptfoo": "promptfoo eval"}
 
@@ -136,23 +137,48 @@ def _process(command: list[str], cwd: Path, env: dict[str, str] | None = None) -
         filter(None, [str(REPO), os.environ.get("PYTHONPATH")])
     )
     full_env.update(env or {})
-    started = time.perf_counter()
-    proc = subprocess.Popen(
-        command, cwd=cwd, env=full_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
-    )
-    # wait4 on the direct child: for promptfoo (node) that is the whole eval
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - started
-    stdout = proc.stdout.read().decode(errors="replace") if proc.stdout else ""
-    stderr = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
+    # GNU time forks the command from its own small process: a child forked straight from
+    # this benchmark would inherit the benchmark's peak RSS in ru_maxrss (Linux keeps the
+    # larger across fork and exec), so every process here read as large as the benchmark.
+    # Output goes to files: a pipe nobody reads until the end stalls a chatty child.
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        with tempfile.NamedTemporaryFile("r", suffix=".maxrss") as peak:
+            started = time.perf_counter()
+            proc = subprocess.Popen(
+                [GNU_TIME, "-f", "%M", "-o", peak.name, *command],
+                cwd=cwd,
+                env=full_env,
+                stdout=out,
+                stderr=err,
+            )
+            # wait4 on GNU time: its rusage covers the command and all it waited for
+            _, status, usage = os.wait4(proc.pid, 0)
+            wall = time.perf_counter() - started
+            peak_kib = float(peak.read().strip().splitlines()[-1])  # KiB on Linux
+        out.seek(0)
+        err.seek(0)
+        stdout = out.read().decode(errors="replace")
+        stderr = err.read().decode(errors="replace")
     return {
         "wall_seconds": wall,
         "cpu_seconds": usage.ru_utime + usage.ru_stime,
-        "peak_mib": usage.ru_maxrss / 1024,
+        "peak_mib": peak_kib / 1024,
         "exit_code": os.waitstatus_to_exitcode(status),
         "stdout_tail": stdout.strip().splitlines()[-2:],
-        "stderr_tail": stderr.strip().splitlines()[-3:],
+        # GNU time appends "Command exited with non-zero status N" to stderr, not to -o
+        "stderr_tail": [
+            line for line in stderr.strip().splitlines() if not line.startswith("Command exited")
+        ][-3:],
     }
+
+
+def promptfoo_version() -> str:
+    """The installed promptfoo's version (the Makefile pins what ``make bench`` installs)."""
+    package = PROMPTFOO_DIR / "node_modules" / "promptfoo" / "package.json"
+    try:
+        return str(json.loads(package.read_text("utf-8"))["version"])
+    except (OSError, ValueError, KeyError):
+        return "(version unknown)"
 
 
 def promptfoo_binary() -> Path | None:
@@ -337,7 +363,7 @@ def run() -> dict[str, Any]:
     peaks = {k: _med(v, "peak_mib") for k, v in processes.items()}
     pf_skip = next((r["skipped"] for r in processes["promptfoo"] if "skipped" in r), None)
     pf_note = pf_skip or (
-        f"promptfoo {PROMPTFOO_VERSION} eval, HTTP provider: {walls['promptfoo']:.2f} s, "
+        f"promptfoo {promptfoo_version()} eval, HTTP provider: {walls['promptfoo']:.2f} s, "
         f"{peaks['promptfoo']:.0f} MiB"
         if walls["promptfoo"] is not None
         else "promptfoo did not finish: see the JSON details"
