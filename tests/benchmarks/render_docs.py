@@ -105,7 +105,23 @@ def _side_by_side(results: dict[str, Any]) -> list[str]:
             lines.append(f"- {key.removeprefix('whole process: ')}: **{f['value']:.2f}**.")
     if skipped:
         lines += ["", f"promptfoo was not measured: {skipped}."]
+    lines += _promptfoo_outcome(processes.get("promptfoo", []))
     return lines
+
+
+def _promptfoo_outcome(runs: list[dict[str, Any]]) -> list[str]:
+    """What promptfoo's exit code means: 100 is "some assertion failed", not a broken run."""
+    stats = [r["stats"] for r in runs if r.get("stats")]
+    if not stats:
+        return []
+    last = stats[-1]
+    return [
+        "",
+        "promptfoo exits 100 when any test's assertion fails, not when a run breaks. In its "
+        f"last run {last.get('successes')} cases passed the answer assertion (`icontains-any` "
+        f"on the expected facts), {last.get('failures')} failed it and {last.get('errors')} "
+        "were errors.",
+    ]
 
 
 def _scale(results: dict[str, Any]) -> list[str]:
