@@ -11,7 +11,8 @@ trusted.
 A compact report (one case per line) and an indented one (older versions wrote
 ``indent=2``) read back identically. Fields this version does not know are skipped, so a
 newer report with more per-case fields still reads; to add a field, add it to the
-``_Case`` (or ``_Report``) struct with a default and map it in :func:`_case`.
+``_CaseFields`` (or ``_Report``) struct with a default and map it in :func:`_case`; a score
+(a :class:`CaseScores` field) and a registered quality ratio need no edit here.
 
 Python's cyclic garbage collector is paused while the records are built: with hundreds of
 thousands of new objects it would otherwise rescan them again and again (four fifths of the
@@ -20,17 +21,19 @@ reading time at 100,000 cases), and none of them can form a cycle.
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import json
 import math
+import operator
 import os
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 from types import MappingProxyType
-from typing import Annotated, Any, cast
+from typing import TYPE_CHECKING, Annotated, Any, cast, get_args, get_type_hints
 
 import msgspec
 from msgspec import Meta, Struct
@@ -63,7 +66,9 @@ class _Error(Struct, frozen=True, gc=False):
     status: Status | None = None
 
 
-class _Case(Struct, frozen=True, gc=False):
+class _CaseFields(Struct, frozen=True, gc=False):
+    """A case entry's fields other than its scores (those come from :class:`CaseScores`)."""
+
     id: str
     question: str
     latency_seconds: Seconds
@@ -76,15 +81,6 @@ class _Case(Struct, frozen=True, gc=False):
     ranked_ids: tuple[str, ...] = ()
     answer: str | None = None
     citations: tuple[Citation, ...] = ()
-    recall_at_k: Ratio | None = None
-    mrr: Ratio | None = None
-    ndcg_at_k: Ratio | None = None
-    citation_precision: Ratio | None = None
-    citation_recall: Ratio | None = None
-    citation_valid: bool | None = None
-    answer_correct: bool | None = None
-    fact_recall: Ratio | None = None
-    refused: bool | None = None
     stage_seconds: dict[str, Seconds] = {}
     attempts: Attempts = 1
     error: _Error | None = None
@@ -105,25 +101,13 @@ class _Total(Struct, frozen=True, gc=False):
     count: Count
 
 
-class _Totals(Struct, frozen=True, gc=False):
-    """One field per quality ratio (not a map: an error then names the metric)."""
+class _TagSummaryFields(Struct, frozen=True, gc=False):
+    """A summary's fields other than its quality ratios (those come from the registry)."""
 
-    recall_at_k: _Total | None = None
-    mrr: _Total | None = None
-    ndcg_at_k: _Total | None = None
-    citation_precision: _Total | None = None
-    citation_recall: _Total | None = None
-    answer_accuracy: _Total | None = None
-    fact_recall: _Total | None = None
-    false_refusal_rate: _Total | None = None
-    correct_refusal_rate: _Total | None = None
-
-
-class _TagSummary(Struct, frozen=True, gc=False):
     case_count: Count
     scored_count: Count
     error_count: Count
-    totals: _Totals = _Totals()
+    totals: _Totals = msgspec.field(default_factory=lambda: _Totals())
     error_rate: Ratio | None = None
     p50_seconds: Seconds | None = None
     p95_seconds: Seconds | None = None
@@ -139,20 +123,56 @@ class _TagSummary(Struct, frozen=True, gc=False):
     output_tokens_total: Count | None = None
     cost_total: Annotated[float, Meta(ge=0.0)] | None = None
     cost_per_case: Annotated[float, Meta(ge=0.0)] | None = None
-    recall_at_k: Ratio | None = None
-    mrr: Ratio | None = None
-    ndcg_at_k: Ratio | None = None
-    citation_precision: Ratio | None = None
-    citation_recall: Ratio | None = None
-    answer_accuracy: Ratio | None = None
-    fact_recall: Ratio | None = None
-    false_refusal_rate: Ratio | None = None
-    correct_refusal_rate: Ratio | None = None
+
+
+# The per-metric fields are made from the registry, so that a metric added there (and its
+# CaseScores field) is read back with no edit here. They are still typed fields, not maps:
+# a bad value is an error naming the metric, checked in C while decoding.
+_SCORE_FIELDS = tuple(f.name for f in dataclasses.fields(CaseScores))
+# typed by the decoder: each value already has its CaseScores field's type
+_scores_of: Callable[[object], tuple[Any, ...]] = operator.attrgetter(*_SCORE_FIELDS)
+_SCORE_TYPES = get_type_hints(CaseScores)
+#: the leading CaseScores fields every scored case has (retrieval); the rest may be null
+_REQUIRED_SCORES = sum(f.default is dataclasses.MISSING for f in dataclasses.fields(CaseScores))
+
+
+def _decoded_as(name: str) -> object:
+    """How a CaseScores field is read: flags as booleans, everything else a ratio in 0..1
+    (CaseScores promises both); optional, since a failed case has no scores."""
+    return bool | None if bool in get_args(_SCORE_TYPES[name]) else Ratio | None
+
+
+if TYPE_CHECKING:  # the generated fields are read by name (getattr, attrgetter)
+
+    class _Case(_CaseFields, frozen=True): ...
+
+    class _Totals(Struct, frozen=True): ...
+
+    class _TagSummary(_TagSummaryFields, frozen=True): ...
+
+else:
+    _Case = msgspec.defstruct(
+        "_Case",
+        [(name, _decoded_as(name), None) for name in _SCORE_FIELDS],
+        bases=(_CaseFields,),
+        frozen=True,
+        gc=False,
+    )
+    _Totals = msgspec.defstruct(
+        "_Totals", [(name, _Total | None, None) for name in QUALITY_METRICS], frozen=True, gc=False
+    )
+    _TagSummary = msgspec.defstruct(
+        "_TagSummary",
+        [(name, Ratio | None, None) for name in QUALITY_METRICS],
+        bases=(_TagSummaryFields,),
+        frozen=True,
+        gc=False,
+    )
 
 
 class _Summary(_TagSummary, frozen=True, gc=False):
     # one level only: a tag's summary has no tags of its own
-    by_tag: dict[str, _TagSummary] = {}
+    by_tag: dict[str, _TagSummary] = msgspec.field(default_factory=dict)
 
 
 class _Report(Struct, frozen=True, gc=False):
@@ -321,24 +341,15 @@ def _case(source: str, c: _Case, where: str, known: Mapping[str, Case] | None = 
     outcome: Outcome
     if c.error is not None:
         outcome = CaseError(c.error.kind, c.error.message, c.error.status)
-    elif c.recall_at_k is None or c.mrr is None or c.ndcg_at_k is None:
-        missing = next(n for n in ("recall_at_k", "mrr", "ndcg_at_k") if getattr(c, n) is None)
-        raise ReportError(
-            f"{source}: field '{where}{missing}' is null but the case has no error "
-            "(a case is either scored or failed)"
-        )
     else:
-        outcome = CaseScores(
-            c.recall_at_k,
-            c.mrr,
-            c.ndcg_at_k,
-            c.citation_precision,
-            c.citation_recall,
-            c.citation_valid,
-            c.answer_correct,
-            c.fact_recall,
-            c.refused,
-        )
+        scores = _scores_of(c)
+        if None in scores[:_REQUIRED_SCORES]:
+            missing = _SCORE_FIELDS[scores.index(None)]
+            raise ReportError(
+                f"{source}: field '{where}{missing}' is null but the case has no error "
+                "(a case is either scored or failed)"
+            )
+        outcome = CaseScores(*scores)
     case = known.get(c.id) if known is not None else None
     if case is None or not _same_case(case, c, relevance, golden):
         case = Case(
