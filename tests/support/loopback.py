@@ -14,11 +14,56 @@ import ssl
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Self
 
 from aiohttp import web
 
-__all__ = ["LoopbackServer", "Reply"]
+__all__ = ["LoopbackServer", "Reply", "ThreadedApp"]
+
+
+class ThreadedApp:
+    """An aiohttp application on 127.0.0.1, on its own event loop in a background thread, so
+    that synchronous test code, in-process clients and subprocesses all reach it over real
+    sockets. A subclass calls :meth:`_init_thread` when built and adds its routes in
+    :meth:`_routes`; ``port`` 0 binds a free port, read back once started."""
+
+    port: int
+
+    def _init_thread(self) -> None:
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
+        self._runner: web.AppRunner | None = None
+
+    def _routes(self, app: web.Application) -> None:
+        raise NotImplementedError
+
+    def _ssl_context(self) -> ssl.SSLContext | None:
+        return None
+
+    async def _start(self) -> None:
+        app = web.Application()
+        self._routes(app)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", self.port, ssl_context=self._ssl_context())
+        await site.start()
+        # the bound port (asked for 0): AppRunner.addresses is aiohttp's public way to it
+        self.port = self._runner.addresses[0][1]
+
+    async def _stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+    def __enter__(self) -> Self:
+        self._thread.start()
+        asyncio.run_coroutine_threadsafe(self._start(), self._loop).result(10)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        asyncio.run_coroutine_threadsafe(self._stop(), self._loop).result(10)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(10)
+        self._loop.close()
 
 
 @dataclass
@@ -55,7 +100,7 @@ class Reply:
 Script = Callable[[dict[str, Any]], Reply] | Mapping[str, Reply]
 
 
-class LoopbackServer:
+class LoopbackServer(ThreadedApp):
     """Start with ``with LoopbackServer(script) as server: server.url``.
 
     ``port`` 0 (the default) binds a free port; a fixed ``port`` brings a stopped server
@@ -82,10 +127,8 @@ class LoopbackServer:
         self.bytes_streamed = 0
         #: bytes written by each ``stream_bytes`` reply, in the order the replies ended
         self.streamed: list[int] = []
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
-        self._runner: web.AppRunner | None = None
         self.port = port
+        self._init_thread()
 
     @property
     def url(self) -> str:
@@ -168,27 +211,8 @@ class LoopbackServer:
         self.streamed.append(sent)
         return response
 
-    async def _start(self) -> None:
-        app = web.Application()
+    def _routes(self, app: web.Application) -> None:
         app.router.add_route("*", self.path, self._handle)
-        self._runner = web.AppRunner(app, access_log=None)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", self.port, ssl_context=self.ssl_context)
-        await site.start()
-        # the bound port (asked for 0): AppRunner.addresses is aiohttp's public way to it
-        self.port = self._runner.addresses[0][1]
 
-    async def _stop(self) -> None:
-        if self._runner is not None:
-            await self._runner.cleanup()
-
-    def __enter__(self) -> LoopbackServer:
-        self._thread.start()
-        asyncio.run_coroutine_threadsafe(self._start(), self._loop).result(10)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        asyncio.run_coroutine_threadsafe(self._stop(), self._loop).result(10)
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(10)
-        self._loop.close()
+    def _ssl_context(self) -> ssl.SSLContext | None:
+        return self.ssl_context

@@ -8,8 +8,6 @@ exporters and ``evaluator serve`` subprocesses alike.
 
 from __future__ import annotations
 
-import asyncio
-import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,6 +16,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
     ExportTraceServiceResponse,
 )
+
+from tests.support.loopback import ThreadedApp
 
 __all__ = ["OtlpReceiver", "ReceivedSpan"]
 
@@ -47,7 +47,7 @@ class ReceivedSpan:
         return (self.end_ns - self.start_ns) / 1e9
 
 
-class OtlpReceiver:
+class OtlpReceiver(ThreadedApp):
     """``with OtlpReceiver() as receiver: receiver.url`` then ``receiver.spans``."""
 
     def __init__(self, status: int = 200) -> None:
@@ -55,10 +55,8 @@ class OtlpReceiver:
         self.spans: list[ReceivedSpan] = []
         self.requests = 0
         self.content_types: list[str] = []
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
-        self._runner: web.AppRunner | None = None
         self.port = 0
+        self._init_thread()
 
     @property
     def url(self) -> str:
@@ -101,25 +99,5 @@ class OtlpReceiver:
         body = ExportTraceServiceResponse().SerializeToString()
         return web.Response(body=body, content_type="application/x-protobuf")
 
-    async def _start(self) -> None:
-        app = web.Application()
+    def _routes(self, app: web.Application) -> None:
         app.router.add_post("/v1/traces", self._handle)
-        self._runner = web.AppRunner(app, access_log=None)
-        await self._runner.setup()
-        await web.TCPSite(self._runner, "127.0.0.1", 0).start()
-        self.port = self._runner.addresses[0][1]
-
-    async def _stop(self) -> None:
-        if self._runner is not None:
-            await self._runner.cleanup()
-
-    def __enter__(self) -> OtlpReceiver:
-        self._thread.start()
-        asyncio.run_coroutine_threadsafe(self._start(), self._loop).result(10)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        asyncio.run_coroutine_threadsafe(self._stop(), self._loop).result(10)
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(10)
-        self._loop.close()

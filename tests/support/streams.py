@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from aiohttp import web
+
+from tests.support.loopback import ThreadedApp
 
 __all__ = ["Chunk", "StreamServer", "ndjson", "openai_chunks", "sse"]
 
@@ -75,7 +76,7 @@ Script = Callable[[dict[str, Any]], Sequence[Chunk]]
 
 
 @dataclass
-class StreamServer:
+class StreamServer(ThreadedApp):
     """``with StreamServer(script) as server: server.url``; ``script(request_json)`` gives
     the chunks of the reply; ``headers`` are sent with every reply."""
 
@@ -88,9 +89,7 @@ class StreamServer:
     port: int = 0
 
     def __post_init__(self) -> None:
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
-        self._runner: web.AppRunner | None = None
+        self._init_thread()
 
     @property
     def url(self) -> str:
@@ -120,26 +119,5 @@ class StreamServer:
             pass  # the client gave up: what a stall test wants
         return response
 
-    async def _start(self) -> None:
-        app = web.Application()
+    def _routes(self, app: web.Application) -> None:
         app.router.add_route("*", self.path, self._handle)
-        self._runner = web.AppRunner(app, access_log=None)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", self.port)
-        await site.start()
-        self.port = self._runner.addresses[0][1]
-
-    async def _stop(self) -> None:
-        if self._runner is not None:
-            await self._runner.cleanup()
-
-    def __enter__(self) -> StreamServer:
-        self._thread.start()
-        asyncio.run_coroutine_threadsafe(self._start(), self._loop).result(10)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        asyncio.run_coroutine_threadsafe(self._stop(), self._loop).result(10)
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(10)
-        self._loop.close()
