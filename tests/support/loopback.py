@@ -11,27 +11,24 @@ from __future__ import annotations
 import asyncio
 import json
 import ssl
-import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Self
+from typing import Any
 
 from aiohttp import web
+
+from tests.support.background import BackgroundServer
 
 __all__ = ["LoopbackServer", "Reply", "ThreadedApp"]
 
 
-class ThreadedApp:
-    """An aiohttp application on 127.0.0.1, on its own event loop in a background thread, so
-    that synchronous test code, in-process clients and subprocesses all reach it over real
-    sockets. A subclass calls :meth:`_init_thread` when built and adds its routes in
-    :meth:`_routes`; ``port`` 0 binds a free port, read back once started."""
-
-    port: int
+class ThreadedApp(BackgroundServer):
+    """An aiohttp application on 127.0.0.1 in a :class:`BackgroundServer`. A subclass
+    adds its routes in :meth:`_routes`; ``port`` 0 binds a free port, read back once
+    started."""
 
     def _init_thread(self) -> None:
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
+        super()._init_thread()
         self._runner: web.AppRunner | None = None
 
     def _routes(self, app: web.Application) -> None:
@@ -53,17 +50,6 @@ class ThreadedApp:
     async def _stop(self) -> None:
         if self._runner is not None:
             await self._runner.cleanup()
-
-    def __enter__(self) -> Self:
-        self._thread.start()
-        asyncio.run_coroutine_threadsafe(self._start(), self._loop).result(10)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        asyncio.run_coroutine_threadsafe(self._stop(), self._loop).result(10)
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(10)
-        self._loop.close()
 
 
 @dataclass

@@ -12,8 +12,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
-import threading
 from collections.abc import Sequence
+
+from tests.support.background import BackgroundServer
 
 __all__ = ["RawServer", "http_response"]
 
@@ -27,7 +28,7 @@ def http_response(
     return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
 
 
-class RawServer:
+class RawServer(BackgroundServer):
     """``with RawServer(b"HTTP/1.1 200 OK\\r\\n...") as server: server.url``; a sequence of
     responses is answered in turn, one per request, starting again after the last."""
 
@@ -37,9 +38,8 @@ class RawServer:
         self.port = 0
         #: requests answered so far
         self.requests = 0
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
         self._server: asyncio.Server | None = None
+        self._init_thread()
 
     @property
     def url(self) -> str:
@@ -67,14 +67,3 @@ class RawServer:
         if self._server is not None:
             self._server.close()
             await self._server.wait_closed()
-
-    def __enter__(self) -> RawServer:
-        self._thread.start()
-        asyncio.run_coroutine_threadsafe(self._start(), self._loop).result(10)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        asyncio.run_coroutine_threadsafe(self._stop(), self._loop).result(10)
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(10)
-        self._loop.close()
