@@ -500,9 +500,7 @@ class HttpTarget:
             received_at = time.perf_counter()
             raw += len(chunk)
             if raw > cap:
-                raise ResponseTooLargeError(
-                    f"response is larger than max_response_bytes ({cap}); stopped reading"
-                )
+                raise _over_cap(cap)
             if decoder.identity:
                 received += chunk
                 if stream is not None:
@@ -632,6 +630,12 @@ def _body_cut_short(exc: aiohttp.ClientPayloadError) -> bool:
     return isinstance(cause, HttpProcessingError) and cause.message.startswith("Not enough data")
 
 
+def _over_cap(cap: int) -> ResponseTooLargeError:
+    return ResponseTooLargeError(
+        f"response is larger than max_response_bytes ({cap}); stopped reading"
+    )
+
+
 async def _read_plain(content: aiohttp.StreamReader, cap: int) -> tuple[bytes, float]:
     """A body without ``Content-Encoding``, not streamed: its bytes within ``cap`` and when
     the last one arrived (the common case, without a decoder; usually one chunk)."""
@@ -642,9 +646,7 @@ async def _read_plain(content: aiohttp.StreamReader, cap: int) -> tuple[bytes, f
         received_at = time.perf_counter()
         raw += len(chunk)
         if raw > cap:
-            raise ResponseTooLargeError(
-                f"response is larger than max_response_bytes ({cap}); stopped reading"
-            )
+            raise _over_cap(cap)
         chunks.append(chunk)
     return b"".join(chunks), received_at
 

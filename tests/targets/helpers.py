@@ -7,9 +7,12 @@ import socket
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+import pytest
+
 from evaluator.config import HttpTargetConfig
+from evaluator.errors import TargetError
 from evaluator.factory import build_target
-from evaluator.models import Case, Dataset
+from evaluator.models import Case, Dataset, TargetResponse
 from evaluator.report import RunReport
 from evaluator.retry import RetryPolicy
 from evaluator.runner import RetryEvent, RunOptions, run_dataset
@@ -89,3 +92,23 @@ def run_config(
             await target.aclose()
 
     return asyncio.run(go()), events
+
+
+def query_once(config: HttpTargetConfig, **env: str) -> TargetResponse:
+    """One query of a target built from ``config`` (``env``: its environment), then closed."""
+
+    async def go() -> TargetResponse:
+        target = build_target(config, environ=env)
+        try:
+            return await target.query(case("How long?"), 4)
+        finally:
+            await target.aclose()
+
+    return asyncio.run(go())
+
+
+def query_error(config: HttpTargetConfig) -> TargetError:
+    """The error one query of ``config`` raises (the test fails when it raises none)."""
+    with pytest.raises(TargetError) as info:
+        query_once(config)
+    return info.value

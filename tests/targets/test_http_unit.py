@@ -23,24 +23,7 @@ from evaluator.models import TargetResponse
 from evaluator.targets.http import HttpTarget, parse_retry_after
 from tests.support.loopback import LoopbackServer, Reply
 from tests.support.rawhttp import RawServer
-from tests.targets.helpers import GOOD_BODY, case, free_port
-
-
-def _query(config: HttpTargetConfig, **env: str) -> TargetResponse:
-    async def go() -> TargetResponse:
-        target = build_target(config, environ=env)
-        try:
-            return await target.query(case("How long?"), 4)
-        finally:
-            await target.aclose()
-
-    return asyncio.run(go())
-
-
-def _error(config: HttpTargetConfig) -> TargetError:
-    with pytest.raises(TargetError) as info:
-        _query(config)
-    return info.value
+from tests.targets.helpers import GOOD_BODY, case, free_port, query_error, query_once
 
 
 class TestRequests:
@@ -58,7 +41,7 @@ class TestRequests:
                 },
                 response={"ids": "[].id"},
             )
-            assert ("a",) == _query(config, K="s3").ranked_ids
+            assert ("a",) == query_once(config, K="s3").ranked_ids
         assert [{"q": "How long?", "n": "4", "key": "s3"}] == server.requests
         assert "eval" == server.request_headers[0]["X-Team"]
         assert server.request_lines[0].startswith("GET /rag?q=How")
@@ -71,7 +54,7 @@ class TestRequests:
                 request={"body": {"input": {"text": "{question}"}, "top_k": "{k}", "debug": True}},
                 response={"ids": "hits[].id"},
             )
-            _query(config)
+            query_once(config)
         assert [{"input": {"text": "How long?"}, "top_k": 4, "debug": True}] == server.requests
         assert "application/json" == server.request_headers[0]["Content-Type"]
 
@@ -81,7 +64,7 @@ class TestRequests:
             config = HttpTargetConfig(
                 url=server.url, request={"headers": {"Authorization": "Bearer ${TOKEN}"}}
             )
-            _query(config, TOKEN="t-789")
+            query_once(config, TOKEN="t-789")
         assert "Bearer t-789" == server.request_headers[0]["Authorization"]
 
 
@@ -92,7 +75,7 @@ class TestResponses:
         """A 3xx is an http_status error that says where to point the url."""
         reply = Reply(status=301, headers={"Location": "https://rag.test/v1/search"}, raw=b"")
         with LoopbackServer(lambda _r: reply) as server:
-            error = _error(HttpTargetConfig(url=server.url))
+            error = query_error(HttpTargetConfig(url=server.url))
         assert ("http_status", 301) == (error.kind, getattr(error, "status", None))
         assert "redirect to https://rag.test/v1/search" in error.message
 
@@ -100,7 +83,7 @@ class TestResponses:
         """A Content-Length beyond the cap fails before the body is read."""
         raw = b"HTTP/1.1 200 OK\r\nContent-Length: 999999999\r\n\r\n{}"
         with RawServer(raw) as server:
-            error = _error(HttpTargetConfig(url=server.url))
+            error = query_error(HttpTargetConfig(url=server.url))
         assert "response of 999999999 bytes is larger" in error.message
 
     @pytest.mark.parametrize(
@@ -114,7 +97,7 @@ class TestResponses:
     def test_connection_ends(self, raw: bytes, kind: str, transient: bool) -> None:
         """A connection that ends before or inside the response is a connect error."""
         with RawServer(raw) as server:
-            error = _error(HttpTargetConfig(url=server.url))
+            error = query_error(HttpTargetConfig(url=server.url))
         assert (kind, transient) == (error.kind, error.transient)
 
     @pytest.mark.parametrize(
@@ -138,7 +121,7 @@ class TestResponses:
                 url=server.url, request={"headers": {"Authorization": "Bearer ${TOKEN}"}}
             )
             with pytest.raises(TargetError) as info:
-                _query(config, TOKEN="t-0ken")
+                query_once(config, TOKEN="t-0ken")
         error = info.value
         assert ("bad_response", False) == (error.kind, error.transient)
         assert "garbled HTTP response" in error.message
@@ -157,19 +140,19 @@ class TestResponses:
         monkeypatch.setattr(decode.BodyDecoder, "feed", exhausted)
         reply = Reply(raw=gzip.compress(b"{}"), headers={"Content-Encoding": "gzip"})
         with LoopbackServer(lambda _r: reply) as server:
-            error = _error(HttpTargetConfig(url=server.url))
+            error = query_error(HttpTargetConfig(url=server.url))
         assert ("out_of_memory", False) == (error.kind, error.transient)
 
     def test_refused(self) -> None:
         """Nothing listening: connect, retried."""
-        error = _error(HttpTargetConfig(url=f"http://127.0.0.1:{free_port()}/rag"))
+        error = query_error(HttpTargetConfig(url=f"http://127.0.0.1:{free_port()}/rag"))
         assert ("connect", True) == (error.kind, error.transient)
         assert "cannot connect" in error.message
 
     def test_read_timeout(self) -> None:
         """Silence longer than the read timeout: timeout, not retried."""
         with LoopbackServer(lambda _r: Reply(body=GOOD_BODY, delay=1.0)) as server:
-            error = _error(
+            error = query_error(
                 HttpTargetConfig(url=server.url, timeout_seconds=5, read_timeout_seconds=0.2)
             )
         assert ("timeout", False) == (error.kind, error.transient)
@@ -179,7 +162,7 @@ class TestResponses:
         """No read timeout set: a silent server is stopped by the whole-call deadline (the
         session keeps no silence timer of its own, which would only ever fire later)."""
         with LoopbackServer(lambda _r: Reply(body=GOOD_BODY, delay=2.0)) as server:
-            error = _error(HttpTargetConfig(url=server.url, timeout_seconds=0.3))
+            error = query_error(HttpTargetConfig(url=server.url, timeout_seconds=0.3))
         assert ("timeout", False) == (error.kind, error.transient)
         assert "did not complete its response within 0.3s" in error.message
 
@@ -200,7 +183,7 @@ class TestResponses:
         """A body nested beyond the parser's recursion limit is a bad_response, not a crash."""
         deep = Reply(raw=b"[" * 100_000 + b"]" * 100_000)
         with LoopbackServer(lambda _r: deep) as server:
-            error = _error(HttpTargetConfig(url=server.url))
+            error = query_error(HttpTargetConfig(url=server.url))
         assert "bad_response" == error.kind
 
     def test_gzip_body(self) -> None:
@@ -210,15 +193,17 @@ class TestResponses:
             headers={"Content-Encoding": "gzip"},
         )
         with LoopbackServer(lambda _r: reply) as server:
-            assert ("refund-policy", "faq") == _query(HttpTargetConfig(url=server.url)).ranked_ids
+            assert ("refund-policy", "faq") == query_once(
+                HttpTargetConfig(url=server.url)
+            ).ranked_ids
 
     def test_large_body_is_parsed_off_the_loop(self) -> None:
         """A body above the off-loop threshold maps to the same response, its ranking read
         only as far as the target's max_ranked_ids."""
         body = {**GOOD_BODY, "retrieved": [{"id": f"d{i}"} for i in range(40_000)]}
         with LoopbackServer(lambda _r: Reply(body=body)) as server:
-            response = _query(HttpTargetConfig(url=server.url, max_ranked_ids=30_000))
-            default = _query(HttpTargetConfig(url=server.url))
+            response = query_once(HttpTargetConfig(url=server.url, max_ranked_ids=30_000))
+            default = query_once(HttpTargetConfig(url=server.url))
         assert tuple(f"d{i}" for i in range(30_000)) == response.ranked_ids
         assert tuple(f"d{i}" for i in range(100)) == default.ranked_ids
 
@@ -252,7 +237,7 @@ class TestRetryAfter:
         when = format_datetime(datetime.now(UTC) + timedelta(seconds=30), usegmt=True)
         reply = Reply(status=429, headers={"Retry-After": when}, raw=b"slow down")
         with LoopbackServer(lambda _r: reply) as server:
-            error = _error(HttpTargetConfig(url=server.url))
+            error = query_error(HttpTargetConfig(url=server.url))
         retry_after = getattr(error, "retry_after", None)
         assert retry_after is not None and 28 <= retry_after <= 30
         assert error.transient

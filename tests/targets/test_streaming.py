@@ -12,13 +12,10 @@ from typing import Any
 import pytest
 
 from evaluator.config import HttpTargetConfig, JobConfig, Settings
-from evaluator.errors import TargetError
-from evaluator.factory import build_target
-from evaluator.models import TargetResponse
 from evaluator.targets.streaming import frame_events
 from tests.support.inprocess import running, until
 from tests.support.streams import Chunk, StreamServer, ndjson, openai_chunks, sse
-from tests.targets.helpers import case, dataset, run_config
+from tests.targets.helpers import dataset, query_error, query_once, run_config
 
 #: spacing of the chunks: the first token comes after FIRST, the last one LATER after it
 FIRST = 0.15
@@ -32,23 +29,6 @@ def _spaced(parts: list[bytes], first_at: int = 0) -> list[Chunk]:
         delay = FIRST if i == first_at else (LATER / max(len(parts) - 1, 1) if i > first_at else 0)
         out.append(Chunk(delay, data))
     return out
-
-
-def _query(config: HttpTargetConfig) -> TargetResponse:
-    async def go() -> TargetResponse:
-        target = build_target(config)
-        try:
-            return await target.query(case("How long?"), 4)
-        finally:
-            await target.aclose()
-
-    return asyncio.run(go())
-
-
-def _error(config: HttpTargetConfig) -> TargetError:
-    with pytest.raises(TargetError) as info:
-        _query(config)
-    return info.value
 
 
 class TestFraming:
@@ -84,7 +64,7 @@ class TestOpenAIStream:
         # the role chunk (empty content) comes at once: TTFT is the first *content*
         script = [Chunk(0, parts[0]), *_spaced(parts[1:])]
         with StreamServer(lambda _r: script) as server:
-            response = _query(self._config(server.url))
+            response = query_once(self._config(server.url))
         sent = server.requests[0]
         assert "rag-large" == sent["model"] and sent["stream"] is True
         assert [{"role": "user", "content": "How long?"}] == sent["messages"]
@@ -104,20 +84,20 @@ class TestOpenAIStream:
         """A stream whose connection drops before [DONE] is stream_interrupted."""
         parts = openai_chunks(["Refunds ", "are"])
         with StreamServer(lambda _r: [Chunk(0, parts[0]), Chunk(0.05, b"<cut>")]) as server:
-            error = _error(self._config(server.url))
+            error = query_error(self._config(server.url))
         assert ("stream_interrupted", False) == (error.kind, error.transient)
 
     def test_ends_without_done(self) -> None:
         """A stream that ends cleanly but without its end marker was cut: its own error."""
         parts = openai_chunks(["Refunds"])[:-1]
         with StreamServer(lambda _r: [Chunk(0, p) for p in parts]) as server:
-            error = _error(self._config(server.url))
+            error = query_error(self._config(server.url))
         assert "stream_interrupted" == error.kind
         assert "without its end marker" in error.message
 
     def test_event_that_does_not_parse(self) -> None:
         with StreamServer(lambda _r: [Chunk(0, b"data: {not json\n\n")]) as server:
-            error = _error(self._config(server.url))
+            error = query_error(self._config(server.url))
         assert "bad_response" == error.kind
         assert "stream event 1 is not valid JSON" in error.message
 
@@ -126,7 +106,7 @@ class TestOpenAIStream:
         parts = openai_chunks(["Refunds "])
         script = [Chunk(0, parts[0]), Chunk(0, parts[1]), Chunk(2.0, parts[2])]
         with StreamServer(lambda _r: script) as server:
-            error = _error(self._config(server.url, read_timeout_seconds=0.3))
+            error = query_error(self._config(server.url, read_timeout_seconds=0.3))
         assert "timeout" == error.kind
 
     def test_not_streamed(self) -> None:
@@ -139,7 +119,7 @@ class TestOpenAIStream:
             config = HttpTargetConfig(
                 url=srv.url, kind="openai-chat", model="m", response={"ids": "sources[].id"}
             )
-            response = _query(config)
+            response = query_once(config)
         assert srv.requests[0]["stream"] is False
         assert ("7 days", ("a",)) == (response.answer, response.ranked_ids)
         assert response.delivery is not None and response.delivery.ttft_seconds is None
@@ -161,7 +141,7 @@ class TestGenericStreams:
                 streaming={"format": "sse", "content": "text", "fields_from": "type == 'final'"},
                 response={"ids": "hits[].id", "timings": "took", "timings_unit": "milliseconds"},
             )
-            response = _query(config)
+            response = query_once(config)
         assert "Refunds in 7 days" == response.answer
         assert ("refund-policy",) == response.ranked_ids
         assert {"retrieve": pytest.approx(0.012)} == dict(response.timings)
@@ -178,7 +158,7 @@ class TestGenericStreams:
                 streaming={"format": "ndjson", "content": "delta"},
                 response={"ids": "retrieved || `[]`"},
             )
-            response = _query(config)
+            response = query_once(config)
         assert ("Refunds in 7 days", ("faq",)) == (response.answer, response.ranked_ids)
         d = response.delivery
         assert d is not None and d.ttft_seconds is not None and d.last_byte_seconds is not None
