@@ -7,6 +7,12 @@ Each non-blank line holds one case::
 
 The whole file is checked before anything is reported: :class:`~evaluator.errors.DatasetError`
 carries one :class:`~evaluator.errors.DatasetProblem` per problem, each at its physical line.
+
+Two paths build a case. The fast one decodes a line against a typed schema (msgspec, in C)
+and only accepts a line it can prove valid; every other line (a problem, a blank line, a key
+that may be given twice, a byte-order mark, an unusual layout) goes to the exact one, which
+decodes with Python's json module and builds every message. A valid line gives the same
+:class:`~evaluator.models.Case` on either path (tests/test_dataset_fast.py).
 """
 
 from __future__ import annotations
@@ -16,12 +22,16 @@ import functools
 import hashlib
 import json
 import os
+import re
 import sys
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeGuard, TypeVar, cast
+
+import msgspec
+from msgspec import UNSET, UnsetType
 
 from evaluator.errors import DatasetError, DatasetProblem
 from evaluator.gcpause import without_gc
@@ -123,7 +133,15 @@ def _check(data: bytes, path: str) -> tuple[list[Case], list[DatasetProblem]]:
     problems: list[DatasetProblem] = []
     first_line_of: dict[str, int] = {}
     saw_content = False
+    # a key's closing quote, then optionally JSON whitespace, then its colon: almost every
+    # file has no whitespace there, and bytes.count is far cheaper than a regex per line
+    count_keys = _count_spaced_keys if _SPACED_KEY.search(data) else _count_keys
     for number, raw in enumerate(_lines(data), start=1):
+        fast = _fast_case(raw, number, count_keys)
+        if fast is not None and first_line_of.setdefault(fast.id, number) == number:
+            saw_content = True
+            cases.append(fast)
+            continue
         parsed = _read_line(raw, first=number == 1)
         if parsed is None:
             continue
@@ -160,6 +178,172 @@ def _duplicate_id(case_id: str | None, number: int, first_line_of: dict[str, int
     if first == number:
         return []
     return [f"duplicate id {_quote(case_id)} (first used on line {first})"]
+
+
+# --- one line, fast: bytes -> Case, or None for the exact path ----------------------------------
+
+
+class _FastLine(msgspec.Struct, forbid_unknown_fields=True, gc=False):
+    """The schema of a valid line; a field left UNSET was absent. Lists decode as tuples:
+    hashable, so a list seen on an earlier case is validated by one lookup."""
+
+    id: str
+    question: str
+    relevant_ids: tuple[str, ...] | dict[str, int] | UnsetType = UNSET
+    expected_facts: tuple[str | tuple[str, ...], ...] | UnsetType = UNSET
+    unanswerable: bool | UnsetType = UNSET
+    tags: tuple[str, ...] | UnsetType = UNSET
+
+
+#: msgspec refuses invalid UTF-8 and unpaired surrogates (raw or escaped), NaN, Infinity,
+#: trailing data, a byte-order mark, bools or floats as integers, unknown fields: each of
+#: those lines goes to the exact path, which names the problem
+_FAST_DECODER = msgspec.json.Decoder(_FastLine)
+_SPACED_KEY = re.compile(rb'"[ \t\r]+:')
+_KEY_END = re.compile(rb'"[ \t\r]*:')
+
+
+def _count_keys(raw: bytes) -> int:
+    return raw.count(b'":')
+
+
+def _count_spaced_keys(raw: bytes) -> int:
+    return len(_KEY_END.findall(raw))
+
+
+def _fast_case(raw: bytes, number: int, count_keys: Callable[[bytes], int]) -> Case | None:
+    """The case on this line if it is certainly valid, else None (the exact path decides).
+
+    msgspec keeps the last of a key given twice without saying so. Every key of a line,
+    repeated or not, ends in a quote followed by its colon (``count_keys`` counts those,
+    and also any ``":`` inside a string, escaped as ``\\":``): so when that count equals
+    the number of distinct keys decoded, no key was given twice. When it is larger (a
+    repeat, or such a string), the line goes to the exact path.
+    """
+    try:
+        line = _FAST_DECODER.decode(raw)
+    except msgspec.DecodeError:  # a ValidationError is one too
+        return None
+    case_id, question = line.id, line.question
+    if not case_id.strip() or not question.strip():
+        return None
+    keys = 2
+    unanswerable = line.unanswerable
+    if unanswerable is UNSET:
+        unanswerable = False
+    else:
+        keys += 1
+    relevance: dict[str, int] | None = {}
+    graded = False
+    given = line.relevant_ids
+    if type(given) is tuple:
+        keys += 1
+        relevance = _fast_ids(given)
+    elif type(given) is dict:
+        keys += 1 + len(given)
+        graded = True
+        relevance = _fast_grades(given)
+    # absent relevant_ids leave {}: also refused here unless the case is unanswerable
+    if relevance is None or unanswerable == bool(relevance):
+        return None
+    facts: tuple[tuple[str, ...], ...] = ()
+    if line.expected_facts is not UNSET:
+        keys += 1
+        if line.expected_facts:
+            found = None if unanswerable else _fast_facts(line.expected_facts)
+            if found is None:
+                return None
+            facts = found
+    tags: tuple[str, ...] = ()
+    if line.tags is not UNSET:
+        keys += 1
+        shared = _fast_tags(line.tags)
+        if shared is None:
+            return None
+        tags = shared
+    if count_keys(raw) != keys:
+        return None
+    return Case(
+        id=case_id,
+        question=question,
+        relevance=relevance,
+        expected_facts=facts,
+        unanswerable=unanswerable,
+        tags=tags,
+        line=number,
+        graded=graded,
+    )
+
+
+# Lists already validated, each mapped to its shared form (interned strings): a golden set
+# repeats a few tag lists, id lists and facts on every case. Capped like _TUPLES.
+_VALID_TAGS: dict[tuple[str, ...], tuple[str, ...]] = {}
+_VALID_IDS: dict[tuple[str, ...], tuple[str, ...]] = {}
+_VALID_GRADES: dict[tuple[tuple[str, int], ...], tuple[tuple[str, int], ...]] = {}
+_VALID_FACTS: dict[tuple[str | tuple[str, ...], ...], tuple[tuple[str, ...], ...]] = {}
+_K = TypeVar("_K")
+_V = TypeVar("_V")
+
+
+def _remember(table: dict[_K, _V], key: _K, value: _V) -> _V:
+    if len(table) < _MAX_SHARED_TUPLES:
+        table[key] = value
+    return value
+
+
+def _fast_tags(tags: tuple[str, ...]) -> tuple[str, ...] | None:
+    """``tags`` as :func:`_tags` builds them, or None if one is unusable."""
+    known = _VALID_TAGS.get(tags)
+    if known is not None:
+        return known
+    for tag in tags:
+        if not tag.strip():
+            return None
+    return _remember(_VALID_TAGS, tags, _shared_tuple(tuple(map(sys.intern, tags))))
+
+
+def _fast_ids(ids: tuple[str, ...]) -> dict[str, int] | None:
+    """A list of ``relevant_ids`` as :func:`_relevance_list` builds it, or None."""
+    known = _VALID_IDS.get(ids)
+    if known is None:
+        for doc_id in ids:
+            if not doc_id.strip():
+                return None
+        if len(set(ids)) != len(ids):
+            return None
+        known = _remember(_VALID_IDS, ids, tuple(map(sys.intern, ids)))
+    return dict.fromkeys(known, 1)
+
+
+def _fast_grades(grades: dict[str, int]) -> dict[str, int] | None:
+    """Graded ``relevant_ids`` as :func:`_relevance_grades` builds them, or None."""
+    items = tuple(grades.items())
+    known = _VALID_GRADES.get(items)
+    if known is None:
+        for doc_id, grade in items:
+            # a grade too large for Python's json module to read is the exact path's to name
+            if grade < 1 or grade.bit_length() > 64 or not doc_id.strip():
+                return None
+        shared = tuple((sys.intern(doc_id), grade) for doc_id, grade in items)
+        known = _remember(_VALID_GRADES, items, shared)
+    return dict(known)
+
+
+def _fast_facts(items: tuple[str | tuple[str, ...], ...]) -> tuple[tuple[str, ...], ...] | None:
+    """``expected_facts`` as :func:`_expected_facts` builds them, or None."""
+    known = _VALID_FACTS.get(items)
+    if known is not None:
+        return known
+    facts: list[tuple[str, ...]] = []
+    for item in items:
+        alternatives = (item,) if type(item) is str else item
+        if not alternatives:
+            return None
+        for fact in alternatives:
+            if not fact.strip() or _matches_everything(fact):
+                return None
+        facts.append(_shared_tuple(tuple(map(sys.intern, alternatives))))
+    return _remember(_VALID_FACTS, items, _shared_tuple(tuple(facts)))
 
 
 # --- one line: bytes -> JSON object -------------------------------------------------------------

@@ -63,6 +63,7 @@ from evaluator.errors import (
 from evaluator.models import Case, Delivery, TargetResponse
 from evaluator.targets.admission import Admission, record_received, record_trace
 from evaluator.targets.base import default_target_name, parse_default_response
+from evaluator.targets.deadline import Deadlines
 from evaluator.targets.decode import BodyDecoder, parse_content_encoding
 from evaluator.targets.mapping import ResponseMapper
 from evaluator.targets.request import OutgoingRequest, Redactor, RequestTemplate
@@ -125,8 +126,9 @@ class HttpOptions:
     """Timeouts and limits of one HTTP target.
 
     ``deadline`` bounds a whole attempt (connect, send, every byte of the body, decoding):
-    aiohttp's timeouts are per operation, so a slowly dripping body is bounded by an
-    ``asyncio.timeout`` around the attempt. ``read_timeout`` bounds silence while waiting for
+    aiohttp's timeouts are per operation, so a slowly dripping body is bounded by a deadline
+    around the attempt (:mod:`evaluator.targets.deadline`: ``asyncio.timeout``'s semantics,
+    one timer for all of the target's calls). ``read_timeout`` bounds silence while waiting for
     or reading the response (default: the deadline).
     """
 
@@ -264,6 +266,7 @@ class HttpTarget:
             self._parse = mapper.without("answer")
         self._redact = Redactor(self.template.secrets())
         self._admission = Admission(self.options.max_connections, self.options.requests_per_second)
+        self._deadlines = Deadlines(self.options.deadline)
         self._secrets = SecretInjector(
             headers=self.template.secret_headers, params=self.template.secret_params
         )
@@ -330,7 +333,7 @@ class HttpTarget:
         await admission.enter()
         try:
             started = time.perf_counter()
-            deadline = asyncio.timeout(self.options.deadline)
+            deadline = self._deadlines.new()
             try:
                 async with deadline:
                     arrival = await self._exchange(request, observer)
