@@ -1,12 +1,13 @@
 """The metric registry: every summary metric, written out once.
 
-Each :class:`MetricSpec` says how a metric is computed (its per-case value and the cases it
-averages over), how it is judged (direction, unit) and how it is named and shown (gauge,
-pushed gauge, human labels). The summary, the gate's rules, intervals, diagnosis and case
-diffs, the daemon's gauges and the terminal table are all derived from :data:`METRICS`.
+Each :class:`MetricSpec` says how a metric is computed (the :class:`CaseScores` field holding
+its per-case value and the cases it averages over), how it is judged (direction, unit) and
+how it is named and shown (gauge, pushed gauge, human labels). The summary, the gate's
+rules, intervals, diagnosis and case diffs, the daemon's gauges and the terminal table are
+all derived from :data:`METRICS`.
 
 Adding a quality metric is one entry here plus its scoring function (a field on
-:class:`~evaluator.models.CaseScores` that the entry's ``per_case`` reads).
+:class:`~evaluator.models.CaseScores`, which the entry's ``score`` names).
 
 Denominators (the report contract): retrieval metrics and citation recall average over
 answerable scored cases (all scored cases when none is answerable), citation precision and
@@ -14,13 +15,20 @@ answer accuracy over all scored cases (a case without an answer check has no val
 fact recall and the false refusal rate over answerable cases, the correct refusal rate over
 unanswerable ones. A case whose value is None is outside the average; a metric with no case
 to average is None, never NaN.
+
+That rule is written once, here: :func:`split` says which cases each population holds and
+:func:`column` which of them have a value. The summary's sums (:func:`total`) and the gate's
+per-case values (:func:`values`, :func:`keyed`) are all built from those two.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import dataclasses
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from itertools import compress
+from operator import attrgetter, not_
+from typing import Any, Literal, TypeVar
 
 from evaluator.models import CaseRecord, CaseScores
 
@@ -31,8 +39,12 @@ __all__ = [
     "MetricSpec",
     "Population",
     "case_values",
+    "column",
+    "keyed",
     "metric",
     "populations",
+    "split",
+    "total",
     "values",
 ]
 
@@ -46,14 +58,20 @@ PerCase = Callable[[CaseScores], float | bool | None]
 #: 0.76 - 0.75 is 0.010000000000000009, which must still count as a drop of exactly 0.01.
 FLOAT_TOLERANCE = 1e-9
 
+_SCORE_FIELDS = frozenset(f.name for f in dataclasses.fields(CaseScores))
+
+_T = TypeVar("_T")
+_K = TypeVar("_K", bound=Hashable)
+
 
 @dataclass(frozen=True, slots=True)
 class MetricSpec:
     """One summary metric: how it is computed, judged, named and shown.
 
-    ``per_case`` is set for the quality ratios, which are means of per-case values over
-    ``population``; the run-level values (error rate, latency percentiles) are computed by
-    :func:`evaluator.summary.summarise` and have none.
+    ``score`` is set for the quality ratios, which are means of the case's
+    :class:`CaseScores` field of that name over ``population``; the run-level values (error
+    rate, latency percentiles) are computed by :func:`evaluator.summary.summarise` and have
+    none.
     """
 
     #: the report key, and the name gate rules use
@@ -62,7 +80,10 @@ class MetricSpec:
     description: str
     #: the name in the gate's diagnosis lines ("MRR")
     label: str
-    per_case: PerCase | None = None
+    #: the :class:`CaseScores` field holding the case's value; a name, not a function, so
+    #: that every case's value is read in C (``operator.attrgetter``), from a CaseScores or
+    #: from anything with the same fields (a report's decoded case)
+    score: str | None = None
     population: Population = "scored"
     unit: Literal["ratio", "seconds", "rate", "amount"] = "ratio"
     lower_is_better: bool = False
@@ -81,10 +102,19 @@ class MetricSpec:
     #: shows it only when a run measured it
     measured_only: bool = False
 
+    def __post_init__(self) -> None:
+        if self.score is not None and self.score not in _SCORE_FIELDS:
+            raise ValueError(f"metric {self.name}: {self.score!r} is not a CaseScores field")
+
     @property
     def quality(self) -> bool:
         """A quality ratio: a mean of per-case values, with a sum and count in the report."""
-        return self.per_case is not None
+        return self.score is not None
+
+    @property
+    def per_case(self) -> PerCase | None:
+        """The case's value, read from its :class:`CaseScores` (None: a run-level value)."""
+        return None if self.score is None else attrgetter(self.score)
 
 
 #: Every summary metric, in the report's (and the terminal table's) order.
@@ -93,7 +123,7 @@ METRICS: tuple[MetricSpec, ...] = (
         "recall_at_k",
         "recall@K",
         "recall",
-        per_case=lambda s: s.recall_at_k,
+        score="recall_at_k",
         population="retrieval",
         gauge="rag_eval_recall_at_k",
         shardable=True,
@@ -105,7 +135,7 @@ METRICS: tuple[MetricSpec, ...] = (
         "mrr",
         "mean reciprocal rank",
         "MRR",
-        per_case=lambda s: s.mrr,
+        score="mrr",
         population="retrieval",
         gauge="rag_eval_mrr",
         shardable=True,
@@ -117,7 +147,7 @@ METRICS: tuple[MetricSpec, ...] = (
         "ndcg_at_k",
         "nDCG@K",
         "nDCG",
-        per_case=lambda s: s.ndcg_at_k,
+        score="ndcg_at_k",
         population="retrieval",
         gauge="rag_eval_ndcg_at_k",
         shardable=True,
@@ -128,7 +158,7 @@ METRICS: tuple[MetricSpec, ...] = (
         "citation_precision",
         "citation precision",
         "citation precision",
-        per_case=lambda s: s.citation_precision,
+        score="citation_precision",
         population="scored",
         gauge="rag_eval_citation_precision",
         shardable=True,
@@ -140,7 +170,7 @@ METRICS: tuple[MetricSpec, ...] = (
         "citation_recall",
         "citation recall",
         "citation recall",
-        per_case=lambda s: s.citation_recall,
+        score="citation_recall",
         population="retrieval",
         gauge="rag_eval_citation_recall",
         shardable=True,
@@ -150,7 +180,7 @@ METRICS: tuple[MetricSpec, ...] = (
         "answer_accuracy",
         "answer accuracy",
         "accuracy",
-        per_case=lambda s: s.answer_correct,
+        score="answer_correct",
         population="scored",
         gauge="rag_eval_answer_accuracy",
         shardable=True,
@@ -161,7 +191,7 @@ METRICS: tuple[MetricSpec, ...] = (
         "fact_recall",
         "fact recall",
         "fact recall",
-        per_case=lambda s: s.fact_recall,
+        score="fact_recall",
         population="answerable",
         gauge="rag_eval_fact_recall",
         shardable=True,
@@ -170,7 +200,7 @@ METRICS: tuple[MetricSpec, ...] = (
         "false_refusal_rate",
         "share of answerable cases refused",
         "false refusals",
-        per_case=lambda s: s.refused,
+        score="refused",
         population="answerable",
         lower_is_better=True,
         gauge="rag_eval_false_refusal_rate",
@@ -180,7 +210,7 @@ METRICS: tuple[MetricSpec, ...] = (
         "correct_refusal_rate",
         "share of unanswerable cases refused",
         "correct refusals",
-        per_case=lambda s: s.refused,
+        score="refused",
         population="unanswerable",
         gauge="rag_eval_correct_refusal_rate",
         shardable=True,
@@ -279,37 +309,86 @@ def metric(name: str) -> MetricSpec:
     return _BY_NAME[name]
 
 
-def populations(scored: Sequence[CaseRecord]) -> dict[Population, Sequence[CaseRecord]]:
-    """The cases each population averages over, from the scored cases of a run."""
-    answerable = [r for r in scored if not r.case.unanswerable]
+def split(scored: Sequence[_T], unanswerable: Sequence[bool]) -> dict[Population, Sequence[_T]]:
+    """The cases each population averages over: ``scored`` holds a run's scored cases (in
+    any form: records, their scores, a report's decoded cases) and ``unanswerable`` whether
+    each is unanswerable, in the same order."""
+    answerable = list(compress(scored, map(not_, unanswerable)))
     return {
         # a retrieval-only golden set of unanswerable cases still has a retrieval score
         "retrieval": answerable or scored,
         "scored": scored,
         "answerable": answerable,
-        "unanswerable": [r for r in scored if r.case.unanswerable],
+        "unanswerable": list(compress(scored, unanswerable)),
     }
+
+
+_UNANSWERABLE = attrgetter("case.unanswerable")
+
+
+def populations(scored: Sequence[CaseRecord]) -> dict[Population, Sequence[CaseRecord]]:
+    """The cases each population averages over, from the scored records of a run."""
+    return split(scored, list(map(_UNANSWERABLE, scored)))
+
+
+def _quality(spec: MetricSpec) -> str:
+    if spec.score is None:
+        raise ValueError(f"{spec.name} is a run-level value, not a mean of per-case values")
+    return spec.score
+
+
+def column(
+    spec: MetricSpec, pools: Mapping[Population, Sequence[Any]], path: str = ""
+) -> tuple[Sequence[Any], list[float | bool | None]]:
+    """The metric's population and each of its cases' value, None where it has none.
+
+    ``pools`` are :func:`split` of scored cases that carry the :class:`CaseScores` fields
+    at ``path`` (``""``: the cases are scores, or a report's decoded cases; ``"outcome."``:
+    they are scored :class:`CaseRecord`\\ s). Values are read in C, one
+    ``operator.attrgetter`` over the population, not a Python call per case.
+    """
+    pool = pools[spec.population]
+    return pool, list(map(attrgetter(path + _quality(spec)), pool))
+
+
+def total(spec: MetricSpec, pools: Mapping[Population, Sequence[Any]]) -> tuple[float, int]:
+    """The sum and count of the metric's values over its population (``pools`` of scores,
+    as :func:`column` says): the values added as floats in case order, so a flag counts
+    1.0 and the sum is the same float as adding :func:`values` in order."""
+    _, found = column(spec, pools)
+    present = [v for v in found if v is not None]
+    added = sum(present)
+    # the same float as adding each value as a float in order: the partial sums of flags
+    # (and of whole numbers) are exact integers either way, and a float value switches
+    # ``sum`` to float addition from there on; empty stays the int 0 it always was
+    return (float(added) if present and type(added) is int else added), len(present)
+
+
+def keyed(
+    spec: MetricSpec,
+    pools: Mapping[Population, Sequence[Any]],
+    keys: Mapping[Population, Sequence[_K]],
+) -> list[tuple[_K, float]]:
+    """Each case of the metric's population with a value, as (its key, the value):
+    ``keys`` are :func:`split` of the cases' keys (ids), in the order of ``pools``."""
+    _, found = column(spec, pools)
+    return [
+        (key, float(value))
+        for key, value in zip(keys[spec.population], found, strict=True)
+        if value is not None
+    ]
 
 
 def values(
     spec: MetricSpec, pools: Mapping[Population, Sequence[CaseRecord]]
 ) -> list[tuple[CaseRecord, float]]:
-    """Each case in the metric's population with a value, and that value.
-
-    This is the denominator rule, in one place: the summary's average and the gate's
-    paired differences are both built from it. A comprehension, not a generator: the
-    summaries of 100,000-case reports are recomputed whenever a report is read.
-    """
-    per_case = spec.per_case
-    if per_case is None:
-        raise ValueError(f"{spec.name} is a run-level value, not a mean of per-case values")
-    # the outcome read once, not through the ``scores`` view twice: nine metrics times
-    # every case of two reports make the view's function calls a third of a gate
+    """Each scored record in the metric's population with a value, and that value
+    (``pools``: :func:`populations` of scored records)."""
+    pool, found = column(spec, pools, "outcome.")
     return [
         (record, float(value))
-        for record in pools[spec.population]
-        if isinstance(scores := record.outcome, CaseScores)
-        and (value := per_case(scores)) is not None
+        for record, value in zip(pool, found, strict=True)
+        if value is not None
     ]
 
 
@@ -319,5 +398,5 @@ def case_values(cases: Sequence[CaseRecord], name: str) -> dict[str, float]:
     Failed cases and cases where the metric is not scored are absent, exactly as they are
     absent from the summary's average.
     """
-    pools = populations([r for r in cases if r.scores is not None])
-    return {record.id: value for record, value in values(metric(name), pools)}
+    pools = populations([r for r in cases if isinstance(r.outcome, CaseScores)])
+    return {record.case.id: value for record, value in values(metric(name), pools)}

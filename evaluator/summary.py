@@ -7,14 +7,17 @@ Which cases each quality ratio averages over is the registry's rule
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from operator import itemgetter
+from functools import partial
+from itertools import chain, compress
+from operator import attrgetter, is_not, itemgetter
 from typing import Any
 
 from evaluator.gcpause import without_gc
-from evaluator.metrics import METRICS, QUALITY_METRICS, populations, values
-from evaluator.models import CaseError, CaseRecord, CaseScores
+from evaluator.metrics import METRICS, QUALITY_METRICS, split, total
+from evaluator.models import CaseError, CaseRecord, CaseScores, Outcome
 
 __all__ = [
     "OPTIONAL_FIELDS",
@@ -24,6 +27,7 @@ __all__ = [
     "id_mismatch_warning",
     "nearest_rank",
     "relevant_never_retrieved",
+    "stage_p95",
     "summarise",
 ]
 
@@ -127,26 +131,11 @@ OPTIONAL_FIELDS: tuple[str, ...] = (
 )
 
 
-def _delivery(records: Sequence[CaseRecord]) -> dict[str, Any]:
-    """Percentiles of the streamed cases and totals of usage and cost, over the successful
-    cases that report them."""
-    ok = [r for r in records if not isinstance(r.outcome, CaseError)]
-    ttft = [r.ttft_seconds for r in ok if r.ttft_seconds is not None]
-    ttfb = [r.ttfb_seconds for r in ok if r.ttfb_seconds is not None and r.ttft_seconds is not None]
-    tps = [r.tokens_per_second for r in ok if r.tokens_per_second is not None]
-    inputs = [r.input_tokens for r in ok if r.input_tokens is not None]
-    outputs = [r.output_tokens for r in ok if r.output_tokens is not None]
-    costs = [r.cost for r in ok if r.cost is not None]
-    return {
-        "p50_ttft_seconds": nearest_rank(ttft, 50),
-        "p95_ttft_seconds": nearest_rank(ttft, 95),
-        "p95_ttfb_seconds": nearest_rank(ttfb, 95),
-        "p50_tokens_per_second": nearest_rank(tps, 50),
-        "input_tokens_total": sum(inputs) if inputs else None,
-        "output_tokens_total": sum(outputs) if outputs else None,
-        "cost_total": math.fsum(costs) if costs else None,
-        "cost_per_case": math.fsum(costs) / len(costs) if costs else None,
-    }
+def _ranked(ordered: Sequence[float], percentile: float) -> float | None:
+    """:func:`nearest_rank` of values already sorted."""
+    if not ordered:
+        return None
+    return ordered[max(1, math.ceil(percentile / 100 * len(ordered))) - 1]
 
 
 def nearest_rank(values: Sequence[float], percentile: float) -> float | None:
@@ -166,67 +155,214 @@ def nearest_rank(values: Sequence[float], percentile: float) -> float | None:
     return ordered[rank - 1]
 
 
-_VALUE = itemgetter(1)
+_OUTCOME = attrgetter("outcome")
+_UNANSWERABLE = attrgetter("case.unanswerable")
+_LATENCY = attrgetter("latency_seconds")
+_STAGES = attrgetter("stage_seconds")
+_TAGS = attrgetter("case.tags")
+_KIND = attrgetter("kind")
+_QUALITY = tuple(spec for spec in METRICS if spec.quality)
 
 
-def _totals(scored: Sequence[CaseRecord]) -> dict[str, Total]:
-    """Each quality total over its population (the registry's denominator rule,
-    :func:`evaluator.metrics.values`), added in case order."""
-    pools = populations(scored)
-    out: dict[str, Total] = {}
-    for spec in METRICS:
-        if spec.per_case is not None:
-            picked = values(spec, pools)
-            # sum of the values in case order, without a second list of them
-            out[spec.name] = Total(sum(map(_VALUE, picked)), len(picked))
-    return out
+def _present(getter: Callable[[Any], Any], items: Iterable[Any]) -> list[Any]:
+    return [v for v in map(getter, items) if v is not None]
+
+
+def _delivery(ok: Sequence[CaseRecord]) -> dict[str, Any]:
+    """Percentiles of the streamed cases and totals of usage and cost, over the successful
+    cases (``ok``) that report them."""
+    ttft = _present(_TTFT, ok)
+    # time to first byte of the streamed cases only
+    pairs = zip(map(_TTFB, ok), map(_TTFT, ok), strict=True) if ttft else ()
+    ttfb = [b for b, t in pairs if b is not None and t is not None]
+    tps = _present(_TPS, ok)
+    inputs = _present(_INPUT, ok)
+    outputs = _present(_OUTPUT, ok)
+    costs = _present(_COST, ok)
+    return {
+        "p50_ttft_seconds": nearest_rank(ttft, 50),
+        "p95_ttft_seconds": nearest_rank(ttft, 95),
+        "p95_ttfb_seconds": nearest_rank(ttfb, 95),
+        "p50_tokens_per_second": nearest_rank(tps, 50),
+        "input_tokens_total": sum(inputs) if inputs else None,
+        "output_tokens_total": sum(outputs) if outputs else None,
+        "cost_total": math.fsum(costs) if costs else None,
+        "cost_per_case": math.fsum(costs) / len(costs) if costs else None,
+    }
+
+
+_TTFT = attrgetter("ttft_seconds")
+_TTFB = attrgetter("ttfb_seconds")
+_TPS = attrgetter("tokens_per_second")
+_INPUT = attrgetter("input_tokens")
+_OUTPUT = attrgetter("output_tokens")
+_COST = attrgetter("cost")
+_MEASURED = partial(is_not, None)
+_DELIVERY = (_TTFT, _TTFB, _TPS, _INPUT, _OUTPUT, _COST)
+_NO_DELIVERY: dict[str, Any] = _delivery(())
+
+
+#: a case's stage timings as (names, values): the names shared by the cases of one layout
+StageRow = tuple[tuple[str, ...], tuple[float, ...]]
+_NO_STAGES: StageRow = ((), ())
+
+
+def stage_row(timings: Mapping[str, float]) -> StageRow:
+    """A case's stage timings as (names, values), read once per case."""
+    if not timings:
+        return _NO_STAGES
+    row: StageRow | None = getattr(timings, "row", None)  # a streamed run's compact stages
+    if row is not None:
+        return row
+    names = tuple(timings)
+    if type(timings) is dict:
+        return names, tuple(timings.values())
+    return names, tuple(map(timings.__getitem__, names))
+
+
+_NAMES = itemgetter(0)
+_VALUES = itemgetter(1)
+
+
+def stage_p95(rows: Iterable[StageRow]) -> dict[str, float]:
+    """Each stage's P95 over the cases that report it, in the order the endpoint reports
+    its stages (first seen), not by name.
+
+    The cases are grouped by their stage names (one or two layouts per target) and each
+    layout's values transposed into one column per name, in C: no pass over the cases per
+    stage name, no lookup per stage and case in Python.
+    """
+    rows = rows if isinstance(rows, list) else list(rows)
+    found = [names for names in dict.fromkeys(map(_NAMES, rows)) if names]
+    layouts: dict[tuple[str, ...], list[tuple[float, ...]]] = {}
+    if len(found) == 1:
+        # the usual run: every case that reports stages reports the same ones
+        values_of = map(_VALUES, rows)
+        layouts[found[0]] = (
+            [v for v in values_of if v] if len(found) < len(rows) else list(values_of)
+        )
+    else:
+        for names, values in rows:
+            if names:
+                group = layouts.get(names)
+                if group is None:
+                    layouts[names] = [values]
+                else:
+                    group.append(values)
+    # a name's first case is the first case of its layout, so layouts in first-seen order
+    # give the names in first-seen order
+    columns: dict[str, list[float]] = {}
+    for names, group in layouts.items():
+        for name, values in zip(names, zip(*group, strict=True), strict=True):
+            columns.setdefault(name, []).extend(values)
+    return {
+        name: p95
+        for name, values in columns.items()
+        if (p95 := nearest_rank(values, 95)) is not None
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class _Columns:
+    """The per-case values a summary reads, one list each, read from the records once (a
+    tag's summary takes its cases' entries, not the records again)."""
+
+    records: Sequence[CaseRecord]
+    outcomes: Sequence[Outcome]
+    scored: Sequence[bool]
+    unanswerable: Sequence[bool]
+    latency: Sequence[float]
+    stages: Sequence[StageRow]
+    #: whether any case reports a delivery measurement (streaming, usage, cost)
+    delivery: bool
+
+    @classmethod
+    def of(cls, records: Sequence[CaseRecord]) -> _Columns:
+        outcomes = list(map(_OUTCOME, records))
+        delivery = any(any(map(_MEASURED, map(getter, records))) for getter in _DELIVERY)
+        return cls(
+            records=records,
+            outcomes=outcomes,
+            scored=[isinstance(o, CaseScores) for o in outcomes],
+            unanswerable=list(map(_UNANSWERABLE, records)),
+            latency=list(map(_LATENCY, records)),
+            stages=[stage_row(t) for t in map(_STAGES, records)],
+            delivery=delivery,
+        )
+
+    def take(self, indices: Sequence[int]) -> _Columns:
+        """The columns of the cases at ``indices`` (in that order)."""
+        if len(indices) == 1:
+            i = indices[0]
+
+            def pick(column: Sequence[Any]) -> list[Any]:
+                return [column[i]]
+
+        else:
+            getter = itemgetter(*indices)
+
+            def pick(column: Sequence[Any]) -> list[Any]:
+                return getter(column)  # type: ignore[no-any-return]
+
+        return _Columns(
+            records=pick(self.records),
+            outcomes=pick(self.outcomes),
+            scored=pick(self.scored),
+            unanswerable=pick(self.unanswerable),
+            latency=pick(self.latency),
+            stages=pick(self.stages),
+            delivery=self.delivery,
+        )
+
+
+def _summary(c: _Columns) -> Summary:
+    """The summary of the cases in ``c`` without tags: each quantity one C-speed pass."""
+    scored = list(compress(c.outcomes, c.scored))
+    errors = [o for o in c.outcomes if isinstance(o, CaseError)]
+    pools = split(scored, list(compress(c.unanswerable, c.scored)))
+    n = len(c.outcomes)
+    latencies = sorted(c.latency)  # sorted once for both ranks
+    return Summary(
+        case_count=n,
+        scored_count=len(scored),
+        error_count=len(errors),
+        totals={spec.name: Total(*total(spec, pools)) for spec in _QUALITY},
+        error_rate=len(errors) / n if n else None,
+        p50_seconds=_ranked(latencies, 50),
+        p95_seconds=_ranked(latencies, 95),
+        stage_p95_seconds=stage_p95(c.stages),
+        errors_by_kind=dict(sorted(Counter(map(_KIND, errors)).items())),
+        # a case is either scored or failed: the successful ones are the scored ones
+        **(_delivery(list(compress(c.records, c.scored))) if c.delivery else _NO_DELIVERY),
+    )
 
 
 @without_gc
 def summarise(records: Sequence[CaseRecord], *, with_tags: bool = True) -> Summary:
     """Aggregate per-case records into a :class:`Summary` (and one per tag)."""
-    # the outcome itself, not the scores/error views (a function call each, per case)
-    scored = [r for r in records if isinstance(r.outcome, CaseScores)]
-    errors = [o for r in records if isinstance(o := r.outcome, CaseError)]
-    by_kind: dict[str, int] = {}
-    for error in errors:
-        by_kind[error.kind] = by_kind.get(error.kind, 0) + 1
-    # dict, not set: the summary lists stages in the order the endpoint reports them
-    names = dict.fromkeys(stage for r in records for stage in r.stage_seconds)
-    # one comprehension per stage: a few stages x many cases, no per-value method calls
-    stages = {
-        name: [t[name] for t in (r.stage_seconds for r in records) if name in t] for name in names
-    }
-    latencies = sorted(r.latency_seconds for r in records)  # sorted once for both ranks
-    whole = Summary(
-        case_count=len(records),
-        scored_count=len(scored),
-        error_count=len(errors),
-        totals=_totals(scored),
-        error_rate=len(errors) / len(records) if records else None,
-        p50_seconds=nearest_rank(latencies, 50),
-        p95_seconds=nearest_rank(latencies, 95),
-        stage_p95_seconds={
-            # in the order the endpoint reports its stages (first seen), not by name
-            s: v
-            for s, vals in stages.items()
-            if (v := nearest_rank(vals, 95)) is not None
-        },
-        errors_by_kind=dict(sorted(by_kind.items())),
-        **_delivery(records),
-    )
+    columns = _Columns.of(records)
+    whole = _summary(columns)
     if not with_tags:
         return whole
-    # one pass over the cases, not one per tag: linear in cases whatever the tag count
-    groups: dict[str, list[CaseRecord]] = {}
-    for r in records:
-        tags = r.case.tags
-        for t in tags if len(tags) < 2 else dict.fromkeys(tags):
-            groups.setdefault(t, []).append(r)
+    # one pass over the cases, grouped by their tag lists (a golden set has few distinct
+    # ones), then each tag's cases in case order
+    by_tags: dict[tuple[str, ...], list[int]] = {}
+    for i, tags in enumerate(map(_TAGS, records)):
+        if tags:
+            group = by_tags.get(tags)
+            if group is None:
+                by_tags[tags] = [i]
+            else:
+                group.append(i)
+    parts: dict[str, list[list[int]]] = {}
+    for tags, indices in by_tags.items():
+        for t in dict.fromkeys(tags):
+            parts.setdefault(t, []).append(indices)
+    groups = {t: p[0] if len(p) == 1 else sorted(chain.from_iterable(p)) for t, p in parts.items()}
     # a tag every case carries (a golden set tagged "smoke" throughout) holds the same
     # cases in the same order: its summary is the run's, not computed a second time
     by_tag = {
-        t: whole if len(groups[t]) == len(records) else summarise(groups[t], with_tags=False)
+        t: whole if len(groups[t]) == len(records) else _summary(columns.take(groups[t]))
         for t in sorted(groups)
     }
     return replace(whole, by_tag=by_tag) if by_tag else whole

@@ -9,7 +9,7 @@ from evaluator.commands.display import format_summary
 from evaluator.daemon.exporter import GAUGES_BY_METRIC, QUALITY_GAUGES, JobSnapshot, Metrics
 from evaluator.gate.push import SUMMARY_GAUGES
 from evaluator.gate.rules import GATE_METRICS, LOWER_IS_BETTER
-from evaluator.metrics import METRICS, QUALITY_METRICS, case_values, metric
+from evaluator.metrics import METRICS, QUALITY_METRICS, MetricSpec, case_values, metric
 from evaluator.models import Case, CaseRecord, CaseScores
 from evaluator.summary import Summary, Total, summarise
 from tests.support.contract import DELIVERY_GAUGES
@@ -109,6 +109,13 @@ class TestTheTableIsTheContract:
         """Looking up a name the registry lacks fails loudly."""
         with pytest.raises(KeyError):
             metric("recall")
+
+    def test_a_score_must_be_a_case_scores_field(self) -> None:
+        """A spec naming no CaseScores field fails when the table is built, not at the
+        first summary."""
+        with pytest.raises(ValueError, match="'accuracy' is not a CaseScores field"):
+            MetricSpec("x", "x", "x", score="accuracy")
+        assert 0.5 == metric("mrr").per_case(CaseScores(1.0, 0.5, 0.0))  # type: ignore[misc]
 
     def test_run_level_value_has_no_case_values(self) -> None:
         """A percentile is not a mean of per-case values: asking for them is a caller bug."""

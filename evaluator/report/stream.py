@@ -77,6 +77,11 @@ class _Stages(Mapping[str, float]):
             names = cls._known.setdefault(names, names)
         return cls(names, tuple(stages.values()))
 
+    @property
+    def row(self) -> tuple[tuple[str, ...], tuple[float, ...]]:
+        """(names, values), as the summary reads every case's stages: no lookup per stage."""
+        return self._names, self._values
+
     def __getitem__(self, name: str) -> float:
         try:
             return self._values[self._names.index(name)]

@@ -38,9 +38,10 @@ def make_session(
 
     ``verify`` True checks certificates against the default CA store (which honours
     ``SSL_CERT_FILE`` / ``SSL_CERT_DIR``), an :class:`ssl.SSLContext` against its own CAs,
-    False not at all. The whole-call deadline is the caller's (``asyncio.timeout``): aiohttp's
-    ``total`` would not cover the time spent decoding. ``read_timeout`` None: no silence
-    bound of aiohttp's own (the caller's deadline is the bound).
+    False not at all. The whole-call deadline is the caller's
+    (:mod:`evaluator.targets.deadline`): aiohttp's ``total`` would not cover the time spent
+    decoding. ``read_timeout`` None: no silence bound of aiohttp's own (the caller's
+    deadline is the bound).
     """
     tls: ssl.SSLContext | bool = verify
     if verify is True:
