@@ -8,6 +8,7 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
+from evaluator import fastexit
 from evaluator.commands.common import (
     check_scored,
     exit_if_interrupted,
@@ -54,6 +55,8 @@ def handle(options: Options) -> int:
     run_id = new_run_id()
     output = Path(options.output or settings.reports_dir / f"{plan.dataset.name}-{run_id}.json")
     report, audit = streamed_run(plan, options.repeat, output, run_id)
+    # freed by the process's exit, not case by case (a 100,000-case run: ~0.2 s)
+    fastexit.keep((plan, report))
     print(format_run(report, worst=options.worst, audit=audit))
     repeats = format_repeats(report)
     if repeats is not None:
