@@ -17,11 +17,10 @@ import typing
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 from urllib.parse import urlsplit
 
 import jmespath
-from apscheduler.triggers.cron import CronTrigger
 from jmespath.exceptions import JMESPathError
 from jmespath.parser import ParsedResult
 from pydantic import (
@@ -56,6 +55,9 @@ from evaluator.targets.templates import (
     env_reference_problem,
     mentions_question,
 )
+
+if TYPE_CHECKING:
+    from apscheduler.triggers.cron import CronTrigger
 
 __all__ = [
     "DEFAULT_BUCKETS",
@@ -513,6 +515,9 @@ def cron_trigger(expression: str, jitter: int | None = None) -> CronTrigger:
             f"got {len(fields)}"
         )
     minute, hour, day, month, day_of_week = fields
+    # here, not at the top: apscheduler (and importlib.metadata) only for a cron schedule
+    from apscheduler.triggers.cron import CronTrigger
+
     try:
         return CronTrigger(
             minute=minute,

@@ -46,6 +46,33 @@ def gc_paused() -> Iterator[None]:
                 gc.enable()
 
 
+_frozen_depth = 0
+
+
+@contextmanager
+def gc_frozen() -> Iterator[None]:
+    """Leave every object alive now out of the collector's passes inside the block
+    (``gc.freeze``; counted, so ``gc.unfreeze`` comes when the outermost block ends).
+
+    For what a command builds once and keeps, cycle-free: a 100,000-case golden set's
+    cases, tuples and dicts were walked again by every older-generation collection of the
+    run that follows (the first one after loading took ~0.1 s). Reference counting still
+    frees them as usual.
+    """
+    global _frozen_depth
+    with _lock:
+        if _frozen_depth == 0:
+            gc.freeze()
+        _frozen_depth += 1
+    try:
+        yield
+    finally:
+        with _lock:
+            _frozen_depth -= 1
+            if _frozen_depth == 0:
+                gc.unfreeze()
+
+
 def without_gc(function: Callable[_P, _R]) -> Callable[_P, _R]:
     """Decorator: run ``function`` inside :func:`gc_paused`."""
 

@@ -20,8 +20,6 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-import structlog
-
 from evaluator.errors import ConfigError
 from evaluator.models import CaseRecord
 from evaluator.redaction import redactor
@@ -31,8 +29,6 @@ if TYPE_CHECKING:
     from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 __all__ = ["CASE_SPAN", "CaseSpans", "active", "install", "shutdown"]
-
-log = structlog.get_logger("evaluator.otlp")
 
 #: the name of the span of one golden case (its stages are ``rag_eval.stage <name>``)
 CASE_SPAN = "rag_eval.case"
@@ -87,7 +83,11 @@ class _CountingExporter:
             else:
                 self.failed_spans += len(spans)
         if result is not SpanExportResult.SUCCESS:
-            log.warning("otlp_export_failed", spans=len(spans), error=error)
+            import structlog  # only on a failure: a run without OTLP never needs structlog
+
+            structlog.get_logger("evaluator.otlp").warning(
+                "otlp_export_failed", spans=len(spans), error=error
+            )
         return result
 
     def shutdown(self) -> None:

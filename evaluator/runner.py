@@ -28,7 +28,7 @@ from evaluator.repeats import summarise_repeats
 from evaluator.report import RunReport, compute_config_hash
 from evaluator.retry import call_with_retries
 from evaluator.run_options import RunOptions
-from evaluator.scoring import score_case
+from evaluator.scoring.case import score_ranked
 from evaluator.summary import summarise
 from evaluator.targets.admission import measure_queue_wait
 from evaluator.targets.base import Target
@@ -139,11 +139,12 @@ def _record(
         )
     limits = options.limits
     response = limits.ranking(result)
+    ranked = response.ranked_ids  # once: scoring and the record both need it
     texts, cut = _kept_texts(case, response, options.k, limits)
     return CaseRecord(
         case=case,
-        outcome=score_case(case, response, options.k, options.scoring),
-        ranked_ids=limits.ids(response.ranked_ids),
+        outcome=score_ranked(case, response, ranked, options.k, options.scoring),
+        ranked_ids=limits.ids(ranked),
         answer=limits.answer(response.answer),
         citations=limits.citations(response.citations),
         latency_seconds=latency,

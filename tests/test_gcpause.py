@@ -1,10 +1,13 @@
-"""gc_relaxed: a higher young-generation threshold while runs are in flight, counted."""
+"""gc_relaxed: a higher young-generation threshold while runs are in flight, counted;
+gc_frozen: what is alive now left out of the collector, counted."""
 
 from __future__ import annotations
 
 import gc
 
-from evaluator.gcpause import gc_relaxed
+import pytest
+
+from evaluator.gcpause import gc_frozen, gc_relaxed
 
 
 def test_threshold_raised_inside_and_restored_after_the_last() -> None:
@@ -39,3 +42,21 @@ def test_restored_when_the_block_raises() -> None:
     except KeyError:
         pass
     assert before == gc.get_threshold()
+
+
+def test_frozen_objects_are_out_of_the_collector_until_the_outermost_block_ends() -> None:
+    assert gc.get_freeze_count() == 0
+    kept = [object() for _ in range(100)]
+    with gc_frozen():
+        frozen = gc.get_freeze_count()
+        assert frozen >= len(kept)
+        with gc_frozen():  # nested: nothing more to freeze, nothing released at its end
+            pass
+        assert gc.get_freeze_count() == frozen
+    assert gc.get_freeze_count() == 0
+
+
+def test_frozen_released_when_the_block_raises() -> None:
+    with pytest.raises(RuntimeError), gc_frozen():
+        raise RuntimeError
+    assert gc.get_freeze_count() == 0

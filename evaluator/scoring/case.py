@@ -21,7 +21,7 @@ from evaluator.scoring.retrieval import (
     relevant_ids,
 )
 
-__all__ = ["ScoringSettings", "score_case"]
+__all__ = ["ScoringSettings", "score_case", "score_ranked"]
 
 
 @dataclass(frozen=True)
@@ -71,11 +71,22 @@ def score_case(
     Raises:
         ValueError: ``k`` is below 1.
     """
+    return score_ranked(case, response, response.ranked_ids, k, settings)
+
+
+def score_ranked(
+    case: Case,
+    response: TargetResponse,
+    ranked: tuple[str, ...],
+    k: int,
+    settings: ScoringSettings = ScoringSettings(),
+) -> CaseScores:
+    """:func:`score_case` with ``ranked`` the response's ``ranked_ids`` already computed (the
+    runner keeps them too)."""
     _check_k(k)
     # the metric functions of retrieval, citation and answer, each input computed once:
     # the ranking without duplicates, the relevant ids, the resolved citations, the
     # normalised answer (each public function would recompute them)
-    ranked = response.ranked_ids
     relevance = case.relevance
     relevant: set[str] | None = None
     if case.unanswerable:
@@ -90,7 +101,10 @@ def score_case(
         return CaseScores(recall_at_k=recall, mrr=rr, ndcg_at_k=ndcg)
 
     citations = response.citations
-    resolved = resolve_all(citations, [r.id for r in response.retrieved])
+    retrieved = response.retrieved
+    # the ids in the order returned, duplicates kept: the ranking itself when it has none
+    ids = ranked if len(ranked) == len(retrieved) else [r.id for r in retrieved]
+    resolved = resolve_all(citations, ids)
     normalised = normalise(response.answer)
     refused = False
     for needle in settings.refusal_needles:

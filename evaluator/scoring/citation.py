@@ -105,6 +105,17 @@ def precision_of_resolved(
     unanswerable: bool = False,
 ) -> float:
     """:func:`citation_precision` with each citation already resolved (:func:`resolve_all`)."""
+    if None not in resolved:
+        # every citation resolved (the usual answer): its distinct targets are the
+        # distinct ids, and the share is the same whatever order they are counted in
+        if not resolved:
+            return 1.0 if unanswerable else 0.0
+        cited = set(resolved)
+        supported = 0
+        for doc_id in cited:
+            if relevance.get(doc_id, 0) >= 1:  # type: ignore[arg-type]
+                supported += 1
+        return supported / len(cited)
     targets = _distinct_targets(citations, resolved)
     if not targets:
         return 1.0 if unanswerable else 0.0

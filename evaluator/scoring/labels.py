@@ -16,6 +16,7 @@ case is reported unchecked instead.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -59,9 +60,7 @@ class LabelAudit:
         """``suspect label: '七天' is in none of the relevant evidence``, or None."""
         if not self.suspect:
             return None
-        facts = ", ".join(describe_fact(f) for f in self.missing)
-        verb = "is" if len(self.missing) == 1 else "are"
-        return f"suspect label: {facts} {verb} in none of the relevant evidence"
+        return _suspect_message(self.missing)
 
     @classmethod
     def of(
@@ -100,6 +99,15 @@ class LabelAudit:
             # the fact may sit in the part that was cut away
             return cls(checked=False, suspect=False, missing=missing, evidence_ids=evidence)
         return cls(checked=True, suspect=True, missing=missing, evidence_ids=evidence)
+
+
+@functools.lru_cache(maxsize=4096)
+def _suspect_message(missing: tuple[tuple[str, ...], ...]) -> str:
+    """The message for these missing facts (cached: a run's suspect cases miss the same few
+    facts, and each message is read for the case's entry and again for the run's audit)."""
+    facts = ", ".join(describe_fact(f) for f in missing)
+    verb = "is" if len(missing) == 1 else "are"
+    return f"suspect label: {facts} {verb} in none of the relevant evidence"
 
 
 @dataclass(frozen=True, slots=True)

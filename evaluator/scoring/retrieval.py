@@ -113,17 +113,30 @@ def ndcg_at_k(ranked: Sequence[str], relevance: Mapping[str, int], k: int) -> fl
 
 def ndcg_of_unique(unique: Sequence[str], relevance: Mapping[str, int], k: int) -> float:
     """:func:`ndcg_at_k` of a ranking already without duplicates."""
-    ideal_grades = sorted((g for g in relevance.values() if g >= 1), reverse=True)[:k]
-    ideal = _dcg(ideal_grades)
+    grades = [g for g in relevance.values() if g >= 1]
+    if not grades:
+        return 0.0
+    if max(grades) == 1 and len(grades) < _TABLED:
+        # binary relevance (every grade 1): the ideal DCG of n relevant ids, from the table
+        ideal = _IDEAL_BINARY[min(len(grades), k)]
+    else:
+        ideal = _dcg(sorted(grades, reverse=True)[:k])
     if ideal <= 0.0:
         return 0.0
-    dcg = _dcg([g if (g := relevance.get(doc_id, 0)) >= 1 else 0 for doc_id in unique[:k]])
+    # the gains of _dcg, added in rank order: the same float as _dcg of the gain list
+    dcg: float = 0
+    for rank, doc_id in enumerate(unique[:k], start=1):
+        g = relevance.get(doc_id, 0)
+        if g >= 1:
+            dcg += g / (_LOG2[rank] if rank < _TABLED else math.log2(rank + 1))
     # DCG <= IDCG in exact arithmetic; the clamp only guards against rounding.
     return min(1.0, dcg / ideal)
 
 
+#: ranks (and relevant-id counts) with a precomputed value
+_TABLED = 64
 #: log2(rank + 1) of the first ranks: the same values math.log2 gives, computed once
-_LOG2 = tuple(math.log2(rank + 1) for rank in range(64))
+_LOG2 = tuple(math.log2(rank + 1) for rank in range(_TABLED))
 
 
 def _dcg(gains: Sequence[int]) -> float:
@@ -131,5 +144,9 @@ def _dcg(gains: Sequence[int]) -> float:
     total: float = 0
     for rank, g in enumerate(gains, start=1):
         if g:
-            total += g / (_LOG2[rank] if rank < 64 else math.log2(rank + 1))
+            total += g / (_LOG2[rank] if rank < _TABLED else math.log2(rank + 1))
     return total
+
+
+#: the ideal DCG of n ids graded 1 (n < _TABLED): computed by _dcg itself, so the same floats
+_IDEAL_BINARY = tuple(_dcg([1] * n) for n in range(_TABLED))

@@ -1,0 +1,26 @@
+"""`evaluator run` of a callable target loads no HTTP stack, no structlog, no scheduler."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from tests.benchmarks.support import REPO
+
+
+def test_a_callable_run_does_not_import_what_it_never_uses() -> None:
+    code = (
+        "import sys\n"
+        "import evaluator.cli, evaluator.commands.run\n"
+        "from evaluator.config import CallableTargetConfig\n"
+        "from evaluator.factory import build_target\n"
+        "build_target(CallableTargetConfig(callable='tests.benchmarks.support:answer'))\n"
+        "heavy = ('aiohttp', 'structlog', 'rich', 'apscheduler',\n"
+        "         'evaluator.targets.http', 'evaluator.logs')\n"
+        "print(sorted(m for m in heavy if m in sys.modules))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=False, cwd=REPO
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
