@@ -238,6 +238,8 @@ def diff_cases(alignment: Alignment) -> CaseDiff:
         if c is None:
             continue
         compared += 1
+        if b.outcome == c.outcome:
+            continue  # the same scores (or two errors of one kind): nothing moved
         worse, bad, better, good = _moves(b, c)
         if not worse and not better:
             continue
