@@ -20,12 +20,13 @@ from __future__ import annotations
 import difflib
 import functools
 import hashlib
+import io
 import json
 import os
 import re
 import sys
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeGuard, TypeVar, cast
@@ -135,13 +136,17 @@ def _check(data: bytes, path: str) -> tuple[list[Case], list[DatasetProblem]]:
     saw_content = False
     # a key's closing quote, then optionally JSON whitespace, then its colon: almost every
     # file has no whitespace there, and bytes.count is far cheaper than a regex per line
-    count_keys = _count_spaced_keys if _SPACED_KEY.search(data) else _count_keys
-    for number, raw in enumerate(_lines(data), start=1):
-        fast = _fast_case(raw, number, count_keys)
+    count_keys = _count_spaced_keys if _may_space_keys(data) else _count_keys
+    # one line at a time, in C (a list of every line of a 100,000-case file would leave
+    # its memory scattered between the cases built from it); each line keeps its b"\n",
+    # which is JSON whitespace to the fast path (a last line without one is read too)
+    for number, line in enumerate(io.BytesIO(data), start=1):
+        fast = _fast_case(line, number, count_keys)
         if fast is not None and first_line_of.setdefault(fast.id, number) == number:
             saw_content = True
             cases.append(fast)
             continue
+        raw = line.removesuffix(b"\n")
         parsed = _read_line(raw, first=number == 1)
         if parsed is None:
             continue
@@ -158,16 +163,6 @@ def _check(data: bytes, path: str) -> tuple[list[Case], list[DatasetProblem]]:
         message = "empty golden set: no case (the file is empty or has only blank lines)"
         problems.append(DatasetProblem(path, 0, message))
     return cases, problems
-
-
-def _lines(data: bytes) -> Iterator[bytes]:
-    """``data.split(b"\\n")``, one line at a time: a list of every line of a 100,000-case
-    file would leave its memory scattered between the cases built from it."""
-    start = 0
-    while (end := data.find(b"\n", start)) != -1:
-        yield data[start:end]
-        start = end + 1
-    yield data[start:]
 
 
 def _duplicate_id(case_id: str | None, number: int, first_line_of: dict[str, int]) -> list[str]:
@@ -201,6 +196,14 @@ class _FastLine(msgspec.Struct, forbid_unknown_fields=True, gc=False):
 _FAST_DECODER = msgspec.json.Decoder(_FastLine)
 _SPACED_KEY = re.compile(rb'"[ \t\r]+:')
 _KEY_END = re.compile(rb'"[ \t\r]*:')
+
+
+def _may_space_keys(data: bytes) -> bool:
+    """Whether a key may be spaced from its colon anywhere in ``data`` (a quote followed
+    by JSON whitespace is rare in a file without spaced keys: then the regex decides)."""
+    if b'" ' not in data and b'"\t' not in data and b'"\r' not in data:
+        return False
+    return _SPACED_KEY.search(data) is not None
 
 
 def _count_keys(raw: bytes) -> int:
