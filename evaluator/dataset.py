@@ -20,12 +20,13 @@ from __future__ import annotations
 import difflib
 import functools
 import hashlib
+import io
 import json
 import os
 import re
 import sys
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeGuard, TypeVar, cast
@@ -135,13 +136,17 @@ def _check(data: bytes, path: str) -> tuple[list[Case], list[DatasetProblem]]:
     saw_content = False
     # a key's closing quote, then optionally JSON whitespace, then its colon: almost every
     # file has no whitespace there, and bytes.count is far cheaper than a regex per line
-    count_keys = _count_spaced_keys if _SPACED_KEY.search(data) else _count_keys
-    for number, raw in enumerate(_lines(data), start=1):
-        fast = _fast_case(raw, number, count_keys)
+    count_keys = _count_spaced_keys if _may_space_keys(data) else _count_keys
+    # one line at a time, in C (a list of every line of a 100,000-case file would leave
+    # its memory scattered between the cases built from it); each line keeps its b"\n",
+    # which is JSON whitespace to the fast path (a last line without one is read too)
+    for number, line in enumerate(io.BytesIO(data), start=1):
+        fast = _fast_case(line, number, count_keys)
         if fast is not None and first_line_of.setdefault(fast.id, number) == number:
             saw_content = True
             cases.append(fast)
             continue
+        raw = line.removesuffix(b"\n")
         parsed = _read_line(raw, first=number == 1)
         if parsed is None:
             continue
@@ -158,16 +163,6 @@ def _check(data: bytes, path: str) -> tuple[list[Case], list[DatasetProblem]]:
         message = "empty golden set: no case (the file is empty or has only blank lines)"
         problems.append(DatasetProblem(path, 0, message))
     return cases, problems
-
-
-def _lines(data: bytes) -> Iterator[bytes]:
-    """``data.split(b"\\n")``, one line at a time: a list of every line of a 100,000-case
-    file would leave its memory scattered between the cases built from it."""
-    start = 0
-    while (end := data.find(b"\n", start)) != -1:
-        yield data[start:end]
-        start = end + 1
-    yield data[start:]
 
 
 def _duplicate_id(case_id: str | None, number: int, first_line_of: dict[str, int]) -> list[str]:
@@ -203,6 +198,14 @@ _SPACED_KEY = re.compile(rb'"[ \t\r]+:')
 _KEY_END = re.compile(rb'"[ \t\r]*:')
 
 
+def _may_space_keys(data: bytes) -> bool:
+    """Whether a key may be spaced from its colon anywhere in ``data`` (a quote followed
+    by JSON whitespace is rare in a file without spaced keys: then the regex decides)."""
+    if b'" ' not in data and b'"\t' not in data and b'"\r' not in data:
+        return False
+    return _SPACED_KEY.search(data) is not None
+
+
 def _count_keys(raw: bytes) -> int:
     return raw.count(b'":')
 
@@ -227,18 +230,20 @@ def _fast_case(raw: bytes, number: int, count_keys: Callable[[bytes], int]) -> C
     case_id, question = line.id, line.question
     if not case_id.strip() or not question.strip():
         return None
+    # the common case inline (a table lookup per list); the helpers validate a new list
     keys = 2
     unanswerable = line.unanswerable
     if unanswerable is UNSET:
         unanswerable = False
     else:
-        keys += 1
+        keys = 3
     relevance: dict[str, int] | None = {}
     graded = False
     given = line.relevant_ids
     if type(given) is tuple:
         keys += 1
-        relevance = _fast_ids(given)
+        ids = _VALID_IDS.get(given) or _fast_ids(given)
+        relevance = None if ids is None else dict.fromkeys(ids, 1)
     elif type(given) is dict:
         keys += 1 + len(given)
         graded = True
@@ -246,33 +251,26 @@ def _fast_case(raw: bytes, number: int, count_keys: Callable[[bytes], int]) -> C
     # absent relevant_ids leave {}: also refused here unless the case is unanswerable
     if relevance is None or unanswerable == bool(relevance):
         return None
-    facts: tuple[tuple[str, ...], ...] = ()
-    if line.expected_facts is not UNSET:
+    facts: tuple[tuple[str, ...], ...] | None = ()
+    given_facts = line.expected_facts
+    if given_facts is not UNSET:
         keys += 1
-        if line.expected_facts:
-            found = None if unanswerable else _fast_facts(line.expected_facts)
-            if found is None:
+        if given_facts:
+            if unanswerable:
                 return None
-            facts = found
-    tags: tuple[str, ...] = ()
-    if line.tags is not UNSET:
+            facts = _VALID_FACTS.get(given_facts) or _fast_facts(given_facts)
+    tags: tuple[str, ...] | None = ()
+    given_tags = line.tags
+    if given_tags is not UNSET:
         keys += 1
-        shared = _fast_tags(line.tags)
-        if shared is None:
-            return None
-        tags = shared
+        if given_tags:
+            tags = _VALID_TAGS.get(given_tags) or _fast_tags(given_tags)
+    if facts is None or tags is None:
+        return None
     if count_keys(raw) != keys:
         return None
-    return Case(
-        id=case_id,
-        question=question,
-        relevance=relevance,
-        expected_facts=facts,
-        unanswerable=unanswerable,
-        tags=tags,
-        line=number,
-        graded=graded,
-    )
+    # positional: Case's field order (tests/test_dataset_fast.py compares with the exact path)
+    return Case(case_id, question, relevance, facts, unanswerable, tags, number, graded)
 
 
 # Lists already validated, each mapped to its shared form (interned strings): a golden set
@@ -302,8 +300,9 @@ def _fast_tags(tags: tuple[str, ...]) -> tuple[str, ...] | None:
     return _remember(_VALID_TAGS, tags, _shared_tuple(tuple(map(sys.intern, tags))))
 
 
-def _fast_ids(ids: tuple[str, ...]) -> dict[str, int] | None:
-    """A list of ``relevant_ids`` as :func:`_relevance_list` builds it, or None."""
+def _fast_ids(ids: tuple[str, ...]) -> tuple[str, ...] | None:
+    """A list of ``relevant_ids`` (its ids, interned) as :func:`_relevance_list` accepts
+    it, or None."""
     known = _VALID_IDS.get(ids)
     if known is None:
         for doc_id in ids:
@@ -312,7 +311,7 @@ def _fast_ids(ids: tuple[str, ...]) -> dict[str, int] | None:
         if len(set(ids)) != len(ids):
             return None
         known = _remember(_VALID_IDS, ids, tuple(map(sys.intern, ids)))
-    return dict.fromkeys(known, 1)
+    return known
 
 
 def _fast_grades(grades: dict[str, int]) -> dict[str, int] | None:

@@ -18,7 +18,8 @@ to average is None, never NaN.
 
 That rule is written once, here: :func:`split` says which cases each population holds and
 :func:`column` which of them have a value. The summary's sums (:func:`total`) and the gate's
-per-case values (:func:`values`, :func:`keyed`) are all built from those two.
+per-case values and paired differences (:func:`values`, :func:`keyed`, :func:`paired`) are
+all built from those two.
 """
 
 from __future__ import annotations
@@ -27,8 +28,8 @@ import dataclasses
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import compress
-from operator import attrgetter, not_
-from typing import Any, Literal, TypeVar
+from operator import attrgetter, itemgetter, not_, sub
+from typing import Any, Generic, Literal, TypeVar
 
 from evaluator.models import CaseRecord, CaseScores
 
@@ -36,12 +37,15 @@ __all__ = [
     "FLOAT_TOLERANCE",
     "METRICS",
     "QUALITY_METRICS",
+    "Matching",
     "MetricSpec",
     "Population",
     "case_values",
     "column",
     "keyed",
+    "match",
     "metric",
+    "paired",
     "populations",
     "split",
     "total",
@@ -377,6 +381,69 @@ def keyed(
         for key, value in zip(keys[spec.population], found, strict=True)
         if value is not None
     ]
+
+
+def _taker(positions: Sequence[int]) -> Callable[[Sequence[Any]], Sequence[Any]]:
+    """The items at ``positions`` of a sequence, in C (``itemgetter``, which returns a lone
+    item bare and cannot take none: both handled)."""
+    if not positions:
+        return lambda _: ()
+    if len(positions) == 1:
+        only = positions[0]
+        return lambda items: (items[only],)
+    return itemgetter(*positions)
+
+
+@dataclass(frozen=True, slots=True)
+class Matching(Generic[_K]):
+    """The cases of each population present in both of two reports, matched by key: built
+    once by :func:`match` for every metric's :func:`paired` differences."""
+
+    baseline: Mapping[Population, Sequence[Any]]
+    candidate: Mapping[Population, Sequence[Any]]
+    #: the matched keys of each population, in the baseline's order
+    keys: Mapping[Population, Sequence[_K]]
+    #: the matched cases' positions in each side's pool
+    at_baseline: Mapping[Population, Callable[[Sequence[Any]], Sequence[Any]]]
+    at_candidate: Mapping[Population, Callable[[Sequence[Any]], Sequence[Any]]]
+
+
+def match(
+    baseline: tuple[Mapping[Population, Sequence[Any]], Mapping[Population, Sequence[_K]]],
+    candidate: tuple[Mapping[Population, Sequence[Any]], Mapping[Population, Sequence[_K]]],
+) -> Matching[_K]:
+    """Match two reports' populations by key: each side is (pools of scores, pools of
+    keys), both :func:`split` of the report's scored cases."""
+    keys: dict[Population, Sequence[_K]] = {}
+    at_base: dict[Population, Callable[[Sequence[Any]], Sequence[Any]]] = {}
+    at_cand: dict[Population, Callable[[Sequence[Any]], Sequence[Any]]] = {}
+    for population, base_keys in baseline[1].items():
+        cand_keys = candidate[1][population]
+        where = dict(zip(cand_keys, range(len(cand_keys)), strict=True))
+        found = list(map(where.get, base_keys))
+        mine = [i for i, j in enumerate(found) if j is not None]
+        theirs = [j for j in found if j is not None]
+        at_base[population] = _taker(mine)
+        at_cand[population] = _taker(theirs)
+        keys[population] = list(at_base[population](base_keys))
+    return Matching(baseline[0], candidate[0], keys, at_base, at_cand)
+
+
+def paired(spec: MetricSpec, matching: Matching[_K]) -> tuple[list[_K], list[float]]:
+    """The keys of the cases with a value on both sides, in the baseline's order, and each
+    one's candidate value minus its baseline value (as floats)."""
+    population = spec.population
+    before = matching.at_baseline[population](column(spec, matching.baseline)[1])
+    after = matching.at_candidate[population](column(spec, matching.candidate)[1])
+    keys = matching.keys[population]
+    if None not in before and None not in after:  # the usual case: every value, in C
+        return list(keys), list(map(sub, map(float, after), map(float, before)))
+    kept = [
+        (key, float(a) - float(b))
+        for key, a, b in zip(keys, after, before, strict=True)
+        if a is not None and b is not None
+    ]
+    return [k for k, _ in kept], [d for _, d in kept]
 
 
 def values(

@@ -202,58 +202,61 @@ _DELIVERY = (_TTFT, _TTFB, _TPS, _INPUT, _OUTPUT, _COST)
 _NO_DELIVERY: dict[str, Any] = _delivery(())
 
 
-#: a case's stage timings as (names, values): the names shared by the cases of one layout
-StageRow = tuple[tuple[str, ...], tuple[float, ...]]
-_NO_STAGES: StageRow = ((), ())
+def _stage_columns(
+    names: tuple[str, ...], group: Sequence[Mapping[str, float]]
+) -> Iterable[Sequence[float]]:
+    """One column of values per name, over cases that all report exactly ``names``."""
+    kinds = set(map(type, group))
+    if kinds == {dict}:
+        return [list(map(itemgetter(name), group)) for name in names]
+    if all(hasattr(kind, "row") for kind in kinds):
+        # a streamed run's compact stages (report.stream): their values are a tuple already
+        return zip(*map(_SECOND, map(_ROW, group)), strict=True)
+    return [list(map(itemgetter(name), group)) for name in names]
 
 
-def stage_row(timings: Mapping[str, float]) -> StageRow:
-    """A case's stage timings as (names, values), read once per case."""
-    if not timings:
-        return _NO_STAGES
-    row: StageRow | None = getattr(timings, "row", None)  # a streamed run's compact stages
-    if row is not None:
-        return row
-    names = tuple(timings)
-    if type(timings) is dict:
-        return names, tuple(timings.values())
-    return names, tuple(map(timings.__getitem__, names))
+_ROW = attrgetter("row")
+_SECOND = itemgetter(1)
 
 
-_NAMES = itemgetter(0)
-_VALUES = itemgetter(1)
+def _layouts(stages: Iterable[Mapping[str, float]]) -> list[tuple[str, ...]]:
+    """Each case's stage names, one shared tuple per distinct layout (a few per target)."""
+    known: dict[tuple[str, ...], tuple[str, ...]] = {}
+    return [known.setdefault(names, names) for names in map(tuple, stages)]
 
 
-def stage_p95(rows: Iterable[StageRow]) -> dict[str, float]:
+def stage_p95(stages: Sequence[Mapping[str, float]]) -> dict[str, float]:
     """Each stage's P95 over the cases that report it, in the order the endpoint reports
-    its stages (first seen), not by name.
+    its stages (first seen), not by name."""
+    return _stage_p95(stages, _layouts(stages))
 
-    The cases are grouped by their stage names (one or two layouts per target) and each
-    layout's values transposed into one column per name, in C: no pass over the cases per
-    stage name, no lookup per stage and case in Python.
+
+def _stage_p95(
+    stages: Sequence[Mapping[str, float]], layouts: Sequence[tuple[str, ...]]
+) -> dict[str, float]:
+    """:func:`stage_p95` of cases whose stage names are ``layouts``.
+
+    The cases are grouped by their stage names and each layout read one column per name in
+    C: no pass over the cases per stage name, no lookup per stage and case in Python, no
+    copy of any case's timings.
     """
-    rows = rows if isinstance(rows, list) else list(rows)
-    found = [names for names in dict.fromkeys(map(_NAMES, rows)) if names]
-    layouts: dict[tuple[str, ...], list[tuple[float, ...]]] = {}
+    seen = dict.fromkeys(layouts)
+    found = [names for names in seen if names]
+    groups: dict[tuple[str, ...], Sequence[Mapping[str, float]]] = {}
     if len(found) == 1:
         # the usual run: every case that reports stages reports the same ones
-        values_of = map(_VALUES, rows)
-        layouts[found[0]] = (
-            [v for v in values_of if v] if len(found) < len(rows) else list(values_of)
-        )
-    else:
-        for names, values in rows:
+        groups[found[0]] = list(compress(stages, layouts)) if () in seen else stages
+    elif found:
+        lists: dict[tuple[str, ...], list[Mapping[str, float]]] = {}
+        for names, timings in zip(layouts, stages, strict=True):
             if names:
-                group = layouts.get(names)
-                if group is None:
-                    layouts[names] = [values]
-                else:
-                    group.append(values)
+                lists.setdefault(names, []).append(timings)
+        groups.update(lists)
     # a name's first case is the first case of its layout, so layouts in first-seen order
     # give the names in first-seen order
     columns: dict[str, list[float]] = {}
-    for names, group in layouts.items():
-        for name, values in zip(names, zip(*group, strict=True), strict=True):
+    for names, group in groups.items():
+        for name, values in zip(names, _stage_columns(names, group), strict=True):
             columns.setdefault(name, []).extend(values)
     return {
         name: p95
@@ -272,13 +275,16 @@ class _Columns:
     scored: Sequence[bool]
     unanswerable: Sequence[bool]
     latency: Sequence[float]
-    stages: Sequence[StageRow]
+    stages: Sequence[Mapping[str, float]]
+    #: each case's stage names (shared tuples)
+    layouts: Sequence[tuple[str, ...]]
     #: whether any case reports a delivery measurement (streaming, usage, cost)
     delivery: bool
 
     @classmethod
     def of(cls, records: Sequence[CaseRecord]) -> _Columns:
         outcomes = list(map(_OUTCOME, records))
+        stages = list(map(_STAGES, records))
         delivery = any(any(map(_MEASURED, map(getter, records))) for getter in _DELIVERY)
         return cls(
             records=records,
@@ -286,7 +292,8 @@ class _Columns:
             scored=[isinstance(o, CaseScores) for o in outcomes],
             unanswerable=list(map(_UNANSWERABLE, records)),
             latency=list(map(_LATENCY, records)),
-            stages=[stage_row(t) for t in map(_STAGES, records)],
+            stages=stages,
+            layouts=_layouts(stages),
             delivery=delivery,
         )
 
@@ -311,6 +318,7 @@ class _Columns:
             unanswerable=pick(self.unanswerable),
             latency=pick(self.latency),
             stages=pick(self.stages),
+            layouts=pick(self.layouts),
             delivery=self.delivery,
         )
 
@@ -330,7 +338,7 @@ def _summary(c: _Columns) -> Summary:
         error_rate=len(errors) / n if n else None,
         p50_seconds=_ranked(latencies, 50),
         p95_seconds=_ranked(latencies, 95),
-        stage_p95_seconds=stage_p95(c.stages),
+        stage_p95_seconds=_stage_p95(c.stages, c.layouts),
         errors_by_kind=dict(sorted(Counter(map(_KIND, errors)).items())),
         # a case is either scored or failed: the successful ones are the scored ones
         **(_delivery(list(compress(c.records, c.scored))) if c.delivery else _NO_DELIVERY),

@@ -6,15 +6,15 @@ import heapq
 from collections.abc import Iterable
 from operator import itemgetter
 
-from evaluator.models import CaseRecord
+from evaluator.models import CaseRecord, CaseScores
 
 __all__ = ["badness", "worst_cases"]
 
 
 def badness(case: CaseRecord) -> float:
     """How bad a case went: errors first, then wrong answers and lost retrieval."""
-    s = case.scores
-    if s is None:
+    s = case.outcome  # not the ``scores`` view: this runs for every case of a run
+    if not isinstance(s, CaseScores):
         return 10.0
     bad = (1 - s.recall_at_k) + (1 - s.mrr)
     if s.answer_correct is False:

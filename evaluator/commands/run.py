@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 from collections import Counter
 from dataclasses import dataclass
@@ -53,10 +54,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def handle(options: Options) -> int:
-    settings = settings_from_flags(options.config, options.target_flags)
-    plan = plan_job(settings, options.target_flags.job)
-    # the golden set is built once, kept, and holds no cycle: out of the collector's walks
-    with gc_frozen():
+    with contextlib.ExitStack() as frozen:
+        with gc_paused():
+            settings = settings_from_flags(options.config, options.target_flags)
+            plan = plan_job(settings, options.target_flags.job)
+            # the golden set is built once, kept, and holds no cycle: out of the collector's
+            # walks, frozen before it resumes (its first pass would walk 200,000 new objects)
+            frozen.enter_context(gc_frozen())
         return _run(options, settings, plan)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from operator import attrgetter, itemgetter
 
 from evaluator.errors import GateError
 from evaluator.metrics import FLOAT_TOLERANCE, METRICS
@@ -35,6 +36,8 @@ _DIFFED = tuple(
     for spec in METRICS
     if spec.case_label is not None and spec.per_case is not None
 )
+_ID = attrgetter("case.id")
+_CHANGE = itemgetter(2)
 #: Severity weights: a new error outranks a flipped answer, which outranks lost retrieval.
 _ERROR_WEIGHT = 10.0
 _ANSWER_WEIGHT = 3.0
@@ -229,32 +232,38 @@ def diff_cases(alignment: Alignment) -> CaseDiff:
     regressions in ``changes``); severity: a new error 10, a flipped answer 3, plus the
     lost recall, reciprocal rank and citation precision.
     """
-    cand = {c.case.id: c for c in alignment.candidate_cases}
+    candidates = alignment.candidate_cases
+    cand = dict(zip(map(_ID, candidates), candidates, strict=True))
+    # each baseline case's candidate, looked up in C
+    found = list(map(cand.get, map(_ID, alignment.baseline_cases)))
+    compared = len(found) - found.count(None)
+    # (-severity, baseline order, change): sorted as plain tuples, worst (or best) first,
+    # ties in baseline order; the order is unique, so a change is never compared
     regressed: list[tuple[float, int, CaseChange]] = []
     improved: list[tuple[float, int, CaseChange]] = []
-    compared = 0
-    for order, b in enumerate(alignment.baseline_cases):
-        c = cand.get(b.case.id)
-        if c is None:
-            continue
-        compared += 1
+    for order, (b, c) in enumerate(zip(alignment.baseline_cases, found, strict=True)):
+        if c is None or b.outcome == c.outcome:
+            continue  # not shared; or the same scores (two equal errors): nothing moved
         worse, bad, better, good = _moves(b, c)
         if not worse and not better:
             continue
+        severity = bad if worse else good
+        case = b.case
+        # by position (CaseChange's field order), a case of a changed report at a time
         change = CaseChange(
-            id=b.id,
-            question=b.case.question,
-            severity=bad if worse else good,
-            changes=(*worse, *better),
-            relevant_ids=tuple(b.case.relevance),
-            baseline_ranked=b.ranked_ids,
-            candidate_ranked=c.ranked_ids,
+            case.id,
+            case.question,
+            severity,
+            (*worse, *better),
+            tuple(case.relevance),
+            b.ranked_ids,
+            c.ranked_ids,
         )
-        (regressed if worse else improved).append((change.severity, order, change))
-    regressed.sort(key=lambda t: (-t[0], t[1]))
-    improved.sort(key=lambda t: (-t[0], t[1]))
+        (regressed if worse else improved).append((-severity, order, change))
+    regressed.sort()
+    improved.sort()
     return CaseDiff(
-        regressed=tuple(t[2] for t in regressed),
-        improved=tuple(t[2] for t in improved),
+        regressed=tuple(map(_CHANGE, regressed)),
+        improved=tuple(map(_CHANGE, improved)),
         compared=compared,
     )

@@ -15,10 +15,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from operator import attrgetter
+from typing import Any
 
 # case_values is the registry's denominator rule, so a mean of per-case values is the
 # summary's value by construction
-from evaluator.metrics import QUALITY_METRICS, case_values, metric, populations, values
+from evaluator.metrics import QUALITY_METRICS, Population, case_values, match, metric, split
+from evaluator.metrics import paired as paired_values
 from evaluator.models import CaseRecord, CaseScores
 
 __all__ = [
@@ -88,6 +91,21 @@ class _Paired:
         return sum(self.diffs) / len(self.diffs)
 
 
+_OUTCOME = attrgetter("outcome")
+_ID = attrgetter("case.id")
+_UNANSWERABLE = attrgetter("case.unanswerable")
+
+
+def _pools(
+    records: Sequence[CaseRecord],
+) -> tuple[dict[Population, Sequence[Any]], dict[Population, Sequence[str]]]:
+    """The registry's populations of a report's scored cases: their scores, and their ids
+    in the same order (each read once, in C)."""
+    scored = [r for r in records if isinstance(r.outcome, CaseScores)]
+    flags = list(map(_UNANSWERABLE, scored))
+    return split(list(map(_OUTCOME, scored)), flags), split(list(map(_ID, scored)), flags)
+
+
 def _matched(
     baseline: Sequence[CaseRecord], candidate: Sequence[CaseRecord], metrics: Sequence[str]
 ) -> tuple[list[str], dict[str, _Paired]]:
@@ -95,21 +113,12 @@ def _matched(
     paired: dict[str, _Paired] = {}
     matched: set[str] = set()
     # each report's populations once, not once per metric (as case_values would)
-    base_pools = populations([r for r in baseline if isinstance(r.outcome, CaseScores)])
-    cand_pools = populations([r for r in candidate if isinstance(r.outcome, CaseScores)])
+    matching = match(_pools(baseline), _pools(candidate))
     for m in metrics:
-        spec = metric(m)
-        cand = {record.case.id: value for record, value in values(spec, cand_pools)}
-        # one pass over the baseline's values: no dict of them, no second pass to pair
-        pairs = [
-            (record.case.id, found - value)
-            for record, value in values(spec, base_pools)
-            if (found := cand.get(record.case.id)) is not None
-        ]
-        ids = [i for i, _ in pairs]
-        paired[m] = _Paired(ids, [d for _, d in pairs])
+        ids, diffs = paired_values(metric(m), matching)
+        paired[m] = _Paired(ids, diffs)
         matched.update(ids)
-    ids = list(dict.fromkeys([i for r in baseline if (i := r.case.id) in matched]))
+    ids = list(dict.fromkeys([i for i in map(_ID, baseline) if i in matched]))
     return ids, paired
 
 

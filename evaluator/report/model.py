@@ -7,14 +7,17 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from operator import attrgetter
 from typing import Any
 
 from evaluator._version import __version__
-from evaluator.models import CaseRecord
+from evaluator.models import CaseError, CaseRecord, CaseScores
 from evaluator.repeats import Repeats
 from evaluator.summary import Summary
 
 __all__ = ["SCHEMA_VERSION", "RunReport", "compute_config_hash"]
+
+_OUTCOME = attrgetter("outcome")
 
 SCHEMA_VERSION = 1
 
@@ -47,7 +50,8 @@ class RunReport:
 
     @property
     def error_count(self) -> int:
-        return sum(1 for c in self.cases if c.error is not None)
+        # the outcome itself, not the ``error`` view: a Python call per case saved
+        return sum(isinstance(outcome, CaseError) for outcome in map(_OUTCOME, self.cases))
 
     @property
     def retrieval_only(self) -> bool:
@@ -57,8 +61,13 @@ class RunReport:
         key (readers of older versions expect it), but a value read back cannot disagree with
         the cases it describes.
         """
-        scored = [c for c in self.cases if c.scores is not None]
-        return bool(scored) and all(c.answer is None for c in scored)
+        scored = False
+        for c in self.cases:  # stops at the first scored case with an answer
+            if isinstance(c.outcome, CaseScores):
+                if c.answer is not None:
+                    return False
+                scored = True
+        return scored
 
 
 def format_timestamp(at: datetime) -> str:

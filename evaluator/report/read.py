@@ -33,7 +33,7 @@ from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Annotated, Any, cast, get_args, get_type_hints
+from typing import TYPE_CHECKING, Annotated, Any, get_args, get_type_hints
 
 import msgspec
 from msgspec import Meta, Struct
@@ -331,13 +331,41 @@ def _same_case(
     )
 
 
+#: the fields :func:`_case` passes by position, in the models' order: checked when this
+#: module loads, so a field added or moved in evaluator/models.py fails loudly here
+_CASE_ORDER = ("id", "question", "relevance", "expected_facts", "unanswerable", "tags")
+_RECORD_ORDER = (
+    "case",
+    "outcome",
+    "ranked_ids",
+    "answer",
+    "citations",
+    "latency_seconds",
+    "stage_seconds",
+    "attempts",
+    "texts",
+    "cut_texts",
+    "ttfb_seconds",
+    "ttft_seconds",
+    "tokens_per_second",
+    "input_tokens",
+    "output_tokens",
+    "cost",
+    "trace_id",
+)
+for _model, _order, _all in ((Case, _CASE_ORDER, False), (CaseRecord, _RECORD_ORDER, True)):
+    _names = tuple(f.name for f in dataclasses.fields(_model))
+    if (_names if _all else _names[: len(_order)]) != _order:
+        raise TypeError(f"report reader: {_model.__name__} fields are {_names}, not {_order}")
+
+
 def _case(source: str, c: _Case, where: str, known: Mapping[str, Case] | None = None) -> CaseRecord:
     rel = c.relevant_ids
     relevance = dict.fromkeys(rel, 1) if isinstance(rel, tuple) else rel
     facts = c.expected_facts
     if facts:
-        facts = tuple(f if isinstance(f, tuple) else (f,) for f in facts)
-    golden = cast("tuple[tuple[str, ...], ...]", facts)
+        facts = tuple([f if isinstance(f, tuple) else (f,) for f in facts])
+    golden: tuple[tuple[str, ...], ...] = facts  # type: ignore[assignment]  # one-item facts made tuples
     outcome: Outcome
     if c.error is not None:
         outcome = CaseError(c.error.kind, c.error.message, c.error.status)
@@ -352,32 +380,27 @@ def _case(source: str, c: _Case, where: str, known: Mapping[str, Case] | None = 
         outcome = CaseScores(*scores)
     case = known.get(c.id) if known is not None else None
     if case is None or not _same_case(case, c, relevance, golden):
-        case = Case(
-            id=c.id,
-            question=c.question,
-            relevance=relevance,
-            expected_facts=golden,
-            unanswerable=c.unanswerable,
-            tags=c.tags,
-        )
+        # by position, in _CASE_ORDER (keywords cost twice as much, per case of a report)
+        case = Case(c.id, c.question, relevance, golden, c.unanswerable, c.tags)
+    # by position, in _RECORD_ORDER
     return CaseRecord(
-        case=case,
-        outcome=outcome,
-        ranked_ids=c.ranked_ids,
-        answer=c.answer,
-        citations=c.citations,
-        latency_seconds=c.latency_seconds,
-        stage_seconds=c.stage_seconds,
-        attempts=c.attempts,
-        texts=c.texts or _NO_TEXTS,
-        cut_texts=c.cut_texts or _NO_CUTS,
-        ttfb_seconds=c.ttfb_seconds,
-        ttft_seconds=c.ttft_seconds,
-        tokens_per_second=c.tokens_per_second,
-        input_tokens=c.input_tokens,
-        output_tokens=c.output_tokens,
-        cost=c.cost,
-        trace_id=c.trace_id,
+        case,
+        outcome,
+        c.ranked_ids,
+        c.answer,
+        c.citations,
+        c.latency_seconds,
+        c.stage_seconds,
+        c.attempts,
+        c.texts or _NO_TEXTS,
+        c.cut_texts or _NO_CUTS,
+        c.ttfb_seconds,
+        c.ttft_seconds,
+        c.tokens_per_second,
+        c.input_tokens,
+        c.output_tokens,
+        c.cost,
+        c.trace_id,
     )
 
 
