@@ -26,6 +26,7 @@ from evaluator.scoring import (
     reciprocal_rank,
     score_case,
 )
+from evaluator.scoring.answer import contains_fact, count_facts, normalise
 from evaluator.scoring.case import score_ranked
 from evaluator.scoring.citation import resolve_citation
 from evaluator.scoring.retrieval import retrieval_of_unique
@@ -218,3 +219,21 @@ def test_score_case_equals_the_public_functions(
     if not unanswerable:
         assert got.answer_correct == answer_correct(answer, case.expected_facts)
         assert got.fact_recall == fact_recall(answer, case.expected_facts)
+
+
+@MANY
+@given(
+    answer=st.text(max_size=20) | st.sampled_from(["7 天，原路退回", "七天内", "Seven Days."]),
+    facts=st.lists(
+        st.sampled_from(["七天", "7天", "原路退回", "。", " ", "", "seven days", "a"])
+        | st.lists(st.sampled_from(["七天", "7 天", "。", "", "x"]), max_size=3).map(tuple),
+        min_size=1,
+        max_size=4,
+    ),
+)
+def test_count_facts_is_contains_fact_of_each(
+    answer: str, facts: list[str | tuple[str, ...]]
+) -> None:
+    """One alternative of each fact (a bare string is one alternative), as documented."""
+    normalised = normalise(answer)
+    assert count_facts(normalised, facts) == sum(contains_fact(normalised, f) for f in facts)
