@@ -230,18 +230,20 @@ def _fast_case(raw: bytes, number: int, count_keys: Callable[[bytes], int]) -> C
     case_id, question = line.id, line.question
     if not case_id.strip() or not question.strip():
         return None
+    # the common case inline (a table lookup per list); the helpers validate a new list
     keys = 2
     unanswerable = line.unanswerable
     if unanswerable is UNSET:
         unanswerable = False
     else:
-        keys += 1
+        keys = 3
     relevance: dict[str, int] | None = {}
     graded = False
     given = line.relevant_ids
     if type(given) is tuple:
         keys += 1
-        relevance = _fast_ids(given)
+        ids = _VALID_IDS.get(given) or _fast_ids(given)
+        relevance = None if ids is None else dict.fromkeys(ids, 1)
     elif type(given) is dict:
         keys += 1 + len(given)
         graded = True
@@ -249,33 +251,26 @@ def _fast_case(raw: bytes, number: int, count_keys: Callable[[bytes], int]) -> C
     # absent relevant_ids leave {}: also refused here unless the case is unanswerable
     if relevance is None or unanswerable == bool(relevance):
         return None
-    facts: tuple[tuple[str, ...], ...] = ()
-    if line.expected_facts is not UNSET:
+    facts: tuple[tuple[str, ...], ...] | None = ()
+    given_facts = line.expected_facts
+    if given_facts is not UNSET:
         keys += 1
-        if line.expected_facts:
-            found = None if unanswerable else _fast_facts(line.expected_facts)
-            if found is None:
+        if given_facts:
+            if unanswerable:
                 return None
-            facts = found
-    tags: tuple[str, ...] = ()
-    if line.tags is not UNSET:
+            facts = _VALID_FACTS.get(given_facts) or _fast_facts(given_facts)
+    tags: tuple[str, ...] | None = ()
+    given_tags = line.tags
+    if given_tags is not UNSET:
         keys += 1
-        shared = _fast_tags(line.tags)
-        if shared is None:
-            return None
-        tags = shared
+        if given_tags:
+            tags = _VALID_TAGS.get(given_tags) or _fast_tags(given_tags)
+    if facts is None or tags is None:
+        return None
     if count_keys(raw) != keys:
         return None
-    return Case(
-        id=case_id,
-        question=question,
-        relevance=relevance,
-        expected_facts=facts,
-        unanswerable=unanswerable,
-        tags=tags,
-        line=number,
-        graded=graded,
-    )
+    # positional: Case's field order (tests/test_dataset_fast.py compares with the exact path)
+    return Case(case_id, question, relevance, facts, unanswerable, tags, number, graded)
 
 
 # Lists already validated, each mapped to its shared form (interned strings): a golden set
@@ -305,8 +300,9 @@ def _fast_tags(tags: tuple[str, ...]) -> tuple[str, ...] | None:
     return _remember(_VALID_TAGS, tags, _shared_tuple(tuple(map(sys.intern, tags))))
 
 
-def _fast_ids(ids: tuple[str, ...]) -> dict[str, int] | None:
-    """A list of ``relevant_ids`` as :func:`_relevance_list` builds it, or None."""
+def _fast_ids(ids: tuple[str, ...]) -> tuple[str, ...] | None:
+    """A list of ``relevant_ids`` (its ids, interned) as :func:`_relevance_list` accepts
+    it, or None."""
     known = _VALID_IDS.get(ids)
     if known is None:
         for doc_id in ids:
@@ -315,7 +311,7 @@ def _fast_ids(ids: tuple[str, ...]) -> dict[str, int] | None:
         if len(set(ids)) != len(ids):
             return None
         known = _remember(_VALID_IDS, ids, tuple(map(sys.intern, ids)))
-    return dict.fromkeys(known, 1)
+    return known
 
 
 def _fast_grades(grades: dict[str, int]) -> dict[str, int] | None:

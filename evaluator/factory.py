@@ -27,7 +27,6 @@ from evaluator.targets.presets import (
     OPENAI_CHAT_STREAMING,
     openai_chat_body,
 )
-from evaluator.targets.request import RequestTemplate
 from evaluator.targets.streaming import StreamSpec
 
 if TYPE_CHECKING:  # the HTTP stack (aiohttp) is imported when an HTTP target is built
@@ -62,6 +61,7 @@ def build_http_target(
     """The HTTP target ``config`` describes, its kind's preset applied."""
     # here, not at the top: a run of a callable target never loads aiohttp (~0.15 s)
     from evaluator.targets.http import HttpOptions, HttpTarget
+    from evaluator.targets.request import RequestTemplate
 
     where = f"target {config.label!r}"
     body, response, streaming = _preset(config, where)

@@ -11,7 +11,8 @@ It only ever happens in the ``evaluator`` process itself (:func:`arm`, called by
 console script): code that calls ``evaluator.cli.main(argv)`` in its own process (the
 tests, an embedding program) never leaves early. And it steps aside when another thread
 still runs: a normal exit would wait for it, so :func:`leave` returns and the interpreter
-exits as usual.
+exits as usual. So does a process being profiled or traced (``python -m cProfile``,
+pyinstrument, coverage): those write their results after the script returns.
 """
 
 from __future__ import annotations
@@ -53,6 +54,8 @@ def leave(code: int) -> None:
     """
     if not _armed or threading.active_count() > 1:
         return
+    if sys.getprofile() is not None or sys.gettrace() is not None:
+        return  # a profiler or tracer writes its results after this returns
     try:
         _flush()
     except (OSError, ValueError):

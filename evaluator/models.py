@@ -10,6 +10,7 @@ import dataclasses
 import inspect
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from operator import attrgetter
 from types import MappingProxyType
 from typing import TypeVar
 
@@ -32,6 +33,8 @@ Citation = int | str
 _EMPTY: Mapping[str, float] = MappingProxyType({})
 
 _T = TypeVar("_T")
+#: an item's id, without a Python-level loop (the ranking is read once per case)
+_ID = attrgetter("id")
 
 
 def _quick_init(cls: type[_T]) -> type[_T]:
@@ -189,7 +192,7 @@ class TargetResponse:
     @property
     def ranked_ids(self) -> tuple[str, ...]:
         """Retrieved ids in rank order, first occurrence kept."""
-        return tuple(dict.fromkeys([r.id for r in self.retrieved]))
+        return tuple(dict.fromkeys(map(_ID, self.retrieved)))
 
 
 @_quick_init

@@ -14,13 +14,20 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
 
 from evaluator.bounds import DEFAULT_TEXT_CHARS, RecordLimits
 from evaluator.errors import BadResponseError, TargetError, TargetHTTPStatusError
 from evaluator.gcpause import gc_relaxed
 from evaluator.looplag import LoopLagMonitor
-from evaluator.models import Case, CaseError, CaseRecord, Dataset, TargetResponse
+from evaluator.models import (
+    Case,
+    CaseError,
+    CaseRecord,
+    Dataset,
+    Delivery,
+    Retrieved,
+    TargetResponse,
+)
 from evaluator.otlp import CaseSpans
 from evaluator.otlp import active as active_spans
 from evaluator.redaction import redactor
@@ -87,25 +94,29 @@ _NO_CUTS: frozenset[str] = frozenset()
 
 
 def _kept_texts(
-    case: Case, response: TargetResponse, k: int, limits: RecordLimits
+    case: Case, response: TargetResponse, ranked: tuple[str, ...], k: int, limits: RecordLimits
 ) -> tuple[dict[str, str], frozenset[str]]:
     """Texts of the top-K ids and of the relevant ids, first occurrence, each cut to size
-    (redacted first: a cut must not leave half a secret)."""
+    (redacted first: a cut must not leave half a secret). ``ranked`` is the response's
+    ``ranked_ids``."""
     keep = limits.max_text_chars
     id_chars = limits.max_id_chars
     relevance = case.relevance
+    items: tuple[Retrieved, ...] = response.retrieved
+    if len(ranked) != len(items):
+        # repeated ids: only the first occurrence of each counts, and takes the rank
+        first: dict[str, Retrieved] = {}
+        for item in items:
+            first.setdefault(item.id, item)
+        items = tuple(first.values())
     texts: dict[str, str] = {}
     cut: set[str] = set()
-    rank = 0
-    seen: set[str] = set()
-    for item in response.retrieved:
-        raw_id = item.id
-        if raw_id in seen:
-            continue
-        seen.add(raw_id)
-        rank += 1
+    for rank, item in enumerate(items, start=1):
         text = item.text
-        if not text or (rank > k and raw_id not in relevance):
+        if not text:
+            continue
+        raw_id = item.id
+        if rank > k and raw_id not in relevance:
             continue
         doc_id = raw_id if len(raw_id) <= id_chars else limits.id(raw_id)
         if len(text) > keep:
@@ -135,12 +146,15 @@ def _record(
             latency_seconds=latency,
             stage_seconds={},
             attempts=attempts,
-            **_delivery_fields(None, trace_id),
+            trace_id=trace_id,
         )
     limits = options.limits
     response = limits.ranking(result)
     ranked = response.ranked_ids  # once: scoring and the record both need it
-    texts, cut = _kept_texts(case, response, options.k, limits)
+    texts, cut = _kept_texts(case, response, ranked, options.k, limits)
+    ttfb, ttft, tps, tokens_in, tokens_out, cost, trace = _delivery_fields(
+        response.delivery, trace_id
+    )
     return CaseRecord(
         case=case,
         outcome=score_ranked(case, response, ranked, options.k, options.scoring),
@@ -152,24 +166,35 @@ def _record(
         attempts=attempts,
         texts=texts,
         cut_texts=cut,
-        **_delivery_fields(response, trace_id),
+        ttfb_seconds=ttfb,
+        ttft_seconds=ttft,
+        tokens_per_second=tps,
+        input_tokens=tokens_in,
+        output_tokens=tokens_out,
+        cost=cost,
+        trace_id=trace,
     )
 
 
-def _delivery_fields(response: TargetResponse | None, trace_id: str | None) -> dict[str, Any]:
-    delivery = response.delivery if response is not None else None
+def _delivery_fields(
+    delivery: Delivery | None, trace_id: str | None
+) -> tuple[
+    float | None, float | None, float | None, int | None, int | None, float | None, str | None
+]:
+    """(ttfb, ttft, tokens per second, input tokens, output tokens, cost, trace id) of a
+    record (a tuple, not keyword arguments unpacked from a dict: once per case)."""
     if delivery is None:
-        return {"trace_id": trace_id}
+        return None, None, None, None, None, None, trace_id
     tps = delivery.tokens_per_second
-    return {
-        "ttfb_seconds": delivery.ttfb_seconds,
-        "ttft_seconds": delivery.ttft_seconds,
-        "tokens_per_second": tps if tps is None or math.isfinite(tps) else None,
-        "input_tokens": delivery.input_tokens,
-        "output_tokens": delivery.output_tokens,
-        "cost": delivery.cost,
-        "trace_id": delivery.trace_id or trace_id,
-    }
+    return (
+        delivery.ttfb_seconds,
+        delivery.ttft_seconds,
+        tps if tps is None or math.isfinite(tps) else None,
+        delivery.input_tokens,
+        delivery.output_tokens,
+        delivery.cost,
+        delivery.trace_id or trace_id,
+    )
 
 
 def _case_error(exc: TargetError, message: str) -> CaseError:

@@ -63,6 +63,21 @@ def test_leave_steps_aside_while_another_thread_runs() -> None:
     assert "atexit ran" in done.stdout
 
 
+@pytest.mark.parametrize("hook", ["sys.setprofile", "sys.settrace"])
+def test_leave_steps_aside_for_a_profiler_or_tracer(hook: str) -> None:
+    done = _python(
+        f"""
+        fastexit.arm()
+        {hook}(lambda *args: None)
+        fastexit.leave(3)
+        {hook}(None)
+        print("returned")
+        """
+    )
+    assert done.returncode == 0
+    assert done.stdout.startswith("returned\n")
+
+
 def test_unarmed_leave_returns_and_keep_holds_nothing() -> None:
     done = _python(
         """

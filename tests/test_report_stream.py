@@ -17,7 +17,7 @@ from evaluator.dataset import parse_dataset
 from evaluator.models import Case, CaseRecord, Dataset, Retrieved, TargetResponse
 from evaluator.redaction import register_secrets
 from evaluator.report import RunReport, encode_report, read_report
-from evaluator.report.stream import ReportStream
+from evaluator.report.stream import ReportStream, without_texts
 from evaluator.runner import RunOptions, run_dataset
 from evaluator.scoring.labels import audit_run
 from evaluator.summary import summarise
@@ -157,3 +157,15 @@ def test_left_unfinished_leaves_nothing(tmp_path: Path) -> None:
     with ReportStream(tmp_path / "run.json") as stream:
         stream.add(0, made[0])
     assert list(tmp_path.iterdir()) == []
+
+
+def test_without_texts_is_the_record_with_only_texts_and_stage_form_changed() -> None:
+    _, made = _run(_golden_set(5), None)
+    for record in made:
+        record = dataclasses.replace(record, ttfb_seconds=0.01, trace_id="ab" * 16, cost=0.5)
+        kept = without_texts(record)
+        assert kept == dataclasses.replace(
+            record, texts={}, cut_texts=frozenset(), stage_seconds=kept.stage_seconds
+        )
+        assert record.texts and not kept.texts and not kept.cut_texts
+        assert dict(kept.stage_seconds) == dict(record.stage_seconds)

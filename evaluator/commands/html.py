@@ -15,7 +15,6 @@ from evaluator.config import HttpTargetConfig, Settings
 from evaluator.errors import ConfigError, EvaluatorError
 from evaluator.redaction import redactor
 from evaluator.report import RunReport, write_bytes_atomic
-from evaluator.targets.request import RequestTemplate
 
 if TYPE_CHECKING:
     from evaluator.pages.views import Redact
@@ -34,6 +33,10 @@ def add_html_flag(parser: argparse.ArgumentParser) -> None:
 def settings_redactor(settings: Settings) -> Redact:
     """The process-wide redactor, with every secret the configured targets send registered
     (building a target's request template reads its secrets from the environment)."""
+    # here, not at the top: `run` imports this module, and a run of a callable target
+    # needs no request template (nor yarl, which it imports)
+    from evaluator.targets.request import RequestTemplate
+
     for target in settings.targets:
         if not isinstance(target, HttpTargetConfig):
             continue  # a callable sends nothing over the wire

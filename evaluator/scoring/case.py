@@ -13,13 +13,7 @@ from evaluator.scoring.answer import (
     normalise,
 )
 from evaluator.scoring.citation import precision_of_resolved, recall_of_resolved, resolve_all
-from evaluator.scoring.retrieval import (
-    _check_k,
-    ndcg_of_unique,
-    rank_of_unique,
-    recall_of_unique,
-    relevant_ids,
-)
+from evaluator.scoring.retrieval import _check_k, relevant_ids, retrieval_of_unique
 
 __all__ = ["ScoringSettings", "score_case", "score_ranked"]
 
@@ -85,18 +79,16 @@ def score_ranked(
     runner keeps them too)."""
     _check_k(k)
     # the metric functions of retrieval, citation and answer, each input computed once:
-    # the ranking without duplicates, the relevant ids, the resolved citations, the
-    # normalised answer (each public function would recompute them)
+    # the ranking without duplicates, the resolved citations, the normalised answer (each
+    # public function would recompute them), retrieval in one pass over the ranking
     relevance = case.relevance
-    relevant: set[str] | None = None
-    if case.unanswerable:
+    unanswerable = case.unanswerable
+    relevant = 0
+    if unanswerable:
         empty = 1.0 if not ranked else 0.0
         recall, rr, ndcg = empty, empty, empty
     else:
-        relevant = relevant_ids(relevance)
-        recall = recall_of_unique(ranked, relevant, k)
-        rr = rank_of_unique(ranked, relevance)
-        ndcg = ndcg_of_unique(ranked, relevance, k)
+        recall, rr, ndcg, relevant = retrieval_of_unique(ranked, relevance, k)
     if response.answer is None:
         return CaseScores(recall_at_k=recall, mrr=rr, ndcg_at_k=ndcg)
 
@@ -105,6 +97,27 @@ def score_ranked(
     # the ids in the order returned, duplicates kept: the ranking itself when it has none
     ids = ranked if len(ranked) == len(retrieved) else [r.id for r in retrieved]
     resolved = resolve_all(citations, ids)
+    valid = None not in resolved
+    precision: float
+    cited_recall: float | None
+    if valid:
+        # every citation resolved (the usual answer): the distinct targets are the distinct
+        # ids cited, and the supported ones are also the relevant ids cited
+        supported = 0
+        if resolved:
+            cited = set(resolved)
+            for doc_id in cited:
+                if relevance.get(doc_id, 0) >= 1:  # type: ignore[arg-type]
+                    supported += 1
+            precision = supported / len(cited)
+        else:
+            precision = 1.0 if unanswerable else 0.0
+        cited_recall = None if unanswerable else (supported / relevant if relevant else 0.0)
+    else:
+        precision = precision_of_resolved(citations, resolved, relevance, unanswerable=unanswerable)
+        cited_recall = (
+            None if unanswerable else recall_of_resolved(resolved, relevant_ids(relevance))
+        )
     normalised = normalise(response.answer)
     refused = False
     for needle in settings.refusal_needles:
@@ -113,7 +126,7 @@ def score_ranked(
             break
     correct: bool | None = None
     facts: float | None = None
-    if case.unanswerable:
+    if unanswerable:
         correct = refused
     elif case.expected_facts:
         found = count_facts(normalised, case.expected_facts)
@@ -123,11 +136,9 @@ def score_ranked(
         recall_at_k=recall,
         mrr=rr,
         ndcg_at_k=ndcg,
-        citation_precision=precision_of_resolved(
-            citations, resolved, relevance, unanswerable=case.unanswerable
-        ),
-        citation_recall=None if relevant is None else recall_of_resolved(resolved, relevant),
-        citation_valid=None not in resolved,
+        citation_precision=precision,
+        citation_recall=cited_recall,
+        citation_valid=valid,
         answer_correct=correct,
         fact_recall=facts,
         refused=refused,

@@ -15,7 +15,7 @@ def test_a_callable_run_does_not_import_what_it_never_uses() -> None:
         "from evaluator.config import CallableTargetConfig\n"
         "from evaluator.factory import build_target\n"
         "build_target(CallableTargetConfig(callable='tests.benchmarks.support:answer'))\n"
-        "heavy = ('aiohttp', 'structlog', 'rich', 'apscheduler',\n"
+        "heavy = ('aiohttp', 'yarl', 'structlog', 'rich', 'apscheduler',\n"
         "         'evaluator.targets.http', 'evaluator.logs')\n"
         "print(sorted(m for m in heavy if m in sys.modules))\n"
     )

@@ -13,11 +13,23 @@ from collections.abc import Mapping, Sequence
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evaluator.models import Case, Citation, Retrieved, TargetResponse
-from evaluator.scoring import score_case
+from evaluator.models import Case, CaseScores, Citation, Retrieved, TargetResponse
+from evaluator.scoring import (
+    answer_correct,
+    citation_precision,
+    citation_recall,
+    citations_valid,
+    fact_recall,
+    is_refusal,
+    ndcg_at_k,
+    recall_at_k,
+    reciprocal_rank,
+    score_case,
+)
+from evaluator.scoring.answer import contains_fact, count_facts, normalise
 from evaluator.scoring.case import score_ranked
-from evaluator.scoring.citation import citation_precision, resolve_citation
-from evaluator.scoring.retrieval import ndcg_at_k
+from evaluator.scoring.citation import resolve_citation
+from evaluator.scoring.retrieval import retrieval_of_unique
 
 IDS = [f"d{i}" for i in range(80)]
 ids = st.sampled_from(IDS[:12]) | st.sampled_from(IDS)
@@ -131,3 +143,97 @@ def test_score_ranked_is_score_case(
         retrieved=tuple(map(Retrieved, retrieved)), answer=answer, citations=tuple(citations)
     )
     assert score_ranked(case, response, response.ranked_ids, k) == score_case(case, response, k)
+
+
+@MANY
+@given(
+    ranked=st.lists(ids, max_size=90, unique=True),
+    relevance=st.dictionaries(ids, st.integers(min_value=0, max_value=3), max_size=70)
+    | st.dictionaries(ids, st.just(1), max_size=70),
+    k=st.integers(min_value=1, max_value=90),
+)
+def test_retrieval_in_one_pass_equals_the_three_functions(
+    ranked: list[str], relevance: dict[str, int], k: int
+) -> None:
+    got = retrieval_of_unique(ranked, relevance, k)
+    want = (
+        recall_at_k(ranked, relevance, k),
+        reciprocal_rank(ranked, relevance),
+        ndcg_at_k(ranked, relevance, k),
+    )
+    assert [v.hex() for v in got[:3]] == [v.hex() for v in want]
+    assert got.relevant == sum(1 for g in relevance.values() if g >= 1)
+
+
+@MANY
+@given(
+    retrieved=st.lists(ids, max_size=12),
+    citations=st.lists(st.integers(min_value=-1, max_value=13) | ids | st.booleans(), max_size=6),
+    relevance=st.dictionaries(ids, st.integers(min_value=0, max_value=3), max_size=8),
+    unanswerable=st.booleans(),
+    answer=st.none() | st.sampled_from(["七天", "I don't know", "", "7 天，原路退回"]),
+    k=st.integers(min_value=1, max_value=14),
+)
+def test_score_case_equals_the_public_functions(
+    retrieved: list[str],
+    citations: list[Citation],
+    relevance: dict[str, int],
+    unanswerable: bool,
+    answer: str | None,
+    k: int,
+) -> None:
+    """Every field, zero grades and repeated ids included, from the documented functions."""
+    case = Case(
+        id="c",
+        question="q",
+        relevance={} if unanswerable else relevance,
+        unanswerable=unanswerable,
+        expected_facts=() if unanswerable else (("七天", "7天"), ("原路退回",)),
+    )
+    response = TargetResponse(
+        retrieved=tuple(map(Retrieved, retrieved)), answer=answer, citations=tuple(citations)
+    )
+    got = score_case(case, response, k)
+    rel = case.relevance
+    if unanswerable:
+        empty = 0.0 if retrieved else 1.0
+        retrieval = (empty, empty, empty)
+    else:
+        retrieval = (
+            recall_at_k(retrieved, rel, k),
+            reciprocal_rank(retrieved, rel),
+            ndcg_at_k(retrieved, rel, k),
+        )
+    assert (got.recall_at_k, got.mrr, got.ndcg_at_k) == retrieval
+    if answer is None:
+        assert got == CaseScores(*retrieval)
+        return
+    assert got.citation_precision == citation_precision(
+        citations, retrieved, rel, unanswerable=unanswerable
+    )
+    assert got.citation_recall == (
+        None if unanswerable else citation_recall(citations, retrieved, rel)
+    )
+    assert got.citation_valid == citations_valid(citations, retrieved)
+    assert got.refused == is_refusal(answer)
+    if not unanswerable:
+        assert got.answer_correct == answer_correct(answer, case.expected_facts)
+        assert got.fact_recall == fact_recall(answer, case.expected_facts)
+
+
+@MANY
+@given(
+    answer=st.text(max_size=20) | st.sampled_from(["7 天，原路退回", "七天内", "Seven Days."]),
+    facts=st.lists(
+        st.sampled_from(["七天", "7天", "原路退回", "。", " ", "", "seven days", "a"])
+        | st.lists(st.sampled_from(["七天", "7 天", "。", "", "x"]), max_size=3).map(tuple),
+        min_size=1,
+        max_size=4,
+    ),
+)
+def test_count_facts_is_contains_fact_of_each(
+    answer: str, facts: list[str | tuple[str, ...]]
+) -> None:
+    """One alternative of each fact (a bare string is one alternative), as documented."""
+    normalised = normalise(answer)
+    assert count_facts(normalised, facts) == sum(contains_fact(normalised, f) for f in facts)
