@@ -11,9 +11,11 @@ Every call of a target has the same duration, so the calls' deadlines come in th
 the calls started: the oldest call still running always has the earliest deadline.
 :class:`Deadlines` keeps the calls in a queue in start order and one timer for the oldest
 running call; when it fires, the overdue calls are cancelled and the timer moves on to the
-next running one. A call that ends only marks its entry (finished entries at the head are
-dropped at once, the rest when the queue has grown past a multiple of the calls in flight),
-so the queue stays bounded by the calls in flight even behind one stuck call.
+next running one (with none left, it is not armed again). A timer that has lost its call
+stays armed: it fires no later than any later call's deadline and finds nothing due. A
+call that ends only marks its entry (finished entries at the head are dropped at once, the
+rest when the queue has grown past a multiple of the calls in flight), so the queue stays
+bounded by the calls in flight even behind one stuck call.
 
 Cancellation works as ``asyncio.timeout``'s: the task is cancelled at its deadline, and the
 :exc:`asyncio.CancelledError` becomes :exc:`TimeoutError` when the block exits unless the task
@@ -60,13 +62,14 @@ class Deadline:
     async def __aenter__(self) -> Deadline:
         if self._state != _CREATED:
             raise RuntimeError("a Deadline is entered once")
-        task = asyncio.current_task()
+        loop = asyncio.get_running_loop()
+        task = asyncio.current_task(loop)
         if task is None:
             raise RuntimeError("a Deadline is used inside a task")
         self._task = task
         self._cancelling = task.cancelling()
         self._state = _ENTERED
-        self._owner._enter(self)
+        self._owner._enter(self, loop)
         return self
 
     async def __aexit__(
@@ -128,8 +131,7 @@ class Deadlines:
         """A deadline for one call, starting when it is entered."""
         return Deadline(self)
 
-    def _enter(self, deadline: Deadline) -> None:
-        loop = asyncio.get_running_loop()
+    def _enter(self, deadline: Deadline, loop: asyncio.AbstractEventLoop) -> None:
         if loop is not self._loop:
             # a new event loop (one asyncio.run per CLI command): the old one's timer and
             # calls are gone with it
@@ -150,9 +152,9 @@ class Deadlines:
         if len(queue) > _MIN_COMPACT and len(queue) > _SLACK * self._running:
             # finished calls behind a slow one: keep only the running ones (in order)
             self._queue = deque(d for d in queue if d._state == _ENTERED)
-        if not self._queue and self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
+        # an armed timer stays armed when the queue empties: it fires at a time no later
+        # than any later call's deadline and finds nothing due (one call after another would
+        # otherwise schedule and cancel a timer each)
 
     def _arm(self, when: float) -> None:
         assert self._loop is not None

@@ -176,7 +176,7 @@ def test_each_call_times_out_at_its_own_deadline_among_many() -> None:
     assert len(timed_out) == 8
     assert all(took >= 0.05 for took in timed_out)
     assert all(outcome == "done" for outcome, _ in results[1:50])
-    assert deadlines._running == 0 and not deadlines._queue and deadlines._timer is None
+    assert deadlines._running == 0 and not deadlines._queue
     assert largest <= 400
 
 
@@ -233,6 +233,49 @@ def test_one_timer_serves_many_calls() -> None:
         return len([w for w in scheduled if w > loop.time() + 20])
 
     assert asyncio.run(main()) == 1
+
+
+def test_calls_one_after_another_share_the_timer() -> None:
+    """Concurrency 1: each call finds the queue empty, yet no timer per call."""
+    deadlines = Deadlines(30.0)
+
+    async def main() -> int:
+        loop = asyncio.get_running_loop()
+        scheduled = 0
+        original = loop.call_at
+
+        def counting(when: float, callback: Any, *args: Any, **kw: Any) -> asyncio.TimerHandle:
+            nonlocal scheduled
+            scheduled += when > loop.time() + 20
+            return original(when, callback, *args, **kw)
+
+        loop.call_at = counting  # type: ignore[method-assign,assignment]
+        for _ in range(100):
+            async with deadlines.new():
+                await asyncio.sleep(0)
+        late = deadlines.new()
+        return scheduled + (await _outcome(late, lambda: asyncio.sleep(0)) != "done")
+
+    assert asyncio.run(main()) == 1
+
+
+def test_a_stale_timer_still_expires_the_next_call_on_time() -> None:
+    """The timer left armed by an earlier call fires early for a later one: the later call
+    is not cancelled then, but at its own deadline."""
+    deadlines = Deadlines(0.05)
+
+    async def main() -> tuple[str, float, str, float]:
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        first = await _outcome(deadlines.new(), lambda: asyncio.sleep(0))  # arms for +0.05
+        await asyncio.sleep(0.03)
+        second_started = loop.time()
+        second = await _outcome(deadlines.new(), lambda: asyncio.sleep(1))  # due at +0.08
+        return first, started, second, loop.time() - second_started
+
+    first, _, second, took = asyncio.run(main())
+    assert (first, second) == ("done", "timeout")
+    assert took >= 0.05
 
 
 def test_a_new_event_loop_starts_afresh() -> None:
