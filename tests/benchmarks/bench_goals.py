@@ -73,8 +73,22 @@ LABELS = {"evaluator": "evaluator run", "bare": "bare aiohttp loop", "promptfoo"
 
 def _sizes() -> dict[str, int]:
     if quick():
-        return {"cases": 500, "pairs": 2, "zero_cases": 1_000, "process_cases": 500}
-    return {"cases": 1_000, "pairs": 3, "zero_cases": 2_000, "process_cases": 1_000}
+        return {
+            "cases": 500,
+            "pairs": 2,
+            "zero_cases": 1_000,
+            "zero_pairs": 3,
+            "process_cases": 500,
+        }
+    # a zero-latency pair takes about a second: enough of them that one noisy pair on a
+    # shared machine does not decide met or missed (3 pairs swung the ratio by +-25%)
+    return {
+        "cases": 1_000,
+        "pairs": 3,
+        "zero_cases": 2_000,
+        "zero_pairs": 11,
+        "process_cases": 1_000,
+    }
 
 
 def _target(url: str) -> Target:
@@ -307,7 +321,7 @@ def run() -> dict[str, Any]:
         slow = asyncio.run(_pairs(url, dataset, sizes["pairs"]))
         processes = _processes(url, sizes["process_cases"])
     with endpoint(0.0) as url:
-        zero = asyncio.run(_pairs(url, zero_set, sizes["pairs"]))
+        zero = asyncio.run(_pairs(url, zero_set, sizes["zero_pairs"]))
     ev, bare = slow["evaluator"], slow["bare"]
     out: dict[str, Any] = {}
     wall_ratio = median(ev["wall"]) / median(bare["wall"])
@@ -341,17 +355,24 @@ def run() -> dict[str, Any]:
     ze, zb = zero["evaluator"], zero["bare"]
     cpu_e = median(ze["cpu"]) / sizes["zero_cases"] * 1e6
     cpu_b = median(zb["cpu"]) / sizes["zero_cases"] * 1e6
+    # each pair runs back to back, so its ratio sees one machine load; the median of the
+    # pairs' ratios is not moved by the load drifting between pairs, as a ratio of the two
+    # medians (taken from different pairs) is
+    pair_ratios = [e / b for e, b in zip(ze["cpu"], zb["cpu"], strict=True)]
+    cpu_ratio = median(pair_ratios)
     out["zero-latency endpoint, concurrency 50: CPU per case / bare loop's"] = figure(
-        cpu_e / cpu_b,
+        cpu_ratio,
         "ratio",
         goal=f"<= {CPU_GOAL:g}",
-        met=cpu_e / cpu_b <= CPU_GOAL,
+        met=cpu_ratio <= CPU_GOAL,
         meaning=(
-            f"this process's CPU time per case: evaluator {cpu_e:.0f} µs (HTTP target, "
-            f"scoring, summary), bare loop {cpu_b:.0f} µs (POST and json.loads); "
-            f"{sizes['zero_cases']:,} cases, {sizes['pairs']} alternated pairs"
+            f"median over {sizes['zero_pairs']} alternated pairs of this process's CPU time "
+            f"per case, evaluator / bare loop (pairs {min(pair_ratios):.2f}-"
+            f"{max(pair_ratios):.2f}); medians evaluator {cpu_e:.0f} µs (HTTP target, "
+            f"scoring, summary), bare loop {cpu_b:.0f} µs (POST and json.loads), their "
+            f"ratio {cpu_e / cpu_b:.2f}; {sizes['zero_cases']:,} cases"
         ),
-        runs=[e / b for e, b in zip(ze["cpu"], zb["cpu"], strict=True)],
+        runs=pair_ratios,
     )
     failures = slow["errors"] + zero["errors"]
     out["failed cases in these runs"] = figure(
