@@ -15,6 +15,7 @@ from types import MappingProxyType
 from typing import TypeVar
 
 __all__ = [
+    "DELIVERY_FIELDS",
     "Case",
     "CaseError",
     "CaseRecord",
@@ -282,3 +283,17 @@ class CaseRecord:
     def error(self) -> CaseError | None:
         """Why the case failed; None for a scored one."""
         return self.outcome if isinstance(self.outcome, CaseError) else None
+
+
+#: A record's delivery measurements, in field order: only some targets report them
+#: (streamed answers, token usage, a trace), so a report entry or a case log has each one
+#: only when it is not None.
+DELIVERY_FIELDS: tuple[str, ...] = (
+    "ttfb_seconds",
+    "ttft_seconds",
+    "tokens_per_second",
+    "input_tokens",
+    "output_tokens",
+    "cost",
+    "trace_id",
+)

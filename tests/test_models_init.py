@@ -13,7 +13,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import evaluator.models as models
-from evaluator.models import Case, CaseRecord, CaseScores, Delivery, Retrieved, TargetResponse
+from evaluator.models import (
+    DELIVERY_FIELDS,
+    Case,
+    CaseRecord,
+    CaseScores,
+    Delivery,
+    Retrieved,
+    TargetResponse,
+)
 
 #: every dataclass of evaluator.models
 CLASSES = [
@@ -134,3 +142,11 @@ def test_still_frozen_and_usable_as_before() -> None:
     del fields["texts"]
     assert CaseRecord(**fields).texts is not record.texts  # each record its own dict
     assert pickle.loads(pickle.dumps(record)) == record
+
+
+def test_delivery_fields_are_the_records_trailing_optional_fields() -> None:
+    """The report writer and the case log write exactly these, each only when measured."""
+    names = [f.name for f in dataclasses.fields(CaseRecord)]
+    assert names[-len(DELIVERY_FIELDS) :] == list(DELIVERY_FIELDS)
+    record_defaults = {f.name: f.default for f in dataclasses.fields(CaseRecord)}
+    assert all(record_defaults[name] is None for name in DELIVERY_FIELDS)

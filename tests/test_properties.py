@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from evaluator.daemon.shard import shard_cases
-from evaluator.models import Case, CaseError, CaseRecord, CaseScores
+from evaluator.models import Case, CaseError, CaseRecord
 from evaluator.report import (
     RunReport,
     encode_json,
@@ -19,27 +19,12 @@ from evaluator.report import (
 from evaluator.scoring.answer import normalise
 from evaluator.summary import summarise
 from evaluator.targets.templates import DEFAULT_BODY, render_body
+from tests.support.strategies import case_scores
 
 # identifiers and prose without anything a redactor could mistake for a secret
 _WORD = st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789-_", min_size=1, max_size=12)
 _PROSE = st.text(alphabet="abcdefghij XYZ,.?退款多久到账", max_size=40)
-_RATIO = st.floats(min_value=0.0, max_value=1.0, allow_nan=False)
 _SECONDS = st.floats(min_value=0.0, max_value=120.0, allow_nan=False)
-
-
-@st.composite
-def _scores(draw: st.DrawFn) -> CaseScores:
-    return CaseScores(
-        recall_at_k=draw(_RATIO),
-        mrr=draw(_RATIO),
-        ndcg_at_k=draw(_RATIO),
-        citation_precision=draw(st.none() | _RATIO),
-        citation_recall=draw(st.none() | _RATIO),
-        citation_valid=draw(st.none() | st.booleans()),
-        answer_correct=draw(st.none() | st.booleans()),
-        fact_recall=draw(st.none() | _RATIO),
-        refused=draw(st.none() | st.booleans()),
-    )
 
 
 @st.composite
@@ -62,7 +47,7 @@ def _record(draw: st.DrawFn, case_id: str) -> CaseRecord:
         outcome=(
             CaseError(draw(st.sampled_from(["timeout", "connect"])), draw(_PROSE))
             if failed
-            else draw(_scores())
+            else draw(case_scores())
         ),
         ranked_ids=() if failed else ranked,
         answer=None if failed else draw(st.none() | _PROSE),

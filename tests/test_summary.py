@@ -21,6 +21,7 @@ from evaluator.summary import (
     relevant_never_retrieved,
     summarise,
 )
+from tests.support.strategies import case_scores
 
 
 def _record(
@@ -385,27 +386,12 @@ class TestSummaryAccess:
         assert (1.0, None) == (d["recall_at_k"], d["fact_recall"])
 
 
-_unit = st.floats(min_value=0.0, max_value=1.0, allow_nan=False)
-_opt_unit = st.none() | _unit
-_opt_bool = st.none() | st.booleans()
-
-
 @st.composite
 def _records(draw: st.DrawFn) -> CaseRecord:
     failed = draw(st.booleans())
     outcome: Outcome = CaseError("timeout", "late")
     if not failed:
-        outcome = CaseScores(
-            recall_at_k=draw(_unit),
-            mrr=draw(_unit),
-            ndcg_at_k=draw(_unit),
-            citation_precision=draw(_opt_unit),
-            citation_recall=draw(_opt_unit),
-            citation_valid=draw(_opt_bool),
-            answer_correct=draw(_opt_bool),
-            fact_recall=draw(_opt_unit),
-            refused=draw(_opt_bool),
-        )
+        outcome = draw(case_scores())
     return _record(
         draw(st.text(min_size=1, max_size=5)),
         outcome,

@@ -22,6 +22,7 @@ from evaluator.metrics import METRICS
 from evaluator.models import Case, CaseError, CaseRecord, CaseScores, Outcome
 from evaluator.report.stream import without_texts
 from evaluator.summary import Summary, Total, nearest_rank, summarise
+from tests.support.strategies import RATIO, case_scores
 
 
 def _reference(records: Sequence[CaseRecord], *, with_tags: bool = True) -> Summary:
@@ -106,9 +107,7 @@ def _text(summary: Summary) -> str:
     return json.dumps(summary.to_dict(), sort_keys=True)
 
 
-_unit = st.floats(min_value=0.0, max_value=1.0, allow_nan=False)
-_opt_unit = st.none() | _unit | st.sampled_from([0, 1])  # a score built in code may be an int
-_opt_bool = st.none() | st.booleans()
+_opt_unit = st.none() | RATIO | st.sampled_from([0, 1])  # a score built in code may be an int
 _seconds = st.floats(min_value=0.0, max_value=60.0, allow_nan=False)
 _opt_seconds = st.none() | _seconds
 #: stage layouts as endpoints report them: the same names in two orders, a subset, none
@@ -119,17 +118,7 @@ _LAYOUTS = (("model", "rerank"), ("rerank", "model"), ("model",), ("embed", "mod
 def _outcome(draw: st.DrawFn) -> Outcome:
     if draw(st.integers(0, 9)) == 0:
         return CaseError(draw(st.sampled_from(["timeout", "http_error"])), "failed")
-    return CaseScores(
-        recall_at_k=draw(_unit),
-        mrr=draw(_unit),
-        ndcg_at_k=draw(_unit),
-        citation_precision=draw(_opt_unit),
-        citation_recall=draw(_opt_unit),
-        citation_valid=draw(_opt_bool),
-        answer_correct=draw(_opt_bool),
-        fact_recall=draw(_opt_unit),
-        refused=draw(_opt_bool),
-    )
+    return draw(case_scores(optional_ratio=_opt_unit))
 
 
 @st.composite

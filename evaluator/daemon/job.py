@@ -26,7 +26,7 @@ from evaluator.history.job import JobHistory
 from evaluator.history.recorder import HistoryRecorder, Outcome
 from evaluator.history.stability import Stability
 from evaluator.metrics import FLOAT_TOLERANCE
-from evaluator.models import Case, CaseRecord, Dataset
+from evaluator.models import DELIVERY_FIELDS, Case, CaseRecord, Dataset
 from evaluator.pages.trend import TREND_METRICS, RecentRuns, RunPoint
 from evaluator.report import RunReport, scores_to_dict
 from evaluator.runner import RetryEvent, config_hash_for, run_dataset
@@ -49,18 +49,6 @@ def classify(summary: Summary, error_ratio_limit: float) -> str:
 
 def _timestamp(report: RunReport) -> float:
     return report.generated_at.timestamp()
-
-
-#: per-case measurements logged when the target reported them
-_DELIVERY_LOG_FIELDS = (
-    "trace_id",
-    "ttfb_seconds",
-    "ttft_seconds",
-    "tokens_per_second",
-    "input_tokens",
-    "output_tokens",
-    "cost",
-)
 
 
 class JobRunner:
@@ -209,7 +197,7 @@ class JobRunner:
             "error_message": record.error.message if record.error else None,
         }
         # measured only for some targets (streamed, usage, traced): absent otherwise
-        for name in _DELIVERY_LOG_FIELDS:
+        for name in DELIVERY_FIELDS:
             value = getattr(record, name)
             if value is not None:
                 fields[name] = round(value, 6) if isinstance(value, float) else value

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from evaluator.gcpause import without_gc
-from evaluator.models import CaseRecord, CaseScores
+from evaluator.models import DELIVERY_FIELDS, CaseRecord, CaseScores
 from evaluator.redaction import redactor
 from evaluator.report.model import RunReport, format_timestamp
 from evaluator.scoring.labels import AuditTotals, LabelAudit, audit_record, audit_run
@@ -50,22 +50,10 @@ def scores_to_dict(scores: CaseScores | None) -> dict[str, Any]:
     return {name: getattr(scores, name) if scores else None for name in _SCORE_FIELDS}
 
 
-#: per-case delivery measurements, written only when measured (streamed, usage, traced)
-_DELIVERY = (
-    "ttfb_seconds",
-    "ttft_seconds",
-    "tokens_per_second",
-    "input_tokens",
-    "output_tokens",
-    "cost",
-    "trace_id",
-)
-
-
 def _case_to_dict(c: CaseRecord, audit: LabelAudit | None = None) -> dict[str, Any]:
     """One case's report entry (``audit``: its label audit, when already computed)."""
     out = _case_core(c, audit or audit_record(c))
-    for name in _DELIVERY:
+    for name in DELIVERY_FIELDS:
         value = getattr(c, name)
         if value is not None:
             out[name] = value
