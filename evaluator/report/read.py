@@ -40,7 +40,7 @@ from msgspec import Meta, Struct
 
 from evaluator.errors import ReportError
 from evaluator.gcpause import without_gc
-from evaluator.models import Case, CaseError, CaseRecord, CaseScores, Outcome
+from evaluator.models import DELIVERY_FIELDS, Case, CaseError, CaseRecord, CaseScores, Outcome
 from evaluator.repeats import Repeats, repeats_from_dict
 from evaluator.report.check import check_cases, check_summary, check_summary_matches
 from evaluator.report.model import SCHEMA_VERSION, RunReport, parse_timestamp
@@ -345,13 +345,7 @@ _RECORD_ORDER = (
     "attempts",
     "texts",
     "cut_texts",
-    "ttfb_seconds",
-    "ttft_seconds",
-    "tokens_per_second",
-    "input_tokens",
-    "output_tokens",
-    "cost",
-    "trace_id",
+    *DELIVERY_FIELDS,
 )
 for _model, _order, _all in ((Case, _CASE_ORDER, False), (CaseRecord, _RECORD_ORDER, True)):
     _names = tuple(f.name for f in dataclasses.fields(_model))

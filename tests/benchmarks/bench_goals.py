@@ -31,9 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -54,6 +52,7 @@ from tests.benchmarks.support import (
     figure,
     golden_set,
     golden_set_bytes,
+    measured_process,
     median,
     nearest_rank,
     quick,
@@ -65,8 +64,6 @@ WALL_GOAL = 1.05
 ADDED_GOAL = 1.3
 CPU_GOAL = 1.5
 PROMPTFOO_DIR = REPO / "bench-results" / "promptfoo"
-#: GNU time (Debian package time): the peak RSS of the command alone
-GNU_TIME = "/usr/bin/time"
 EVALUATOR = str(Path(sys.executable).with_name("evaluator"))
 LABELS = {"evaluator": "evaluator run", "bare": "bare aiohttp loop", "promptfoo": "promptfoo eval"}
 
@@ -145,47 +142,6 @@ async def _pairs(url: str, dataset: Dataset, pairs: int) -> dict[str, Any]:
 # --- whole processes ---------------------------------------------------------------------
 
 
-def _process(command: list[str], cwd: Path, env: dict[str, str] | None = None) -> dict[str, Any]:
-    full_env = {k: v for k, v in os.environ.items() if not k.startswith("EVALUATOR_")}
-    full_env["PYTHONPATH"] = os.pathsep.join(
-        filter(None, [str(REPO), os.environ.get("PYTHONPATH")])
-    )
-    full_env.update(env or {})
-    # GNU time forks the command from its own small process: a child forked straight from
-    # this benchmark would inherit the benchmark's peak RSS in ru_maxrss (Linux keeps the
-    # larger across fork and exec), so every process here read as large as the benchmark.
-    # Output goes to files: a pipe nobody reads until the end stalls a chatty child.
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        with tempfile.NamedTemporaryFile("r", suffix=".maxrss") as peak:
-            started = time.perf_counter()
-            proc = subprocess.Popen(
-                [GNU_TIME, "-f", "%M", "-o", peak.name, *command],
-                cwd=cwd,
-                env=full_env,
-                stdout=out,
-                stderr=err,
-            )
-            # wait4 on GNU time: its rusage covers the command and all it waited for
-            _, status, usage = os.wait4(proc.pid, 0)
-            wall = time.perf_counter() - started
-            peak_kib = float(peak.read().strip().splitlines()[-1])  # KiB on Linux
-        out.seek(0)
-        err.seek(0)
-        stdout = out.read().decode(errors="replace")
-        stderr = err.read().decode(errors="replace")
-    return {
-        "wall_seconds": wall,
-        "cpu_seconds": usage.ru_utime + usage.ru_stime,
-        "peak_mib": peak_kib / 1024,
-        "exit_code": os.waitstatus_to_exitcode(status),
-        "stdout_tail": stdout.strip().splitlines()[-2:],
-        # GNU time appends "Command exited with non-zero status N" to stderr, not to -o
-        "stderr_tail": [
-            line for line in stderr.strip().splitlines() if not line.startswith("Command exited")
-        ][-3:],
-    }
-
-
 def promptfoo_version() -> str:
     """The installed promptfoo's version (the Makefile pins what ``make bench`` installs)."""
     package = PROMPTFOO_DIR / "node_modules" / "promptfoo" / "package.json"
@@ -254,7 +210,7 @@ def _promptfoo(tmp: Path, url: str, golden: Path) -> dict[str, Any]:
         "--no-cache", "--no-table", "--no-progress-bar", "--no-write",
         "-o", str(tmp / "promptfoo-results.json"),
     ]  # fmt: skip
-    result = _process(command, tmp, env)
+    result = measured_process(command, tmp, env)
     out_file = tmp / "promptfoo-results.json"
     if out_file.exists():
         try:
@@ -275,7 +231,7 @@ def _processes(url: str, n: int) -> dict[str, Any]:
         repeats = 1 if quick() else 3
         for _ in range(repeats):
             runs["evaluator"].append(
-                _process(
+                measured_process(
                     [
                         EVALUATOR,
                         "run",
@@ -292,7 +248,7 @@ def _processes(url: str, n: int) -> dict[str, Any]:
                 )
             )
             runs["bare"].append(
-                _process(
+                measured_process(
                     [
                         sys.executable,
                         "-m",

@@ -24,62 +24,25 @@ above the 1,000-case run).
 from __future__ import annotations
 
 import json
-import os
 import random
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
 from evaluator.report import RunReport, parse_timestamp, write_report
 from evaluator.summary import summarise
 from tests.benchmarks.bench_gate import _case
-from tests.benchmarks.support import REPO, figure, golden_set_bytes, quick
+from tests.benchmarks.support import figure, golden_set_bytes, measured_process, quick
 
 SIZES = (1_000, 10_000, 100_000)
 EVALUATOR = str(Path(sys.executable).with_name("evaluator"))
-#: GNU time (Debian package time): the peak RSS of the command alone
-GNU_TIME = "/usr/bin/time"
 RUN_MEMORY_GOAL_MIB = 300.0
 RUN_OUTSIDE_GOAL_S = 2.0
 GATE_SECONDS_GOAL = 3.0
 GATE_MEMORY_GOAL_MIB = 500.0
 #: time growth allowed from 10k to 100k cases and still called linear
 LINEAR_FACTOR = 12.0
-
-
-def _measured(command: list[str], cwd: Path) -> dict[str, Any]:
-    """Run ``command``; its wall seconds, CPU seconds, peak RSS (MiB) and exit code."""
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
-    env = {k: v for k, v in env.items() if not k.startswith("EVALUATOR_")}
-    # GNU time forks the command from its own small process: a child forked (or vforked)
-    # straight from this benchmark inherits the benchmark's peak RSS in ru_maxrss (Linux
-    # keeps the larger of the two across fork and exec), which read 394 MiB for a gate
-    # whose own peak is 68 MiB
-    with tempfile.NamedTemporaryFile("r", suffix=".maxrss") as peak:
-        started = time.perf_counter()
-        proc = subprocess.Popen(
-            [GNU_TIME, "-f", "%M", "-o", peak.name, *command],
-            cwd=cwd,
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-        )
-        _, status, usage = os.wait4(proc.pid, 0)
-        wall = time.perf_counter() - started
-        peak_kib = float(peak.read().strip().splitlines()[-1])  # KiB on Linux
-    stderr = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    return {
-        "wall_seconds": wall,
-        "cpu_seconds": usage.ru_utime + usage.ru_stime,
-        "peak_mib": peak_kib / 1024,
-        "exit_code": proc.returncode,
-        "stderr_tail": stderr.strip().splitlines()[-3:],
-    }
 
 
 def _run(n: int, tmp: Path) -> dict[str, Any]:
@@ -91,7 +54,7 @@ def _run(n: int, tmp: Path) -> dict[str, Any]:
         "--target", "tests.benchmarks.support:answer", "--concurrency", "50",
         "--output", str(output),
     ]  # fmt: skip
-    result = _measured(command, tmp)
+    result = measured_process(command, tmp)
     if result["exit_code"] != 0:
         raise RuntimeError(f"evaluator run ({n} cases) exited {result['exit_code']}: {result}")
     header = json.loads(output.read_bytes().split(b"\n", 1)[0] + b"]}")
@@ -126,7 +89,7 @@ def _gate(n: int, tmp: Path) -> dict[str, Any]:
     base = [EVALUATOR, "gate", "--baseline", str(baseline), "--candidate", str(candidate)]
     out: dict[str, Any] = {"report_bytes": baseline.stat().st_size + candidate.stat().st_size}
     for name, extra in (("point", []), ("significance", ["--significance"])):
-        result = _measured([*base, "--format", "json", *extra], tmp)
+        result = measured_process([*base, "--format", "json", *extra], tmp)
         if result["exit_code"] not in (0, 2):
             raise RuntimeError(f"evaluator gate ({n} cases) exited {result['exit_code']}: {result}")
         out[name] = result

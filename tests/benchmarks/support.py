@@ -16,6 +16,7 @@ import select
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -42,6 +43,8 @@ __all__ = [
 ]
 
 REPO = Path(__file__).resolve().parents[2]
+#: GNU time (Debian package time): the peak RSS of one command alone
+GNU_TIME = "/usr/bin/time"
 
 Figure = dict[str, Any]
 
@@ -271,3 +274,52 @@ def profile(work: Callable[[], object], interval: float = 0.0005) -> dict[str, A
     with Profile(interval) as p:
         work()
     return p.result
+
+
+# --- whole processes ---------------------------------------------------------------------
+
+
+def measured_process(
+    command: list[str], cwd: Path, env: dict[str, str] | None = None
+) -> dict[str, Any]:
+    """Run ``command`` to its end (this repository first on PYTHONPATH, no EVALUATOR_
+    variables): its wall and CPU seconds, peak RSS (MiB), exit code and output tails,
+    measured by the kernel for that one process tree."""
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith("EVALUATOR_")}
+    full_env["PYTHONPATH"] = os.pathsep.join(
+        filter(None, [str(REPO), os.environ.get("PYTHONPATH")])
+    )
+    full_env.update(env or {})
+    # GNU time forks the command from its own small process: a child forked straight from
+    # this benchmark would inherit the benchmark's peak RSS in ru_maxrss (Linux keeps the
+    # larger across fork and exec), so every process here read as large as the benchmark.
+    # Output goes to files: a pipe nobody reads until the end stalls a chatty child.
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        with tempfile.NamedTemporaryFile("r", suffix=".maxrss") as peak:
+            started = time.perf_counter()
+            proc = subprocess.Popen(
+                [GNU_TIME, "-f", "%M", "-o", peak.name, *command],
+                cwd=cwd,
+                env=full_env,
+                stdout=out,
+                stderr=err,
+            )
+            # wait4 on GNU time: its rusage covers the command and all it waited for
+            _, status, usage = os.wait4(proc.pid, 0)
+            wall = time.perf_counter() - started
+            peak_kib = float(peak.read().strip().splitlines()[-1])  # KiB on Linux
+        out.seek(0)
+        err.seek(0)
+        stdout = out.read().decode(errors="replace")
+        stderr = err.read().decode(errors="replace")
+    return {
+        "wall_seconds": wall,
+        "cpu_seconds": usage.ru_utime + usage.ru_stime,
+        "peak_mib": peak_kib / 1024,
+        "exit_code": os.waitstatus_to_exitcode(status),
+        "stdout_tail": stdout.strip().splitlines()[-2:],
+        # GNU time appends "Command exited with non-zero status N" to stderr, not to -o
+        "stderr_tail": [
+            line for line in stderr.strip().splitlines() if not line.startswith("Command exited")
+        ][-3:],
+    }

@@ -54,6 +54,28 @@ def _ndcg(ranked: Sequence[str], relevance: Mapping[str, int], k: int) -> float:
     return min(1.0, _dcg(gains) / ideal)
 
 
+def _case_and_response(
+    retrieved: list[str],
+    citations: list[Citation],
+    relevance: dict[str, int],
+    unanswerable: bool,
+    answer: str | None,
+    facts: tuple[tuple[str, ...], ...],
+) -> tuple[Case, TargetResponse]:
+    """A case (no relevance or facts when unanswerable) and a response from drawn parts."""
+    case = Case(
+        id="c",
+        question="q",
+        relevance={} if unanswerable else relevance,
+        unanswerable=unanswerable,
+        expected_facts=() if unanswerable else facts,
+    )
+    response = TargetResponse(
+        retrieved=tuple(map(Retrieved, retrieved)), answer=answer, citations=tuple(citations)
+    )
+    return case, response
+
+
 @MANY
 @given(
     ranked=st.lists(ids, max_size=90),
@@ -132,15 +154,8 @@ def test_score_ranked_is_score_case(
 ) -> None:
     """What the runner calls (the ranking computed once, shared with the record) gives
     exactly score_case's scores, with and without repeated ids."""
-    case = Case(
-        id="c",
-        question="q",
-        relevance={} if unanswerable else relevance,
-        unanswerable=unanswerable,
-        expected_facts=() if unanswerable else (("七天",),),
-    )
-    response = TargetResponse(
-        retrieved=tuple(map(Retrieved, retrieved)), answer=answer, citations=tuple(citations)
+    case, response = _case_and_response(
+        retrieved, citations, relevance, unanswerable, answer, (("七天",),)
     )
     assert score_ranked(case, response, response.ranked_ids, k) == score_case(case, response, k)
 
@@ -183,15 +198,8 @@ def test_score_case_equals_the_public_functions(
     k: int,
 ) -> None:
     """Every field, zero grades and repeated ids included, from the documented functions."""
-    case = Case(
-        id="c",
-        question="q",
-        relevance={} if unanswerable else relevance,
-        unanswerable=unanswerable,
-        expected_facts=() if unanswerable else (("七天", "7天"), ("原路退回",)),
-    )
-    response = TargetResponse(
-        retrieved=tuple(map(Retrieved, retrieved)), answer=answer, citations=tuple(citations)
+    case, response = _case_and_response(
+        retrieved, citations, relevance, unanswerable, answer, (("七天", "7天"), ("原路退回",))
     )
     got = score_case(case, response, k)
     rel = case.relevance
