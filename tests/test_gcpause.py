@@ -52,7 +52,10 @@ def test_frozen_objects_are_out_of_the_collector_until_the_outermost_block_ends(
         assert frozen >= len(kept)
         with gc_frozen():  # nested: nothing more to freeze, nothing released at its end
             pass
-        assert gc.get_freeze_count() == frozen
+        # still frozen (an unfreeze would leave 0); a frozen object that reference counting
+        # frees meanwhile leaves the count, so it may be a few lower than before: CI read
+        # 371,702 against 371,710 once
+        assert len(kept) <= gc.get_freeze_count() <= frozen
     assert gc.get_freeze_count() == 0
 
 
