@@ -17,7 +17,7 @@ from typing import Any
 from evaluator.casecolumns import SCORE_FIELDS, CaseColumns, Mask
 from evaluator.gcpause import without_gc
 from evaluator.metrics import METRICS, QUALITY_METRICS
-from evaluator.models import CaseRecord
+from evaluator.models import CaseRecord, CaseScores
 
 __all__ = [
     "OPTIONAL_FIELDS",
@@ -338,10 +338,15 @@ def relevant_never_retrieved(records: Sequence[CaseRecord]) -> int:
     positive count almost always means the golden set's ids are not the service's ids
     (another chunking, a prefix, a numeric id), not that retrieval is that bad.
     """
-    answerable = [r.scores for r in records if r.scores is not None and not r.case.unanswerable]
-    if not answerable or any(s.mrr > 0 for s in answerable):
-        return 0
-    return len(answerable)
+    count = 0
+    for record in records:
+        scores = record.outcome
+        if not isinstance(scores, CaseScores) or record.case.unanswerable:
+            continue
+        if scores.mrr > 0:
+            return 0  # usually the first such case: not a walk over every record
+        count += 1
+    return count
 
 
 def id_mismatch_warning(records: Sequence[CaseRecord]) -> str | None:
