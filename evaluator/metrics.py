@@ -46,6 +46,7 @@ __all__ = [
     "match",
     "metric",
     "paired",
+    "paired_sum",
     "populations",
     "split",
     "total",
@@ -417,8 +418,15 @@ def match(
     keys: dict[Population, Sequence[_K]] = {}
     at_base: dict[Population, Callable[[Sequence[Any]], Sequence[Any]]] = {}
     at_cand: dict[Population, Callable[[Sequence[Any]], Sequence[Any]]] = {}
+    done: dict[tuple[int, int], Population] = {}
     for population, base_keys in baseline[1].items():
         cand_keys = candidate[1][population]
+        # split's "retrieval" is its "answerable" (or "scored") list itself: matched once
+        same = done.setdefault((id(base_keys), id(cand_keys)), population)
+        if same != population:
+            at_base[population], at_cand[population] = at_base[same], at_cand[same]
+            keys[population] = keys[same]
+            continue
         where = dict(zip(cand_keys, range(len(cand_keys)), strict=True))
         found = list(map(where.get, base_keys))
         mine = [i for i, j in enumerate(found) if j is not None]
@@ -429,13 +437,20 @@ def match(
     return Matching(baseline[0], candidate[0], keys, at_base, at_cand)
 
 
-def paired(spec: MetricSpec, matching: Matching[_K]) -> tuple[list[_K], list[float]]:
-    """The keys of the cases with a value on both sides, in the baseline's order, and each
-    one's candidate value minus its baseline value (as floats)."""
+def _matched_values(
+    spec: MetricSpec, matching: Matching[_K]
+) -> tuple[Sequence[Any], Sequence[Any], Sequence[_K]]:
+    """The matched cases' values on each side (None where a case has none) and keys."""
     population = spec.population
     before = matching.at_baseline[population](column(spec, matching.baseline)[1])
     after = matching.at_candidate[population](column(spec, matching.candidate)[1])
-    keys = matching.keys[population]
+    return before, after, matching.keys[population]
+
+
+def paired(spec: MetricSpec, matching: Matching[_K]) -> tuple[list[_K], list[float]]:
+    """The keys of the cases with a value on both sides, in the baseline's order, and each
+    one's candidate value minus its baseline value (as floats)."""
+    before, after, keys = _matched_values(spec, matching)
     if None not in before and None not in after:  # the usual case: every value, in C
         return list(keys), list(map(sub, map(float, after), map(float, before)))
     kept = [
@@ -444,6 +459,20 @@ def paired(spec: MetricSpec, matching: Matching[_K]) -> tuple[list[_K], list[flo
         if a is not None and b is not None
     ]
     return [k for k, _ in kept], [d for _, d in kept]
+
+
+def paired_sum(spec: MetricSpec, matching: Matching[Any]) -> tuple[float, int]:
+    """The sum of :func:`paired`'s differences (added in the baseline's order: the same
+    float) and how many there are, without a list of either."""
+    before, after, _ = _matched_values(spec, matching)
+    if None not in before and None not in after:
+        return sum(map(sub, map(float, after), map(float, before)), 0.0), len(before)
+    kept = [
+        float(a) - float(b)
+        for a, b in zip(after, before, strict=True)
+        if a is not None and b is not None
+    ]
+    return sum(kept, 0.0), len(kept)
 
 
 def values(

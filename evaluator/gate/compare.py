@@ -8,14 +8,15 @@ missing from a candidate of the same golden set fails the gate.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from operator import attrgetter, itemgetter
+from itertools import compress, count
+from operator import itemgetter, ne
+from typing import Any
 
 from evaluator.errors import GateError
 from evaluator.metrics import FLOAT_TOLERANCE, METRICS
-from evaluator.models import CaseError, CaseRecord
-from evaluator.report import RunReport
+from evaluator.report.columns import CaseTable, ErrorLike, Judged, as_report, ids_of, table_of
 from evaluator.summary import Summary, summarise
 
 __all__ = [
@@ -36,7 +37,6 @@ _DIFFED = tuple(
     for spec in METRICS
     if spec.case_label is not None and spec.per_case is not None
 )
-_ID = attrgetter("case.id")
 _CHANGE = itemgetter(2)
 #: Severity weights: a new error outranks a flipped answer, which outranks lost retrieval.
 _ERROR_WEIGHT = 10.0
@@ -44,7 +44,7 @@ _ANSWER_WEIGHT = 3.0
 
 
 def check_comparable(
-    baseline: RunReport, candidate: RunReport, *, allow_dataset_change: bool = False
+    baseline: Judged, candidate: Judged, *, allow_dataset_change: bool = False
 ) -> None:
     """Raise :class:`GateError` when the reports cannot be compared.
 
@@ -57,13 +57,13 @@ def check_comparable(
         dataset=candidate.dataset,
         dataset_hash=candidate.dataset_hash,
         # read only when the golden sets differ (to count the shared cases)
-        case_ids=(c.case.id for c in candidate.cases),
+        case_ids=ids_of(candidate),
         allow_dataset_change=allow_dataset_change,
     )
 
 
 def check_run_comparable(
-    baseline: RunReport,
+    baseline: Judged,
     *,
     k: int,
     dataset: str,
@@ -82,7 +82,7 @@ def check_run_comparable(
             f"candidate K={k}); run the candidate with --k {baseline.k}"
         )
     if baseline.dataset_hash != dataset_hash and not allow_dataset_change:
-        shared = len({c.id for c in baseline.cases} & set(case_ids))
+        shared = len(set(ids_of(baseline)) & set(case_ids))
         raise GateError(
             "reports are not comparable: different golden sets "
             f"(baseline {baseline.dataset} {baseline.dataset_hash[:12]}, "
@@ -102,8 +102,9 @@ class Alignment:
 
     baseline_summary: Summary
     candidate_summary: Summary
-    baseline_cases: tuple[CaseRecord, ...]
-    candidate_cases: tuple[CaseRecord, ...]
+    #: the cases compared (on a changed golden set, the shared ones), in report order
+    baseline_cases: CaseTable
+    candidate_cases: CaseTable
     shared_ids: tuple[str, ...]
     missing_ids: tuple[str, ...]
     removed_ids: tuple[str, ...]
@@ -112,17 +113,22 @@ class Alignment:
 
 
 def align(
-    baseline: RunReport, candidate: RunReport, *, allow_dataset_change: bool = False
+    baseline: Judged,
+    candidate: Judged,
+    *,
+    allow_dataset_change: bool = False,
+    tables: tuple[CaseTable, CaseTable] | None = None,
 ) -> Alignment:
-    """Match the cases of two comparable reports by id.
+    """Match the cases of two comparable reports by id (``tables``: the reports'
+    :func:`~evaluator.report.columns.table_of`, when already built).
 
     Raises:
         GateError: not comparable (see :func:`check_comparable`), or a changed golden set
             that shares no case with the baseline's.
     """
     check_comparable(baseline, candidate, allow_dataset_change=allow_dataset_change)
-    base_list = [c.case.id for c in baseline.cases]
-    cand_list = [c.case.id for c in candidate.cases]
+    base_table, cand_table = tables or (table_of(baseline), table_of(candidate))
+    base_list, cand_list = base_table.ids, cand_table.ids
     cand_ids, base_ids = set(cand_list), set(base_list)
     shared = tuple(dict.fromkeys([i for i in base_list if i in cand_ids]))
     only_base = tuple(dict.fromkeys([i for i in base_list if i not in cand_ids]))
@@ -132,8 +138,8 @@ def align(
         return Alignment(
             baseline.summary,
             candidate.summary,
-            baseline.cases,
-            candidate.cases,
+            base_table,
+            cand_table,
             shared,
             missing_ids=only_base,
             removed_ids=(),
@@ -147,13 +153,14 @@ def align(
             f"{candidate.case_count} cases): nothing to compare"
         )
     keep = set(shared)
-    base_cases = tuple([c for c in baseline.cases if c.case.id in keep])
-    cand_cases = tuple([c for c in candidate.cases if c.case.id in keep])
+    # the summaries are recomputed over the shared cases: from their records
+    base_cases = tuple([c for c in as_report(baseline).cases if c.case.id in keep])
+    cand_cases = tuple([c for c in as_report(candidate).cases if c.case.id in keep])
     return Alignment(
         summarise(base_cases),
         summarise(cand_cases),
-        base_cases,
-        cand_cases,
+        CaseTable.of_records(base_cases),
+        CaseTable.of_records(cand_cases),
         shared,
         missing_ids=(),
         removed_ids=only_base,
@@ -193,18 +200,20 @@ class CaseDiff:
         return self.compared - len(self.regressed) - len(self.improved)
 
 
-def _moves(b: CaseRecord, c: CaseRecord) -> tuple[list[str], float, list[str], float]:
-    """(regressions, their weight, improvements, their weight) of one case."""
+def _moves(
+    be: ErrorLike | None, bs: Any, ce: ErrorLike | None, cs: Any
+) -> tuple[list[str], float, list[str], float]:
+    """(regressions, their weight, improvements, their weight) of one case: each side's
+    error (None when scored) and scores."""
     worse: list[str] = []
     better: list[str] = []
     bad = good = 0.0
-    bs, cs = b.outcome, c.outcome
-    if isinstance(cs, CaseError):
-        if isinstance(bs, CaseError):
+    if ce is not None:
+        if be is not None:
             return [], 0.0, [], 0.0
-        return [f"new error {cs.kind}: {cs.message}"], _ERROR_WEIGHT, [], 0.0
-    if isinstance(bs, CaseError):
-        return [], 0.0, [f"error fixed (was {bs.kind})"], _ERROR_WEIGHT
+        return [f"new error {ce.kind}: {ce.message}"], _ERROR_WEIGHT, [], 0.0
+    if be is not None:
+        return [], 0.0, [f"error fixed (was {be.kind})"], _ERROR_WEIGHT
     if bs.answer_correct is True and cs.answer_correct is False:
         worse.append("answer correct → incorrect")
         bad += _ANSWER_WEIGHT
@@ -232,32 +241,45 @@ def diff_cases(alignment: Alignment) -> CaseDiff:
     regressions in ``changes``); severity: a new error 10, a flipped answer 3, plus the
     lost recall, reciprocal rank and citation precision.
     """
-    candidates = alignment.candidate_cases
-    cand = dict(zip(map(_ID, candidates), candidates, strict=True))
-    # each baseline case's candidate, looked up in C
-    found = list(map(cand.get, map(_ID, alignment.baseline_cases)))
-    compared = len(found) - found.count(None)
+    base, cand = alignment.baseline_cases, alignment.candidate_cases
+    base_keys, cand_keys = base.keys(), cand.keys()
+    found: Sequence[int | None]
+    if base.ids == cand.ids:  # the usual pair: the same cases in the same order
+        found = range(len(base.ids))
+        compared = len(found)
+        moved: Iterable[int] = compress(count(), map(ne, base_keys, cand_keys))
+    else:
+        # each baseline case's position in the candidate, looked up in C
+        where = dict(zip(cand.ids, range(len(cand.ids)), strict=True))
+        found = list(map(where.get, base.ids))
+        compared = len(found) - found.count(None)
+        moved = [i for i, j in enumerate(found) if j is not None and base_keys[i] != cand_keys[j]]
+    base_errors, cand_errors = base.errors, cand.errors
+    base_scores, cand_scores = base.scores, cand.scores
+    base_rows, show = base.rows, base.show
     # (-severity, baseline order, change): sorted as plain tuples, worst (or best) first,
     # ties in baseline order; the order is unique, so a change is never compared
     regressed: list[tuple[float, int, CaseChange]] = []
     improved: list[tuple[float, int, CaseChange]] = []
-    for order, (b, c) in enumerate(zip(alignment.baseline_cases, found, strict=True)):
-        if c is None or b.outcome == c.outcome:
-            continue  # not shared; or the same scores (two equal errors): nothing moved
-        worse, bad, better, good = _moves(b, c)
+    for order in moved:  # equal scores (or two failures): nothing moved
+        j = found[order]
+        assert j is not None
+        worse, bad, better, good = _moves(
+            base_errors[order], base_scores[order], cand_errors[j], cand_scores[j]
+        )
         if not worse and not better:
             continue
         severity = bad if worse else good
-        case = b.case
+        question, relevant, ranked = show(base_rows[order])
         # by position (CaseChange's field order), a case of a changed report at a time
         change = CaseChange(
-            case.id,
-            case.question,
+            base.ids[order],
+            question,
             severity,
             (*worse, *better),
-            tuple(case.relevance),
-            b.ranked_ids,
-            c.ranked_ids,
+            relevant,
+            ranked,
+            cand.ranked(j),
         )
         (regressed if worse else improved).append((-severity, order, change))
     regressed.sort()

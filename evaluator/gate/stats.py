@@ -15,14 +15,22 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from operator import attrgetter
 from typing import Any
 
 # case_values is the registry's denominator rule, so a mean of per-case values is the
 # summary's value by construction
-from evaluator.metrics import QUALITY_METRICS, Population, case_values, match, metric, split
+from evaluator.metrics import (
+    QUALITY_METRICS,
+    Population,
+    case_values,
+    match,
+    metric,
+    paired_sum,
+    split,
+)
 from evaluator.metrics import paired as paired_values
-from evaluator.models import CaseRecord, CaseScores
+from evaluator.models import CaseRecord
+from evaluator.report.columns import CaseTable
 
 __all__ = [
     "CONFIDENCE",
@@ -91,59 +99,73 @@ class _Paired:
         return sum(self.diffs) / len(self.diffs)
 
 
-_OUTCOME = attrgetter("outcome")
-_ID = attrgetter("case.id")
-_UNANSWERABLE = attrgetter("case.unanswerable")
+Cases = Sequence[CaseRecord] | CaseTable
+
+
+def _table(cases: Cases) -> CaseTable:
+    return cases if isinstance(cases, CaseTable) else CaseTable.of_records(cases)
 
 
 def _pools(
-    records: Sequence[CaseRecord],
+    table: CaseTable,
 ) -> tuple[dict[Population, Sequence[Any]], dict[Population, Sequence[str]]]:
     """The registry's populations of a report's scored cases: their scores, and their ids
     in the same order (each read once, in C)."""
-    scored = [r for r in records if isinstance(r.outcome, CaseScores)]
-    flags = list(map(_UNANSWERABLE, scored))
-    return split(list(map(_OUTCOME, scored)), flags), split(list(map(_ID, scored)), flags)
+    scores, ids, flags = table.scored()
+    return split(scores, flags), split(ids, flags)
 
 
 def _matched(
-    baseline: Sequence[CaseRecord], candidate: Sequence[CaseRecord], metrics: Sequence[str]
+    baseline: Cases, candidate: Cases, metrics: Sequence[str]
 ) -> tuple[list[str], dict[str, _Paired]]:
     """Baseline-ordered ids matched on any metric, and each metric's paired differences."""
-    paired: dict[str, _Paired] = {}
+    base = _table(baseline)
+    paired = _paired(base, _table(candidate), metrics)
     matched: set[str] = set()
-    # each report's populations once, not once per metric (as case_values would)
-    matching = match(_pools(baseline), _pools(candidate))
     for m in metrics:
-        ids, diffs = paired_values(metric(m), matching)
-        paired[m] = _Paired(ids, diffs)
-        matched.update(ids)
-    ids = list(dict.fromkeys([i for i in map(_ID, baseline) if i in matched]))
+        matched.update(paired[m].ids)
+    ids = list(dict.fromkeys([i for i in base.ids if i in matched]))
     return ids, paired
 
 
+def _paired(
+    baseline: CaseTable, candidate: CaseTable, metrics: Sequence[str]
+) -> dict[str, _Paired]:
+    """Each metric's paired differences."""
+    # each report's populations once, not once per metric (as case_values would)
+    matching = match(_pools(baseline), _pools(candidate))
+    paired: dict[str, _Paired] = {}
+    for m in metrics:
+        ids, diffs = paired_values(metric(m), matching)
+        paired[m] = _Paired(ids, diffs)
+    return paired
+
+
 def paired_differences(
-    baseline: Sequence[CaseRecord],
-    candidate: Sequence[CaseRecord],
+    baseline: Cases,
+    candidate: Cases,
     metrics: Sequence[str] = QUALITY_METRICS,
 ) -> dict[str, PairedDifference]:
     """The paired mean difference of each metric with at least :data:`MIN_PAIRS` pairs.
 
     The same ``mean_difference`` as :func:`paired_intervals` gives, without resampling.
     """
-    ids, paired = _matched(baseline, candidate, metrics)
-    if len(ids) < MIN_PAIRS:
-        return {}
-    return {
-        m: PairedDifference(m, len(paired[m].diffs), paired[m].mean())
-        for m in metrics
-        if len(paired[m].diffs) >= MIN_PAIRS
-    }
+    # only each metric's sum and count: no list of ids or differences (the intervals need
+    # them), and no matched ids (fewer than MIN_PAIRS of them leave every metric with
+    # fewer pairs than that)
+    matching = match(_pools(_table(baseline)), _pools(_table(candidate)))
+    out: dict[str, PairedDifference] = {}
+    for m in metrics:
+        added, pairs = paired_sum(metric(m), matching)
+        if pairs >= MIN_PAIRS:
+            # the same float as _Paired.mean: the differences added in baseline order
+            out[m] = PairedDifference(m, pairs, added / pairs)
+    return out
 
 
 def paired_intervals(
-    baseline: Sequence[CaseRecord],
-    candidate: Sequence[CaseRecord],
+    baseline: Cases,
+    candidate: Cases,
     metrics: Sequence[str] = QUALITY_METRICS,
     *,
     resamples: int = RESAMPLES,
@@ -153,7 +175,8 @@ def paired_intervals(
     """Paired bootstrap intervals of ``candidate - baseline`` for each metric.
 
     Args:
-        baseline: the baseline's cases; their order fixes the resampling order.
+        baseline: the baseline's cases (records or their table); their order fixes the
+            resampling order.
         candidate: the candidate's cases, matched to the baseline's by id.
         metrics: quality metrics to compute.
         resamples: bootstrap resamples.

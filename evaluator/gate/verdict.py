@@ -28,7 +28,7 @@ from evaluator.gate.rules import (
 )
 from evaluator.gate.stats import Interval, PairedDifference, paired_differences, paired_intervals
 from evaluator.gcpause import without_gc
-from evaluator.report import RunReport
+from evaluator.report.columns import Judged, as_report
 from evaluator.summary import Summary
 
 __all__ = ["GateResult", "evaluate_gate"]
@@ -46,8 +46,9 @@ class GateResult:
                 print(r.message)
     """
 
-    baseline: RunReport
-    candidate: RunReport
+    #: the reports judged (read whole, or as columns: their header fields are the same)
+    baseline: Judged
+    candidate: Judged
     rules: tuple[RuleResult, ...]
     alignment: Alignment
     case_diff: CaseDiff
@@ -89,8 +90,8 @@ class GateResult:
 
 @without_gc
 def evaluate_gate(
-    baseline: RunReport,
-    candidate: RunReport,
+    baseline: Judged,
+    candidate: Judged,
     rules: Sequence[Rule] = DEFAULT_RULES,
     *,
     allow_dataset_change: bool = False,
@@ -101,7 +102,8 @@ def evaluate_gate(
     """Judge ``candidate`` against ``baseline``.
 
     Args:
-        baseline: the approved report.
+        baseline: the approved report (read whole, or as columns:
+            :func:`evaluator.report.read_columns`).
         candidate: the report to judge.
         rules: the gate rules (:func:`evaluator.gate.rules.resolve_rules`).
         allow_dataset_change: compare reports of different golden sets on their shared cases.
@@ -124,10 +126,17 @@ def evaluate_gate(
         raise ValueError("significance=True needs with_intervals=True")
     quarantine = quarantine or Quarantine()
     flaky = tuple(dict.fromkeys((*flaky_ids(baseline, candidate), *quarantine.classed_flaky)))
-    judged_baseline, judged_candidate, left_out = leave_out(baseline, candidate, quarantine)
+    judged_baseline: Judged = baseline
+    judged_candidate: Judged = candidate
     repeats = None
     if baseline.repeats is not None or candidate.repeats is not None or quarantine.active:
-        repeats = judge_repeats(judged_baseline, judged_candidate, left_out, flaky)
+        # leaving cases out and judging repeats recompute summaries: from the records
+        whole = as_report(baseline)
+        kept_baseline, kept_candidate, left_out = leave_out(
+            whole, as_report(candidate, share=whole), quarantine
+        )
+        repeats = judge_repeats(kept_baseline, kept_candidate, left_out, flaky)
+        judged_baseline, judged_candidate = kept_baseline, kept_candidate
     alignment = align(judged_baseline, judged_candidate, allow_dataset_change=allow_dataset_change)
     intervals: dict[str, Interval] = {}
     if with_intervals:

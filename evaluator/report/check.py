@@ -11,7 +11,7 @@ failed, an error rate of -Infinity or a recall of 10.0 must not decide a release
   never exceeds its count, the error rate equals ``error_count / case_count``, scored and
   failed cases add up to all cases, P50 is at most P95;
 - when the report holds cases: the header's counts match them, and the summary equals the one
-  recomputed from them (:func:`evaluator.summary.summarise`), tag by tag.
+  recomputed from them (as :func:`evaluator.summary.summarise` computes it), tag by tag.
 
 Each check raises :class:`ReportError` naming the source and the first field that is wrong.
 """
@@ -19,13 +19,28 @@ Each check raises :class:`ReportError` naming the source and the first field tha
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from itertools import chain, compress, count, repeat
+from operator import attrgetter, eq, itemgetter
+from typing import Any
 
 from evaluator.errors import ReportError
-from evaluator.models import CaseRecord
-from evaluator.summary import QUALITY_METRICS, Summary, summarise
+from evaluator.metrics import METRICS, split
+from evaluator.metrics import total as metric_total
+from evaluator.models import CaseError, CaseRecord
+from evaluator.summary import QUALITY_METRICS, Summary, Total, nearest_rank, stage_p95
 
-__all__ = ["check_cases", "check_summary", "check_summary_matches", "close"]
+__all__ = [
+    "CheckedColumns",
+    "check_cases",
+    "check_ids",
+    "check_summary",
+    "check_summary_columns",
+    "check_summary_matches",
+    "close",
+]
 
 #: Relative and absolute slack when comparing floats: a summary written by a different
 #: evaluator version may have added the same values in another order.
@@ -109,7 +124,15 @@ def check_cases(source: str, cases: Sequence[CaseRecord]) -> None:
     Raises:
         ReportError: naming the first repeated id.
     """
-    ids = [case.case.id for case in cases]
+    check_ids(source, [case.case.id for case in cases])
+
+
+def check_ids(source: str, ids: Sequence[str]) -> None:
+    """:func:`check_cases` of the cases' ids, in case order.
+
+    Raises:
+        ReportError: naming the first repeated id.
+    """
     if len(set(ids)) == len(ids):
         return  # the common case, in C: no loop over the cases in Python
     seen: set[str] = set()
@@ -167,20 +190,145 @@ def _compare(source: str, where: str, written: Summary, recomputed: Summary) -> 
             raise mismatch(f"stage_p95_seconds.{stage}", a, b)
 
 
+@dataclass(frozen=True, slots=True)
+class CheckedColumns:
+    """What the summary check recomputes a summary from: one list per quantity, in case
+    order, read once from the records or from a report's decoded entries (no records
+    need be built to check a report)."""
+
+    #: each case's error kind, None for a scored case
+    kinds: Sequence[str | None]
+    #: each case's scores: anything with the CaseScores fields (read for scored cases only)
+    scores: Sequence[Any]
+    unanswerable: Sequence[bool]
+    latency: Sequence[float]
+    stages: Sequence[Mapping[str, float]]
+    tags: Sequence[tuple[str, ...]]
+
+    @classmethod
+    def of_records(cls, records: Sequence[CaseRecord]) -> CheckedColumns:
+        outcomes = list(map(_OUTCOME, records))
+        return cls(
+            kinds=[o.kind if isinstance(o, CaseError) else None for o in outcomes],
+            scores=outcomes,
+            unanswerable=list(map(_UNANSWERABLE, records)),
+            latency=list(map(_LATENCY, records)),
+            stages=list(map(_STAGES, records)),
+            tags=list(map(_TAGS, records)),
+        )
+
+    def take(self, indices: Sequence[int]) -> CheckedColumns:
+        """The columns of the cases at ``indices`` (at least one), in that order."""
+        if len(indices) == 1:
+            i = indices[0]
+
+            def pick(column: Sequence[Any]) -> list[Any]:
+                return [column[i]]
+
+        else:
+            getter = itemgetter(*indices)
+
+            def pick(column: Sequence[Any]) -> list[Any]:
+                return getter(column)  # type: ignore[no-any-return]
+
+        return CheckedColumns(
+            kinds=pick(self.kinds),
+            scores=pick(self.scores),
+            unanswerable=pick(self.unanswerable),
+            latency=pick(self.latency),
+            stages=pick(self.stages),
+            tags=pick(self.tags),
+        )
+
+
+_OUTCOME = attrgetter("outcome")
+_UNANSWERABLE = attrgetter("case.unanswerable")
+_LATENCY = attrgetter("latency_seconds")
+_STAGES = attrgetter("stage_seconds")
+_TAGS = attrgetter("case.tags")
+_QUALITY = tuple(spec for spec in METRICS if spec.quality)
+
+
+def _recomputed(c: CheckedColumns) -> Summary:
+    """The fields :func:`_compare` reads of the summary :func:`evaluator.summary.summarise`
+    gives for these cases, computed as it computes them (the registry's populations and
+    sums, the nearest-rank percentiles); the rest (delivery, loop lag) is left out."""
+    scored_flags = [kind is None for kind in c.kinds]
+    scored = list(compress(c.scores, scored_flags))
+    kinds = [kind for kind in c.kinds if kind is not None]
+    pools = split(scored, list(compress(c.unanswerable, scored_flags)))
+    n = len(c.kinds)
+    latencies = sorted(c.latency)
+    return Summary(
+        case_count=n,
+        scored_count=len(scored),
+        error_count=len(kinds),
+        totals={spec.name: Total(*metric_total(spec, pools)) for spec in _QUALITY},
+        error_rate=len(kinds) / n if n else None,
+        p50_seconds=nearest_rank(latencies, 50),
+        p95_seconds=nearest_rank(latencies, 95),
+        stage_p95_seconds=stage_p95(c.stages),
+        errors_by_kind=dict(sorted(Counter(kinds).items())),
+    )
+
+
+#: up to this many distinct tag lists, each one's cases are found by a pass in C
+_FEW_TAG_LISTS = 8
+
+
+def _tag_groups(tags: Sequence[tuple[str, ...]]) -> dict[str, list[int]]:
+    """Each tag's cases (their positions, in case order), grouped as ``summarise`` groups
+    them: by the cases' tag lists first (a golden set has few distinct ones)."""
+    by_tags: dict[tuple[str, ...], list[int]] = {}
+    distinct = dict.fromkeys(tags)
+    if len(distinct) <= _FEW_TAG_LISTS:
+        # the usual golden set: a pass in C per distinct tag list, not a Python loop
+        for case_tags in distinct:
+            if case_tags:
+                by_tags[case_tags] = list(compress(count(), map(eq, tags, repeat(case_tags))))
+    else:
+        for i, case_tags in enumerate(tags):
+            if case_tags:
+                group = by_tags.get(case_tags)
+                if group is None:
+                    by_tags[case_tags] = [i]
+                else:
+                    group.append(i)
+    parts: dict[str, list[list[int]]] = {}
+    for case_tags, indices in by_tags.items():
+        for t in dict.fromkeys(case_tags):
+            parts.setdefault(t, []).append(indices)
+    return {t: p[0] if len(p) == 1 else sorted(chain.from_iterable(p)) for t, p in parts.items()}
+
+
 def check_summary_matches(source: str, written: Summary, cases: Sequence[CaseRecord]) -> None:
     """The written summary is the one the cases give, tag by tag.
 
     Raises:
         ReportError: naming the first field that differs, with both values.
     """
-    recomputed = summarise(cases)
-    _compare(source, "summary.", written, recomputed)
+    check_summary_columns(source, written, CheckedColumns.of_records(cases))
+
+
+def check_summary_columns(source: str, written: Summary, columns: CheckedColumns) -> None:
+    """:func:`check_summary_matches` of the cases' columns.
+
+    Raises:
+        ReportError: naming the first field that differs, with both values.
+    """
+    whole = _recomputed(columns)
+    _compare(source, "summary.", written, whole)
     if not written.by_tag:
         return  # an old or hand-made summary without tags claims nothing per tag
-    tags = written.by_tag.keys() | recomputed.by_tag.keys()
-    for tag in sorted(tags):
-        w, r = written.by_tag.get(tag), recomputed.by_tag.get(tag)
-        if w is None or r is None:
-            side = "the cases have no such tag" if r is None else "it is missing from the summary"
+    groups = _tag_groups(columns.tags)
+    n = len(columns.kinds)
+    for tag in sorted(written.by_tag.keys() | groups.keys()):
+        w, indices = written.by_tag.get(tag), groups.get(tag)
+        if w is None or indices is None:
+            side = "it is missing from the summary"
+            if indices is None:
+                side = "the cases have no such tag"
             raise _fail(source, f"summary.by_tag.{tag}", side)
+        # a tag every case carries holds the run's cases in the run's order
+        r = whole if len(indices) == n else _recomputed(columns.take(indices))
         _compare(source, f"summary.by_tag.{tag}.", w, r)

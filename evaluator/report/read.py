@@ -3,10 +3,11 @@
 The file is decoded by msgspec against the schema below (in C: types, finite numbers,
 ratios in 0..1, non-negative counts, integers of sane size; NaN, Infinity and 1e400 are not
 numbers here). The cases array is kept as raw slices of the file and each case is decoded
-and turned into a :class:`CaseRecord` in turn, so the file's bytes plus the records are all
-that is held at once: never a dict tree of the whole report. Then
-:mod:`evaluator.report.check` checks the relations between fields, and the report is
-trusted.
+into a typed entry (a struct, no dict tree of the whole report). Then
+:mod:`evaluator.report.check` checks the relations between fields on the entries' columns,
+and the report is trusted: :func:`read_report` builds a :class:`CaseRecord` per entry,
+:func:`read_columns` keeps the entries as the columns the gate judges
+(:mod:`evaluator.report.columns`).
 
 A compact report (one case per line) and an indented one (older versions wrote
 ``indent=2``) read back identically. Fields this version does not know are skipped, so a
@@ -25,12 +26,14 @@ import dataclasses
 import gc
 import json
 import math
-import operator
 import os
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime
+from functools import partial
+from itertools import compress, count, repeat
+from operator import attrgetter, is_
 from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Annotated, Any, get_args, get_type_hints
@@ -42,11 +45,17 @@ from evaluator.errors import ReportError
 from evaluator.gcpause import without_gc
 from evaluator.models import DELIVERY_FIELDS, Case, CaseError, CaseRecord, CaseScores, Outcome
 from evaluator.repeats import Repeats, repeats_from_dict
-from evaluator.report.check import check_cases, check_summary, check_summary_matches
+from evaluator.report.check import (
+    CheckedColumns,
+    check_ids,
+    check_summary,
+    check_summary_columns,
+)
+from evaluator.report.columns import CaseTable, ReportColumns
 from evaluator.report.model import SCHEMA_VERSION, RunReport, parse_timestamp
 from evaluator.summary import OPTIONAL_FIELDS, QUALITY_METRICS, Summary, Total
 
-__all__ = ["parse_report", "read_report", "report_from_dict"]
+__all__ = ["parse_columns", "parse_report", "read_columns", "read_report", "report_from_dict"]
 
 # integers beyond 2**53 are not counts anyone made, and do not survive a float round trip
 _MAX_INT = 2**53
@@ -85,7 +94,9 @@ class _CaseFields(Struct, frozen=True, gc=False):
     attempts: Attempts = 1
     error: _Error | None = None
     texts: dict[str, str] = {}
-    cut_texts: frozenset[str] = frozenset()
+    # a tuple, not a frozenset: every empty one is the same object (a frozenset is 216
+    # bytes per case held while a report is judged); the record takes a frozenset of it
+    cut_texts: tuple[str, ...] = ()
     # delivery: written only when measured (streamed answers, token usage, a trace)
     ttfb_seconds: Seconds | None = None
     ttft_seconds: Seconds | None = None
@@ -130,7 +141,7 @@ class _TagSummaryFields(Struct, frozen=True, gc=False):
 # a bad value is an error naming the metric, checked in C while decoding.
 _SCORE_FIELDS = tuple(f.name for f in dataclasses.fields(CaseScores))
 # typed by the decoder: each value already has its CaseScores field's type
-_scores_of: Callable[[object], tuple[Any, ...]] = operator.attrgetter(*_SCORE_FIELDS)
+_scores_of: Callable[[object], tuple[Any, ...]] = attrgetter(*_SCORE_FIELDS)
 _SCORE_TYPES = get_type_hints(CaseScores)
 #: the leading CaseScores fields every scored case has (retrieval); the rest may be null
 _REQUIRED_SCORES = sum(f.default is dataclasses.MISSING for f in dataclasses.fields(CaseScores))
@@ -353,7 +364,8 @@ for _model, _order, _all in ((Case, _CASE_ORDER, False), (CaseRecord, _RECORD_OR
         raise TypeError(f"report reader: {_model.__name__} fields are {_names}, not {_order}")
 
 
-def _case(source: str, c: _Case, where: str, known: Mapping[str, Case] | None = None) -> CaseRecord:
+def _case(c: _Case, known: Mapping[str, Case] | None = None) -> CaseRecord:
+    """The record of a decoded entry that passed :func:`_check_scored`."""
     rel = c.relevant_ids
     relevance = dict.fromkeys(rel, 1) if isinstance(rel, tuple) else rel
     facts = c.expected_facts
@@ -364,14 +376,7 @@ def _case(source: str, c: _Case, where: str, known: Mapping[str, Case] | None = 
     if c.error is not None:
         outcome = CaseError(c.error.kind, c.error.message, c.error.status)
     else:
-        scores = _scores_of(c)
-        if None in scores[:_REQUIRED_SCORES]:
-            missing = _SCORE_FIELDS[scores.index(None)]
-            raise ReportError(
-                f"{source}: field '{where}{missing}' is null but the case has no error "
-                "(a case is either scored or failed)"
-            )
-        outcome = CaseScores(*scores)
+        outcome = CaseScores(*_scores_of(c))
     case = known.get(c.id) if known is not None else None
     if case is None or not _same_case(case, c, relevance, golden):
         # by position, in _CASE_ORDER (keywords cost twice as much, per case of a report)
@@ -387,7 +392,7 @@ def _case(source: str, c: _Case, where: str, known: Mapping[str, Case] | None = 
         c.stage_seconds,
         c.attempts,
         c.texts or _NO_TEXTS,
-        c.cut_texts or _NO_CUTS,
+        frozenset(c.cut_texts) if c.cut_texts else _NO_CUTS,
         c.ttfb_seconds,
         c.ttft_seconds,
         c.tokens_per_second,
@@ -398,34 +403,121 @@ def _case(source: str, c: _Case, where: str, known: Mapping[str, Case] | None = 
     )
 
 
-def _build(source: str, head: _Report, share: RunReport | None = None) -> RunReport:
+def _check_scored(source: str, entries: Sequence[_Case]) -> None:
+    """A case without an error has its required scores (a case is either scored or
+    failed), checked column by column in C.
+
+    Raises:
+        ReportError: naming the first such case and its first null score.
+    """
+    nulls: set[int] = set()
+    for getter in _REQUIRED_OF:
+        nulls.update(compress(count(), map(is_, map(getter, entries), repeat(None))))
+    failed = [i for i in sorted(nulls) if entries[i].error is None]
+    if failed:
+        i = failed[0]
+        scores = _scores_of(entries[i])
+        missing = _SCORE_FIELDS[scores.index(None)]
+        raise ReportError(
+            f"{source}: field 'cases[{i}].{missing}' is null but the case has no error "
+            "(a case is either scored or failed)"
+        )
+
+
+def _entries(source: str, head: _Report) -> list[_Case]:
+    """The decoded cases, each checked as it was decoded.
+
+    Raises:
+        ReportError: naming the first bad case and field (an earlier case's null score is
+            reported before a later case's bad field, as reading case by case finds them).
+    """
+    try:
+        entries = list(map(_CASE.decode, head.cases))
+    except msgspec.ValidationError:
+        entries = []
+        for i, raw in enumerate(head.cases):
+            try:
+                entries.append(_CASE.decode(raw))
+            except msgspec.ValidationError as exc:
+                _check_scored(source, entries)
+                raise _field_error(source, exc, f"cases[{i}].") from None
+    _check_scored(source, entries)
+    return entries
+
+
+_ID = attrgetter("id")
+_ERROR = attrgetter("error")
+_TAGS = attrgetter("tags")
+_UNANSWERABLE = attrgetter("unanswerable")
+_LATENCY = attrgetter("latency_seconds")
+_STAGES = attrgetter("stage_seconds")
+_REQUIRED_OF = tuple(attrgetter(name) for name in _SCORE_FIELDS[:_REQUIRED_SCORES])
+
+
+def _validated(source: str, head: _Report) -> tuple[Summary, list[_Case], CaseTable]:
+    """The summary, the decoded cases and their table, every check passed.
+
+    Raises:
+        ReportError: naming the source and the first bad field.
+    """
     if head.schema_version != SCHEMA_VERSION:
         raise ReportError(
             f"{source}: schema_version {head.schema_version!r} is not supported "
             f"(expected {SCHEMA_VERSION})"
         )
     summary = _summary(source, head.summary)
-    known = {r.case.id: r.case for r in share.cases} if share is not None else None
-    cases: list[CaseRecord] = []
-    for i, raw in enumerate(head.cases):
-        where = f"cases[{i}]."
-        try:
-            entry = _CASE.decode(raw)
-        except msgspec.ValidationError as exc:
-            raise _field_error(source, exc, where) from None
-        cases.append(_case(source, entry, where, known))
-    check_cases(source, cases)
-    if cases:
-        errors = sum(1 for c in cases if isinstance(c.outcome, CaseError))
+    entries = _entries(source, head)
+    ids = list(map(_ID, entries))
+    check_ids(source, ids)
+    errors = list(map(_ERROR, entries))
+    unanswerable = list(map(_UNANSWERABLE, entries))
+    if entries:
+        failed = len(errors) - errors.count(None)
         for field, written, actual in (
-            ("case_count", head.case_count, len(cases)),
-            ("error_count", head.error_count, errors),
+            ("case_count", head.case_count, len(entries)),
+            ("error_count", head.error_count, failed),
         ):
             if written is not None and written != actual:
                 raise ReportError(
                     f"{source}: field {field!r} is {written} but the report holds {actual}"
                 )
-        check_summary_matches(source, summary, cases)
+        columns = CheckedColumns(
+            kinds=[None if e is None else e.kind for e in errors],
+            scores=entries,
+            unanswerable=unanswerable,
+            latency=list(map(_LATENCY, entries)),
+            stages=list(map(_STAGES, entries)),
+            tags=list(map(_TAGS, entries)),
+        )
+        check_summary_columns(source, summary, columns)
+    table = CaseTable(
+        ids=ids,
+        errors=errors,
+        scores=entries,
+        unanswerable=unanswerable,
+        rows=entries,
+        show=_shown,
+    )
+    return summary, entries, table
+
+
+def _shown(c: _Case) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
+    """What a case diff shows of an entry, as of its record (relevant ids deduplicated)."""
+    rel = c.relevant_ids
+    if not isinstance(rel, tuple):
+        relevant = tuple(rel)
+    else:  # a record's relevance is dict.fromkeys(rel): one id has no repeat to drop
+        relevant = rel if len(rel) < 2 else tuple(dict.fromkeys(rel))
+    return c.question, relevant, c.ranked_ids
+
+
+def _records(entries: Sequence[_Case], share: RunReport | None) -> tuple[CaseRecord, ...]:
+    known = {r.case.id: r.case for r in share.cases} if share is not None else None
+    return tuple([_case(entry, known) for entry in entries])
+
+
+def _build(source: str, head: _Report, share: RunReport | None = None) -> RunReport:
+    summary, entries, _ = _validated(source, head)
     return RunReport(
         run_id=head.run_id,
         generated_at=_generated_at(source, head.generated_at),
@@ -436,7 +528,28 @@ def _build(source: str, head: _Report, share: RunReport | None = None) -> RunRep
         k=head.k,
         duration_seconds=head.duration_seconds,
         summary=summary,
-        cases=tuple(cases),
+        cases=_records(entries, share),
+        repeats=_repeats(source, head.repeats),
+        interrupted=head.interrupted,
+        evaluator_version=head.evaluator_version,
+        schema_version=SCHEMA_VERSION,
+    )
+
+
+def _build_columns(source: str, head: _Report) -> ReportColumns:
+    summary, entries, table = _validated(source, head)
+    return ReportColumns(
+        run_id=head.run_id,
+        generated_at=_generated_at(source, head.generated_at),
+        config_hash=head.config_hash,
+        dataset_hash=head.dataset_hash,
+        target=head.target,
+        dataset=head.dataset,
+        k=head.k,
+        duration_seconds=head.duration_seconds,
+        summary=summary,
+        table=table,
+        records=partial(_records, entries),
         repeats=_repeats(source, head.repeats),
         interrupted=head.interrupted,
         evaluator_version=head.evaluator_version,
@@ -479,6 +592,17 @@ def _version_error(source: str, raw: bytes | None, data: object) -> ReportError 
     )
 
 
+def _decoded(raw: bytes, source: str) -> _Report:
+    try:
+        return _REPORT.decode(raw)
+    except msgspec.ValidationError as exc:
+        raise (_version_error(source, raw, None) or _field_error(source, exc)) from None
+    except msgspec.DecodeError as exc:
+        raise _malformed(source, raw, exc) from None
+    except RecursionError:
+        raise ReportError(f"{source}: nested too deeply to be a report") from None
+
+
 @without_gc
 def parse_report(
     raw: bytes, source: str = "report", *, share: RunReport | None = None
@@ -493,15 +617,18 @@ def parse_report(
         ReportError: naming ``source`` and the first bad field.
     """
     with _no_gc():
-        try:
-            head = _REPORT.decode(raw)
-        except msgspec.ValidationError as exc:
-            raise (_version_error(source, raw, None) or _field_error(source, exc)) from None
-        except msgspec.DecodeError as exc:
-            raise _malformed(source, raw, exc) from None
-        except RecursionError:
-            raise ReportError(f"{source}: nested too deeply to be a report") from None
-        return _build(source, head, share)
+        return _build(source, _decoded(raw, source), share)
+
+
+@without_gc
+def parse_columns(raw: bytes, source: str = "report") -> ReportColumns:
+    """:func:`parse_report` as columns: the same checks and errors, no records built.
+
+    Raises:
+        ReportError: naming ``source`` and the first bad field.
+    """
+    with _no_gc():
+        return _build_columns(source, _decoded(raw, source))
 
 
 def report_from_dict(data: object, source: str = "report") -> RunReport:
@@ -530,8 +657,21 @@ def read_report(path: str | os.PathLike[str], *, share: RunReport | None = None)
         ReportError: unreadable, not JSON (e.g. truncated), not a report, or inconsistent;
             the message names the file and the field.
     """
+    return parse_report(_read(path), str(path), share=share)
+
+
+def read_columns(path: str | os.PathLike[str]) -> ReportColumns:
+    """:func:`read_report` as columns (:mod:`evaluator.report.columns`): what the gate
+    judges two saved reports on.
+
+    Raises:
+        ReportError: as :func:`read_report`, with the same messages.
+    """
+    return parse_columns(_read(path), str(path))
+
+
+def _read(path: str | os.PathLike[str]) -> bytes:
     try:
-        raw = Path(path).read_bytes()
+        return Path(path).read_bytes()
     except OSError as exc:
         raise ReportError(f"{path}: cannot read report: {exc.strerror or exc}") from exc
-    return parse_report(raw, str(path), share=share)
