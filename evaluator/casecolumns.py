@@ -14,8 +14,9 @@ over the records would. Pure data: no clock, no I/O.
 
 from __future__ import annotations
 
+import struct
 from array import array
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Sequence
 from operator import attrgetter, is_
 from typing import Generic, TypeVar
 
@@ -33,6 +34,8 @@ SCORE_FIELDS: tuple[str, ...] = tuple(
 )
 _WIDTH = len(SCORE_FIELDS)
 _SCORES = attrgetter(*SCORE_FIELDS)
+#: a row of scores as the doubles of ``CaseColumns.scores`` (flags as 0.0 and 1.0)
+_ROW = struct.Struct(f"={_WIDTH}d")
 #: the delivery measurements a summary reads (streamed answers, usage, cost), record order
 DELIVERY_READ: tuple[str, ...] = tuple(name for name in DELIVERY_FIELDS if name != "trace_id")
 _DELIVERY = attrgetter(*DELIVERY_READ)
@@ -55,7 +58,12 @@ class Codes(Generic[_K]):
         self.keys: list[_K] = [none]
         self._code: dict[_K, int] = {none: 0}
 
-    def set(self, index: int, key: _K) -> int:
+    def set(self, index: int, key: _K) -> None:
+        """Give position ``index`` the code of ``key``."""
+        self.numbers[index] = self.code(key)
+
+    def code(self, key: _K) -> int:
+        """The code of ``key``, a new one when first seen."""
         code = self._code.get(key)
         if code is None:
             code = self._code[key] = len(self.keys)
@@ -63,7 +71,6 @@ class Codes(Generic[_K]):
             if code == 256:
                 # widened, not reinterpreted: a bytes initializer would be read as raw memory
                 self.numbers = array("q", iter(self.numbers))
-        self.numbers[index] = code
         return code
 
     def mask(self, chosen: Iterable[int]) -> Mask:
@@ -81,10 +88,11 @@ class Layout:
     """The stage timings of the cases that report one sequence of stage names: their
     positions and, row by row in the same order, their values (``names`` wide)."""
 
-    __slots__ = ("names", "positions", "values")
+    __slots__ = ("code", "names", "positions", "values")
 
-    def __init__(self, names: tuple[str, ...]) -> None:
+    def __init__(self, names: tuple[str, ...], code: int) -> None:
         self.names = names
+        self.code = code
         self.positions: list[int] = []
         self.values = array("d")
 
@@ -116,7 +124,8 @@ class CaseColumns:
         self.scores = array("d", bytes(8 * _WIDTH * size))
         self.missing = bytearray(_WIDTH * size)
         self.stage_names: Codes[tuple[str, ...]] = Codes(size, ())
-        self.layouts: list[Layout] = [Layout(())]
+        self.layouts: list[Layout] = [Layout((), 0)]
+        self._last_layout = self.layouts[0]
         self.delivery: tuple[list[float | int | None], ...] | None = None
 
     @classmethod
@@ -142,30 +151,47 @@ class CaseColumns:
         if isinstance(outcome, CaseScores):
             self.scored[index] = 1
             row = _SCORES(outcome)
-            start = index * _WIDTH
-            if None in row:
-                self.missing[start : start + _WIDTH] = bytes(map(is_, row, _NONES))
-                row = tuple(0.0 if value is None else value for value in row)
-            self.scores[start : start + _WIDTH] = array("d", row)
+            try:  # one C call for the whole row (an array of it, then a slice, took twice)
+                _ROW.pack_into(self.scores, index * _ROW.size, *row)
+            except struct.error:  # a None among them (not a float): marked missing
+                self._add_missing(index, row)
         else:
             self.kinds[index] = outcome.kind
         timings = record.stage_seconds
         if timings:
-            self._add_stages(index, timings)
+            values: Iterable[float]
+            if type(timings) is dict:  # as a run scores it (no attribute lookup to fail)
+                names, values = tuple(timings), timings.values()
+            else:
+                compact = getattr(timings, "row", None)
+                # a streamed run's compact stages (report.stream): (names, values) already
+                names, values = (
+                    compact if compact is not None else (tuple(timings), timings.values())
+                )
+            layout = self._last_layout
+            # the same names as the case before, as a run's cases almost always are: a
+            # comparison of shared strings, not a hash of the tuple
+            if names != layout.names:
+                layout = self._last_layout = self._layout(names)
+            self.stage_names.numbers[index] = layout.code
+            layout.positions.append(index)
+            layout.values.extend(values)
         measured = _DELIVERY(record)
         if measured != _NO_DELIVERY:
             self._add_delivery(index, measured)
 
-    def _add_stages(self, index: int, timings: Mapping[str, float]) -> None:
-        row = getattr(timings, "row", None)
-        # a streamed run's compact stages (report.stream) carry (names, values) already
-        names, values = row if row is not None else (tuple(timings), tuple(timings.values()))
-        code = self.stage_names.set(index, names)
+    def _add_missing(self, index: int, row: tuple[float | bool | None, ...]) -> None:
+        start = index * _WIDTH
+        self.missing[start : start + _WIDTH] = bytes(map(is_, row, _NONES))
+        values = tuple(0.0 if value is None else value for value in row)
+        _ROW.pack_into(self.scores, index * _ROW.size, *values)
+
+    def _layout(self, names: tuple[str, ...]) -> Layout:
+        """The layout of ``names``, new when first seen."""
+        code = self.stage_names.code(names)
         if code == len(self.layouts):
-            self.layouts.append(Layout(names))
-        layout = self.layouts[code]
-        layout.positions.append(index)
-        layout.values.extend(values)
+            self.layouts.append(Layout(names, code))
+        return self.layouts[code]
 
     def _add_delivery(self, index: int, measured: Iterable[float | int | None]) -> None:
         if self.delivery is None:
