@@ -201,9 +201,12 @@ _KEY_END = re.compile(rb'"[ \t\r]*:')
 def _may_space_keys(data: bytes) -> bool:
     """Whether a key may be spaced from its colon anywhere in ``data`` (a quote followed
     by JSON whitespace is rare in a file without spaced keys: then the regex decides)."""
-    if b'" ' not in data and b'"\t' not in data and b'"\r' not in data:
-        return False
-    return _SPACED_KEY.search(data) is not None
+    # a tab or a carriage return is one memchr away from ruled out (most files have
+    # neither), a two-byte search for each is a slower scan of the whole file
+    spaced = (
+        b'" ' in data or (b"\t" in data and b'"\t' in data) or (b"\r" in data and b'"\r' in data)
+    )
+    return spaced and _SPACED_KEY.search(data) is not None
 
 
 def _count_keys(raw: bytes) -> int:

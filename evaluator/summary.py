@@ -8,16 +8,16 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from functools import partial
 from itertools import chain, compress
-from operator import attrgetter, is_not, itemgetter
+from operator import itemgetter
 from typing import Any
 
+from evaluator.casecolumns import SCORE_FIELDS, CaseColumns, Mask
 from evaluator.gcpause import without_gc
-from evaluator.metrics import METRICS, QUALITY_METRICS, split, total
-from evaluator.models import CaseError, CaseRecord, CaseScores, Outcome
+from evaluator.metrics import METRICS, QUALITY_METRICS
+from evaluator.models import CaseRecord, CaseScores
 
 __all__ = [
     "OPTIONAL_FIELDS",
@@ -29,6 +29,7 @@ __all__ = [
     "relevant_never_retrieved",
     "stage_p95",
     "summarise",
+    "summarise_columns",
 ]
 
 
@@ -155,30 +156,22 @@ def nearest_rank(values: Sequence[float], percentile: float) -> float | None:
     return ordered[rank - 1]
 
 
-_OUTCOME = attrgetter("outcome")
-_UNANSWERABLE = attrgetter("case.unanswerable")
-_LATENCY = attrgetter("latency_seconds")
-_STAGES = attrgetter("stage_seconds")
-_TAGS = attrgetter("case.tags")
-_KIND = attrgetter("kind")
-_QUALITY = tuple(spec for spec in METRICS if spec.quality)
+def _present(values: Iterable[Any]) -> list[Any]:
+    return [v for v in values if v is not None]
 
 
-def _present(getter: Callable[[Any], Any], items: Iterable[Any]) -> list[Any]:
-    return [v for v in map(getter, items) if v is not None]
-
-
-def _delivery(ok: Sequence[CaseRecord]) -> dict[str, Any]:
+def _delivery(measured: Sequence[Sequence[Any]]) -> dict[str, Any]:
     """Percentiles of the streamed cases and totals of usage and cost, over the successful
-    cases (``ok``) that report them."""
-    ttft = _present(_TTFT, ok)
+    cases, from their delivery columns (``DELIVERY_FIELDS`` order, trace id aside)."""
+    ttfb_all, ttft_all, tps_all, inputs_all, outputs_all, costs_all = measured
+    ttft = _present(ttft_all)
     # time to first byte of the streamed cases only
-    pairs = zip(map(_TTFB, ok), map(_TTFT, ok), strict=True) if ttft else ()
+    pairs = zip(ttfb_all, ttft_all, strict=True) if ttft else ()
     ttfb = [b for b, t in pairs if b is not None and t is not None]
-    tps = _present(_TPS, ok)
-    inputs = _present(_INPUT, ok)
-    outputs = _present(_OUTPUT, ok)
-    costs = _present(_COST, ok)
+    tps = _present(tps_all)
+    inputs = _present(inputs_all)
+    outputs = _present(outputs_all)
+    costs = _present(costs_all)
     return {
         "p50_ttft_seconds": nearest_rank(ttft, 50),
         "p95_ttft_seconds": nearest_rank(ttft, 95),
@@ -191,73 +184,16 @@ def _delivery(ok: Sequence[CaseRecord]) -> dict[str, Any]:
     }
 
 
-_TTFT = attrgetter("ttft_seconds")
-_TTFB = attrgetter("ttfb_seconds")
-_TPS = attrgetter("tokens_per_second")
-_INPUT = attrgetter("input_tokens")
-_OUTPUT = attrgetter("output_tokens")
-_COST = attrgetter("cost")
-_MEASURED = partial(is_not, None)
-_DELIVERY = (_TTFT, _TTFB, _TPS, _INPUT, _OUTPUT, _COST)
-_NO_DELIVERY: dict[str, Any] = _delivery(())
-
-
-def _stage_columns(
-    names: tuple[str, ...], group: Sequence[Mapping[str, float]]
-) -> Iterable[Sequence[float]]:
-    """One column of values per name, over cases that all report exactly ``names``."""
-    kinds = set(map(type, group))
-    if kinds == {dict}:
-        return [list(map(itemgetter(name), group)) for name in names]
-    if all(hasattr(kind, "row") for kind in kinds):
-        # a streamed run's compact stages (report.stream): their values are a tuple already
-        return zip(*map(_SECOND, map(_ROW, group)), strict=True)
-    return [list(map(itemgetter(name), group)) for name in names]
-
-
-_ROW = attrgetter("row")
-_SECOND = itemgetter(1)
-
-
-def _layouts(stages: Iterable[Mapping[str, float]]) -> list[tuple[str, ...]]:
-    """Each case's stage names, one shared tuple per distinct layout (a few per target)."""
-    known: dict[tuple[str, ...], tuple[str, ...]] = {}
-    return [known.setdefault(names, names) for names in map(tuple, stages)]
+_NO_DELIVERY: dict[str, Any] = _delivery(((),) * 6)
 
 
 def stage_p95(stages: Sequence[Mapping[str, float]]) -> dict[str, float]:
     """Each stage's P95 over the cases that report it, in the order the endpoint reports
     its stages (first seen), not by name."""
-    return _stage_p95(stages, _layouts(stages))
-
-
-def _stage_p95(
-    stages: Sequence[Mapping[str, float]], layouts: Sequence[tuple[str, ...]]
-) -> dict[str, float]:
-    """:func:`stage_p95` of cases whose stage names are ``layouts``.
-
-    The cases are grouped by their stage names and each layout read one column per name in
-    C: no pass over the cases per stage name, no lookup per stage and case in Python, no
-    copy of any case's timings.
-    """
-    seen = dict.fromkeys(layouts)
-    found = [names for names in seen if names]
-    groups: dict[tuple[str, ...], Sequence[Mapping[str, float]]] = {}
-    if len(found) == 1:
-        # the usual run: every case that reports stages reports the same ones
-        groups[found[0]] = list(compress(stages, layouts)) if () in seen else stages
-    elif found:
-        lists: dict[tuple[str, ...], list[Mapping[str, float]]] = {}
-        for names, timings in zip(layouts, stages, strict=True):
-            if names:
-                lists.setdefault(names, []).append(timings)
-        groups.update(lists)
-    # a name's first case is the first case of its layout, so layouts in first-seen order
-    # give the names in first-seen order
     columns: dict[str, list[float]] = {}
-    for names, group in groups.items():
-        for name, values in zip(names, _stage_columns(names, group), strict=True):
-            columns.setdefault(name, []).extend(values)
+    for timings in stages:
+        for name, value in timings.items():
+            columns.setdefault(name, []).append(value)
     return {
         name: p95
         for name, values in columns.items()
@@ -265,115 +201,134 @@ def _stage_p95(
     }
 
 
-@dataclass(frozen=True, slots=True)
-class _Columns:
-    """The per-case values a summary reads, one list each, read from the records once (a
-    tag's summary takes its cases' entries, not the records again)."""
+# --- a summary of columns -------------------------------------------------------------------
+#
+# A set of cases is a mask: one byte per position, 1 for a case in it. Masks are combined as
+# integers (a byte of 0 or 1 in each is a bit of the same byte in both), and a column read
+# through one with itertools.compress: every step in C, no Python call per case.
 
-    records: Sequence[CaseRecord]
-    outcomes: Sequence[Outcome]
-    scored: Sequence[bool]
-    unanswerable: Sequence[bool]
-    latency: Sequence[float]
-    stages: Sequence[Mapping[str, float]]
-    #: each case's stage names (shared tuples)
-    layouts: Sequence[tuple[str, ...]]
-    #: whether any case reports a delivery measurement (streaming, usage, cost)
-    delivery: bool
-
-    @classmethod
-    def of(cls, records: Sequence[CaseRecord]) -> _Columns:
-        outcomes = list(map(_OUTCOME, records))
-        stages = list(map(_STAGES, records))
-        delivery = any(any(map(_MEASURED, map(getter, records))) for getter in _DELIVERY)
-        return cls(
-            records=records,
-            outcomes=outcomes,
-            scored=[isinstance(o, CaseScores) for o in outcomes],
-            unanswerable=list(map(_UNANSWERABLE, records)),
-            latency=list(map(_LATENCY, records)),
-            stages=stages,
-            layouts=_layouts(stages),
-            delivery=delivery,
-        )
-
-    def take(self, indices: Sequence[int]) -> _Columns:
-        """The columns of the cases at ``indices`` (in that order)."""
-        if len(indices) == 1:
-            i = indices[0]
-
-            def pick(column: Sequence[Any]) -> list[Any]:
-                return [column[i]]
-
-        else:
-            getter = itemgetter(*indices)
-
-            def pick(column: Sequence[Any]) -> list[Any]:
-                return getter(column)  # type: ignore[no-any-return]
-
-        return _Columns(
-            records=pick(self.records),
-            outcomes=pick(self.outcomes),
-            scored=pick(self.scored),
-            unanswerable=pick(self.unanswerable),
-            latency=pick(self.latency),
-            stages=pick(self.stages),
-            layouts=pick(self.layouts),
-            delivery=self.delivery,
-        )
+_FLIP = bytes([1, 0, *([0] * 254)])
 
 
-def _summary(c: _Columns) -> Summary:
-    """The summary of the cases in ``c`` without tags: each quantity one C-speed pass."""
-    scored = list(compress(c.outcomes, c.scored))
-    errors = [o for o in c.outcomes if isinstance(o, CaseError)]
-    pools = split(scored, list(compress(c.unanswerable, c.scored)))
-    n = len(c.outcomes)
-    latencies = sorted(c.latency)  # sorted once for both ranks
+def _both(a: Mask, b: Mask) -> bytes:
+    """The cases in both masks."""
+    both = int.from_bytes(a, "little") & int.from_bytes(b, "little")
+    return both.to_bytes(len(a), "little")
+
+
+def _others(mask: Mask) -> Mask:
+    """The positions not in ``mask``."""
+    return mask.translate(_FLIP)
+
+
+def _summary(c: CaseColumns, cases: Mask, whole: bool) -> Summary:
+    """The summary of the cases in the mask ``cases`` (``whole``: every added case), tags
+    aside."""
+    n = cases.count(1)
+    scored = _both(cases, c.scored)
+    errors = _both(cases, _others(c.scored))
+    kinds = list(compress(c.kinds, errors))
+    answerable = _both(scored, _others(c.unanswerable))
+    pools: dict[str, Mask] = {
+        # a retrieval-only golden set of unanswerable cases still has a retrieval score
+        "retrieval": answerable if answerable.count(1) else scored,
+        "scored": scored,
+        "answerable": answerable,
+        "unanswerable": _both(scored, c.unanswerable),
+    }
+    totals = {}
+    for spec, at in _QUALITY:
+        found = _both(pools[spec.population], _others(c.missing[at::_WIDTH]))
+        count = found.count(1)
+        # a float sum of the values in case order (flags count 1.0); no value: the int 0
+        added = sum(compress(c.scores[at::_WIDTH], found)) if count else 0
+        totals[spec.name] = Total(added, count)
+    latencies = sorted(compress(c.latency, cases))  # sorted once for both ranks
+    delivery = c.delivery
     return Summary(
         case_count=n,
-        scored_count=len(scored),
-        error_count=len(errors),
-        totals={spec.name: Total(*total(spec, pools)) for spec in _QUALITY},
-        error_rate=len(errors) / n if n else None,
+        scored_count=scored.count(1),
+        error_count=len(kinds),
+        totals=totals,
+        error_rate=len(kinds) / n if n else None,
         p50_seconds=_ranked(latencies, 50),
         p95_seconds=_ranked(latencies, 95),
-        stage_p95_seconds=_stage_p95(c.stages, c.layouts),
-        errors_by_kind=dict(sorted(Counter(map(_KIND, errors)).items())),
+        stage_p95_seconds=_stages(c, cases, whole),
+        errors_by_kind=dict(sorted(Counter(kinds).items())),
         # a case is either scored or failed: the successful ones are the scored ones
-        **(_delivery(list(compress(c.records, c.scored))) if c.delivery else _NO_DELIVERY),
+        **(
+            _delivery([list(compress(column, scored)) for column in delivery])
+            if delivery is not None
+            else _NO_DELIVERY
+        ),
     )
+
+
+#: each quality metric with the place of its score in a row of ``CaseColumns.scores``
+_QUALITY = tuple(
+    (spec, SCORE_FIELDS.index(spec.score)) for spec in METRICS if spec.score is not None
+)
+_WIDTH = len(SCORE_FIELDS)
+
+
+def _stages(c: CaseColumns, cases: Mask, whole: bool) -> dict[str, float]:
+    """Each stage's P95 over the cases that report it, names in first-seen order."""
+    codes = c.stage_names.numbers
+    seen = [c.layouts[code] for code in dict.fromkeys(compress(codes, cases)) if code]
+    parts: dict[str, list[Iterable[float]]] = {}
+    for layout in seen:
+        width = len(layout.names)
+        if whole:
+            rows = None
+        elif len(layout.positions) == 1:
+            rows = bytes((cases[layout.positions[0]],))
+        else:
+            rows = bytes(itemgetter(*layout.positions)(cases))
+        for at, name in enumerate(layout.names):
+            values = layout.values[at::width]
+            parts.setdefault(name, []).append(values if rows is None else compress(values, rows))
+    out: dict[str, float] = {}
+    for name, found in parts.items():
+        p95 = _ranked(sorted(found[0] if len(found) == 1 else chain.from_iterable(found)), 95)
+        if p95 is not None:
+            out[name] = p95
+    return out
+
+
+def _tag_masks(c: CaseColumns) -> dict[str, Mask]:
+    """Each tag's cases, as a mask (a golden set has few distinct tag lists: each tag's
+    mask is a translation of the cases' tag-list codes)."""
+    lists = c.tags.keys
+    codes: dict[str, list[int]] = {}
+    for code, tags in enumerate(lists):
+        for tag in dict.fromkeys(tags):
+            codes.setdefault(tag, []).append(code)
+    return {tag: c.tags.mask(chosen) for tag, chosen in codes.items()}
+
+
+@without_gc
+def summarise_columns(columns: CaseColumns, *, with_tags: bool = True) -> Summary:
+    """The :class:`Summary` (and one per tag) of the cases added to ``columns``, in
+    position order: the summary :func:`summarise` gives of those records in that order."""
+    added = columns.added
+    whole = _summary(columns, added, whole=True)
+    if not with_tags:
+        return whole
+    masks = _tag_masks(columns)
+    count = whole.case_count
+    # a tag every case carries (a golden set tagged "smoke" throughout) holds the same
+    # cases in the same order: its summary is the run's, not computed a second time
+    by_tag = {
+        tag: whole if (mask := masks[tag]).count(1) == count else _summary(columns, mask, False)
+        for tag in sorted(masks)
+    }
+    return replace(whole, by_tag=by_tag) if by_tag else whole
 
 
 @without_gc
 def summarise(records: Sequence[CaseRecord], *, with_tags: bool = True) -> Summary:
     """Aggregate per-case records into a :class:`Summary` (and one per tag)."""
-    columns = _Columns.of(records)
-    whole = _summary(columns)
-    if not with_tags:
-        return whole
-    # one pass over the cases, grouped by their tag lists (a golden set has few distinct
-    # ones), then each tag's cases in case order
-    by_tags: dict[tuple[str, ...], list[int]] = {}
-    for i, tags in enumerate(map(_TAGS, records)):
-        if tags:
-            group = by_tags.get(tags)
-            if group is None:
-                by_tags[tags] = [i]
-            else:
-                group.append(i)
-    parts: dict[str, list[list[int]]] = {}
-    for tags, indices in by_tags.items():
-        for t in dict.fromkeys(tags):
-            parts.setdefault(t, []).append(indices)
-    groups = {t: p[0] if len(p) == 1 else sorted(chain.from_iterable(p)) for t, p in parts.items()}
-    # a tag every case carries (a golden set tagged "smoke" throughout) holds the same
-    # cases in the same order: its summary is the run's, not computed a second time
-    by_tag = {
-        t: whole if len(groups[t]) == len(records) else _summary(columns.take(groups[t]))
-        for t in sorted(groups)
-    }
-    return replace(whole, by_tag=by_tag) if by_tag else whole
+    return summarise_columns(CaseColumns.of(records), with_tags=with_tags)
 
 
 def relevant_never_retrieved(records: Sequence[CaseRecord]) -> int:
@@ -383,10 +338,15 @@ def relevant_never_retrieved(records: Sequence[CaseRecord]) -> int:
     positive count almost always means the golden set's ids are not the service's ids
     (another chunking, a prefix, a numeric id), not that retrieval is that bad.
     """
-    answerable = [r.scores for r in records if r.scores is not None and not r.case.unanswerable]
-    if not answerable or any(s.mrr > 0 for s in answerable):
-        return 0
-    return len(answerable)
+    count = 0
+    for record in records:
+        scores = record.outcome
+        if not isinstance(scores, CaseScores) or record.case.unanswerable:
+            continue
+        if scores.mrr > 0:
+            return 0  # usually the first such case: not a walk over every record
+        count += 1
+    return count
 
 
 def id_mismatch_warning(records: Sequence[CaseRecord]) -> str | None:

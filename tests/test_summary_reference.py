@@ -12,16 +12,18 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import random
 from collections.abc import Sequence
 from typing import Any
 
 from hypothesis import given
 from hypothesis import strategies as st
 
+from evaluator.casecolumns import CaseColumns
 from evaluator.metrics import METRICS
 from evaluator.models import Case, CaseError, CaseRecord, CaseScores, Outcome
 from evaluator.report.stream import without_texts
-from evaluator.summary import Summary, Total, nearest_rank, summarise
+from evaluator.summary import Summary, Total, nearest_rank, summarise, summarise_columns
 from tests.support.strategies import RATIO, case_scores
 
 
@@ -221,3 +223,53 @@ class TestSummariseIsItsDefinition:
         summary = summarise(records)
         assert _text(summary.by_tag["all"]) == _text(summarise(records, with_tags=False))
         _check(records)
+
+
+class TestColumnsFilledAsCasesFinish:
+    """The run copies each case into :class:`CaseColumns` as it finishes (any order, some
+    never when interrupted): the summary is the one of the finished records in order."""
+
+    @given(_records(), st.randoms(use_true_random=False), st.floats(0.0, 1.0))
+    def test_any_completion_order_and_subset(
+        self, records: list[CaseRecord], rng: random.Random, share: float
+    ) -> None:
+        order = list(range(len(records)))
+        rng.shuffle(order)
+        finished = order[: round(share * len(order))]
+        columns = CaseColumns(len(records))
+        for index in finished:
+            columns.add(index, records[index])
+        kept = [records[i] for i in sorted(finished)]
+        got, want = summarise_columns(columns), _reference(kept)
+        assert _text(want) == _text(got)
+        assert _text(summarise(kept)) == _text(got)
+        for name, t in want.totals.items():
+            assert type(t.sum) is type(got.totals[name].sum), name
+
+    def test_many_distinct_tag_lists_and_stage_names(self) -> None:
+        """Past 256 distinct tag lists or stage layouts the codes widen; same summary."""
+        records = [
+            CaseRecord(
+                case=Case(
+                    id=f"c{i}",
+                    question="q?",
+                    relevance={"d": 1},
+                    unanswerable=i % 7 == 0,
+                    tags=(f"t{i}", "all") if i % 3 else (f"t{i % 5}",),
+                ),
+                outcome=(
+                    CaseError("timeout", "slow")
+                    if i % 11 == 0
+                    else CaseScores(1.0 / (i + 1), 0.5, 0.25, answer_correct=i % 2 == 0)
+                ),
+                ranked_ids=("d",),
+                answer="a",
+                citations=(),
+                latency_seconds=0.001 * ((i * 7919) % 600),
+                stage_seconds={f"s{i}": 0.1 * i, "model": 0.01 * (i % 13)},
+            )
+            for i in range(600)
+        ]
+        _check(records)
+        columns = CaseColumns.of(records)
+        assert _text(_reference(records)) == _text(summarise_columns(columns))

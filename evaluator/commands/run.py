@@ -26,6 +26,7 @@ from evaluator.commands.html import add_html_flag, settings_redactor, write_html
 from evaluator.config import Settings
 from evaluator.errors import ConfigError, ExitCode
 from evaluator.gcpause import gc_frozen, gc_paused
+from evaluator.models import CaseError
 from evaluator.report import RunReport, read_report
 from evaluator.runner import new_run_id
 
@@ -104,8 +105,10 @@ def mapping_diagnosis(report: RunReport) -> str | None:
     mapped field (or on the default contract's shape), one line naming the expression
     that failed most often, for ``evaluator run`` to print and exit 1 with.
     """
-    answered = [c for c in report.cases if c.error is None or c.error.kind == "bad_response"]
-    if not answered or any(c.error is None for c in answered):
+    if any(not isinstance(c.outcome, CaseError) for c in report.cases):
+        return None  # a scored case (usually the first): not a walk over every record
+    answered = [c for c in report.cases if c.error is not None and c.error.kind == "bad_response"]
+    if not answered:
         return None
     errors = [c.error for c in answered if c.error is not None]
     count = len(answered)

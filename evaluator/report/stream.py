@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import itertools
 import operator
 import os
 import shutil
@@ -40,8 +39,6 @@ from evaluator.scoring.labels import AuditTotals, LabelAudit, audit_labels, audi
 
 __all__ = ["ReportStream", "without_texts"]
 
-#: what a checked, unsuspect case contributes to the run's audit: one count (shared)
-_CHECKED = LabelAudit(checked=True, suspect=False)
 _NO_TEXTS: MappingProxyType[str, str] = MappingProxyType({})
 #: shared: each ``frozenset()`` call is a new 216-byte object (21 MiB over 100,000 cases)
 _NO_CUTS: frozenset[str] = frozenset()
@@ -217,10 +214,10 @@ class ReportStream:
             self._append(self._pending.pop(index))
         if self._lines != report.case_count:
             raise ValueError(f"{self._lines} cases were streamed for {report.case_count}")
-        suspect = (self._suspect[i] for i in sorted(self._suspect))
-        self.audit = audit_labels(
-            itertools.chain(suspect, itertools.repeat(("", _CHECKED), self._checked))
-        )
+        # the suspect cases in golden-set order, plus the checked ones counted as they came
+        # (not one pair each through audit_labels: 100,000 iterations for a count)
+        audit = audit_labels(self._suspect[i] for i in sorted(self._suspect))
+        self.audit = dataclasses.replace(audit, checked=audit.checked + self._checked)
         self._spool.flush()
         with _atomic_file(self.path) as out:
             out.write(_header_chunk(_header_to_dict(report, self.audit)).encode())
