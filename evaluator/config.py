@@ -44,6 +44,7 @@ from pydantic_settings import (
 )
 
 from evaluator.bounds import DEFAULT_TEXT_CHARS, RecordLimits
+from evaluator.config_sources import DEFAULT_CONFIG_PATH, ENV_PREFIX
 from evaluator.errors import ConfigError
 from evaluator.labels import DEFAULT_MAX_STAGES, StageNames
 from evaluator.run_options import RetryPolicy, RunOptions
@@ -78,7 +79,6 @@ __all__ = [
     "load_settings",
 ]
 
-DEFAULT_CONFIG_PATH = Path("config/evaluator.toml")
 
 #: the longest duration a setting may hold (timeouts, intervals, grace periods): beyond a
 #: year, a value is a typo, and infinity would overflow the scheduler's date arithmetic
@@ -604,7 +604,7 @@ class Settings(BaseSettings):
     """Everything evaluator reads from its config file and environment."""
 
     model_config = SettingsConfigDict(
-        env_prefix="EVALUATOR_",
+        env_prefix=ENV_PREFIX,
         env_nested_delimiter="__",
         extra="forbid",
         hide_input_in_errors=True,
@@ -907,9 +907,9 @@ def _check_environment() -> None:
     """A misspelt ``EVALUATOR_`` variable would be ignored silently: reject it by name."""
     known = set(Settings.model_fields)
     for name in sorted(os.environ):
-        if not name.upper().startswith("EVALUATOR_"):
+        if not name.upper().startswith(ENV_PREFIX):
             continue
-        field = name[len("EVALUATOR_") :].split("__", 1)[0].lower()
+        field = name[len(ENV_PREFIX) :].split("__", 1)[0].lower()
         if field not in known:
             hint = difflib.get_close_matches(field, known, n=1)
             also = f" (did you mean EVALUATOR_{hint[0].upper()}?)" if hint else ""

@@ -10,16 +10,17 @@ import argparse
 import gc
 import sqlite3
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from functools import partial
+from functools import cache, partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from evaluator import fastexit
 from evaluator.commands.colour import colour_verdicts, use_colour
 from evaluator.commands.flags import CommonOptions, TargetFlags, add_repeat_flag, add_target_flags
 from evaluator.commands.html import add_html_flag, settings_redactor, write_html_report
-from evaluator.config import Settings, load_settings
+from evaluator.config_sources import nothing_configured
 from evaluator.errors import ConfigError, ExitCode, GateError, OutputError, PushError
 from evaluator.gate.compare import check_run_comparable
 from evaluator.gate.render import FORMATS, GateSources, json_pieces, render, render_junit
@@ -33,6 +34,9 @@ from evaluator.redaction import redactor
 from evaluator.report import RunReport, read_report
 from evaluator.report.columns import Judged, as_report
 from evaluator.report.read import read_columns
+
+if TYPE_CHECKING:
+    from evaluator.config import Settings
 
 __all__ = ["Options", "configure", "handle"]
 
@@ -163,6 +167,25 @@ def _refuse_partial(report: Judged, source: str) -> None:
         )
 
 
+def _saved_settings(config: str | None) -> tuple[Path | None, Callable[[], Settings]]:
+    """The gates file the settings name, and the settings when something asks for them.
+
+    With no config file and no ``EVALUATOR_`` variable the settings are the defaults (no
+    gates file): they are loaded (pydantic, a tenth of judging two large reports) only
+    when a page or the history store needs them.
+    """
+    if nothing_configured(config):
+        return None, cache(partial(_load_settings, config))
+    settings = _load_settings(config)
+    return settings.gates_file, lambda: settings
+
+
+def _load_settings(config: str | None) -> Settings:
+    from evaluator.config import load_settings
+
+    return load_settings(config)
+
+
 def _classed_flaky(settings: Settings, target: str, dataset: str) -> tuple[str, ...]:
     """Cases the daemon's history store (in the reports folder) classes flaky for this job;
     none when there is no store or it cannot be read (the repeats still count)."""
@@ -201,18 +224,20 @@ def handle(options: Options) -> int:
     if options.worst < 0:
         raise ConfigError("--worst must be >= 0")
     saved = _saved_files(options)
+    settings: Callable[[], Settings]
     if saved is None:
         from evaluator.commands.common import settings_from_flags
 
-        settings = settings_from_flags(options.config, options.target_flags)
+        live_settings = settings_from_flags(options.config, options.target_flags)
+        gates_file, settings = live_settings.gates_file, lambda: live_settings
     else:
-        settings = load_settings(options.config)
-    rules, rules_source = resolve_rules(options.gates or settings.gates_file)
+        gates_file, settings = _saved_settings(options.config)
+    rules, rules_source = resolve_rules(options.gates or gates_file)
     quarantine = load_quarantine(rules_source)
     judge = partial(_judge, options, settings, rules, rules_source, quarantine)
     if saved is None:
         # the run (asyncio) makes reference cycles: the collector runs through it
-        live = _live_candidate(options, settings)
+        live = _live_candidate(options, live_settings)
         with gc_paused():
             return judge(*live)
     # From here two whole reports are alive to the end, and they hold no cycle: a running
@@ -237,7 +262,7 @@ def handle(options: Options) -> int:
 
 def _judge(
     options: Options,
-    settings: Settings,
+    settings: Callable[[], Settings],
     rules: Sequence[Rule],
     rules_source: str,
     quarantine: Quarantine,
@@ -251,7 +276,8 @@ def _judge(
 
     if quarantine.flaky:
         quarantine = replace(
-            quarantine, classed_flaky=_classed_flaky(settings, candidate.target, candidate.dataset)
+            quarantine,
+            classed_flaky=_classed_flaky(settings(), candidate.target, candidate.dataset),
         )
     result = evaluate_gate(
         baseline,
@@ -263,6 +289,8 @@ def _judge(
         with_intervals=options.significance,
         quarantine=quarantine,
     )
+    # as the reports: freed by the process's exit, not change by change (fastexit)
+    fastexit.keep(result)
     sources = GateSources(str(baseline_path), candidate_source, rules_source)
     if options.format == "json":
         # piece by piece (each a whole JSON value, so the redacting stdout sees every
@@ -287,7 +315,7 @@ def _judge(
             options.html,
             as_report(candidate),
             source=candidate_source,
-            redact=settings_redactor(settings),
+            redact=settings_redactor(settings()),
             gate=result,
             baseline_source=str(baseline_path),
             worst=options.worst,

@@ -11,12 +11,12 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from evaluator.config import HttpTargetConfig, Settings
 from evaluator.errors import ConfigError, EvaluatorError
 from evaluator.redaction import redactor
 from evaluator.report import RunReport, write_bytes_atomic
 
 if TYPE_CHECKING:
+    from evaluator.config import Settings
     from evaluator.pages.views import Redact
 
 __all__ = ["add_html_flag", "settings_redactor", "write_html_report"]
@@ -34,7 +34,9 @@ def settings_redactor(settings: Settings) -> Redact:
     """The process-wide redactor, with every secret the configured targets send registered
     (building a target's request template reads its secrets from the environment)."""
     # here, not at the top: `run` imports this module, and a run of a callable target
-    # needs no request template (nor yarl, which it imports)
+    # needs no request template (nor yarl, which it imports); nor does a gate of two
+    # saved reports load the settings (pydantic) unless it writes a page
+    from evaluator.config import HttpTargetConfig
     from evaluator.targets.request import RequestTemplate
 
     for target in settings.targets:

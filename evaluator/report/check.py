@@ -281,7 +281,11 @@ def _tag_groups(tags: Sequence[tuple[str, ...]]) -> dict[str, list[int]]:
     them: by the cases' tag lists first (a golden set has few distinct ones)."""
     by_tags: dict[tuple[str, ...], list[int]] = {}
     distinct = dict.fromkeys(tags)
-    if len(distinct) <= _FEW_TAG_LISTS:
+    if len(distinct) == 1:  # every case tagged alike (or none tagged)
+        (case_tags,) = distinct
+        if case_tags:
+            by_tags[case_tags] = list(range(len(tags)))
+    elif len(distinct) <= _FEW_TAG_LISTS:
         # the usual golden set: a pass in C per distinct tag list, not a Python loop
         for case_tags in distinct:
             if case_tags:

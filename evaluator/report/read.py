@@ -186,7 +186,9 @@ class _Summary(_TagSummary, frozen=True, gc=False):
     by_tag: dict[str, _TagSummary] = msgspec.field(default_factory=dict)
 
 
-class _Report(Struct, frozen=True, gc=False):
+class _ReportFields(Struct, frozen=True, gc=False, kw_only=True):
+    """A report's fields other than its cases (keyword-only: each subclass adds them)."""
+
     schema_version: int
     run_id: str
     generated_at: str
@@ -197,7 +199,6 @@ class _Report(Struct, frozen=True, gc=False):
     k: K
     duration_seconds: Seconds
     summary: _Summary
-    cases: list[msgspec.Raw]
     evaluator_version: str = ""
     #: written for compatibility; the report derives it from its cases (RunReport.retrieval_only)
     retrieval_only: bool = False
@@ -208,11 +209,24 @@ class _Report(Struct, frozen=True, gc=False):
     interrupted: bool = False
 
 
+class _Report(_ReportFields, frozen=True, gc=False, kw_only=True):
+    """The header decoded, each case kept as its slice of the file (decoded one by one)."""
+
+    cases: list[msgspec.Raw]
+
+
+class _WholeReport(_ReportFields, frozen=True, gc=False, kw_only=True):
+    """The header and the cases decoded in one pass (see :func:`_decoded`)."""
+
+    cases: list[_Case]
+
+
 class _Version(Struct, frozen=True, gc=False):
     schema_version: Any = None
 
 
 _REPORT = msgspec.json.Decoder(_Report)
+_WHOLE = msgspec.json.Decoder(_WholeReport)
 _CASE = msgspec.json.Decoder(_Case)
 _VERSION = msgspec.json.Decoder(_Version)
 _AT = re.compile(r"\s*-\s*at\s*`\$(?P<path>[^`]*)`\s*$")
@@ -410,6 +424,9 @@ def _check_scored(source: str, entries: Sequence[_Case]) -> None:
     Raises:
         ReportError: naming the first such case and its first null score.
     """
+    scored = list(compress(entries, map(is_, map(_ERROR, entries), repeat(None))))
+    if not any(None in map(getter, scored) for getter in _REQUIRED_OF):
+        return  # the usual report: no search for the case
     nulls: set[int] = set()
     for getter in _REQUIRED_OF:
         nulls.update(compress(count(), map(is_, map(getter, entries), repeat(None))))
@@ -454,7 +471,7 @@ _STAGES = attrgetter("stage_seconds")
 _REQUIRED_OF = tuple(attrgetter(name) for name in _SCORE_FIELDS[:_REQUIRED_SCORES])
 
 
-def _validated(source: str, head: _Report) -> tuple[Summary, list[_Case], CaseTable]:
+def _validated(source: str, head: _Head) -> tuple[Summary, list[_Case], CaseTable]:
     """The summary, the decoded cases and their table, every check passed.
 
     Raises:
@@ -466,7 +483,11 @@ def _validated(source: str, head: _Report) -> tuple[Summary, list[_Case], CaseTa
             f"(expected {SCHEMA_VERSION})"
         )
     summary = _summary(source, head.summary)
-    entries = _entries(source, head)
+    if isinstance(head, _Report):
+        entries = _entries(source, head)
+    else:  # decoded in one pass: each case's fields already checked
+        entries = head.cases
+        _check_scored(source, entries)
     ids = list(map(_ID, entries))
     check_ids(source, ids)
     errors = list(map(_ERROR, entries))
@@ -516,7 +537,7 @@ def _records(entries: Sequence[_Case], share: RunReport | None) -> tuple[CaseRec
     return tuple([_case(entry, known) for entry in entries])
 
 
-def _build(source: str, head: _Report, share: RunReport | None = None) -> RunReport:
+def _build(source: str, head: _Head, share: RunReport | None = None) -> RunReport:
     summary, entries, _ = _validated(source, head)
     return RunReport(
         run_id=head.run_id,
@@ -536,7 +557,7 @@ def _build(source: str, head: _Report, share: RunReport | None = None) -> RunRep
     )
 
 
-def _build_columns(source: str, head: _Report) -> ReportColumns:
+def _build_columns(source: str, head: _Head) -> ReportColumns:
     summary, entries, table = _validated(source, head)
     return ReportColumns(
         run_id=head.run_id,
@@ -592,7 +613,17 @@ def _version_error(source: str, raw: bytes | None, data: object) -> ReportError 
     )
 
 
-def _decoded(raw: bytes, source: str) -> _Report:
+#: a report's header, its cases decoded with it or kept as slices of the file
+_Head = _Report | _WholeReport
+
+
+def _decoded(raw: bytes, source: str) -> _Head:
+    """The report decoded: in one pass (a valid report), or, when that fails, the header
+    first and then case by case, as the errors are named and ordered."""
+    try:
+        return _WHOLE.decode(raw)
+    except (msgspec.MsgspecError, RecursionError):
+        pass  # the same decoding again, step by step, for the same first error
     try:
         return _REPORT.decode(raw)
     except msgspec.ValidationError as exc:
