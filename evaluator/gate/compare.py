@@ -129,10 +129,15 @@ def align(
     check_comparable(baseline, candidate, allow_dataset_change=allow_dataset_change)
     base_table, cand_table = tables or (table_of(baseline), table_of(candidate))
     base_list, cand_list = base_table.ids, cand_table.ids
-    cand_ids, base_ids = set(cand_list), set(base_list)
-    shared = tuple(dict.fromkeys([i for i in base_list if i in cand_ids]))
-    only_base = tuple(dict.fromkeys([i for i in base_list if i not in cand_ids]))
-    only_cand = tuple(dict.fromkeys([i for i in cand_list if i not in base_ids]))
+    only_base: tuple[str, ...] = ()
+    only_cand: tuple[str, ...] = ()
+    if base_list == cand_list:  # the usual pair: the same cases, in the same order
+        shared = tuple(dict.fromkeys(base_list))
+    else:
+        cand_ids, base_ids = set(cand_list), set(base_list)
+        shared = tuple(dict.fromkeys([i for i in base_list if i in cand_ids]))
+        only_base = tuple(dict.fromkeys([i for i in base_list if i not in cand_ids]))
+        only_cand = tuple(dict.fromkeys([i for i in cand_list if i not in base_ids]))
     if baseline.dataset_hash == candidate.dataset_hash:
         # same golden set: the recorded summaries are judged; a lost case is a failure
         return Alignment(
