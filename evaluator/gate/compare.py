@@ -16,7 +16,15 @@ from typing import Any
 
 from evaluator.errors import GateError
 from evaluator.metrics import FLOAT_TOLERANCE, METRICS
-from evaluator.report.columns import CaseTable, ErrorLike, Judged, as_report, ids_of, table_of
+from evaluator.report.columns import (
+    SCORE_FIELDS,
+    CaseTable,
+    ErrorLike,
+    Judged,
+    as_report,
+    ids_of,
+    table_of,
+)
 from evaluator.summary import Summary, summarise
 
 __all__ = [
@@ -33,10 +41,12 @@ __all__ = [
 _EPSILON = FLOAT_TOLERANCE
 #: The per-case scores a case diff lists moves of, with their labels, in report order.
 _DIFFED = tuple(
-    (spec.case_label, spec.per_case)
+    (spec.case_label, SCORE_FIELDS.index(spec.score))
     for spec in METRICS
-    if spec.case_label is not None and spec.per_case is not None
+    if spec.case_label is not None and spec.score is not None
 )
+#: where a case's answer flag is in its scores as :meth:`CaseTable.keys` has them
+_ANSWER = SCORE_FIELDS.index("answer_correct")
 _CHANGE = itemgetter(2)
 #: Severity weights: a new error outranks a flipped answer, which outranks lost retrieval.
 _ERROR_WEIGHT = 10.0
@@ -188,8 +198,10 @@ class CaseChange:
     severity: float
     changes: tuple[str, ...]
     relevant_ids: tuple[str, ...]
-    baseline_ranked: tuple[str, ...]
-    candidate_ranked: tuple[str, ...]
+    # named (and ordered) as the gate's JSON names a change's fields: the JSON encodes
+    # these dataclasses as they are, no dict per changed case
+    baseline_ranked_ids: tuple[str, ...]
+    candidate_ranked_ids: tuple[str, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,10 +218,11 @@ class CaseDiff:
 
 
 def _moves(
-    be: ErrorLike | None, bs: Any, ce: ErrorLike | None, cs: Any
+    be: ErrorLike | None, bs: tuple[Any, ...], ce: ErrorLike | None, cs: tuple[Any, ...]
 ) -> tuple[list[str], float, list[str], float]:
     """(regressions, their weight, improvements, their weight) of one case: each side's
-    error (None when scored) and scores."""
+    error (None when scored) and scores (its :meth:`CaseTable.keys`, the
+    :class:`CaseScores` fields in field order)."""
     worse: list[str] = []
     better: list[str] = []
     bad = good = 0.0
@@ -219,14 +232,15 @@ def _moves(
         return [f"new error {ce.kind}: {ce.message}"], _ERROR_WEIGHT, [], 0.0
     if be is not None:
         return [], 0.0, [f"error fixed (was {be.kind})"], _ERROR_WEIGHT
-    if bs.answer_correct is True and cs.answer_correct is False:
+    b_answer, c_answer = bs[_ANSWER], cs[_ANSWER]
+    if b_answer is True and c_answer is False:
         worse.append("answer correct → incorrect")
         bad += _ANSWER_WEIGHT
-    elif bs.answer_correct is False and cs.answer_correct is True:
+    elif b_answer is False and c_answer is True:
         better.append("answer incorrect → correct")
         good += _ANSWER_WEIGHT
-    for label, per_case in _DIFFED:
-        before, after = per_case(bs), per_case(cs)
+    for label, at in _DIFFED:
+        before, after = bs[at], cs[at]
         if before is None or after is None:
             continue
         delta = after - before
@@ -260,8 +274,8 @@ def diff_cases(alignment: Alignment) -> CaseDiff:
         compared = len(found) - found.count(None)
         moved = [i for i, j in enumerate(found) if j is not None and base_keys[i] != cand_keys[j]]
     base_errors, cand_errors = base.errors, cand.errors
-    base_scores, cand_scores = base.scores, cand.scores
     base_rows, show = base.rows, base.show
+    base_ids, cand_rows = base.ids, cand.rows
     # (-severity, baseline order, change): sorted as plain tuples, worst (or best) first,
     # ties in baseline order; the order is unique, so a change is never compared
     regressed: list[tuple[float, int, CaseChange]] = []
@@ -270,7 +284,7 @@ def diff_cases(alignment: Alignment) -> CaseDiff:
         j = found[order]
         assert j is not None
         worse, bad, better, good = _moves(
-            base_errors[order], base_scores[order], cand_errors[j], cand_scores[j]
+            base_errors[order], base_keys[order], cand_errors[j], cand_keys[j]
         )
         if not worse and not better:
             continue
@@ -278,13 +292,13 @@ def diff_cases(alignment: Alignment) -> CaseDiff:
         question, relevant, ranked = show(base_rows[order])
         # by position (CaseChange's field order), a case of a changed report at a time
         change = CaseChange(
-            base.ids[order],
+            base_ids[order],
             question,
             severity,
             (*worse, *better),
             relevant,
             ranked,
-            cand.ranked(j),
+            cand_rows[j].ranked_ids,  # a record's, an entry's (CaseTable.ranked)
         )
         (regressed if worse else improved).append((-severity, order, change))
     regressed.sort()

@@ -29,12 +29,21 @@ from evaluator.repeats import Repeats
 from evaluator.report.model import SCHEMA_VERSION, RunReport
 from evaluator.summary import Summary
 
-__all__ = ["CaseTable", "ErrorLike", "Judged", "ReportColumns", "as_report", "ids_of", "table_of"]
+__all__ = [
+    "SCORE_FIELDS",
+    "CaseTable",
+    "ErrorLike",
+    "Judged",
+    "ReportColumns",
+    "as_report",
+    "ids_of",
+    "table_of",
+]
 
+#: the CaseScores fields, in field order: how :meth:`CaseTable.keys` holds a case's scores
+SCORE_FIELDS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(CaseScores))
 #: every CaseScores field, read in C from anything carrying them (scores, decoded entries)
-_SCORES: Callable[[Any], tuple[Any, ...]] = attrgetter(
-    *(f.name for f in dataclasses.fields(CaseScores))
-)
+_SCORES: Callable[[Any], tuple[Any, ...]] = attrgetter(*SCORE_FIELDS)
 #: a failed case's scores, as a decoded entry has them
 _NO_SCORES = (None,) * len(dataclasses.fields(CaseScores))
 _OUTCOME = attrgetter("outcome")
@@ -75,6 +84,8 @@ class CaseTable:
     rows: Sequence[Any]
     #: what a case diff shows of a row
     show: Callable[[Any], Shown]
+    #: what is computed once for the paired differences and the case diff (:meth:`keys`)
+    _memo: dict[str, Any] = dataclasses.field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def of_records(cls, records: Sequence[CaseRecord]) -> CaseTable:
@@ -99,14 +110,33 @@ class CaseTable:
     def keys(self) -> list[tuple[Any, ...]]:
         """Each case's scores as one value: two cases whose values are equal have nothing
         to compare (the same scores, or both failed: a failed case's scores are all null,
-        which no scored case's are)."""
-        try:  # in C: a decoded entry has every score field, a failed one null
-            return list(map(_SCORES, self.scores))
-        except AttributeError:  # records: a failed case's outcome is its error
-            return [
-                _SCORES(s) if e is None else _NO_SCORES
-                for s, e in zip(self.scores, self.errors, strict=True)
-            ]
+        which no scored case's are). Computed once; not to be changed."""
+        keys: list[tuple[Any, ...]] | None = self._memo.get("keys")
+        if keys is None:
+            try:  # in C: a decoded entry has every score field, a failed one null
+                keys = list(map(_SCORES, self.scores))
+            except AttributeError:  # records: a failed case's outcome is its error
+                keys = [
+                    _SCORES(s) if e is None else _NO_SCORES
+                    for s, e in zip(self.scores, self.errors, strict=True)
+                ]
+            self._memo["keys"] = keys
+        return keys
+
+    def score_columns(self) -> dict[str, tuple[Any, ...]]:
+        """Each :class:`CaseScores` field's value for every case, in case order (None for a
+        failed case): :meth:`keys` transposed, in C. Computed once; not to be changed."""
+        columns: dict[str, tuple[Any, ...]] | None = self._memo.get("columns")
+        if columns is None:
+            names = SCORE_FIELDS
+            keys = self.keys()
+            columns = (
+                dict(zip(names, zip(*keys, strict=True), strict=True))
+                if keys
+                else dict.fromkeys(names, ())
+            )
+            self._memo["columns"] = columns
+        return columns
 
     def scored(self) -> tuple[list[Any], list[str], list[bool]]:
         """The scored cases' scores, ids and unanswerable flags, in case order."""

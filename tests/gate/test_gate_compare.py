@@ -133,8 +133,8 @@ class TestCaseDiff:
         assert "where is the refund policy?" == rank.question
         assert (("d1",), ("d1",), ("faq", "d1")) == (
             rank.relevant_ids,
-            rank.baseline_ranked,
-            rank.candidate_ranked,
+            rank.baseline_ranked_ids,
+            rank.candidate_ranked_ids,
         )
         assert ("error fixed (was timeout)",) == diff.improved[0].changes
 
