@@ -20,10 +20,10 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import chain, compress, count, repeat
-from operator import attrgetter, eq, itemgetter
+from operator import attrgetter, eq, itemgetter, methodcaller, not_
 from typing import Any
 
 from evaluator.errors import ReportError
@@ -246,6 +246,7 @@ _UNANSWERABLE = attrgetter("case.unanswerable")
 _LATENCY = attrgetter("latency_seconds")
 _STAGES = attrgetter("stage_seconds")
 _TAGS = attrgetter("case.tags")
+_KEYS = methodcaller("keys")
 _QUALITY = tuple(spec for spec in METRICS if spec.quality)
 
 
@@ -282,19 +283,31 @@ def _stage_p95(stages: Sequence[Mapping[str, float]]) -> dict[str, float]:
     check compares stages by name, so their order is not read), each stage's values read
     in C, one pass per stage over the cases of each distinct set of stage names (an
     endpoint reports the same few stages every time)."""
-    layouts = list(map(tuple, stages))
+    if not stages:
+        return {}
+    # the usual report: the cases timed the same stages (compared as sets, in C), but
+    # for the failed ones (none); a tuple of names is made only for the cases that differ
+    # from the first
+    first = stages[0].keys()
+    like_first = list(map(eq, map(_KEYS, stages), repeat(first)))
+    others = list(compress(stages, map(not_, like_first)))
+    layouts = list(map(tuple, others))
     distinct = dict.fromkeys(layouts)
-    if len(distinct) > _FEW_LISTS:
+    if len(distinct) >= _FEW_LISTS:
         return stage_p95(stages)
-    columns: dict[str, list[float]] = {}
+    groups: list[tuple[Iterable[str], Iterable[Mapping[str, float]]]] = [
+        (first, compress(stages, like_first) if others else stages)
+    ]
     for names in distinct:
-        if not names:
+        group = compress(others, map(eq, layouts, repeat(names))) if len(distinct) > 1 else others
+        groups.append((names, group))
+    columns: dict[str, list[float]] = {}
+    for stage_names, members in groups:
+        if not stage_names:
             continue
-        group = stages
-        if len(distinct) > 1:
-            group = list(compress(stages, map(eq, layouts, repeat(names))))
-        for name in names:
-            columns.setdefault(name, []).extend(map(itemgetter(name), group))
+        rows = members if isinstance(members, list) else list(members)
+        for name in stage_names:
+            columns.setdefault(name, []).extend(map(itemgetter(name), rows))
     return {
         name: p95
         for name, values in columns.items()
