@@ -16,7 +16,7 @@ def _stages(layouts: list[tuple[str, ...]], n: int, seed: int) -> list[dict[str,
     return [{name: rng.random() for name in rng.choice(layouts)} for _ in range(n)]
 
 
-LAYOUTS = {
+LAYOUTS: dict[str, list[tuple[str, ...]]] = {
     "one layout": [("embed", "search", "model")],
     "failed cases time nothing": [("embed", "search", "model"), ("embed", "search", "model"), ()],
     "another order": [("embed", "model"), ("model", "embed")],
