@@ -3,9 +3,10 @@
 :func:`evaluator.summary.summarise` of 100,000 records used to walk the records once per
 quantity and per tag (nine metrics, latency, seven stages, eight summaries), each walk a
 cache miss per case: about a second at the end of a run. Here each case's values are copied
-once into flat arrays of numbers (``array``, ``bytearray``), by the run as each case
-finishes (its objects still in the CPU's caches) or from the records in one pass; a summary
-then reads the arrays in C, a tag's cases as a mask over them.
+once into flat arrays of numbers (``array``, ``bytearray``), in one pass over the records; a
+summary then reads the arrays in C, a tag's cases as a mask over them. (Copying each case
+as it finished, inside the run loop, measured twice the CPU of this pass after it: ~5 us
+against ~2.5 us a case.)
 
 Cases are added by position (their place in the golden set), in any order; a summary reads
 the scores in position order, so its sums add the same values in the same order as a walk

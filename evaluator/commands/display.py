@@ -84,6 +84,11 @@ def _case_line(c: CaseRecord) -> str:
     return f"  {c.id}: {what}\n      q: {question}\n      relevant: {expected}  retrieved: {got}"
 
 
+#: suspect labels listed in the terminal; a golden set whose labels mostly contradict the
+#: evidence would otherwise print a line per case (the report keeps every one)
+SUSPECT_SHOWN = 20
+
+
 def format_run(report: RunReport, worst: int = 5, audit: AuditTotals | None = None) -> str:
     """The whole terminal summary of a run (``audit``: its label audit, when known; the
     cases of a streamed run keep no texts to audit)."""
@@ -102,14 +107,24 @@ def format_run(report: RunReport, worst: int = 5, audit: AuditTotals | None = No
     bad = worst_cases(report.cases, worst)
     if bad:
         parts += ["", f"worst {len(bad)} case(s):", *(_case_line(c) for c in bad)]
-    parts += format_label_audit(report, audit)
+    parts += format_label_audit(audit or audit_run(report.cases))
     return "\n".join(parts)
 
 
-def format_label_audit(report: RunReport, audit: AuditTotals | None = None) -> list[str]:
-    """Lines on the labels that the run's own evidence contradicts (none when it has none)."""
-    audit = audit or audit_run(report.cases)
+def format_label_audit(audit: AuditTotals) -> list[str]:
+    """Lines on the labels that the run's own evidence contradicts (none when it checked
+    none): the first SUSPECT_SHOWN suspect cases in golden-set order, then how many more."""
     if not audit.checked:
         return []
     head = f"label audit: {audit.suspect_count} suspect of {audit.checked} checked"
-    return ["", head, *(f"  {case_id}: {a.message}" for case_id, a in audit.suspect)]
+    lines = [
+        "",
+        head,
+        *(f"  {case_id}: {a.message}" for case_id, a in audit.suspect[:SUSPECT_SHOWN]),
+    ]
+    hidden = audit.suspect_count - SUSPECT_SHOWN
+    if hidden > 0:
+        lines.append(
+            f"  ... and {hidden} more (every one in the report's label_audit.suspect_cases)"
+        )
+    return lines

@@ -41,7 +41,7 @@ import math
 import ssl
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from random import getrandbits
@@ -61,7 +61,7 @@ from evaluator.errors import (
     TargetHTTPStatusError,
     TargetTimeout,
 )
-from evaluator.models import Case, Delivery, Retrieved, TargetResponse
+from evaluator.models import Case, Citation, Delivery, Retrieved, TargetResponse
 from evaluator.targets.admission import Admission, record_received, record_trace
 from evaluator.targets.base import default_target_name, parse_default_response
 from evaluator.targets.deadline import Deadlines
@@ -289,8 +289,9 @@ class HttpTarget:
             out["streaming"] = self.streaming.identity()
         return out
 
-    async def query(self, case: Case, k: int) -> TargetResponse:
-        return await self._call(case, k, _SILENT)
+    def query(self, case: Case, k: int) -> Coroutine[Any, Any, TargetResponse]:
+        # the call's own coroutine, not one awaiting it: a frame less on every case
+        return self._call(case, k, _SILENT)
 
     async def probe(self, case: Case, k: int) -> ProbeResult:
         """One call, keeping the request, raw response and mapped fields for display."""
@@ -352,24 +353,43 @@ class HttpTarget:
             admission.leave()
         # the latency ends with the last byte: parsing and mapping are evaluator's time
         record_received(arrival.received_at)
+        content = arrival.content
         if arrival.stream is not None:
             response, tokens = self._map_stream(arrival.stream)
-        elif len(arrival.content) >= OFFLOAD_BYTES:
-            response, tokens = await asyncio.to_thread(self._map_offloaded, arrival.content)
+        elif len(content) >= OFFLOAD_BYTES:
+            response, tokens = await asyncio.to_thread(self._map_offloaded, content)
         else:
-            response, tokens = self._map(arrival.content)
-        return self._delivered(response, tokens, arrival, started, trace_id)
+            if self.mapper is None:
+                # the default contract, well typed (the usual case): its fields go straight
+                # into the delivered response, without a response built in between
+                parts = _default_parts(content, self.options.max_ranked_ids)
+                if parts is not None:
+                    return self._delivered(*parts, _NO_TOKENS, arrival, started, trace_id)
+            response, tokens = self._map(content)
+        return self._delivered(
+            response.retrieved,
+            response.answer,
+            response.citations,
+            response.timings,
+            tokens,
+            arrival,
+            started,
+            trace_id,
+        )
 
     def _delivered(
         self,
-        response: TargetResponse,
+        retrieved: tuple[Retrieved, ...],
+        answer: str | None,
+        citations: tuple[Citation, ...],
+        timings: Mapping[str, float],
         tokens: tuple[int | None, int | None],
         arrival: _Arrival,
         started: float,
         trace_id: str | None,
     ) -> TargetResponse:
-        """``response`` with its timings merged and what the delivery measured."""
-        timings = response.timings
+        """The response of these fields, its timings merged with the header's, and what the
+        delivery measured."""
         if arrival.server_timing:
             # the body's own stage timings win over the header's for the same name
             timings = {**arrival.server_timing, **timings}
@@ -385,25 +405,19 @@ class HttpTarget:
         cost = None
         if self._prices is not None and (input_tokens is not None or output_tokens is not None):
             cost = (input_tokens or 0) * self._prices[0] + (output_tokens or 0) * self._prices[1]
+        # positional, in field order: keyword arguments cost a third of each construction
         delivery = Delivery(
-            ttfb_seconds=arrival.headers_at - started,
-            ttft_seconds=ttft,
-            last_byte_seconds=arrival.received_at - started,
-            input_tokens=input_tokens,
-            output_tokens=output_tokens,
-            tokens_counted=counted,
-            streamed=stream is not None,
-            trace_id=trace_id,
-            cost=cost,
+            arrival.headers_at - started,  # ttfb_seconds
+            ttft,  # ttft_seconds
+            arrival.received_at - started,  # last_byte_seconds
+            input_tokens,
+            output_tokens,
+            counted,  # tokens_counted
+            stream is not None,  # streamed
+            trace_id,
+            cost,
         )
-        # built directly: dataclasses.replace inspects every field on each call
-        return TargetResponse(
-            retrieved=response.retrieved,
-            answer=response.answer,
-            citations=response.citations,
-            timings=timings,
-            delivery=delivery,
-        )
+        return TargetResponse(retrieved, answer, citations, timings, delivery)
 
     def _map_offloaded(
         self, content: bytes
@@ -484,24 +498,41 @@ class HttpTarget:
             return _Arrival(content, stream, headers_at, received_at, timing)
         finally:
             # returns the connection to the pool after a complete body, closes it otherwise
-            with contextlib.suppress(Exception):
+            # (try/except: a suppress() context manager per case costs more than the release)
+            try:  # noqa: SIM105 (a failed release must not hide the outcome)
                 response.release()
+            except Exception:
+                pass
 
-    async def _read_capped(
+    def _read_capped(
         self, response: aiohttp.ClientResponse, stream: StreamAssembler | None
-    ) -> tuple[bytes, float]:
+    ) -> Awaitable[tuple[bytes, float]]:
         """The decoded body within the cap, and when its last byte arrived; a stream's
-        events go to ``stream`` as they arrive."""
+        events go to ``stream`` as they arrive.
+
+        Not a coroutine itself: it checks the declared length and returns the coroutine that
+        reads (a plain body's, the common case, without a frame awaiting it).
+        """
         cap = self.options.max_response_bytes
-        declared = response.headers.get("Content-Length", "")
+        headers = response.headers
+        declared = headers.get("Content-Length", "")
         if declared.isdigit() and int(declared) > cap:
             raise ResponseTooLargeError(
                 f"response of {int(declared)} bytes is larger than max_response_bytes ({cap})"
             )
-        codings = parse_content_encoding(response.headers.get("Content-Encoding"))
-        content = response.content
+        codings = parse_content_encoding(headers.get("Content-Encoding"))
         if not codings and stream is None:
-            return await _read_plain(content, cap)
+            return _read_plain(response.content, cap)
+        return self._read_decoded(response.content, codings, cap, stream)
+
+    async def _read_decoded(
+        self,
+        content: aiohttp.StreamReader,
+        codings: tuple[str, ...],
+        cap: int,
+        stream: StreamAssembler | None,
+    ) -> tuple[bytes, float]:
+        """An encoded or streamed body: decoded within ``cap``, a stream's events fed."""
         decoder = BodyDecoder(codings, cap)
         received = bytearray()
         raw = 0
@@ -712,11 +743,23 @@ def decode_default_response(content: bytes, max_ranked: int | None) -> TargetRes
     Items beyond ``max_ranked`` are decoded and checked too; when one of them is malformed
     the general path (which never looks at them) reads the body.
     """
+    parts = _default_parts(content, max_ranked)
+    return None if parts is None else TargetResponse(*parts)
+
+
+_NO_TOKENS: tuple[int | None, int | None] = (None, None)
+
+_Parts = tuple[tuple[Retrieved, ...], str | None, tuple[Citation, ...], Mapping[str, float]]
+
+
+def _default_parts(content: bytes, max_ranked: int | None) -> _Parts | None:
+    """What :func:`decode_default_response` returns, as the fields (retrieved, answer,
+    citations, timings) of a :class:`TargetResponse`, or None."""
     try:
         body = _decode_default_body(content)
     except (msgspec.MsgspecError, RecursionError):
         return None
-    timings = body.timings
+    timings: Mapping[str, float] | None = body.timings
     if timings is None:
         timings = {}
     else:
@@ -725,13 +768,11 @@ def decode_default_response(content: bytes, max_ranked: int | None) -> TargetRes
                 return None
     retrieved = body.retrieved
     citations = body.citations
-    return TargetResponse(
-        retrieved=()
-        if not retrieved
-        else tuple(retrieved if max_ranked is None else retrieved[:max_ranked]),
-        answer=body.answer,
-        citations=() if not citations else tuple(citations),
-        timings=timings,
+    return (
+        () if not retrieved else tuple(retrieved if max_ranked is None else retrieved[:max_ranked]),
+        body.answer,
+        () if not citations else tuple(citations),
+        timings,
     )
 
 

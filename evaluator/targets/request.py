@@ -96,6 +96,9 @@ class OutgoingRequest:
 
 #: json.dumps(..., ensure_ascii=False) without building an encoder per call
 _encode_json = json.JSONEncoder(ensure_ascii=False).encode
+#: what _encode_json gives for a str (the encoder's own function, in C), without the
+#: method call and type checks around it: once per request
+_encode_str = json.encoder.encode_basestring
 
 #: stand-ins for the values that are exactly "{question}" / "{k}" while a body template is
 #: encoded once (NUL never survives JSON encoding unescaped, so no text can mimic them)
@@ -262,7 +265,9 @@ class RequestTemplate:
         if split is None:
             return _encode_json(render_body(self.body, question, k)).encode()
         pieces, slots = split
-        encoded_question = _encode_json(question)
+        encoded_question = (
+            _encode_str(question) if type(question) is str else _encode_json(question)
+        )
         encoded_k = str(k) if type(k) is int else _encode_json(k)
         out = [pieces[0]]
         for is_question, piece in zip(slots, pieces[1:], strict=True):

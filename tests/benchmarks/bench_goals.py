@@ -81,7 +81,8 @@ def _sizes() -> dict[str, int]:
     # shared machine does not decide met or missed (3 pairs swung the ratio by +-25%)
     return {
         "cases": 1_000,
-        "pairs": 3,
+        # a 50 ms pair takes about 3 s; the latency figures are medians of the pairs' ratios
+        "pairs": 7,
         "zero_cases": 2_000,
         "zero_pairs": 11,
         "process_cases": 1_000,
@@ -115,8 +116,8 @@ async def _pairs(url: str, dataset: Dataset, pairs: int) -> dict[str, Any]:
     """``pairs`` runs of each client, alternated, after one warm-up of each."""
     target = _target(url)
     out: dict[str, Any] = {
-        "evaluator": {"wall": [], "added": [], "cpu": []},
-        "bare": {"wall": [], "added": [], "cpu": []},
+        "evaluator": {"wall": [], "added": [], "cpu": [], "added_runs": []},
+        "bare": {"wall": [], "added": [], "cpu": [], "added_runs": []},
         "errors": 0,
     }
     connector = aiohttp.TCPConnector(limit=CONCURRENCY)
@@ -128,11 +129,13 @@ async def _pairs(url: str, dataset: Dataset, pairs: int) -> dict[str, Any]:
                 wall, added, cpu, errors = await _evaluator(target, dataset)
                 out["evaluator"]["wall"].append(wall)
                 out["evaluator"]["added"] += added
+                out["evaluator"]["added_runs"].append(added)
                 out["evaluator"]["cpu"].append(cpu)
                 out["errors"] += errors
                 wall, added, cpu = await _bare(session, url, dataset)
                 out["bare"]["wall"].append(wall)
                 out["bare"]["added"] += added
+                out["bare"]["added_runs"].append(added)
                 out["bare"]["cpu"].append(cpu)
     finally:
         await target.aclose()
@@ -297,16 +300,28 @@ def run() -> dict[str, Any]:
     for stat, pct in (("P50", 50), ("P95", 95)):
         e_ms = nearest_rank(ev["added"], pct) * 1000
         b_ms = nearest_rank(bare["added"], pct) * 1000
-        ratio = e_ms / b_ms if b_ms > 0 else None
+        # as for the CPU figure: each pair's ratio sees one machine load, and their median is
+        # not moved by one pair run under another helper's burst, as the percentile of the
+        # cases pooled over all pairs was (it read 0.61-1.80 on the same code)
+        ratios = [
+            nearest_rank(e, pct) / b_pct
+            for e, b in zip(ev["added_runs"], bare["added_runs"], strict=True)
+            if (b_pct := nearest_rank(b, pct)) > 0
+        ]
+        ratio = median(ratios) if ratios else None
         out[f"50 ms endpoint, concurrency 50: latency added, {stat}, / bare loop's"] = figure(
             ratio,
             "ratio",
             goal=f"<= {ADDED_GOAL:g}",
             met=None if ratio is None else ratio <= ADDED_GOAL,
             meaning=(
-                f"latency measured minus the endpoint's own sleep: evaluator {e_ms:.2f} ms, "
-                f"bare loop {b_ms:.2f} ms ({stat} over every case of every pair)"
+                f"latency measured minus the endpoint's own sleep, {stat}: median over "
+                f"{len(ratios)} alternated pairs of evaluator's / the bare loop's"
+                + (f" (pairs {min(ratios):.2f}-{max(ratios):.2f})" if ratios else "")
+                + f"; over every case of every pair evaluator {e_ms:.2f} ms, bare loop "
+                f"{b_ms:.2f} ms"
             ),
+            runs=ratios,
         )
     ze, zb = zero["evaluator"], zero["bare"]
     cpu_e = median(ze["cpu"]) / sizes["zero_cases"] * 1e6

@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
-from evaluator.commands.display import badness, format_summary, worst_cases
+from evaluator.commands.display import (
+    SUSPECT_SHOWN,
+    badness,
+    format_label_audit,
+    format_summary,
+    worst_cases,
+)
 from evaluator.models import Case, CaseError, CaseRecord, CaseScores, Outcome
+from evaluator.scoring.labels import AuditTotals, LabelAudit
 from evaluator.summary import summarise
 
 
@@ -57,6 +64,43 @@ class TestWorstCases:
 
     def test_perfect_run_lists_nothing(self) -> None:
         assert [] == worst_cases((PERFECT, PERFECT), 5)
+
+
+def _audit(suspect: int, checked: int) -> AuditTotals:
+    wrong = LabelAudit(checked=True, suspect=True, missing=(("三天",),))
+    return AuditTotals(checked, tuple((f"case-{i}", wrong) for i in range(suspect)))
+
+
+class TestFormatLabelAudit:
+    """Every suspect case up to SUSPECT_SHOWN, then a count of the rest and where they are."""
+
+    def test_a_few_are_all_listed(self) -> None:
+        message = "suspect label: '三天' is in none of the relevant evidence"
+        assert [
+            "",
+            "label audit: 2 suspect of 5 checked",
+            f"  case-0: {message}",
+            f"  case-1: {message}",
+        ] == format_label_audit(_audit(2, 5))
+
+    def test_exactly_the_cap_has_no_tail(self) -> None:
+        lines = format_label_audit(_audit(SUSPECT_SHOWN, 100))
+        assert 2 + SUSPECT_SHOWN == len(lines)
+        assert lines[-1].startswith(f"  case-{SUSPECT_SHOWN - 1}: ")
+
+    def test_a_mostly_mislabelled_set_prints_the_cap_and_a_count(self) -> None:
+        lines = format_label_audit(_audit(32_389, 100_000))
+        assert "label audit: 32389 suspect of 100000 checked" == lines[1]
+        assert [f"case-{i}" for i in range(SUSPECT_SHOWN)] == [
+            line.split(":")[0].strip() for line in lines[2:-1]
+        ]
+        assert (
+            f"  ... and {32_389 - SUSPECT_SHOWN} more (every one in the report's "
+            "label_audit.suspect_cases)"
+        ) == lines[-1]
+
+    def test_nothing_checked_prints_nothing(self) -> None:
+        assert [] == format_label_audit(_audit(0, 0))
 
 
 class TestFormatSummary:
