@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from itertools import compress
-from operator import and_, gt, sub
+from operator import and_, gt
 from typing import Any
 
 # case_values is the registry's denominator rule, so a mean of per-case values is the
@@ -31,6 +31,7 @@ from evaluator.metrics import (
     metric,
     paired_sum,
     split,
+    sum_of_differences,
 )
 from evaluator.metrics import paired as paired_values
 from evaluator.models import CaseRecord
@@ -171,14 +172,7 @@ class _AlignedSums:
         mask = self._masks[spec.population]
         before = list(compress(self._columns[0][score], mask))
         after = list(compress(self._columns[1][score], mask))
-        if None not in before and None not in after:
-            return sum(map(sub, map(float, after), map(float, before)), 0.0), len(before)
-        kept = [
-            float(a) - float(b)
-            for a, b in zip(after, before, strict=True)
-            if a is not None and b is not None
-        ]
-        return sum(kept, 0.0), len(kept)
+        return sum_of_differences(before, after)
 
 
 def _memberships(table: CaseTable) -> dict[Population, Sequence[bool]]:
