@@ -265,8 +265,13 @@ class StreamingConfig(_Strict):
         None, description="JMESPath: true for the event the mapping reads; default the last"
     )
     done: str | None = Field(None, description="data that ends the stream ('[DONE]')")
+    finish: str | None = Field(
+        None,
+        description="JMESPath: true for an event that finishes the answer; a close after "
+        "it is complete ('choices[0].finish_reason')",
+    )
 
-    _check = field_validator("content", "fields_from")(_jmespath)
+    _check = field_validator("content", "fields_from", "finish")(_jmespath)
 
 
 class PricesConfig(_Strict):

@@ -138,6 +138,7 @@ def _stream_spec(streaming: StreamingConfig | None) -> StreamSpec | None:
         if streaming.fields_from is None
         else jmespath.compile(streaming.fields_from),
         done=streaming.done,
+        finish=None if streaming.finish is None else jmespath.compile(streaming.finish),
     )
 
 

@@ -546,11 +546,16 @@ class HttpTarget:
                 received += chunk
                 if stream is not None:
                     stream.feed(chunk, received_at)
+                    if stream.finished:
+                        # complete at its end marker, whether or not the server closes
+                        return bytes(received), received_at
                 continue
             for count, piece in enumerate(decoder.feed(chunk), 1):
                 received += piece
                 if stream is not None:
                     stream.feed(piece, received_at)
+                    if stream.finished:
+                        return bytes(received), received_at
                 if count % _PIECES_PER_YIELD == 0:
                     await asyncio.sleep(0)  # a large decode must not hold the loop
         decoder.close()

@@ -30,6 +30,9 @@ OPENAI_CHAT_STREAMING: dict[str, str] = {
     "format": "sse",
     "content": "choices[0].delta.content",
     "done": "[DONE]",
+    # many servers (vLLM, llama.cpp, Ollama's OpenAI API) close after the chunk whose
+    # finish_reason is set, without [DONE]: that close is a complete answer
+    "finish": "choices[0].finish_reason",
 }
 
 
