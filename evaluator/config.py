@@ -7,7 +7,6 @@ Every model forbids unknown keys: a typo stops the process at start, naming the 
 
 from __future__ import annotations
 
-import dataclasses
 import difflib
 import itertools
 import json
@@ -776,13 +775,10 @@ class Settings(BaseSettings):
     def run_options(self, job: JobConfig) -> RunOptions:
         """How ``job`` runs: its K and concurrency (else the defaults), scoring and retries."""
         target = self.target(job.target)
-        scoring = self.scoring.to_settings()
-        if isinstance(target, HttpTargetConfig) and not target.reports_citations:
-            scoring = dataclasses.replace(scoring, citations=False)
         return RunOptions(
             k=job.k or self.k,
             concurrency=job.concurrency or self.concurrency,
-            scoring=scoring,
+            scoring=self.scoring.to_settings(),
             retry=target.retry.to_policy(),
             limits=target.limits(),
             stages=target.stage_names(),

@@ -81,8 +81,12 @@ class TestFinishMarker:
         ) as server:
             config = HttpTargetConfig(
                 url=server.url,
-                streaming={"format": "ndjson", "content": "delta", "finish": "done",
-                           "done": "[DONE]"},  # fmt: skip
+                streaming={
+                    "format": "ndjson",
+                    "content": "delta",
+                    "finish": "done",
+                    "done": "[DONE]",
+                },
                 response={"ids": "ids"},
             )
             response = query_once(config)
@@ -93,7 +97,7 @@ class TestDoneStaysOpen:
     def test_complete_at_done(self) -> None:
         """After data: [DONE] the server keeps the connection open: the answer is complete
         at [DONE], not a timeout at the deadline."""
-        parts = _vllm_like(["7 days"], ["refund-policy"]) + [b"data: [DONE]\n\n"]
+        parts = [*_vllm_like(["7 days"], ["refund-policy"]), b"data: [DONE]\n\n"]
         script = [*(Chunk(0, p) for p in parts), Chunk(3.0, b": still here\n\n")]
         with StreamServer(lambda _r: script) as server:
             response = query_once(_config(server.url, timeout_seconds=1.0))
