@@ -169,7 +169,7 @@ class StreamAttack:
     hold: float = 0.0
 
 
-def _chunk(content: str | None = None, finish: str | None = None, **more: Any) -> bytes:
+def _chunk(content: str | None = None, finish: Any = None, **more: Any) -> bytes:
     delta = {} if content is None else {"content": content}
     event = {
         "object": "chat.completion.chunk",
@@ -218,7 +218,7 @@ STREAM_ATTACKS: dict[str, StreamAttack] = {
     "closed-before-any-event": StreamAttack((b": keep-alive\n\n",), "stream_interrupted"),
     "finish-reason-not-a-string": StreamAttack(
         (*_PIECES, _chunk(None, {"deep": [1, 2]}, sources=[{"id": "d0"}])),
-        None,  # type: ignore[arg-type]
+        None,
     ),
     "content-not-a-string": StreamAttack(
         (_chunk(), b'data: {"choices": [{"delta": {"content": [1]}}]}\n\n', _FINISH),

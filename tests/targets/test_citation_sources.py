@@ -116,8 +116,8 @@ class TestInlineOverHttp:
 
     def test_streamed_answer_markers(self) -> None:
         """The markers are read from the assembled answer, split across events."""
-        base = {"object": "chat.completion.chunk", "usage": None}
-        events = [
+        base: dict[str, Any] = {"object": "chat.completion.chunk", "usage": None}
+        events: list[dict[str, Any]] = [
             {**base, "choices": [{"delta": {"content": p}, "finish_reason": None}]}
             for p in ("Within 7 days [", "3", "].")
         ]
