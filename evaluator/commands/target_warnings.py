@@ -17,7 +17,9 @@ from evaluator.models import CaseRecord
 
 __all__ = [
     "UNIT_LIE_FACTOR",
+    "check_warnings",
     "citations_warning",
+    "ids_warning",
     "mapping_failure_warning",
     "target_warnings",
     "timings_unit_warning",
@@ -39,6 +41,24 @@ def citations_warning(target: TargetConfig) -> str | None:
         f"set response.citations (a field, annotations) or response.citation_markers "
         f"('numbers' for [1], 'ids' for [doc-id]) (docs/targets.md)"
     )
+
+
+def ids_warning(target: TargetConfig) -> str | None:
+    """The warning when a preset target's ids are not mapped: its retrieval says nothing."""
+    if not isinstance(target, HttpTargetConfig) or target.kind == "http":
+        return None
+    if target.response is None or target.response.ids != "`[]`":
+        return None
+    return (
+        f"target {target.label!r}: no response.ids: the {target.kind} preset returns no ids, "
+        f"so the retrieval metrics say nothing about the service; set response.ids to where "
+        f"it puts its sources (docs/targets.md)"
+    )
+
+
+def check_warnings(target: TargetConfig) -> list[str]:
+    """What ``evaluator check`` warns about a target, without calling it."""
+    return [w for w in (ids_warning(target), citations_warning(target)) if w is not None]
 
 
 def mapping_failure_warning(records: Sequence[CaseRecord]) -> str | None:

@@ -169,3 +169,20 @@ def test_milliseconds_read_as_seconds_warn(
     assert "stage timings exceed the measured latency many times over in 6 of 6" in run_err
     assert "stage 'generate' took 340s" in probe_out
     assert "these look like milliseconds" in probe_out
+
+
+def test_check_warns_about_a_preset_without_ids(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`evaluator check` on an openai-chat target without response.ids: ok (exit 0), with
+    warnings that retrieval says nothing and citations are n/a."""
+    block = (
+        '[[targets]]\nname = "bare"\nkind = "openai-chat"\n'
+        'url = "http://127.0.0.1:9/v1/chat/completions"\nmodel = "m"\n'
+    )
+    config = _config(tmp_path, block, "http://127.0.0.1:9/v1/chat/completions")
+    assert 0 == main(["check", "--config", str(config)])
+    out = capsys.readouterr().out
+    assert "warn  target 'bare': no response.ids: the openai-chat preset returns no ids" in out
+    assert "warn  target 'bare': citations are not mapped" in out
+    assert out.rstrip().endswith("configuration ok; nothing was sent to any target")
