@@ -169,6 +169,7 @@ def test_milliseconds_read_as_seconds_warn(
     assert "stage timings exceed the measured latency many times over in 6 of 6" in run_err
     assert "stage 'generate' took 340s" in probe_out
     assert "these look like milliseconds" in probe_out
+    assert "citations are not mapped, so citation metrics are n/a" in probe_out
 
 
 def test_check_warns_about_a_preset_without_ids(

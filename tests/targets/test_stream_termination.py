@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
+
 from evaluator.config import HttpTargetConfig
 from evaluator.targets.streaming import _Framer
 from tests.support.streams import Chunk, StreamServer, ndjson, sse
@@ -147,3 +149,30 @@ class TestLinearFraming:
         framer = _Framer("sse")
         chunks = [b"data: 1\r", b"\n\r", b"\ndata: 2\r\n", b"\r\n"]
         assert ["1", "2"] == [e for c in chunks for e in framer.feed(c)]
+
+
+class TestPresetOverride:
+    def test_streaming_keys_override_the_preset(self) -> None:
+        """A preset's [streaming] table is merged key by key; "" switches a marker off."""
+        config = _config("http://h/v1/chat/completions", streaming={"done": ""})
+        assert config.streaming is not None
+        assert config.streaming.done is None
+        assert "choices[0].delta.content" == config.streaming.content
+        assert "choices[0].finish_reason" == config.streaming.finish
+
+    def test_streaming_without_stream_is_refused(self) -> None:
+        with pytest.raises(ValueError, match="set stream = true"):
+            HttpTargetConfig(
+                url="http://h/v1/chat/completions",
+                kind="openai-chat",
+                model="m",
+                streaming={"done": "[END]"},
+            )
+
+    def test_server_without_done_and_finish_reason_off(self) -> None:
+        """With the preset's [DONE] switched off, a close after the finish chunk is still
+        complete, and a close before it is still a cut."""
+        parts = _vllm_like(["7 days"], ["refund-policy"])
+        with StreamServer(lambda _r: [Chunk(0, p) for p in parts]) as server:
+            response = query_once(_config(server.url, streaming={"done": ""}))
+        assert "7 days" == response.answer
