@@ -291,7 +291,11 @@ class StreamingConfig(_Strict):
         "it is complete ('choices[0].finish_reason')",
     )
 
-    @field_validator("done", "fields_from", "finish", mode="before")
+    done_event: str | None = Field(
+        None, description="SSE: the event name that ends the stream ('end', LangServe's)"
+    )
+
+    @field_validator("done", "fields_from", "finish", "done_event", mode="before")
     @classmethod
     def _off(cls, value: Any) -> Any:
         return None if value == "" else value  # "": off (overriding a preset's marker)

@@ -142,6 +142,7 @@ def _stream_spec(streaming: StreamingConfig | None) -> StreamSpec | None:
         else jmespath.compile(streaming.fields_from),
         done=streaming.done,
         finish=None if streaming.finish is None else jmespath.compile(streaming.finish),
+        done_event=streaming.done_event,
     )
 
 

@@ -11,8 +11,9 @@ Framing follows the specifications: SSE (WHATWG HTML, "server-sent events") disp
 event at a blank line, joins its ``data:`` lines with newlines, ignores comments (``:``) and
 other fields, accepts CRLF, LF or CR line ends; NDJSON is one JSON value per line.
 
-How a stream ends, as real servers end it: a ``done`` sentinel (OpenAI's ``[DONE]``)
-completes the answer at once, even if the connection stays open; a clean close after an
+How a stream ends, as real servers end it: a ``done`` sentinel (OpenAI's ``[DONE]``), or in
+SSE an event named ``done_event`` (LangServe's ``event: end``), completes the answer at
+once, even if the connection stays open; a clean close after an
 event matching the ``finish`` expression (OpenAI's ``finish_reason``, an NDJSON final
 object) is complete too. A close before any configured marker, or inside an event (trailing
 data that is not a whole JSON value), is a :class:`~evaluator.errors.StreamInterruptedError`.
@@ -47,6 +48,8 @@ class StreamSpec:
     done: str | None = None
     #: true for an event that finishes the answer (OpenAI's ``choices[0].finish_reason``)
     finish: ParsedResult | None = None
+    #: SSE: the ``event:`` name that ends the stream (LangServe's ``end``)
+    done_event: str | None = None
 
     def identity(self) -> dict[str, Any]:
         out = {
@@ -57,6 +60,8 @@ class StreamSpec:
         }
         if self.finish is not None:
             out["finish"] = self.finish.expression
+        if self.done_event is not None:
+            out["done_event"] = self.done_event
         return out
 
 
@@ -69,10 +74,16 @@ class _Framer:
     tiny events once stalled the event loop). ``handled`` counts the bytes split or kept.
     """
 
-    def __init__(self, format: StreamFormat) -> None:
+    def __init__(self, format: StreamFormat, done_event: str | None = None) -> None:
         self._sse = format == "sse"
         self._pending = bytearray()
         self._data: list[str] = []
+        #: the SSE ``event:`` name that ends the stream (LangServe's ``end``), and the name
+        #: of the event being read
+        self._done_event = done_event
+        self._event = ""
+        #: an event named ``done_event`` was dispatched: nothing after it is read
+        self.ended = False
         #: the last chunk ended with CR: an LF starting the next one is the same line end
         self._after_cr = False
         self.handled = 0
@@ -97,20 +108,28 @@ class _Framer:
             yield from self._line(raw.decode("utf-8", errors="replace"))
 
     def _line(self, line: str) -> Iterator[str]:
+        if self.ended:
+            return
         if not self._sse:
             if line.strip():
                 yield line
             return
         if not line:
-            if self._data:
+            if self._done_event is not None and self._event == self._done_event:
+                self.ended = True  # with or without data: its data is not the answer's
+            elif self._data:
                 yield "\n".join(self._data)
-                self._data = []
+            self._data = []
+            self._event = ""
             return
         if line.startswith(":"):
             return  # a comment (keep-alive)
         name, _, value = line.partition(":")
+        value = value[1:] if value.startswith(" ") else value
         if name == "data":
-            self._data.append(value[1:] if value.startswith(" ") else value)
+            self._data.append(value)
+        elif name == "event":
+            self._event = value
 
     def close(self) -> Iterator[str]:
         """The last event, when the stream ended without a final line end (or, in SSE,
@@ -119,9 +138,12 @@ class _Framer:
         self._pending = bytearray()
         if rest.strip():
             yield from self._line(rest.decode("utf-8", errors="replace"))
-        if self._sse and self._data:
-            yield "\n".join(self._data)
-            self._data = []
+        if self._sse and not self.ended:
+            if self._done_event is not None and self._event == self._done_event:
+                self.ended = True  # its blank line never came: the stream ended with it
+            elif self._data:
+                yield "\n".join(self._data)
+        self._data = []
 
 
 def frame_events(format: StreamFormat, chunks: list[bytes]) -> list[str]:
@@ -152,13 +174,15 @@ class StreamAssembler:
     _framer: _Framer = field(init=False)
 
     def __post_init__(self) -> None:
-        self._framer = _Framer(self.spec.format)
+        self._framer = _Framer(self.spec.format, self.spec.done_event)
 
     def feed(self, chunk: bytes, at: float) -> None:
         for payload in self._framer.feed(chunk):
             self._event(payload, at)
             if self.finished:
                 return
+        if self._framer.ended:
+            self.finished = True
 
     def close(self, at: float) -> None:
         """The body ended cleanly: a complete answer when a finish marker came.
@@ -176,13 +200,16 @@ class StreamAssembler:
             return
         for payload in self._framer.close():
             self._event(payload, at, trailing=True)
-        if self.finished:
+        if self.finished or self._framer.ended:
+            self.finished = True
             return
         markers = []
         if self.spec.finish is not None:
             markers.append(f"an event where {self.spec.finish.expression}")
         if self.spec.done is not None:
             markers.append(f"its end marker {self.spec.done!r}")
+        if self.spec.done_event is not None:
+            markers.append(f"an event named {self.spec.done_event!r}")
         if markers and not self.finish_seen:
             raise StreamInterruptedError(
                 f"stream ended after {self.events} event(s) without a finish marker "

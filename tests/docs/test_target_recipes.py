@@ -57,6 +57,28 @@ def _langserve(request: dict[str, Any]) -> Reply:
     return Reply(body={"output": output, "metadata": {"run_id": "7e3f", "feedback_tokens": []}})
 
 
+def _langserve_stream(_request: dict[str, Any]) -> list[Chunk]:
+    """sse_starlette's framing (CRLF line ends): metadata, data chunks, end; the server
+    then keeps the connection open a while (the stream is complete at its end event)."""
+
+    def event(name: str, data: Any = None) -> Chunk:
+        text = f"event: {name}\r\n" + ("" if data is None else f"data: {json.dumps(data)}\r\n")
+        return Chunk(0, (text + "\r\n").encode())
+
+    context = [
+        {"page_content": "7 days", "metadata": {"source": "refund-policy"}, "type": "Document"}
+    ]
+    return [
+        event("metadata", {"run_id": "7e3f"}),
+        event("data", {"input": "How long?"}),
+        event("data", {"context": context}),
+        event("data", {"answer": ANSWER}),
+        event("data", {"answer": " [refund-policy]."}),
+        event("end"),
+        Chunk(3.0, b": still open\r\n\r\n"),
+    ]
+
+
 def _llamaindex(request: dict[str, Any]) -> Reply:
     assert request["similarity_top_k"] == 4
     nodes = [
@@ -137,6 +159,7 @@ def _ndjson(_request: dict[str, Any]) -> list[Chunk]:
 SERVICES: dict[str, tuple[Callable[[dict[str, Any]], Any], str | None, tuple[Any, ...]]] = {
     "haystack": (_haystack, None, (2,)),
     "langserve": (_langserve, None, ("refund-policy",)),
+    "langserve-stream": (_langserve_stream, "text/event-stream", ("refund-policy",)),
     "llamaindex": (_llamaindex, None, (1,)),
     "inline-markers": (_inline, None, (2, 1)),
     "openai-responses": (_responses, "text/event-stream", ("refund-policy",)),
@@ -161,7 +184,8 @@ def test_recipe_against_its_framework_shape(name: str) -> None:
     else:
         server = StreamServer(script, content_type=content_type, path=path)
     with server:
-        local = {**target, "url": f"http://127.0.0.1:{server.port}{path}"}
+        # a deadline shorter than any server's lingering: a recipe completes at its marker
+        local = {**target, "url": f"http://127.0.0.1:{server.port}{path}", "timeout_seconds": 2}
         response = query_once(HttpTargetConfig.model_validate(local))
     assert response.answer is not None and response.answer.startswith(ANSWER)
     assert "refund-policy" in response.ranked_ids

@@ -167,6 +167,8 @@ class StreamAttack:
     chunks: tuple[bytes, ...]
     kind: str | None
     hold: float = 0.0
+    #: ``[targets.streaming]`` keys over the preset's
+    streaming: tuple[tuple[str, str], ...] = ()
 
 
 def _chunk(content: str | None = None, finish: Any = None, **more: Any) -> bytes:
@@ -219,6 +221,19 @@ STREAM_ATTACKS: dict[str, StreamAttack] = {
     "finish-reason-not-a-string": StreamAttack(
         (*_PIECES, _chunk(None, {"deep": [1, 2]}, sources=[{"id": "d0"}])),
         None,
+    ),
+    # SSE framing by event name (LangServe's event: end)
+    "named-end-event-held-open": StreamAttack(
+        (*_PIECES, b"event: end\r\n\r\n", _chunk("not part of the answer")),
+        None,
+        hold=5.0,
+        streaming=(("done_event", "end"), ("done", "")),
+    ),
+    "named-end-event-unterminated": StreamAttack(
+        (*_PIECES, b"event: end\n"), None, streaming=(("done_event", "end"), ("done", ""))
+    ),
+    "named-end-event-never-sent": StreamAttack(
+        _PIECES, "stream_interrupted", streaming=(("done_event", "end"), ("done", ""))
     ),
     "content-not-a-string": StreamAttack(
         (_chunk(), b'data: {"choices": [{"delta": {"content": [1]}}]}\n\n', _FINISH),

@@ -42,6 +42,7 @@ def test_stream_attack(name: str) -> None:
             stream=True,
             timeout_seconds=2.0,
             response={"ids": "sources[].id || `[]`"},
+            **({"streaming": dict(attack.streaming)} if attack.streaming else {}),
         )
         kind, answer = _outcome(config)
     assert attack.kind == kind

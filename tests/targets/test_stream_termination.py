@@ -176,3 +176,18 @@ class TestPresetOverride:
         with StreamServer(lambda _r: [Chunk(0, p) for p in parts]) as server:
             response = query_once(_config(server.url, streaming={"done": ""}))
         assert "7 days" == response.answer
+
+
+class TestNamedEndEvent:
+    def test_framer_stops_at_the_named_event(self) -> None:
+        """An SSE event named done_event ends the stream, with or without data; events
+        after it are not read."""
+        framer = _Framer("sse", "end")
+        chunks = [b"event: data\ndata: 1\n\n", b"event: end\n\n", b"data: 2\n\n"]
+        assert ["1"] == [e for c in chunks for e in framer.feed(c)]
+        assert framer.ended
+
+    def test_other_named_events_are_data(self) -> None:
+        framer = _Framer("sse", "end")
+        assert ["{}"] == list(framer.feed(b"event: metadata\ndata: {}\n\n"))
+        assert not framer.ended
