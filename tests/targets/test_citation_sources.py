@@ -7,6 +7,8 @@ streamed); and a target whose citations are not mapped scores them n/a, not 0.""
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -165,6 +167,36 @@ class TestChatAnnotations:
             )
             response = query_once(config)
         assert ("https://kb/refund",) == response.citations
+
+
+class TestChatFileAndUrlAnnotations:
+    def test_both_kinds(self) -> None:
+        """file_citation (file id) and url_citation (url) annotations, with the expression
+        docs/targets.md gives for them."""
+        annotations = [
+            {
+                "type": "file_citation",
+                "text": "【4:0†source】",
+                "file_citation": {"file_id": "f-1"},
+            },
+            {"type": "url_citation", "url_citation": {"url": "https://kb/refund"}},
+        ]
+        body = _chat("7 days", annotations=annotations).body
+        assert isinstance(body, dict)
+        body["sources"] = [{"id": "https://kb/refund"}, {"id": "f-1"}]
+        page = (Path(__file__).resolve().parents[2] / "docs" / "targets.md").read_text("utf-8")
+        found = re.search(r'`citations = "(choices\[0\][^"]*map[^"]*)"`', page)
+        assert found is not None
+        expression = found.group(1).replace("\\|", "|")
+        with LoopbackServer(lambda _r: Reply(body=body), path="/v1/chat") as srv:
+            config = HttpTargetConfig(
+                url=srv.url,
+                kind="openai-chat",
+                model="m",
+                response={"ids": "sources[].id", "citations": expression},
+            )
+            response = query_once(config)
+        assert ("f-1", "https://kb/refund") == response.citations
 
 
 def _responses_body(question: str) -> dict[str, Any]:
