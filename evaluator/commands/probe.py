@@ -158,10 +158,10 @@ def _mapped(response: TargetResponse, target: HttpTarget | None) -> list[str]:
         if mapper is None:
             source = "(default contract)"
         elif name == "citations" and mapper.markers is not None:
-            source = " + ".join(
-                [mapper.expressions["citations"].expression] * ("citations" in mapper)
-                + [f"markers {mapper.markers.style!r} in the answer"]
-            )
+            sources = [f"markers {mapper.markers.style!r} in the answer"]
+            if "citations" in mapper:
+                sources.insert(0, mapper.expressions["citations"].expression)
+            source = " + ".join(sources)
         elif name in mapper:
             source = mapper.expressions[name].expression
         else:

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from evaluator.cli import main
 from evaluator.config import HttpTargetConfig
 from evaluator.models import Case, Retrieved, TargetResponse
 from evaluator.scoring import ScoringSettings, score_case
@@ -352,3 +353,19 @@ class TestNotMapped:
         assert marked.reports_citations
         responses = HttpTargetConfig(url="http://h/r", kind="openai-responses", model="m")
         assert responses.reports_citations
+
+
+def test_probe_shows_the_markers(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """`evaluator probe` names the marker style as the citations' source, and what it found."""
+    body = {"answer": "7 days [2][1]", "hits": SOURCES}
+    with LoopbackServer(lambda _r: Reply(body=body)) as srv:
+        config = tmp_path / "t.toml"
+        config.write_text(
+            f'[[targets]]\nname = "m"\nurl = "{srv.url}"\n[targets.response]\n'
+            f'ids = "hits[].id"\nanswer = "answer"\ncitation_markers = "numbers"\n',
+            encoding="utf-8",
+        )
+        assert 0 == main(["probe", "--target-config", str(config), "--question", "q"])
+    out = capsys.readouterr().out
+    assert "citations  markers 'numbers' in the answer\n             -> [2, 1]" in out
+    assert "citations are not mapped" not in out
