@@ -471,7 +471,7 @@ class HttpTargetConfig(_TargetBase):
 
     @model_validator(mode="before")
     @classmethod
-    def _preset_streaming(cls, data: Any) -> Any:
+    def _preset_defaults(cls, data: Any) -> Any:
         # a preset's [streaming] table overrides the preset's settings key by key (a server's
         # quirk: another end marker, none), so it is merged before it is validated
         if not isinstance(data, dict) or data.get("kind") not in PRESET_KINDS:
@@ -482,7 +482,9 @@ class HttpTargetConfig(_TargetBase):
         # likewise [response]: each field given overrides the preset's
         given = data.get("response")
         if given is None or isinstance(given, dict):
-            preset = preset_response(kind, bool(data.get("stream")))
+            # the strings pydantic reads as true (an environment variable is a string)
+            stream = str(data.get("stream", False)).lower() in ("true", "1", "yes", "on", "y", "t")
+            preset = preset_response(kind, stream)
             data = {**data, "response": {**preset, **(given or {})}}
         return data
 

@@ -290,6 +290,23 @@ class TestResponsesPreset:
         d = response.delivery
         assert d is not None and d.streamed and (120, 9) == (d.input_tokens, d.output_tokens)
 
+    @pytest.mark.parametrize(
+        ("stream", "prefix"),
+        [(True, "response."), ("true", "response."), ("false", "output"), (False, "output")],
+    )
+    def test_streamed_mapping_reads_the_completed_event(self, stream: object, prefix: str) -> None:
+        """The streamed preset's fields sit under "response" (a stream flag from the
+        environment is a string)."""
+        config = HttpTargetConfig.model_validate(
+            {
+                "url": "http://h/v1/responses",
+                "kind": "openai-responses",
+                "model": "m",
+                "stream": stream,
+            }
+        )
+        assert config.response is not None and config.response.ids.startswith(prefix)
+
     def test_run_scores_citations(self) -> None:
         """A run through the preset scores citation precision from the annotations."""
         with LoopbackServer(
