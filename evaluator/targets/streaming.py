@@ -232,12 +232,13 @@ class StreamAssembler:
         try:
             event = json.loads(payload)
         except (ValueError, RecursionError) as exc:
-            shown = " ".join(payload.split())[:80]
             if trailing:
+                # the cut data is not shown: half an event may hold half of a secret
                 raise StreamInterruptedError(
-                    f"stream closed inside an event (event {self.events}, no line end "
-                    f"after {shown!r}): cut mid-way"
+                    f"stream closed inside an event (event {self.events}: {len(payload)} "
+                    f"characters and no end of event): cut mid-way"
                 ) from None
+            shown = " ".join(payload.split())[:80]
             raise BadResponseError(
                 f"stream event {self.events} is not valid JSON ({exc}): {shown!r}"
             ) from None
