@@ -18,7 +18,8 @@ retrieved ids are the ``file_search_call`` results (asked for with
 ``include: ["file_search_call.results"]``), with their texts and scores; the citations are
 the ``file_citation`` (file id) and ``url_citation`` (url) annotations of the answer; usage
 is ``usage.input_tokens`` and ``usage.output_tokens``. Streamed, the answer is the
-``response.output_text.delta`` events and the fields are read from ``response.completed``.
+``response.output_text.delta`` events and the fields are read from ``response.completed``
+(or ``response.incomplete``, an answer cut at its token limit).
 
 Every field given in the target's ``[targets.response]`` overrides the preset's, and a
 ``[targets.streaming]`` table overrides the preset's streaming settings key by key.
@@ -74,11 +75,15 @@ OPENAI_RESPONSES_RESPONSE: dict[str, str] = {
     "output_tokens": "usage.output_tokens",
 }
 
+_FINAL = "type == 'response.completed' || type == 'response.incomplete'"
+
+#: streamed: the deltas, up to the final event (``incomplete``: cut at max_output_tokens,
+#: still an answer), which carries the whole response
 OPENAI_RESPONSES_STREAMING: dict[str, str] = {
     "format": "sse",
     "content": "type == 'response.output_text.delta' && delta || ''",
-    "fields_from": "type == 'response.completed'",
-    "finish": "type == 'response.completed'",
+    "fields_from": _FINAL,
+    "finish": _FINAL,
 }
 
 

@@ -267,9 +267,11 @@ class TestResponsesPreset:
         d = response.delivery
         assert d is not None and (120, 9) == (d.input_tokens, d.output_tokens)
 
-    def test_streamed(self) -> None:
-        """Streamed: the output_text deltas are the answer; response.completed carries the
-        fields (and ends the stream: no [DONE] in this API)."""
+    @pytest.mark.parametrize("end", ["response.completed", "response.incomplete"])
+    def test_streamed(self, end: str) -> None:
+        """Streamed: the output_text deltas are the answer; response.completed (or
+        .incomplete, cut at the token limit) carries the fields and ends the stream: there
+        is no [DONE] in this API."""
         final = _responses_body("How long?")
 
         def events(_r: dict[str, Any]) -> list[Chunk]:
@@ -277,8 +279,8 @@ class TestResponsesPreset:
             for piece in ("Refunds are accepted ", "within 7 days."):
                 data = {"type": "response.output_text.delta", "delta": piece}
                 out.append(f"event: response.output_text.delta\ndata: {json.dumps(data)}\n\n")
-            done = {"type": "response.completed", "response": final}
-            out.append(f"event: response.completed\ndata: {json.dumps(done)}\n\n")
+            done = {"type": end, "response": final}
+            out.append(f"event: {end}\ndata: {json.dumps(done)}\n\n")
             return [Chunk(0, e.encode()) for e in out]
 
         with StreamServer(events, path="/v1/responses") as srv:
