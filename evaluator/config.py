@@ -50,6 +50,9 @@ from evaluator.labels import DEFAULT_MAX_STAGES, StageNames
 from evaluator.run_options import RetryPolicy, RunOptions
 from evaluator.scoring import DEFAULT_REFUSAL_PHRASES, ScoringSettings
 from evaluator.targets.base import default_target_name
+from evaluator.targets.markers import compile_markers
+from evaluator.targets.presets import KINDS as PRESET_KINDS
+from evaluator.targets.presets import preset_response, preset_streaming
 from evaluator.targets.templates import (
     DEFAULT_BODY,
     ENV_REFERENCE,
@@ -212,6 +215,11 @@ class ResponseConfig(_Strict):
     timings_unit: Literal["seconds", "milliseconds"] = Field(
         "seconds", description="unit of the timings values ('took_ms': milliseconds)"
     )
+    citation_markers: str | None = Field(
+        None,
+        description="citations written in the answer: 'numbers' ([1], [1, 3], [^1], 【1】), "
+        "'ids' ([refund-policy]) or a regex whose group is the marker",
+    )
 
     _compiled: dict[str, ParsedResult] = PrivateAttr(default_factory=dict)
 
@@ -228,10 +236,22 @@ class ResponseConfig(_Strict):
             raise ValueError(_jmespath_problem(value, exc)) from None
         return value
 
+    @field_validator("citation_markers")
+    @classmethod
+    def _markers(cls, value: str | None) -> str | None:
+        if value is not None:
+            compile_markers(value)
+        return value
+
+    @property
+    def cites(self) -> bool:
+        """Whether the mapping says where citations are (a field or markers)."""
+        return self.citations is not None or self.citation_markers is not None
+
     def model_post_init(self, context: Any, /) -> None:
         self._compiled = {
             name: jmespath.compile(value)
-            for name, value in self.model_dump(exclude={"timings_unit"}).items()
+            for name, value in self.model_dump(exclude={"timings_unit", "citation_markers"}).items()
             if value is not None
         }
 
@@ -265,8 +285,22 @@ class StreamingConfig(_Strict):
         None, description="JMESPath: true for the event the mapping reads; default the last"
     )
     done: str | None = Field(None, description="data that ends the stream ('[DONE]')")
+    finish: str | None = Field(
+        None,
+        description="JMESPath: true for an event that finishes the answer; a close after "
+        "it is complete ('choices[0].finish_reason')",
+    )
 
-    _check = field_validator("content", "fields_from")(_jmespath)
+    done_event: str | None = Field(
+        None, description="SSE: the event name that ends the stream ('end', LangServe's)"
+    )
+
+    @field_validator("done", "fields_from", "finish", "done_event", mode="before")
+    @classmethod
+    def _off(cls, value: Any) -> Any:
+        return None if value == "" else value  # "": off (overriding a preset's marker)
+
+    _check = field_validator("content", "fields_from", "finish")(_jmespath)
 
 
 class PricesConfig(_Strict):
@@ -413,11 +447,13 @@ class HttpTargetConfig(_TargetBase):
         allow_inf_nan=False,
         description="request rate, at most",
     )
-    kind: Literal["http", "openai-chat"] = Field(
-        "http", description="'openai-chat': an OpenAI-compatible chat completions endpoint"
+    kind: Literal["http", "openai-chat", "openai-responses"] = Field(
+        "http",
+        description="a preset: 'openai-chat' (chat completions) or 'openai-responses' "
+        "(the Responses API)",
     )
-    model: str | None = Field(None, description="openai-chat: the model name sent")
-    stream: bool = Field(False, description="openai-chat: ask for a streamed answer")
+    model: str | None = Field(None, description="a preset's model name sent")
+    stream: bool = Field(False, description="a preset: ask for a streamed answer")
     request: RequestConfig = RequestConfig()
     """How a question becomes a request."""
     response: ResponseConfig | None = Field(
@@ -433,15 +469,37 @@ class HttpTargetConfig(_TargetBase):
     tls: TlsConfig = TlsConfig()
     """TLS verification."""
 
+    @model_validator(mode="before")
+    @classmethod
+    def _preset_defaults(cls, data: Any) -> Any:
+        # a preset's [streaming] table overrides the preset's settings key by key (a server's
+        # quirk: another end marker, none), so it is merged before it is validated
+        if not isinstance(data, dict) or data.get("kind") not in PRESET_KINDS:
+            return data
+        kind = data["kind"]
+        if isinstance(data.get("streaming"), dict):
+            data = {**data, "streaming": {**preset_streaming(kind), **data["streaming"]}}
+        # likewise [response]: each field given overrides the preset's
+        given = data.get("response")
+        if given is None or isinstance(given, dict):
+            # the strings pydantic reads as true (an environment variable is a string)
+            stream = str(data.get("stream", False)).lower() in ("true", "1", "yes", "on", "y", "t")
+            preset = preset_response(kind, stream)
+            data = {**data, "response": {**preset, **(given or {})}}
+        return data
+
     @model_validator(mode="after")
     def _consistent(self) -> HttpTargetConfig:
-        if self.kind == "openai-chat":
+        if self.kind != "http":
             if not self.model:
-                raise ValueError("kind 'openai-chat' needs 'model' (the model name sent)")
-            if self.streaming is not None:
-                raise ValueError("kind 'openai-chat' streams with 'stream = true', not [streaming]")
+                raise ValueError(f"kind {self.kind!r} needs 'model' (the model name sent)")
+            if self.streaming is not None and not self.stream:
+                raise ValueError(
+                    f"kind {self.kind!r}: [streaming] overrides the preset's streamed answer; "
+                    f"set stream = true"
+                )
         elif self.model is not None or self.stream:
-            raise ValueError("'model' and 'stream' are for kind = 'openai-chat'")
+            raise ValueError("'model' and 'stream' are for a preset kind ('openai-chat', ...)")
         problem = _url_problem(self.url)
         if problem:
             raise ValueError(problem)
@@ -451,6 +509,12 @@ class HttpTargetConfig(_TargetBase):
     def retrieval_only(self) -> bool:
         """A mapped target without an answer expression."""
         return self.response is not None and self.response.answer is None
+
+    @property
+    def reports_citations(self) -> bool:
+        """Whether the target's citations are mapped: the default contract's field, the
+        preset's or the configured mapping's (else citation metrics are n/a)."""
+        return self.response is None or self.response.cites
 
     @property
     def label(self) -> str:

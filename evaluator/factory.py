@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 import jmespath
-from pydantic import JsonValue, ValidationError
+from pydantic import JsonValue
 
 from evaluator.config import (
     CallableTargetConfig,
@@ -22,11 +22,8 @@ from evaluator.errors import ConfigError
 from evaluator.targets.base import Target
 from evaluator.targets.callable import CallableTarget
 from evaluator.targets.mapping import ResponseMapper
-from evaluator.targets.presets import (
-    OPENAI_CHAT_RESPONSE,
-    OPENAI_CHAT_STREAMING,
-    openai_chat_body,
-)
+from evaluator.targets.markers import compile_markers
+from evaluator.targets.presets import preset_body, preset_streaming
 from evaluator.targets.streaming import StreamSpec
 
 if TYPE_CHECKING:  # the HTTP stack (aiohttp) is imported when an HTTP target is built
@@ -64,7 +61,7 @@ def build_http_target(
     from evaluator.targets.request import RequestTemplate
 
     where = f"target {config.label!r}"
-    body, response, streaming = _preset(config, where)
+    body, response, streaming = _preset(config)
     try:
         template = RequestTemplate.from_config(
             config.url,
@@ -90,7 +87,12 @@ def build_http_target(
     if response is not None:
         scale = 0.001 if response.timings_unit == "milliseconds" else 1.0
         mapper = ResponseMapper(
-            response.compiled, timings_scale=scale, max_ranked=config.max_ranked_ids
+            response.compiled,
+            timings_scale=scale,
+            max_ranked=config.max_ranked_ids,
+            markers=None
+            if response.citation_markers is None
+            else compile_markers(response.citation_markers),
         )
     prices = config.prices
     return HttpTarget(
@@ -108,23 +110,24 @@ def build_http_target(
 
 
 def _preset(
-    config: HttpTargetConfig, where: str
+    config: HttpTargetConfig,
 ) -> tuple[JsonValue, ResponseConfig | None, StreamingConfig | None]:
-    """The body, response mapping and streaming of ``config``, its kind's preset applied."""
-    if config.kind != "openai-chat":
+    """The body, response mapping and streaming of ``config``, its kind's preset applied
+    (the configuration's own fields override the preset's)."""
+    if config.kind == "http":
         return config.request.body, config.response, config.streaming
     assert config.model is not None  # HttpTargetConfig's validator
     body = config.request.body
     if body is None:
-        body = openai_chat_body(config.model, config.stream)
-    fields = dict(OPENAI_CHAT_RESPONSE)
-    if config.response is not None:
-        fields.update(config.response.model_dump(exclude_unset=True))
-    try:
-        response = ResponseConfig.model_validate(fields)
-    except ValidationError as exc:
-        raise ConfigError(f"{where}: response: {exc.errors()[0]['msg']}") from None
-    streaming = StreamingConfig.model_validate(OPENAI_CHAT_STREAMING) if config.stream else None
+        body = preset_body(config.kind, config.model, config.stream)
+    # the configuration merged the preset's mapping under its own [response] fields
+    response = config.response
+    streaming = None
+    if config.stream:
+        # a [streaming] table was merged over the preset's by the configuration
+        streaming = config.streaming or StreamingConfig.model_validate(
+            preset_streaming(config.kind)
+        )
     return body, response, streaming
 
 
@@ -138,6 +141,8 @@ def _stream_spec(streaming: StreamingConfig | None) -> StreamSpec | None:
         if streaming.fields_from is None
         else jmespath.compile(streaming.fields_from),
         done=streaming.done,
+        finish=None if streaming.finish is None else jmespath.compile(streaming.finish),
+        done_event=streaming.done_event,
     )
 
 

@@ -314,6 +314,10 @@ async def run_dataset(
         raise ValueError("concurrency must be at least 1")
     if repeats < 1:
         raise ValueError("repeats must be at least 1")
+    if options.scoring.citations and getattr(target, "cites", True) is False:
+        # the target maps no citations: its citation metrics are n/a, not 0 for citing nothing
+        scoring = dataclasses.replace(options.scoring, citations=False)
+        options = dataclasses.replace(options, scoring=scoring)
     todo = dataset.cases if cases is None else cases
     rounds: list[list[CaseRecord | None]] = [[None] * len(todo) for _ in range(repeats)]
     records = rounds[0]

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from evaluator.commands.flags import CommonOptions
+from evaluator.commands.target_warnings import check_warnings
 from evaluator.config import CallableTargetConfig, TargetConfig
 from evaluator.dataset import load_dataset
 from evaluator.errors import EvaluatorError, ExitCode
@@ -65,6 +66,8 @@ def handle(options: Options) -> int:
             return target.url
 
         _check(f"target {target.label}", build, problems)
+        for warning in check_warnings(target):
+            print(f"warn  {warning}")
     for job in settings.jobs:
 
         def golden(path: Path = job.dataset) -> str:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from evaluator.commands.common import target_from_flags
 from evaluator.commands.flags import CommonOptions
+from evaluator.commands.target_warnings import citations_warning, unit_lie
 from evaluator.config import CallableTargetConfig, Settings, TargetConfig, load_settings
 from evaluator.dataset import load_dataset
 from evaluator.errors import ConfigError, EvaluatorError, ExitCode, TargetError
@@ -156,6 +157,11 @@ def _mapped(response: TargetResponse, target: HttpTarget | None) -> list[str]:
             continue  # usage is for cost: not worth a line where nobody mapped it
         if mapper is None:
             source = "(default contract)"
+        elif name == "citations" and mapper.markers is not None:
+            sources = [f"markers {mapper.markers.style!r} in the answer"]
+            if "citations" in mapper:
+                sources.insert(0, mapper.expressions["citations"].expression)
+            source = " + ".join(sources)
         elif name in mapper:
             source = mapper.expressions[name].expression
         else:
@@ -170,6 +176,23 @@ def _mapped(response: TargetResponse, target: HttpTarget | None) -> list[str]:
         ttft = "n/a" if delivery.ttft_seconds is None else f"{delivery.ttft_seconds:.3f}s"
         lines.append(f"{'stream':<10} first token after {ttft}, {delivery.output_tokens} tokens")
     return lines
+
+
+def _warnings(config: TargetConfig, response: TargetResponse, seconds: float) -> list[str]:
+    """What the one response reveals about the configuration: unmapped citations, stage
+    timings that cannot be seconds."""
+    out = []
+    unmapped = citations_warning(config)
+    if unmapped is not None:
+        out.append(unmapped)
+    lie = unit_lie(response.timings, seconds)
+    if lie is not None:
+        stage, value = lie
+        out.append(
+            f"stage {stage!r} took {value:g}s in a {seconds:.3f}s response: these look like "
+            f'milliseconds: set timings_unit = "milliseconds" in [targets.response]'
+        )
+    return out
 
 
 def handle(options: Options) -> int:
@@ -192,6 +215,8 @@ def handle(options: Options) -> int:
             print("\nretrieval-only target: answers and citations will not be scored")
         if not result.response.ranked_ids:
             print("\nwarning: no ids found; check that the ids expression matches a hit list")
+        for warning in _warnings(config, result.response, result.seconds):
+            print(f"\nwarning: {warning}")
     if result.error is not None:
         raise EvaluatorError(f"probe failed ({result.error.kind}): {result.error.message}")
     print("\nmapping ok")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import sys
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +24,7 @@ from evaluator.commands.common import (
 from evaluator.commands.display import format_run
 from evaluator.commands.flags import CommonOptions, TargetFlags, add_repeat_flag, add_target_flags
 from evaluator.commands.html import add_html_flag, settings_redactor, write_html_report
+from evaluator.commands.target_warnings import target_warnings
 from evaluator.config import Settings
 from evaluator.errors import ConfigError, ExitCode
 from evaluator.gcpause import gc_frozen, gc_paused
@@ -91,6 +93,8 @@ def _run(options: Options, settings: Settings, plan: JobPlan) -> int:
     with gc_paused():
         warn_id_mismatch(report)
         diagnosis = mapping_diagnosis(report)
+        for warning in target_warnings(plan.target, report.cases, mapping=diagnosis is None):
+            print(f"evaluator: warning: {warning}", file=sys.stderr)
     if diagnosis is not None:
         raise ConfigError(f"target {report.target}: {diagnosis}")
     check_scored(report, f"report {output}")
@@ -100,30 +104,38 @@ def _run(options: Options, settings: Settings, plan: JobPlan) -> int:
 def mapping_diagnosis(report: RunReport) -> str | None:
     """A configuration error when the response shape failed on every case that got one.
 
-    Returns None when some case was scored, or when no case got a response at all (the
-    target is down, not misconfigured). Otherwise, when every answered case failed on a
-    mapped field (or on the default contract's shape), one line naming the expression
-    that failed most often, for ``evaluator run`` to print and exit 1 with.
+    Returns None when some case was scored with ids, or when no case got a response at all
+    (the target is down, not misconfigured). Otherwise, when every case that returned
+    anything failed on a mapped field (or on the default contract's shape), one line naming
+    the expression that failed most often, for ``evaluator run`` to print and exit 1 with.
+    A case scored with no ids at all (an unanswerable case's empty hit list) proves nothing
+    about the mapping: a typo in ``ids`` that such a case "satisfied" is still reported.
     """
-    if any(not isinstance(c.outcome, CaseError) for c in report.cases):
+    if any(not isinstance(c.outcome, CaseError) and c.ranked_ids for c in report.cases):
         return None  # a scored case (usually the first): not a walk over every record
     answered = [c for c in report.cases if c.error is not None and c.error.kind == "bad_response"]
     if not answered:
         return None
     errors = [c.error for c in answered if c.error is not None]
     count = len(answered)
+    empty = sum(1 for c in report.cases if not isinstance(c.outcome, CaseError))
+    if empty:
+        count_text = f"{count} case(s) that returned anything ({empty} returned no ids)"
+    else:
+        count_text = f"{count} case(s) that got a response"
     if all(e.field is not None and e.expression is not None for e in errors):
         (field, expression), _ = Counter((e.field, e.expression) for e in errors).most_common(1)[0]
         example = next(e.message for e in errors if (e.field, e.expression) == (field, expression))
         return (
-            f"response mapping failed on all {count} case(s) that got a response: {example}; "
+            f"response mapping failed on all {count_text}: {example}; "
             f"fix response.{field} = {json.dumps(expression)} in the target's config "
             f"(try `evaluator probe`)"
         )
     # a field named without an expression: the default contract's shape, not its JSON
     if all(e.field is not None and e.expression is None for e in errors):
         return (
-            f"no response of the {count} received follows the default contract: "
+            f"no response of the {count} received follows the default contract"
+            f"{f' ({empty} more returned no ids)' if empty else ''}: "
             f"{errors[0].message}; "
             f"describe the endpoint's shape with a [targets.response] mapping "
             f"(try `evaluator probe`)"

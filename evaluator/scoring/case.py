@@ -24,6 +24,9 @@ class ScoringSettings:
 
     #: an answer containing any of these (normalised) is a refusal
     refusal_phrases: tuple[str, ...] = DEFAULT_REFUSAL_PHRASES
+    #: the target's citations are mapped; False: citation metrics are n/a (None), as a
+    #: missing answer makes the answer metrics n/a, instead of 0 for citing nothing
+    citations: bool = True
 
     def __post_init__(self) -> None:
         if isinstance(self.refusal_phrases, str):
@@ -97,10 +100,12 @@ def score_ranked(
     # the ids in the order returned, duplicates kept: the ranking itself when it has none
     ids = ranked if len(ranked) == len(retrieved) else [r.id for r in retrieved]
     resolved = resolve_all(citations, ids)
-    valid = None not in resolved
-    precision: float
+    valid: bool | None = None not in resolved
+    precision: float | None
     cited_recall: float | None
-    if valid:
+    if not settings.citations:
+        precision, cited_recall, valid = None, None, None
+    elif valid:
         # every citation resolved (the usual answer): the distinct targets are the distinct
         # ids cited, and the supported ones are also the relevant ids cited
         supported = 0

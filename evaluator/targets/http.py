@@ -281,6 +281,11 @@ class HttpTarget:
             return False
         return self.mapper is not None and self.mapper.retrieval_only
 
+    @property
+    def cites(self) -> bool:
+        """Whether the target's citations are mapped (the default contract has its own)."""
+        return self.mapper is None or self.mapper.cites
+
     def identity(self) -> Mapping[str, Any]:
         out: dict[str, Any] = {"kind": self.kind, **self.template.identity()}
         if self.mapper is not None:
@@ -448,7 +453,11 @@ class HttpTarget:
                 f"no stream event matched streaming.fields_from after {stream.events} event(s)"
             )
         response, tokens = self._fields(event)
-        return dataclasses.replace(response, answer=stream.answer), tokens
+        answer = stream.answer
+        citations = response.citations
+        if self.mapper is not None and self.mapper.markers is not None:
+            citations += self.mapper.cited_in(answer)
+        return dataclasses.replace(response, answer=answer, citations=citations), tokens
 
     def _fields(self, body: object) -> tuple[TargetResponse, tuple[int | None, int | None]]:
         try:
@@ -546,11 +555,16 @@ class HttpTarget:
                 received += chunk
                 if stream is not None:
                     stream.feed(chunk, received_at)
+                    if stream.finished:
+                        # complete at its end marker, whether or not the server closes
+                        return bytes(received), received_at
                 continue
             for count, piece in enumerate(decoder.feed(chunk), 1):
                 received += piece
                 if stream is not None:
                     stream.feed(piece, received_at)
+                    if stream.finished:
+                        return bytes(received), received_at
                 if count % _PIECES_PER_YIELD == 0:
                     await asyncio.sleep(0)  # a large decode must not hold the loop
         decoder.close()

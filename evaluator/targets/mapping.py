@@ -18,6 +18,8 @@ tokens
 ========== =========================================================== =====================
 
 ``timings_unit = "milliseconds"`` declares the timings in milliseconds (``took_ms``).
+``citation_markers`` reads citations written in the answer text (``[1]``, ``[refund-policy]``;
+:mod:`evaluator.targets.markers`), after those of ``citations`` when both are set.
 
 A field whose expression matches nothing (null) or gives the wrong type is a
 :class:`~evaluator.errors.BadResponseError` naming the field and the expression; write
@@ -39,6 +41,7 @@ from jmespath.parser import ParsedResult
 
 from evaluator.errors import BadResponseError
 from evaluator.models import Citation, Retrieved, TargetResponse
+from evaluator.targets.markers import CitationMarkers
 
 __all__ = ["FIELDS", "ResponseMapper"]
 
@@ -106,6 +109,7 @@ class ResponseMapper:
         *,
         timings_scale: float = 1.0,
         max_ranked: int | None = None,
+        markers: CitationMarkers | None = None,
     ) -> None:
         unknown = set(expressions) - set(FIELDS)
         if unknown or "ids" not in expressions:
@@ -115,6 +119,8 @@ class ResponseMapper:
         self.timings_scale = timings_scale
         #: check and keep only the first this many hits (the target's max_ranked_ids)
         self.max_ranked = max_ranked
+        #: citations written in the answer text
+        self.markers = markers
         self._interpreter = visitor.TreeInterpreter()
 
     @property
@@ -122,17 +128,32 @@ class ResponseMapper:
         """No answer expression: answers (and citations) are not scored."""
         return "answer" not in self.expressions
 
+    @property
+    def cites(self) -> bool:
+        """Whether citations are mapped at all (a field or markers in the answer)."""
+        return "citations" in self.expressions or self.markers is not None
+
+    def cited_in(self, answer: str | None) -> tuple[Citation, ...]:
+        """The citations marked in ``answer`` (none without ``citation_markers``)."""
+        if self.markers is None or not answer:
+            return ()
+        return self.markers(answer)
+
     def identity(self) -> dict[str, str]:
         """Field -> expression source, for the config hash."""
         out = {name: self.expressions[name].expression for name in FIELDS if name in self}
         if self.timings_scale != 1.0:
             out["timings_unit"] = "milliseconds"
+        if self.markers is not None:
+            out["citation_markers"] = self.markers.pattern.pattern
         return out
 
     def without(self, field: str) -> ResponseMapper:
         """The same mapping without ``field`` (a streamed answer is assembled, not mapped)."""
         rest = {name: e for name, e in self.expressions.items() if name != field}
-        return ResponseMapper(rest, timings_scale=self.timings_scale, max_ranked=self.max_ranked)
+        return ResponseMapper(
+            rest, timings_scale=self.timings_scale, max_ranked=self.max_ranked, markers=self.markers
+        )
 
     def tokens(self, body: object) -> tuple[int | None, int | None]:
         """Input and output tokens, None where not mapped or null."""
@@ -192,10 +213,14 @@ class ResponseMapper:
             Retrieved(id=doc_id, score=score, text=text)
             for doc_id, text, score in zip(ids, texts, scores, strict=True)
         )
+        answer = self._answer(body)
+        citations = self._citations(body)
+        if self.markers is not None:
+            citations += self.cited_in(answer)
         return TargetResponse(
             retrieved=retrieved,
-            answer=self._answer(body),
-            citations=self._citations(body),
+            answer=answer,
+            citations=citations,
             timings=self._timings(body),
         )
 

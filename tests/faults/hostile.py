@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import itertools
 import json
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, quote_plus
 
@@ -18,7 +19,16 @@ from aiohttp import web
 
 from tests.support.loopback import LoopbackServer
 
-__all__ = ["MANY_IDS", "HostileEndpoint", "MiB", "encodings_of"]
+__all__ = [
+    "ANNOTATION_BODIES",
+    "MANY_IDS",
+    "MARKER_ANSWERS",
+    "STREAM_ATTACKS",
+    "HostileEndpoint",
+    "MiB",
+    "StreamAttack",
+    "encodings_of",
+]
 
 MiB = 1024 * 1024
 #: ids in an ``ids`` response: the count that once stalled /healthz for seconds
@@ -138,3 +148,127 @@ def _static_body(mode: str) -> dict[str, Any]:
     else:  # "d0" first, then plain string ids: about 3 MB of JSON
         data["retrieved"] = ["d0", *(str(i) for i in range(1, MANY_IDS))]
     return data
+
+
+# --- streams, inline citation markers and annotations --------------------------------------
+#
+# Building blocks for the parsers of stream termination (:mod:`evaluator.targets.streaming`),
+# inline markers (:mod:`evaluator.targets.markers`) and annotation mappings, each with the
+# outcome an invariant checks. Served by :class:`tests.support.streams.StreamServer` in
+# ``tests/faults/test_hostile_streams.py``; the generated fuzz tier draws from them too.
+
+
+@dataclass(frozen=True)
+class StreamAttack:
+    """An OpenAI-compatible stream (``openai-chat``, ``stream = true``): the body's chunks,
+    the pause before each (``hold``: seconds the connection then stays open without a byte),
+    and the error kind the case must end in (None: scored)."""
+
+    chunks: tuple[bytes, ...]
+    kind: str | None
+    hold: float = 0.0
+    #: ``[targets.streaming]`` keys over the preset's
+    streaming: tuple[tuple[str, str], ...] = ()
+
+
+def _chunk(content: str | None = None, finish: Any = None, **more: Any) -> bytes:
+    delta = {} if content is None else {"content": content}
+    event = {
+        "object": "chat.completion.chunk",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+        "usage": None,
+        **more,
+    }
+    return f"data: {json.dumps(event)}\n\n".encode()
+
+
+_FINISH = _chunk(None, "stop", sources=[{"id": "d0"}])
+_PIECES = (_chunk("it is "), _chunk("fact0"))
+
+STREAM_ATTACKS: dict[str, StreamAttack] = {
+    # how real servers end a stream: a complete answer
+    "finish-without-done": StreamAttack((*_PIECES, _FINISH), None),
+    "done-held-open": StreamAttack((*_PIECES, _FINISH, b"data: [DONE]\n\n"), None, hold=5.0),
+    "done-then-garbage": StreamAttack((*_PIECES, _FINISH, b"data: [DONE]\n\n{{{not json"), None),
+    "finish-on-every-chunk": StreamAttack(
+        (_chunk("it is ", "stop", sources=[{"id": "d0"}]), _chunk("fact0", "stop")), None
+    ),
+    "last-event-without-blank-line": StreamAttack((*_PIECES, _FINISH.rstrip(b"\n")), None),
+    "crlf-split-across-chunks": StreamAttack(
+        # each line end a CRLF whose CR ends one chunk and LF starts the next
+        tuple(part for c in (*_PIECES, _FINISH) for part in (c.replace(b"\n\n", b"\r"), b"\n\r\n")),
+        None,
+    ),
+    "one-byte-chunks": StreamAttack(tuple(bytes([b]) for b in b"".join((*_PIECES, _FINISH))), None),
+    "many-tiny-events": StreamAttack(
+        (*(_chunk("f") for _ in range(5000)), _chunk("act0"), _FINISH), None
+    ),
+    "long-line-in-small-chunks": StreamAttack(
+        tuple(
+            line[i : i + 16]
+            for line in (_chunk("x" * 256 * 1024), *_PIECES, _FINISH)
+            for i in range(0, len(line), 16)
+        ),
+        None,
+    ),
+    "usage-null-everywhere": StreamAttack((*_PIECES, _FINISH, _chunk(usage=None)), None),
+    # cuts: never a scored answer
+    "closed-before-finish": StreamAttack(_PIECES, "stream_interrupted"),
+    "closed-inside-an-event": StreamAttack(
+        (*_PIECES, _FINISH, b'data: {"choices": [], "usage": {"prompt_tok'), "stream_interrupted"
+    ),
+    "closed-before-any-event": StreamAttack((b": keep-alive\n\n",), "stream_interrupted"),
+    "finish-reason-not-a-string": StreamAttack(
+        (*_PIECES, _chunk(None, {"deep": [1, 2]}, sources=[{"id": "d0"}])),
+        None,
+    ),
+    # SSE framing by event name (LangServe's event: end)
+    "named-end-event-held-open": StreamAttack(
+        (*_PIECES, b"event: end\r\n\r\n", _chunk("not part of the answer")),
+        None,
+        hold=5.0,
+        streaming=(("done_event", "end"), ("done", "")),
+    ),
+    "named-end-event-unterminated": StreamAttack(
+        (*_PIECES, b"event: end\n"), None, streaming=(("done_event", "end"), ("done", ""))
+    ),
+    "named-end-event-never-sent": StreamAttack(
+        _PIECES, "stream_interrupted", streaming=(("done_event", "end"), ("done", ""))
+    ),
+    "content-not-a-string": StreamAttack(
+        (_chunk(), b'data: {"choices": [{"delta": {"content": [1]}}]}\n\n', _FINISH),
+        "bad_response",
+    ),
+}
+
+#: answers for the inline marker styles: each must give at most MAX_MARKERS citations,
+#: positions below 10**6, ids of at most 200 characters, in linear time
+MARKER_ANSWERS: dict[str, str] = {
+    "a-million-markers": "[1]" * 1_000_000,
+    "open-brackets": "[" * 1_000_000,
+    "full-width-unclosed": "【" * 500_000,
+    "footnotes-unclosed": "[^" * 500_000,
+    "one-long-list": "[" + "1, " * 200_000 + "1]",
+    "nested": "[" * 1000 + "1" + "]" * 1000,
+    "huge-number": "[" + "9" * 10_000 + "]",
+    "long-id": "[" + "a" * 100_000 + "]",
+    "markdown-links": "[text](http://x) " * 100_000,
+    "mixed-scripts": "【1†source】[^2][3, 4]【٣】[５]" * 10_000,
+    "lone-surrogate": "answer \ud800 [1]",
+    "controls": "\x1b[2J[1]\x00[2]\n[3]",
+}
+
+#: chat completions bodies whose annotations are hostile, mapped with
+#: ``citations = "choices[0].message.annotations[].url_citation.url"``: error kind or None
+ANNOTATION_BODIES: dict[str, tuple[Any, str | None]] = {
+    "annotations-null": ({"annotations": None}, "bad_response"),
+    "annotations-not-a-list": ({"annotations": {"url_citation": {"url": "d0"}}}, "bad_response"),
+    "annotation-without-url": ({"annotations": [{"type": "url_citation"}]}, "bad_response"),
+    "url-a-number": ({"annotations": [{"url_citation": {"url": 7}}]}, None),
+    "url-an-object": ({"annotations": [{"url_citation": {"url": {"a": 1}}}]}, "bad_response"),
+    "many-annotations": (
+        {"annotations": [{"url_citation": {"url": "d0"}}] * 100_000},
+        None,
+    ),
+    "deep-annotation": ({"annotations": [{"url_citation": {"url": "d0", "x": [[[[[]]]]]}}]}, None),
+}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any
 
@@ -269,7 +270,7 @@ def _record(case_id: str, error: CaseError | None) -> CaseRecord:
         else None
         if error
         else CaseScores(recall_at_k=1.0, mrr=1.0, ndcg_at_k=1.0),
-        ranked_ids=(),
+        ranked_ids=() if error is not None else ("a",),
         answer=None,
         citations=(),
         latency_seconds=0.01,
@@ -319,6 +320,15 @@ class TestDiagnosis:
         assert message is not None
         assert "all 3 case(s) that got a response" in message
         assert 'response.ids = "results[].id"' in message
+
+    def test_a_case_scored_without_ids_does_not_vouch(self) -> None:
+        """An unanswerable case's empty hit list "satisfied" a typo in ids: still reported."""
+        report = _report(IDS, IDS, None)
+        empty = dataclasses.replace(report.cases[2], ranked_ids=())
+        report = dataclasses.replace(report, cases=(*report.cases[:2], empty))
+        message = mapping_diagnosis(report)
+        assert message is not None
+        assert "all 2 case(s) that returned anything (1 returned no ids)" in message
 
     def test_default_contract_shape(self) -> None:
         """Every response off the default contract: suggests a mapping."""

@@ -88,12 +88,13 @@ class TestOpenAIStream:
         assert ("stream_interrupted", False) == (error.kind, error.transient)
 
     def test_ends_without_done(self) -> None:
-        """A stream that ends cleanly but without its end marker was cut: its own error."""
-        parts = openai_chunks(["Refunds"])[:-1]
+        """A stream that ends cleanly but before its finish chunk and [DONE] was cut: its
+        own error (a close after the finish chunk is complete: test_stream_termination)."""
+        parts = openai_chunks(["Refunds"])[:-2]
         with StreamServer(lambda _r: [Chunk(0, p) for p in parts]) as server:
             error = query_error(self._config(server.url))
         assert "stream_interrupted" == error.kind
-        assert "without its end marker" in error.message
+        assert "without a finish marker" in error.message
 
     def test_event_that_does_not_parse(self) -> None:
         with StreamServer(lambda _r: [Chunk(0, b"data: {not json\n\n")]) as server:

@@ -1,0 +1,189 @@
+"""The ``openai-chat`` preset configured exactly as docs/streaming.md shows passes its own
+gate against an unchanged service: its citations are not mapped, so citation metrics are
+n/a (with a warning), not a precision of 0.17 that fails the default floor of 0.97. And a
+mapping typo that only an empty hit list "satisfied" stops ``run`` with exit 1.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from evaluator.cli import main
+from tests.support.loopback import LoopbackServer, Reply
+from tests.support.streams import Chunk, StreamServer, openai_chunks
+
+PAGE = Path(__file__).resolve().parents[2] / "docs" / "streaming.md"
+
+GOLDEN = [
+    {
+        "id": f"refund-{i}",
+        "question": f"How long for a refund ({i})?",
+        "relevant_ids": ["refund-policy"],
+        "expected_facts": ["7 days"],
+    }
+    for i in range(5)
+] + [{"id": "bitcoin", "question": "Do you accept Bitcoin?", "unanswerable": True}]
+
+
+def _chat_block() -> str:
+    """The TOML block of docs/streaming.md that configures the openai-chat preset."""
+    blocks = re.findall(r"```toml\n(.*?)```", PAGE.read_text(encoding="utf-8"), re.S)
+    return next(b for b in blocks if 'kind = "openai-chat"' in b)
+
+
+def _stream(request: dict[str, Any]) -> list[Chunk]:
+    """An OpenAI-compatible RAG service: cites inline ([1]), sources in the finish chunk."""
+    question = request["messages"][0]["content"]
+    if "Bitcoin" in question:
+        parts = openai_chunks(["I don't know."], usage=(30, 4))
+    else:
+        parts = openai_chunks(
+            ["Refunds are accepted ", "within 7 days [1]."],
+            sources=["refund-policy", "faq"],
+            usage=(120, 9),
+        )
+    return [Chunk(0, p) for p in parts]
+
+
+def _config(tmp_path: Path, block: str, url: str) -> Path:
+    block = re.sub(r'^url = ".*"$', f'url = "{url}"', block, count=1, flags=re.M)
+    golden = tmp_path / "golden.jsonl"
+    golden.write_text("".join(json.dumps(c) + "\n" for c in GOLDEN), encoding="utf-8")
+    name = re.search(r'^name = "(.*)"$', block, re.M)
+    assert name is not None
+    config = tmp_path / "evaluator.toml"
+    config.write_text(
+        f'reports_dir = "{tmp_path / "reports"}"\n\n{block}\n'
+        f'[[jobs]]\ntarget = "{name.group(1)}"\ndataset = "{golden}"\n',
+        encoding="utf-8",
+    )
+    return config
+
+
+def test_docs_preset_passes_its_own_gate(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CHAT_API_TOKEN", "t0ken-of-the-preset-test")
+    with StreamServer(_stream) as server:
+        config = _config(tmp_path, _chat_block(), server.url)
+        baseline, candidate = tmp_path / "baseline.json", tmp_path / "candidate.json"
+        assert 0 == main(["run", "--config", str(config), "--output", str(baseline)])
+        err = capsys.readouterr().err
+        assert 0 == main(["run", "--config", str(config), "--output", str(candidate)])
+        capsys.readouterr()
+        code = main(
+            [
+                "gate",
+                "--config",
+                str(config),
+                "--baseline",
+                str(baseline),
+                "--candidate",
+                str(candidate),
+            ]
+        )
+    out = capsys.readouterr().out
+    assert "citations are not mapped, so citation metrics are n/a" in err
+    assert "citation_precision: not applicable" in out
+    assert 0 == code, out
+    report = json.loads(baseline.read_text(encoding="utf-8"))
+    assert report["summary"]["citation_precision"] is None
+    assert report["summary"]["recall_at_k"] == 1.0
+
+
+def test_typo_that_an_empty_hit_list_satisfies_exits_1(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``ids = "sources[].idd"``: five cases fail on it; the unanswerable case's empty list
+    "matches". That is still a broken mapping: exit 1 naming the expression."""
+
+    def reply(request: dict[str, Any]) -> Reply:
+        sources = [] if "Bitcoin" in request["question"] else [{"id": "refund-policy"}]
+        return Reply(body={"answer": "7 days", "sources": sources})
+
+    with LoopbackServer(reply) as server:
+        block = (
+            f'[[targets]]\nname = "typo"\nurl = "{server.url}"\n\n'
+            f'[targets.response]\nids = "sources[].idd"\nanswer = "answer"\n'
+        )
+        config = _config(tmp_path, block, server.url)
+        code = main(["run", "--config", str(config), "--output", str(tmp_path / "r.json")])
+    err = capsys.readouterr().err
+    assert 1 == code
+    assert 'response.ids = "sources[].idd"' in err
+    assert "5 case(s) that returned anything (1 returned no ids)" in err
+
+
+def test_some_mapping_failures_warn_with_the_path(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A mapping that failed on some cases only: run exits 0 but warns with the path."""
+
+    def reply(request: dict[str, Any]) -> Reply:
+        if "(3)" in request["question"]:
+            return Reply(body={"answer": "7 days", "sources": [{"doc": "x"}]})
+        return Reply(body={"answer": "7 days", "sources": [{"id": "refund-policy"}]})
+
+    with LoopbackServer(reply) as server:
+        block = (
+            f'[[targets]]\nname = "flaky-shape"\nurl = "{server.url}"\n\n'
+            f'[targets.response]\nids = "sources[].id"\nanswer = "answer"\n'
+        )
+        config = _config(tmp_path, block, server.url)
+        code = main(["run", "--config", str(config), "--output", str(tmp_path / "r.json")])
+    err = capsys.readouterr().err
+    assert 0 == code
+    assert "the response mapping failed on 1 of 6 case(s)" in err
+    assert 'response.ids = "sources[].id"' in err
+
+
+def test_milliseconds_read_as_seconds_warn(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Stage timings in milliseconds, declared as seconds: run and probe warn."""
+
+    def reply(_request: dict[str, Any]) -> Reply:
+        body = {
+            "answer": "7 days",
+            "sources": [{"id": "refund-policy"}],
+            "took": {"retrieve": 120, "generate": 340},
+        }
+        return Reply(body=body)
+
+    with LoopbackServer(reply) as server:
+        block = (
+            f'[[targets]]\nname = "ms"\nurl = "{server.url}"\n\n'
+            f'[targets.response]\nids = "sources[].id"\nanswer = "answer"\ntimings = "took"\n'
+        )
+        config = _config(tmp_path, block, server.url)
+        assert 0 == main(["run", "--config", str(config), "--output", str(tmp_path / "r.json")])
+        run_err = capsys.readouterr().err
+        assert 0 == main(["probe", "--config", str(config), "--question", "How long?"])
+        probe_out = capsys.readouterr().out
+    assert "these look like milliseconds: set timings_unit" in run_err
+    assert "stage timings exceed the measured latency many times over in 6 of 6" in run_err
+    assert "stage 'generate' took 340s" in probe_out
+    assert "these look like milliseconds" in probe_out
+    assert "citations are not mapped, so citation metrics are n/a" in probe_out
+
+
+def test_check_warns_about_a_preset_without_ids(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`evaluator check` on an openai-chat target without response.ids: ok (exit 0), with
+    warnings that retrieval says nothing and citations are n/a."""
+    block = (
+        '[[targets]]\nname = "bare"\nkind = "openai-chat"\n'
+        'url = "http://127.0.0.1:9/v1/chat/completions"\nmodel = "m"\n'
+    )
+    config = _config(tmp_path, block, "http://127.0.0.1:9/v1/chat/completions")
+    assert 0 == main(["check", "--config", str(config)])
+    out = capsys.readouterr().out
+    assert "warn  target 'bare': no response.ids: the openai-chat preset returns no ids" in out
+    assert "warn  target 'bare': citations are not mapped" in out
+    assert out.rstrip().endswith("configuration ok; nothing was sent to any target")
