@@ -155,26 +155,24 @@ def _record(
     ttfb, ttft, tps, tokens_in, tokens_out, cost, trace = _delivery_fields(
         response.delivery, trace_id
     )
-    # positional, in field order (each line names its field): seventeen keywords were a
-    # third of the record's construction, once per case
     return CaseRecord(
-        case,  # case
-        score_ranked(case, response, ranked, options.k, options.scoring),  # outcome
-        limits.ids(ranked),  # ranked_ids
-        limits.answer(response.answer),  # answer
-        limits.citations(response.citations),  # citations
-        latency,  # latency_seconds
-        options.stages.fold(response.timings),  # stage_seconds
-        attempts,  # attempts
-        texts,  # texts
-        cut,  # cut_texts
-        ttfb,  # ttfb_seconds
-        ttft,  # ttft_seconds
-        tps,  # tokens_per_second
-        tokens_in,  # input_tokens
-        tokens_out,  # output_tokens
-        cost,  # cost
-        trace,  # trace_id
+        case=case,
+        outcome=score_ranked(case, response, ranked, options.k, options.scoring),
+        ranked_ids=limits.ids(ranked),
+        answer=limits.answer(response.answer),
+        citations=limits.citations(response.citations),
+        latency_seconds=latency,
+        stage_seconds=options.stages.fold(response.timings),
+        attempts=attempts,
+        texts=texts,
+        cut_texts=cut,
+        ttfb_seconds=ttfb,
+        ttft_seconds=ttft,
+        tokens_per_second=tps,
+        input_tokens=tokens_in,
+        output_tokens=tokens_out,
+        cost=cost,
+        trace_id=trace,
     )
 
 
