@@ -17,7 +17,6 @@ from datetime import UTC, datetime
 
 from evaluator.bounds import DEFAULT_TEXT_CHARS, RecordLimits
 from evaluator.errors import BadResponseError, TargetError, TargetHTTPStatusError
-from evaluator.gcpause import gc_relaxed
 from evaluator.looplag import LoopLagMonitor
 from evaluator.models import (
     Case,
@@ -339,10 +338,9 @@ async def run_dataset(
 
     interrupted = False
     try:
-        with gc_relaxed():
-            async with LoopLagMonitor() as lag, asyncio.TaskGroup() as group:
-                for _ in range(min(options.concurrency, len(todo)) or 1):
-                    group.create_task(worker())
+        async with LoopLagMonitor() as lag, asyncio.TaskGroup() as group:
+            for _ in range(min(options.concurrency, len(todo)) or 1):
+                group.create_task(worker())
     except asyncio.CancelledError:
         if not keep_partial:
             raise

@@ -20,9 +20,7 @@ from evaluator.gate.compare import CaseChange
 from evaluator.gate.rules import RuleResult, format_difference, format_value
 from evaluator.gate.stats import CONFIDENCE, RESAMPLES, SEED, Interval
 from evaluator.gate.verdict import GateResult
-from evaluator.gcpause import without_gc
-from evaluator.report import format_timestamp
-from evaluator.report.columns import Judged
+from evaluator.report import RunReport, format_timestamp
 
 __all__ = [
     "FORMATS",
@@ -123,7 +121,7 @@ def _mode(result: GateResult) -> str:
     return "point values (--significance judges drops on their paired 95% CIs)"
 
 
-def _describe(report: Judged) -> str:
+def _describe(report: RunReport) -> str:
     return (
         f"{report.dataset}, target {report.target}, K={report.k}, "
         f"{report.case_count} cases, run {report.run_id}"
@@ -248,7 +246,7 @@ def _interval_dict(iv: Interval | None) -> dict[str, Any] | None:
     }
 
 
-def _report_dict(report: Judged, path: str) -> dict[str, Any]:
+def _report_dict(report: RunReport, path: str) -> dict[str, Any]:
     return {
         "path": path,
         "run_id": report.run_id,
@@ -559,7 +557,6 @@ def render_junit(result: GateResult, sources: GateSources) -> str:
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
 
 
-@without_gc  # a result of 100,000 cases: the collector would walk them for every line built
 def render(result: GateResult, sources: GateSources, fmt: str = "text", *, worst: int = 10) -> str:
     """Render in one of :data:`FORMATS`."""
     if fmt == "json":

@@ -27,7 +27,6 @@ from evaluator.errors import ConfigError
 from evaluator.exact import fisher_drop_min_p, fisher_drop_p, tarone_threshold
 from evaluator.repeats import summarise_repeats
 from evaluator.report import RunReport
-from evaluator.report.columns import Judged
 from evaluator.summary import summarise
 
 __all__ = [
@@ -151,7 +150,7 @@ def _counts(report: RunReport) -> tuple[int, dict[str, tuple[int, int]]]:
     return repeats.n, {c.id: (c.passes, c.judged) for c in repeats.cases}
 
 
-def flaky_ids(baseline: Judged, candidate: Judged) -> tuple[str, ...]:
+def flaky_ids(baseline: RunReport, candidate: RunReport) -> tuple[str, ...]:
     """Cases that both passed and failed within one report's repeats, either report."""
     found: dict[str, None] = {}
     for report in (baseline, candidate):

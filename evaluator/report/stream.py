@@ -23,7 +23,6 @@ from pathlib import Path
 from types import MappingProxyType, TracebackType
 from typing import BinaryIO, ClassVar, Self
 
-from evaluator.gcpause import without_gc
 from evaluator.models import CaseRecord
 from evaluator.report.model import RunReport
 from evaluator.report.write import (
@@ -199,7 +198,6 @@ class ReportStream:
         self._spool.write(line)
         self._lines += 1
 
-    @without_gc  # the header's dicts and lists, with every case of the run alive
     def finish(self, report: RunReport) -> None:
         """Write the report: ``report``'s header, then the added cases in golden-set order.
 
