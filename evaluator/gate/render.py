@@ -83,6 +83,14 @@ def _repeat_lines(result: GateResult) -> list[str]:
         f"(one-sided Fisher exact test, alpha {rv.alpha:g} over all cases, "
         f"level {rv.threshold:.3g})",
     ]
+    if rv.baseline_means or rv.candidate_means:
+        lines.append(
+            "  the rules judge each case's mean over its runs "
+            f"(baseline {rv.baseline_runs if rv.baseline_means else 'run 1 only'}, "
+            f"candidate {rv.candidate_runs if rv.candidate_means else 'run 1 only'})"
+        )
+    else:
+        lines.append("  the rules judge the first run of each case")
     hats = ", ".join(f"pass^{k} {v:.3f}" for k, v in rv.pass_hat_k.items() if v is not None)
     if hats:
         lines.append(f"  candidate: {hats}")

@@ -18,6 +18,7 @@ from evaluator.gate.repeats import (
     flaky_ids,
     judge_repeats,
     leave_out,
+    summary_over_rounds,
 )
 from evaluator.gate.rules import (
     DEFAULT_RULES,
@@ -129,7 +130,12 @@ def evaluate_gate(
         kept_baseline, kept_candidate, left_out = leave_out(baseline, candidate, quarantine)
         repeats = judge_repeats(kept_baseline, kept_candidate, left_out, flaky)
         judged_baseline, judged_candidate = kept_baseline, kept_candidate
-    alignment = align(judged_baseline, judged_candidate, allow_dataset_change=allow_dataset_change)
+    alignment = align(
+        judged_baseline,
+        judged_candidate,
+        allow_dataset_change=allow_dataset_change,
+        summary_of=summary_over_rounds,
+    )
     intervals: dict[str, Interval] = {}
     if with_intervals:
         intervals = paired_intervals(alignment.baseline_cases, alignment.candidate_cases)

@@ -131,6 +131,26 @@ def test_gate_regression_only_beyond_what_repeats_tell_apart() -> None:
     assert "LEFT OUT" not in text
 
 
+def test_rules_judge_each_cases_mean_over_the_rounds(tmp_path: Path) -> None:
+    """A case flaky alike in both reports (3 of 5 runs), passing the baseline's first round
+    and failing the candidate's: the hard rules judge each case's mean over its runs, so
+    answer accuracy did not drop, no case regressed, and the output says what was judged."""
+    base_rounds = [[*map(record, STEADY), record("wobbly", correct=r < 3)] for r in range(5)]
+    cand_rounds = [[*map(record, STEADY), record("wobbly", correct=0 < r < 4)] for r in range(5)]
+    baseline = replace(report(base_rounds[0]), repeats=summarise_repeats(base_rounds))
+    candidate = replace(report(cand_rounds[0]), repeats=summarise_repeats(cand_rounds))
+    # as the gate reads them: written and read back
+    baseline, candidate = (report_from_dict(report_to_dict(r)) for r in (baseline, candidate))
+    result = evaluate_gate(baseline, candidate)
+    accuracy = next(r for r in result.rules if r.rule.metric == "answer_accuracy")
+    assert accuracy.passed, accuracy.message
+    assert accuracy.candidate == pytest.approx((8 + 3 / 5) / 9)
+    assert result.passed
+    text = render_text(result, GateSources())
+    assert "pass cases regressed beyond chance: 0" in text
+    assert "the rules judge each case's mean over its runs (baseline 5, candidate 5)" in text
+
+
 def test_quarantine_leaves_cases_out_and_says_so(tmp_path: Path) -> None:
     baseline = _with_repeats({**STEADY, "broke": 5, "wobbly": 5}, 5)
     candidate = _with_repeats({**STEADY, "broke": 0, "wobbly": 2}, 5)
