@@ -11,7 +11,7 @@ summary, which must then agree with itself (:mod:`evaluator.report.check`).
 A compact report (one case per line) and an indented one (older versions wrote
 ``indent=2``) read back identically. Fields this version does not know are skipped, so a
 newer report with more per-case fields still reads; to add a field, add it to the
-``_CaseFields`` (or ``_ReportFields``) struct with a default and pass it in :func:`_case`;
+``_CaseFields`` (or ``_Report``) struct with a default and pass it in :func:`_case`;
 a score (a :class:`CaseScores` field) and a registered quality ratio need no edit here.
 """
 
@@ -170,8 +170,8 @@ class _Summary(_TagSummary, frozen=True, gc=False):
     by_tag: dict[str, _TagSummary] = msgspec.field(default_factory=dict)
 
 
-class _ReportFields(Struct, frozen=True, gc=False, kw_only=True):
-    """A report's fields other than its cases (keyword-only: each subclass adds them)."""
+class _Report(Struct, frozen=True, gc=False, kw_only=True):
+    """A report decoded: its header and every case."""
 
     schema_version: int
     run_id: str
@@ -191,11 +191,6 @@ class _ReportFields(Struct, frozen=True, gc=False, kw_only=True):
     #: ``--repeat N``: checked by :func:`evaluator.repeats.repeats_from_dict`
     repeats: dict[str, Any] | None = None
     interrupted: bool = False
-
-
-class _Report(_ReportFields, frozen=True, gc=False, kw_only=True):
-    """A report decoded: its header and every case."""
-
     cases: list[_Case]
 
 
