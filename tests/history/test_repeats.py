@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 import sys
 import types
 from collections.abc import Callable
@@ -57,6 +58,26 @@ def test_report_round_trip_and_validation() -> None:
     assert report_from_dict(data).repeats == rep
     data["repeats"]["cases"][0]["passes"] = 9
     with pytest.raises(ReportError, match="more passes than runs"):
+        report_from_dict(data)
+
+
+@pytest.mark.parametrize(
+    ("means", "why"),
+    [
+        ({"answer_correct": 1.5}, "repeats mean 'answer_correct' of case 'a' is not in 0..1"),
+        ({"mrr": -0.1}, "repeats mean 'mrr' of case 'a' is not in 0..1"),
+        ({"mrr": True}, "repeats mean 'mrr' of case 'a' is not in 0..1"),
+        ({"mrr": "1"}, "repeats mean 'mrr' of case 'a' is not in 0..1"),
+        ([0.5], "repeats field 'means' is not an object"),
+    ],
+)
+def test_forged_means_are_refused(means: object, why: str) -> None:
+    """The per-case means the rules judge are range-checked when a report is read."""
+    made = report([record("a"), record("b")])
+    data = report_to_dict(replace(made, repeats=summarise_repeats([made.cases] * 2)))
+    assert data["repeats"]["cases"][0]["means"]["mrr"] == 1.0
+    data["repeats"]["cases"][0]["means"] = means
+    with pytest.raises(ReportError, match=re.escape(why)):
         report_from_dict(data)
 
 
