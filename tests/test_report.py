@@ -430,7 +430,7 @@ class TestReadErrors:
         written = read_report(self._write(tmp_path, data)).summary
         assert written.to_dict() == data["summary"]
         data["summary"]["mrr"] = 0.01
-        with pytest.raises(ReportError, match="'summary.mrr' is 0.01 but its totals give"):
+        with pytest.raises(ReportError, match=r"'summary\.mrr' is 0\.01 but its totals give"):
             read_report(self._write(tmp_path, data))
 
     def test_wrong_schema_version(self, tmp_path: Path) -> None:
