@@ -175,10 +175,15 @@ def _delivery(scored: Sequence[CaseRecord]) -> dict[str, Any]:
 def stage_p95(stages: Iterable[Mapping[str, float]]) -> dict[str, float]:
     """Each stage's P95 over the cases that report it, in the order the endpoint reports
     its stages (first seen), not by name."""
-    columns: dict[str, list[float]] = {}
+    # grouped by the cases' stage names first: an endpoint reports the same few every time
+    layouts: dict[tuple[str, ...], list[Iterable[float]]] = {}
     for timings in stages:
-        for name, value in timings.items():
-            columns.setdefault(name, []).append(value)
+        if timings:
+            layouts.setdefault(tuple(timings), []).append(timings.values())
+    columns: dict[str, list[float]] = {}
+    for names, rows in layouts.items():
+        for name, values in zip(names, zip(*rows, strict=True), strict=True):
+            columns.setdefault(name, []).extend(values)
     return {
         name: p95
         for name, values in columns.items()
@@ -195,14 +200,15 @@ def _summary(records: Sequence[CaseRecord]) -> Summary:
     kinds = [r.outcome.kind for r in records if isinstance(r.outcome, CaseError)]
     pools = split([r.outcome for r in scored], [r.case.unanswerable for r in scored])
     n = len(records)
+    latencies = sorted([r.latency_seconds for r in records])
     return Summary(
         case_count=n,
         scored_count=len(scored),
         error_count=len(kinds),
         totals={spec.name: Total(*total(spec, pools)) for spec in _QUALITY},
         error_rate=len(kinds) / n if n else None,
-        p50_seconds=nearest_rank([r.latency_seconds for r in records], 50),
-        p95_seconds=nearest_rank([r.latency_seconds for r in records], 95),
+        p50_seconds=nearest_rank(latencies, 50),
+        p95_seconds=nearest_rank(latencies, 95),
         stage_p95_seconds=stage_p95(r.stage_seconds for r in records),
         errors_by_kind=dict(sorted(Counter(kinds).items())),
         **_delivery(scored),

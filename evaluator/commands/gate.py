@@ -234,7 +234,7 @@ def handle(options: Options) -> int:
     if saved is None:
         with batch_gc():
             return judge(*_live_candidate(options, live_settings))
-    with batch_gc():
+    with batch_gc(cycles=False):  # decoding and judging saved reports make no cycle
         baseline_path, candidate_source = saved
         baseline = read_report(baseline_path)
         # the candidate shares the baseline's golden-set cases: held once

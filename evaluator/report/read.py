@@ -25,6 +25,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import replace
 from datetime import datetime
+from operator import attrgetter
 from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Annotated, Any, get_args, get_type_hints
@@ -129,6 +130,8 @@ _SCORE_TYPES = get_type_hints(CaseScores)
 _REQUIRED_SCORES = tuple(
     f.name for f in dataclasses.fields(CaseScores) if f.default is dataclasses.MISSING
 )
+_scores_of = attrgetter(*_SCORE_FIELDS)
+_required_of = attrgetter(*_REQUIRED_SCORES)
 
 
 def _decoded_as(name: str) -> object:
@@ -322,13 +325,13 @@ def _case(source: str, i: int, c: _Case, known: Mapping[str, Case]) -> CaseRecor
     if c.error is not None:
         outcome = CaseError(kind=c.error.kind, message=c.error.message, status=c.error.status)
     else:
-        scores = {name: getattr(c, name) for name in _SCORE_FIELDS}
-        for name in _REQUIRED_SCORES:
-            if scores[name] is None:
-                raise ReportError(
-                    f"{source}: field 'cases[{i}].{name}' is null but the case has no error "
-                    "(a case is either scored or failed)"
-                )
+        scores = dict(zip(_SCORE_FIELDS, _scores_of(c), strict=True))
+        if None in _required_of(c):
+            name = next(n for n in _REQUIRED_SCORES if scores[n] is None)
+            raise ReportError(
+                f"{source}: field 'cases[{i}].{name}' is null but the case has no error "
+                "(a case is either scored or failed)"
+            )
         outcome = CaseScores(**scores)
     case = Case(
         id=c.id,
@@ -340,7 +343,7 @@ def _case(source: str, i: int, c: _Case, known: Mapping[str, Case]) -> CaseRecor
     )
     # two reports of one golden set hold its cases once (see parse_report's ``share``)
     shared = known.get(c.id)
-    if shared == case:
+    if shared is not None and shared == case:
         case = shared
     return CaseRecord(
         case=case,
