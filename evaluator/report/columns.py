@@ -75,20 +75,6 @@ class CaseTable:
             self._memo["keys"] = keys
         return keys
 
-    def score_columns(self) -> dict[str, tuple[Any, ...]]:
-        """Each :class:`CaseScores` field's value for every case, in case order (None for a
-        failed case): :meth:`keys` transposed. Computed once; not to be changed."""
-        columns: dict[str, tuple[Any, ...]] | None = self._memo.get("columns")
-        if columns is None:
-            keys = self.keys()
-            columns = (
-                dict(zip(SCORE_FIELDS, zip(*keys, strict=True), strict=True))
-                if keys
-                else dict.fromkeys(SCORE_FIELDS, ())
-            )
-            self._memo["columns"] = columns
-        return columns
-
     def scored(self) -> tuple[list[Any], list[str], list[bool]]:
         """The scored cases' scores, ids and unanswerable flags, in case order."""
         flags = [e is None for e in self.errors]
