@@ -299,15 +299,14 @@ def diff_cases(alignment: Alignment) -> CaseDiff:
             continue
         severity = bad if worse else good
         question, relevant, ranked = base.shown(order)
-        # by position (CaseChange's field order), a case of a changed report at a time
         change = CaseChange(
-            base_ids[order],
-            question,
-            severity,
-            (*worse, *better),
-            relevant,
-            ranked,
-            cand_rows[j].ranked_ids,
+            id=base_ids[order],
+            question=question,
+            severity=severity,
+            changes=(*worse, *better),
+            relevant_ids=relevant,
+            baseline_ranked_ids=ranked,
+            candidate_ranked_ids=cand_rows[j].ranked_ids,
         )
         (regressed if worse else improved).append((-severity, order, change))
     regressed.sort()
