@@ -13,7 +13,6 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
-from evaluator import fastexit
 from evaluator._version import __version__
 from evaluator.commands.flags import add_common, options_from
 from evaluator.errors import EvaluatorError, ExitCode, UsageError
@@ -88,22 +87,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     Everything the command prints goes out redacted of the targets' secrets (one egress
     point for run, probe, gate and the error line), see :mod:`evaluator.redaction`.
-
-    As the process's own entry point (the console script or ``python -m evaluator``, which
-    call it without ``argv``), it ends the process when the command returns, without
-    freeing what the command built (:mod:`evaluator.fastexit`).
     """
-    console = argv is None and getattr(sys.modules.get("__main__"), "main", None) is main
-    if console:
-        fastexit.arm()
     with (
         contextlib.redirect_stdout(RedactingStream(sys.stdout)),
         contextlib.redirect_stderr(RedactingStream(sys.stderr)),
     ):
-        code = _dispatch(argv)
-    if console:
-        fastexit.leave(code)
-    return code
+        return _dispatch(argv)
 
 
 def _dispatch(argv: Sequence[str] | None) -> int:

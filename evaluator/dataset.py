@@ -35,7 +35,6 @@ import msgspec
 from msgspec import UNSET, UnsetType
 
 from evaluator.errors import DatasetError, DatasetProblem
-from evaluator.gcpause import without_gc
 from evaluator.models import Case, Dataset
 
 # one normal form for "this fact would match every answer" and for scoring itself
@@ -58,7 +57,6 @@ _BOM = "\ufeff"
 _MAX_SHOWN = 60  # characters of a user value quoted in a message
 
 
-@without_gc
 def parse_dataset(data: bytes, path: str) -> Dataset:
     """Parse and validate a golden set held in memory.
 

@@ -7,12 +7,10 @@ All records are frozen dataclasses: they are built once and passed around, never
 from __future__ import annotations
 
 import dataclasses
-import inspect
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from operator import attrgetter
 from types import MappingProxyType
-from typing import TypeVar
 
 __all__ = [
     "DELIVERY_FIELDS",
@@ -33,58 +31,10 @@ Citation = int | str
 
 _EMPTY: Mapping[str, float] = MappingProxyType({})
 
-_T = TypeVar("_T")
 #: an item's id, without a Python-level loop (the ranking is read once per case)
 _ID = attrgetter("id")
 
 
-def _quick_init(cls: type[_T]) -> type[_T]:
-    """``cls`` (a frozen slots dataclass) with an ``__init__`` that sets each slot through
-    its member descriptor instead of ``object.__setattr__``.
-
-    A frozen dataclass's own ``__init__`` calls ``object.__setattr__(self, name, value)``
-    per field, a generic attribute lookup each time: building a case's records was a
-    tenth of its CPU in a run, and a report read builds three per case. The replacement
-    has the very same signature (names, order, defaults, the default-factory marker) and
-    effect; the instance stays frozen (only ``__init__`` writes the slots). The
-    dataclass's own is kept as ``__dataclass_init__`` (tests compare the two).
-    """
-    original = cls.__init__
-    if hasattr(cls, "__post_init__"):
-        raise TypeError(f"{cls.__name__}: _quick_init does not run __post_init__")
-    defaults = inspect.signature(original).parameters
-    names: dict[str, object] = {}
-    params: list[str] = []
-    lines: list[str] = []
-    for f in dataclasses.fields(cls):  # type: ignore[arg-type]
-        if not f.init or f.kw_only:
-            raise TypeError(f"{cls.__name__}.{f.name}: _quick_init needs plain fields")
-        name = f.name
-        names[f"_set_{name}"] = cls.__dict__[name].__set__
-        value = name
-        if f.default is not dataclasses.MISSING:
-            names[f"_default_{name}"] = f.default
-            params.append(f"{name}=_default_{name}")
-        elif f.default_factory is not dataclasses.MISSING:
-            # the dataclass's own marker, so that the signatures read the same
-            names[f"_marker_{name}"] = defaults[name].default
-            names[f"_factory_{name}"] = f.default_factory
-            params.append(f"{name}=_marker_{name}")
-            value = f"_factory_{name}() if {name} is _marker_{name} else {name}"
-        else:
-            params.append(name)
-        lines.append(f"    _set_{name}(self, {value})")
-    source = f"def __init__(self, {', '.join(params)}):\n" + "\n".join(lines) + "\n"
-    exec(source, names)  # our own field names, as dataclasses itself generates its __init__
-    init = names["__init__"]
-    init.__qualname__ = f"{cls.__qualname__}.__init__"  # type: ignore[attr-defined]
-    init.__annotations__ = dict(original.__annotations__)
-    cls.__dataclass_init__ = original  # type: ignore[attr-defined]
-    cls.__init__ = init  # type: ignore[assignment]
-    return cls
-
-
-@_quick_init
 @dataclass(frozen=True, slots=True)
 class Case:
     """One golden-set question with its evidence and expected facts.
@@ -118,7 +68,6 @@ class Case:
         return self.unanswerable or bool(self.expected_facts)
 
 
-@_quick_init
 @dataclass(frozen=True, slots=True)
 class Dataset:
     """A loaded golden set: its cases in file order, its name and content hash."""
@@ -130,7 +79,6 @@ class Dataset:
     content_hash: str
 
 
-@_quick_init
 @dataclass(frozen=True, slots=True)
 class Retrieved:
     """One item of the target's ranked evidence."""
@@ -140,7 +88,6 @@ class Retrieved:
     text: str | None = None
 
 
-@_quick_init
 @dataclass(frozen=True, slots=True)
 class Delivery:
     """How a response arrived and what it cost, as far as the target can tell.
@@ -174,7 +121,6 @@ class Delivery:
         return self.output_tokens / generating if generating > 0 else None
 
 
-@_quick_init
 @dataclass(frozen=True, slots=True)
 class TargetResponse:
     """What a target answered for one question, already mapped onto our fields.
@@ -196,7 +142,6 @@ class TargetResponse:
         return tuple(dict.fromkeys(map(_ID, self.retrieved)))
 
 
-@_quick_init
 @dataclass(frozen=True, slots=True)
 class CaseScores:
     """Every per-case metric; each value lies in [0, 1]. None means "not scored for this case"."""
@@ -213,7 +158,6 @@ class CaseScores:
     refused: bool | None = None
 
 
-@_quick_init
 @dataclass(frozen=True, slots=True)
 class CaseError:
     """Why a case could not be scored: ``kind`` is one of ``errors.ERROR_KINDS``."""
@@ -232,7 +176,6 @@ class CaseError:
 Outcome = CaseScores | CaseError
 
 
-@_quick_init
 @dataclass(frozen=True, slots=True)
 class CaseRecord:
     """One case as kept in a report: the case, what the target answered, and its outcome.

@@ -8,16 +8,22 @@ verdict (an error is not a score). Over N runs a case has a pass count and a pas
 cases: for a case with c passes in n runs it is C(c, k) / C(n, k), the unbiased estimate
 from n trials. pass^1 is the mean pass rate; pass^k falls quickly for flaky cases, which is
 the point: a case that passes 80% of the time passes five times in a row a third of the time.
+
+Each case also keeps its *means*: every quality score's mean over the runs that scored it
+(a flag counts 1.0 or 0.0). The gate's hard rules judge a summary of those means, not of
+the first round alone, so a flaky case does not decide a rule by which way round 1 fell.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from math import comb
 from typing import Any
 
-from evaluator.models import CaseRecord
+from evaluator.metrics import METRICS
+from evaluator.models import CaseRecord, CaseScores
 
 __all__ = ["CaseRepeats", "Repeats", "repeats_from_dict", "summarise_repeats", "verdicts"]
 
@@ -44,6 +50,8 @@ class CaseRepeats:
     answer_runs: int
     hit_passes: int
     hit_runs: int
+    #: each quality score's mean over the runs that scored it (none: an older report)
+    means: Mapping[str, float] = field(default_factory=dict)
 
     @property
     def pass_rate(self) -> float | None:
@@ -71,6 +79,7 @@ class CaseRepeats:
             "answer_runs": self.answer_runs,
             "hit_passes": self.hit_passes,
             "hit_runs": self.hit_runs,
+            "means": dict(self.means),
         }
 
 
@@ -102,11 +111,18 @@ class Repeats:
         }
 
 
+#: the CaseScores fields the quality metrics average, each once, in registry order
+MEANED: tuple[str, ...] = tuple(dict.fromkeys(s.score for s in METRICS if s.score is not None))
+
+
 def summarise_repeats(rounds: Sequence[Sequence[CaseRecord]]) -> Repeats:
-    """Per-case counts over ``rounds`` (each a run of the same cases, in any order)."""
+    """Per-case counts and means over ``rounds`` (each a run of the same cases, any order)."""
     tallies: dict[str, list[int]] = {}
+    scored: dict[str, list[CaseScores]] = {}
     for records in rounds:
         for record in records:
+            if isinstance(record.outcome, CaseScores):
+                scored.setdefault(record.id, []).append(record.outcome)
             t = tallies.setdefault(record.id, [0] * 8)
             answer, hit = verdicts(record)
             verdict = answer if answer is not None else hit
@@ -121,8 +137,63 @@ def summarise_repeats(rounds: Sequence[Sequence[CaseRecord]]) -> Repeats:
             if hit is not None:
                 t[6] += hit
                 t[7] += 1
-    cases = tuple(CaseRepeats(cid, *t) for cid, t in tallies.items())
+    cases = tuple(_case_repeats(cid, t, _means(scored.get(cid, []))) for cid, t in tallies.items())
     return Repeats(len(rounds), cases)
+
+
+#: the counts of a :class:`CaseRepeats`, in field order
+_COUNTS = (
+    "runs",
+    "errors",
+    "passes",
+    "judged",
+    "answer_passes",
+    "answer_runs",
+    "hit_passes",
+    "hit_runs",
+)
+
+
+def _case_repeats(cid: str, counts: Sequence[int], means: Mapping[str, float]) -> CaseRepeats:
+    runs, errors, passes, judged, answer_passes, answer_runs, hit_passes, hit_runs = counts
+    return CaseRepeats(
+        id=cid,
+        runs=runs,
+        errors=errors,
+        passes=passes,
+        judged=judged,
+        answer_passes=answer_passes,
+        answer_runs=answer_runs,
+        hit_passes=hit_passes,
+        hit_runs=hit_runs,
+        means=means,
+    )
+
+
+def _means(runs: Sequence[CaseScores]) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for name in MEANED:
+        values = [float(v) for run in runs if (v := getattr(run, name)) is not None]
+        if values:
+            out[name] = math.fsum(values) / len(values)
+    return out
+
+
+def _read_means(raw: Mapping[str, Any], source: str) -> dict[str, float]:
+    means = raw.get("means", {})
+    if not isinstance(means, Mapping):
+        raise ValueError(f"{source}: repeats field 'means' is not an object")
+    out: dict[str, float] = {}
+    for name, value in means.items():
+        if name not in MEANED:
+            continue  # a score this version does not average
+        ok = isinstance(value, int | float) and not isinstance(value, bool)
+        if not ok or not 0.0 <= value <= 1.0:
+            raise ValueError(
+                f"{source}: repeats mean {name!r} of case {raw['id']!r} is not in 0..1"
+            )
+        out[name] = float(value)
+    return out
 
 
 def _int(data: Mapping[str, Any], key: str, source: str) -> int:
@@ -147,21 +218,8 @@ def repeats_from_dict(data: object, source: str) -> Repeats:
     for raw in raw_cases:
         if not isinstance(raw, Mapping) or not isinstance(raw.get("id"), str):
             raise ValueError(f"{source}: a 'repeats.cases' entry has no id")
-        c = CaseRepeats(
-            raw["id"],
-            *(
-                _int(raw, k, source)
-                for k in (
-                    "runs",
-                    "errors",
-                    "passes",
-                    "judged",
-                    "answer_passes",
-                    "answer_runs",
-                    "hit_passes",
-                    "hit_runs",
-                )
-            ),
+        c = _case_repeats(
+            raw["id"], [_int(raw, k, source) for k in _COUNTS], _read_means(raw, source)
         )
         if c.passes > c.judged or c.judged > c.runs:
             raise ValueError(f"{source}: repeats of case {c.id!r} count more passes than runs")

@@ -17,7 +17,6 @@ from datetime import UTC, datetime
 
 from evaluator.bounds import DEFAULT_TEXT_CHARS, RecordLimits
 from evaluator.errors import BadResponseError, TargetError, TargetHTTPStatusError
-from evaluator.gcpause import gc_relaxed
 from evaluator.looplag import LoopLagMonitor
 from evaluator.models import (
     Case,
@@ -155,26 +154,24 @@ def _record(
     ttfb, ttft, tps, tokens_in, tokens_out, cost, trace = _delivery_fields(
         response.delivery, trace_id
     )
-    # positional, in field order (each line names its field): seventeen keywords were a
-    # third of the record's construction, once per case
     return CaseRecord(
-        case,  # case
-        score_ranked(case, response, ranked, options.k, options.scoring),  # outcome
-        limits.ids(ranked),  # ranked_ids
-        limits.answer(response.answer),  # answer
-        limits.citations(response.citations),  # citations
-        latency,  # latency_seconds
-        options.stages.fold(response.timings),  # stage_seconds
-        attempts,  # attempts
-        texts,  # texts
-        cut,  # cut_texts
-        ttfb,  # ttfb_seconds
-        ttft,  # ttft_seconds
-        tps,  # tokens_per_second
-        tokens_in,  # input_tokens
-        tokens_out,  # output_tokens
-        cost,  # cost
-        trace,  # trace_id
+        case=case,
+        outcome=score_ranked(case, response, ranked, options.k, options.scoring),
+        ranked_ids=limits.ids(ranked),
+        answer=limits.answer(response.answer),
+        citations=limits.citations(response.citations),
+        latency_seconds=latency,
+        stage_seconds=options.stages.fold(response.timings),
+        attempts=attempts,
+        texts=texts,
+        cut_texts=cut,
+        ttfb_seconds=ttfb,
+        ttft_seconds=ttft,
+        tokens_per_second=tps,
+        input_tokens=tokens_in,
+        output_tokens=tokens_out,
+        cost=cost,
+        trace_id=trace,
     )
 
 
@@ -345,10 +342,9 @@ async def run_dataset(
 
     interrupted = False
     try:
-        with gc_relaxed():
-            async with LoopLagMonitor() as lag, asyncio.TaskGroup() as group:
-                for _ in range(min(options.concurrency, len(todo)) or 1):
-                    group.create_task(worker())
+        async with LoopLagMonitor() as lag, asyncio.TaskGroup() as group:
+            for _ in range(min(options.concurrency, len(todo)) or 1):
+                group.create_task(worker())
     except asyncio.CancelledError:
         if not keep_partial:
             raise

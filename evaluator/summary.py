@@ -10,14 +10,10 @@ import math
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from itertools import chain, compress
-from operator import itemgetter
 from typing import Any
 
-from evaluator.casecolumns import SCORE_FIELDS, CaseColumns, Mask
-from evaluator.gcpause import without_gc
-from evaluator.metrics import METRICS, QUALITY_METRICS
-from evaluator.models import CaseRecord, CaseScores
+from evaluator.metrics import METRICS, QUALITY_METRICS, split, total
+from evaluator.models import CaseError, CaseRecord, CaseScores
 
 __all__ = [
     "OPTIONAL_FIELDS",
@@ -29,7 +25,6 @@ __all__ = [
     "relevant_never_retrieved",
     "stage_p95",
     "summarise",
-    "summarise_columns",
 ]
 
 
@@ -132,13 +127,6 @@ OPTIONAL_FIELDS: tuple[str, ...] = (
 )
 
 
-def _ranked(ordered: Sequence[float], percentile: float) -> float | None:
-    """:func:`nearest_rank` of values already sorted."""
-    if not ordered:
-        return None
-    return ordered[max(1, math.ceil(percentile / 100 * len(ordered))) - 1]
-
-
 def nearest_rank(values: Sequence[float], percentile: float) -> float | None:
     """Nearest-rank percentile: the smallest value with at least ``percentile``% at or below it.
 
@@ -160,18 +148,18 @@ def _present(values: Iterable[Any]) -> list[Any]:
     return [v for v in values if v is not None]
 
 
-def _delivery(measured: Sequence[Sequence[Any]]) -> dict[str, Any]:
-    """Percentiles of the streamed cases and totals of usage and cost, over the successful
-    cases, from their delivery columns (``DELIVERY_FIELDS`` order, trace id aside)."""
-    ttfb_all, ttft_all, tps_all, inputs_all, outputs_all, costs_all = measured
-    ttft = _present(ttft_all)
+def _delivery(scored: Sequence[CaseRecord]) -> dict[str, Any]:
+    """Percentiles of the streamed cases and totals of usage and cost, over the scored
+    cases (a case is either scored or failed: the successful ones are the scored ones)."""
+    ttft = _present(r.ttft_seconds for r in scored)
     # time to first byte of the streamed cases only
-    pairs = zip(ttfb_all, ttft_all, strict=True) if ttft else ()
-    ttfb = [b for b, t in pairs if b is not None and t is not None]
-    tps = _present(tps_all)
-    inputs = _present(inputs_all)
-    outputs = _present(outputs_all)
-    costs = _present(costs_all)
+    ttfb = [
+        r.ttfb_seconds for r in scored if r.ttfb_seconds is not None and r.ttft_seconds is not None
+    ]
+    tps = _present(r.tokens_per_second for r in scored)
+    inputs = _present(r.input_tokens for r in scored)
+    outputs = _present(r.output_tokens for r in scored)
+    costs = _present(r.cost for r in scored)
     return {
         "p50_ttft_seconds": nearest_rank(ttft, 50),
         "p95_ttft_seconds": nearest_rank(ttft, 95),
@@ -184,16 +172,18 @@ def _delivery(measured: Sequence[Sequence[Any]]) -> dict[str, Any]:
     }
 
 
-_NO_DELIVERY: dict[str, Any] = _delivery(((),) * 6)
-
-
-def stage_p95(stages: Sequence[Mapping[str, float]]) -> dict[str, float]:
+def stage_p95(stages: Iterable[Mapping[str, float]]) -> dict[str, float]:
     """Each stage's P95 over the cases that report it, in the order the endpoint reports
     its stages (first seen), not by name."""
-    columns: dict[str, list[float]] = {}
+    # grouped by the cases' stage names first: an endpoint reports the same few every time
+    layouts: dict[tuple[str, ...], list[Iterable[float]]] = {}
     for timings in stages:
-        for name, value in timings.items():
-            columns.setdefault(name, []).append(value)
+        if timings:
+            layouts.setdefault(tuple(timings), []).append(timings.values())
+    columns: dict[str, list[float]] = {}
+    for names, rows in layouts.items():
+        for name, values in zip(names, zip(*rows, strict=True), strict=True):
+            columns.setdefault(name, []).extend(values)
     return {
         name: p95
         for name, values in columns.items()
@@ -201,134 +191,45 @@ def stage_p95(stages: Sequence[Mapping[str, float]]) -> dict[str, float]:
     }
 
 
-# --- a summary of columns -------------------------------------------------------------------
-#
-# A set of cases is a mask: one byte per position, 1 for a case in it. Masks are combined as
-# integers (a byte of 0 or 1 in each is a bit of the same byte in both), and a column read
-# through one with itertools.compress: every step in C, no Python call per case.
-
-_FLIP = bytes([1, 0, *([0] * 254)])
+_QUALITY = tuple(spec for spec in METRICS if spec.quality)
 
 
-def _both(a: Mask, b: Mask) -> bytes:
-    """The cases in both masks."""
-    both = int.from_bytes(a, "little") & int.from_bytes(b, "little")
-    return both.to_bytes(len(a), "little")
-
-
-def _others(mask: Mask) -> Mask:
-    """The positions not in ``mask``."""
-    return mask.translate(_FLIP)
-
-
-def _summary(c: CaseColumns, cases: Mask, whole: bool) -> Summary:
-    """The summary of the cases in the mask ``cases`` (``whole``: every added case), tags
-    aside."""
-    n = cases.count(1)
-    scored = _both(cases, c.scored)
-    errors = _both(cases, _others(c.scored))
-    kinds = list(compress(c.kinds, errors))
-    answerable = _both(scored, _others(c.unanswerable))
-    pools: dict[str, Mask] = {
-        # a retrieval-only golden set of unanswerable cases still has a retrieval score
-        "retrieval": answerable if answerable.count(1) else scored,
-        "scored": scored,
-        "answerable": answerable,
-        "unanswerable": _both(scored, c.unanswerable),
-    }
-    totals = {}
-    for spec, at in _QUALITY:
-        found = _both(pools[spec.population], _others(c.missing[at::_WIDTH]))
-        count = found.count(1)
-        # a float sum of the values in case order (flags count 1.0); no value: the int 0
-        added = sum(compress(c.scores[at::_WIDTH], found)) if count else 0
-        totals[spec.name] = Total(added, count)
-    latencies = sorted(compress(c.latency, cases))  # sorted once for both ranks
-    delivery = c.delivery
+def _summary(records: Sequence[CaseRecord]) -> Summary:
+    """The summary of ``records``, tags aside."""
+    scored = [r for r in records if isinstance(r.outcome, CaseScores)]
+    kinds = [r.outcome.kind for r in records if isinstance(r.outcome, CaseError)]
+    pools = split([r.outcome for r in scored], [r.case.unanswerable for r in scored])
+    n = len(records)
+    latencies = sorted([r.latency_seconds for r in records])
     return Summary(
         case_count=n,
-        scored_count=scored.count(1),
+        scored_count=len(scored),
         error_count=len(kinds),
-        totals=totals,
+        totals={spec.name: Total(*total(spec, pools)) for spec in _QUALITY},
         error_rate=len(kinds) / n if n else None,
-        p50_seconds=_ranked(latencies, 50),
-        p95_seconds=_ranked(latencies, 95),
-        stage_p95_seconds=_stages(c, cases, whole),
+        p50_seconds=nearest_rank(latencies, 50),
+        p95_seconds=nearest_rank(latencies, 95),
+        stage_p95_seconds=stage_p95(r.stage_seconds for r in records),
         errors_by_kind=dict(sorted(Counter(kinds).items())),
-        # a case is either scored or failed: the successful ones are the scored ones
-        **(
-            _delivery([list(compress(column, scored)) for column in delivery])
-            if delivery is not None
-            else _NO_DELIVERY
-        ),
+        **_delivery(scored),
     )
 
 
-#: each quality metric with the place of its score in a row of ``CaseColumns.scores``
-_QUALITY = tuple(
-    (spec, SCORE_FIELDS.index(spec.score)) for spec in METRICS if spec.score is not None
-)
-_WIDTH = len(SCORE_FIELDS)
-
-
-def _stages(c: CaseColumns, cases: Mask, whole: bool) -> dict[str, float]:
-    """Each stage's P95 over the cases that report it, names in first-seen order."""
-    codes = c.stage_names.numbers
-    seen = [c.layouts[code] for code in dict.fromkeys(compress(codes, cases)) if code]
-    parts: dict[str, list[Iterable[float]]] = {}
-    for layout in seen:
-        width = len(layout.names)
-        if whole:
-            rows = None
-        elif len(layout.positions) == 1:
-            rows = bytes((cases[layout.positions[0]],))
-        else:
-            rows = bytes(itemgetter(*layout.positions)(cases))
-        for at, name in enumerate(layout.names):
-            values = layout.values[at::width]
-            parts.setdefault(name, []).append(values if rows is None else compress(values, rows))
-    out: dict[str, float] = {}
-    for name, found in parts.items():
-        p95 = _ranked(sorted(found[0] if len(found) == 1 else chain.from_iterable(found)), 95)
-        if p95 is not None:
-            out[name] = p95
-    return out
-
-
-def _tag_masks(c: CaseColumns) -> dict[str, Mask]:
-    """Each tag's cases, as a mask (a golden set has few distinct tag lists: each tag's
-    mask is a translation of the cases' tag-list codes)."""
-    lists = c.tags.keys
-    codes: dict[str, list[int]] = {}
-    for code, tags in enumerate(lists):
-        for tag in dict.fromkeys(tags):
-            codes.setdefault(tag, []).append(code)
-    return {tag: c.tags.mask(chosen) for tag, chosen in codes.items()}
-
-
-@without_gc
-def summarise_columns(columns: CaseColumns, *, with_tags: bool = True) -> Summary:
-    """The :class:`Summary` (and one per tag) of the cases added to ``columns``, in
-    position order: the summary :func:`summarise` gives of those records in that order."""
-    added = columns.added
-    whole = _summary(columns, added, whole=True)
-    if not with_tags:
-        return whole
-    masks = _tag_masks(columns)
-    count = whole.case_count
-    # a tag every case carries (a golden set tagged "smoke" throughout) holds the same
-    # cases in the same order: its summary is the run's, not computed a second time
-    by_tag = {
-        tag: whole if (mask := masks[tag]).count(1) == count else _summary(columns, mask, False)
-        for tag in sorted(masks)
-    }
-    return replace(whole, by_tag=by_tag) if by_tag else whole
-
-
-@without_gc
 def summarise(records: Sequence[CaseRecord], *, with_tags: bool = True) -> Summary:
     """Aggregate per-case records into a :class:`Summary` (and one per tag)."""
-    return summarise_columns(CaseColumns.of(records), with_tags=with_tags)
+    whole = _summary(records)
+    if not with_tags:
+        return whole
+    tagged: dict[str, list[CaseRecord]] = {}
+    for record in records:
+        for tag in dict.fromkeys(record.case.tags):
+            tagged.setdefault(tag, []).append(record)
+    # a tag every case carries holds the run's cases in the run's order: the run's summary
+    by_tag = {
+        tag: whole if len(cases) == len(records) else _summary(cases)
+        for tag, cases in sorted(tagged.items())
+    }
+    return replace(whole, by_tag=by_tag) if by_tag else whole
 
 
 def relevant_never_retrieved(records: Sequence[CaseRecord]) -> int:

@@ -413,6 +413,26 @@ class TestReadErrors:
         with pytest.raises(ReportError, match="expected a JSON object"):
             read_report(self._write(tmp_path, [1, 2]))
 
+    def test_summary_is_derived_from_the_cases(self, tmp_path: Path) -> None:
+        """A written summary that disagrees with the cases is not read: the summary read
+        back is the one the cases give (the event loop's lag, a property of the run, kept)."""
+        made = _report()
+        data = report_to_dict(made)
+        data["summary"].update(mrr=0.99, p95_seconds=0.0, event_loop_lag_p95_seconds=0.25)
+        data["summary"]["totals"]["mrr"]["sum"] = 0.0
+        back = read_report(self._write(tmp_path, data))
+        assert back.summary == replace(made.summary, event_loop_lag_p95_seconds=0.25)
+
+    def test_summary_only_report_keeps_its_checked_summary(self, tmp_path: Path) -> None:
+        """Without cases the written summary is the report's, and must agree with itself."""
+        data = report_to_dict(_report())
+        data["cases"] = []
+        written = read_report(self._write(tmp_path, data)).summary
+        assert written.to_dict() == data["summary"]
+        data["summary"]["mrr"] = 0.01
+        with pytest.raises(ReportError, match=r"'summary\.mrr' is 0\.01 but its totals give"):
+            read_report(self._write(tmp_path, data))
+
     def test_wrong_schema_version(self, tmp_path: Path) -> None:
         """Another schema version is refused with both versions named."""
         data = report_to_dict(_report())

@@ -7,7 +7,6 @@ Exit 0 when every rule passes, 2 when the gate fails, 1 on any other problem
 from __future__ import annotations
 
 import argparse
-import gc
 import sqlite3
 import sys
 from collections.abc import Callable, Sequence
@@ -16,9 +15,9 @@ from functools import cache, partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from evaluator import fastexit
 from evaluator.commands.colour import colour_verdicts, use_colour
 from evaluator.commands.flags import CommonOptions, TargetFlags, add_repeat_flag, add_target_flags
+from evaluator.commands.gcpolicy import batch_gc
 from evaluator.commands.html import add_html_flag, settings_redactor, write_html_report
 from evaluator.config_sources import nothing_configured
 from evaluator.errors import ConfigError, ExitCode, GateError, OutputError, PushError
@@ -27,13 +26,10 @@ from evaluator.gate.render import FORMATS, GateSources, json_pieces, render, ren
 from evaluator.gate.repeats import Quarantine, load_quarantine
 from evaluator.gate.rules import Rule, resolve_rules
 from evaluator.gate.verdict import evaluate_gate
-from evaluator.gcpause import gc_paused
 from evaluator.history.stability import Stability, stabilities
 from evaluator.history.store import HistoryStore, StoreCorrupt, windows_of
 from evaluator.redaction import redactor
 from evaluator.report import RunReport, read_report
-from evaluator.report.columns import Judged, as_report
-from evaluator.report.read import read_columns
 
 if TYPE_CHECKING:
     from evaluator.config import Settings
@@ -158,7 +154,7 @@ def _live_candidate(options: Options, settings: Settings) -> tuple[RunReport, Pa
     return baseline, Path(baseline_path), report, str(output)
 
 
-def _refuse_partial(report: Judged, source: str) -> None:
+def _refuse_partial(report: RunReport, source: str) -> None:
     """A run stopped by Ctrl-C lacks cases at random: judging it would be meaningless."""
     if report.interrupted:
         raise GateError(
@@ -236,28 +232,15 @@ def handle(options: Options) -> int:
     quarantine = load_quarantine(rules_source)
     judge = partial(_judge, options, settings, rules, rules_source, quarantine)
     if saved is None:
-        # the run (asyncio) makes reference cycles: the collector runs through it
-        live = _live_candidate(options, live_settings)
-        with gc_paused():
-            return judge(*live)
-    # From here two whole reports are alive to the end, and they hold no cycle: a running
-    # collector would walk them again after each phase (read, read, judge, write), 1 s of
-    # 8 s of CPU at 100,000 cases.
-    with gc_paused():
+        with batch_gc():
+            return judge(*_live_candidate(options, live_settings))
+    with batch_gc(cycles=False):  # decoding and judging saved reports make no cycle
         baseline_path, candidate_source = saved
-        # as columns: judging needs each case's outcome, not its records (built only for
-        # what needs them: an HTML page, a quarantine, repeats, a changed golden set)
-        baseline = read_columns(baseline_path)
-        candidate = read_columns(candidate_source)
-        # the process ends after the verdict (fastexit): the reports are not freed one
-        # object at a time, and frozen, so that the collector coming back on does not walk
-        # the objects of two 100,000-case reports once more
-        fastexit.keep((baseline, candidate))
+        baseline = read_report(baseline_path)
+        # the candidate shares the baseline's golden-set cases: held once
+        candidate = read_report(candidate_source, share=baseline)
         _refuse_partial(candidate, candidate_source)
-        code = judge(baseline, baseline_path, candidate, candidate_source)
-        if fastexit.armed():
-            gc.freeze()
-        return code
+        return judge(baseline, baseline_path, candidate, candidate_source)
 
 
 def _judge(
@@ -266,9 +249,9 @@ def _judge(
     rules: Sequence[Rule],
     rules_source: str,
     quarantine: Quarantine,
-    baseline: Judged,
+    baseline: RunReport,
     baseline_path: Path,
-    candidate: Judged,
+    candidate: RunReport,
     candidate_source: str,
 ) -> int:
     """The verdict on the two reports, written in every format asked for; the exit code."""
@@ -289,8 +272,6 @@ def _judge(
         with_intervals=options.significance,
         quarantine=quarantine,
     )
-    # as the reports: freed by the process's exit, not change by change (fastexit)
-    fastexit.keep(result)
     sources = GateSources(str(baseline_path), candidate_source, rules_source)
     if options.format == "json":
         # piece by piece (each a whole JSON value, so the redacting stdout sees every
@@ -313,7 +294,7 @@ def _judge(
     if options.html:
         write_html_report(
             options.html,
-            as_report(candidate),
+            candidate,
             source=candidate_source,
             redact=settings_redactor(settings()),
             gate=result,

@@ -1,14 +1,16 @@
 """Whether two reports can be compared, which cases they share, and which cases moved.
 
 Two reports are comparable when they ran the same golden set (content hash) at the same
-K. With ``allow_dataset_change`` a different golden set is accepted: only the cases
-present in both count, and both summaries are recomputed over them. A baseline case
-missing from a candidate of the same golden set fails the gate.
+K. A candidate claiming the baseline's golden set (its hash) must hold that golden set's
+cases: a baseline case it lacks fails the gate, a case the baseline does not have is
+refused (a report cannot add invented cases to the golden set it names). With
+``allow_dataset_change`` a different golden set is accepted and only the cases present in
+both count. Either way the rules judge summaries derived from the matched cases.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from itertools import compress, count
 from operator import itemgetter, ne
@@ -16,15 +18,9 @@ from typing import Any
 
 from evaluator.errors import GateError
 from evaluator.metrics import FLOAT_TOLERANCE, METRICS
-from evaluator.report.columns import (
-    SCORE_FIELDS,
-    CaseTable,
-    ErrorLike,
-    Judged,
-    as_report,
-    ids_of,
-    table_of,
-)
+from evaluator.models import CaseError, CaseRecord
+from evaluator.report import RunReport
+from evaluator.report.columns import SCORE_FIELDS, CaseTable
 from evaluator.summary import Summary, summarise
 
 __all__ = [
@@ -54,7 +50,7 @@ _ANSWER_WEIGHT = 3.0
 
 
 def check_comparable(
-    baseline: Judged, candidate: Judged, *, allow_dataset_change: bool = False
+    baseline: RunReport, candidate: RunReport, *, allow_dataset_change: bool = False
 ) -> None:
     """Raise :class:`GateError` when the reports cannot be compared.
 
@@ -67,13 +63,13 @@ def check_comparable(
         dataset=candidate.dataset,
         dataset_hash=candidate.dataset_hash,
         # read only when the golden sets differ (to count the shared cases)
-        case_ids=ids_of(candidate),
+        case_ids=[c.id for c in candidate.cases],
         allow_dataset_change=allow_dataset_change,
     )
 
 
 def check_run_comparable(
-    baseline: Judged,
+    baseline: RunReport,
     *,
     k: int,
     dataset: str,
@@ -92,7 +88,7 @@ def check_run_comparable(
             f"candidate K={k}); run the candidate with --k {baseline.k}"
         )
     if baseline.dataset_hash != dataset_hash and not allow_dataset_change:
-        shared = len(set(ids_of(baseline)) & set(case_ids))
+        shared = len({c.id for c in baseline.cases} & set(case_ids))
         raise GateError(
             "reports are not comparable: different golden sets "
             f"(baseline {baseline.dataset} {baseline.dataset_hash[:12]}, "
@@ -122,66 +118,80 @@ class Alignment:
     dataset_changed: bool
 
 
+#: how the rules' summary is made of the matched cases (the gate's repeats give each
+#: case's mean over the rounds: :func:`evaluator.gate.repeats.summary_over_rounds`)
+Summarise = Callable[[RunReport, Sequence[CaseRecord]], Summary]
+
+
+def _summary(report: RunReport, cases: Sequence[CaseRecord]) -> Summary:
+    # every case matched (the usual pair): the report's own summary, derived from them
+    return report.summary if len(cases) == len(report.cases) else summarise(cases)
+
+
 def align(
-    baseline: Judged,
-    candidate: Judged,
+    baseline: RunReport,
+    candidate: RunReport,
     *,
     allow_dataset_change: bool = False,
-    tables: tuple[CaseTable, CaseTable] | None = None,
+    summary_of: Summarise = _summary,
 ) -> Alignment:
-    """Match the cases of two comparable reports by id (``tables``: the reports'
-    :func:`~evaluator.report.columns.table_of`, when already built).
+    """Match the cases of two comparable reports by id; the summaries the rules judge are
+    ``summary_of`` the matched cases (a report without cases: its written summary).
 
     Raises:
-        GateError: not comparable (see :func:`check_comparable`), or a changed golden set
-            that shares no case with the baseline's.
+        GateError: not comparable (see :func:`check_comparable`), a candidate holding cases
+            that the golden set its hash names does not, or a changed golden set that
+            shares no case with the baseline's.
     """
     check_comparable(baseline, candidate, allow_dataset_change=allow_dataset_change)
-    base_table, cand_table = tables or (table_of(baseline), table_of(candidate))
-    base_list, cand_list = base_table.ids, cand_table.ids
+    base_list = [c.id for c in baseline.cases]
+    cand_list = [c.id for c in candidate.cases]
     only_base: tuple[str, ...] = ()
     only_cand: tuple[str, ...] = ()
     if base_list == cand_list:  # the usual pair: the same cases, in the same order
-        shared = tuple(dict.fromkeys(base_list))
+        shared = tuple(base_list)
     else:
         cand_ids, base_ids = set(cand_list), set(base_list)
-        shared = tuple(dict.fromkeys([i for i in base_list if i in cand_ids]))
-        only_base = tuple(dict.fromkeys([i for i in base_list if i not in cand_ids]))
-        only_cand = tuple(dict.fromkeys([i for i in cand_list if i not in base_ids]))
-    if baseline.dataset_hash == candidate.dataset_hash:
-        # same golden set: the recorded summaries are judged; a lost case is a failure
-        return Alignment(
-            baseline.summary,
-            candidate.summary,
-            base_table,
-            cand_table,
-            shared,
-            missing_ids=only_base,
-            removed_ids=(),
-            added_ids=only_cand,
-            dataset_changed=False,
+        shared = tuple(i for i in base_list if i in cand_ids)
+        only_base = tuple(i for i in base_list if i not in cand_ids)
+        only_cand = tuple(i for i in cand_list if i not in base_ids)
+    same_set = baseline.dataset_hash == candidate.dataset_hash
+    if same_set and only_cand and baseline.cases:
+        raise GateError(
+            f"{candidate.dataset}: the candidate holds {len(only_cand)} case(s) that the "
+            f"golden set it names (dataset_hash {baseline.dataset_hash[:12]}, the "
+            f"baseline's) does not have: {_listed(only_cand)}; a report's cases must be "
+            "those of its golden set"
         )
-    if not shared:
+    if not same_set and not shared:
         raise GateError(
             f"the golden sets share no case (baseline {baseline.dataset}: "
             f"{baseline.case_count} cases, candidate {candidate.dataset}: "
             f"{candidate.case_count} cases): nothing to compare"
         )
     keep = set(shared)
-    # the summaries are recomputed over the shared cases: from their records
-    base_cases = tuple([c for c in as_report(baseline).cases if c.case.id in keep])
-    cand_cases = tuple([c for c in as_report(candidate).cases if c.case.id in keep])
+    base_cases = baseline.cases
+    cand_cases = candidate.cases
+    if only_base:
+        base_cases = tuple(c for c in base_cases if c.id in keep)
+    if only_cand:
+        cand_cases = tuple(c for c in cand_cases if c.id in keep)
     return Alignment(
-        summarise(base_cases),
-        summarise(cand_cases),
+        summary_of(baseline, base_cases) if baseline.cases else baseline.summary,
+        summary_of(candidate, cand_cases) if candidate.cases else candidate.summary,
         CaseTable.of_records(base_cases),
         CaseTable.of_records(cand_cases),
         shared,
-        missing_ids=(),
-        removed_ids=only_base,
-        added_ids=only_cand,
-        dataset_changed=True,
+        missing_ids=only_base if same_set else (),
+        removed_ids=() if same_set else only_base,
+        added_ids=() if same_set else only_cand,
+        dataset_changed=not same_set,
     )
+
+
+def _listed(ids: Sequence[str], shown: int = 5) -> str:
+    more = f" and {len(ids) - shown} more" if len(ids) > shown else ""
+    return ", ".join(repr(i) for i in ids[:shown]) + more
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,7 +228,7 @@ class CaseDiff:
 
 
 def _moves(
-    be: ErrorLike | None, bs: tuple[Any, ...], ce: ErrorLike | None, cs: tuple[Any, ...]
+    be: CaseError | None, bs: tuple[Any, ...], ce: CaseError | None, cs: tuple[Any, ...]
 ) -> tuple[list[str], float, list[str], float]:
     """(regressions, their weight, improvements, their weight) of one case: each side's
     error (None when scored) and scores (its :meth:`CaseTable.keys`, the
@@ -274,7 +284,6 @@ def diff_cases(alignment: Alignment) -> CaseDiff:
         compared = len(found) - found.count(None)
         moved = [i for i, j in enumerate(found) if j is not None and base_keys[i] != cand_keys[j]]
     base_errors, cand_errors = base.errors, cand.errors
-    base_rows, show = base.rows, base.show
     base_ids, cand_rows = base.ids, cand.rows
     # (-severity, baseline order, change): sorted as plain tuples, worst (or best) first,
     # ties in baseline order; the order is unique, so a change is never compared
@@ -289,16 +298,15 @@ def diff_cases(alignment: Alignment) -> CaseDiff:
         if not worse and not better:
             continue
         severity = bad if worse else good
-        question, relevant, ranked = show(base_rows[order])
-        # by position (CaseChange's field order), a case of a changed report at a time
+        question, relevant, ranked = base.shown(order)
         change = CaseChange(
-            base_ids[order],
-            question,
-            severity,
-            (*worse, *better),
-            relevant,
-            ranked,
-            cand_rows[j].ranked_ids,  # a record's, an entry's (CaseTable.ranked)
+            id=base_ids[order],
+            question=question,
+            severity=severity,
+            changes=(*worse, *better),
+            relevant_ids=relevant,
+            baseline_ranked_ids=ranked,
+            candidate_ranked_ids=cand_rows[j].ranked_ids,
         )
         (regressed if worse else improved).append((-severity, order, change))
     regressed.sort()

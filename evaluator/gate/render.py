@@ -20,9 +20,7 @@ from evaluator.gate.compare import CaseChange
 from evaluator.gate.rules import RuleResult, format_difference, format_value
 from evaluator.gate.stats import CONFIDENCE, RESAMPLES, SEED, Interval
 from evaluator.gate.verdict import GateResult
-from evaluator.gcpause import without_gc
-from evaluator.report import format_timestamp
-from evaluator.report.columns import Judged
+from evaluator.report import RunReport, format_timestamp
 
 __all__ = [
     "FORMATS",
@@ -85,6 +83,14 @@ def _repeat_lines(result: GateResult) -> list[str]:
         f"(one-sided Fisher exact test, alpha {rv.alpha:g} over all cases, "
         f"level {rv.threshold:.3g})",
     ]
+    if rv.baseline_means or rv.candidate_means:
+        lines.append(
+            "  the rules judge each case's mean over its runs "
+            f"(baseline {rv.baseline_runs if rv.baseline_means else 'run 1 only'}, "
+            f"candidate {rv.candidate_runs if rv.candidate_means else 'run 1 only'})"
+        )
+    else:
+        lines.append("  the rules judge the first run of each case")
     hats = ", ".join(f"pass^{k} {v:.3f}" for k, v in rv.pass_hat_k.items() if v is not None)
     if hats:
         lines.append(f"  candidate: {hats}")
@@ -123,7 +129,7 @@ def _mode(result: GateResult) -> str:
     return "point values (--significance judges drops on their paired 95% CIs)"
 
 
-def _describe(report: Judged) -> str:
+def _describe(report: RunReport) -> str:
     return (
         f"{report.dataset}, target {report.target}, K={report.k}, "
         f"{report.case_count} cases, run {report.run_id}"
@@ -248,7 +254,7 @@ def _interval_dict(iv: Interval | None) -> dict[str, Any] | None:
     }
 
 
-def _report_dict(report: Judged, path: str) -> dict[str, Any]:
+def _report_dict(report: RunReport, path: str) -> dict[str, Any]:
     return {
         "path": path,
         "run_id": report.run_id,
@@ -559,7 +565,6 @@ def render_junit(result: GateResult, sources: GateSources) -> str:
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
 
 
-@without_gc  # a result of 100,000 cases: the collector would walk them for every line built
 def render(result: GateResult, sources: GateSources, fmt: str = "text", *, worst: int = 10) -> str:
     """Render in one of :data:`FORMATS`."""
     if fmt == "json":

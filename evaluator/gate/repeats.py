@@ -6,6 +6,9 @@ tell from chance: a one-sided Fisher exact test per case, at the level Tarone's 
 gives for the cases that could reach it (so noise flags any case at all with chance at most
 ``alpha``). 5/5 -> 0/5 is p = 0.004; 5/5 -> 3/5 is p = 0.22, not a regression.
 
+The hard rules judge, for a report with repeats, a summary of each case's mean over its runs
+(:func:`summary_over_rounds`), not of its first round; the output says so.
+
 Cases that passed some runs and failed others, in either report, are *flaky*: listed apart.
 A gates file can leave named cases (a quarantine list) or every flaky case out of the hard
 rules; the output always names what was left out::
@@ -19,16 +22,17 @@ rules; the output always names what was left out::
 from __future__ import annotations
 
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any, cast
 
 from evaluator.errors import ConfigError
 from evaluator.exact import fisher_drop_min_p, fisher_drop_p, tarone_threshold
+from evaluator.models import CaseRecord, CaseScores
 from evaluator.repeats import summarise_repeats
 from evaluator.report import RunReport
-from evaluator.report.columns import Judged
-from evaluator.summary import summarise
+from evaluator.summary import Summary, summarise
 
 __all__ = [
     "ALPHA",
@@ -40,6 +44,7 @@ __all__ = [
     "leave_out",
     "load_quarantine",
     "parse_quarantine",
+    "summary_over_rounds",
 ]
 
 #: Chance, at most, that noise alone makes the gate call some case regressed.
@@ -132,6 +137,10 @@ class RepeatVerdict:
     flaky: tuple[str, ...]
     left_out: Mapping[str, str] = field(default_factory=dict)
     pass_hat_k: Mapping[int, float | None] = field(default_factory=dict)
+    #: whether the rules judged each side's case means over its runs (False: its one run,
+    #: or a report written before the means were kept)
+    baseline_means: bool = False
+    candidate_means: bool = False
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -143,7 +152,40 @@ class RepeatVerdict:
             "flaky": list(self.flaky),
             "left_out": dict(self.left_out),
             "candidate_pass_hat_k": {str(k): v for k, v in self.pass_hat_k.items()},
+            "rules_judge_case_means": {
+                "baseline": self.baseline_means,
+                "candidate": self.candidate_means,
+            },
         }
+
+
+def _averaged(report: RunReport) -> bool:
+    """Whether the report's repeats give each case's means over its runs."""
+    repeats = report.repeats
+    return repeats is not None and repeats.n > 1 and any(c.means for c in repeats.cases)
+
+
+def summary_over_rounds(report: RunReport, cases: Sequence[CaseRecord]) -> Summary:
+    """The summary of ``cases`` (of ``report``) with each scored case's quality scores
+    replaced by their means over the report's runs: what the hard rules judge with repeats.
+
+    A case that failed its first run stays failed (the error rate and latency are the first
+    run's); a report without means (one run, or written before they were kept) gives the
+    first run's summary.
+    """
+    if not _averaged(report):
+        return report.summary if len(cases) == len(report.cases) else summarise(cases)
+    assert report.repeats is not None
+    means = {c.id: c.means for c in report.repeats.cases if c.means}
+    # a mean stands where the scores hold the run's value (a flag's mean is a fraction:
+    # the summary adds flags as 1.0 and 0.0, so it adds their means the same way)
+    averaged = [
+        replace(r, outcome=replace(r.outcome, **cast(dict[str, Any], means[r.id])))
+        if isinstance(r.outcome, CaseScores) and r.id in means
+        else r
+        for r in cases
+    ]
+    return summarise(averaged)
 
 
 def _counts(report: RunReport) -> tuple[int, dict[str, tuple[int, int]]]:
@@ -151,7 +193,7 @@ def _counts(report: RunReport) -> tuple[int, dict[str, tuple[int, int]]]:
     return repeats.n, {c.id: (c.passes, c.judged) for c in repeats.cases}
 
 
-def flaky_ids(baseline: Judged, candidate: Judged) -> tuple[str, ...]:
+def flaky_ids(baseline: RunReport, candidate: RunReport) -> tuple[str, ...]:
     """Cases that both passed and failed within one report's repeats, either report."""
     found: dict[str, None] = {}
     for report in (baseline, candidate):
@@ -219,6 +261,8 @@ def judge_repeats(
     if candidate.repeats is not None:
         hats = {k: candidate.repeats.pass_hat_k(k) for k in range(1, candidate.repeats.n + 1)}
     return RepeatVerdict(
+        baseline_means=_averaged(baseline),
+        candidate_means=_averaged(candidate),
         baseline_runs=nb,
         candidate_runs=nc,
         alpha=alpha,

@@ -13,25 +13,20 @@ gate, which the daemon calls after every run) stays cheap when no interval is wa
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import partial
-from itertools import compress
-from operator import and_, gt
 from typing import Any
 
 # case_values is the registry's denominator rule, so a mean of per-case values is the
 # summary's value by construction
 from evaluator.metrics import (
     QUALITY_METRICS,
-    MetricSpec,
     Population,
     case_values,
     match,
     metric,
     paired_sum,
     split,
-    sum_of_differences,
 )
 from evaluator.metrics import paired as paired_values
 from evaluator.models import CaseRecord
@@ -146,48 +141,6 @@ def _paired(
     return paired
 
 
-def _same_cases(baseline: CaseTable, candidate: CaseTable) -> bool:
-    """Two reports of the same cases in the same order, each id once (the usual pair)."""
-    ids = baseline.ids
-    return ids == candidate.ids and len(set(ids)) == len(ids)
-
-
-class _AlignedSums:
-    """:func:`~evaluator.metrics.paired_sum` of two reports of the same cases in the same
-    order, without matching ids: case ``i`` of one is case ``i`` of the other, so each
-    population's matched cases are those in it on both sides, read as masks over the
-    whole reports (the same values, added in the same order: the same floats)."""
-
-    def __init__(self, baseline: CaseTable, candidate: CaseTable) -> None:
-        self._columns = (baseline.score_columns(), candidate.score_columns())
-        base_in, cand_in = _memberships(baseline), _memberships(candidate)
-        self._masks: dict[Population, list[bool]] = {
-            p: list(map(and_, base_in[p], cand_in[p])) for p in base_in
-        }
-
-    def sum(self, spec: MetricSpec) -> tuple[float, int]:
-        score = spec.score
-        if score is None:
-            raise ValueError(f"{spec.name} is a run-level value, not a mean of per-case values")
-        mask = self._masks[spec.population]
-        before = list(compress(self._columns[0][score], mask))
-        after = list(compress(self._columns[1][score], mask))
-        return sum_of_differences(before, after)
-
-
-def _memberships(table: CaseTable) -> dict[Population, Sequence[bool]]:
-    """Whether each case of the report is in each population of :func:`split` (a scored
-    case, answerable or not; "retrieval" is every scored case when none is answerable)."""
-    scored = [e is None for e in table.errors]
-    answerable = list(map(gt, scored, table.unanswerable))  # scored and not unanswerable
-    return {
-        "retrieval": answerable if any(answerable) else scored,
-        "scored": scored,
-        "answerable": answerable,
-        "unanswerable": list(map(and_, scored, table.unanswerable)),
-    }
-
-
 def paired_differences(
     baseline: Cases,
     candidate: Cases,
@@ -200,16 +153,10 @@ def paired_differences(
     # only each metric's sum and count: no list of ids or differences (the intervals need
     # them), and no matched ids (fewer than MIN_PAIRS of them leave every metric with
     # fewer pairs than that)
-    base, cand = _table(baseline), _table(candidate)
-    sums: Callable[[MetricSpec], tuple[float, int]]
-    if _same_cases(base, cand):
-        sums = _AlignedSums(base, cand).sum
-    else:
-        matching = match(_pools(base), _pools(cand))
-        sums = partial(paired_sum, matching=matching)
+    matching = match(_pools(_table(baseline)), _pools(_table(candidate)))
     out: dict[str, PairedDifference] = {}
     for m in metrics:
-        added, pairs = sums(metric(m))
+        added, pairs = paired_sum(metric(m), matching)
         if pairs >= MIN_PAIRS:
             # the same float as _Paired.mean: the differences added in baseline order
             out[m] = PairedDifference(m, pairs, added / pairs)

@@ -18,6 +18,7 @@ from evaluator.gate.repeats import (
     flaky_ids,
     judge_repeats,
     leave_out,
+    summary_over_rounds,
 )
 from evaluator.gate.rules import (
     DEFAULT_RULES,
@@ -27,8 +28,7 @@ from evaluator.gate.rules import (
     latency_limits,
 )
 from evaluator.gate.stats import Interval, PairedDifference, paired_differences, paired_intervals
-from evaluator.gcpause import without_gc
-from evaluator.report.columns import Judged, as_report
+from evaluator.report import RunReport
 from evaluator.summary import Summary
 
 __all__ = ["GateResult", "evaluate_gate"]
@@ -46,9 +46,9 @@ class GateResult:
                 print(r.message)
     """
 
-    #: the reports judged (read whole, or as columns: their header fields are the same)
-    baseline: Judged
-    candidate: Judged
+    #: the reports judged
+    baseline: RunReport
+    candidate: RunReport
     rules: tuple[RuleResult, ...]
     alignment: Alignment
     case_diff: CaseDiff
@@ -88,10 +88,9 @@ class GateResult:
         return self.alignment.candidate_summary
 
 
-@without_gc
 def evaluate_gate(
-    baseline: Judged,
-    candidate: Judged,
+    baseline: RunReport,
+    candidate: RunReport,
     rules: Sequence[Rule] = DEFAULT_RULES,
     *,
     allow_dataset_change: bool = False,
@@ -102,8 +101,7 @@ def evaluate_gate(
     """Judge ``candidate`` against ``baseline``.
 
     Args:
-        baseline: the approved report (read whole, or as columns:
-            :func:`evaluator.report.read_columns`).
+        baseline: the approved report.
         candidate: the report to judge.
         rules: the gate rules (:func:`evaluator.gate.rules.resolve_rules`).
         allow_dataset_change: compare reports of different golden sets on their shared cases.
@@ -126,18 +124,18 @@ def evaluate_gate(
         raise ValueError("significance=True needs with_intervals=True")
     quarantine = quarantine or Quarantine()
     flaky = tuple(dict.fromkeys((*flaky_ids(baseline, candidate), *quarantine.classed_flaky)))
-    judged_baseline: Judged = baseline
-    judged_candidate: Judged = candidate
+    judged_baseline, judged_candidate = baseline, candidate
     repeats = None
     if baseline.repeats is not None or candidate.repeats is not None or quarantine.active:
-        # leaving cases out and judging repeats recompute summaries: from the records
-        whole = as_report(baseline)
-        kept_baseline, kept_candidate, left_out = leave_out(
-            whole, as_report(candidate, share=whole), quarantine
-        )
+        kept_baseline, kept_candidate, left_out = leave_out(baseline, candidate, quarantine)
         repeats = judge_repeats(kept_baseline, kept_candidate, left_out, flaky)
         judged_baseline, judged_candidate = kept_baseline, kept_candidate
-    alignment = align(judged_baseline, judged_candidate, allow_dataset_change=allow_dataset_change)
+    alignment = align(
+        judged_baseline,
+        judged_candidate,
+        allow_dataset_change=allow_dataset_change,
+        summary_of=summary_over_rounds,
+    )
     intervals: dict[str, Interval] = {}
     if with_intervals:
         intervals = paired_intervals(alignment.baseline_cases, alignment.candidate_cases)

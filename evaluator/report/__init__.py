@@ -6,8 +6,10 @@ documented fields.
 
 - :mod:`~evaluator.report.model`: the :class:`RunReport` record and its config hash;
 - :mod:`~evaluator.report.write`: streamed, compact, atomic writing;
-- :mod:`~evaluator.report.read`: one-pass decoding against a typed schema (msgspec);
-- :mod:`~evaluator.report.check`: the consistency checks a report must pass to be trusted.
+- :mod:`~evaluator.report.read`: one-pass decoding against a typed schema (msgspec), the
+  summary derived from the cases;
+- :mod:`~evaluator.report.check`: what a report read back must satisfy beyond its schema
+  (unique ids; a summary-only report's summary agreeing with itself).
 """
 
 from __future__ import annotations

@@ -2,38 +2,30 @@
 
 The file is decoded by msgspec against the schema below (in C: types, finite numbers,
 ratios in 0..1, non-negative counts, integers of sane size; NaN, Infinity and 1e400 are not
-numbers here). The cases array is kept as raw slices of the file and each case is decoded
-into a typed entry (a struct, no dict tree of the whole report). Then
-:mod:`evaluator.report.check` checks the relations between fields on the entries' columns,
-and the report is trusted: :func:`read_report` builds a :class:`CaseRecord` per entry,
-:func:`read_columns` keeps the entries as the columns the gate judges
-(:mod:`evaluator.report.columns`).
+numbers here), and each decoded case becomes its :class:`CaseRecord`. The summary is not
+trusted but derived: recomputed from the cases (:func:`evaluator.summary.summarise`), so a
+summary copied from a better run onto other cases cannot decide a release. Only a report
+without cases (a summary-only report, hand-made or exported) is judged on its written
+summary, which must then agree with itself (:mod:`evaluator.report.check`).
 
 A compact report (one case per line) and an indented one (older versions wrote
 ``indent=2``) read back identically. Fields this version does not know are skipped, so a
 newer report with more per-case fields still reads; to add a field, add it to the
-``_CaseFields`` (or ``_Report``) struct with a default and map it in :func:`_case`; a score
-(a :class:`CaseScores` field) and a registered quality ratio need no edit here.
-
-Python's cyclic garbage collector is paused while the records are built: with hundreds of
-thousands of new objects it would otherwise rescan them again and again (four fifths of the
-reading time at 100,000 cases), and none of them can form a cycle.
+``_CaseFields`` (or ``_Report``) struct with a default and pass it in :func:`_case`;
+a score (a :class:`CaseScores` field) and a registered quality ratio need no edit here.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import gc
 import json
 import math
 import os
 import re
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping
+from dataclasses import replace
 from datetime import datetime
-from functools import partial
-from itertools import compress, count, repeat
-from operator import attrgetter, is_
+from operator import attrgetter
 from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Annotated, Any, get_args, get_type_hints
@@ -42,20 +34,13 @@ import msgspec
 from msgspec import Meta, Struct
 
 from evaluator.errors import ReportError
-from evaluator.gcpause import without_gc
-from evaluator.models import DELIVERY_FIELDS, Case, CaseError, CaseRecord, CaseScores, Outcome
+from evaluator.models import Case, CaseError, CaseRecord, CaseScores, Outcome
 from evaluator.repeats import Repeats, repeats_from_dict
-from evaluator.report.check import (
-    CheckedColumns,
-    check_ids,
-    check_summary,
-    check_summary_columns,
-)
-from evaluator.report.columns import CaseTable, ReportColumns
+from evaluator.report.check import check_ids, check_summary
 from evaluator.report.model import SCHEMA_VERSION, RunReport, parse_timestamp
-from evaluator.summary import OPTIONAL_FIELDS, QUALITY_METRICS, Summary, Total
+from evaluator.summary import OPTIONAL_FIELDS, QUALITY_METRICS, Summary, Total, summarise
 
-__all__ = ["parse_columns", "parse_report", "read_columns", "read_report", "report_from_dict"]
+__all__ = ["parse_report", "read_report", "report_from_dict"]
 
 # integers beyond 2**53 are not counts anyone made, and do not survive a float round trip
 _MAX_INT = 2**53
@@ -140,11 +125,13 @@ class _TagSummaryFields(Struct, frozen=True, gc=False):
 # CaseScores field) is read back with no edit here. They are still typed fields, not maps:
 # a bad value is an error naming the metric, checked in C while decoding.
 _SCORE_FIELDS = tuple(f.name for f in dataclasses.fields(CaseScores))
-# typed by the decoder: each value already has its CaseScores field's type
-_scores_of: Callable[[object], tuple[Any, ...]] = attrgetter(*_SCORE_FIELDS)
 _SCORE_TYPES = get_type_hints(CaseScores)
 #: the leading CaseScores fields every scored case has (retrieval); the rest may be null
-_REQUIRED_SCORES = sum(f.default is dataclasses.MISSING for f in dataclasses.fields(CaseScores))
+_REQUIRED_SCORES = tuple(
+    f.name for f in dataclasses.fields(CaseScores) if f.default is dataclasses.MISSING
+)
+_scores_of = attrgetter(*_SCORE_FIELDS)
+_required_of = attrgetter(*_REQUIRED_SCORES)
 
 
 def _decoded_as(name: str) -> object:
@@ -186,8 +173,8 @@ class _Summary(_TagSummary, frozen=True, gc=False):
     by_tag: dict[str, _TagSummary] = msgspec.field(default_factory=dict)
 
 
-class _ReportFields(Struct, frozen=True, gc=False, kw_only=True):
-    """A report's fields other than its cases (keyword-only: each subclass adds them)."""
+class _Report(Struct, frozen=True, gc=False, kw_only=True):
+    """A report decoded: its header and every case."""
 
     schema_version: int
     run_id: str
@@ -207,17 +194,6 @@ class _ReportFields(Struct, frozen=True, gc=False, kw_only=True):
     #: ``--repeat N``: checked by :func:`evaluator.repeats.repeats_from_dict`
     repeats: dict[str, Any] | None = None
     interrupted: bool = False
-
-
-class _Report(_ReportFields, frozen=True, gc=False, kw_only=True):
-    """The header decoded, each case kept as its slice of the file (decoded one by one)."""
-
-    cases: list[msgspec.Raw]
-
-
-class _WholeReport(_ReportFields, frozen=True, gc=False, kw_only=True):
-    """The header and the cases decoded in one pass (see :func:`_decoded`)."""
-
     cases: list[_Case]
 
 
@@ -226,22 +202,9 @@ class _Version(Struct, frozen=True, gc=False):
 
 
 _REPORT = msgspec.json.Decoder(_Report)
-_WHOLE = msgspec.json.Decoder(_WholeReport)
-_CASE = msgspec.json.Decoder(_Case)
 _VERSION = msgspec.json.Decoder(_Version)
 _AT = re.compile(r"\s*-\s*at\s*`\$(?P<path>[^`]*)`\s*$")
 _MISSING = re.compile(r"^Object missing required field `(?P<name>[^`]*)`$")
-
-
-@contextmanager
-def _no_gc() -> Iterator[None]:
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def _field_error(source: str, exc: msgspec.ValidationError, prefix: str = "") -> ReportError:
@@ -332,147 +295,91 @@ def _summary(source: str, entry: _Summary) -> Summary:
     return summary
 
 
-#: one empty value for every case without texts or cut texts (most cases of most runs):
-#: the decoder builds a new one per case, 280 bytes each
+def _written_summary(source: str, entry: _Summary) -> Summary:
+    """The summary as written, for a report without cases: it must agree with itself."""
+    by_tag: dict[str, Summary] = {}
+    for tag, tag_entry in entry.by_tag.items():
+        tag_summary = _tag_summary(tag_entry, {})
+        check_summary(source, f"summary.by_tag.{tag}.", tag_summary, _ratios(tag_entry))
+        by_tag[tag] = tag_summary
+    summary = _tag_summary(entry, by_tag)
+    check_summary(source, "summary.", summary, _ratios(entry))
+    return summary
+
+
+#: one empty value for every case without texts or cut texts (most cases of most runs)
 _NO_TEXTS: Mapping[str, str] = MappingProxyType({})
 _NO_CUTS: frozenset[str] = frozenset()
 
 
-def _same_case(
-    known: Case,
-    c: _Case,
-    relevance: Mapping[str, int],
-    facts: tuple[tuple[str, ...], ...],
-) -> bool:
-    """Whether ``known`` is exactly the :class:`Case` this reader would build from ``c``."""
-    return (
-        known.line == 0
-        and not known.graded
-        and known.question == c.question
-        and known.unanswerable == c.unanswerable
-        and known.tags == c.tags
-        and known.relevance == relevance
-        and known.expected_facts == facts
-    )
+def _case(source: str, i: int, c: _Case, known: Mapping[str, Case]) -> CaseRecord:
+    """The record of the decoded case ``c``, the ``i``-th of the report.
 
-
-#: the fields :func:`_case` passes by position, in the models' order: checked when this
-#: module loads, so a field added or moved in evaluator/models.py fails loudly here
-_CASE_ORDER = ("id", "question", "relevance", "expected_facts", "unanswerable", "tags")
-_RECORD_ORDER = (
-    "case",
-    "outcome",
-    "ranked_ids",
-    "answer",
-    "citations",
-    "latency_seconds",
-    "stage_seconds",
-    "attempts",
-    "texts",
-    "cut_texts",
-    *DELIVERY_FIELDS,
-)
-for _model, _order, _all in ((Case, _CASE_ORDER, False), (CaseRecord, _RECORD_ORDER, True)):
-    _names = tuple(f.name for f in dataclasses.fields(_model))
-    if (_names if _all else _names[: len(_order)]) != _order:
-        raise TypeError(f"report reader: {_model.__name__} fields are {_names}, not {_order}")
-
-
-def _case(c: _Case, known: Mapping[str, Case] | None = None) -> CaseRecord:
-    """The record of a decoded entry that passed :func:`_check_scored`."""
+    Raises:
+        ReportError: a case without an error lacks a score every scored case has.
+    """
     rel = c.relevant_ids
     relevance = dict.fromkeys(rel, 1) if isinstance(rel, tuple) else rel
-    facts = c.expected_facts
-    if facts:
-        facts = tuple([f if isinstance(f, tuple) else (f,) for f in facts])
-    golden: tuple[tuple[str, ...], ...] = facts  # type: ignore[assignment]  # one-item facts made tuples
+    facts = tuple(f if isinstance(f, tuple) else (f,) for f in c.expected_facts)
     outcome: Outcome
     if c.error is not None:
-        outcome = CaseError(c.error.kind, c.error.message, c.error.status)
+        outcome = CaseError(kind=c.error.kind, message=c.error.message, status=c.error.status)
     else:
-        outcome = CaseScores(*_scores_of(c))
-    case = known.get(c.id) if known is not None else None
-    if case is None or not _same_case(case, c, relevance, golden):
-        # by position, in _CASE_ORDER (keywords cost twice as much, per case of a report)
-        case = Case(c.id, c.question, relevance, golden, c.unanswerable, c.tags)
-    # by position, in _RECORD_ORDER
+        scores = dict(zip(_SCORE_FIELDS, _scores_of(c), strict=True))
+        if None in _required_of(c):
+            name = next(n for n in _REQUIRED_SCORES if scores[n] is None)
+            raise ReportError(
+                f"{source}: field 'cases[{i}].{name}' is null but the case has no error "
+                "(a case is either scored or failed)"
+            )
+        outcome = CaseScores(**scores)
+    case = Case(
+        id=c.id,
+        question=c.question,
+        relevance=relevance,
+        expected_facts=facts,
+        unanswerable=c.unanswerable,
+        tags=c.tags,
+    )
+    # two reports of one golden set hold its cases once (see parse_report's ``share``)
+    shared = known.get(c.id)
+    if shared is not None and shared == case:
+        case = shared
     return CaseRecord(
-        case,
-        outcome,
-        c.ranked_ids,
-        c.answer,
-        c.citations,
-        c.latency_seconds,
-        c.stage_seconds,
-        c.attempts,
-        c.texts or _NO_TEXTS,
-        frozenset(c.cut_texts) if c.cut_texts else _NO_CUTS,
-        c.ttfb_seconds,
-        c.ttft_seconds,
-        c.tokens_per_second,
-        c.input_tokens,
-        c.output_tokens,
-        c.cost,
-        c.trace_id,
+        case=case,
+        outcome=outcome,
+        ranked_ids=c.ranked_ids,
+        answer=c.answer,
+        citations=c.citations,
+        latency_seconds=c.latency_seconds,
+        stage_seconds=c.stage_seconds,
+        attempts=c.attempts,
+        texts=c.texts or _NO_TEXTS,
+        cut_texts=frozenset(c.cut_texts) if c.cut_texts else _NO_CUTS,
+        ttfb_seconds=c.ttfb_seconds,
+        ttft_seconds=c.ttft_seconds,
+        tokens_per_second=c.tokens_per_second,
+        input_tokens=c.input_tokens,
+        output_tokens=c.output_tokens,
+        cost=c.cost,
+        trace_id=c.trace_id,
     )
 
 
-def _check_scored(source: str, entries: Sequence[_Case]) -> None:
-    """A case without an error has its required scores (a case is either scored or
-    failed), checked column by column in C.
-
-    Raises:
-        ReportError: naming the first such case and its first null score.
-    """
-    scored = list(compress(entries, map(is_, map(_ERROR, entries), repeat(None))))
-    if not any(None in map(getter, scored) for getter in _REQUIRED_OF):
-        return  # the usual report: no search for the case
-    nulls: set[int] = set()
-    for getter in _REQUIRED_OF:
-        nulls.update(compress(count(), map(is_, map(getter, entries), repeat(None))))
-    failed = [i for i in sorted(nulls) if entries[i].error is None]
-    if failed:
-        i = failed[0]
-        scores = _scores_of(entries[i])
-        missing = _SCORE_FIELDS[scores.index(None)]
-        raise ReportError(
-            f"{source}: field 'cases[{i}].{missing}' is null but the case has no error "
-            "(a case is either scored or failed)"
-        )
+def _records(source: str, head: _Report, share: RunReport | None) -> tuple[CaseRecord, ...]:
+    """Every case's record, each decoded entry dropped once its record is built (the
+    entries and the records of a large report are not held at once)."""
+    known = {r.case.id: r.case for r in share.cases} if share is not None else {}
+    entries = head.cases
+    records = []
+    for i, entry in enumerate(entries):
+        records.append(_case(source, i, entry, known))
+        entries[i] = None  # type: ignore[call-overload]
+    return tuple(records)
 
 
-def _entries(source: str, head: _Report) -> list[_Case]:
-    """The decoded cases, each checked as it was decoded.
-
-    Raises:
-        ReportError: naming the first bad case and field (an earlier case's null score is
-            reported before a later case's bad field, as reading case by case finds them).
-    """
-    try:
-        entries = list(map(_CASE.decode, head.cases))
-    except msgspec.ValidationError:
-        entries = []
-        for i, raw in enumerate(head.cases):
-            try:
-                entries.append(_CASE.decode(raw))
-            except msgspec.ValidationError as exc:
-                _check_scored(source, entries)
-                raise _field_error(source, exc, f"cases[{i}].") from None
-    _check_scored(source, entries)
-    return entries
-
-
-_ID = attrgetter("id")
-_ERROR = attrgetter("error")
-_TAGS = attrgetter("tags")
-_UNANSWERABLE = attrgetter("unanswerable")
-_LATENCY = attrgetter("latency_seconds")
-_STAGES = attrgetter("stage_seconds")
-_REQUIRED_OF = tuple(attrgetter(name) for name in _SCORE_FIELDS[:_REQUIRED_SCORES])
-
-
-def _validated(source: str, head: _Head) -> tuple[Summary, list[_Case], CaseTable]:
-    """The summary, the decoded cases and their table, every check passed.
+def _build(source: str, head: _Report, share: RunReport | None = None) -> RunReport:
+    """The report of a decoded file, every check passed.
 
     Raises:
         ReportError: naming the source and the first bad field.
@@ -482,63 +389,28 @@ def _validated(source: str, head: _Head) -> tuple[Summary, list[_Case], CaseTabl
             f"{source}: schema_version {head.schema_version!r} is not supported "
             f"(expected {SCHEMA_VERSION})"
         )
-    summary = _summary(source, head.summary)
-    if isinstance(head, _Report):
-        entries = _entries(source, head)
-    else:  # decoded in one pass: each case's fields already checked
-        entries = head.cases
-        _check_scored(source, entries)
-    ids = list(map(_ID, entries))
-    check_ids(source, ids)
-    errors = list(map(_ERROR, entries))
-    unanswerable = list(map(_UNANSWERABLE, entries))
-    if entries:
-        failed = len(errors) - errors.count(None)
-        for field, written, actual in (
-            ("case_count", head.case_count, len(entries)),
+    check_ids(source, [c.id for c in head.cases])
+    written = head.summary
+    if not head.cases:  # a summary-only report: judged on what it says
+        summary = _written_summary(source, written)
+        cases: tuple[CaseRecord, ...] = ()
+    else:
+        failed = sum(c.error is not None for c in head.cases)
+        for field, value, actual in (
+            ("case_count", head.case_count, len(head.cases)),
             ("error_count", head.error_count, failed),
         ):
-            if written is not None and written != actual:
+            if value is not None and value != actual:
                 raise ReportError(
-                    f"{source}: field {field!r} is {written} but the report holds {actual}"
+                    f"{source}: field {field!r} is {value} but the report holds {actual}"
                 )
-        columns = CheckedColumns(
-            kinds=[None if e is None else e.kind for e in errors],
-            scores=entries,
-            unanswerable=unanswerable,
-            latency=list(map(_LATENCY, entries)),
-            stages=list(map(_STAGES, entries)),
-            tags=list(map(_TAGS, entries)),
+        cases = _records(source, head, share)
+        # derived from the cases; the event loop's lag is the run's, not the cases'
+        summary = replace(
+            summarise(cases),
+            event_loop_lag_p95_seconds=written.event_loop_lag_p95_seconds,
+            event_loop_lag_max_seconds=written.event_loop_lag_max_seconds,
         )
-        check_summary_columns(source, summary, columns)
-    table = CaseTable(
-        ids=ids,
-        errors=errors,
-        scores=entries,
-        unanswerable=unanswerable,
-        rows=entries,
-        show=_shown,
-    )
-    return summary, entries, table
-
-
-def _shown(c: _Case) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
-    """What a case diff shows of an entry, as of its record (relevant ids deduplicated)."""
-    rel = c.relevant_ids
-    if not isinstance(rel, tuple):
-        relevant = tuple(rel)
-    else:  # a record's relevance is dict.fromkeys(rel): one id has no repeat to drop
-        relevant = rel if len(rel) < 2 else tuple(dict.fromkeys(rel))
-    return c.question, relevant, c.ranked_ids
-
-
-def _records(entries: Sequence[_Case], share: RunReport | None) -> tuple[CaseRecord, ...]:
-    known = {r.case.id: r.case for r in share.cases} if share is not None else None
-    return tuple([_case(entry, known) for entry in entries])
-
-
-def _build(source: str, head: _Head, share: RunReport | None = None) -> RunReport:
-    summary, entries, _ = _validated(source, head)
     return RunReport(
         run_id=head.run_id,
         generated_at=_generated_at(source, head.generated_at),
@@ -549,28 +421,7 @@ def _build(source: str, head: _Head, share: RunReport | None = None) -> RunRepor
         k=head.k,
         duration_seconds=head.duration_seconds,
         summary=summary,
-        cases=_records(entries, share),
-        repeats=_repeats(source, head.repeats),
-        interrupted=head.interrupted,
-        evaluator_version=head.evaluator_version,
-        schema_version=SCHEMA_VERSION,
-    )
-
-
-def _build_columns(source: str, head: _Head) -> ReportColumns:
-    summary, entries, table = _validated(source, head)
-    return ReportColumns(
-        run_id=head.run_id,
-        generated_at=_generated_at(source, head.generated_at),
-        config_hash=head.config_hash,
-        dataset_hash=head.dataset_hash,
-        target=head.target,
-        dataset=head.dataset,
-        k=head.k,
-        duration_seconds=head.duration_seconds,
-        summary=summary,
-        table=table,
-        records=partial(_records, entries),
+        cases=cases,
         repeats=_repeats(source, head.repeats),
         interrupted=head.interrupted,
         evaluator_version=head.evaluator_version,
@@ -613,17 +464,12 @@ def _version_error(source: str, raw: bytes | None, data: object) -> ReportError 
     )
 
 
-#: a report's header, its cases decoded with it or kept as slices of the file
-_Head = _Report | _WholeReport
+def _decoded(raw: bytes, source: str) -> _Report:
+    """The report decoded and range-checked.
 
-
-def _decoded(raw: bytes, source: str) -> _Head:
-    """The report decoded: in one pass (a valid report), or, when that fails, the header
-    first and then case by case, as the errors are named and ordered."""
-    try:
-        return _WHOLE.decode(raw)
-    except (msgspec.MsgspecError, RecursionError):
-        pass  # the same decoding again, step by step, for the same first error
+    Raises:
+        ReportError: naming the source and the first bad field (or the schema version).
+    """
     try:
         return _REPORT.decode(raw)
     except msgspec.ValidationError as exc:
@@ -634,32 +480,19 @@ def _decoded(raw: bytes, source: str) -> _Head:
         raise ReportError(f"{source}: nested too deeply to be a report") from None
 
 
-@without_gc
 def parse_report(
     raw: bytes, source: str = "report", *, share: RunReport | None = None
 ) -> RunReport:
-    """A report from the bytes of its file, validated.
+    """A report from the bytes of its file, validated, its summary derived from its cases.
 
     ``share``: a report read before (a baseline) whose golden-set cases this one reuses
     where a case is the same in every field, so two reports of one golden set hold its
-    cases once (a fifth of the memory of each further report).
+    cases once.
 
     Raises:
         ReportError: naming ``source`` and the first bad field.
     """
-    with _no_gc():
-        return _build(source, _decoded(raw, source), share)
-
-
-@without_gc
-def parse_columns(raw: bytes, source: str = "report") -> ReportColumns:
-    """:func:`parse_report` as columns: the same checks and errors, no records built.
-
-    Raises:
-        ReportError: naming ``source`` and the first bad field.
-    """
-    with _no_gc():
-        return _build_columns(source, _decoded(raw, source))
+    return _build(source, _decoded(raw, source), share)
 
 
 def report_from_dict(data: object, source: str = "report") -> RunReport:
@@ -689,16 +522,6 @@ def read_report(path: str | os.PathLike[str], *, share: RunReport | None = None)
             the message names the file and the field.
     """
     return parse_report(_read(path), str(path), share=share)
-
-
-def read_columns(path: str | os.PathLike[str]) -> ReportColumns:
-    """:func:`read_report` as columns (:mod:`evaluator.report.columns`): what the gate
-    judges two saved reports on.
-
-    Raises:
-        ReportError: as :func:`read_report`, with the same messages.
-    """
-    return parse_columns(_read(path), str(path))
 
 
 def _read(path: str | os.PathLike[str]) -> bytes:

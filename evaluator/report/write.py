@@ -17,7 +17,6 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from evaluator.gcpause import without_gc
 from evaluator.models import DELIVERY_FIELDS, CaseRecord, CaseScores
 from evaluator.redaction import redactor
 from evaluator.report.model import RunReport, format_timestamp
@@ -160,7 +159,6 @@ def report_chunks(report: RunReport) -> Iterator[str]:
     yield "]}\n"
 
 
-@without_gc
 def encode_report(report: RunReport) -> bytes:
     """The report file's bytes (as :func:`write_report` writes them)."""
     return "".join(report_chunks(report)).encode()
@@ -223,7 +221,6 @@ def write_json_atomic(data: Any, path: str | os.PathLike[str]) -> None:
     write_bytes_atomic(encode_json(data), path)
 
 
-@without_gc
 def write_report(report: RunReport, path: str | os.PathLike[str]) -> None:
     """Stream ``report`` to ``path`` atomically: never held whole in memory, and a crash or
     an error part-way leaves the previous file (or none) in place, never half a report.

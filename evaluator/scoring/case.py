@@ -93,7 +93,7 @@ def score_ranked(
     else:
         recall, rr, ndcg, relevant = retrieval_of_unique(ranked, relevance, k)
     if response.answer is None:
-        return CaseScores(recall, rr, ndcg)  # recall_at_k, mrr, ndcg_at_k
+        return CaseScores(recall_at_k=recall, mrr=rr, ndcg_at_k=ndcg)
 
     citations = response.citations
     retrieved = response.retrieved
@@ -137,15 +137,14 @@ def score_ranked(
         found = count_facts(normalised, case.expected_facts)
         correct = found == len(case.expected_facts)
         facts = found / len(case.expected_facts)
-    # positional, in field order: nine keywords cost a third of the record's construction
     return CaseScores(
-        recall,  # recall_at_k
-        rr,  # mrr
-        ndcg,  # ndcg_at_k
-        precision,  # citation_precision
-        cited_recall,  # citation_recall
-        valid,  # citation_valid
-        correct,  # answer_correct
-        facts,  # fact_recall
-        refused,  # refused
+        recall_at_k=recall,
+        mrr=rr,
+        ndcg_at_k=ndcg,
+        citation_precision=precision,
+        citation_recall=cited_recall,
+        citation_valid=valid,
+        answer_correct=correct,
+        fact_recall=facts,
+        refused=refused,
     )

@@ -20,7 +20,6 @@ import functools
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from evaluator.gcpause import without_gc
 from evaluator.models import CaseRecord
 from evaluator.scoring.answer import contains_fact, normalise
 
@@ -131,7 +130,6 @@ class AuditTotals:
         }
 
 
-@without_gc
 def audit_labels(audits: Iterable[tuple[str, LabelAudit]]) -> AuditTotals:
     """Totals over ``(case id, audit)`` pairs, suspect cases in the order given."""
     checked = 0

@@ -12,8 +12,8 @@ Whole processes, as a user or a pipeline runs them, each measured by the kernel
    candidate, generated and streamed to disk by evaluator's writer), without and with
    ``--significance`` (the 2,000-resample bootstrap).
 
-Goals (issue 15): run of 100,000 cases under 300 MiB and under 2 s outside the run loop;
-gate on two 100,000-case reports under 3 s and 500 MiB; both linear. "Linear" is judged
+Goals (issue 25): run of 100,000 cases under 300 MiB and under 5 s outside the run loop;
+gate on two 100,000-case reports under 6 s and 1 GiB; both linear. "Linear" is judged
 on the growth from 10,000 to 100,000 cases: at most 12x the time for 10x the cases
 (memory has a fixed floor, the interpreter and imports, so it is judged on its growth
 above the 1,000-case run).
@@ -38,9 +38,9 @@ from tests.benchmarks.support import figure, golden_set_bytes, measured_process,
 SIZES = (1_000, 10_000, 100_000)
 EVALUATOR = str(Path(sys.executable).with_name("evaluator"))
 RUN_MEMORY_GOAL_MIB = 300.0
-RUN_OUTSIDE_GOAL_S = 2.0
-GATE_SECONDS_GOAL = 3.0
-GATE_MEMORY_GOAL_MIB = 500.0
+RUN_OUTSIDE_GOAL_S = 5.0
+GATE_SECONDS_GOAL = 6.0
+GATE_MEMORY_GOAL_MIB = 1024.0
 #: time growth allowed from 10k to 100k cases and still called linear
 LINEAR_FACTOR = 12.0
 

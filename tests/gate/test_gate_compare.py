@@ -88,13 +88,30 @@ class TestMissingCases:
         assert ("c3",) == result.missing_ids
         assert not result.passed
 
-    def test_extra_candidate_case_is_not_a_failure(self) -> None:
-        """A case only in the candidate is listed, not failed."""
-        b = report(_cases(2))
-        c = report([*_cases(2), record("extra")])
+    def test_invented_cases_are_refused(self) -> None:
+        """A candidate claiming the baseline's golden set (its hash) with cases that golden
+        set does not have is refused, naming them: 30 invented perfect cases must not lift
+        an answer accuracy that fell from 0.8 to 0.6 on the real ones above the baseline."""
+        b = report([record(f"c{i}", correct=i >= 2) for i in range(10)])
+        real = [record(f"c{i}", correct=i >= 4) for i in range(10)]
+        c = report([*real, *(record(f"invented{i}") for i in range(30))])
+        assert c.dataset_hash == b.dataset_hash
+        assert c.summary.get("answer_accuracy") == 0.9  # the lie the summary would tell
+        with pytest.raises(GateError) as info:
+            evaluate_gate(b, c, DEFAULT_RULES)
+        message = str(info.value)
+        assert "30 case(s)" in message and "'invented0'" in message
+        assert "golden-hash-" in message
+
+    def test_rules_judge_the_matched_cases(self) -> None:
+        """A candidate lacking a case fails, and the rules judge both summaries over the
+        cases the two reports share, not the baseline's whole summary."""
+        b = report([record("a"), record("b"), record("lost", correct=False)])
+        c = report([record("a"), record("b")])
         result = evaluate_gate(b, c, DEFAULT_RULES)
-        assert result.passed
-        assert ("extra",) == result.alignment.added_ids
+        assert ("lost",) == result.missing_ids and not result.passed
+        assert 2 == result.baseline_summary.case_count
+        assert summarise(b.cases[:2]) == result.baseline_summary
 
 
 class TestCaseDiff:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 import sys
 import types
 from collections.abc import Callable
@@ -57,6 +58,26 @@ def test_report_round_trip_and_validation() -> None:
     assert report_from_dict(data).repeats == rep
     data["repeats"]["cases"][0]["passes"] = 9
     with pytest.raises(ReportError, match="more passes than runs"):
+        report_from_dict(data)
+
+
+@pytest.mark.parametrize(
+    ("means", "why"),
+    [
+        ({"answer_correct": 1.5}, "repeats mean 'answer_correct' of case 'a' is not in 0..1"),
+        ({"mrr": -0.1}, "repeats mean 'mrr' of case 'a' is not in 0..1"),
+        ({"mrr": True}, "repeats mean 'mrr' of case 'a' is not in 0..1"),
+        ({"mrr": "1"}, "repeats mean 'mrr' of case 'a' is not in 0..1"),
+        ([0.5], "repeats field 'means' is not an object"),
+    ],
+)
+def test_forged_means_are_refused(means: object, why: str) -> None:
+    """The per-case means the rules judge are range-checked when a report is read."""
+    made = report([record("a"), record("b")])
+    data = report_to_dict(replace(made, repeats=summarise_repeats([made.cases] * 2)))
+    assert data["repeats"]["cases"][0]["means"]["mrr"] == 1.0
+    data["repeats"]["cases"][0]["means"] = means
+    with pytest.raises(ReportError, match=re.escape(why)):
         report_from_dict(data)
 
 
@@ -129,6 +150,26 @@ def test_gate_regression_only_beyond_what_repeats_tell_apart() -> None:
     assert "FAIL cases regressed beyond chance: 1: broke (5/5 -> 0/5, p 0.00397)" in text
     assert "flaky (pass and fail within one report's repeats) (1): wobbly" in text
     assert "LEFT OUT" not in text
+
+
+def test_rules_judge_each_cases_mean_over_the_rounds(tmp_path: Path) -> None:
+    """A case flaky alike in both reports (3 of 5 runs), passing the baseline's first round
+    and failing the candidate's: the hard rules judge each case's mean over its runs, so
+    answer accuracy did not drop, no case regressed, and the output says what was judged."""
+    base_rounds = [[*map(record, STEADY), record("wobbly", correct=r < 3)] for r in range(5)]
+    cand_rounds = [[*map(record, STEADY), record("wobbly", correct=0 < r < 4)] for r in range(5)]
+    baseline = replace(report(base_rounds[0]), repeats=summarise_repeats(base_rounds))
+    candidate = replace(report(cand_rounds[0]), repeats=summarise_repeats(cand_rounds))
+    # as the gate reads them: written and read back
+    baseline, candidate = (report_from_dict(report_to_dict(r)) for r in (baseline, candidate))
+    result = evaluate_gate(baseline, candidate)
+    accuracy = next(r for r in result.rules if r.rule.metric == "answer_accuracy")
+    assert accuracy.passed, accuracy.message
+    assert accuracy.candidate == pytest.approx((8 + 3 / 5) / 9)
+    assert result.passed
+    text = render_text(result, GateSources())
+    assert "pass cases regressed beyond chance: 0" in text
+    assert "the rules judge each case's mean over its runs (baseline 5, candidate 5)" in text
 
 
 def test_quarantine_leaves_cases_out_and_says_so(tmp_path: Path) -> None:
