@@ -111,7 +111,7 @@ class Daemon:
                 trends=self.history.store if self.history is not None else None,
                 history=self.history.store if self.history is not None else None,
             ),
-            histories=lambda: {j.labels: j.latest_history for j in self.jobs},
+            histories=lambda: {j.labels: j.state.history for j in self.jobs},
         )
 
     def _healthy(self) -> bool:
@@ -299,9 +299,7 @@ class Daemon:
                     baseline=fresh.baseline,
                 )
                 if previous is not None:
-                    runner.store.latest = previous.store.latest
-                    runner.runs_by_outcome = previous.runs_by_outcome
-                    runner.latest_history = previous.latest_history
+                    runner.publisher.carry_over(previous.publisher)
                 extra["next_run_time"] = trigger.get_next_fire_time(None, now)
             else:  # a new job starts as at start-up
                 self.metrics.add_job(self._snapshot(runner, interval))
@@ -393,7 +391,7 @@ class Daemon:
         await self.http.stop()
         totals: dict[str, int] = {}
         for runner in self.jobs:
-            for outcome, n in runner.runs_by_outcome.items():
+            for outcome, n in runner.state.runs_by_outcome.items():
                 totals[outcome] = totals.get(outcome, 0) + n
         log.info("daemon_stopped", runs=totals, cancelled_runs=cancelled)
 
