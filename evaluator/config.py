@@ -297,10 +297,15 @@ class OtlpConfig(_Strict):
     enabled: bool = False
     """Export a span per case to `endpoint` (needs `pip install 'evaluator[otlp]'`)."""
     endpoint: str = "http://127.0.0.1:4318/v1/traces"
-    """The collector's OTLP/HTTP traces URL (protobuf encoding)."""
+    """The collector's OTLP/HTTP traces URL (protobuf); a base URL gets `/v1/traces`."""
     service_name: str = Field("rag-evaluator", min_length=1, max_length=200)
     """`service.name` of the exported spans."""
     timeout_seconds: float = _seconds(5.0, description="deadline of one export request")
+    headers: dict[str, str] = Field(
+        default_factory=dict, description="headers of each export request: ${ENV}, secrets"
+    )
+    compression: Literal["none", "gzip"] = "none"
+    """Compression of the export requests' bodies."""
 
     @field_validator("endpoint")
     @classmethod

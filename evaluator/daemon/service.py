@@ -27,6 +27,7 @@ from evaluator.config import Settings
 from evaluator.daemon.baseline import BaselineGate
 from evaluator.daemon.exporter import JobSnapshot, Metrics
 from evaluator.daemon.job import JobRunner
+from evaluator.daemon.otlp_metrics import OtlpCollector
 from evaluator.daemon.pages import StatusPages
 from evaluator.daemon.schedule import build_trigger, interval_of, stagger_offsets
 from evaluator.daemon.server import HttpEndpoints, parse_listen
@@ -59,6 +60,7 @@ def _runtime_registry() -> CollectorRegistry:
     ProcessCollector(registry=registry)
     PlatformCollector(registry=registry)
     GCCollector(registry=registry)
+    registry.register(OtlpCollector())
     return registry
 
 
