@@ -12,6 +12,7 @@ import itertools
 import json
 import math
 import os
+import re
 import tomllib
 import typing
 from collections.abc import Mapping
@@ -73,6 +74,7 @@ __all__ = [
     "ResponseConfig",
     "RetryConfig",
     "ScoringConfig",
+    "ServerConfig",
     "Settings",
     "TargetConfig",
     "TlsConfig",
@@ -313,6 +315,46 @@ class OtlpConfig(_Strict):
         problem = _url_problem(value)
         if problem is not None:
             raise ValueError(problem.removeprefix("url ").replace("url: ", "", 1))
+        return value
+
+
+class ServerConfig(_Strict):
+    """Who may use the daemon's own HTTP surface (`[server]`): docs/daemon.md, "Exposure".
+
+    A request whose Host is not an allowed name is refused (403), against DNS rebinding. IP
+    literals, `localhost`, the bind address and the machine's host name are always allowed,
+    so kubelet probes and Prometheus scraping by pod IP work. With `token`, the pages,
+    `/cases` and `/reports/latest` (answers and evidence) need it; `/metrics`, `/healthz`
+    and `/readyz` never do.
+    """
+
+    allowed_hosts: tuple[str, ...] = (
+        "evaluator",
+        "rag-evaluator",
+        "rag-evaluator-*",
+        "*.svc",
+        "*.svc.cluster.local",
+    )
+    """Host names served besides IP literals, localhost, the bind address and this host's
+    name; `*.` first matches one or more labels, another `*` part of one; `["*"]`: any.
+    """
+    token: str | None = Field(None, min_length=1)
+    """Bearer (or Basic password) needed for the pages, /cases and /reports/latest: ${ENV}."""
+
+    @field_validator("allowed_hosts")
+    @classmethod
+    def _hosts(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for host in value:
+            if not re.fullmatch(r"[A-Za-z0-9*._-]+", host):
+                raise ValueError(f"{host!r}: a host name (letters, digits, . - _ and *)")
+        return tuple(h.lower() for h in value)
+
+    @field_validator("token")
+    @classmethod
+    def _token(cls, value: str | None) -> str | None:
+        problem = None if value is None else env_reference_problem(value)
+        if problem:
+            raise ValueError(problem)
         return value
 
 
@@ -658,6 +700,8 @@ class Settings(BaseSettings):
     """
     history: HistoryConfig = HistoryConfig()
     """The run history store (SQLite in the reports folder)."""
+    server: ServerConfig = ServerConfig()
+    """Who may use the daemon's HTTP surface: allowed Host names, the pages' token."""
     otlp: OtlpConfig = OtlpConfig()
     """OTLP span export of each case (`[otlp]`, off by default)."""
     scoring: ScoringConfig = ScoringConfig()

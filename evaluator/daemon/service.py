@@ -24,6 +24,7 @@ from prometheus_client import (
 from evaluator import otlp
 from evaluator._version import __version__
 from evaluator.config import Settings
+from evaluator.daemon.access import Access, resolve_token
 from evaluator.daemon.baseline import BaselineGate
 from evaluator.daemon.exporter import JobSnapshot, Metrics
 from evaluator.daemon.job import JobRunner
@@ -46,7 +47,7 @@ log = structlog.get_logger("evaluator.daemon")
 #: first runs of several jobs are spread over at most this many seconds
 _STAGGER_SPREAD_SECONDS = 10.0
 #: settings a reload cannot change in a running process (logged: they need a restart)
-_RESTART_ONLY = ("listen", "histogram_buckets", "log_format", "log_level", "otlp")
+_RESTART_ONLY = ("listen", "histogram_buckets", "log_format", "log_level", "otlp", "server")
 
 
 def _redact(text: str) -> str:
@@ -172,6 +173,10 @@ class Daemon:
             raise ConfigError(
                 "no job configured: pass --dataset and --target-url, or [[jobs]] in the config"
             )
+        # what the HTTP surface allows is settled first: a token that cannot be read stops here
+        host, port = parse_listen(self.settings.listen)
+        server = self.settings.server
+        self.http.access = Access(server.allowed_hosts, resolve_token(server.token), host)
         self._build_jobs()
         otlp.install(**self.settings.otlp.model_dump())
         now = datetime.now(UTC)
@@ -201,7 +206,6 @@ class Daemon:
                 self._fire, trigger, args=[runner], id=runner.key, name=runner.key, **extra
             )
         scheduler.add_listener(self._on_max_instances, EVENT_JOB_MAX_INSTANCES)
-        host, port = parse_listen(self.settings.listen)
         await self.http.start(host, port)
         scheduler.start()
         self._scheduler = scheduler
