@@ -67,6 +67,9 @@ _MIN_CASED = 8
 _MIN_PART = 4
 #: what text must hold for the character-wise pattern to run at all
 _CHARWISE_MARKERS = ("\\u", "\\U", "&#", "%")
+_MARKER = re.compile(r"\\[uU]|&#|%")
+#: the longest way one character is written in the character-wise pattern
+_MAX_CHAR_FORM = 16
 _PERCENT = re.compile(r"%[0-9A-F]{2}")
 
 
@@ -141,8 +144,8 @@ def _char_alternatives(char: str) -> str:
     units = [utf16[i : i + 2].hex() for i in range(0, len(utf16), 2)]
     escapes = [
         "".join(r"\\[uU]" + _hex_any_case(unit) for unit in units),
-        f"&#0*{code};",
-        f"&#[xX]0*{_hex_any_case(f'{code:x}')};",
+        f"&#0{{0,4}}{code};",
+        f"&#[xX]0{{0,4}}{_hex_any_case(f'{code:x}')};",
         "".join("%" + _hex_any_case(f"{b:02x}") for b in char.encode()),
     ]
     return "(?:" + "|".join([re.escape(char), *escapes]) + ")"
@@ -232,6 +235,8 @@ class Redactor:
         # longest first: a secret holding another is masked whole
         charwise = [charwise_pattern(s) for s in sorted(self.secrets, key=len, reverse=True)]
         self._charwise = re.compile("|".join(charwise)) if charwise else None
+        #: how far from an escape a character-wise match can reach, either way
+        self._reach = _MAX_CHAR_FORM * max((len(s) for s in self.secrets), default=0)
 
     def __bool__(self) -> bool:
         return self._pattern is not None
@@ -245,8 +250,27 @@ class Redactor:
             return text
         text = self._pattern.sub(MASK, text)
         if self._charwise is not None and any(m in text for m in _CHARWISE_MARKERS):
-            text = self._charwise.sub(MASK, text)
+            text = self._charwise_sub(text)
         return text
+
+    def _charwise_sub(self, text: str) -> str:
+        """The character-wise pattern, run only around the escapes: a match holds at least
+        one, and reaches at most ``_reach`` characters from it, so the windows around the
+        escapes (merged where they touch) hold every match."""
+        assert self._charwise is not None
+        windows: list[list[int]] = []
+        for marker in _MARKER.finditer(text):
+            low, high = max(0, marker.start() - self._reach), marker.start() + self._reach
+            if windows and low <= windows[-1][1]:
+                windows[-1][1] = high
+            else:
+                windows.append([low, high])
+        out, at = [], 0
+        for low, high in windows:
+            out += [text[at:low], self._charwise.sub(MASK, text[low:high])]
+            at = high
+        out.append(text[at:])
+        return "".join(out)
 
     def redact_json(self, data: Any) -> Any:
         """A JSON-ready value with every string (keys included) redacted.

@@ -146,3 +146,16 @@ class TestCredentialParts:
             for i, c in enumerate(TOKEN)
         )
         assert "x *** y" == redact(f"x {mixed} y")
+
+    @pytest.mark.parametrize("where", ["start", "middle", "end"])
+    def test_escaped_secret_found_anywhere_in_a_long_text(self, where: str) -> None:
+        """The character-wise pass runs only around escapes: still finds them anywhere."""
+        redact = Redactor([TOKEN])
+        escaped = "".join(f"&#{ord(c)};" for c in TOKEN)
+        filler = "plain words, 50% of them, " * 400
+        text = {"start": escaped + filler, "middle": filler + escaped + filler}.get(
+            where, filler + escaped
+        )
+        out = redact(text)
+        assert escaped not in out and MASK in out
+        assert out.count("50% of them") == text.count("50% of them")  # the rest untouched
