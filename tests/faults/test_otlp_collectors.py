@@ -198,3 +198,35 @@ class TestDaemonCounters:
         assert 'rag_eval_otlp_export_errors_total{kind="timeout"} 0.0' in lines
         assert "rag_eval_otlp_spans_exported_total 0.0" in lines
         assert any(line.startswith("rag_eval_otlp_spans_failed_total ") for line in lines)
+
+
+#: a collector's answer as raw bytes -> the failure kind (None: accepted)
+HOSTILE_ANSWERS = {
+    "nothing": (b"", "bad_response"),
+    "garbage": (b"\x00\xff\xfe garbage \r\n\r\n", "bad_response"),
+    "not-a-status": (b"HTTP/1.1 abc OK\r\n\r\n", "bad_response"),
+    "other-protocol": (b"ICY 200 OK\r\n\r\n", "bad_response"),
+    "headers-never-end": (b"HTTP/1.1 200 OK\r\nX: y\r\n", "bad_response"),
+    "headers-too-large": (b"HTTP/1.1 200 OK\r\nX: " + b"y" * 40_000 + b"\r\n\r\n", "bad_response"),
+    "lone-cr-lines": (b"HTTP/1.1 200 OK\rX: y\r\r", "bad_response"),
+    "status-500": (b"HTTP/1.1 500 Oops\r\nContent-Length: 0\r\n\r\n", "http_status"),
+    "status-1xx-only": (b"HTTP/1.1 100 Continue\r\n\r\n", "http_status"),
+    "status-204": (b"HTTP/1.1 204 No Content\r\n\r\n", None),
+    "http-1.0-200": (b"HTTP/1.0 200 OK\r\n\r\nbody never read", None),
+}
+
+
+class TestHostileAnswers:
+    """The answer parsing joins the hostile catalogue: every reply is an outcome, counted."""
+
+    @pytest.mark.parametrize("name", sorted(HOSTILE_ANSWERS))
+    def test_every_answer_is_an_outcome(self, name: str) -> None:
+        raw, kind = HOSTILE_ANSWERS[name]
+        with HostileCollector("raw", raw=raw) as collector:
+            exporter = otlp.BoundedExporter(collector.url, timeout_seconds=2)
+            try:
+                exporter.send(b"\x0a\x00")
+                failed = None
+            except otlp.ExportFailed as exc:
+                failed = exc.kind
+        assert kind == failed

@@ -125,12 +125,15 @@ class HostileCollector(BackgroundServer):
     ``mode``: ``huge`` answers 200 with a ``body_bytes`` body (declared), streamed as fast
     as the client takes it; ``bomb`` answers 200 with a gzip body that inflates to
     ``body_bytes``; ``trickle`` sends its status line and headers one byte every
-    ``trickle`` seconds. :attr:`sent` counts the bytes the client took; :attr:`closed`
-    is set once the client hung up.
+    ``trickle`` seconds; ``raw`` sends ``raw`` and closes. :attr:`sent` counts the bytes
+    the client took; :attr:`closed` is set once the client hung up.
     """
 
-    def __init__(self, mode: str, *, body_bytes: int = 256 << 20, trickle: float = 0.5) -> None:
+    def __init__(
+        self, mode: str, *, body_bytes: int = 256 << 20, trickle: float = 0.5, raw: bytes = b""
+    ) -> None:
         self.mode = mode
+        self.raw = raw
         self.body_bytes = body_bytes
         self.trickle = trickle
         self.sent = 0
@@ -176,6 +179,9 @@ class HostileCollector(BackgroundServer):
         self.sent += len(data)
 
     async def _answer(self, writer: asyncio.StreamWriter) -> None:
+        if self.mode == "raw":
+            await self._send(writer, self.raw)
+            return
         if self.mode == "trickle":
             for byte in (
                 b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nX-Pad: " + b"x" * 200 + b"\r\n\r\n"
