@@ -287,6 +287,17 @@ class _CountingExporter:
             )
         return result
 
+    def count_failure(self, kind: str, message: str) -> None:
+        """A span lost before any request (it could not be built): counted and logged."""
+        with self.lock:
+            self.failed_spans += 1
+            self.failures[kind] = self.failures.get(kind, 0) + 1
+        import structlog
+
+        structlog.get_logger("evaluator.otlp").warning(
+            "otlp_export_failed", spans=1, error_kind=kind, error=redactor().redact_text(message)
+        )
+
     def shutdown(self) -> None:
         if not isinstance(self._inner, BoundedExporter):
             self._inner.shutdown()
@@ -348,7 +359,23 @@ class CaseSpans:
 
         The stage spans are laid end to end from the case's start, in the order the
         service reported them: a target reports how long each stage took, not when.
+        Never raises: a span that cannot be built is counted (``exporter_exception``) and
+        logged, and the case goes on as measured.
         """
+        try:
+            self._record(record, span_id, start_ns, end_ns, attributes)
+        except Exception as exc:
+            self._ids.pending = None
+            self.exporter.count_failure("exporter_exception", f"{type(exc).__name__}: {exc}")
+
+    def _record(
+        self,
+        record: CaseRecord,
+        span_id: str | None,
+        start_ns: int,
+        end_ns: int,
+        attributes: Mapping[str, str | int],
+    ) -> None:
         from opentelemetry import trace
         from opentelemetry.trace import Status, StatusCode
 

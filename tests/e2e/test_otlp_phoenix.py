@@ -1,8 +1,12 @@
 """A real OTLP receiver: Arize Phoenix (``phoenix serve``) on loopback takes the evaluator's
 case spans, sent to its base URL as a user would configure it, gzip-compressed.
 
-Phoenix is in the test extras (it installed in 96 s into a fresh venv); its ``phoenix``
-command is looked for beside the interpreter, then at ``$EVALUATOR_PHOENIX``, then on PATH.
+Phoenix is kept out of the test extras: it installs in about 100 s, but brings some 100
+packages, and one of them (arize-phoenix-client) registers a pytest plugin whose imports
+raise DeprecationWarning, which ``filterwarnings = error`` turns into a failure of the
+whole suite. Install it in a venv of its own (``python -m venv /opt/phoenix &&
+/opt/phoenix/bin/pip install arize-phoenix``) and set ``EVALUATOR_PHOENIX`` to its
+``bin/phoenix``; the command is also looked for beside the interpreter and on PATH.
 Without it the test is skipped.
 """
 

@@ -230,3 +230,24 @@ class TestHostileAnswers:
             except otlp.ExportFailed as exc:
                 failed = exc.kind
         assert kind == failed
+
+
+def test_a_span_that_cannot_be_built_is_counted_not_raised() -> None:
+    """A record whose trace id is not hex (a bug upstream): the case goes on, counted."""
+    from dataclasses import replace
+
+    with OtlpReceiver() as receiver, LoopbackServer(lambda _r: Reply(body=GOOD_BODY)) as server:
+        from evaluator.config import HttpTargetConfig
+
+        spans = otlp.install(enabled=True, endpoint=receiver.url, service_name="e")
+        assert spans is not None
+        report, _ = run_config(HttpTargetConfig(name="rag", url=server.url), dataset(["a"]))
+        spans.record(
+            replace(report.cases[0], trace_id="not-hex"),
+            span_id="zz",
+            start_ns=1,
+            end_ns=2,
+            attributes={},
+        )
+        otlp.shutdown()
+    assert {"exporter_exception": 1} == spans.exporter.failures
