@@ -12,6 +12,7 @@ import itertools
 import json
 import math
 import os
+import re
 import tomllib
 import typing
 from collections.abc import Mapping
@@ -76,6 +77,7 @@ __all__ = [
     "ResponseConfig",
     "RetryConfig",
     "ScoringConfig",
+    "ServerConfig",
     "Settings",
     "TargetConfig",
     "TlsConfig",
@@ -331,10 +333,15 @@ class OtlpConfig(_Strict):
     enabled: bool = False
     """Export a span per case to `endpoint` (needs `pip install 'evaluator[otlp]'`)."""
     endpoint: str = "http://127.0.0.1:4318/v1/traces"
-    """The collector's OTLP/HTTP traces URL (protobuf encoding)."""
+    """The collector's OTLP/HTTP traces URL (protobuf); a base URL gets `/v1/traces`."""
     service_name: str = Field("rag-evaluator", min_length=1, max_length=200)
     """`service.name` of the exported spans."""
     timeout_seconds: float = _seconds(5.0, description="deadline of one export request")
+    headers: dict[str, str] = Field(
+        default_factory=dict, description="headers of each export request: ${ENV}, secrets"
+    )
+    compression: Literal["none", "gzip"] = "none"
+    """Compression of the export requests' bodies."""
 
     @field_validator("endpoint")
     @classmethod
@@ -342,6 +349,46 @@ class OtlpConfig(_Strict):
         problem = _url_problem(value)
         if problem is not None:
             raise ValueError(problem.removeprefix("url ").replace("url: ", "", 1))
+        return value
+
+
+class ServerConfig(_Strict):
+    """Who may use the daemon's own HTTP surface (`[server]`): docs/daemon.md, "Exposure".
+
+    A request whose Host is not an allowed name is refused (403), against DNS rebinding. IP
+    literals, `localhost`, the bind address and the machine's host name are always allowed,
+    so kubelet probes and Prometheus scraping by pod IP work. With `token`, the pages,
+    `/cases` and `/reports/latest` (answers and evidence) need it; `/metrics`, `/healthz`
+    and `/readyz` never do.
+    """
+
+    allowed_hosts: tuple[str, ...] = (
+        "evaluator",
+        "rag-evaluator",
+        "rag-evaluator-*",
+        "*.svc",
+        "*.svc.cluster.local",
+    )
+    """Host names served besides IP literals, localhost, the bind address and this host's
+    name; `*.` first matches one or more labels, another `*` part of one; `["*"]`: any.
+    """
+    token: str | None = Field(None, min_length=1)
+    """Bearer (or Basic password) needed for the pages, /cases and /reports/latest: ${ENV}."""
+
+    @field_validator("allowed_hosts")
+    @classmethod
+    def _hosts(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for host in value:
+            if not re.fullmatch(r"[A-Za-z0-9*._-]+", host):
+                raise ValueError(f"{host!r}: a host name (letters, digits, . - _ and *)")
+        return tuple(h.lower() for h in value)
+
+    @field_validator("token")
+    @classmethod
+    def _token(cls, value: str | None) -> str | None:
+        problem = None if value is None else env_reference_problem(value)
+        if problem:
+            raise ValueError(problem)
         return value
 
 
@@ -717,6 +764,8 @@ class Settings(BaseSettings):
     """
     history: HistoryConfig = HistoryConfig()
     """The run history store (SQLite in the reports folder)."""
+    server: ServerConfig = ServerConfig()
+    """Who may use the daemon's HTTP surface: allowed Host names, the pages' token."""
     otlp: OtlpConfig = OtlpConfig()
     """OTLP span export of each case (`[otlp]`, off by default)."""
     scoring: ScoringConfig = ScoringConfig()

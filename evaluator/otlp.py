@@ -6,29 +6,50 @@ trace backend. The spans are built after the case finished, with explicit start 
 times: nothing is held open across awaits, and a case that sent no ``traceparent`` gets
 fresh ids.
 
-The OpenTelemetry SDK (the ``otlp`` extra) does the batching, encoding and sending: a
-well-kept implementation of the protocol rather than ours. It is imported only when
-export is enabled, so the base install does not need it. A failed export is logged and
-counted; it never fails a case or a run.
+The OpenTelemetry SDK (the ``otlp`` extra) does the batching and the protobuf encoding:
+a well-kept implementation of the protocol rather than ours. The sending is ours
+(:class:`BoundedExporter`), bounded as the target client is: the deadline covers the whole
+request and a collector's answer body is never read, where the SDK's exporter reads it
+whole (a 2 GiB body, a gzip bomb) and restarts its timeout on every byte. The SDK is
+imported only when export is enabled, so the base install does not need it. A failed
+export is logged (kind, status, URL) and counted by kind; it never fails a case or a run.
 """
 
 from __future__ import annotations
 
-import logging
+import gzip
 import os
+import re
+import socket
+import ssl
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 from evaluator.errors import ConfigError
 from evaluator.models import CaseRecord
-from evaluator.redaction import redactor
+from evaluator.redaction import redactor, register_secrets
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-    from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
+    from opentelemetry.sdk.trace.export import SpanExportResult
 
-__all__ = ["CASE_SPAN", "CaseSpans", "active", "install", "shutdown"]
+__all__ = [
+    "CASE_SPAN",
+    "DEFAULT_ENDPOINT",
+    "FAILURE_KINDS",
+    "BoundedExporter",
+    "CaseSpans",
+    "ExportFailed",
+    "active",
+    "install",
+    "parse_env_headers",
+    "resolve",
+    "shutdown",
+    "traces_url",
+]
 
 #: the name of the span of one golden case (its stages are ``rag_eval.stage <name>``)
 CASE_SPAN = "rag_eval.case"
@@ -60,49 +81,248 @@ class _SentIds:
         return True
 
 
-class _CountingExporter:
-    """Wraps the OTLP exporter: counts and logs batches that did not reach the collector."""
+#: the standard variables read when a setting is left at its default (OpenTelemetry's own
+#: names: the signal-specific one wins over the generic one, as in its exporters)
+ENV_ENDPOINT = ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
+ENV_HEADERS = ("OTEL_EXPORTER_OTLP_TRACES_HEADERS", "OTEL_EXPORTER_OTLP_HEADERS")
+ENV_COMPRESSION = ("OTEL_EXPORTER_OTLP_TRACES_COMPRESSION", "OTEL_EXPORTER_OTLP_COMPRESSION")
+ENV_TIMEOUT = ("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "OTEL_EXPORTER_OTLP_TIMEOUT")
+DEFAULT_ENDPOINT = "http://127.0.0.1:4318/v1/traces"
+DEFAULT_SERVICE_NAME = "rag-evaluator"
+DEFAULT_TIMEOUT_SECONDS = 5.0
+TRACES_PATH = "/v1/traces"
+#: the status line and headers of a collector's answer, at most (its body is never read)
+MAX_RESPONSE_HEAD_BYTES = 16 * 1024
+#: the failure kinds counted (``rag_eval_otlp_export_errors_total{kind}``)
+FAILURE_KINDS = ("connect", "timeout", "http_status", "bad_response", "exporter_exception")
+_ENV_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
-    def __init__(self, inner: SpanExporter) -> None:
+
+class ExportFailed(Exception):
+    """One export request failed: ``kind`` (``FAILURE_KINDS``), and what is known."""
+
+    def __init__(self, kind: str, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.status = status
+
+
+def traces_url(endpoint: str, *, base: bool = False) -> str:
+    """The URL spans are POSTed to: a base URL (no path, or ``base``) gets ``/v1/traces``,
+    as OpenTelemetry's exporters do with ``OTEL_EXPORTER_OTLP_ENDPOINT``."""
+    parts = urlsplit(endpoint)
+    if base or parts.path in ("", "/"):
+        return urlunsplit(parts._replace(path=parts.path.rstrip("/") + TRACES_PATH))
+    return endpoint
+
+
+def parse_env_headers(value: str) -> dict[str, str]:
+    """``key1=value1,key2=value2`` (values percent-encoded), the OTLP headers variable."""
+    headers: dict[str, str] = {}
+    for item in value.split(","):
+        name, sep, raw = item.partition("=")
+        if sep and name.strip():
+            headers[unquote(name.strip())] = unquote(raw.strip())
+    return headers
+
+
+def _resolve(value: str, where: str, found: list[str]) -> str:
+    """``value`` with its ``${NAME}`` references read; each value read goes to ``found``."""
+
+    def lookup(match: re.Match[str]) -> str:
+        resolved = os.environ.get(match.group(1))
+        if not resolved:
+            raise ConfigError(f"{where}: environment variable {match.group(1)} is not set")
+        found.append(resolved)
+        return resolved
+
+    return _ENV_REFERENCE.sub(lookup, value)
+
+
+def _read_head(sock: socket.socket, deadline: float) -> bytes:
+    """The status line and headers, within ``deadline`` (monotonic) and the size cap."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise ExportFailed("timeout", "no complete answer within the deadline")
+        sock.settimeout(remaining)  # each read waits only what is left of the whole deadline
+        chunk = sock.recv(4096)
+        if not chunk:
+            raise ExportFailed("bad_response", "the collector closed before answering")
+        data += chunk
+        if len(data) > MAX_RESPONSE_HEAD_BYTES:
+            raise ExportFailed("bad_response", "the answer's headers exceed 16 KiB")
+    return data
+
+
+class BoundedExporter:
+    """Sends spans to an OTLP/HTTP collector, bounded as the target client is.
+
+    One request per batch on a fresh connection, protobuf-encoded by the SDK's encoder;
+    the deadline covers the whole request (connect, send, the status line); the answer's
+    body is never read (OTLP's partial-success detail is not worth a collector's 2 GiB),
+    so a huge body or a gzip bomb costs nothing.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        timeout_seconds: float,
+        headers: Mapping[str, str] | None = None,
+        compression: str = "none",
+    ) -> None:
+        self.url = url
+        self.timeout_seconds = timeout_seconds
+        self.headers = dict(headers or {})
+        self.compression = compression
+        parts = urlsplit(url)
+        self._tls = parts.scheme == "https"
+        self._host = parts.hostname or ""
+        self._port = parts.port or (443 if self._tls else 80)
+        self._target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        self._host_header = parts.netloc.rpartition("@")[2]
+
+    def send(self, body: bytes) -> None:
+        """POST one encoded batch. Raises ExportFailed."""
+        deadline = time.monotonic() + self.timeout_seconds
+        if self.compression == "gzip":
+            body = gzip.compress(body, compresslevel=6)
+        lines = [
+            f"POST {self._target} HTTP/1.1",
+            f"Host: {self._host_header}",
+            "Content-Type: application/x-protobuf",
+            f"Content-Length: {len(body)}",
+            "Connection: close",
+            "User-Agent: rag-evaluator",
+        ]
+        if self.compression == "gzip":
+            lines.append("Content-Encoding: gzip")
+        lines += [f"{name}: {value}" for name, value in self.headers.items()]
+        request = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
+        try:
+            sock = socket.create_connection((self._host, self._port), timeout=self.timeout_seconds)
+        except TimeoutError as exc:
+            raise ExportFailed("timeout", "connect timed out") from exc
+        except OSError as exc:
+            raise ExportFailed("connect", exc.strerror or str(exc)) from exc
+        try:
+            if self._tls:
+                context = ssl.create_default_context()
+                sock.settimeout(max(deadline - time.monotonic(), 0.001))
+                sock = context.wrap_socket(sock, server_hostname=self._host)
+            sock.settimeout(max(deadline - time.monotonic(), 0.001))
+            sock.sendall(request)
+            head = _read_head(sock, deadline)
+        except TimeoutError as exc:
+            raise ExportFailed("timeout", "no complete answer within the deadline") from exc
+        except ssl.SSLError as exc:
+            raise ExportFailed("connect", f"TLS: {exc.reason or exc}") from exc
+        except OSError as exc:
+            raise ExportFailed("connect", exc.strerror or str(exc)) from exc
+        finally:
+            sock.close()
+        status_line = head.split(b"\r\n", 1)[0].decode("latin-1", "replace")
+        fields = status_line.split(" ", 2)
+        if len(fields) < 2 or not fields[0].startswith("HTTP/") or not fields[1].isdigit():
+            raise ExportFailed("bad_response", f"not an HTTP status line: {status_line[:80]!r}")
+        status = int(fields[1])
+        if not 200 <= status < 300:
+            hint = " (is it the traces URL, ending in /v1/traces?)" if status in (404, 405) else ""
+            raise ExportFailed("http_status", f"HTTP {status}{hint}", status)
+
+
+class _CountingExporter:
+    """The SDK's span-exporter face of :class:`BoundedExporter`: encodes each batch, counts
+    and logs those that did not reach the collector (by kind, with the status and URL)."""
+
+    def __init__(self, inner: BoundedExporter | Any) -> None:
         self._inner = inner
-        self._lock = threading.Lock()  # export runs on the batch processor's thread
+        #: held while counting: export runs on the batch processor's thread, scrapes elsewhere
+        self.lock = threading.Lock()
         self.exported_spans = 0
         self.failed_spans = 0
+        #: failed requests by kind (``FAILURE_KINDS``)
+        self.failures: dict[str, int] = {}
+        #: set once the export was shut down: a request still going then is counted but not
+        #: logged, so no warning lands in the middle of what ``run`` prints after it
+        self.quiet = False
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         from opentelemetry.sdk.trace.export import SpanExportResult
 
-        error = None
+        failure: ExportFailed | None = None
         try:
-            result = self._inner.export(spans)
+            if isinstance(self._inner, BoundedExporter):
+                from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+
+                self._inner.send(encode_spans(spans).SerializePartialToString())
+                result = SpanExportResult.SUCCESS
+            else:
+                result = self._inner.export(spans)
+                if result is not SpanExportResult.SUCCESS:
+                    failure = ExportFailed("http_status", "the exporter reported a failure")
+        except ExportFailed as exc:
+            failure, result = exc, SpanExportResult.FAILURE
         except Exception as exc:  # an exporter bug must not kill the processor's thread
-            error, result = type(exc).__name__, SpanExportResult.FAILURE
-        with self._lock:
-            if result is SpanExportResult.SUCCESS:
+            failure = ExportFailed("exporter_exception", f"{type(exc).__name__}: {exc}")
+            result = SpanExportResult.FAILURE
+        with self.lock:
+            if failure is None:
                 self.exported_spans += len(spans)
             else:
                 self.failed_spans += len(spans)
-        if result is not SpanExportResult.SUCCESS:
+                self.failures[failure.kind] = self.failures.get(failure.kind, 0) + 1
+        if failure is not None and not self.quiet:
             import structlog  # only on a failure: a run without OTLP never needs structlog
 
             structlog.get_logger("evaluator.otlp").warning(
-                "otlp_export_failed", spans=len(spans), error=error
+                "otlp_export_failed",
+                spans=len(spans),
+                error_kind=failure.kind,
+                status=failure.status,
+                url=redactor().redact_text(getattr(self._inner, "url", "")),
+                error=redactor().redact_text(str(failure)),
             )
         return result
 
+    def count_failure(self, kind: str, message: str) -> None:
+        """A span lost before any request (it could not be built): counted and logged."""
+        with self.lock:
+            self.failed_spans += 1
+            self.failures[kind] = self.failures.get(kind, 0) + 1
+        import structlog
+
+        structlog.get_logger("evaluator.otlp").warning(
+            "otlp_export_failed", spans=1, error_kind=kind, error=redactor().redact_text(message)
+        )
+
     def shutdown(self) -> None:
-        self._inner.shutdown()
+        if not isinstance(self._inner, BoundedExporter):
+            self._inner.shutdown()
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
-        return self._inner.force_flush(timeout_millis)
+        if isinstance(self._inner, BoundedExporter):
+            return True
+        result: bool = self._inner.force_flush(timeout_millis)
+        return result
 
 
 class CaseSpans:
     """Builds and exports the spans of finished cases (BatchSpanProcessor: off the loop)."""
 
-    def __init__(self, endpoint: str, service_name: str, timeout_seconds: float = 5.0) -> None:
+    def __init__(
+        self,
+        endpoint: str,
+        service_name: str,
+        timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
+        *,
+        headers: Mapping[str, str] | None = None,
+        compression: str = "none",
+    ) -> None:
         try:
-            from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+            from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
             from opentelemetry.sdk.resources import Resource
             from opentelemetry.sdk.trace import TracerProvider
             from opentelemetry.sdk.trace.export import BatchSpanProcessor
@@ -111,9 +331,13 @@ class CaseSpans:
                 "otlp.enabled: OTLP export needs the OpenTelemetry SDK: "
                 "pip install 'evaluator[otlp]'"
             ) from exc
+        del encode_spans  # imported above only to fail early without the SDK
         self._ids = _SentIds()
+        self.timeout_seconds = timeout_seconds
         self.exporter = _CountingExporter(
-            OTLPSpanExporter(endpoint=endpoint, timeout=timeout_seconds)
+            BoundedExporter(
+                endpoint, timeout_seconds=timeout_seconds, headers=headers, compression=compression
+            )
         )
         self._provider: TracerProvider = TracerProvider(
             resource=Resource.create({"service.name": service_name}),
@@ -135,7 +359,23 @@ class CaseSpans:
 
         The stage spans are laid end to end from the case's start, in the order the
         service reported them: a target reports how long each stage took, not when.
+        Never raises: a span that cannot be built is counted (``exporter_exception``) and
+        logged, and the case goes on as measured.
         """
+        try:
+            self._record(record, span_id, start_ns, end_ns, attributes)
+        except Exception as exc:
+            self._ids.pending = None
+            self.exporter.count_failure("exporter_exception", f"{type(exc).__name__}: {exc}")
+
+    def _record(
+        self,
+        record: CaseRecord,
+        span_id: str | None,
+        start_ns: int,
+        end_ns: int,
+        attributes: Mapping[str, str | int],
+    ) -> None:
         from opentelemetry import trace
         from opentelemetry.trace import Status, StatusCode
 
@@ -172,23 +412,118 @@ class CaseSpans:
         span.end(end_time=end_ns)
 
     def shutdown(self) -> None:
-        """Send what is queued (bounded by the exporter's timeout), then stop."""
-        self._provider.shutdown()
+        """Send what is queued, then stop: bounded by twice the export deadline whatever the
+        collector does (the SDK would wait 30 s); spans still queued then are lost."""
+        done = threading.Thread(target=self._provider.shutdown, daemon=True)
+        done.start()
+        done.join(2 * self.timeout_seconds + 0.5)
+        self.exporter.quiet = True
 
 
 _active: CaseSpans | None = None
 
 
+def _from_env(names: Sequence[str]) -> tuple[str, str] | None:
+    for name in names:
+        value = os.environ.get(name, "").strip()
+        if value:
+            return name, value
+    return None
+
+
+def resolve(
+    *,
+    endpoint: str = DEFAULT_ENDPOINT,
+    service_name: str = DEFAULT_SERVICE_NAME,
+    timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
+    headers: Mapping[str, str] | None = None,
+    compression: str = "none",
+) -> dict[str, Any]:
+    """The export's settings: each left at its default gives way to OpenTelemetry's standard
+    variable (``OTEL_EXPORTER_OTLP_*``, ``OTEL_SERVICE_NAME``); ``${ENV}`` in header values
+    resolved, and every header value registered as a secret.
+
+    Raises:
+        ConfigError: naming the setting or variable.
+    """
+    url = traces_url(endpoint)
+    if endpoint == DEFAULT_ENDPOINT:
+        found = _from_env(ENV_ENDPOINT)
+        if found is not None:
+            # the generic variable is a base URL; the traces one is used as it is
+            url = traces_url(found[1], base=found[0] == ENV_ENDPOINT[1])
+            if not url.startswith(("http://", "https://")):
+                raise ConfigError(f"{found[0]}: {found[1]!r} must start with http:// or https://")
+    if service_name == DEFAULT_SERVICE_NAME:
+        service_name = os.environ.get("OTEL_SERVICE_NAME", "").strip() or service_name
+    if timeout_seconds == DEFAULT_TIMEOUT_SECONDS:
+        found = _from_env(ENV_TIMEOUT)
+        if found is not None:
+            try:
+                millis = float(found[1])
+            except ValueError:
+                raise ConfigError(f"{found[0]}: {found[1]!r} is not milliseconds") from None
+            if not 0 < millis <= 3_600_000:
+                raise ConfigError(f"{found[0]}: {found[1]!r} must be in (0, 3600000] ms")
+            timeout_seconds = millis / 1000
+    if compression == "none":
+        found = _from_env(ENV_COMPRESSION)
+        if found is not None:
+            if found[1] not in ("gzip", "none"):
+                raise ConfigError(f"{found[0]}: {found[1]!r}: expected gzip or none")
+            compression = found[1]
+    resolved: dict[str, str] = {}
+    read: list[str] = []  # the values read from the environment: secrets on their own too
+    if not headers:
+        found = _from_env(ENV_HEADERS)
+        if found is not None:
+            resolved = parse_env_headers(found[1])
+    else:
+        resolved = {k: _resolve(v, f"otlp.headers.{k}", read) for k, v in headers.items()}
+    for name, value in resolved.items():
+        if any(c in name for c in " :\r\n") or any(ord(c) < 32 for c in value):
+            raise ConfigError(f"otlp.headers.{name}: a header name or value cannot be sent")
+    register_secrets([v for v in [*resolved.values(), *read] if v])
+    return {
+        "endpoint": url,
+        "service_name": service_name,
+        "timeout_seconds": timeout_seconds,
+        "headers": resolved,
+        "compression": compression,
+    }
+
+
 def install(
-    *, enabled: bool, endpoint: str, service_name: str, timeout_seconds: float = 5.0
+    *,
+    enabled: bool,
+    endpoint: str = DEFAULT_ENDPOINT,
+    service_name: str = DEFAULT_SERVICE_NAME,
+    timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
+    headers: Mapping[str, str] | None = None,
+    compression: str = "none",
 ) -> CaseSpans | None:
-    """Start the process's span export when ``enabled`` (replacing an earlier one)."""
+    """Start the process's span export when ``enabled`` (replacing an earlier one).
+
+    Raises:
+        ConfigError: a setting (or standard variable) that cannot work, or no SDK.
+    """
     global _active
     shutdown()
     if enabled:
-        # the SDK logs each failed export with a traceback on its own logger; ours says it once
-        logging.getLogger("opentelemetry.exporter.otlp").setLevel(logging.CRITICAL)
-        _active = CaseSpans(endpoint, service_name, timeout_seconds)
+        settings = resolve(
+            endpoint=endpoint,
+            service_name=service_name,
+            timeout_seconds=timeout_seconds,
+            headers=headers,
+            compression=compression,
+        )
+        _active = CaseSpans(
+            settings["endpoint"],
+            settings["service_name"],
+            settings["timeout_seconds"],
+            headers=settings["headers"],
+            compression=settings["compression"],
+        )
     return _active
 
 

@@ -8,10 +8,18 @@ exception: a producer that *cuts* text (an error message capped to one line, a s
 capped in length) redacts before cutting, so a cut never leaves half a secret that the
 egress pass could no longer recognise.
 
-A secret is recognised raw, URL-quoted (with and without ``/`` kept, ``quote_plus``, twice,
-upper- or lower-case hex), JSON-escaped (with and without ``\\/``, ASCII-escaped or not),
-and base64/base64url of itself or of any text holding it (the three alignments of a value
-inside a longer base64 text: ``Basic base64(user:password)`` included). All forms are
+A secret is recognised raw, URL-quoted (with and without ``/`` kept, ``quote_plus``,
+JavaScript's ``encodeURIComponent``, twice, upper- or lower-case hex), JSON-escaped (with
+and without ``\\/``, ASCII-escaped or not, Go's ``\\u0026``/``\\u003c``/``\\u003e``),
+HTML/XML-escaped, as the hex of its bytes, upper- or lower-cased, and base64/base64url of
+itself or of any text holding it (the three alignments of a value inside a longer base64
+text: ``Basic base64(user:password)`` included). A second pattern, run only on text holding
+``\\u``, ``&#`` or ``%``, finds a secret whose characters are each written any of those
+ways, mixed (``\\u`` escaping of every character, numeric character references).
+
+A registered credential also brings its parts: the token of ``Bearer <token>``, the
+decoded ``user:password`` and the password of ``Basic <base64>``, and the ``user:password``
+and password of a URL's userinfo (:func:`derived_secrets`). All forms are
 matched by one compiled regular expression shaped as a prefix tree (see :func:`trie_pattern`),
 which the standard library's engine scans about five times faster than a flat alternation
 of the same words; an Aho-Corasick library would do the same work with one more dependency.
@@ -26,18 +34,21 @@ Example::
 from __future__ import annotations
 
 import base64
+import binascii
+import html
 import io
 import json
 import re
 import threading
 from collections.abc import Iterable
 from typing import Any, TextIO
-from urllib.parse import quote, quote_plus
+from urllib.parse import quote, quote_plus, unquote, urlsplit
 
 __all__ = [
     "MASK",
     "RedactingStream",
     "Redactor",
+    "derived_secrets",
     "encoded_forms",
     "redactor",
     "register_secrets",
@@ -49,6 +60,16 @@ MASK = "***"
 
 #: base64 fragments shorter than this are not matched: they would hit ordinary text
 _MIN_BASE64_FRAGMENT = 6
+#: upper- and lower-cased forms only of secrets this long (short ones hit ordinary words)
+_MIN_CASED = 8
+#: parts of a credential (a Basic password, a userinfo password) shorter than this are not
+#: registered on their own: they would mask ordinary words
+_MIN_PART = 4
+#: what text must hold for the character-wise pattern to run at all
+_CHARWISE_MARKERS = ("\\u", "\\U", "&#", "%")
+_MARKER = re.compile(r"\\[uU]|&#|%")
+#: the longest way one character is written in the character-wise pattern
+_MAX_CHAR_FORM = 16
 _PERCENT = re.compile(r"%[0-9A-F]{2}")
 
 
@@ -87,16 +108,85 @@ def encoded_forms(secret: str) -> set[str]:
         quote(secret),  # "/" kept
         quote_plus(secret),
         quote_plus(secret, safe="/"),
+        quote(secret, safe="!~*'()"),  # JavaScript's encodeURIComponent
     }
     percent |= {quote(p, safe="") for p in list(percent)} | {quote(p) for p in list(percent)}
     forms |= percent | {_lower_hex(p) for p in percent}
     for ensure_ascii in (True, False):
         escaped = json.dumps(secret, ensure_ascii=ensure_ascii)[1:-1]
         forms |= {escaped, escaped.replace("/", "\\/")}
+        # Go's encoding/json escapes &, < and > by default
+        go = escaped.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
+        forms |= {go, go.replace("/", "\\/")}
+    for quote_chars in (True, False):
+        escaped = html.escape(secret, quote=quote_chars)
+        forms |= {escaped, escaped.replace("&#x27;", "&#39;"), escaped.replace("&#x27;", "&apos;")}
+    raw_hex = secret.encode().hex()
+    forms |= {raw_hex, raw_hex.upper()}
+    if len(secret) >= _MIN_CASED:
+        forms |= {secret.lower(), secret.upper()}
     raw = secret.encode()
     for fragment in _base64_fragments(raw):
         forms |= {fragment, fragment.replace("+", "-").replace("/", "_")}
     return forms
+
+
+def _hex_any_case(digits: str) -> str:
+    return "".join(f"[{c.lower()}{c.upper()}]" if c.isalpha() else c for c in digits)
+
+
+def _char_alternatives(char: str) -> str:
+    """A regex for one character written as itself, ``\\uXXXX`` (a surrogate pair beyond
+    the BMP), ``&#NNN;``, ``&#xHH;`` (leading zeros allowed) or ``%HH`` (its UTF-8 bytes),
+    hex digits in either case."""
+    code = ord(char)
+    utf16 = char.encode("utf-16-be")
+    units = [utf16[i : i + 2].hex() for i in range(0, len(utf16), 2)]
+    escapes = [
+        "".join(r"\\[uU]" + _hex_any_case(unit) for unit in units),
+        f"&#0{{0,4}}{code};",
+        f"&#[xX]0{{0,4}}{_hex_any_case(f'{code:x}')};",
+        "".join("%" + _hex_any_case(f"{b:02x}") for b in char.encode()),
+    ]
+    return "(?:" + "|".join([re.escape(char), *escapes]) + ")"
+
+
+def charwise_pattern(secret: str) -> str:
+    """A regex for ``secret`` with each character in any of :func:`_char_alternatives`."""
+    return "".join(_char_alternatives(c) for c in secret)
+
+
+def derived_secrets(secret: str) -> set[str]:
+    """The parts of a credential that travel on their own: the token of ``Bearer X``, the
+    decoded ``user:password`` and the password of ``Basic <base64>``, the ``user:password``
+    and the password of a URL's userinfo (decoded)."""
+    found: set[str] = set()
+    scheme, _, rest = secret.strip().partition(" ")
+    rest = rest.strip()
+    if scheme.lower() in ("bearer", "token") and len(rest) >= _MIN_PART:
+        found.add(rest)
+    if scheme.lower() == "basic" and rest:
+        try:
+            decoded = base64.b64decode(rest + "=" * (-len(rest) % 4), validate=True).decode()
+        except (binascii.Error, UnicodeDecodeError, ValueError):
+            decoded = ""
+        _user, sep, password = decoded.partition(":")
+        if sep:
+            found.add(decoded)
+            if len(password) >= _MIN_PART:
+                found.add(password)
+    if "://" in secret and "@" in secret:
+        try:
+            parts = urlsplit(secret.strip())
+            userinfo = (parts.username or "", parts.password or "")
+        except ValueError:
+            userinfo = ("", "")
+        if userinfo[1]:
+            user, pw = unquote(userinfo[0]), unquote(userinfo[1])
+            found.add(f"{user}:{pw}")
+            if len(pw) >= _MIN_PART:
+                found.add(pw)
+    return found
 
 
 def trie_pattern(words: Iterable[str]) -> str:
@@ -133,12 +223,20 @@ class Redactor:
     """
 
     def __init__(self, secrets: Iterable[str] = ()) -> None:
-        self.secrets = frozenset(s for s in secrets if s)
+        given = {s for s in secrets if s}
+        for secret in list(given):
+            given |= derived_secrets(secret)
+        self.secrets = frozenset(given)
         forms: set[str] = set()
         for secret in self.secrets:
             forms |= encoded_forms(secret)
         # a form containing another is replaced whole: the pattern prefers the longest
         self._pattern = re.compile(trie_pattern(sorted(forms))) if forms else None
+        # longest first: a secret holding another is masked whole
+        charwise = [charwise_pattern(s) for s in sorted(self.secrets, key=len, reverse=True)]
+        self._charwise = re.compile("|".join(charwise)) if charwise else None
+        #: how far from an escape a character-wise match can reach, either way
+        self._reach = _MAX_CHAR_FORM * max((len(s) for s in self.secrets), default=0)
 
     def __bool__(self) -> bool:
         return self._pattern is not None
@@ -150,7 +248,29 @@ class Redactor:
         """``text`` with every secret form replaced by ``***``."""
         if self._pattern is None:
             return text
-        return self._pattern.sub(MASK, text)
+        text = self._pattern.sub(MASK, text)
+        if self._charwise is not None and any(m in text for m in _CHARWISE_MARKERS):
+            text = self._charwise_sub(text)
+        return text
+
+    def _charwise_sub(self, text: str) -> str:
+        """The character-wise pattern, run only around the escapes: a match holds at least
+        one, and reaches at most ``_reach`` characters from it, so the windows around the
+        escapes (merged where they touch) hold every match."""
+        assert self._charwise is not None
+        windows: list[list[int]] = []
+        for marker in _MARKER.finditer(text):
+            low, high = max(0, marker.start() - self._reach), marker.start() + self._reach
+            if windows and low <= windows[-1][1]:
+                windows[-1][1] = high
+            else:
+                windows.append([low, high])
+        out, at = [], 0
+        for low, high in windows:
+            out += [text[at:low], self._charwise.sub(MASK, text[low:high])]
+            at = high
+        out.append(text[at:])
+        return "".join(out)
 
     def redact_json(self, data: Any) -> Any:
         """A JSON-ready value with every string (keys included) redacted.
@@ -164,7 +284,11 @@ class Redactor:
             text = json.dumps(data, ensure_ascii=False, allow_nan=True, default=str)
         except (TypeError, ValueError, RecursionError):
             return self._walk(data)
-        if self._pattern.search(text) is None:
+        if self._pattern.search(text) is None and not (
+            self._charwise is not None
+            and any(m in text for m in _CHARWISE_MARKERS)
+            and self._charwise.search(text) is not None
+        ):
             return data
         return self._walk(data)
 

@@ -96,3 +96,66 @@ class TestTriePattern:
             match = pattern.search(f"--{word}--")
             assert match is not None and word == match.group(0)
         assert ["abc", "b"] == pattern.findall("abc b")
+
+
+class TestCredentialParts:
+    """A credential's parts travel on their own: each is masked in every form too."""
+
+    def test_basic_credentials_decoded(self) -> None:
+        header = "Basic " + base64.b64encode(b"alice:pa55-w0rd&<x>").decode()
+        redact = Redactor([header])
+        for text in ("alice:pa55-w0rd&<x>", "pa55-w0rd&<x>", "pa55-w0rd&amp;&lt;x&gt;"):
+            assert MASK in redact(text) and "pa55" not in redact(text), text
+        assert "alice" == redact("alice")  # a user name alone is not a secret
+
+    def test_url_userinfo(self) -> None:
+        from evaluator.redaction import derived_secrets
+
+        found = derived_secrets("https://bob:s3cr%40t-99@rag.internal/query")
+        assert {"bob:s3cr@t-99", "s3cr@t-99"} == found
+        redact = Redactor(found)
+        assert "pw *** here" == redact("pw s3cr%40t-99 here")
+        assert set() == derived_secrets("https://rag.internal/query")
+
+    def test_target_url_userinfo_is_registered(self) -> None:
+        from evaluator.redaction import redactor
+        from evaluator.targets.request import RequestTemplate
+
+        RequestTemplate.from_config(url="https://svc:userinfo-pw-31@rag.internal/q")
+        assert "userinfo-pw-31" not in redactor().redact_text("echo userinfo-pw-31")
+
+    @pytest.mark.parametrize(
+        "name",
+        ["api_key", "sig", "code", "X-Functions-Key", "X-Auth-Key", "X-Amz-Signature", "apikey"],
+    )
+    def test_names_that_say_they_hold_a_secret(self, name: str) -> None:
+        from evaluator.targets.request import is_secret_name
+
+        assert is_secret_name(name)
+
+    def test_ordinary_names_are_not_secrets(self) -> None:
+        from evaluator.targets.request import is_secret_name
+
+        assert not any(is_secret_name(n) for n in ("question", "top_k", "Accept", "lang"))
+
+    def test_mixed_character_escapes(self) -> None:
+        """Each character written its own way, as a template engine or a JSON encoder may."""
+        redact = Redactor([TOKEN])
+        mixed = "".join(
+            (f"&#{ord(c)};", f"\\u{ord(c):04X}", f"%{ord(c):02x}", c)[i % 4]
+            for i, c in enumerate(TOKEN)
+        )
+        assert "x *** y" == redact(f"x {mixed} y")
+
+    @pytest.mark.parametrize("where", ["start", "middle", "end"])
+    def test_escaped_secret_found_anywhere_in_a_long_text(self, where: str) -> None:
+        """The character-wise pass runs only around escapes: still finds them anywhere."""
+        redact = Redactor([TOKEN])
+        escaped = "".join(f"&#{ord(c)};" for c in TOKEN)
+        filler = "plain words, 50% of them, " * 400
+        text = {"start": escaped + filler, "middle": filler + escaped + filler}.get(
+            where, filler + escaped
+        )
+        out = redact(text)
+        assert escaped not in out and MASK in out
+        assert out.count("50% of them") == text.count("50% of them")  # the rest untouched

@@ -41,6 +41,7 @@ from evaluator.summary import Summary
 __all__ = [
     "GAUGES_BY_METRIC",
     "OUTCOMES",
+    "PUBLISH_STEPS",
     "QUALITY_GAUGES",
     "DriftGauge",
     "GateState",
@@ -50,6 +51,9 @@ __all__ = [
 
 #: Run outcomes, the values of ``rag_eval_runs_total{outcome}``.
 OUTCOMES: tuple[str, ...] = ("complete", "incomplete", "failed", "skipped")
+#: the steps of publishing a run (:mod:`evaluator.daemon.publish`), as counted when one fails:
+#: the report file, the gate's verdict, the exported gauges, the history store
+PUBLISH_STEPS: tuple[str, ...] = ("report", "gate", "metrics", "history")
 
 #: Summary metric -> gauge name: every summary value of the last complete run with a gauge.
 GAUGES_BY_METRIC: Mapping[str, str] = {
@@ -370,6 +374,7 @@ class _Job:
         self.report_write_errors = CounterCell(m._report_write_errors, labels)
         self.stage_names_folded = CounterCell(m._stage_names_folded, labels)
         self.history_errors = CounterCell(m._history_errors, labels, ["kind"])
+        self.publish_errors = CounterCell(m._publish_errors, labels, ["step"])
         # every counter of the job exists at zero from the start: increase() and rate() see
         # its first increment, and dashboards show 0 rather than no data
         for outcome in OUTCOMES:
@@ -385,6 +390,8 @@ class _Job:
             counter.create()
         for kind in HISTORY_ERROR_KINDS:
             self.history_errors.create([kind])
+        for step in PUBLISH_STEPS:
+            self.publish_errors.create([step])
         self.gauges = [
             GaugeCell(family, labels, spec.extra)
             for spec, family in zip(_JOB_GAUGES, m._gauges, strict=True)
@@ -401,6 +408,7 @@ class _Job:
             self.report_write_errors,
             self.stage_names_folded,
             self.history_errors,
+            self.publish_errors,
             *self.gauges,
             self.info,
         )
@@ -494,6 +502,12 @@ class Metrics:
             "counter",
             "History store failures by kind (corrupt: moved aside and restarted; locked; io)",
         )
+        self._publish_errors = Family(
+            "rag_eval_publish_errors",
+            "counter",
+            "Steps of publishing a run that failed, by step (report, gate, metrics, history);"
+            " the run is counted all the same",
+        )
         self._gauges = [Family(spec.name, "gauge", spec.help) for spec in _JOB_GAUGES]
         self._info = Family(
             "rag_eval_job",
@@ -515,6 +529,7 @@ class Metrics:
                 last_reload_ok,
                 last_reload_at,
                 self._history_errors,
+                self._publish_errors,
                 *self._gauges,
                 self._info,
             ]
@@ -723,6 +738,11 @@ class Metrics:
     def history_failed(self, labels: Labels, kind: str) -> None:
         """Count a history store failure (``HISTORY_ERROR_KINDS``)."""
         self._job(labels).history_errors.inc([kind])
+
+    @_changes
+    def publish_failed(self, labels: Labels, step: str) -> None:
+        """Count a failed step of publishing a run (``PUBLISH_STEPS``)."""
+        self._job(labels).publish_errors.inc([step])
 
     @_changes
     def config_reloaded(self, ok: bool) -> None:

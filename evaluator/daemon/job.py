@@ -1,9 +1,9 @@
-"""One scheduled job: a (target, golden set) pair, its runs, reloads, reports and metrics."""
+"""One scheduled job: a (target, golden set) pair and its runs; what a run becomes (report,
+metrics, history, the state the pages read) is :mod:`evaluator.daemon.publish`'s."""
 
 from __future__ import annotations
 
 import asyncio
-import itertools
 import time
 import uuid
 from collections.abc import Callable
@@ -15,20 +15,16 @@ import structlog
 
 from evaluator.bounds import cut
 from evaluator.config import JobConfig, Settings
-from evaluator.daemon.baseline import BaselineGate, GateVerdict
-from evaluator.daemon.exporter import DriftGauge, GateState, Metrics
+from evaluator.daemon.baseline import BaselineGate
+from evaluator.daemon.exporter import Metrics
+from evaluator.daemon.publish import JobState, RunPublisher, classify
 from evaluator.daemon.report_store import ReportStore
 from evaluator.daemon.shard import shard_cases
 from evaluator.dataset import parse_dataset
 from evaluator.errors import DatasetError
-from evaluator.history.drift import BINARY_CHECKS
-from evaluator.history.job import JobHistory
-from evaluator.history.recorder import HistoryRecorder, Outcome
-from evaluator.history.stability import Stability
-from evaluator.metrics import FLOAT_TOLERANCE
+from evaluator.history.recorder import HistoryRecorder
 from evaluator.models import DELIVERY_FIELDS, Case, CaseRecord, Dataset
-from evaluator.pages.trend import TREND_METRICS, RecentRuns, RunPoint
-from evaluator.report import RunReport, scores_to_dict
+from evaluator.report import scores_to_dict
 from evaluator.runner import RetryEvent, config_hash_for, run_dataset
 from evaluator.summary import Summary, id_mismatch_warning
 from evaluator.targets.base import Target
@@ -38,21 +34,12 @@ __all__ = ["JobRunner", "classify"]
 log = structlog.get_logger("evaluator.daemon")
 
 
-def classify(summary: Summary, error_ratio_limit: float) -> str:
-    """A finished run's outcome: ``complete``, ``incomplete`` or ``failed`` (docs/daemon.md)."""
-    if summary.scored_count == 0:
-        return "failed"
-    if (summary.error_rate or 0.0) > error_ratio_limit + FLOAT_TOLERANCE:
-        return "incomplete"
-    return "complete"
-
-
-def _timestamp(report: RunReport) -> float:
-    return report.generated_at.timestamp()
-
-
 class JobRunner:
-    """Runs one job when the scheduler says so; never two runs at once (the scheduler's job)."""
+    """Runs one job when the scheduler says so; never two runs at once (the scheduler's job).
+
+    The run is this class's; each finished run goes to :attr:`publisher`, whose
+    :attr:`state` (a :class:`~evaluator.daemon.publish.JobState`) is what the pages read.
+    """
 
     def __init__(
         self,
@@ -76,19 +63,27 @@ class JobRunner:
         self.labels = (target.name, dataset.name)
         self.options = settings.run_options(job)
         self.options.stages.on_fold = self._on_stage_folded
-        self.store = ReportStore(settings.reports_dir, job.key, settings.reports_keep)
         self._signature = self._stat_signature()
-        self.runs_by_outcome: dict[str, int] = {}
-        # for the status page: the last finished run, as it ended
-        self.last_report: RunReport | None = None
-        self.last_outcome: str | None = None
-        self.last_finished_at: float | None = None
-        self.last_verdict: GateVerdict | None = None
-        self.recent = RecentRuns()
-        self.history = history
-        #: stability and drift after the latest complete run (None: no history yet)
-        self.latest_history: JobHistory | None = None
-        self._history_pending: set[asyncio.Future[Outcome]] = set()
+        self.publisher = RunPublisher(
+            labels=self.labels,
+            job_key=job.key,
+            store=ReportStore(settings.reports_dir, job.key, settings.reports_keep),
+            metrics=metrics,
+            error_ratio_limit=settings.error_ratio_limit,
+            gate=gate,
+            history=history,
+            judge_cases=lambda: (self._shard(), self.settings.shard_count > 1),
+            clock=clock,
+        )
+
+    @property
+    def state(self) -> JobState:
+        """The job's published state, one immutable snapshot (read it once per request)."""
+        return self.publisher.state
+
+    @property
+    def store(self) -> ReportStore:
+        return self.publisher.store
 
     @property
     def key(self) -> str:
@@ -107,34 +102,7 @@ class JobRunner:
 
     def restore(self) -> None:
         """Seed the gauges from the last report on disk, so a restart does not blank them."""
-        stale = self.store.remove_stale_temp_files()
-        if stale:
-            log.info("stale_temp_files_removed", job=self.key, count=stale)
-        report = self.store.load_latest()
-        if report is None or report.dataset_hash != self.dataset.content_hash:
-            return
-        limit = self.settings.error_ratio_limit
-        # after an incomplete or failed run, the last complete one is among the kept reports
-        complete = next(
-            (
-                r
-                for r in itertools.chain((report,), self.store.kept())  # lazily, newest first
-                if r.dataset_hash == self.dataset.content_hash
-                and classify(r.summary, limit) == "complete"
-            ),
-            None,
-        )
-        self.metrics.run_finished(
-            self.labels,
-            finished_at=_timestamp(report),
-            duration_seconds=report.duration_seconds,
-            error_ratio=report.summary.error_rate,
-            complete=None if complete is None else complete.summary,
-            complete_at=None if complete is None else _timestamp(complete),
-            gate=None if complete is None else self._judge(complete),
-        )
-        self._remember(report, classify(report.summary, limit), _timestamp(report))
-        log.info("job_restored", job=self.key, run_id=report.run_id, **self._label_fields())
+        self.publisher.restore(self.dataset.content_hash)
 
     def _label_fields(self) -> dict[str, str]:
         return {"target": self.labels[0], "dataset": self.labels[1]}
@@ -232,13 +200,9 @@ class JobRunner:
             sleep_seconds=round(event.sleep_seconds, 3),
         )
 
-    def _count(self, outcome: str) -> None:
-        self.metrics.run_counted(self.labels, outcome)
-        self.runs_by_outcome[outcome] = self.runs_by_outcome.get(outcome, 0) + 1
-
     def skipped(self) -> None:
         """The scheduler found the previous run still going: count and log the skip."""
-        self._count("skipped")
+        self.publisher.count("skipped")
         log.warning(
             "run_skipped", job=self.key, reason="previous run still going", **self._label_fields()
         )
@@ -279,11 +243,7 @@ class JobRunner:
             self._finish_broken(started, f"{type(exc).__name__}: {exc}")
             return "failed"
         outcome = classify(report.summary, self.settings.error_ratio_limit)
-        self._publish(report, outcome)
-        self._remember(report, outcome, self.clock())
-        self._save(report)
-        self._record_history(report, outcome)
-        self._count(outcome)
+        self.publisher.publish(report, outcome)
         log.info(
             "run",
             job=self.key,
@@ -300,142 +260,20 @@ class JobRunner:
             log.warning("no_relevant_id_retrieved", job=self.key, message=warning)
         return outcome
 
-    def _remember(self, report: RunReport, outcome: str, finished_at: float) -> None:
-        self.last_report, self.last_outcome, self.last_finished_at = report, outcome, finished_at
-        metrics = {name: report.summary.get(name) for name in TREND_METRICS}
-        self.recent.add(*self.labels, RunPoint(report.run_id, finished_at, outcome, metrics))
-
     def _finish_broken(self, started: float, reason: str) -> None:
-        self._count("failed")
-        self.last_outcome, self.last_finished_at = "failed", self.clock()
-        self.metrics.run_broke(
-            self.labels, finished_at=self.clock(), duration_seconds=time.perf_counter() - started
-        )
+        self.publisher.broken(time.perf_counter() - started)
         log.error("run", job=self.key, outcome="failed", reason=reason)
-
-    def _publish(self, report: RunReport, outcome: str) -> None:
-        complete = outcome == "complete"
-        self.metrics.run_finished(
-            self.labels,
-            finished_at=self.clock(),
-            duration_seconds=report.duration_seconds,
-            error_ratio=report.summary.error_rate,
-            config_hash=report.config_hash,
-            dataset_hash=report.dataset_hash,
-            complete=report.summary if complete else None,
-            gate=self._judge(report) if complete else None,
-        )
 
     def _shard(self) -> tuple[Case, ...]:
         return shard_cases(self.dataset.cases, self.settings.shard_index, self.settings.shard_count)
 
-    def _judge(self, report: RunReport) -> GateState | None:
-        """The gate's verdict on a complete run; None (nothing to export) without a gate."""
-        if self.gate is None:
-            return None
-        history = self.latest_history
-        flaky = tuple(history.listed(Stability.FLAKY)) if history is not None else ()
-        verdict = self.gate.judge(
-            report, self._shard(), self.settings.shard_count > 1, classed_flaky=flaky
-        )
-        self.last_verdict = verdict
-        if verdict is None:
-            return GateState(passing=None)
-        return GateState(passing=verdict.passing, rules_failing=verdict.rules_failing)
-
-    def _save(self, report: RunReport) -> None:
-        pruned = self.store.pruned_for_space
-        try:
-            path = self.store.save(report)
-        except OSError as exc:
-            self.metrics.report_write_failed(self.labels)
-            log.error(
-                "report_write_failed",
-                job=self.key,
-                folder=str(self.store.folder),
-                error=exc.strerror or str(exc),
-            )
-            return
-        if self.store.pruned_for_space > pruned:
-            log.warning(
-                "reports_pruned_for_space",
-                job=self.key,
-                folder=str(self.store.folder),
-                deleted=self.store.pruned_for_space - pruned,
-                keep=self.store.keep,
-            )
-        log.debug("report_written", job=self.key, path=str(path))
-
-    # --- history: written and read in the recorder's thread, applied back on the loop ------
-
-    def _record_history(self, report: RunReport, outcome: str) -> None:
-        """Queue the run for the history store; the run does not wait for the write."""
-        if self.history is None:
-            return
-        loop = asyncio.get_running_loop()
-        future = loop.run_in_executor(
-            self.history.executor, self.history.record, *self.labels, report, outcome
-        )
-        self._history_pending.add(future)
-        future.add_done_callback(self._history_done)
-
-    def _history_done(self, future: asyncio.Future[Outcome]) -> None:
-        self._history_pending.discard(future)
-        if future.cancelled():
-            return
-        exc = future.exception()
-        if exc is not None:  # a bug, not a store problem (those come back as errors)
-            self.metrics.history_failed(self.labels, "io")
-            log.error("history_failed", job=self.key, error=f"{type(exc).__name__}: {exc}")
-            return
-        self._apply_history(future.result())
-
-    def _apply_history(self, result: Outcome) -> None:
-        for kind in result.errors:
-            self.metrics.history_failed(self.labels, kind)
-        history = result.history
-        if history is None:
-            return
-        self.latest_history = history
-        drift: dict[str, DriftGauge] = {}
-        if history.drift is not None:
-            for name, check in history.drift.checks.items():
-                binary = name in BINARY_CHECKS
-                drift[name] = DriftGauge(
-                    shift=check.shift,
-                    significant=check.significant,
-                    dropped=len(check.dropped) if binary else None,
-                    rose=len(check.rose) if binary else None,
-                )
-            if history.drift.significant:
-                log.warning(
-                    "drift_significant",
-                    job=self.key,
-                    checks={
-                        n: c.to_dict() for n, c in history.drift.checks.items() if c.significant
-                    },
-                    **self._label_fields(),
-                )
-        self.metrics.history_updated(
-            self.labels,
-            stability_counts={k.value: v for k, v in history.counts.items()},
-            window_runs=history.runs_in_window,
-            drift=drift,
-        )
-
     async def restore_history(self) -> None:
         """Seed stability and drift from the store, so a restart keeps them."""
-        if self.history is None:
-            return
-        loop = asyncio.get_running_loop()
-        result = await loop.run_in_executor(self.history.executor, self.history.load, *self.labels)
-        self._apply_history(result)
+        await self.publisher.restore_history()
 
     async def drain_history(self, seconds: float) -> None:
         """Wait (bounded) for queued history writes, at shutdown."""
-        pending = list(self._history_pending)
-        if pending:
-            await asyncio.wait(pending, timeout=seconds)
+        await self.publisher.drain_history(seconds)
 
 
 def _flat_summary(summary: Summary) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from urllib.parse import urlencode
 from aiohttp import web
 
 from evaluator.daemon.job import JobRunner
+from evaluator.daemon.publish import JobState as PublishedState
 from evaluator.pages.render import PageRenderer
 from evaluator.pages.trend import RunRow, TrendSource
 from evaluator.pages.views import (
@@ -94,15 +95,16 @@ class StatusPages:
         self._trace_url = trace_url
         self.renderer = PageRenderer(redact)
 
-    def _runs(self, runner: JobRunner) -> Sequence[RunRow]:
-        source: TrendSource = self._trends if self._trends is not None else runner.recent
+    def _runs(self, state: PublishedState) -> Sequence[RunRow]:
+        source: TrendSource = self._trends if self._trends is not None else state
         try:
-            return source.runs(*runner.labels, limit=60)
+            return source.runs(*state.labels, limit=60)
         except Exception:  # a broken history store must not take the page down
-            return runner.recent.runs(*runner.labels, limit=60)
+            return state.runs(*state.labels, limit=60)
 
     def _state(self, runner: JobRunner) -> JobState:
-        verdict = runner.last_verdict
+        published = runner.state  # one snapshot: every field below from the same run
+        verdict = published.verdict
         job = runner.job
         schedule = (
             f"cron {job.cron}"
@@ -112,9 +114,9 @@ class StatusPages:
         return JobState(
             target=runner.labels[0],
             dataset=runner.labels[1],
-            report=runner.last_report,
-            outcome=runner.last_outcome,
-            finished_at=runner.last_finished_at,
+            report=published.report,
+            outcome=published.outcome,
+            finished_at=published.finished_at,
             baseline=runner.gate.baseline if runner.gate is not None else None,
             gate_passing=verdict.passing if verdict is not None else None,
             gate_failing=tuple(
@@ -122,7 +124,7 @@ class StatusPages:
             )
             if verdict is not None
             else (),
-            runs=self._runs(runner),
+            runs=self._runs(published),
             schedule=schedule,
         )
 
@@ -150,11 +152,12 @@ class StatusPages:
 
     def render_case(self, target: str, dataset: str, case_id: str) -> tuple[int, str]:
         runner = next((r for r in self._jobs() if r.labels == (target, dataset)), None)
-        report = runner.last_report if runner is not None else None
+        published = runner.state if runner is not None else None
+        report = published.report if published is not None else None
         record = (
             next((c for c in report.cases if c.id == case_id), None) if report is not None else None
         )
-        if runner is None or report is None or record is None:
+        if published is None or report is None or record is None:
             what = "no such job" if runner is None else "no such case in the last run"
             return 404, self.renderer.not_found(what)
         history = None
@@ -170,7 +173,7 @@ class StatusPages:
             history=history,
             trace_url=self._trace_url,
         )
-        age = fmt_age(time.time() - runner.last_finished_at) if runner.last_finished_at else ""
+        age = fmt_age(time.time() - published.finished_at) if published.finished_at else ""
         return 200, self.renderer.case(
             view, job=f"{target} / {dataset}", run_id=report.run_id, run_age=age
         )

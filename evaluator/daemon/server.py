@@ -12,6 +12,7 @@ from aiohttp import web
 from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import choose_encoder
 
+from evaluator.daemon.access import Access
 from evaluator.daemon.exporter import Metrics
 from evaluator.daemon.pages import StatusPages
 from evaluator.errors import ConfigError
@@ -86,9 +87,12 @@ class HttpEndpoints:
         self._histories = histories or (dict)
         self._runner: web.AppRunner | None = None
         self.port = 0
+        #: the Host allow-list and the pages' token (None: everything open, for tests)
+        self.access: Access | None = None
 
     def app(self) -> web.Application:
-        app = web.Application()
+        middlewares = [self.access.middleware] if self.access is not None else []
+        app = web.Application(middlewares=middlewares)
         app.router.add_get("/metrics", self.metrics)
         app.router.add_get("/healthz", self.healthz)
         app.router.add_get("/readyz", self.readyz)

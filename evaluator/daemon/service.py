@@ -24,9 +24,11 @@ from prometheus_client import (
 from evaluator import otlp
 from evaluator._version import __version__
 from evaluator.config import Settings
+from evaluator.daemon.access import Access, resolve_token
 from evaluator.daemon.baseline import BaselineGate
 from evaluator.daemon.exporter import JobSnapshot, Metrics
 from evaluator.daemon.job import JobRunner
+from evaluator.daemon.otlp_metrics import OtlpCollector
 from evaluator.daemon.pages import StatusPages
 from evaluator.daemon.schedule import build_trigger, interval_of, stagger_offsets
 from evaluator.daemon.server import HttpEndpoints, parse_listen
@@ -45,7 +47,7 @@ log = structlog.get_logger("evaluator.daemon")
 #: first runs of several jobs are spread over at most this many seconds
 _STAGGER_SPREAD_SECONDS = 10.0
 #: settings a reload cannot change in a running process (logged: they need a restart)
-_RESTART_ONLY = ("listen", "histogram_buckets", "log_format", "log_level", "otlp")
+_RESTART_ONLY = ("listen", "histogram_buckets", "log_format", "log_level", "otlp", "server")
 
 
 def _redact(text: str) -> str:
@@ -59,6 +61,7 @@ def _runtime_registry() -> CollectorRegistry:
     ProcessCollector(registry=registry)
     PlatformCollector(registry=registry)
     GCCollector(registry=registry)
+    registry.register(OtlpCollector())
     return registry
 
 
@@ -111,7 +114,7 @@ class Daemon:
                 trends=self.history.store if self.history is not None else None,
                 history=self.history.store if self.history is not None else None,
             ),
-            histories=lambda: {j.labels: j.latest_history for j in self.jobs},
+            histories=lambda: {j.labels: j.state.history for j in self.jobs},
         )
 
     def _healthy(self) -> bool:
@@ -170,6 +173,10 @@ class Daemon:
             raise ConfigError(
                 "no job configured: pass --dataset and --target-url, or [[jobs]] in the config"
             )
+        # what the HTTP surface allows is settled first: a token that cannot be read stops here
+        host, port = parse_listen(self.settings.listen)
+        server = self.settings.server
+        self.http.access = Access(server.allowed_hosts, resolve_token(server.token), host)
         self._build_jobs()
         otlp.install(**self.settings.otlp.model_dump())
         now = datetime.now(UTC)
@@ -199,7 +206,6 @@ class Daemon:
                 self._fire, trigger, args=[runner], id=runner.key, name=runner.key, **extra
             )
         scheduler.add_listener(self._on_max_instances, EVENT_JOB_MAX_INSTANCES)
-        host, port = parse_listen(self.settings.listen)
         await self.http.start(host, port)
         scheduler.start()
         self._scheduler = scheduler
@@ -299,9 +305,7 @@ class Daemon:
                     baseline=fresh.baseline,
                 )
                 if previous is not None:
-                    runner.store.latest = previous.store.latest
-                    runner.runs_by_outcome = previous.runs_by_outcome
-                    runner.latest_history = previous.latest_history
+                    runner.publisher.carry_over(previous.publisher)
                 extra["next_run_time"] = trigger.get_next_fire_time(None, now)
             else:  # a new job starts as at start-up
                 self.metrics.add_job(self._snapshot(runner, interval))
@@ -393,7 +397,7 @@ class Daemon:
         await self.http.stop()
         totals: dict[str, int] = {}
         for runner in self.jobs:
-            for outcome, n in runner.runs_by_outcome.items():
+            for outcome, n in runner.state.runs_by_outcome.items():
                 totals[outcome] = totals.get(outcome, 0) + n
         log.info("daemon_stopped", runs=totals, cancelled_runs=cancelled)
 

@@ -33,7 +33,7 @@ from yarl import URL
 
 from evaluator._version import __version__
 from evaluator.errors import ConfigError
-from evaluator.redaction import MASK, Redactor, register_secrets
+from evaluator.redaction import MASK, Redactor, derived_secrets, register_secrets
 from evaluator.targets.templates import (
     DEFAULT_BODY,
     ENV_REFERENCE,
@@ -44,8 +44,13 @@ from evaluator.targets.templates import (
 
 __all__ = ["MASK", "OutgoingRequest", "Redactor", "RequestTemplate", "is_secret_name"]
 
-_SECRET_NAMES = frozenset({"authorization", "proxyauthorization", "cookie", "key", "signature"})
+_SECRET_NAMES = frozenset(
+    {"authorization", "proxyauthorization", "cookie", "key", "signature", "sig", "code"}
+)
 _SECRET_SUFFIXES = (
+    "key",  # X-Functions-Key, X-Auth-Key, api_key, Ocp-Apim-Subscription-Key
+    "signature",  # X-Amz-Signature
+    "credential",  # X-Amz-Credential
     "token",
     "secret",
     "password",
@@ -59,8 +64,9 @@ _SECRET_SUFFIXES = (
 def is_secret_name(name: str) -> bool:
     """Whether a header or parameter called ``name`` carries a secret whatever its value.
 
-    ``Authorization``, ``Cookie``, ``key`` and names ending in token, secret, password or
-    api key (``X-API-Key``, ``access_token``), separators ignored.
+    ``Authorization``, ``Cookie``, ``key``, ``sig``, ``code`` and names ending in key,
+    token, secret, password, signature or credential (``X-API-Key``, ``X-Functions-Key``,
+    ``access_token``, ``X-Amz-Signature``), separators ignored.
     """
     normalised = name.lower().replace("-", "").replace("_", "")
     return normalised in _SECRET_NAMES or normalised.endswith(_SECRET_SUFFIXES)
@@ -224,8 +230,9 @@ class RequestTemplate:
             secret_headers=secret_headers,
             env_values=tuple(SecretStr(v) for v in found),
         )
-        # from here on, whatever leaves the process is redacted of these (see redaction)
-        register_secrets(template.secrets())
+        # from here on, whatever leaves the process is redacted of these (see redaction),
+        # and of the url's userinfo (user:password, password), never of the url itself
+        register_secrets([*template.secrets(), *derived_secrets(url)])
         return template
 
     @property

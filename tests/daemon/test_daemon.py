@@ -408,7 +408,8 @@ class TestReports:
         run_bounded(body)
 
     def test_unwritable_reports_dir(self, tmp_path: Path, endpoint: Endpoint) -> None:
-        """Writes fail (a file stands where a folder must be): counted, runs go on, served."""
+        """Writes fail (a file stands where a folder must be): counted, runs go on, served
+        from memory; the gauges and freshness timestamps stay put (no report was written)."""
         blocker = tmp_path / "not-a-folder"
         blocker.write_text("a regular file", "utf-8")
         settings = _settings(tmp_path, endpoint.url, reports_dir=blocker / "reports")
@@ -428,7 +429,9 @@ class TestReports:
                     )
                 assert 200 == response.status_code
                 assert runner.store.latest.run_id == response.json()["run_id"]
-                assert _expected_quality(response.json()) == _quality(daemon)
+                assert all(v is None for v in _quality(daemon).values())
+                assert _sample(daemon, "rag_eval_last_run_timestamp_seconds") is None
+                assert 2.0 == _sample(daemon, "rag_eval_publish_errors_total", step="report")
 
         run_bounded(body)
         assert blocker.is_file()

@@ -217,6 +217,7 @@ def test_every_kind_is_present() -> None:
     assert kinds == {
         "ConfigMap",
         "Deployment",
+        "NetworkPolicy",
         "Service",
         "ServiceMonitor",
         "PrometheusRule",
@@ -560,3 +561,32 @@ def test_image_matches_the_dockerfile_user() -> None:
     (user,) = re.findall(r"^USER (\d+):(\d+)$", dockerfile, re.M)
     pod = DEPLOYMENT["spec"]["template"]["spec"]["securityContext"]
     assert (str(pod["runAsUser"]), str(pod["runAsGroup"])) == user
+
+
+@pytest.mark.parametrize("kind", WORKLOADS)
+def test_network_policy_admits_prometheus_to_the_workload_port_only(kind: str) -> None:
+    """The NetworkPolicy selects the evaluator pods and opens only their `metrics` port,
+    to Prometheus pods and labelled clients; the Host allow-list takes the Service's names."""
+    policy = _one("base/networkpolicy.yaml", "NetworkPolicy")
+    pod_labels = WORKLOADS[kind]["spec"]["template"]["metadata"]["labels"]
+    selector = policy["spec"]["podSelector"]["matchLabels"]
+    assert selector.items() <= pod_labels.items()
+    assert ["Ingress"] == policy["spec"]["policyTypes"]
+    (rule,) = policy["spec"]["ingress"]
+    ports = {p["name"] for p in _container(WORKLOADS[kind])["ports"]}
+    assert [{"port": "metrics", "protocol": "TCP"}] == rule["ports"] and "metrics" in ports
+    sources = [s["podSelector"]["matchLabels"] for s in rule["from"]]
+    assert {"app.kubernetes.io/name": "prometheus"} in sources
+
+    from evaluator.config import ServerConfig
+    from evaluator.daemon.access import Access
+
+    access = Access(ServerConfig().allowed_hosts, None, "0.0.0.0")
+    service = _one("base/service.yaml", "Service")["metadata"]["name"]
+    shards = _one("sharded/service-shards.yaml", "Service")["metadata"]["name"]
+    for host in (
+        f"{service}:9464",
+        f"{service}.monitoring.svc:9464",
+        f"{service}-0.{shards}.monitoring.svc.cluster.local:9464",
+    ):
+        assert access.host_allowed(host), host

@@ -86,3 +86,30 @@ def test_serve_exports_one_case_span_per_case(tmp_path: Path) -> None:
         children = receiver.children_of(span)
         assert ["rag_eval.stage retrieve", "rag_eval.stage model"] == [c.name for c in children]
         assert [0.015, 0.05] == [round(c.seconds, 6) for c in children]
+
+
+def test_sigterm_with_a_trickling_collector_exits_cleanly(tmp_path: Path) -> None:
+    """The collector sends its headers one byte every 0.5 s (over 100 s in all): the export
+    deadline covers the whole request, so SIGTERM ends the daemon with 0 before the stop's
+    SIGKILL (the SDK's own exporter restarted its timeout on every byte and its shutdown
+    waited 30 s), and the failed export is logged as a timeout."""
+    from tests.support.otlp_receiver import HostileCollector
+
+    with (
+        HostileCollector("trickle", trickle=0.5) as collector,
+        LoopbackServer(lambda _r: Reply(body=GOOD_BODY)) as server,
+    ):
+        config = _write_config(tmp_path, server.url, collector.url)
+        text = config.read_text("utf-8").replace(
+            'service_name = "rag-evaluator-e2e"', 'service_name = "e2e"\ntimeout_seconds = 1'
+        )
+        config.write_text(text, "utf-8")
+        daemon = DaemonProcess(["--config", str(config)], workdir=tmp_path).start()
+        try:
+            daemon.wait_ready()
+            daemon.wait_for_log(lambda e: e.get("event") == "run", 30)
+        finally:
+            result = daemon.stop(timeout=15)
+        assert 0 == result.returncode, result.stderr
+    failed = [e for e in result.logs if e.get("event") == "otlp_export_failed"]
+    assert failed and all(e["error_kind"] == "timeout" for e in failed)

@@ -9,6 +9,7 @@ what the test thinks it sent. ``mode`` may be switched between runs by the test.
 from __future__ import annotations
 
 import base64
+import html
 import itertools
 import json
 from dataclasses import dataclass
@@ -50,6 +51,15 @@ def encodings_of(value: str) -> list[str]:
         base64.b64encode(b"user:" + raw).decode(),
         quote(quote(value, safe=""), safe=""),
         quote(quote(value)),
+        # what services really write: HTML entities, \\u escaping of every character, Go's
+        # JSON, encodeURIComponent, hex, case changes
+        html.escape(value),
+        "".join(f"&#{ord(c)};" for c in value),
+        "".join(f"\\u{ord(c):04x}" for c in value),
+        escaped.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e"),
+        quote(value, safe="!~*'()"),
+        raw.hex(),
+        value.upper(),
     ]
 
 

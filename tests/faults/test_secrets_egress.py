@@ -29,7 +29,17 @@ TOKEN = "tok/5ecret+Zq81=xy"
 KEY = "key-5ecret-77/ab"
 SEARCH = "srch+5ecret/9=q"
 ENV = {"RAG_TOKEN": TOKEN, "RAG_KEY": KEY, "SEARCH_KEY": SEARCH}
-SECRETS = {"token": TOKEN, "header": f"Bearer {TOKEN}", "key": KEY, "search": SEARCH}
+#: written in the config as they are: their names say they hold a secret
+FUNCTIONS_KEY = "fnkey-5ecret&<q>-31"
+SIG = "sig-5ecret/ZZ09"
+SECRETS = {
+    "token": TOKEN,
+    "header": f"Bearer {TOKEN}",
+    "key": KEY,
+    "search": SEARCH,
+    "functions-key": FUNCTIONS_KEY,
+    "sig": SIG,
+}
 EVALUATOR = str(Path(sys.executable).with_name("evaluator"))
 CASES = [
     {"id": f"c{i}", "question": f"q{i}", "relevant_ids": ["d0"], "expected_facts": ["sent"]}
@@ -49,8 +59,11 @@ name = "echo"
 url = "{url}"
 timeout_seconds = 5
 retry = {{ retries = 0 }}
-request.headers = {{ Authorization = "Bearer ${{RAG_TOKEN}}", "X-Api-Key" = "${{RAG_KEY}}" }}
-request.params = {{ api_key = "${{SEARCH_KEY}}" }}
+request.params = {{ api_key = "${{SEARCH_KEY}}", sig = "{SIG}" }}
+[targets.request.headers]
+Authorization = "Bearer ${{RAG_TOKEN}}"
+"X-Api-Key" = "${{RAG_KEY}}"
+"X-Functions-Key" = "{FUNCTIONS_KEY}"
 [[jobs]]
 target = "echo"
 dataset = "{golden}"
@@ -62,8 +75,11 @@ interval_seconds = 0.5
 
 
 def _files(folder: Path) -> dict[str, str]:
+    """Every file the processes wrote (the test's own config, which holds secrets, aside)."""
     return {
-        str(p): p.read_bytes().decode("latin-1") for p in sorted(folder.rglob("*")) if p.is_file()
+        str(p): p.read_bytes().decode("latin-1")
+        for p in sorted(folder.rglob("*"))
+        if p.is_file() and p.name != "evaluator.toml"
     }
 
 

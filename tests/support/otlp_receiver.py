@@ -8,6 +8,9 @@ exporters and ``evaluator serve`` subprocesses alike.
 
 from __future__ import annotations
 
+import asyncio
+import gzip
+import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,9 +20,10 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceResponse,
 )
 
+from tests.support.background import BackgroundServer
 from tests.support.loopback import ThreadedApp
 
-__all__ = ["OtlpReceiver", "ReceivedSpan"]
+__all__ = ["HostileCollector", "OtlpReceiver", "ReceivedSpan"]
 
 
 def _value(any_value: Any) -> str | int | float | bool:
@@ -55,6 +59,8 @@ class OtlpReceiver(ThreadedApp):
         self.spans: list[ReceivedSpan] = []
         self.requests = 0
         self.content_types: list[str] = []
+        #: each request's headers, as received
+        self.headers: list[dict[str, str]] = []
         self.port = 0
         self._init_thread()
 
@@ -75,10 +81,14 @@ class OtlpReceiver(ThreadedApp):
     async def _handle(self, request: web.Request) -> web.Response:
         self.requests += 1
         self.content_types.append(request.content_type)
+        self.headers.append(dict(request.headers))
         if self.status != 200:
             return web.Response(status=self.status)
         message = ExportTraceServiceRequest()
-        message.ParseFromString(await request.read())
+        raw = await request.read()
+        if raw[:2] == b"\x1f\x8b":  # gzip, unless aiohttp inflated it already
+            raw = gzip.decompress(raw)
+        message.ParseFromString(raw)
         for resource_spans in message.resource_spans:
             resource = {a.key: _value(a.value) for a in resource_spans.resource.attributes}
             for scope in resource_spans.scope_spans:
@@ -100,4 +110,98 @@ class OtlpReceiver(ThreadedApp):
         return web.Response(body=body, content_type="application/x-protobuf")
 
     def _routes(self, app: web.Application) -> None:
+        # only the traces path, as a collector: a POST to the base URL is refused with 405
         app.router.add_post("/v1/traces", self._handle)
+        app.router.add_route("*", "/{tail:.*}", self._not_here)
+
+    async def _not_here(self, _request: web.Request) -> web.Response:
+        self.requests += 1
+        return web.Response(status=405)
+
+
+class HostileCollector(BackgroundServer):
+    """A collector that misbehaves in one way, on a raw loopback socket.
+
+    ``mode``: ``huge`` answers 200 with a ``body_bytes`` body (declared), streamed as fast
+    as the client takes it; ``bomb`` answers 200 with a gzip body that inflates to
+    ``body_bytes``; ``trickle`` sends its status line and headers one byte every
+    ``trickle`` seconds; ``raw`` sends ``raw`` and closes. :attr:`sent` counts the bytes
+    the client took; :attr:`closed` is set once the client hung up.
+    """
+
+    def __init__(
+        self, mode: str, *, body_bytes: int = 256 << 20, trickle: float = 0.5, raw: bytes = b""
+    ) -> None:
+        self.mode = mode
+        self.raw = raw
+        self.body_bytes = body_bytes
+        self.trickle = trickle
+        self.sent = 0
+        self.requests = 0
+        self.closed = threading.Event()
+        self.port = 0
+        self._init_thread()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1/traces"
+
+    async def _start(self) -> None:
+        self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        self.port = self._server.sockets[0].getsockname()[1]
+
+    async def _stop(self) -> None:
+        self._server.close()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            head = await reader.readuntil(b"\r\n\r\n")
+            length = next(
+                (
+                    int(line.split(b":", 1)[1])
+                    for line in head.split(b"\r\n")
+                    if line.lower().startswith(b"content-length:")
+                ),
+                0,
+            )
+            await reader.readexactly(length)
+            self.requests += 1
+            await self._answer(writer)
+        except (ConnectionError, asyncio.IncompleteReadError):
+            pass
+        finally:
+            self.closed.set()
+            writer.close()
+
+    async def _send(self, writer: asyncio.StreamWriter, data: bytes) -> None:
+        writer.write(data)
+        await writer.drain()
+        self.sent += len(data)
+
+    async def _answer(self, writer: asyncio.StreamWriter) -> None:
+        if self.mode == "raw":
+            await self._send(writer, self.raw)
+            return
+        if self.mode == "trickle":
+            for byte in (
+                b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nX-Pad: " + b"x" * 200 + b"\r\n\r\n"
+            ):
+                await self._send(writer, bytes([byte]))
+                await asyncio.sleep(self.trickle)
+            return
+        if self.mode == "bomb":
+            body = gzip.compress(b"\0" * self.body_bytes, compresslevel=9)
+            head = (
+                "HTTP/1.1 200 OK\r\nContent-Type: application/x-protobuf\r\n"
+                f"Content-Encoding: gzip\r\nContent-Length: {len(body)}\r\n\r\n"
+            )
+            await self._send(writer, head.encode() + body)
+            return
+        head = (
+            "HTTP/1.1 200 OK\r\nContent-Type: application/x-protobuf\r\n"
+            f"Content-Length: {self.body_bytes}\r\n\r\n"
+        )
+        await self._send(writer, head.encode())
+        chunk = b"\0" * (1 << 16)
+        for _ in range(self.body_bytes // len(chunk)):
+            await self._send(writer, chunk)

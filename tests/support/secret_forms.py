@@ -7,6 +7,24 @@ import base64
 import json
 from urllib.parse import quote, quote_plus
 
+
+def _every_char_escaped(secret: str) -> str:
+    """JSON with every character as ``\\uXXXX`` (UTF-16 units), as some encoders write it."""
+    units = secret.encode("utf-16-be")
+    return "".join(f"\\u{units[i]:02x}{units[i + 1]:02x}" for i in range(0, len(units), 2))
+
+
+def _html(secret: str) -> str:
+    table = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#x27;"}
+    return "".join(table.get(c, c) for c in secret)
+
+
+def _encode_uri_component(secret: str) -> str:
+    """JavaScript's encodeURIComponent: A-Z a-z 0-9 - _ . ! ~ * ' ( ) kept, the rest %XX."""
+    keep = set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.!~*'()")
+    return "".join(c if c in keep else "".join(f"%{b:02X}" for b in c.encode()) for c in secret)
+
+
 __all__ = ["leaked_forms", "secret_forms"]
 
 
@@ -26,6 +44,21 @@ def secret_forms(secret: str) -> dict[str, str]:
         "base64url": base64.urlsafe_b64encode(raw).decode(),
         "double-quote": quote(quote(secret, safe=""), safe=""),
         "double-quote-slash-kept": quote(quote(secret)),
+        "json-every-char-escaped": _every_char_escaped(secret),
+        "json-every-char-escaped-upper": _every_char_escaped(secret).upper().replace("\\U", "\\u"),
+        "json-go": json.dumps(secret)[1:-1]
+        .replace("&", "\\u0026")
+        .replace("<", "\\u003c")
+        .replace(">", "\\u003e"),
+        "html": _html(secret),
+        "xml-apos": _html(secret).replace("&#x27;", "&apos;"),
+        "html-decimal-refs": "".join(f"&#{ord(c)};" for c in secret),
+        "html-hex-refs": "".join(f"&#x{ord(c):X};" for c in secret),
+        "encodeURIComponent": _encode_uri_component(secret),
+        "hex": secret.encode().hex(),
+        "hex-upper": secret.encode().hex().upper(),
+        "upper": secret.upper(),
+        "lower": secret.lower(),
     }
 
 

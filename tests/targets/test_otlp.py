@@ -165,7 +165,7 @@ class TestConfig:
         self, monkeypatch: pytest.MonkeyPatch
     ) -> None:
         """The base install has no OpenTelemetry SDK: enabling export then stops at start."""
-        module = "opentelemetry.exporter.otlp.proto.http.trace_exporter"
+        module = "opentelemetry.exporter.otlp.proto.common.trace_encoder"
         monkeypatch.setitem(sys.modules, module, None)  # what an absent package imports as
         with pytest.raises(ConfigError, match=r"otlp\.enabled: .*evaluator\[otlp\]"):
             otlp.install(enabled=True, endpoint="http://127.0.0.1:4318/v1/traces", service_name="e")
@@ -184,7 +184,7 @@ class TestConfig:
             def force_flush(self, timeout_millis: int = 30000) -> bool:
                 return True
 
-        counting = otlp._CountingExporter(Broken())  # type: ignore[arg-type]
+        counting = otlp._CountingExporter(Broken())
         from opentelemetry.sdk.trace.export import SpanExportResult
 
         assert SpanExportResult.FAILURE is counting.export([object(), object()])  # type: ignore[list-item]
