@@ -17,6 +17,7 @@ from evaluator import fastexit
 from evaluator._version import __version__
 from evaluator.commands.flags import add_common, options_from
 from evaluator.errors import EvaluatorError, ExitCode, UsageError
+from evaluator.pipes import ClosedPipeGuard
 from evaluator.redaction import RedactingStream
 
 __all__ = ["main"]
@@ -87,7 +88,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``evaluator`` console script.
 
     Everything the command prints goes out redacted of the targets' secrets (one egress
-    point for run, probe, gate and the error line), see :mod:`evaluator.redaction`.
+    point for run, probe, gate and the error line), see :mod:`evaluator.redaction`; once a
+    reader closes its end of a pipe, the rest is dropped and the command still ends with
+    its own exit code (:mod:`evaluator.pipes`).
 
     As the process's own entry point (the console script or ``python -m evaluator``, which
     call it without ``argv``), it ends the process when the command returns, without
@@ -97,8 +100,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if console:
         fastexit.arm()
     with (
-        contextlib.redirect_stdout(RedactingStream(sys.stdout)),
-        contextlib.redirect_stderr(RedactingStream(sys.stderr)),
+        contextlib.redirect_stdout(RedactingStream(ClosedPipeGuard(sys.stdout))),
+        contextlib.redirect_stderr(RedactingStream(ClosedPipeGuard(sys.stderr))),
     ):
         code = _dispatch(argv)
     if console:
