@@ -220,7 +220,8 @@ async def _serve(settings: Settings, options: DemoOptions, prometheus: Prometheu
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     await daemon.start()
-    print(_banner(options, prometheus, daemon.http.port), file=sys.stderr, flush=True)
+    # the command's own output on stdout; the daemon's log lines go to stderr
+    print(_banner(options, prometheus, daemon.http.port), flush=True)
     try:
         await stop.wait()
     finally:

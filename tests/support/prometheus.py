@@ -270,7 +270,11 @@ class PrometheusServer:
 
 @dataclass(frozen=True)
 class DaemonResult:
-    """How a daemon subprocess ended: exit code, JSON log events (stdout) and stderr."""
+    """How a daemon subprocess ended: exit code, its log events and the rest of stderr.
+
+    The daemon logs to stderr (docs/daemon.md); ``stderr`` holds the lines of it that are not
+    JSON log events (a one-line start error, a traceback), "" for a clean run.
+    """
 
     returncode: int
     logs: list[dict[str, Any]]
@@ -292,7 +296,7 @@ def parse_log_lines(text: str) -> list[dict[str, Any]]:
 
 
 class DaemonProcess:
-    """``evaluator serve ARGS`` as a subprocess, logs (stdout) to a file in ``workdir``.
+    """``evaluator serve ARGS`` as a subprocess, its logs (stderr) to a file in ``workdir``.
 
     Unless ``args`` has ``--listen``, the daemon listens on ``127.0.0.1:0`` and the port it
     bound is read from its ``daemon_started`` log event: no race for a free port.
@@ -314,8 +318,8 @@ class DaemonProcess:
         if "--listen" not in self.args:
             self.args += ["--listen", f"{HOST}:0"]
         self.workdir = workdir
-        self.stdout_path = workdir / f"{name}.stdout.jsonl"
-        self.stderr_path = workdir / f"{name}.stderr.txt"
+        self.stdout_path = workdir / f"{name}.stdout.txt"
+        self.stderr_path = workdir / f"{name}.stderr.jsonl"
         self.env = {k: v for k, v in os.environ.items() if not k.startswith("EVALUATOR_")}
         self.env.update(env or {})
         self.env["PYTHONUNBUFFERED"] = "1"
@@ -347,9 +351,13 @@ class DaemonProcess:
     def logs(self) -> list[dict[str, Any]]:
         """The JSON log events written so far."""
         try:
-            return parse_log_lines(self.stdout_path.read_text("utf-8", errors="replace"))
+            return parse_log_lines(self.stderr_path.read_text("utf-8", errors="replace"))
         except OSError:
             return []
+
+    def log_text(self) -> str:
+        """Everything the daemon logged so far (its stderr), as text."""
+        return self.stderr_path.read_text("utf-8", errors="replace")
 
     def _diagnostics(self) -> str:
         return f"stderr:\n{_tail(self.stderr_path)}\nstdout:\n{_tail(self.stdout_path)}"
@@ -415,10 +423,11 @@ class DaemonProcess:
     def _result(self) -> DaemonResult:
         assert self.proc is not None
         self._client.close()
+        logs = self.logs()
         return DaemonResult(
             returncode=self.proc.returncode,
-            logs=self.logs(),
-            stderr=self.stderr_path.read_text("utf-8", errors="replace"),
+            logs=[e for e in logs if "unparsed" not in e],
+            stderr="".join(f"{e['unparsed']}\n" for e in logs if "unparsed" in e),
         )
 
     def __enter__(self) -> DaemonProcess:
