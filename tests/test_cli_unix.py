@@ -66,3 +66,21 @@ class TestClosedPipe:
         assert (0, "") == (ok.returncode, ok.stderr)
         assert 1 == bad.returncode
         assert "BrokenPipe" not in bad.stderr
+
+
+class TestHelp:
+    def test_every_flag_of_every_command_has_help(self) -> None:
+        """``evaluator demo --help`` (and every other command's) explains each flag."""
+        import argparse
+
+        from evaluator.cli import build_parser
+
+        parser = build_parser(every=True)
+        (sub,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        missing = [
+            f"{name} {'/'.join(action.option_strings)}"
+            for name, command in sub.choices.items()
+            for action in command._actions
+            if action.option_strings and not (action.help and action.help.strip())
+        ]
+        assert [] == missing
