@@ -20,7 +20,7 @@ from evaluator.commands.common import (
     streamed_run,
     warn_id_mismatch,
 )
-from evaluator.commands.display import format_run
+from evaluator.commands.display import DEFAULT_CURRENCY, format_run
 from evaluator.commands.flags import CommonOptions, TargetFlags, add_repeat_flag, add_target_flags
 from evaluator.commands.html import add_html_flag, settings_redactor, write_html_report
 from evaluator.config import Settings
@@ -72,7 +72,9 @@ def _run(options: Options, settings: Settings, plan: JobPlan) -> int:
     # freed by the process's exit, not case by case (a 100,000-case run: ~0.2 s)
     fastexit.keep((plan, report))
     with gc_paused():  # reading the kept cases allocates little that could form a cycle
-        print(format_run(report, worst=options.worst, audit=audit))
+        prices = getattr(plan.target, "prices", None)
+        currency = prices.currency if prices is not None else DEFAULT_CURRENCY
+        print(format_run(report, worst=options.worst, audit=audit, currency=currency))
         repeats = format_repeats(report)
         if repeats is not None:
             print(repeats)
