@@ -207,7 +207,8 @@ def configure_logging(
         root.removeHandler(old)
     root.addHandler(handler)
     root.setLevel(level.upper())
-    # one line per HTTP request from httpx would drown the per-case events
-    for noisy in ("httpx", "httpcore", "aiohttp.access"):
+    # one line per HTTP request from httpx would drown the per-case events; APScheduler's
+    # "Running job"/"executed successfully" pair repeats each run line (its warnings stay)
+    for noisy in ("httpx", "httpcore", "aiohttp.access", "apscheduler"):
         logging.getLogger(noisy).setLevel(max(logging.WARNING, root.level))
 

@@ -140,3 +140,12 @@ class TestUnixConventions:
             "message": 'Run time of job "nightly" was missed by 0:00:03',
         } == {k: line[k] for k in ("event", "logger", "level", "message")}
         assert {"event", "logger", "level", "message", "timestamp"} == set(line)
+
+    def test_apscheduler_info_lines_do_not_double_the_run_line(self) -> None:
+        """``evaluator demo``: one line per run, not APScheduler's two more around it."""
+        out = io.StringIO()
+        configure_logging("json", "info", stream=out)
+        logging.getLogger("apscheduler.executors.default").info('Running job "%s"', "j")
+        logging.getLogger("apscheduler.executors.default").warning("missed by %s", "0:00:03")
+        (line,) = [json.loads(x) for x in out.getvalue().splitlines()]
+        assert "missed by 0:00:03" == line["message"]
