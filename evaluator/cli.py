@@ -11,7 +11,7 @@ import contextlib
 import importlib
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TextIO, cast
 
 from evaluator import fastexit
 from evaluator._version import __version__
@@ -100,13 +100,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     if console:
         fastexit.arm()
     with (
-        contextlib.redirect_stdout(RedactingStream(ClosedPipeGuard(sys.stdout))),
-        contextlib.redirect_stderr(RedactingStream(ClosedPipeGuard(sys.stderr))),
+        contextlib.redirect_stdout(RedactingStream(_guarded(sys.stdout))),
+        contextlib.redirect_stderr(RedactingStream(_guarded(sys.stderr))),
     ):
         code = _dispatch(argv)
     if console:
         fastexit.leave(code)
     return code
+
+
+def _guarded(stream: TextIO) -> TextIO:
+    # a text stream in all but name (io.TextIOBase is not typing.TextIO to mypy)
+    return cast(TextIO, ClosedPipeGuard(stream))
 
 
 def _dispatch(argv: Sequence[str] | None) -> int:

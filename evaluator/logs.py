@@ -211,4 +211,3 @@ def configure_logging(
     # "Running job"/"executed successfully" pair repeats each run line (its warnings stay)
     for noisy in ("httpx", "httpcore", "aiohttp.access", "apscheduler"):
         logging.getLogger(noisy).setLevel(max(logging.WARNING, root.level))
-

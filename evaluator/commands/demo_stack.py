@@ -186,9 +186,7 @@ def _start_prometheus(
 
 def _settings(options: DemoOptions) -> Settings:
     if not options.dataset.is_file():
-        raise ConfigError(
-            f"golden set {options.dataset} not found: pass --dataset FILE"
-        )
+        raise ConfigError(f"golden set {options.dataset} not found: pass --dataset FILE")
     target = HttpTargetConfig(name="reference", url=f"http://127.0.0.1:{options.rag_port}/rag")
     job = JobConfig(
         target="reference", dataset=options.dataset, interval_seconds=options.interval_seconds

@@ -101,7 +101,8 @@ def test_no_secret_leaves_in_any_encoding(tmp_path: Path) -> None:
             ).text
             result = daemon.stop()
         outputs["serve stdout"] = daemon.stdout_path.read_text("utf-8", "replace")
-        outputs["serve stderr"] = daemon.log_text()
+        # the logs (stderr), the JSON events and whatever else landed there
+        outputs["serve stderr"] = daemon.log_text() + result.stderr
         baseline = next(iter(sorted(reports.rglob("2*.json"))))
         outputs.update(_cli(["run", "--config", str(config), "--output", "run.json"], tmp_path))
         for question in ("q0", "q1", "q2"):

@@ -83,9 +83,8 @@ class TestPush:
         }
         assert 0.0 == samples['rag_eval_ci_gate_passing{target="staging:8000"}']
         assert 1.0 == samples['rag_eval_ci_gate_failed_rules{target="staging:8000"}']
-        assert (
-            0.0 == samples['rag_eval_ci_gate_rule_passing{rule="mrr.max_drop",target="staging:8000"}']
-        )
+        rule = 'rag_eval_ci_gate_rule_passing{rule="mrr.max_drop",target="staging:8000"}'
+        assert 0.0 == samples[rule]
         assert 0.75 == samples['rag_eval_ci_gate_candidate_mrr{target="staging:8000"}']
         names = {key.split("{")[0] for key in samples}
         assert {

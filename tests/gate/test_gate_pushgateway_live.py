@@ -37,9 +37,9 @@ def _gate(tmp_path: Path, target: str, candidate: dict[str, float], gateway: str
     baseline = write(tmp_path / f"{target}-baseline.json", _report(EXERCISE_BASELINE, target))
     judged = write(tmp_path / f"{target}-candidate.json", _report(candidate, target))
     env = {k: v for k, v in os.environ.items() if not k.startswith("EVALUATOR_")}
+    args = ["--baseline", str(baseline), "--candidate", str(judged), "--pushgateway", gateway]
     done = subprocess.run(
-        [EVALUATOR, "gate", "--baseline", str(baseline), "--candidate", str(judged)]
-        + ["--pushgateway", gateway],
+        [EVALUATOR, "gate", *args],
         cwd=tmp_path,
         env=env,
         capture_output=True,
@@ -62,7 +62,9 @@ def test_pushed_verdicts_keep_their_own_names_and_one_group_per_target(tmp_path:
         # what an older evaluator pushed: the daemon's own gauge name under the gate's job
         old = httpx.put(
             f"{gateway.url}/metrics/job/rag_eval_gate/dataset/golden/target/rag-old",
-            content='# TYPE rag_eval_gate_passing gauge\nrag_eval_gate_passing{target="rag-old"} 0\n',
+            content=(
+                '# TYPE rag_eval_gate_passing gauge\nrag_eval_gate_passing{target="rag-old"} 0\n'
+            ),
             timeout=10,
         )
         assert 200 == old.status_code, old.text
