@@ -11,11 +11,12 @@ import contextlib
 import importlib
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TextIO, cast
 
 from evaluator._version import __version__
 from evaluator.commands.flags import add_common, options_from
 from evaluator.errors import EvaluatorError, ExitCode, UsageError
+from evaluator.pipes import ClosedPipeGuard
 from evaluator.redaction import RedactingStream
 
 __all__ = ["main"]
@@ -86,13 +87,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``evaluator`` console script.
 
     Everything the command prints goes out redacted of the targets' secrets (one egress
-    point for run, probe, gate and the error line), see :mod:`evaluator.redaction`.
+    point for run, probe, gate and the error line), see :mod:`evaluator.redaction`; once a
+    reader closes its end of a pipe, the rest is dropped and the command still ends with
+    its own exit code (:mod:`evaluator.pipes`).
     """
     with (
-        contextlib.redirect_stdout(RedactingStream(sys.stdout)),
-        contextlib.redirect_stderr(RedactingStream(sys.stderr)),
+        contextlib.redirect_stdout(RedactingStream(_guarded(sys.stdout))),
+        contextlib.redirect_stderr(RedactingStream(_guarded(sys.stderr))),
     ):
         return _dispatch(argv)
+
+
+def _guarded(stream: TextIO) -> TextIO:
+    # a text stream in all but name (io.TextIOBase is not typing.TextIO to mypy)
+    return cast(TextIO, ClosedPipeGuard(stream))
 
 
 def _dispatch(argv: Sequence[str] | None) -> int:

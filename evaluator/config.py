@@ -312,6 +312,8 @@ class PricesConfig(_Strict):
     """Price of 1,000 input (prompt) tokens."""
     output_per_1k: float = Field(0.0, ge=0, allow_inf_nan=False)
     """Price of 1,000 output (completion) tokens."""
+    currency: str = Field("USD", pattern=r"^[A-Za-z]{1,12}$")
+    """What the prices are in (an ISO 4217 code such as USD or EUR): printed beside the cost."""
 
 
 class TraceConfig(_Strict):

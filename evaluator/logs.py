@@ -1,13 +1,18 @@
 """Structured logging: the only place that configures structlog (global state lives here).
 
-JSON lines on stdout by default, readable console output when stdout is a terminal.
-Standard-library records (apscheduler, uvicorn, httpx) go through the same processors, so
-they are JSON too and carry the bound ``run_id``.
+JSON lines on stderr by default (as daemons log: stdout stays the commands' own output),
+readable console output when stderr is a terminal, coloured unless ``NO_COLOR`` is set.
+Floats carry six significant digits, enough to read and to compare. Standard-library records
+(apscheduler, uvicorn, httpx) go through the same processors, so they are JSON too and carry
+the bound ``run_id``, in one stable shape: ``event: "library_log"``, ``logger``, ``level``,
+``message`` (the library's own text) and ``timestamp``.
 """
 
 from __future__ import annotations
 
+import json
 import logging
+import os
 import re
 import sys
 from collections.abc import MutableMapping
@@ -89,6 +94,61 @@ def bound_values(
     return event_dict
 
 
+#: significant digits of a logged float: a ratio of 0.8333333333333334 is read as 0.833333
+LOG_FLOAT_DIGITS = 6
+
+
+def _readable(value: Any, depth: int = 0) -> Any:
+    if isinstance(value, float):
+        return float(f"{value:.{LOG_FLOAT_DIGITS}g}")
+    if depth > 8:
+        return value
+    if isinstance(value, MutableMapping):
+        return {k: _readable(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_readable(v, depth + 1) for v in value]
+    return value
+
+
+def readable_floats(
+    _logger: object, _method: str, event_dict: MutableMapping[str, Any]
+) -> MutableMapping[str, Any]:
+    """Floats, also nested, to :data:`LOG_FLOAT_DIGITS` significant digits."""
+    for key, value in list(event_dict.items()):
+        if isinstance(value, float | list | tuple | MutableMapping):
+            event_dict[key] = _readable(value)
+    return event_dict
+
+
+def _nested_as_json(
+    _logger: object, _method: str, event_dict: MutableMapping[str, Any]
+) -> MutableMapping[str, Any]:
+    """Console lines: a nested value (the run's summary) as JSON, not a Python repr."""
+    for key, value in list(event_dict.items()):
+        if isinstance(value, MutableMapping | list | tuple) and key != "exception":
+            event_dict[key] = json.dumps(value, ensure_ascii=False, default=str)
+    return event_dict
+
+
+def _library_record(
+    _logger: object, _method: str, event_dict: MutableMapping[str, Any]
+) -> MutableMapping[str, Any]:
+    """A standard-library record (APScheduler's "Run time of job ... was missed"): its free
+    text moves to ``message`` and ``event`` names the kind of line, so every line of the
+    stream can be filtered by ``event``."""
+    event_dict["message"] = event_dict.get("event")
+    event_dict["event"] = "library_log"
+    return event_dict
+
+
+def _colour_wanted(stream: TextIO) -> bool:
+    # https://no-color.org: any non-empty NO_COLOR turns colour off
+    if os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb":
+        return False
+    isatty = getattr(stream, "isatty", None)
+    return bool(isatty and isatty())
+
+
 def redact_line(_logger: object, _method: str, line: Any) -> Any:
     """The rendered line, redacted of every registered secret: the logs' one egress point
     (it sees tracebacks and records from other libraries too)."""
@@ -107,9 +167,9 @@ def configure_logging(
     Args:
         fmt: ``auto`` renders for a console when ``stream`` is a terminal, JSON otherwise.
         level: minimum level name.
-        stream: where lines go; stdout by default.
+        stream: where lines go; stderr by default.
     """
-    out = stream or sys.stdout
+    out = stream or sys.stderr
     use_console = fmt == "console" or (fmt == "auto" and out.isatty())
     shared: list[structlog.typing.Processor] = [
         structlog.contextvars.merge_contextvars,
@@ -118,9 +178,10 @@ def configure_logging(
         structlog.processors.TimeStamper(fmt="iso", utc=True),
         redact_secrets,
         bound_values,
+        readable_floats,
     ]
     renderer: structlog.typing.Processor = (
-        structlog.dev.ConsoleRenderer()
+        structlog.dev.ConsoleRenderer(colors=_colour_wanted(out))
         if use_console
         else structlog.processors.JSONRenderer(ensure_ascii=False)
     )
@@ -131,10 +192,10 @@ def configure_logging(
         cache_logger_on_first_use=False,
     )
     formatter = structlog.stdlib.ProcessorFormatter(
-        foreign_pre_chain=shared,
+        foreign_pre_chain=[_library_record, *shared],
         processors=[
             structlog.stdlib.ProcessorFormatter.remove_processors_meta,
-            _DICT_TRACEBACKS if not use_console else _identity,
+            _DICT_TRACEBACKS if not use_console else _nested_as_json,
             renderer,
             redact_line,
         ],
@@ -146,12 +207,7 @@ def configure_logging(
         root.removeHandler(old)
     root.addHandler(handler)
     root.setLevel(level.upper())
-    # one line per HTTP request from httpx would drown the per-case events
-    for noisy in ("httpx", "httpcore", "aiohttp.access"):
+    # one line per HTTP request from httpx would drown the per-case events; APScheduler's
+    # "Running job"/"executed successfully" pair repeats each run line (its warnings stay)
+    for noisy in ("httpx", "httpcore", "aiohttp.access", "apscheduler"):
         logging.getLogger(noisy).setLevel(max(logging.WARNING, root.level))
-
-
-def _identity(
-    _logger: object, _method: str, event_dict: MutableMapping[str, Any]
-) -> MutableMapping[str, Any]:
-    return event_dict

@@ -98,7 +98,7 @@ class MetricSpec:
     #: sum and count exported as rag_eval_quality_numerator/denominator, so replicas that
     #: each run a shard of the golden set aggregate exactly
     shardable: bool = False
-    #: the gate's Pushgateway gauge is ``rag_eval_gate_candidate_<pushed_as>``
+    #: the gate's Pushgateway gauge is ``rag_eval_ci_gate_candidate_<pushed_as>``
     pushed_as: str | None = None
     #: whether the gate's diagnosis reads this metric's change
     diagnosed: bool = False

@@ -229,8 +229,8 @@ class CaseRecord:
 
 
 #: A record's delivery measurements, in field order: only some targets report them
-#: (streamed answers, token usage, a trace), so a report entry or a case log has each one
-#: only when it is not None.
+#: (streamed answers, token usage, a trace), so a report entry has each one only when it is
+#: not None (the daemon's case log line has each, null when not measured).
 DELIVERY_FIELDS: tuple[str, ...] = (
     "ttfb_seconds",
     "ttft_seconds",

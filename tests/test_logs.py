@@ -75,3 +75,77 @@ class TestConfigureLogging:
         assert "hunter2" not in out.getvalue()
         line = json.loads(out.getvalue().strip().splitlines()[-1])
         assert "ValueError" == line["exception"][0]["exc_type"]
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+class TestUnixConventions:
+    def test_logs_go_to_stderr_by_default(self, capsys: pytest.CaptureFixture[str]) -> None:
+        """docs/daemon.md: the daemon logs to stderr, as daemons do; stdout stays free."""
+        configure_logging("json", "info")
+        structlog.get_logger("evaluator.test").info("run", job="j")
+        captured = capsys.readouterr()
+        assert "" == captured.out
+        assert "run" == json.loads(captured.err.strip().splitlines()[-1])["event"]
+
+    def test_no_color_turns_console_colour_off(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch.setenv("NO_COLOR", "1")
+        out = _Terminal()
+        configure_logging("console", "info", stream=out)
+        structlog.get_logger("evaluator.test").warning("case", case_id="c1")
+        assert "case" in out.getvalue()
+        assert "\033[" not in out.getvalue()
+
+    def test_console_colour_without_no_color(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch.delenv("NO_COLOR", raising=False)
+        monkeypatch.delenv("TERM", raising=False)
+        out = _Terminal()
+        configure_logging("console", "info", stream=out)
+        structlog.get_logger("evaluator.test").warning("case", case_id="c1")
+        assert "\033[" in out.getvalue()
+
+    def test_console_run_line_shows_nested_fields_as_json(self) -> None:
+        """The demo's run line: the summary as JSON with readable numbers, not a dict repr
+        with 17-digit floats."""
+        out = io.StringIO()
+        configure_logging("console", "info", stream=out)
+        summary = {"recall_at_k": 0.8333333333333334, "p95_seconds": 0.012345678901, "n": 3}
+        structlog.get_logger("evaluator.test").info("run", summary=summary, rate=2 / 3)
+        text = out.getvalue()
+        assert '{"recall_at_k": 0.833333, "p95_seconds": 0.0123457, "n": 3}' in text
+        assert "rate=0.666667" in text
+        assert "'recall_at_k'" not in text
+
+    def test_json_lines_round_floats_to_six_significant_digits(self) -> None:
+        out = io.StringIO()
+        configure_logging("json", "info", stream=out)
+        structlog.get_logger("evaluator.test").info("run", summary={"mrr": 0.8333333333333334})
+        assert '"summary": {"mrr": 0.833333}' in out.getvalue()
+
+    def test_library_lines_have_a_stable_shape(self) -> None:
+        """APScheduler's free-text lines: ``event: "library_log"``, the logger, the text."""
+        out = io.StringIO()
+        configure_logging("json", "info", stream=out)
+        logging.getLogger("apscheduler.executors.default").warning(
+            'Run time of job "%s" was missed by %s', "nightly", "0:00:03"
+        )
+        line = json.loads(out.getvalue().strip().splitlines()[-1])
+        assert {
+            "event": "library_log",
+            "logger": "apscheduler.executors.default",
+            "level": "warning",
+            "message": 'Run time of job "nightly" was missed by 0:00:03',
+        } == {k: line[k] for k in ("event", "logger", "level", "message")}
+        assert {"event", "logger", "level", "message", "timestamp"} == set(line)
+
+    def test_apscheduler_info_lines_do_not_double_the_run_line(self) -> None:
+        """``evaluator demo``: one line per run, not APScheduler's two more around it."""
+        out = io.StringIO()
+        configure_logging("json", "info", stream=out)
+        logging.getLogger("apscheduler.executors.default").info('Running job "%s"', "j")
+        logging.getLogger("apscheduler.executors.default").warning("missed by %s", "0:00:03")
+        (line,) = [json.loads(x) for x in out.getvalue().splitlines()]
+        assert "missed by 0:00:03" == line["message"]

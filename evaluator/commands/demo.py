@@ -29,13 +29,43 @@ class Options(CommonOptions):
 
 def configure(parser: argparse.ArgumentParser) -> None:
     d = DemoOptions()
-    parser.add_argument("--dataset", type=Path, default=d.dataset, help="golden set")
-    parser.add_argument("--rag-port", type=int, default=d.rag_port, help="reference service port")
-    parser.add_argument("--listen", default=d.listen, help="daemon's metrics address HOST:PORT")
-    parser.add_argument("--prometheus-port", type=int, default=d.prometheus_port)
+    parser.add_argument(
+        "--dataset",
+        type=Path,
+        default=d.dataset,
+        help="golden set (default: the bundled reference golden set)",
+    )
+    parser.add_argument(
+        "--rag-port",
+        type=int,
+        default=d.rag_port,
+        help="port of the reference RAG service (default %(default)s)",
+    )
+    parser.add_argument(
+        "--listen",
+        default=d.listen,
+        help="the daemon's status page and /metrics address HOST:PORT (default %(default)s)",
+    )
+    parser.add_argument(
+        "--prometheus-port",
+        type=int,
+        default=d.prometheus_port,
+        help="port of the Prometheus the demo starts (default %(default)s)",
+    )
     parser.add_argument("--no-prometheus", action="store_true", help="do not start Prometheus")
-    parser.add_argument("--interval", type=float, default=d.interval_seconds, metavar="SECONDS")
-    parser.add_argument("--reports-dir", type=Path, default=d.reports_dir)
+    parser.add_argument(
+        "--interval",
+        type=float,
+        default=d.interval_seconds,
+        metavar="SECONDS",
+        help="seconds between runs of the golden set (default %(default)s)",
+    )
+    parser.add_argument(
+        "--reports-dir",
+        type=Path,
+        default=d.reports_dir,
+        help="where the run reports are written (default %(default)s)",
+    )
     parser.add_argument(
         "--failure-mode",
         action="append",

@@ -19,7 +19,8 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from importlib import resources
 from pathlib import Path
 
 import structlog
@@ -40,11 +41,27 @@ log = structlog.get_logger("evaluator.demo")
 _SHUTDOWN_GRACE_SECONDS = 2.0
 
 
+#: the golden set of the source tree, which the demo runs when started there
+SOURCE_GOLDEN_SET = Path("evals/rag_cases.jsonl")
+
+
+def default_golden_set(cwd: Path | None = None) -> Path:
+    """``evals/rag_cases.jsonl`` in the source tree (edits there show in the demo), else the
+    same file shipped in the package, so ``evaluator demo`` runs wherever it is installed
+    (tests/demo/test_demo_installed.py keeps the two identical)."""
+    here = SOURCE_GOLDEN_SET if cwd is None else cwd / SOURCE_GOLDEN_SET
+    if here.is_file():
+        return SOURCE_GOLDEN_SET
+    packaged = resources.files("evaluator.commands").joinpath("data/rag_cases.jsonl")
+    return Path(str(packaged))
+
+
 @dataclass(frozen=True)
 class DemoOptions:
     """Where the demo's parts listen and how often the golden set runs."""
 
-    dataset: Path = Path("evals/rag_cases.jsonl")
+    #: the source tree's golden set when the demo runs there, else the copy in the package
+    dataset: Path = field(default_factory=lambda: default_golden_set())
     rag_port: int = 8900
     listen: str = "127.0.0.1:9464"
     prometheus_port: int = 9090
@@ -169,10 +186,7 @@ def _start_prometheus(
 
 def _settings(options: DemoOptions) -> Settings:
     if not options.dataset.is_file():
-        raise ConfigError(
-            f"golden set {options.dataset} not found: run the demo from the source tree "
-            "or pass --dataset"
-        )
+        raise ConfigError(f"golden set {options.dataset} not found: pass --dataset FILE")
     target = HttpTargetConfig(name="reference", url=f"http://127.0.0.1:{options.rag_port}/rag")
     job = JobConfig(
         target="reference", dataset=options.dataset, interval_seconds=options.interval_seconds
@@ -220,7 +234,8 @@ async def _serve(settings: Settings, options: DemoOptions, prometheus: Prometheu
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     await daemon.start()
-    print(_banner(options, prometheus, daemon.http.port), file=sys.stderr, flush=True)
+    # the command's own output on stdout; the daemon's log lines go to stderr
+    print(_banner(options, prometheus, daemon.http.port), flush=True)
     try:
         await stop.wait()
     finally:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
+
 from evaluator.metrics import METRICS
 from evaluator.models import CaseError, CaseRecord
 from evaluator.report import RunReport
@@ -21,13 +23,30 @@ def _fmt(value: float | None, seconds: bool = False) -> str:
     return f"{value:.4f}"
 
 
-def format_summary(summary: Summary) -> str:
-    """The summary as an aligned two-column table, with the denominators shown."""
+#: the currency of a cost when the target's prices name none (PricesConfig's default)
+DEFAULT_CURRENCY = "USD"
+#: significant digits of a cost: a case costs fractions of a cent, a run a few units
+_COST_DIGITS = 4
+
+
+def format_cost(value: float, currency: str = DEFAULT_CURRENCY) -> str:
+    """``0.0000312 USD``: significant digits, never 0.0000 nor an exponent."""
+    digits = Decimal(f"{value:.{_COST_DIGITS}g}")
+    return f"{digits:f} {currency}"
+
+
+def format_summary(summary: Summary, currency: str = DEFAULT_CURRENCY) -> str:
+    """The summary as an aligned two-column table, with the denominators shown; costs in
+    ``currency`` (the target's prices)."""
     lines = [f"{'metric':<22} {'value':>9}  cases"]
     for spec in METRICS:
-        if spec.measured_only and summary.get(spec.name) is None:
+        raw = summary.get(spec.name)
+        if spec.measured_only and raw is None:
             continue
-        value = _fmt(summary.get(spec.name), seconds=spec.unit == "seconds")
+        if spec.name.startswith("cost_") and raw is not None:
+            value = format_cost(raw, currency)
+        else:
+            value = _fmt(raw, seconds=spec.unit == "seconds")
         row = f"{spec.name:<22} {value:>9}"
         # the denominator beside each ratio; a percentile has none (it is over every case)
         cases = _cases(summary, spec.name) if spec.unit == "ratio" else None
@@ -89,16 +108,21 @@ def _case_line(c: CaseRecord) -> str:
 SUSPECT_SHOWN = 20
 
 
-def format_run(report: RunReport, worst: int = 5, audit: AuditTotals | None = None) -> str:
+def format_run(
+    report: RunReport,
+    worst: int = 5,
+    audit: AuditTotals | None = None,
+    currency: str = DEFAULT_CURRENCY,
+) -> str:
     """The whole terminal summary of a run (``audit``: its label audit, when known; the
-    cases of a streamed run keep no texts to audit)."""
+    cases of a streamed run keep no texts to audit; ``currency``: of the target's prices)."""
     s = report.summary
     head = (
         f"{report.dataset} against {report.target}: {report.case_count} cases, "
         f"{s.scored_count} scored, {s.error_count} failed, K={report.k}, "
         f"{report.duration_seconds:.2f}s, config {report.config_hash}"
     )
-    parts = [head, "", format_summary(s)]
+    parts = [head, "", format_summary(s, currency)]
     parts += format_tags(s)
     if s.errors_by_kind:
         parts.append("errors: " + ", ".join(f"{k} {n}" for k, n in s.errors_by_kind.items()))

@@ -21,6 +21,8 @@ from evaluator.commands.gcpolicy import batch_gc
 from evaluator.commands.html import add_html_flag, settings_redactor, write_html_report
 from evaluator.config_sources import nothing_configured
 from evaluator.errors import ConfigError, ExitCode, GateError, OutputError, PushError
+from evaluator.gate.ceiling import FLAG as CEILING_FLAG
+from evaluator.gate.ceiling import check_baseline_errors, load_baseline_ceiling
 from evaluator.gate.compare import check_run_comparable
 from evaluator.gate.render import FORMATS, GateSources, json_pieces, render, render_junit
 from evaluator.gate.repeats import Quarantine, load_quarantine
@@ -53,6 +55,7 @@ class Options(CommonOptions):
     html: str | None
     pushgateway: str | None
     worst: int
+    baseline_max_error_rate: float | None
 
     def live_flags(self) -> list[str]:
         """The flags given that only apply when the candidate is run now."""
@@ -106,9 +109,28 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--worst", type=int, default=10, metavar="N", help="cases listed per direction"
     )
+    parser.add_argument(
+        CEILING_FLAG,
+        type=_ratio,
+        metavar="RATE",
+        help="refuse a baseline whose error rate is above RATE (default: [baseline] "
+        "max_error_rate of the gates file, else 0.2; 1 accepts any baseline)",
+    )
 
 
-def _live_candidate(options: Options, settings: Settings) -> tuple[RunReport, Path, RunReport, str]:
+def _ratio(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number within 0..1, got {text!r}") from None
+    if not 0 <= value <= 1:  # NaN fails this too
+        raise argparse.ArgumentTypeError(f"expected a number within 0..1, got {text!r}")
+    return value
+
+
+def _live_candidate(
+    options: Options, settings: Settings, ceiling: float
+) -> tuple[RunReport, Path, RunReport, str]:
     """Read the baseline, run the job now, write the candidate report.
 
     Returns:
@@ -130,6 +152,8 @@ def _live_candidate(options: Options, settings: Settings) -> tuple[RunReport, Pa
     if baseline_path is None:
         raise ConfigError("--baseline FILE is required (or set 'baseline' on the job)")
     baseline = read_report(baseline_path)
+    # before the run: a baseline that will be refused is not worth running the golden set for
+    check_baseline_errors(baseline.summary.error_rate, ceiling, str(baseline_path))
     check_run_comparable(
         baseline,
         k=plan.options.k,
@@ -230,10 +254,13 @@ def handle(options: Options) -> int:
         gates_file, settings = _saved_settings(options.config)
     rules, rules_source = resolve_rules(options.gates or gates_file)
     quarantine = load_quarantine(rules_source)
-    judge = partial(_judge, options, settings, rules, rules_source, quarantine)
+    ceiling = options.baseline_max_error_rate
+    if ceiling is None:
+        ceiling = load_baseline_ceiling(rules_source)
+    judge = partial(_judge, options, settings, rules, rules_source, quarantine, ceiling)
     if saved is None:
         with batch_gc():
-            return judge(*_live_candidate(options, live_settings))
+            return judge(*_live_candidate(options, live_settings, ceiling))
     with batch_gc(cycles=False):  # decoding and judging saved reports make no cycle
         baseline_path, candidate_source = saved
         baseline = read_report(baseline_path)
@@ -249,6 +276,7 @@ def _judge(
     rules: Sequence[Rule],
     rules_source: str,
     quarantine: Quarantine,
+    ceiling: float,
     baseline: RunReport,
     baseline_path: Path,
     candidate: RunReport,
@@ -256,6 +284,7 @@ def _judge(
 ) -> int:
     """The verdict on the two reports, written in every format asked for; the exit code."""
     _refuse_partial(baseline, str(baseline_path))
+    check_baseline_errors(baseline.summary.error_rate, ceiling, str(baseline_path))
 
     if quarantine.flaky:
         quarantine = replace(

@@ -53,7 +53,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--limit", type=int, default=20, metavar="N", help="outcomes listed for --case"
     )
-    parser.add_argument("--format", choices=("text", "json"), default="text")
+    parser.add_argument("--format", choices=("text", "json"), default="text", help="stdout format")
 
 
 def _pick_job(store: HistoryStore, target: str | None, dataset: str | None) -> tuple[str, str]:

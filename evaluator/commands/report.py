@@ -11,7 +11,7 @@ import argparse
 import re
 from dataclasses import dataclass
 
-from evaluator.commands.display import format_run
+from evaluator.commands.display import DEFAULT_CURRENCY, format_run
 from evaluator.commands.flags import CommonOptions
 from evaluator.commands.html import add_html_flag, settings_redactor, write_html_report
 from evaluator.config import load_settings
@@ -72,7 +72,11 @@ def handle(options: Options) -> int:
             re.sub(r" \(exit \d+\)$", " (evaluator report exits 0; evaluator gate decides)", text)
         )
     else:
-        print(format_run(report, worst=options.worst))
+        # the currency of the report's target as configured (the report keeps amounts only)
+        target = next((t for t in settings.targets if t.name == report.target), None)
+        prices = getattr(target, "prices", None)
+        currency = prices.currency if prices is not None else DEFAULT_CURRENCY
+        print(format_run(report, worst=options.worst, currency=currency))
     if options.html:
         write_html_report(
             options.html,

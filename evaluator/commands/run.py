@@ -19,7 +19,7 @@ from evaluator.commands.common import (
     streamed_run,
     warn_id_mismatch,
 )
-from evaluator.commands.display import format_run
+from evaluator.commands.display import DEFAULT_CURRENCY, format_run
 from evaluator.commands.flags import CommonOptions, TargetFlags, add_repeat_flag, add_target_flags
 from evaluator.commands.gcpolicy import batch_gc
 from evaluator.commands.html import add_html_flag, settings_redactor, write_html_report
@@ -65,7 +65,9 @@ def _run(options: Options, settings: Settings, plan: JobPlan) -> int:
     run_id = new_run_id()
     output = Path(options.output or settings.reports_dir / f"{plan.dataset.name}-{run_id}.json")
     report, audit = streamed_run(plan, options.repeat, output, run_id)
-    print(format_run(report, worst=options.worst, audit=audit))
+    prices = getattr(plan.target, "prices", None)
+    currency = prices.currency if prices is not None else DEFAULT_CURRENCY
+    print(format_run(report, worst=options.worst, audit=audit, currency=currency))
     repeats = format_repeats(report)
     if repeats is not None:
         print(repeats)

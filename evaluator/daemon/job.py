@@ -164,15 +164,16 @@ class JobRunner:
             "error_kind": record.error.kind if record.error else None,
             "error_message": record.error.message if record.error else None,
         }
-        # measured only for some targets (streamed, usage, traced): absent otherwise
+        # measured only for some targets (streamed, usage, traced) and not for a failed case:
+        # null then, so every case line has the same keys
         for name in DELIVERY_FIELDS:
             value = getattr(record, name)
-            if value is not None:
-                fields[name] = round(value, 6) if isinstance(value, float) else value
+            fields[name] = round(value, 6) if isinstance(value, float) else value
         if self.settings.log_answers and record.answer is not None:
             # cut() redacts first: a plain slice could halve a secret beyond recognition
             fields["answer"] = cut(record.answer, self.settings.log_answer_max_chars)
-        log.info("case", **fields)
+        # a failed case is worth a look: warning, as a scored one is info
+        (log.warning if record.error else log.info)("case", **fields)
 
     def _on_stage_folded(self, name: str, first: bool) -> None:
         self.metrics.stage_folded(self.labels)

@@ -2,10 +2,15 @@
 
 A fresh :class:`~prometheus_client.CollectorRegistry` per push (never the global one)
 and ``push_to_gateway`` (PUT: the group is replaced, so a rule removed from the gates file
-disappears too). Grouping key ``job="rag_eval_gate", dataset=<golden set>``: no commit,
-branch or instance label, so the group does not grow with every build. The candidate's
-values get their own ``rag_eval_gate_candidate_*`` names so that alerts on the daemon's
-``rag_eval_*`` gauges never fire on a candidate the gate blocked.
+disappears too). Grouping key ``job="rag_eval_gate", dataset=<golden set>, target=<target>``:
+two targets gated on one golden set keep a verdict each; no commit, branch or instance label,
+so the groups do not grow with every build.
+
+Every series pushed is named ``rag_eval_ci_gate_*``, none a name the daemon exports: a
+Prometheus scraping the Pushgateway (``honor_labels: true``) beside the daemon then holds the
+CI verdict and the daemon's as different series, and the daemon's alerts
+(``RagEvalGateFailing`` on ``rag_eval_gate_passing``, the quality alerts) never fire on a
+candidate the gate judged.
 """
 
 from __future__ import annotations
@@ -18,11 +23,13 @@ from evaluator.errors import PushError
 from evaluator.gate.verdict import GateResult
 from evaluator.metrics import METRICS
 
-__all__ = ["GATE_JOB", "SUMMARY_GAUGES", "PushError", "build_registry", "push_result"]
+__all__ = ["GATE_JOB", "PREFIX", "SUMMARY_GAUGES", "PushError", "build_registry", "push_result"]
 
 GATE_JOB = "rag_eval_gate"
+#: the prefix of every pushed series' name
+PREFIX = "rag_eval_ci_gate_"
 
-#: (summary metric, gauge name after ``rag_eval_gate_candidate_``, help) of the values pushed;
+#: (summary metric, gauge name after ``rag_eval_ci_gate_candidate_``, help) of the values pushed;
 #: the suffixes are the daemon's names, from the registry.
 SUMMARY_GAUGES: tuple[tuple[str, str, str], ...] = tuple(
     (spec.name, spec.pushed_as, spec.description) for spec in METRICS if spec.pushed_as is not None
@@ -34,14 +41,14 @@ def build_registry(result: GateResult) -> CollectorRegistry:
     registry = CollectorRegistry()
     target = result.candidate.target
     passing = Gauge(
-        "rag_eval_gate_passing",
+        f"{PREFIX}passing",
         "1 when the candidate passed the release gate, else 0",
         ["target"],
         registry=registry,
     )
     passing.labels(target).set(1 if result.passed else 0)
     rule_passing = Gauge(
-        "rag_eval_gate_rule_passing",
+        f"{PREFIX}rule_passing",
         "1 when the rule passed (or was not applicable), else 0",
         ["target", "rule"],
         registry=registry,
@@ -49,13 +56,13 @@ def build_registry(result: GateResult) -> CollectorRegistry:
     for r in result.rules:
         rule_passing.labels(target, r.name).set(1 if r.passed else 0)
     Gauge(
-        "rag_eval_gate_failed_rules",
+        f"{PREFIX}failed_rules",
         "Rules the candidate failed",
         ["target"],
         registry=registry,
     ).labels(target).set(len(result.failures))
     Gauge(
-        "rag_eval_gate_missing_cases",
+        f"{PREFIX}missing_cases",
         "Baseline cases absent from the candidate report",
         ["target"],
         registry=registry,
@@ -66,7 +73,7 @@ def build_registry(result: GateResult) -> CollectorRegistry:
         if value is None:
             continue  # no sample rather than a made-up 0 or NaN
         gauge = Gauge(
-            f"rag_eval_gate_candidate_{suffix}",
+            f"{PREFIX}candidate_{suffix}",
             f"Candidate {help_text} judged by the release gate",
             ["target"],
             registry=registry,
@@ -81,7 +88,10 @@ def push_result(url: str, result: GateResult, *, timeout: float = 10.0) -> None:
     Raises:
         PushError: unreachable gateway or a non-2xx answer (one line).
     """
-    grouping: dict[str, Any] = {"dataset": result.candidate.dataset}
+    grouping: dict[str, Any] = {
+        "dataset": result.candidate.dataset,
+        "target": result.candidate.target,
+    }
     try:
         push_to_gateway(
             url,

@@ -369,10 +369,11 @@ def parse_rules(data: Mapping[str, object], source: str) -> tuple[Rule, ...]:
         ConfigError: one line naming ``source`` and the offending key.
     """
     for key in data:
-        if key not in ("rules", "quarantine"):  # [quarantine]: evaluator.gate.repeats
+        # [quarantine]: evaluator.gate.repeats; [baseline]: evaluator.gate.ceiling
+        if key not in ("rules", "quarantine", "baseline"):
             raise ConfigError(
-                f"{source}: {key}: unknown top-level key (expected [rules.METRIC] tables "
-                "or [quarantine])"
+                f"{source}: {key}: unknown top-level key (expected [rules.METRIC] tables, "
+                "[quarantine] or [baseline])"
             )
     tables = data.get("rules")
     if not isinstance(tables, Mapping) or not tables:

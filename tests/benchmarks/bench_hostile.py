@@ -191,7 +191,7 @@ def _attack(name: str, neighbour_url: str) -> dict[str, Any]:
             sizes = [p.stat().st_size for p in files]
             kinds = _error_kinds(files)
             result = daemon.stop()
-        log_lines = daemon.stdout_path.read_text("utf-8", errors="replace").splitlines()
+        log_lines = daemon.log_text().splitlines()
     window = result.logs[before:]  # the events logged in the measured window
     runs = sum(map(_is_run("hostile"), window))
     neighbour = [e for e in window if e.get("event") == "case" and e.get("target") == "neighbour"]

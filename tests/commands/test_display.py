@@ -121,3 +121,23 @@ class TestFormatSummary:
         table = format_summary(summarise([FAILED]))
         rows = {line.split()[0]: line.split()[1:] for line in table.splitlines()[1:]}
         assert ["5.00ms"] == rows["p95_seconds"]
+
+
+class TestCost:
+    """A cost of 0.00003 a case printed as 0.0000 said nothing, and in no currency."""
+
+    def _summary(self):  # type: ignore[no-untyped-def]
+        from dataclasses import replace
+
+        return replace(summarise([PERFECT]), cost_total=0.000123456, cost_per_case=0.0000312)
+
+    def test_cost_has_significant_digits_and_its_currency(self) -> None:
+        table = format_summary(self._summary(), currency="EUR")
+        rows = {line.split()[0]: line.split()[1:] for line in table.splitlines()[1:]}
+        assert ["0.0000312", "EUR"] == rows["cost_per_case"]
+        assert ["0.0001235", "EUR"] == rows["cost_total"]
+
+    def test_the_default_currency_is_named_too(self) -> None:
+        table = format_summary(self._summary())
+        rows = {line.split()[0]: line.split()[1:] for line in table.splitlines()[1:]}
+        assert ["0.0000312", "USD"] == rows["cost_per_case"]

@@ -240,6 +240,27 @@ class TestSchedule:
         assert (4 if log_cases else 0) == events.count("case")
         assert 1 == events.count("run")
 
+    def test_a_failed_case_logs_a_warning_with_every_key_a_scored_one_has(
+        self, tmp_path: Path, endpoint: Endpoint, script: Script
+    ) -> None:
+        """A failed case is a ``warning`` line (a scored one ``info``), and both carry the same
+        keys: what was not measured, such as ``ttfb_seconds``, is null rather than absent."""
+        script.failing.add("q2")
+        settings = _settings(tmp_path, endpoint.url, job={"run_at_start": True})
+
+        async def body() -> None:
+            async with running(settings) as daemon:
+                await until(lambda: sum(v or 0 for v in _runs(daemon).values()) >= 1, seconds=5)
+
+        with structlog.testing.capture_logs() as logs:
+            run_bounded(body)
+        cases = {e["case_id"]: e for e in logs if e["event"] == "case"}
+        assert "warning" == cases["c2"]["log_level"]
+        assert {"info"} == {cases[c]["log_level"] for c in ("c0", "c1", "c3")}
+        assert "http_status" == cases["c2"]["error_kind"]
+        assert set(cases["c0"]) == set(cases["c2"])
+        assert cases["c2"]["ttfb_seconds"] is None
+
     def test_run_at_start_false_waits_an_interval_for_every_job(
         self, tmp_path: Path, endpoint: Endpoint
     ) -> None:

@@ -113,10 +113,11 @@ class Demo:
         }
 
     def banner(self) -> str:
-        return self.stderr_path.read_text("utf-8", errors="replace")
+        """What the demo prints on stdout (its log lines go to stderr)."""
+        return self.stdout_path.read_text("utf-8", errors="replace")
 
     def logs(self) -> list[dict[str, Any]]:
-        return parse_log_lines(self.stdout_path.read_text("utf-8", errors="replace"))
+        return parse_log_lines(self.stderr_path.read_text("utf-8", errors="replace"))
 
     def diagnostics(self) -> str:
         return f"stderr:\n{_tail(self.stderr_path)}\nstdout:\n{_tail(self.stdout_path, 10)}"
@@ -222,11 +223,11 @@ def run_demo(workdir: Path, *args: str, prometheus: bool) -> Iterator[Demo]:
         if not prometheus:
             cmd.append("--no-prometheus")
         started = time.monotonic()
-        with (out / "stdout.jsonl").open("wb") as so, (out / "stderr.txt").open("wb") as se:
+        with (out / "stdout.txt").open("wb") as so, (out / "stderr.jsonl").open("wb") as se:
             proc = subprocess.Popen(
                 cmd, cwd=REPO, env=env, stdout=so, stderr=se, start_new_session=True
             )
-        demo = Demo(proc, rag, daemon, prom, out / "stdout.jsonl", out / "stderr.txt", started)
+        demo = Demo(proc, rag, daemon, prom, out / "stdout.txt", out / "stderr.jsonl", started)
         if _wait_for_banner(demo, timeout=60.0):
             break
         demo.kill()
@@ -339,7 +340,7 @@ def test_demo_brings_up_live_metrics_and_stops_on_ctrl_c(tmp_path: Path, prometh
         demo.assert_nothing_left()
         stopped = [e for e in demo.logs() if e.get("event") == "daemon_stopped"]
         assert 1 == len(stopped), demo.diagnostics()
-        assert "Traceback" not in demo.banner()
+        assert "Traceback" not in demo.stderr_path.read_text("utf-8", errors="replace")
 
 
 def _cases_scored(demo: Demo) -> float:

@@ -84,7 +84,7 @@ def test_series_sizes_and_memory_bounded(tmp_path: Path) -> None:
             assert daemon.proc is not None
             peak = _peak_rss(daemon.proc.pid)
             daemon.stop()
-        stdout = daemon.stdout_path.read_text("utf-8")
+        stdout = daemon.log_text()
     families = {f.name: f for f in text_string_to_metric_families(exposition)}
     stages = {
         s.labels["stage"]

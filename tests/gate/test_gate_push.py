@@ -70,35 +70,36 @@ class TestPush:
     """The verdict and the candidate summary, PUT under job rag_eval_gate and the dataset."""
 
     def test_put_with_grouping_key(self, gateway: FakeGateway) -> None:
-        """One PUT to /metrics/job/rag_eval_gate/dataset/<name> with the expected series."""
+        """One PUT to /metrics/job/rag_eval_gate/dataset/<name>/target/<target>, every series
+        named rag_eval_ci_gate_* (none a name the daemon exports)."""
         push_result(gateway.url, _failing_result())
         (req,) = gateway.requests
-        assert ("PUT", "/metrics/job/rag_eval_gate/dataset/refunds") == (req.method, req.path)
+        path = "/metrics/job/rag_eval_gate/dataset/refunds/target/staging%3A8000"
+        assert ("PUT", path) == (req.method, req.path)
         samples = {
             line.split(" ")[0]: float(line.split(" ")[1])
             for line in req.body.splitlines()
             if line and not line.startswith("#")
         }
-        assert 0.0 == samples['rag_eval_gate_passing{target="staging:8000"}']
-        assert 1.0 == samples['rag_eval_gate_failed_rules{target="staging:8000"}']
-        assert (
-            0.0 == samples['rag_eval_gate_rule_passing{rule="mrr.max_drop",target="staging:8000"}']
-        )
-        assert 0.75 == samples['rag_eval_gate_candidate_mrr{target="staging:8000"}']
+        assert 0.0 == samples['rag_eval_ci_gate_passing{target="staging:8000"}']
+        assert 1.0 == samples['rag_eval_ci_gate_failed_rules{target="staging:8000"}']
+        rule = 'rag_eval_ci_gate_rule_passing{rule="mrr.max_drop",target="staging:8000"}'
+        assert 0.0 == samples[rule]
+        assert 0.75 == samples['rag_eval_ci_gate_candidate_mrr{target="staging:8000"}']
         names = {key.split("{")[0] for key in samples}
         assert {
-            "rag_eval_gate_passing",
-            "rag_eval_gate_rule_passing",
-            "rag_eval_gate_failed_rules",
-            "rag_eval_gate_missing_cases",
-            "rag_eval_gate_candidate_recall_at_k",
-            "rag_eval_gate_candidate_mrr",
-            "rag_eval_gate_candidate_ndcg_at_k",
-            "rag_eval_gate_candidate_citation_precision",
-            "rag_eval_gate_candidate_citation_recall",
-            "rag_eval_gate_candidate_answer_accuracy",
-            "rag_eval_gate_candidate_error_ratio",
-            "rag_eval_gate_candidate_latency_p95_seconds",
+            "rag_eval_ci_gate_passing",
+            "rag_eval_ci_gate_rule_passing",
+            "rag_eval_ci_gate_failed_rules",
+            "rag_eval_ci_gate_missing_cases",
+            "rag_eval_ci_gate_candidate_recall_at_k",
+            "rag_eval_ci_gate_candidate_mrr",
+            "rag_eval_ci_gate_candidate_ndcg_at_k",
+            "rag_eval_ci_gate_candidate_citation_precision",
+            "rag_eval_ci_gate_candidate_citation_recall",
+            "rag_eval_ci_gate_candidate_answer_accuracy",
+            "rag_eval_ci_gate_candidate_error_ratio",
+            "rag_eval_ci_gate_candidate_latency_p95_seconds",
         } == names
 
     def test_refused(self, gateway: FakeGateway) -> None:

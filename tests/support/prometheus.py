@@ -51,6 +51,7 @@ __all__ = [
     "DaemonProcess",
     "DaemonResult",
     "PrometheusServer",
+    "Pushgateway",
     "check_metrics",
     "free_port",
     "parse_log_lines",
@@ -71,11 +72,11 @@ def free_port() -> int:
         return port
 
 
-def require_binary(name: str) -> str:
+def require_binary(name: str, package: str = "prometheus") -> str:
     """The path of ``name`` on PATH; skip the test when it is missing, or fail when CI=true."""
     path = shutil.which(name)
     if path is None:
-        why = f"{name!r} is not installed (Debian package 'prometheus')"
+        why = f"{name!r} is not installed (Debian package {package!r})"
         if os.environ.get("CI") == "true":
             pytest.fail(f"{why}; CI=true requires it")
         pytest.skip(why)
@@ -123,6 +124,8 @@ class PrometheusServer:
         scrape_interval: also used as the scrape timeout and the rule evaluation interval.
         start_timeout: seconds to wait for ``/-/ready``.
         job_name: the scrape job, i.e. the ``job`` label of every scraped series.
+        honor_labels: keep the ``job`` and ``instance`` labels the target exposes, as a
+            scrape of a Pushgateway must (a pushed group's ``job`` is its own).
         rule_files: rule files to load (absolute paths are safest: Prometheus resolves
             relative ones against its config file, in ``workdir``). A file that does not
             load makes :meth:`start` fail with Prometheus's message.
@@ -137,8 +140,10 @@ class PrometheusServer:
         start_timeout: float = 30.0,
         job_name: str = "evaluator",
         rule_files: Sequence[Path] = (),
+        honor_labels: bool = False,
     ) -> None:
         self.targets = list(targets)
+        self.honor_labels = honor_labels
         self.workdir = workdir
         self.scrape_interval = scrape_interval
         self.start_timeout = start_timeout
@@ -161,7 +166,11 @@ class PrometheusServer:
                 "evaluation_interval": self.scrape_interval,
             },
             "scrape_configs": [
-                {"job_name": self.job_name, "static_configs": [{"targets": self.targets}]}
+                {
+                    "job_name": self.job_name,
+                    "honor_labels": self.honor_labels,
+                    "static_configs": [{"targets": self.targets}],
+                }
             ],
         }
         if self.rule_files:
@@ -268,9 +277,78 @@ class PrometheusServer:
             time.sleep(0.2)
 
 
+class Pushgateway:
+    """Debian's ``prometheus-pushgateway`` on 127.0.0.1, in memory (no persistence file).
+
+    Skips the test when it is not installed, fails it when ``CI`` is ``"true"``.
+    """
+
+    def __init__(self, *, workdir: Path, start_timeout: float = 20.0) -> None:
+        self.workdir = workdir
+        self.start_timeout = start_timeout
+        self.port = 0
+        self.log_path = workdir / "pushgateway.log"
+        self._proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def address(self) -> str:
+        return f"{HOST}:{self.port}"
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.address}"
+
+    def start(self) -> Pushgateway:
+        binary = require_binary("prometheus-pushgateway", "prometheus-pushgateway")
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        for _attempt in range(3):  # another process may grab the free port first
+            self.port = free_port()
+            with self.log_path.open("ab") as log:
+                self._proc = subprocess.Popen(
+                    [
+                        binary,
+                        f"--web.listen-address={self.address}",
+                        # Debian's default persists to /var/lib/prometheus/pushgateway.data,
+                        # shared by every run: this one keeps its groups in memory
+                        "--persistence.file=",
+                        "--log.level=warn",
+                    ],
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    cwd=self.workdir,
+                )
+            deadline = time.monotonic() + self.start_timeout
+            while time.monotonic() < deadline and self._proc.poll() is None:
+                try:
+                    if httpx.get(f"{self.url}/-/ready", timeout=2.0).status_code == 200:
+                        return self
+                except httpx.TransportError:
+                    pass
+                time.sleep(0.1)
+            _stop_process(self._proc, 5.0)
+        raise AssertionError(f"pushgateway did not start:\n{_tail(self.log_path)}")
+
+    def stop(self) -> None:
+        if self._proc is not None:
+            _stop_process(self._proc, 10.0)
+            self._proc = None
+
+    def __enter__(self) -> Pushgateway:
+        return self.start()
+
+    def __exit__(
+        self, _t: type[BaseException] | None, _e: BaseException | None, _tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+
 @dataclass(frozen=True)
 class DaemonResult:
-    """How a daemon subprocess ended: exit code, JSON log events (stdout) and stderr."""
+    """How a daemon subprocess ended: exit code, its log events and the rest of stderr.
+
+    The daemon logs to stderr (docs/daemon.md); ``stderr`` holds the lines of it that are not
+    JSON log events (a one-line start error, a traceback), "" for a clean run.
+    """
 
     returncode: int
     logs: list[dict[str, Any]]
@@ -292,7 +370,7 @@ def parse_log_lines(text: str) -> list[dict[str, Any]]:
 
 
 class DaemonProcess:
-    """``evaluator serve ARGS`` as a subprocess, logs (stdout) to a file in ``workdir``.
+    """``evaluator serve ARGS`` as a subprocess, its logs (stderr) to a file in ``workdir``.
 
     Unless ``args`` has ``--listen``, the daemon listens on ``127.0.0.1:0`` and the port it
     bound is read from its ``daemon_started`` log event: no race for a free port.
@@ -314,8 +392,8 @@ class DaemonProcess:
         if "--listen" not in self.args:
             self.args += ["--listen", f"{HOST}:0"]
         self.workdir = workdir
-        self.stdout_path = workdir / f"{name}.stdout.jsonl"
-        self.stderr_path = workdir / f"{name}.stderr.txt"
+        self.stdout_path = workdir / f"{name}.stdout.txt"
+        self.stderr_path = workdir / f"{name}.stderr.jsonl"
         self.env = {k: v for k, v in os.environ.items() if not k.startswith("EVALUATOR_")}
         self.env.update(env or {})
         self.env["PYTHONUNBUFFERED"] = "1"
@@ -347,9 +425,13 @@ class DaemonProcess:
     def logs(self) -> list[dict[str, Any]]:
         """The JSON log events written so far."""
         try:
-            return parse_log_lines(self.stdout_path.read_text("utf-8", errors="replace"))
+            return parse_log_lines(self.stderr_path.read_text("utf-8", errors="replace"))
         except OSError:
             return []
+
+    def log_text(self) -> str:
+        """Everything the daemon logged so far (its stderr), as text."""
+        return self.stderr_path.read_text("utf-8", errors="replace")
 
     def _diagnostics(self) -> str:
         return f"stderr:\n{_tail(self.stderr_path)}\nstdout:\n{_tail(self.stdout_path)}"
@@ -415,10 +497,11 @@ class DaemonProcess:
     def _result(self) -> DaemonResult:
         assert self.proc is not None
         self._client.close()
+        logs = self.logs()
         return DaemonResult(
             returncode=self.proc.returncode,
-            logs=self.logs(),
-            stderr=self.stderr_path.read_text("utf-8", errors="replace"),
+            logs=[e for e in logs if "unparsed" not in e],
+            stderr="".join(f"{e['unparsed']}\n" for e in logs if "unparsed" in e),
         )
 
     def __enter__(self) -> DaemonProcess:
