@@ -46,6 +46,7 @@ from pydantic_settings import (
 from evaluator.bounds import DEFAULT_TEXT_CHARS, RecordLimits
 from evaluator.config_sources import DEFAULT_CONFIG_PATH, ENV_PREFIX
 from evaluator.errors import ConfigError
+from evaluator.judge.settings import JudgeConfig, merged
 from evaluator.labels import DEFAULT_MAX_STAGES, StageNames
 from evaluator.run_options import RetryPolicy, RunOptions
 from evaluator.scoring import DEFAULT_REFUSAL_PHRASES, ScoringSettings
@@ -580,6 +581,8 @@ class JobConfig(_Strict):
     """This job's cases in flight (default the top-level `concurrency`)."""
     baseline: Path | None = None
     """A report to gate every run against: exports rag_eval_gate_passing."""
+    judge: dict[str, Any] | None = None
+    """This job's `[judge]` keys, laid over the top-level section (see docs/judge.md)."""
 
     @model_validator(mode="after")
     def _one_schedule(self) -> JobConfig:
@@ -661,6 +664,8 @@ class Settings(BaseSettings):
     """The RAG endpoints (`[[targets]]`)."""
     jobs: tuple[JobConfig, ...] = ()
     """The (target, golden set) pairs the daemon runs on a schedule (`[[jobs]]`)."""
+    judge: JudgeConfig | None = None
+    """The LLM judge (`[judge]`, off by default): an OpenAI-compatible chat endpoint."""
 
     @field_validator("histogram_buckets")
     @classmethod
@@ -709,7 +714,18 @@ class Settings(BaseSettings):
         dupes = sorted({x for x in keys if keys.count(x) > 1})
         if dupes:
             raise ValueError(f"jobs: duplicate job(s) {dupes}; set distinct 'name's")
+        for i, job in enumerate(self.jobs):
+            try:
+                merged(self.judge, job.judge)
+            except ValidationError as exc:
+                problem = exc.errors()[0]
+                where = ".".join(str(p) for p in problem["loc"])
+                raise ValueError(f"jobs.{i}.judge.{where}: {problem['msg']}") from None
         return self
+
+    def judge_for(self, job: JobConfig | None) -> JudgeConfig | None:
+        """``job``'s judge: the `[judge]` section with the job's own keys over it."""
+        return merged(self.judge, job.judge if job is not None else None)
 
     def target(self, label: str) -> TargetConfig:
         return next(t for t in self.targets if t.label == label)
