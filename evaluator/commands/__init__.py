@@ -40,6 +40,7 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
         'evaluator probe --target-url http://127.0.0.1:8900/rag --question "退款申请有期限吗？"',
         "evaluator probe --target-config config/targets/chat-api.toml",
     ),
+    "judge": ("evaluator judge reports/rag_cases-1a2b3c.json --config config/evaluator.toml",),
     "validate": ("evaluator validate evals/*.jsonl",),
     "check": ("evaluator check", "evaluator check --config deploy/compose/evaluator.toml"),
     "completion": (
@@ -74,6 +75,11 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
         "report",
         "read a saved run report back: its summary, a baseline's verdict, an HTML report",
         "evaluator.commands.report",
+    ),
+    (
+        "judge",
+        "judge a saved report's answers with the configured LLM judge (judged metrics)",
+        "evaluator.commands.judge",
     ),
     (
         "history",

@@ -22,10 +22,12 @@ from evaluator.commands.common import (
 )
 from evaluator.commands.display import format_run
 from evaluator.commands.flags import CommonOptions, TargetFlags, add_repeat_flag, add_target_flags
+from evaluator.commands.judge import add_cache_flag
 from evaluator.commands.html import add_html_flag, settings_redactor, write_html_report
 from evaluator.config import Settings
 from evaluator.errors import ConfigError, ExitCode
 from evaluator.gcpause import gc_frozen, gc_paused
+from evaluator.judge.apply import format_judged, judge_file
 from evaluator.models import CaseError
 from evaluator.report import RunReport, read_report
 from evaluator.runner import new_run_id
@@ -40,6 +42,7 @@ class Options(CommonOptions):
     output: str | None
     worst: int
     html: str | None
+    no_judge_cache: bool
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -52,6 +55,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--worst", type=int, default=5, metavar="N", help="how many worst cases to print"
     )
     add_html_flag(parser)
+    add_cache_flag(parser)
 
 
 def handle(options: Options) -> int:
@@ -71,11 +75,20 @@ def _run(options: Options, settings: Settings, plan: JobPlan) -> int:
     report, audit = streamed_run(plan, options.repeat, output, run_id)
     # freed by the process's exit, not case by case (a 100,000-case run: ~0.2 s)
     fastexit.keep((plan, report))
+    judge = settings.judge_for(plan.job)
+    judged = None
+    if judge is not None and not report.interrupted:
+        # after the run, from the written report: judge traffic never counts in the target's
+        # latency, errors or cost
+        cache = None if options.no_judge_cache else settings.reports_dir
+        judged = judge_file(output, judge, cache_folder=cache)[1]
     with gc_paused():  # reading the kept cases allocates little that could form a cycle
         print(format_run(report, worst=options.worst, audit=audit))
         repeats = format_repeats(report)
         if repeats is not None:
             print(repeats)
+        if judged is not None:
+            print(format_judged(judged))
         print(f"report: {output}")
     if options.html:
         # the cases in memory have no evidence texts (they went to the file): read it back

@@ -89,6 +89,10 @@ class _Pass:
         self.cache = cache
         self.on_call = on_call
         self.budget = _Budget(self.config.max_calls, self.config.max_cost)
+        # the budget is taken inside the slot: reserved before the slot, every case's call
+        # would be counted before the first cost came back (cost overshoots by at most the
+        # calls in flight)
+        self._slots = asyncio.Semaphore(self.config.concurrency)
 
     @property
     def usage(self) -> JudgeUsage:
@@ -135,11 +139,12 @@ class _Pass:
             else:
                 self.usage.cache_hits += 1
                 return _judged(check.name, values, cached=True)
-        if not self.budget.take():
-            self.usage.skipped += 1
-            return CheckOutcome(check.name, "skipped")
         try:
-            answered = await self.client.ask(check.name, data)
+            async with self._slots:
+                if not self.budget.take():
+                    self.usage.skipped += 1
+                    return CheckOutcome(check.name, "skipped")
+                answered = await self.client.ask(check.name, data)
             self._count(answered)
             values = check.read(subject, answered.verdict)
         except JudgeError as exc:

@@ -207,6 +207,8 @@ class _ReportFields(Struct, frozen=True, gc=False, kw_only=True):
     #: ``--repeat N``: checked by :func:`evaluator.repeats.repeats_from_dict`
     repeats: dict[str, Any] | None = None
     interrupted: bool = False
+    #: the LLM judge's block, checked by evaluator.judge.record.judged_run_from_dict
+    judge: dict[str, Any] | None = None
 
 
 class _Report(_ReportFields, frozen=True, gc=False, kw_only=True):
@@ -552,6 +554,7 @@ def _build(source: str, head: _Head, share: RunReport | None = None) -> RunRepor
         cases=_records(entries, share),
         repeats=_repeats(source, head.repeats),
         interrupted=head.interrupted,
+        judge=head.judge,
         evaluator_version=head.evaluator_version,
         schema_version=SCHEMA_VERSION,
     )
