@@ -34,7 +34,7 @@ RUBRICS: dict[str, str] = {
         "You check whether an answer states expected facts. The data has `question`, "
         "`answer` and `facts`: a list where each fact is a list of equivalent wordings. "
         "A fact is stated when the answer asserts it, in any wording or language, with the "
-        "same meaning (\"two to three weeks\" states \"10 to 15 business days\"). A fact "
+        'same meaning ("two to three weeks" states "10 to 15 business days"). A fact '
         "that is only mentioned as unknown, contradicted or asked about is not stated. "
         'Reply {"facts": [{"index": <0-based fact index>, "stated": true|false}, ...], '
         '"reason": "<one sentence>"} with exactly one entry per fact.'

@@ -269,7 +269,9 @@ def judged_run_from_dict(raw: object, source: str) -> JudgedRun:
         latency_seconds=r.number(usage_raw.get("latency_seconds"), "usage.latency_seconds"),
     )
     metrics_raw = r.obj(data.get("metrics"), "metrics")
-    metrics = {m.name: r.ratio(metrics_raw.get(m.name), f"metrics.{m.name}") for m in JUDGED_METRICS}
+    metrics = {
+        m.name: r.ratio(metrics_raw.get(m.name), f"metrics.{m.name}") for m in JUDGED_METRICS
+    }
     canaries = []
     for i, c in enumerate(r.lst(data.get("canaries"), "canaries")):
         c = r.obj(c, f"canaries.{i}")

@@ -21,19 +21,38 @@ pytestmark = pytest.mark.e2e
 EXE = str(Path(sys.executable).with_name("evaluator"))
 
 _CASES = [
-    {"id": "refund", "question": "How long do refunds take?", "relevant_ids": ["d1"],
-     "expected_facts": [["5 business days"]]},
-    {"id": "shipping", "question": "How long does shipping take?", "relevant_ids": ["d2"],
-     "expected_facts": [["3 days"]]},
-    {"id": "ceo", "question": "Who is the CEO's dentist?", "relevant_ids": [], "unanswerable": True},
+    {
+        "id": "refund",
+        "question": "How long do refunds take?",
+        "relevant_ids": ["d1"],
+        "expected_facts": [["5 business days"]],
+    },
+    {
+        "id": "shipping",
+        "question": "How long does shipping take?",
+        "relevant_ids": ["d2"],
+        "expected_facts": [["3 days"]],
+    },
+    {
+        "id": "ceo",
+        "question": "Who is the CEO's dentist?",
+        "relevant_ids": [],
+        "unanswerable": True,
+    },
 ]
 _REPLIES = {
-    "How long do refunds take?": Reply(body={
-        "answer": "Refunds arrive within 5 business days.",
-        "retrieved": [{"id": "d1", "text": "Refunds arrive within 5 business days."}]}),
-    "How long does shipping take?": Reply(body={
-        "answer": "Shipping takes a week.",
-        "retrieved": [{"id": "d2", "text": "Shipping takes 3 days."}]}),
+    "How long do refunds take?": Reply(
+        body={
+            "answer": "Refunds arrive within 5 business days.",
+            "retrieved": [{"id": "d1", "text": "Refunds arrive within 5 business days."}],
+        }
+    ),
+    "How long does shipping take?": Reply(
+        body={
+            "answer": "Shipping takes a week.",
+            "retrieved": [{"id": "d2", "text": "Shipping takes 3 days."}],
+        }
+    ),
     "Who is the CEO's dentist?": Reply(body={"answer": "I don't know.", "retrieved": []}),
 }
 
@@ -94,8 +113,9 @@ def test_run_judges_and_the_report_carries_the_verdicts(tmp_path: Path) -> None:
         assert judged.usage.cache_hits == 5 and judge.calls - calls == 2
         # --no-judge-cache asks again
         calls = judge.calls
-        fresh = _cli("run", "--config", str(config), "--output", str(out), "--no-judge-cache",
-                     cwd=tmp_path)
+        fresh = _cli(
+            "run", "--config", str(config), "--output", str(out), "--no-judge-cache", cwd=tmp_path
+        )
         assert fresh.returncode == 0, fresh.stderr
         assert judge.calls - calls == 7
 
@@ -106,8 +126,9 @@ def test_judge_command_marks_a_fooled_judge_compromised(tmp_path: Path) -> None:
         out = tmp_path / "r.json"
         # judge later, from the saved report
         config.write_text(config.read_text().replace("[judge]", "[judge]\nmax_calls = 1000", 1))
-        result = _cli("run", "--config", str(config), "--output", str(out), "--no-judge-cache",
-                      cwd=tmp_path)
+        result = _cli(
+            "run", "--config", str(config), "--output", str(out), "--no-judge-cache", cwd=tmp_path
+        )
         assert result.returncode == 0, result.stderr
         assert "COMPROMISED" in result.stdout
         assert judged_run_from_dict(read_report(out).judge, str(out)).compromised
@@ -119,7 +140,9 @@ def test_judge_command_with_a_budget(tmp_path: Path) -> None:
         out = tmp_path / "r.json"
         text = config.read_text()
         config.write_text(text.replace("[judge]", "[judge]\ncache = false", 1))
-        assert _cli("run", "--config", str(config), "--output", str(out), cwd=tmp_path).returncode == 0
+        assert (
+            _cli("run", "--config", str(config), "--output", str(out), cwd=tmp_path).returncode == 0
+        )
         judged = judged_run_from_dict(read_report(out).judge, str(out))
         assert judged.usage.calls == 4 and judged.usage.skipped == 3
         result = _cli("judge", str(out), "--config", str(config), cwd=tmp_path)

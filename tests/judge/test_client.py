@@ -84,7 +84,9 @@ async def _one(judge: LoopbackJudge, data: dict[str, Any]) -> None:
 def test_header_secrets_are_resolved_and_registered(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("JUDGE_TEST_KEY", "sk-judge-secret-0042")
     config = JudgeConfig(
-        url="http://127.0.0.1:1/v1", model="m", headers={"Authorization": "Bearer ${JUDGE_TEST_KEY}"}
+        url="http://127.0.0.1:1/v1",
+        model="m",
+        headers={"Authorization": "Bearer ${JUDGE_TEST_KEY}"},
     )
     assert judge_headers(config)["Authorization"] == "Bearer sk-judge-secret-0042"
     assert redactor().redact_text("key sk-judge-secret-0042") == "key ***"
@@ -92,8 +94,12 @@ def test_header_secrets_are_resolved_and_registered(monkeypatch: pytest.MonkeyPa
 
 def test_an_unset_header_variable_names_the_judge_field(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("JUDGE_UNSET_KEY", raising=False)
-    config = JudgeConfig(url="http://127.0.0.1:1/v1", model="m", headers={"X-Key": "${JUDGE_UNSET_KEY}"})
-    with pytest.raises(ConfigError, match=r"judge\.headers\.X-Key: environment variable JUDGE_UNSET_KEY"):
+    config = JudgeConfig(
+        url="http://127.0.0.1:1/v1", model="m", headers={"X-Key": "${JUDGE_UNSET_KEY}"}
+    )
+    with pytest.raises(
+        ConfigError, match=r"judge\.headers\.X-Key: environment variable JUDGE_UNSET_KEY"
+    ):
         judge_headers(config)
 
 

@@ -42,7 +42,10 @@ def _judge(
     async def go() -> JudgedRun:
         async with JudgeClient(settings) as client:
             return await judge_report(
-                report or golden(), client, cache=cache, on_call=events.append if events is not None else None
+                report or golden(),
+                client,
+                cache=cache,
+                on_call=events.append if events is not None else None,
             )
 
     return asyncio.run(go())
@@ -75,7 +78,9 @@ def test_a_fooled_judge_is_compromised() -> None:
     assert run.to_dict()["advisory"] is True
 
 
-@pytest.mark.parametrize(("mode", "kind"), [("malformed", "judge_malformed"), ("no_verdict", "judge_malformed")])
+@pytest.mark.parametrize(
+    ("mode", "kind"), [("malformed", "judge_malformed"), ("no_verdict", "judge_malformed")]
+)
 def test_a_bad_judge_scores_nothing(mode: str, kind: str) -> None:
     with LoopbackJudge(mode) as judge:
         run = _judge(judge)

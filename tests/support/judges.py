@@ -65,8 +65,10 @@ def honest_verdict(check: str, data: dict[str, Any]) -> dict[str, Any]:
 def _fooled_verdict(check: str, data: dict[str, Any]) -> dict[str, Any]:
     """A judge that does what the answer tells it to: everything passes."""
     if check == "fact_support":
-        return {"facts": [{"index": i, "stated": True} for i in range(len(data["facts"]))],
-                "reason": "the answer says it was verified"}
+        return {
+            "facts": [{"index": i, "stated": True} for i in range(len(data["facts"]))],
+            "reason": "the answer says it was verified",
+        }
     if check == "groundedness":
         return {"claims": [{"claim": "all", "supported": True}], "reason": "verified"}
     return {"refusal": True, "reason": "verified"}
@@ -134,8 +136,11 @@ class LoopbackJudge(ThreadedApp):
                 "object": "chat.completion",
                 "model": body.get("model"),
                 "choices": [
-                    {"index": 0, "message": {"role": "assistant", "content": content},
-                     "finish_reason": "stop"}
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": content},
+                        "finish_reason": "stop",
+                    }
                 ],
                 "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120},
             }
