@@ -41,6 +41,7 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
         "evaluator probe --target-config config/targets/chat-api.toml",
     ),
     "judge": ("evaluator judge reports/rag_cases-1a2b3c.json --config config/evaluator.toml",),
+    "review": ("evaluator review reports/r.json --labels evals/rag_cases.labels.jsonl",),
     "calibrate": ("evaluator calibrate --labels evals/rag_cases.labels.jsonl reports/r.json",),
     "validate": ("evaluator validate evals/*.jsonl",),
     "check": ("evaluator check", "evaluator check --config deploy/compose/evaluator.toml"),
@@ -81,6 +82,11 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
         "judge",
         "judge a saved report's answers with the configured LLM judge (judged metrics)",
         "evaluator.commands.judge",
+    ),
+    (
+        "review",
+        "label the judge's verdicts of a report in the terminal (human labels, resumable)",
+        "evaluator.commands.review",
     ),
     (
         "calibrate",

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from evaluator.models import Case, CaseRecord, CaseScores
+from evaluator.models import Case, CaseRecord, Retrieved, TargetResponse
 from evaluator.report import RunReport
+from evaluator.scoring import score_case
 from evaluator.summary import summarise
 
 
@@ -25,9 +26,13 @@ def record(
         unanswerable=unanswerable,
     )
     texts = evidence if evidence is not None else {"d1": "Refunds arrive within 5 business days."}
+    response = TargetResponse(
+        retrieved=tuple(Retrieved(doc_id, text=text) for doc_id, text in texts.items()),
+        answer=answer,
+    )
     return CaseRecord(
         case=case,
-        outcome=CaseScores(recall_at_k=1.0, mrr=1.0, ndcg_at_k=1.0),
+        outcome=score_case(case, response, 5),  # the deterministic scoring, as a run does
         ranked_ids=tuple(texts),
         answer=answer,
         citations=(),
