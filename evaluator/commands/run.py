@@ -22,8 +22,8 @@ from evaluator.commands.common import (
 )
 from evaluator.commands.display import format_run
 from evaluator.commands.flags import CommonOptions, TargetFlags, add_repeat_flag, add_target_flags
-from evaluator.commands.judge import add_cache_flag
 from evaluator.commands.html import add_html_flag, settings_redactor, write_html_report
+from evaluator.commands.judge import add_cache_flag
 from evaluator.config import Settings
 from evaluator.errors import ConfigError, ExitCode
 from evaluator.gcpause import gc_frozen, gc_paused
