@@ -14,7 +14,6 @@ from pathlib import Path
 from evaluator.commands.flags import CommonOptions
 from evaluator.config import load_settings
 from evaluator.errors import ConfigError, ExitCode
-from evaluator.judge.apply import format_judged, judge_file
 
 __all__ = ["Options", "add_cache_flag", "configure", "handle"]
 
@@ -43,6 +42,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def handle(options: Options) -> int:
+    # here, not at the top: `evaluator run` imports this module for its flag alone
+    from evaluator.judge.apply import format_judged, judge_file
+
     settings = load_settings(options.config)
     job = settings.job(options.job) if options.job is not None or settings.jobs else None
     config = settings.judge_for(job)

@@ -27,7 +27,6 @@ from evaluator.commands.judge import add_cache_flag
 from evaluator.config import Settings
 from evaluator.errors import ConfigError, ExitCode
 from evaluator.gcpause import gc_frozen, gc_paused
-from evaluator.judge.apply import format_judged, judge_file
 from evaluator.models import CaseError
 from evaluator.report import RunReport, read_report
 from evaluator.runner import new_run_id
@@ -78,6 +77,9 @@ def _run(options: Options, settings: Settings, plan: JobPlan) -> int:
     judge = settings.judge_for(plan.job)
     judged = None
     if judge is not None and not report.interrupted:
+        # imported here: a run without a judge loads no judge client (nor its HTTP stack)
+        from evaluator.judge.apply import judge_file
+
         # after the run, from the written report: judge traffic never counts in the target's
         # latency, errors or cost
         cache = None if options.no_judge_cache else settings.reports_dir
@@ -88,6 +90,8 @@ def _run(options: Options, settings: Settings, plan: JobPlan) -> int:
         if repeats is not None:
             print(repeats)
         if judged is not None:
+            from evaluator.judge.apply import format_judged
+
             print(format_judged(judged))
         print(f"report: {output}")
     if options.html:
