@@ -41,8 +41,8 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
         "evaluator probe --target-config config/targets/chat-api.toml",
     ),
     "judge": ("evaluator judge reports/rag_cases-1a2b3c.json --config config/evaluator.toml",),
-    "review": ("evaluator review reports/r.json --labels evals/rag_cases.labels.jsonl",),
-    "calibrate": ("evaluator calibrate --labels evals/rag_cases.labels.jsonl reports/r.json",),
+    "review": ("evaluator review reports/r.json --labels evals/labels/rag_cases.jsonl",),
+    "calibrate": ("evaluator calibrate --labels evals/labels/rag_cases.jsonl reports/r.json",),
     "validate": ("evaluator validate evals/*.jsonl",),
     "check": ("evaluator check", "evaluator check --config deploy/compose/evaluator.toml"),
     "completion": (
