@@ -23,13 +23,12 @@ from evaluator.judge.calibrate import (
     render_markdown,
     render_text,
 )
+from evaluator.judge.gating import CALIBRATION_FILE
 from evaluator.judge.labels import read_labels
 from evaluator.judge.record import judged_run_from_dict
 from evaluator.report import read_report, write_json_atomic
 
-__all__ = ["CALIBRATION_FILE", "Options", "configure", "handle"]
-
-CALIBRATION_FILE = "judge-calibration.json"
+__all__ = ["Options", "configure", "handle"]
 
 
 @dataclass(frozen=True)

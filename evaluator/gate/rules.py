@@ -369,7 +369,8 @@ def parse_rules(data: Mapping[str, object], source: str) -> tuple[Rule, ...]:
         ConfigError: one line naming ``source`` and the offending key.
     """
     for key in data:
-        if key not in ("rules", "quarantine"):  # [quarantine]: evaluator.gate.repeats
+        # [quarantine]: evaluator.gate.repeats; [judged]: evaluator.judge.gating
+        if key not in ("rules", "quarantine", "judged"):
             raise ConfigError(
                 f"{source}: {key}: unknown top-level key (expected [rules.METRIC] tables "
                 "or [quarantine])"

@@ -17,7 +17,7 @@ so the gate compares two reports one way whichever way they were read.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from itertools import compress
@@ -169,6 +169,8 @@ class ReportColumns:
     records: Callable[[RunReport | None], tuple[CaseRecord, ...]]
     repeats: Repeats | None = None
     interrupted: bool = False
+    #: the LLM judge's block, as RunReport.judge
+    judge: Mapping[str, Any] | None = None
     evaluator_version: str = ""
     schema_version: int = SCHEMA_VERSION
 
@@ -196,6 +198,7 @@ class ReportColumns:
             cases=self.records(share),
             repeats=self.repeats,
             interrupted=self.interrupted,
+            judge=self.judge,
             evaluator_version=self.evaluator_version,
             schema_version=self.schema_version,
         )

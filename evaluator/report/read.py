@@ -576,6 +576,7 @@ def _build_columns(source: str, head: _Head) -> ReportColumns:
         records=partial(_records, entries),
         repeats=_repeats(source, head.repeats),
         interrupted=head.interrupted,
+        judge=head.judge,
         evaluator_version=head.evaluator_version,
         schema_version=SCHEMA_VERSION,
     )
