@@ -204,7 +204,7 @@ def evaluate_judged(
             failed = True
         tag = "" if hard else " (advisory)"
         lines.append(f"  {status.upper()}{tag} {text}")
-    return JudgedGate(tuple(lines), failed, tuple(refused))
+    return JudgedGate(tuple(lines), failed, tuple(dict.fromkeys(refused)))
 
 
 def _show(value: float | None) -> str:
