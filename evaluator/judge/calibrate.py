@@ -147,19 +147,18 @@ def calibrate(
         n = len(items)
         kappa = cohen_kappa(human, judge)
         interval = bootstrap_interval(human, judge)
+        pairs_ = list(zip(human, judge, strict=True))
         confusion = (
-            (sum(h and j for h, j in zip(human, judge, strict=True)),
-             sum(h and not j for h, j in zip(human, judge, strict=True))),
-            (sum(j and not h for h, j in zip(human, judge, strict=True)),
-             sum(not h and not j for h, j in zip(human, judge, strict=True))),
-        )  # fmt: skip
+            (sum(h and j for h, j in pairs_), sum(h and not j for h, j in pairs_)),
+            (sum(j and not h for h, j in pairs_), sum(not h and not j for h, j in pairs_)),
+        )
         out.append(
             CheckCalibration(
                 check=check,
                 model=model,
                 prompt_version=version,
                 labels=n,
-                agreement=sum(h == j for h, j in zip(human, judge, strict=True)) / n,
+                agreement=sum(h == j for h, j in pairs_) / n,
                 kappa=kappa,
                 interval=interval,
                 confusion=confusion,

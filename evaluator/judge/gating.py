@@ -161,8 +161,8 @@ def evaluate_judged(
     identity = _identity(candidate)
     if identity is None:
         lines.append("  the candidate was not judged: judged rules not applied")
-        hard = [r for r in rules if not r.advisory]
-        refused += [f"{r.metric}: the candidate report has no judged metrics" for r in hard]
+        hard_rules = [r for r in rules if not r.advisory]
+        refused += [f"{r.metric}: the candidate report has no judged metrics" for r in hard_rules]
         return JudgedGate(tuple(lines), False, tuple(refused))
     compromised = bool(candidate and candidate.get("compromised"))
     if compromised:

@@ -90,13 +90,13 @@ def _groundedness(data: dict[str, Any]) -> dict[str, Any]:
         raise DemoJudgeError("evidence is not a list")
     texts = " ".join(str(e.get("text", "")) for e in evidence if isinstance(e, dict))
     tokens = set(tokenize(texts))
-    claims = []
+    claims: list[dict[str, Any]] = []
     for sentence in _SENTENCES.split(answer):
         sentence = sentence.strip()
         if not sentence or _refusal(sentence) or not tokenize(sentence):
             continue
         claims.append({"claim": sentence[:300], "supported": _covered(sentence, tokens, 0.7)})
-    supported = sum(c["supported"] for c in claims)
+    supported = sum(1 for c in claims if c["supported"])
     return {"claims": claims, "reason": f"{supported} of {len(claims)} sentences in the evidence"}
 
 

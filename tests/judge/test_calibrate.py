@@ -7,7 +7,7 @@ import random
 from pathlib import Path
 
 import pytest
-from sklearn.metrics import cohen_kappa_score
+from sklearn.metrics import cohen_kappa_score  # type: ignore[import-untyped]
 
 from evaluator.judge.calibrate import bootstrap_interval, calibrate, cohen_kappa, render_markdown
 from evaluator.judge.labels import Label, LabelsError, append_label, read_labels
