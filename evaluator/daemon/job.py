@@ -17,6 +17,7 @@ from evaluator.bounds import cut
 from evaluator.config import JobConfig, Settings
 from evaluator.daemon.baseline import BaselineGate, GateVerdict
 from evaluator.daemon.exporter import DriftGauge, GateState, Metrics
+from evaluator.daemon.judging import DaemonJudge
 from evaluator.daemon.report_store import ReportStore
 from evaluator.daemon.shard import shard_cases
 from evaluator.dataset import parse_dataset
@@ -65,6 +66,7 @@ class JobRunner:
         gate: BaselineGate | None = None,
         history: HistoryRecorder | None = None,
         clock: Callable[[], float] = time.time,
+        judge: DaemonJudge | None = None,
     ) -> None:
         self.job = job
         self.settings = settings
@@ -89,6 +91,8 @@ class JobRunner:
         #: stability and drift after the latest complete run (None: no history yet)
         self.latest_history: JobHistory | None = None
         self._history_pending: set[asyncio.Future[Outcome]] = set()
+        #: the job's LLM judge (None: not judged)
+        self.judge = judge
 
     @property
     def key(self) -> str:
@@ -280,6 +284,9 @@ class JobRunner:
             return "failed"
         outcome = classify(report.summary, self.settings.error_ratio_limit)
         self._publish(report, outcome)
+        if self.judge is not None and outcome == "complete":
+            # after the target's metrics are out: judge traffic never counts in them
+            report = await self.judge.judge(report)
         self._remember(report, outcome, self.clock())
         self._save(report)
         self._record_history(report, outcome)

@@ -22,6 +22,7 @@ __all__ = [
     "DEFAULT_FLOOR",
     "DEFAULT_MIN_LABELS",
     "CheckCalibration",
+    "agreement_interval",
     "bootstrap_interval",
     "calibrate",
     "cohen_kappa",
@@ -56,6 +57,21 @@ def bootstrap_interval(
 ) -> tuple[float, float] | None:
     """The 95% percentile bootstrap interval of kappa over resampled label pairs (seeded:
     the same labels give the same interval). None with fewer than two labels."""
+    both = _bootstrap(human, judge, seed, resamples)
+    return None if both is None else both[0]
+
+
+def agreement_interval(
+    human: Sequence[bool], judge: Sequence[bool], *, seed: int = 0, resamples: int = _RESAMPLES
+) -> tuple[float, float] | None:
+    """The 95% bootstrap interval of the agreement, from the same resamples as kappa's."""
+    both = _bootstrap(human, judge, seed, resamples)
+    return None if both is None else both[1]
+
+
+def _bootstrap(
+    human: Sequence[bool], judge: Sequence[bool], seed: int, resamples: int
+) -> tuple[tuple[float, float] | None, tuple[float, float]] | None:
     n = len(human)
     if n < 2:
         return None
@@ -64,14 +80,16 @@ def bootstrap_interval(
     picks = np.random.default_rng(seed).integers(0, n, size=(resamples, n))
     ha, jb = a[picks], b[picks]
     agree = (ha == jb).mean(axis=1)
+    a_low, a_high = np.percentile(agree, [2.5, 97.5])
+    agreement = (float(a_low), float(a_high))
     h1, j1 = ha.mean(axis=1), jb.mean(axis=1)
     chance = h1 * j1 + (1 - h1) * (1 - j1)
     defined = chance < 1
     if not defined.any():
-        return None
+        return None, agreement
     kappas = (agree[defined] - chance[defined]) / (1 - chance[defined])
     low, high = np.percentile(kappas, [2.5, 97.5])
-    return float(low), float(high)
+    return (float(low), float(high)), agreement
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +101,8 @@ class CheckCalibration:
     agreement: float | None
     kappa: float | None
     interval: tuple[float, float] | None
+    #: the agreement's 95% bootstrap interval: the drift alert's band
+    agreement_band: tuple[float, float] | None
     #: [[human yes & judge yes, human yes & judge no], [human no & judge yes, both no]]
     confusion: tuple[tuple[int, int], tuple[int, int]]
     #: (case id, human verdict, judge verdict)
@@ -100,6 +120,7 @@ class CheckCalibration:
             "agreement": self.agreement,
             "kappa": self.kappa,
             "kappa_interval": list(self.interval) if self.interval else None,
+            "agreement_interval": list(self.agreement_band) if self.agreement_band else None,
             "confusion": {
                 "human_pass_judge_pass": self.confusion[0][0],
                 "human_pass_judge_fail": self.confusion[0][1],
@@ -147,6 +168,7 @@ def calibrate(
         n = len(items)
         kappa = cohen_kappa(human, judge)
         interval = bootstrap_interval(human, judge)
+        band = agreement_interval(human, judge)
         pairs_ = list(zip(human, judge, strict=True))
         confusion = (
             (sum(h and j for h, j in pairs_), sum(h and not j for h, j in pairs_)),
@@ -161,6 +183,7 @@ def calibrate(
                 agreement=sum(h == j for h, j in pairs_) / n,
                 kappa=kappa,
                 interval=interval,
+                agreement_band=band,
                 confusion=confusion,
                 disagreements=tuple((c, h, j) for (c, _), (h, j) in items if h != j),
                 calibrated=interval is not None and interval[0] >= floor and n >= min_labels,

@@ -8,6 +8,7 @@ is built and registered with the process-wide redactor exactly as a target's are
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -46,6 +47,10 @@ class JudgeConfig(BaseModel):
     """Canary cases (an injected answer without the expected facts) in every judged run."""
     cache: bool = True
     """Reuse verdicts for an unchanged question, answer and evidence (`--no-judge-cache`)."""
+    drift_labels: Path | None = None
+    """Human labels the daemon re-judges on its own schedule (judge drift); a JSONL file."""
+    drift_interval_seconds: float | None = Field(None, ge=1)
+    """How often the daemon re-judges the labelled cases of the latest report."""
 
     @field_validator("url")
     @classmethod
