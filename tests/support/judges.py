@@ -115,6 +115,8 @@ class LoopbackJudge(ThreadedApp):
                 {"error": {"message": "response_format is not supported"}}, status=400
             )
         self.calls += 1
+        if mode in _HOSTILE:
+            return _HOSTILE[mode](self, request)
         if mode == "hang":
             # until the server stops (its cleanup would otherwise wait on this handler)
             await self._released.wait()
@@ -145,6 +147,37 @@ class LoopbackJudge(ThreadedApp):
                 "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120},
             }
         )
+
+
+def _huge(judge: LoopbackJudge, request: web.Request) -> web.Response:
+    return web.Response(body=b'{"choices": [' + b" " * (4 * 1024 * 1024) + b"]}",
+                        content_type="application/json")  # fmt: skip
+
+
+def _deep(judge: LoopbackJudge, request: web.Request) -> web.Response:
+    content = '{"facts": ' + "[" * 5000 + "]" * 5000 + "}"
+    return web.json_response({"choices": [{"message": {"content": content}}]})
+
+
+def _echo(judge: LoopbackJudge, request: web.Request) -> web.Response:
+    """Every header it was sent, back in the verdict's reason (and its claims)."""
+    sent = " ".join(f"{k}={v}" for k, v in request.headers.items())
+    body = judge.requests[-1]
+    check, data = _data(body)
+    verdict = honest_verdict(check, data)
+    verdict["reason"] = f"headers: {sent}"
+    for claim in verdict.get("claims", []):
+        claim["claim"] = sent
+        claim["supported"] = False
+    return web.json_response({"choices": [{"message": {"content": json.dumps(verdict)}}]})
+
+
+def _gzip(judge: LoopbackJudge, request: web.Request) -> web.Response:
+    return web.Response(body=b"\x1f\x8b" + b"\0" * 64, headers={"Content-Encoding": "gzip"},
+                        content_type="application/json")  # fmt: skip
+
+
+_HOSTILE = {"huge": _huge, "deep": _deep, "echo": _echo, "gzip": _gzip}
 
 
 def _inverted(value: Any) -> Any:
