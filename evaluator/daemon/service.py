@@ -145,7 +145,10 @@ class Daemon:
             judge = None
             if settings.judge_for(job) is not None:
                 if self._judge_metrics is None:
-                    self._judge_metrics = JudgeMetrics(self.registry, settings.histogram_buckets)
+                    # encoded fresh on every scrape, as the process metrics are
+                    self._judge_metrics = JudgeMetrics(
+                        self.runtime_registry, settings.histogram_buckets
+                    )
                 labels = (targets[job.target].name, dataset.name)
                 judge = DaemonJudge.for_job(settings, job, self._judge_metrics, labels)
             runners.append(

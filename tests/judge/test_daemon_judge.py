@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import aiohttp
+
 from evaluator.config import HttpTargetConfig, JobConfig, Settings
 from evaluator.judge.labels import Label, append_label
 from evaluator.judge.prompts import PROMPT_VERSION
@@ -57,7 +59,7 @@ def test_the_daemon_judges_and_the_drift_gauge_moves(tmp_path: Path) -> None:
             async with running(settings) as daemon:
 
                 def sample(name: str, **extra: str) -> float | None:
-                    return daemon.registry.get_sample_value(name, {**LABELS, **extra})
+                    return daemon.runtime_registry.get_sample_value(name, {**LABELS, **extra})
 
                 await until(lambda: sample("rag_eval_judged_fact_recall") is not None)
                 assert sample("rag_eval_judged_fact_recall") == 0.5
@@ -86,5 +88,11 @@ def test_the_daemon_judges_and_the_drift_gauge_moves(tmp_path: Path) -> None:
                     (daemon.jobs[0].store.folder / "latest.json").read_text("utf-8")
                 )
                 assert latest["judge"]["model"] == "drifty"
+                # served on /metrics, over HTTP
+                url = f"http://127.0.0.1:{daemon.http.port}/metrics"
+                async with aiohttp.ClientSession() as session, session.get(url) as response:
+                    scraped = await response.text()
+                assert 'rag_eval_judge_agreement{check="fact_support"' in scraped
+                assert "rag_eval_judged_fact_recall{" in scraped
 
         run_bounded(body, timeout=30)
