@@ -1029,6 +1029,11 @@ def _relative_to_file(
         targets.append(target)
     top["jobs"] = tuple(jobs)
     top["targets"] = tuple(targets)
+    labels = settings.judge.drift_labels if settings.judge is not None else None
+    if labels is not None and _from_file(file_data, overridden, "judge", "drift_labels"):
+        top["judge"] = settings.judge.model_copy(  # type: ignore[union-attr]
+            update={"drift_labels": _against(base, labels)}
+        )
     return settings.model_copy(update=top)
 
 
