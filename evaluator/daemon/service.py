@@ -360,6 +360,8 @@ class Daemon:
             await asyncio.wait(running)
         for runner in runners:
             await runner.drain_history(10.0)
+            if runner.judge is not None:
+                await runner.judge.aclose()
         for target in targets:
             await target.aclose()
 
