@@ -19,6 +19,7 @@ import structlog
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from evaluator.config import JobConfig, Settings
+from evaluator.judge.apply import with_calibration
 from evaluator.judge.checks import JUDGED_METRICS
 from evaluator.judge.client import JudgeClient
 from evaluator.judge.drift import agreement_floors, rejudge_labelled
@@ -170,6 +171,7 @@ class DaemonJudge:
         except Exception as exc:  # the daemon never dies because the judge misbehaves
             log.error("judge_failed", job="/".join(self.labels), error=f"{type(exc).__name__}")
             return report
+        judged = with_calibration(judged, self.reports_dir)
         self._export(judged)
         judged_report = dataclasses.replace(report, judge=judged.to_dict())
         self.latest = judged_report
