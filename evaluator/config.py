@@ -47,6 +47,7 @@ from pydantic_settings import (
 from evaluator.bounds import DEFAULT_TEXT_CHARS, RecordLimits
 from evaluator.config_sources import DEFAULT_CONFIG_PATH, ENV_PREFIX
 from evaluator.errors import ConfigError
+from evaluator.judge.settings import JudgeConfig, merged
 from evaluator.labels import DEFAULT_MAX_STAGES, StageNames
 from evaluator.run_options import RetryPolicy, RunOptions
 from evaluator.scoring import DEFAULT_REFUSAL_PHRASES, ScoringSettings
@@ -693,6 +694,8 @@ class JobConfig(_Strict):
     """This job's cases in flight (default the top-level `concurrency`)."""
     baseline: Path | None = None
     """A report to gate every run against: exports rag_eval_gate_passing."""
+    judge: dict[str, Any] | None = None
+    """This job's `[judge]` keys, laid over the top-level section (see docs/judge.md)."""
 
     @model_validator(mode="after")
     def _one_schedule(self) -> JobConfig:
@@ -776,6 +779,8 @@ class Settings(BaseSettings):
     """The RAG endpoints (`[[targets]]`)."""
     jobs: tuple[JobConfig, ...] = ()
     """The (target, golden set) pairs the daemon runs on a schedule (`[[jobs]]`)."""
+    judge: JudgeConfig | None = None
+    """The LLM judge (`[judge]`, off by default): an OpenAI-compatible chat endpoint."""
 
     @field_validator("histogram_buckets")
     @classmethod
@@ -824,7 +829,18 @@ class Settings(BaseSettings):
         dupes = sorted({x for x in keys if keys.count(x) > 1})
         if dupes:
             raise ValueError(f"jobs: duplicate job(s) {dupes}; set distinct 'name's")
+        for i, job in enumerate(self.jobs):
+            try:
+                merged(self.judge, job.judge)
+            except ValidationError as exc:
+                problem = exc.errors()[0]
+                where = ".".join(str(p) for p in problem["loc"])
+                raise ValueError(f"jobs.{i}.judge.{where}: {problem['msg']}") from None
         return self
+
+    def judge_for(self, job: JobConfig | None) -> JudgeConfig | None:
+        """``job``'s judge: the `[judge]` section with the job's own keys over it."""
+        return merged(self.judge, job.judge if job is not None else None)
 
     def target(self, label: str) -> TargetConfig:
         return next(t for t in self.targets if t.label == label)
@@ -1128,6 +1144,11 @@ def _relative_to_file(
         targets.append(target)
     top["jobs"] = tuple(jobs)
     top["targets"] = tuple(targets)
+    labels = settings.judge.drift_labels if settings.judge is not None else None
+    if labels is not None and _from_file(file_data, overridden, "judge", "drift_labels"):
+        top["judge"] = settings.judge.model_copy(  # type: ignore[union-attr]
+            update={"drift_labels": _against(base, labels)}
+        )
     return settings.model_copy(update=top)
 
 

@@ -40,6 +40,9 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
         'evaluator probe --target-url http://127.0.0.1:8900/rag --question "退款申请有期限吗？"',
         "evaluator probe --target-config config/targets/chat-api.toml",
     ),
+    "judge": ("evaluator judge reports/rag_cases-1a2b3c.json --config config/evaluator.toml",),
+    "review": ("evaluator review reports/r.json --labels evals/labels/rag_cases.jsonl",),
+    "calibrate": ("evaluator calibrate --labels evals/labels/rag_cases.jsonl reports/r.json",),
     "validate": ("evaluator validate evals/*.jsonl",),
     "check": ("evaluator check", "evaluator check --config deploy/compose/evaluator.toml"),
     "completion": (
@@ -74,6 +77,21 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
         "report",
         "read a saved run report back: its summary, a baseline's verdict, an HTML report",
         "evaluator.commands.report",
+    ),
+    (
+        "judge",
+        "judge a saved report's answers with the configured LLM judge (judged metrics)",
+        "evaluator.commands.judge",
+    ),
+    (
+        "review",
+        "label the judge's verdicts of a report in the terminal (human labels, resumable)",
+        "evaluator.commands.review",
+    ),
+    (
+        "calibrate",
+        "measure the judge against human labels: agreement, Cohen's kappa, confusion",
+        "evaluator.commands.calibrate",
     ),
     (
         "history",

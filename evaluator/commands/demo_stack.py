@@ -30,6 +30,7 @@ from evaluator.daemon import Daemon
 from evaluator.daemon.server import parse_listen
 from evaluator.daemon.service import without_created_series
 from evaluator.errors import ConfigError, EvaluatorError, ExitCode
+from evaluator.judge.settings import JudgeConfig
 
 __all__ = ["DemoOptions", "PrometheusUi", "run_demo"]
 
@@ -184,6 +185,10 @@ def _start_prometheus(
     return PrometheusUi(url=_alerts_page(base))
 
 
+#: how often the demo re-judges the labelled cases (judge drift)
+_JUDGE_DRIFT_SECONDS = 300.0
+
+
 def _settings(options: DemoOptions) -> Settings:
     if not options.dataset.is_file():
         raise ConfigError(f"golden set {options.dataset} not found: pass --dataset FILE")
@@ -191,11 +196,21 @@ def _settings(options: DemoOptions) -> Settings:
     job = JobConfig(
         target="reference", dataset=options.dataset, interval_seconds=options.interval_seconds
     )
+    labels = options.dataset.parent / "labels" / options.dataset.name
+    # the reference service's demo judge (a deterministic stand-in, not a model): the demo
+    # shows judged metrics beside the deterministic ones, and judge drift on the shipped labels
+    judge = JudgeConfig(
+        url=f"http://127.0.0.1:{options.rag_port}/v1/chat/completions",
+        model="reference-demo-judge",
+        drift_labels=labels if labels.is_file() else None,
+        drift_interval_seconds=_JUDGE_DRIFT_SECONDS if labels.is_file() else None,
+    )
     return Settings(
         listen=options.listen,
         reports_dir=options.reports_dir,
         targets=(target,),
         jobs=(job,),
+        judge=judge,
         shutdown_grace_seconds=_SHUTDOWN_GRACE_SECONDS,
         log_cases=False,  # the console shows one line per run; the reports hold every case
     )

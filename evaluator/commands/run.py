@@ -23,6 +23,7 @@ from evaluator.commands.display import DEFAULT_CURRENCY, format_run
 from evaluator.commands.flags import CommonOptions, TargetFlags, add_repeat_flag, add_target_flags
 from evaluator.commands.gcpolicy import batch_gc
 from evaluator.commands.html import add_html_flag, settings_redactor, write_html_report
+from evaluator.commands.judge import add_cache_flag
 from evaluator.commands.target_warnings import target_warnings
 from evaluator.config import Settings
 from evaluator.errors import ConfigError, ExitCode
@@ -40,6 +41,7 @@ class Options(CommonOptions):
     output: str | None
     worst: int
     html: str | None
+    no_judge_cache: bool
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -52,6 +54,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--worst", type=int, default=5, metavar="N", help="how many worst cases to print"
     )
     add_html_flag(parser)
+    add_cache_flag(parser)
 
 
 def handle(options: Options) -> int:
@@ -65,12 +68,26 @@ def _run(options: Options, settings: Settings, plan: JobPlan) -> int:
     run_id = new_run_id()
     output = Path(options.output or settings.reports_dir / f"{plan.dataset.name}-{run_id}.json")
     report, audit = streamed_run(plan, options.repeat, output, run_id)
+    judge = settings.judge_for(plan.job)
+    judged = None
+    if judge is not None and not report.interrupted:
+        # imported here: a run without a judge loads no judge client (nor its HTTP stack)
+        from evaluator.judge.apply import judge_file
+
+        # after the run, from the written report: judge traffic never counts in the target's
+        # latency, errors or cost
+        cache = None if options.no_judge_cache else settings.reports_dir
+        judged = judge_file(output, judge, cache_folder=cache)[1]
     prices = getattr(plan.target, "prices", None)
     currency = prices.currency if prices is not None else DEFAULT_CURRENCY
     print(format_run(report, worst=options.worst, audit=audit, currency=currency))
     repeats = format_repeats(report)
     if repeats is not None:
         print(repeats)
+    if judged is not None:
+        from evaluator.judge.apply import format_judged
+
+        print(format_judged(judged))
     print(f"report: {output}")
     if options.html:
         # the cases in memory have no evidence texts (they went to the file): read it back

@@ -17,6 +17,7 @@ from evaluator.bounds import cut
 from evaluator.config import JobConfig, Settings
 from evaluator.daemon.baseline import BaselineGate
 from evaluator.daemon.exporter import Metrics
+from evaluator.daemon.judging import DaemonJudge
 from evaluator.daemon.publish import JobState, RunPublisher, classify
 from evaluator.daemon.report_store import ReportStore
 from evaluator.daemon.shard import shard_cases
@@ -52,6 +53,7 @@ class JobRunner:
         gate: BaselineGate | None = None,
         history: HistoryRecorder | None = None,
         clock: Callable[[], float] = time.time,
+        judge: DaemonJudge | None = None,
     ) -> None:
         self.job = job
         self.settings = settings
@@ -75,6 +77,8 @@ class JobRunner:
             judge_cases=lambda: (self._shard(), self.settings.shard_count > 1),
             clock=clock,
         )
+        #: the job's LLM judge (None: not judged)
+        self.judge = judge
 
     @property
     def state(self) -> JobState:
@@ -244,6 +248,10 @@ class JobRunner:
             self._finish_broken(started, f"{type(exc).__name__}: {exc}")
             return "failed"
         outcome = classify(report.summary, self.settings.error_ratio_limit)
+        if self.judge is not None and outcome == "complete":
+            # the target's figures are final before the judge is called: judge traffic
+            # never counts in them
+            report = await self.judge.judge(report)
         self.publisher.publish(report, outcome)
         log.info(
             "run",

@@ -28,6 +28,7 @@ from evaluator.daemon.access import Access, resolve_token
 from evaluator.daemon.baseline import BaselineGate
 from evaluator.daemon.exporter import JobSnapshot, Metrics
 from evaluator.daemon.job import JobRunner
+from evaluator.daemon.judging import DaemonJudge, JudgeMetrics
 from evaluator.daemon.otlp_metrics import OtlpCollector
 from evaluator.daemon.pages import StatusPages
 from evaluator.daemon.schedule import build_trigger, interval_of, stagger_offsets
@@ -88,6 +89,8 @@ class Daemon:
         self._retiring: set[asyncio.Task[None]] = set()
         self.registry = registry or CollectorRegistry()
         self.metrics = Metrics(self.registry, settings.histogram_buckets)
+        #: the judge's series, registered when a job first has a judge
+        self._judge_metrics: JudgeMetrics | None = None
         self.runtime_registry = _runtime_registry()
         self.jobs: list[JobRunner] = []
         self.history: HistoryRecorder | None = None
@@ -142,6 +145,15 @@ class Daemon:
             gate = None
             if job.baseline is not None:
                 gate = BaselineGate.load(job.baseline, settings.gates_file)
+            judge = None
+            if settings.judge_for(job) is not None:
+                if self._judge_metrics is None:
+                    # encoded fresh on every scrape, as the process metrics are
+                    self._judge_metrics = JudgeMetrics(
+                        self.runtime_registry, settings.histogram_buckets
+                    )
+                labels = (targets[job.target].name, dataset.name)
+                judge = DaemonJudge.for_job(settings, job, self._judge_metrics, labels)
             runners.append(
                 JobRunner(
                     job=job,
@@ -151,6 +163,7 @@ class Daemon:
                     metrics=self.metrics,
                     gate=gate,
                     history=self.history,
+                    judge=judge,
                 )
             )
         return runners
@@ -205,6 +218,12 @@ class Daemon:
             scheduler.add_job(
                 self._fire, trigger, args=[runner], id=runner.key, name=runner.key, **extra
             )
+            drift = runner.judge.config.drift_interval_seconds if runner.judge else None
+            if runner.judge is not None and drift is not None:
+                # judge drift on a schedule of its own, never inside a run
+                scheduler.add_job(
+                    runner.judge.check_drift, "interval", seconds=drift, id=f"{runner.key} drift"
+                )
         scheduler.add_listener(self._on_max_instances, EVENT_JOB_MAX_INSTANCES)
         await self.http.start(host, port)
         scheduler.start()
@@ -345,6 +364,8 @@ class Daemon:
             await asyncio.wait(running)
         for runner in runners:
             await runner.drain_history(10.0)
+            if runner.judge is not None:
+                await runner.judge.aclose()
         for target in targets:
             await target.aclose()
 
@@ -392,6 +413,9 @@ class Daemon:
             await asyncio.to_thread(self.history.close)
         for target in self._targets:
             await target.aclose()
+        for runner in self.jobs:
+            if runner.judge is not None:
+                await runner.judge.aclose()
         # the spans of the last runs are sent before exit (bounded by the export timeout)
         await asyncio.to_thread(otlp.shutdown)
         await self.http.stop()

@@ -369,11 +369,12 @@ def parse_rules(data: Mapping[str, object], source: str) -> tuple[Rule, ...]:
         ConfigError: one line naming ``source`` and the offending key.
     """
     for key in data:
-        # [quarantine]: evaluator.gate.repeats; [baseline]: evaluator.gate.ceiling
-        if key not in ("rules", "quarantine", "baseline"):
+        # [quarantine]: evaluator.gate.repeats; [baseline]: evaluator.gate.ceiling;
+        # [judged]: evaluator.judge.gating
+        if key not in ("rules", "quarantine", "baseline", "judged"):
             raise ConfigError(
                 f"{source}: {key}: unknown top-level key (expected [rules.METRIC] tables, "
-                "[quarantine] or [baseline])"
+                "[quarantine], [baseline] or [judged.METRIC])"
             )
     tables = data.get("rules")
     if not isinstance(tables, Mapping) or not tables:

@@ -4,6 +4,8 @@ Routes::
 
     POST   /rag                          {"question": "...", "top_k": 5} -> answer, retrieved,
                                          citations, timings (the default target contract)
+    POST   /v1/chat/completions          OpenAI-compatible demo judge (deterministic, not a
+                                         model: see evaluator/reference/judge.py)
     GET    /healthz                      200 {"status": "ok", ...}
     GET    /admin/failure-modes          {"modes": [...active], "known": [...]}
     PUT    /admin/failure-modes          {"modes": [...]} replaces the active set
@@ -24,6 +26,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from evaluator.reference.failures import KNOWN_MODES, FailureModes, UnknownFailureModeError
+from evaluator.reference.judge import DemoJudgeError, judge_completion
 from evaluator.reference.pipeline import ReferenceRag
 
 __all__ = ["MAX_TOP_K", "create_app"]
@@ -105,6 +108,12 @@ def create_app(
         result = await rag.ask(question, top_k)
         return JSONResponse(result.to_json())
 
+    async def chat_completions(request: Request) -> JSONResponse:
+        try:
+            return JSONResponse(judge_completion(await _json_object(request)))
+        except (_BadRequestError, DemoJudgeError) as exc:
+            return _error(str(exc), 400)
+
     async def healthz(request: Request) -> JSONResponse:
         active = sorted(failure_modes.active)
         return JSONResponse({"status": "ok", "chunks": len(rag.chunks), "failure_modes": active})
@@ -140,6 +149,7 @@ def create_app(
     app = Starlette(
         routes=[
             Route("/rag", answer, methods=["POST"]),
+            Route("/v1/chat/completions", chat_completions, methods=["POST"]),
             Route("/healthz", healthz, methods=["GET"]),
             Route("/admin/failure-modes", get_modes, methods=["GET"]),
             Route("/admin/failure-modes", put_modes, methods=["PUT"]),

@@ -41,6 +41,9 @@ class RunReport:
     repeats: Repeats | None = None
     #: stopped by Ctrl-C: ``cases`` are the ones that finished (the gate refuses it)
     interrupted: bool = False
+    #: the LLM judge's block (evaluator.judge.record.JudgedRun.to_dict), kept as JSON here:
+    #: the report layer knows nothing of the judge
+    judge: Mapping[str, Any] | None = None
     evaluator_version: str = __version__
     schema_version: int = SCHEMA_VERSION
 

@@ -194,6 +194,8 @@ class _Report(Struct, frozen=True, gc=False, kw_only=True):
     #: ``--repeat N``: checked by :func:`evaluator.repeats.repeats_from_dict`
     repeats: dict[str, Any] | None = None
     interrupted: bool = False
+    #: the LLM judge's block, checked by evaluator.judge.record.judged_run_from_dict
+    judge: dict[str, Any] | None = None
     cases: list[_Case]
 
 
@@ -424,6 +426,7 @@ def _build(source: str, head: _Report, share: RunReport | None = None) -> RunRep
         cases=cases,
         repeats=_repeats(source, head.repeats),
         interrupted=head.interrupted,
+        judge=head.judge,
         evaluator_version=head.evaluator_version,
         schema_version=SCHEMA_VERSION,
     )

@@ -105,6 +105,7 @@ def _header_to_dict(report: RunReport, audit: AuditTotals | None = None) -> dict
         "summary": report.summary.to_dict(),
         **({"repeats": report.repeats.to_dict()} if report.repeats is not None else {}),
         **({"interrupted": True} if report.interrupted else {}),
+        **({"judge": dict(report.judge)} if report.judge is not None else {}),
         "label_audit": (audit or audit_run(report.cases)).to_dict(),
     }
 

@@ -315,6 +315,15 @@ def test_demo_brings_up_live_metrics_and_stops_on_ctrl_c(tmp_path: Path, prometh
         ((_, scored),) = samples["rag_eval_last_run_scored_cases"]
         assert _golden_set_size() == scored == 138
 
+        # the demo judge judges each complete run, after the run's own metrics are out
+        deadline = time.monotonic() + 30
+        while "rag_eval_judged_fact_recall" not in demo.samples() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        ((_, judged),) = demo.samples()["rag_eval_judged_fact_recall"]
+        assert judged == pytest.approx(0.746, abs=5e-4)
+        ((_, compromised),) = demo.samples()["rag_eval_judge_compromised"]
+        assert 0 == compromised
+
         health = demo.get("/healthz")
         assert 200 == health.status_code
         assert 200 == demo.get("/readyz").status_code

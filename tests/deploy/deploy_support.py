@@ -126,6 +126,9 @@ CONTRACT: dict[str, dict[str, tuple[str, ...]]] = {
     "rag_eval_history_window_runs": {},
     "rag_eval_drift_shift": {"check": DRIFT_CHECKS},
     "rag_eval_drift_significant": {"check": DRIFT_CHECKS},
+    # the LLM judge's drift check (docs/judge.md, docs/daemon.md)
+    "rag_eval_judge_agreement": {"check": ("fact_support", "groundedness", "refusal")},
+    "rag_eval_judge_agreement_floor": {"check": ("fact_support", "groundedness", "refusal")},
     "rag_eval_drift_cases": {"check": ("answer", "hit"), "direction": ("drop", "rise")},
     "rag_eval_history_errors_total": {"kind": ("corrupt", "locked", "io")},
     "rag_eval_quality_numerator": {"metric": SHARDED_METRICS},

@@ -1,0 +1,129 @@
+"""``evaluator review REPORT [--labels FILE]``: label the judge's verdicts in the terminal.
+
+Walks the reviewer through the judged checks of a report (disagreements with the
+deterministic check first, then a stratified sample), showing question, expected facts
+(highlighted in the answer as the case view does), answer, evidence and the judge's
+verdict. Each label is appended to the labels file as it is given: Ctrl-C or end of input
+loses nothing, and running it again resumes where it stopped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from evaluator.commands.flags import CommonOptions
+from evaluator.errors import ConfigError, ExitCode
+from evaluator.judge.labels import Label, append_label, now, read_labels
+from evaluator.judge.record import judged_run_from_dict
+from evaluator.judge.review import ReviewItem, review_queue
+from evaluator.pages.highlight import segments
+from evaluator.report import read_report
+
+__all__ = ["Options", "configure", "handle"]
+
+_QUESTIONS = {
+    "fact_support": "Does the answer state every expected fact (any wording)?",
+    "groundedness": "Is every claim of the answer supported by the evidence shown?",
+    "refusal": "Is the answer a refusal (it declines to answer)?",
+}
+_EVIDENCE_SHOWN = 3
+_EVIDENCE_CHARS = 400
+
+
+@dataclass(frozen=True)
+class Options(CommonOptions):
+    report: str
+    labels: str | None
+    reviewer: str | None
+    limit: int | None
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("report", metavar="REPORT", help="a judged run report")
+    parser.add_argument(
+        "--labels", metavar="FILE", help="labels file (JSONL; default REPORT's folder/labels.jsonl)"
+    )
+    parser.add_argument("--reviewer", metavar="NAME", help="your name (default: the login name)")
+    parser.add_argument("--limit", type=int, metavar="N", help="stop after N labels")
+
+
+def _highlighted(text: str, facts: tuple[tuple[str, ...], ...], bold: bool) -> str:
+    if not bold:
+        return "".join(s.text if s.fact is None else f"[{s.text}]" for s in segments(text, facts))
+    return "".join(
+        s.text if s.fact is None else f"\x1b[1;32m{s.text}\x1b[0m" for s in segments(text, facts)
+    )
+
+
+def _show(item: ReviewItem, position: int, total: int, colour: bool) -> None:
+    record, outcome = item.record, item.outcome
+    case = record.case
+    print(f"\n[{position}/{total}] case {case.id}  check {outcome.check}")
+    print(f"question: {case.question}")
+    for i, alternatives in enumerate(case.expected_facts, start=1):
+        print(f"  fact {i}: {' | '.join(alternatives)}")
+    if case.unanswerable:
+        print("  (unanswerable: the right answer is a refusal)")
+    print(f"answer: {_highlighted(record.answer or '', case.expected_facts, colour)}")
+    shown = [i for i in record.ranked_ids if i in record.texts][:_EVIDENCE_SHOWN]
+    for doc_id in shown:
+        text = " ".join(record.texts[doc_id].split())[:_EVIDENCE_CHARS]
+        print(f"  evidence {doc_id}: {_highlighted(text, case.expected_facts, colour)}")
+    judge = "pass" if item.judge else "fail"
+    print(f"judge: {judge} ({outcome.reason})")
+    for claim in outcome.unsupported:
+        print(f"  unsupported: {claim}")
+    if item.deterministic is not None:
+        print(f"deterministic check: {'pass' if item.deterministic else 'fail'}")
+    print(_QUESTIONS[outcome.check])
+
+
+def handle(options: Options) -> int:
+    report = read_report(options.report)
+    if report.judge is None:
+        raise ConfigError(f"{options.report}: the report was not judged (`evaluator judge`)")
+    judged = judged_run_from_dict(report.judge, options.report)
+    labels_path = Path(options.labels or Path(options.report).parent / "labels.jsonl")
+    reviewer = options.reviewer or getpass.getuser()
+    queue = review_queue(report.cases, judged, read_labels(labels_path))
+    if options.limit is not None:
+        queue = queue[: options.limit]
+    colour = sys.stdout.isatty()
+    saved = 0
+    print(f"{len(queue)} verdict(s) to review; labels go to {labels_path}")
+    print("answer p (pass), f (fail), s (skip) or q (quit), a note may follow: f wrong date")
+    try:
+        for position, item in enumerate(queue, start=1):
+            _show(item, position, len(queue), colour)
+            while True:
+                reply = input("> ").strip()
+                verdict, _, note = reply.partition(" ")
+                if verdict in ("p", "f", "s", "q"):
+                    break
+                print("p, f, s or q, please")
+            if verdict == "q":
+                break
+            if verdict == "s":
+                continue
+            append_label(
+                labels_path,
+                Label(
+                    item.record.id,
+                    item.answer_hash,
+                    item.outcome.check,
+                    verdict == "p",
+                    reviewer,
+                    now(),
+                    note.strip()[:2000],
+                ),
+            )
+            saved += 1
+    except (KeyboardInterrupt, EOFError) as stop:
+        print(f"\nstopped; {saved} label(s) saved in {labels_path}")
+        return ExitCode.INTERRUPTED if isinstance(stop, KeyboardInterrupt) else ExitCode.OK
+    print(f"{saved} label(s) saved in {labels_path}")
+    return ExitCode.OK

@@ -1,0 +1,79 @@
+"""Judging a saved report, start to end: read it (with its evidence texts), judge it, write
+it back atomically with its ``judge`` block. Used by ``evaluator run`` (a job with a judge)
+and ``evaluator judge REPORT``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from pathlib import Path
+
+from evaluator.judge.checks import judged_metric
+from evaluator.judge.client import JudgeClient
+from evaluator.judge.gating import CALIBRATION_FILE, calibrated_checks
+from evaluator.judge.record import JudgedRun
+from evaluator.judge.run import judge_report
+from evaluator.judge.settings import JudgeConfig
+from evaluator.judge.store import VerdictStore
+from evaluator.report import RunReport, read_report, write_report
+
+__all__ = ["format_judged", "judge_file", "with_calibration"]
+
+
+def judge_file(
+    path: Path,
+    config: JudgeConfig,
+    *,
+    cache_folder: Path | None,
+    output: Path | None = None,
+) -> tuple[RunReport, JudgedRun]:
+    """Judge the report at ``path`` and write it (to ``output``, default in place).
+
+    ``cache_folder`` holds the history store whose verdict cache is used (None: no cache).
+    """
+    report = read_report(path)
+    cache = VerdictStore(cache_folder) if cache_folder is not None and config.cache else None
+
+    async def go() -> JudgedRun:
+        async with JudgeClient(config) as client:
+            return await judge_report(report, client, cache=cache)
+
+    judged = with_calibration(asyncio.run(go()), cache_folder or path.parent)
+    report = dataclasses.replace(report, judge=judged.to_dict())
+    write_report(report, output or path)
+    return report, judged
+
+
+def with_calibration(judged: JudgedRun, folder: Path) -> JudgedRun:
+    """``judged`` naming the stored calibration its trust is decided by, when there is one
+    (``folder``/judge-calibration.json, written by ``evaluator calibrate``)."""
+    path = folder / CALIBRATION_FILE
+    return dataclasses.replace(judged, calibration=str(path)) if path.is_file() else judged
+
+
+def format_judged(judged: JudgedRun) -> str:
+    """The judged metrics and the judge's own health, for the terminal; a metric whose check
+    the named calibration does not call calibrated says so."""
+    calibrated: dict[str, bool] = {}
+    if judged.calibration is not None:
+        calibrated = dict(calibrated_checks(Path(judged.calibration)).get(judged.identity, {}))
+    lines = [f"judge: {judged.model} (prompts {judged.prompt_version})"]
+    if judged.compromised:
+        lines.append(
+            "  COMPROMISED: a canary answer was judged supported; judged metrics are advisory"
+        )
+    for name, value in judged.metrics.items():
+        shown = "n/a" if value is None else f"{value:.3f}"
+        spec = judged_metric(name)
+        trusted = spec is not None and calibrated.get(spec.check, False)
+        lines.append(f"  {name:<24} {shown}" + ("" if trusted else "  (uncalibrated)"))
+    u = judged.usage
+    errors = ", ".join(f"{k} {v}" for k, v in sorted(u.errors.items())) or "none"
+    lines.append(
+        f"  calls {u.calls}, cache hits {u.cache_hits}, skipped {u.skipped}, errors: {errors}; "
+        f"tokens {u.input_tokens}+{u.output_tokens}, cost {u.cost:.4f}"
+    )
+    fooled = sum(1 for c in judged.canaries if c.fooled)
+    lines.append(f"  canaries {len(judged.canaries)}, fooled {fooled}")
+    return "\n".join(lines)

@@ -1,0 +1,30 @@
+"""The verdict cache's key and interface: an unchanged answer costs no judge call.
+
+A verdict is reused only for the same judge model, prompt version, check, question, facts,
+answer and evidence; anything else is a new call. The store lives in the history database
+(:class:`evaluator.judge.store.VerdictStore`); tests and ``--no-judge-cache`` pass none.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any, Protocol
+
+__all__ = ["VerdictCache", "cache_key"]
+
+
+def cache_key(model: str, prompt_version: str, check: str, data: dict[str, Any]) -> str:
+    """The key of one check's verdict on ``data`` (the exact data the judge is sent)."""
+    material = json.dumps(
+        [model, prompt_version, check, data], ensure_ascii=False, sort_keys=True
+    ).encode()
+    return hashlib.sha256(material).hexdigest()
+
+
+class VerdictCache(Protocol):
+    """Where verdict objects are kept between runs."""
+
+    def get(self, key: str) -> dict[str, Any] | None: ...
+
+    def put(self, key: str, verdict: dict[str, Any]) -> None: ...

@@ -1,0 +1,93 @@
+"""Judge drift: the labelled cases judged again, the verdicts compared with the labels.
+
+A judge model can change behind the same name (a provider's silent update, a new
+quantisation). The daemon re-judges the cases of its latest report that have a human label
+for the same answer, never from the cache, and exports agreement and kappa per check; the
+shipped alert fires when agreement falls below the band ``evaluator calibrate`` measured.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from evaluator.judge.calibrate import cohen_kappa
+from evaluator.judge.checks import CHECKS
+from evaluator.judge.client import JudgeClient
+from evaluator.judge.labels import Label, outcome_verdict
+from evaluator.judge.record import answer_hash
+from evaluator.judge.run import _Pass, subjects_of
+from evaluator.report import RunReport
+
+__all__ = ["DriftPoint", "agreement_floors", "rejudge_labelled"]
+
+
+@dataclass(frozen=True, slots=True)
+class DriftPoint:
+    """One check's agreement with the labels on this re-judging (None: no verdict)."""
+
+    check: str
+    labels: int
+    agreement: float | None
+    kappa: float | None
+
+
+async def rejudge_labelled(
+    report: RunReport, client: JudgeClient, labels: Mapping[tuple[str, str, str], Label]
+) -> list[DriftPoint]:
+    """Judge again every check of ``report`` that a label covers; compare per check."""
+    judged = _Pass(client, None, None)
+    pairs: dict[str, list[tuple[bool, bool]]] = {c.name: [] for c in CHECKS}
+    jobs = []
+    for subject in subjects_of(report.cases):
+        digest = answer_hash(subject.answer)
+        for check in CHECKS:
+            label = labels.get((subject.case_id, digest, check.name))
+            if label is not None and check.applies(subject):
+                jobs.append((check, subject, label))
+    outcomes = await asyncio.gather(
+        *(judged.verdict(check, subject, use_cache=False) for check, subject, _ in jobs)
+    )
+    for (check, _, label), outcome in zip(jobs, outcomes, strict=True):
+        verdict = outcome_verdict(outcome)
+        if verdict is not None:
+            pairs[check.name].append((label.verdict, verdict))
+    points = []
+    for check in CHECKS:
+        got = pairs[check.name]
+        if not got:
+            continue
+        human = [h for h, _ in got]
+        judge = [j for _, j in got]
+        agreement = sum(h == j for h, j in got) / len(got)
+        points.append(DriftPoint(check.name, len(got), agreement, cohen_kappa(human, judge)))
+    return points
+
+
+def agreement_floors(path: Path, model: str, prompt_version: str) -> dict[str, float]:
+    """The lower bound of each check's calibrated agreement band for this judge, from a
+    stored calibration (missing or unreadable: none)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError):
+        return {}
+    out: dict[str, float] = {}
+    checks = data.get("checks") if isinstance(data, dict) else None
+    for entry in checks if isinstance(checks, list) else []:
+        if not isinstance(entry, dict):
+            continue
+        if entry.get("model") != model or entry.get("prompt_version") != prompt_version:
+            continue
+        band = entry.get("agreement_interval")
+        check = entry.get("check")
+        if (
+            isinstance(check, str)
+            and isinstance(band, list)
+            and band
+            and isinstance(band[0], int | float)
+        ):
+            out[check] = float(band[0])
+    return out

@@ -1,0 +1,76 @@
+"""The judge's errors: one :class:`JudgeError` per kind, under the product's one hierarchy.
+
+A failed judge call is recorded for the case with its kind; it is never a pass or a fail of
+the check (the case stays out of the judged averages, counted by kind).
+"""
+
+from __future__ import annotations
+
+from evaluator.errors import EvaluatorError
+
+__all__ = [
+    "JUDGE_ERROR_KINDS",
+    "JudgeConnectError",
+    "JudgeError",
+    "JudgeHTTPStatusError",
+    "JudgeMalformedError",
+    "JudgeTimeout",
+    "JudgeTooLargeError",
+]
+
+
+class JudgeError(EvaluatorError):
+    """One judge call failed; ``kind`` is a bounded label (safe as a Prometheus label)."""
+
+    kind = "judge_error"
+    transient = False
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class JudgeTimeout(JudgeError):
+    """The judge did not answer within ``timeout_seconds`` (not retried: it would hide it)."""
+
+    kind = "judge_timeout"
+
+
+class JudgeConnectError(JudgeError):
+    """The judge could not be reached."""
+
+    kind = "judge_connect"
+    transient = True
+
+
+class JudgeHTTPStatusError(JudgeError):
+    """The judge answered with a non-2xx status; 429 and 5xx gateways are retried."""
+
+    kind = "judge_http_status"
+
+    def __init__(self, message: str, *, status: int) -> None:
+        super().__init__(message)
+        self.status = status
+        self.transient = status in {429, 500, 502, 503, 504}
+
+
+class JudgeTooLargeError(JudgeError):
+    """The judge's response exceeded ``max_response_bytes``."""
+
+    kind = "judge_too_large"
+
+
+class JudgeMalformedError(JudgeError):
+    """No verdict could be read: not a chat completion, no JSON object, or a verdict of the
+    wrong shape (missing fields count: a missing verdict is not a pass)."""
+
+    kind = "judge_malformed"
+
+
+JUDGE_ERROR_KINDS: tuple[str, ...] = (
+    JudgeTimeout.kind,
+    JudgeConnectError.kind,
+    JudgeHTTPStatusError.kind,
+    JudgeTooLargeError.kind,
+    JudgeMalformedError.kind,
+)

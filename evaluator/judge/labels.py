@@ -1,0 +1,164 @@
+"""Human labels: JSONL, one label a line, keyed by case id and the answer's hash.
+
+A label is a reviewer's verdict on one check of one answer: ``true`` when the answer
+passes it (states every expected fact; is wholly supported by its evidence; is a refusal).
+Each label is appended and flushed to disk as it is given, so Ctrl-C loses nothing, and a
+file is resumable: a case already labelled for an answer is not asked again. Keys are
+written sorted, one label a line: the file is stable and safe to commit.
+
+Reading is bounded and strict per line: a bad line names its number; the latest label of
+a (case, answer, check) wins (a reviewer who changed their mind).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from evaluator.errors import EvaluatorError
+from evaluator.judge.checks import CHECKS
+from evaluator.judge.record import CaseJudgement, CheckOutcome
+
+__all__ = [
+    "Label",
+    "LabelsError",
+    "append_label",
+    "judge_says",
+    "now",
+    "outcome_verdict",
+    "read_labels",
+]
+
+_CHECKS = frozenset(c.name for c in CHECKS)
+_MAX_LINE = 10_000
+_MAX_LABELS = 1_000_000
+
+
+class LabelsError(EvaluatorError):
+    """A labels file cannot be read: the message names the file and the line."""
+
+
+@dataclass(frozen=True, slots=True)
+class Label:
+    case_id: str
+    answer_hash: str
+    check: str
+    verdict: bool
+    reviewer: str
+    at: str
+    note: str = ""
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return self.case_id, self.answer_hash, self.check
+
+    def to_line(self) -> str:
+        data = {
+            "answer_hash": self.answer_hash,
+            "at": self.at,
+            "case_id": self.case_id,
+            "check": self.check,
+            "reviewer": self.reviewer,
+            "verdict": self.verdict,
+        }
+        if self.note:
+            data["note"] = self.note
+        return json.dumps(data, ensure_ascii=False, sort_keys=True) + "\n"
+
+
+def now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def append_label(path: Path, label: Label) -> None:
+    """Append ``label`` to ``path`` and flush it to disk before returning."""
+    with path.open("a", encoding="utf-8") as f:
+        f.write(label.to_line())
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def _text(data: dict[str, object], name: str, where: str, limit: int = 500) -> str:
+    value = data.get(name)
+    if not isinstance(value, str) or not value or len(value) > limit:
+        raise LabelsError(f"{where}: {name!r} must be a non-empty string of at most {limit}")
+    return value
+
+
+def read_labels(path: Path) -> dict[tuple[str, str, str], Label]:
+    """Every label of ``path`` by (case id, answer hash, check); the latest wins.
+
+    Raises:
+        LabelsError: unreadable, or a line that is not a label (named by its number).
+    """
+    out: dict[tuple[str, str, str], Label] = {}
+    try:
+        handle = path.open(encoding="utf-8")
+    except FileNotFoundError:
+        return out
+    except OSError as exc:
+        raise LabelsError(f"{path}: {exc.strerror}") from None
+    with handle:
+        for number, line in enumerate(handle, start=1):
+            where = f"{path}:{number}"
+            if number > _MAX_LABELS:
+                raise LabelsError(f"{where}: more than {_MAX_LABELS} labels")
+            if not line.strip():
+                continue
+            if len(line) > _MAX_LINE:
+                raise LabelsError(f"{where}: a label line is longer than {_MAX_LINE} characters")
+            try:
+                data = json.loads(line)
+            except (ValueError, RecursionError):
+                # a line cut by a crash mid-write is the last line: say so
+                raise LabelsError(f"{where}: not a JSON object") from None
+            if not isinstance(data, dict):
+                raise LabelsError(f"{where}: not a JSON object")
+            check = data.get("check")
+            if check not in _CHECKS:
+                raise LabelsError(f"{where}: 'check' must be one of {sorted(_CHECKS)}")
+            verdict = data.get("verdict")
+            if not isinstance(verdict, bool):
+                raise LabelsError(f"{where}: 'verdict' must be true or false")
+            note = data.get("note", "")
+            if not isinstance(note, str) or len(note) > 2000:
+                raise LabelsError(f"{where}: 'note' must be a string of at most 2000")
+            label = Label(
+                _text(data, "case_id", where),
+                _text(data, "answer_hash", where, 64),
+                str(check),
+                verdict,
+                _text(data, "reviewer", where, 200),
+                _text(data, "at", where, 40),
+                note,
+            )
+            out[label.key] = label
+    return out
+
+
+def outcome_verdict(outcome: CheckOutcome) -> bool | None:
+    """The judge's pass/fail on a check, as a label states it (None: no verdict)."""
+    if outcome.status != "judged":
+        return None
+    values = outcome.values
+    if outcome.check == "fact_support":
+        return bool(values.get("answer_correct")) if "answer_correct" in values else None
+    if outcome.check == "groundedness":
+        value = values.get("faithfulness")
+        return None if value is None else value == 1.0
+    return bool(values.get("refused")) if "refused" in values else None
+
+
+def judge_says(cases: Iterable[CaseJudgement]) -> dict[tuple[str, str, str], bool]:
+    """The judge's verdicts by label key."""
+    out: dict[tuple[str, str, str], bool] = {}
+    for case in cases:
+        for outcome in case.outcomes:
+            verdict = outcome_verdict(outcome)
+            if verdict is not None:
+                out[(case.case_id, case.answer_hash, outcome.check)] = verdict
+    return out

@@ -1,0 +1,315 @@
+"""The judge's records: each case's verdicts, and the judged run that holds them.
+
+A report carries one :class:`JudgedRun` as its optional ``judge`` header block (written and
+read as plain JSON by :mod:`evaluator.report`, which knows nothing of the judge), so the
+per-case verdicts live here, keyed by case id and answer hash, not in the case records.
+Reading one back checks every field's type and bounds: a report is outside input too.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from evaluator.errors import ReportError
+from evaluator.judge.checks import CHECKS, JUDGED_METRICS
+from evaluator.judge.errors import JUDGE_ERROR_KINDS
+
+__all__ = [
+    "CanaryResult",
+    "CaseJudgement",
+    "CheckOutcome",
+    "JudgeUsage",
+    "JudgedRun",
+    "answer_hash",
+    "judged_run_from_dict",
+]
+
+Status = Literal["judged", "error", "skipped"]
+_STATUSES = ("judged", "error", "skipped")
+_CHECK_NAMES = frozenset(c.name for c in CHECKS)
+_KINDS = frozenset(JUDGE_ERROR_KINDS)
+
+
+def answer_hash(answer: str | None) -> str:
+    """The answer's identity in labels and cached verdicts: sha256, 16 hex digits."""
+    return hashlib.sha256((answer or "").encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True, slots=True)
+class CheckOutcome:
+    """One check of one case: judged (with its values), failed (with the kind), or skipped
+    (the run's judge budget was spent)."""
+
+    check: str
+    status: Status
+    values: Mapping[str, float | bool] = field(default_factory=dict)
+    reason: str = ""
+    unsupported: tuple[str, ...] = ()
+    error_kind: str | None = None
+    error: str | None = None
+    cached: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"check": self.check, "status": self.status}
+        if self.status == "judged":
+            out |= {"values": dict(self.values), "reason": self.reason, "cached": self.cached}
+            if self.unsupported:
+                out["unsupported"] = list(self.unsupported)
+        elif self.status == "error":
+            out |= {"error_kind": self.error_kind, "error": self.error}
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class CaseJudgement:
+    """Every judged check of one case."""
+
+    case_id: str
+    answer_hash: str
+    outcomes: tuple[CheckOutcome, ...]
+
+    def outcome(self, check: str) -> CheckOutcome | None:
+        return next((o for o in self.outcomes if o.check == check), None)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "case_id": self.case_id,
+            "answer_hash": self.answer_hash,
+            "checks": [o.to_dict() for o in self.outcomes],
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class CanaryResult:
+    """One canary: an injected answer without the expected facts. ``fooled`` is True when
+    the judge called it supported, None when the call failed (no verdict)."""
+
+    check: str
+    case_id: str
+    fooled: bool | None
+    reason: str = ""
+
+
+@dataclass(slots=True)
+class JudgeUsage:
+    """The judge's own traffic in one run: never the target's latency, errors or cost."""
+
+    calls: int = 0
+    cache_hits: int = 0
+    skipped: int = 0
+    errors: dict[str, int] = field(default_factory=dict)
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost: float = 0.0
+    latency_seconds: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "calls": self.calls,
+            "cache_hits": self.cache_hits,
+            "skipped": self.skipped,
+            "errors": dict(sorted(self.errors.items())),
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "cost": self.cost,
+            "latency_seconds": self.latency_seconds,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class JudgedRun:
+    """The judge's part of one report."""
+
+    model: str
+    prompt_version: str
+    #: the judged summary metrics by name; None when no case had a value
+    metrics: Mapping[str, float | None]
+    usage: JudgeUsage
+    canaries: tuple[CanaryResult, ...]
+    cases: tuple[CaseJudgement, ...]
+    #: a canary was judged supported: this run's judged metrics are advisory only
+    compromised: bool = False
+    #: the calibration the run's trust was decided by (its file), when one was given
+    calibration: str | None = None
+
+    @property
+    def identity(self) -> tuple[str, str]:
+        """What judged metrics compare across: the judge model and the prompt version."""
+        return self.model, self.prompt_version
+
+    def case(self, case_id: str) -> CaseJudgement | None:
+        return next((c for c in self.cases if c.case_id == case_id), None)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "model": self.model,
+            "prompt_version": self.prompt_version,
+            "compromised": self.compromised,
+            "advisory": self.compromised,
+            "calibration": self.calibration,
+            "metrics": dict(self.metrics),
+            "usage": self.usage.to_dict(),
+            "canaries": [
+                {"check": c.check, "case_id": c.case_id, "fooled": c.fooled, "reason": c.reason}
+                for c in self.canaries
+            ],
+            "cases": [c.to_dict() for c in self.cases],
+        }
+
+
+# Reading back: every value checked, the field's path in the message.
+
+_MAX_TEXT = 10_000
+
+
+class _Reader:
+    def __init__(self, source: str) -> None:
+        self.source = source
+
+    def fail(self, where: str, what: str) -> ReportError:
+        return ReportError(f"{self.source}: judge.{where}: {what}")
+
+    def obj(self, value: object, where: str) -> dict[str, Any]:
+        if not isinstance(value, dict):
+            raise self.fail(where, "is not an object")
+        return value
+
+    def lst(self, value: object, where: str) -> list[Any]:
+        if not isinstance(value, list):
+            raise self.fail(where, "is not a list")
+        return value
+
+    def text(self, value: object, where: str, optional: bool = False) -> str:
+        if optional and value is None:
+            return ""
+        if not isinstance(value, str) or len(value) > _MAX_TEXT:
+            raise self.fail(where, f"is not a string of at most {_MAX_TEXT} characters")
+        return value
+
+    def count(self, value: object, where: str) -> int:
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise self.fail(where, "is not a count")
+        return value
+
+    def number(self, value: object, where: str) -> float:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise self.fail(where, "is not a number")
+        if not math.isfinite(value) or value < 0:
+            raise self.fail(where, "is not a finite number >= 0")
+        return float(value)
+
+    def ratio(self, value: object, where: str) -> float | None:
+        if value is None:
+            return None
+        number = self.number(value, where)
+        if number > 1:
+            raise self.fail(where, "is above 1")
+        return number
+
+
+def _outcome(r: _Reader, raw: object, where: str) -> CheckOutcome:
+    data = r.obj(raw, where)
+    check = data.get("check")
+    if check not in _CHECK_NAMES:
+        raise r.fail(f"{where}.check", f"is not a judged check ({sorted(_CHECK_NAMES)})")
+    status = data.get("status")
+    if status not in _STATUSES:
+        raise r.fail(f"{where}.status", f"is not one of {list(_STATUSES)}")
+    if status == "error":
+        kind = data.get("error_kind")
+        if kind not in _KINDS:
+            raise r.fail(f"{where}.error_kind", f"is not one of {sorted(_KINDS)}")
+        return CheckOutcome(check, "error", error_kind=kind, error=r.text(data.get("error"), where))
+    if status == "skipped":
+        return CheckOutcome(check, "skipped")
+    values: dict[str, float | bool] = {}
+    for key, value in r.obj(data.get("values"), f"{where}.values").items():
+        if isinstance(value, bool):
+            values[key] = value
+        else:
+            ratio = r.ratio(value, f"{where}.values.{key}")
+            if ratio is None:
+                raise r.fail(f"{where}.values.{key}", "is null")
+            values[key] = ratio
+    unsupported = tuple(
+        r.text(c, f"{where}.unsupported") for c in r.lst(data.get("unsupported", []), where)
+    )
+    return CheckOutcome(
+        check,
+        "judged",
+        values,
+        r.text(data.get("reason"), f"{where}.reason", optional=True),
+        unsupported,
+        cached=data.get("cached") is True,
+    )
+
+
+def judged_run_from_dict(raw: object, source: str) -> JudgedRun:
+    """A report's ``judge`` block, checked.
+
+    Raises:
+        ReportError: a field is missing, of the wrong type or out of bounds (named).
+    """
+    r = _Reader(source)
+    data = r.obj(raw, "")
+    usage_raw = r.obj(data.get("usage"), "usage")
+    errors = r.obj(usage_raw.get("errors", {}), "usage.errors")
+    usage = JudgeUsage(
+        calls=r.count(usage_raw.get("calls"), "usage.calls"),
+        cache_hits=r.count(usage_raw.get("cache_hits"), "usage.cache_hits"),
+        skipped=r.count(usage_raw.get("skipped"), "usage.skipped"),
+        errors={str(k)[:40]: r.count(v, f"usage.errors.{k}") for k, v in errors.items()},
+        input_tokens=r.count(usage_raw.get("input_tokens"), "usage.input_tokens"),
+        output_tokens=r.count(usage_raw.get("output_tokens"), "usage.output_tokens"),
+        cost=r.number(usage_raw.get("cost"), "usage.cost"),
+        latency_seconds=r.number(usage_raw.get("latency_seconds"), "usage.latency_seconds"),
+    )
+    metrics_raw = r.obj(data.get("metrics"), "metrics")
+    metrics = {
+        m.name: r.ratio(metrics_raw.get(m.name), f"metrics.{m.name}") for m in JUDGED_METRICS
+    }
+    canaries = []
+    for i, c in enumerate(r.lst(data.get("canaries"), "canaries")):
+        c = r.obj(c, f"canaries.{i}")
+        fooled = c.get("fooled")
+        if fooled is not None and not isinstance(fooled, bool):
+            raise r.fail(f"canaries.{i}.fooled", "is not true, false or null")
+        canaries.append(
+            CanaryResult(
+                r.text(c.get("check"), f"canaries.{i}.check"),
+                r.text(c.get("case_id"), f"canaries.{i}.case_id"),
+                fooled,
+                r.text(c.get("reason"), f"canaries.{i}.reason", optional=True),
+            )
+        )
+    cases = []
+    for i, c in enumerate(r.lst(data.get("cases"), "cases")):
+        c = r.obj(c, f"cases.{i}")
+        cases.append(
+            CaseJudgement(
+                r.text(c.get("case_id"), f"cases.{i}.case_id"),
+                r.text(c.get("answer_hash"), f"cases.{i}.answer_hash"),
+                tuple(
+                    _outcome(r, o, f"cases.{i}.checks.{j}")
+                    for j, o in enumerate(r.lst(c.get("checks"), f"cases.{i}.checks"))
+                ),
+            )
+        )
+    compromised = data.get("compromised")
+    if not isinstance(compromised, bool):
+        raise r.fail("compromised", "is not true or false")
+    calibration = data.get("calibration")
+    return JudgedRun(
+        model=r.text(data.get("model"), "model"),
+        prompt_version=r.text(data.get("prompt_version"), "prompt_version"),
+        metrics=metrics,
+        usage=usage,
+        canaries=tuple(canaries),
+        cases=tuple(cases),
+        compromised=compromised,
+        calibration=None if calibration is None else r.text(calibration, "calibration"),
+    )

@@ -1,0 +1,90 @@
+"""Which cases a reviewer labels, in which order: first those where the deterministic check
+and the judge disagree (the judge's most informative cases), then a stratified sample of
+the rest (round-robin over check x judge verdict, seeded, so both verdicts of every check
+get labels early and a reviewer who stops half-way leaves a balanced set).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from evaluator.judge.labels import Label, outcome_verdict
+from evaluator.judge.record import CheckOutcome, JudgedRun
+from evaluator.models import CaseRecord
+
+__all__ = ["ReviewItem", "deterministic_verdict", "review_queue"]
+
+
+@dataclass(frozen=True, slots=True)
+class ReviewItem:
+    record: CaseRecord
+    answer_hash: str
+    outcome: CheckOutcome
+    judge: bool
+    deterministic: bool | None
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return self.record.id, self.answer_hash, self.outcome.check
+
+    @property
+    def disagree(self) -> bool:
+        return self.deterministic is not None and self.deterministic != self.judge
+
+
+def deterministic_verdict(record: CaseRecord, check: str) -> bool | None:
+    """The deterministic scoring's pass/fail on the same question (None: it has none)."""
+    scores = record.scores
+    if scores is None:
+        return None
+    if check == "fact_support":
+        return scores.answer_correct
+    if check == "refusal":
+        return scores.refused
+    return None  # groundedness has no deterministic twin (citations are not claims)
+
+
+def review_queue(
+    records: tuple[CaseRecord, ...],
+    judged: JudgedRun,
+    labelled: Mapping[tuple[str, str, str], Label],
+    *,
+    seed: int = 0,
+) -> list[ReviewItem]:
+    """The unlabelled judged checks of a report, disagreements first, then stratified."""
+    by_id = {r.id: r for r in records}
+    items = []
+    for case in judged.cases:
+        record = by_id.get(case.case_id)
+        if record is None:
+            continue
+        for outcome in case.outcomes:
+            verdict = outcome_verdict(outcome)
+            if verdict is None:
+                continue
+            item = ReviewItem(
+                record,
+                case.answer_hash,
+                outcome,
+                verdict,
+                deterministic_verdict(record, outcome.check),
+            )
+            if item.key not in labelled:
+                items.append(item)
+    first = [i for i in items if i.disagree]
+    strata: dict[tuple[str, bool], list[ReviewItem]] = {}
+    for item in items:
+        if not item.disagree:
+            strata.setdefault((item.outcome.check, item.judge), []).append(item)
+    shuffler = random.Random(seed)
+    for stratum in strata.values():
+        shuffler.shuffle(stratum)
+    rest = []
+    queues = [strata[k] for k in sorted(strata)]
+    while any(queues):
+        for queue in queues:
+            if queue:
+                rest.append(queue.pop())
+    return first + rest

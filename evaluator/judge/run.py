@@ -1,0 +1,229 @@
+"""One judged pass over a finished report: every applicable check of every case, the
+canaries, the budget, the cache; the result is a :class:`~evaluator.judge.record.JudgedRun`.
+
+The judge runs after the target's run, from the report's kept answers and evidence texts:
+judge traffic then cannot slow the target's cases or count in their latency, errors or
+cost. A case the target failed has nothing to judge.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import structlog
+
+from evaluator.judge.cache import VerdictCache, cache_key
+from evaluator.judge.canary import canary_subjects, fooled
+from evaluator.judge.checks import CHECKS, JUDGED_METRICS, CheckValues, JudgedCheck, Subject
+from evaluator.judge.client import Answered, JudgeClient
+from evaluator.judge.errors import JudgeError
+from evaluator.judge.prompts import PROMPT_VERSION
+from evaluator.judge.record import (
+    CanaryResult,
+    CaseJudgement,
+    CheckOutcome,
+    JudgedRun,
+    JudgeUsage,
+    answer_hash,
+)
+from evaluator.models import CaseRecord
+from evaluator.report import RunReport
+
+__all__ = ["CallEvent", "judge_report", "judged_metrics", "subjects_of"]
+
+log = structlog.get_logger("evaluator.judge")
+
+
+@dataclass(frozen=True, slots=True)
+class CallEvent:
+    """One judge call as it ended (for the daemon's judge metrics)."""
+
+    check: str
+    latency_seconds: float
+    error_kind: str | None
+    input_tokens: int | None
+    output_tokens: int | None
+
+
+def subjects_of(records: tuple[CaseRecord, ...]) -> list[Subject]:
+    """What each scored case gives the judge (failed cases have no answer to judge)."""
+    out = []
+    for record in records:
+        if record.scores is None:
+            continue
+        evidence = tuple(
+            (doc_id, record.texts[doc_id]) for doc_id in record.ranked_ids if doc_id in record.texts
+        )
+        out.append(Subject.of(record.case, record.answer, evidence))
+    return out
+
+
+@dataclass
+class _Budget:
+    max_calls: int | None
+    max_cost: float | None
+    usage: JudgeUsage = field(default_factory=JudgeUsage)
+
+    def take(self) -> bool:
+        """Reserve one call; False once the run's calls or cost are spent."""
+        if self.max_calls is not None and self.usage.calls >= self.max_calls:
+            return False
+        if self.max_cost is not None and self.usage.cost >= self.max_cost:
+            return False
+        self.usage.calls += 1
+        return True
+
+
+class _Pass:
+    def __init__(
+        self,
+        client: JudgeClient,
+        cache: VerdictCache | None,
+        on_call: Callable[[CallEvent], None] | None,
+    ) -> None:
+        self.client = client
+        self.config = client.config
+        self.cache = cache
+        self.on_call = on_call
+        self.budget = _Budget(self.config.max_calls, self.config.max_cost)
+        # the budget is taken inside the slot: reserved before the slot, every case's call
+        # would be counted before the first cost came back (cost overshoots by at most the
+        # calls in flight)
+        self._slots = asyncio.Semaphore(self.config.concurrency)
+
+    @property
+    def usage(self) -> JudgeUsage:
+        return self.budget.usage
+
+    def _count(self, answered: Answered) -> None:
+        completion = answered.completion
+        usage = self.usage
+        usage.latency_seconds += answered.latency_seconds
+        usage.input_tokens += completion.input_tokens or 0
+        usage.output_tokens += completion.output_tokens or 0
+        usage.cost += (
+            (completion.input_tokens or 0) * self.config.input_price
+            + (completion.output_tokens or 0) * self.config.output_price
+        ) / 1e6
+
+    def _event(self, check: str, answered: Answered | None, error: JudgeError | None) -> None:
+        if self.on_call is None:
+            return
+        c = answered.completion if answered is not None else None
+        self.on_call(
+            CallEvent(
+                check,
+                answered.latency_seconds if answered is not None else 0.0,
+                error.kind if error is not None else None,
+                c.input_tokens if c is not None else None,
+                c.output_tokens if c is not None else None,
+            )
+        )
+
+    async def verdict(
+        self, check: JudgedCheck, subject: Subject, use_cache: bool = True
+    ) -> CheckOutcome:
+        data = check.data(subject)
+        key = cache_key(self.config.model, PROMPT_VERSION, check.name, data)
+        cached: dict[str, Any] | None = None
+        if use_cache and self.cache is not None:
+            cached = self.cache.get(key)
+        if cached is not None:
+            try:
+                values = check.read(subject, cached)
+            except JudgeError:
+                cached = None  # a stored verdict of another shape: ask again
+            else:
+                self.usage.cache_hits += 1
+                return _judged(check.name, values, cached=True)
+        try:
+            async with self._slots:
+                if not self.budget.take():
+                    self.usage.skipped += 1
+                    return CheckOutcome(check.name, "skipped")
+                answered = await self.client.ask(check.name, data)
+            self._count(answered)
+            values = check.read(subject, answered.verdict)
+        except JudgeError as exc:
+            self.usage.errors[exc.kind] = self.usage.errors.get(exc.kind, 0) + 1
+            self._event(check.name, None, exc)
+            return CheckOutcome(check.name, "error", error_kind=exc.kind, error=exc.message[:300])
+        self._event(check.name, answered, None)
+        if use_cache and self.cache is not None:
+            self.cache.put(key, answered.verdict)
+        return _judged(check.name, values)
+
+
+def _judged(check: str, values: CheckValues, cached: bool = False) -> CheckOutcome:
+    return CheckOutcome(
+        check, "judged", dict(values.values), values.reason, values.unsupported, cached=cached
+    )
+
+
+def judged_metrics(cases: tuple[CaseJudgement, ...]) -> dict[str, float | None]:
+    """Each judged metric's mean over the cases judged for its check (None: no case)."""
+    out: dict[str, float | None] = {}
+    for metric in JUDGED_METRICS:
+        values = [
+            float(o.values[metric.value])
+            for c in cases
+            for o in c.outcomes
+            if o.check == metric.check and o.status == "judged" and metric.value in o.values
+        ]
+        out[metric.name] = sum(values) / len(values) if values else None
+    return out
+
+
+async def judge_report(
+    report: RunReport,
+    client: JudgeClient,
+    *,
+    cache: VerdictCache | None = None,
+    on_call: Callable[[CallEvent], None] | None = None,
+) -> JudgedRun:
+    """Judge every scored case of ``report`` (read back with its evidence texts).
+
+    Canaries go first, never from the cache (a cached verdict would hide a judge that
+    changed), and count against the budget like any call.
+    """
+    judged = _Pass(client, cache, on_call)
+    subjects = subjects_of(report.cases)
+    canaries: list[CanaryResult] = []
+    for check_name, subject in canary_subjects(subjects, client.config.canaries):
+        check = next(c for c in CHECKS if c.name == check_name)
+        outcome = await judged.verdict(check, subject, use_cache=False)
+        was_fooled = (
+            fooled(check_name, CheckValues(outcome.values, outcome.reason))
+            if outcome.status == "judged"
+            else None
+        )
+        canaries.append(CanaryResult(check_name, subject.case_id, was_fooled, outcome.reason))
+
+    async def one(subject: Subject) -> CaseJudgement:
+        checks = [c for c in CHECKS if c.applies(subject)]
+        outcomes = await asyncio.gather(*(judged.verdict(c, subject) for c in checks))
+        return CaseJudgement(subject.case_id, answer_hash(subject.answer), tuple(outcomes))
+
+    cases = tuple(await asyncio.gather(*(one(s) for s in subjects)))
+    compromised = any(c.fooled for c in canaries)
+    if compromised:
+        log.warning(
+            "judge_compromised",
+            model=client.config.model,
+            prompt_version=PROMPT_VERSION,
+            run_id=report.run_id,
+            canaries=[c.case_id for c in canaries if c.fooled],
+            message="a canary answer was judged supported: judged metrics are advisory",
+        )
+    return JudgedRun(
+        model=client.config.model,
+        prompt_version=PROMPT_VERSION,
+        metrics=judged_metrics(cases),
+        usage=judged.usage,
+        canaries=tuple(canaries),
+        cases=cases,
+        compromised=compromised,
+    )

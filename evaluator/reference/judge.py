@@ -1,0 +1,153 @@
+"""A small deterministic demo judge behind an OpenAI-compatible ``/v1/chat/completions``.
+
+It is NOT a language model. It exists so that ``make demo`` and the tests show judged
+metrics with no model installed. It reads the one JSON data block of the request (the
+lines ``BEGIN DATA <nonce>`` ... ``END DATA <nonce>``), works out the check from the keys
+the data has, and judges by token overlap with the reference service's own bilingual
+tokeniser:
+
+- ``facts`` (fact support): a fact is stated when one of its wordings is in the answer,
+  normalised, or 80% of its tokens are;
+- ``evidence`` (groundedness): each sentence of the answer is a claim, supported when 70%
+  of its tokens occur in the evidence;
+- otherwise (refusal): the answer holds a refusal phrase.
+
+Instructions inside the data have no effect on it by construction: it never reads them as
+anything but tokens. Its agreement with human labels is whatever ``evaluator calibrate``
+measures (docs/judge.md publishes it as it comes out).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import unicodedata
+from typing import Any
+
+from evaluator.reference.tokenize import tokenize
+
+__all__ = ["DEMO_JUDGE_MODEL", "judge_completion"]
+
+DEMO_JUDGE_MODEL = "reference-demo-judge"
+
+_DATA = re.compile(r"BEGIN DATA ([0-9A-Za-z]{1,64})\n(.*)\nEND DATA \1", re.S)
+_SENTENCES = re.compile(r"(?<=[.!?。！？])\s*")
+_REFUSALS = (
+    "not enough evidence",
+    "don't know",
+    "do not know",
+    "cannot answer",
+    "can't answer",
+    "unable to answer",
+    "no information",
+    "没有足够证据",
+    "不知道",
+    "无法回答",
+    "无法确定",
+)
+_MAX_CHARS = 100_000
+
+
+class DemoJudgeError(ValueError):
+    """The request is not one the demo judge can read; the message says why."""
+
+
+def _norm(text: str) -> str:
+    return "".join(unicodedata.normalize("NFKC", text).lower().split())
+
+
+def _covered(part: str, tokens: set[str], share: float) -> bool:
+    needed = set(tokenize(part))
+    return bool(needed) and len(needed & tokens) >= share * len(needed)
+
+
+def _refusal(answer: str) -> bool:
+    normalised = _norm(answer)
+    return any(_norm(p) in normalised for p in _REFUSALS)
+
+
+def _fact_support(data: dict[str, Any]) -> dict[str, Any]:
+    answer = str(data.get("answer", ""))
+    normalised, tokens = _norm(answer), set(tokenize(answer))
+    facts = data.get("facts")
+    if not isinstance(facts, list):
+        raise DemoJudgeError("facts is not a list")
+    verdicts = []
+    for index, alternatives in enumerate(facts):
+        wordings = [str(a) for a in alternatives] if isinstance(alternatives, list) else []
+        stated = not _refusal(answer) and any(
+            _norm(w) in normalised or _covered(w, tokens, 0.8) for w in wordings
+        )
+        verdicts.append({"index": index, "stated": stated})
+    found = sum(v["stated"] for v in verdicts)
+    return {"facts": verdicts, "reason": f"{found} of {len(verdicts)} facts found by overlap"}
+
+
+def _groundedness(data: dict[str, Any]) -> dict[str, Any]:
+    answer = str(data.get("answer", ""))
+    evidence = data.get("evidence")
+    if not isinstance(evidence, list):
+        raise DemoJudgeError("evidence is not a list")
+    texts = " ".join(str(e.get("text", "")) for e in evidence if isinstance(e, dict))
+    tokens = set(tokenize(texts))
+    claims: list[dict[str, Any]] = []
+    for sentence in _SENTENCES.split(answer):
+        sentence = sentence.strip()
+        if not sentence or _refusal(sentence) or not tokenize(sentence):
+            continue
+        claims.append({"claim": sentence[:300], "supported": _covered(sentence, tokens, 0.7)})
+    supported = sum(1 for c in claims if c["supported"])
+    return {"claims": claims, "reason": f"{supported} of {len(claims)} sentences in the evidence"}
+
+
+def _refusal_check(data: dict[str, Any]) -> dict[str, Any]:
+    refused = _refusal(str(data.get("answer", "")))
+    return {"refusal": refused, "reason": "a refusal phrase" if refused else "no refusal phrase"}
+
+
+def judge_completion(body: object) -> dict[str, Any]:
+    """The chat completion answering one judge request.
+
+    Raises:
+        DemoJudgeError: the body is no chat request with one data block.
+    """
+    if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
+        raise DemoJudgeError('"messages" must be a list')
+    text = "\n".join(
+        str(m.get("content", ""))[:_MAX_CHARS] for m in body["messages"] if isinstance(m, dict)
+    )
+    match = _DATA.search(text)
+    if match is None:
+        raise DemoJudgeError("no BEGIN DATA ... END DATA block in the messages")
+    try:
+        data = json.loads(match.group(2))
+    except (ValueError, RecursionError):
+        raise DemoJudgeError("the data block is not JSON") from None
+    if not isinstance(data, dict):
+        raise DemoJudgeError("the data block is not a JSON object")
+    if "facts" in data:
+        verdict = _fact_support(data)
+    elif "evidence" in data:
+        verdict = _groundedness(data)
+    else:
+        verdict = _refusal_check(data)
+    content = json.dumps(verdict, ensure_ascii=False)
+    prompt_tokens = len(text) // 4
+    completion_tokens = len(content) // 4
+    return {
+        "id": "demo-judge",
+        "object": "chat.completion",
+        "model": str(body.get("model", DEMO_JUDGE_MODEL))[:200],
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": content},
+                "finish_reason": "stop",
+            }
+        ],
+        "usage": {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+        },
+    }

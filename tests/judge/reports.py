@@ -1,0 +1,68 @@
+"""Small reports for the judge's tests: scored cases with answers and evidence texts."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from evaluator.models import Case, CaseRecord, Retrieved, TargetResponse
+from evaluator.report import RunReport
+from evaluator.scoring import score_case
+from evaluator.summary import summarise
+
+
+def record(
+    case_id: str,
+    answer: str | None,
+    facts: tuple[tuple[str, ...], ...] = (),
+    *,
+    unanswerable: bool = False,
+    evidence: dict[str, str] | None = None,
+) -> CaseRecord:
+    case = Case(
+        id=case_id,
+        question=f"question of {case_id}?",
+        relevance={} if unanswerable else {"d1": 1},
+        expected_facts=facts,
+        unanswerable=unanswerable,
+    )
+    texts = evidence if evidence is not None else {"d1": "Refunds arrive within 5 business days."}
+    response = TargetResponse(
+        retrieved=tuple(Retrieved(doc_id, text=text) for doc_id, text in texts.items()),
+        answer=answer,
+    )
+    return CaseRecord(
+        case=case,
+        outcome=score_case(case, response, 5),  # the deterministic scoring, as a run does
+        ranked_ids=tuple(texts),
+        answer=answer,
+        citations=(),
+        latency_seconds=0.01,
+        stage_seconds={},
+        texts=texts,
+    )
+
+
+def report(*records: CaseRecord) -> RunReport:
+    return RunReport(
+        run_id="run1",
+        generated_at=datetime(2026, 1, 1, tzinfo=UTC),
+        config_hash="c" * 16,
+        dataset_hash="d" * 16,
+        target="t",
+        dataset="golden",
+        k=5,
+        duration_seconds=1.0,
+        summary=summarise(records),
+        cases=records,
+    )
+
+
+def golden() -> RunReport:
+    """Four answerable cases (one wrong) and one unanswerable refused one."""
+    return report(
+        record("ok1", "Refunds arrive within 5 business days.", (("5 business days",),)),
+        record("ok2", "It takes 5 business days.", (("5 business days",),)),
+        record("wrong", "Refunds take a month.", (("5 business days",),)),
+        record("ok3", "Refunds arrive within 5 business days.", (("business days",),)),
+        record("none", "I don't know.", unanswerable=True, evidence={}),
+    )

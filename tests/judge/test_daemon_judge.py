@@ -1,0 +1,98 @@
+"""The judge in a live daemon: each complete run judged, the judge's own series exported
+(never the target's), and a judge whose behaviour changes mid-way moves the drift gauges."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import aiohttp
+
+from evaluator.config import HttpTargetConfig, JobConfig, Settings
+from evaluator.judge.labels import Label, append_label
+from evaluator.judge.prompts import PROMPT_VERSION
+from evaluator.judge.record import answer_hash
+from evaluator.judge.settings import JudgeConfig
+from tests.judge.test_cli_judge import _CASES, _REPLIES
+from tests.support.inprocess import run_bounded, running, until
+from tests.support.judges import LoopbackJudge
+from tests.support.loopback import LoopbackServer
+
+LABELS = {"target": "loop", "dataset": "golden"}
+
+
+def _settings(tmp: Path, rag: str, judge: str, labels: Path) -> Settings:
+    golden = tmp / "golden.jsonl"
+    golden.write_text("\n".join(json.dumps(c) for c in _CASES) + "\n")
+    return Settings(
+        targets=(HttpTargetConfig(name="loop", url=rag, timeout_seconds=5),),
+        jobs=(JobConfig(target="loop", dataset=golden, interval_seconds=3600, run_at_start=True),),
+        judge=JudgeConfig(url=judge, model="drifty", drift_labels=labels, drift_interval_seconds=1),
+        reports_dir=tmp / "reports",
+        listen="127.0.0.1:0",
+        shutdown_grace_seconds=5,
+    )
+
+
+def _labels(path: Path) -> None:
+    at = "2026-01-01T00:00:00Z"
+    append_label(path, Label("refund", answer_hash("Refunds arrive within 5 business days."),
+                             "fact_support", True, "ann", at))  # fmt: skip
+    append_label(path, Label("shipping", answer_hash("Shipping takes a week."),
+                             "fact_support", False, "ann", at))  # fmt: skip
+    append_label(path, Label("ceo", answer_hash("I don't know."), "refusal", True, "ann", at))
+
+
+def test_the_daemon_judges_and_the_drift_gauge_moves(tmp_path: Path) -> None:
+    labels = tmp_path / "labels.jsonl"
+    _labels(labels)
+    (tmp_path / "reports").mkdir()
+    calibration = {"checks": [{"check": "fact_support", "model": "drifty",
+                               "prompt_version": PROMPT_VERSION, "calibrated": True,
+                               "agreement_interval": [0.9, 1.0]}]}  # fmt: skip
+    (tmp_path / "reports" / "judge-calibration.json").write_text(json.dumps(calibration))
+
+    with LoopbackServer(_REPLIES) as rag, LoopbackJudge() as judge:
+        settings = _settings(tmp_path, rag.url, judge.url, labels)
+
+        async def body() -> None:
+            async with running(settings) as daemon:
+
+                def sample(name: str, **extra: str) -> float | None:
+                    return daemon.runtime_registry.get_sample_value(name, {**LABELS, **extra})
+
+                await until(lambda: sample("rag_eval_judged_fact_recall") is not None)
+                assert sample("rag_eval_judged_fact_recall") == 0.5
+                assert sample("rag_eval_judged_refusal_rate") == 1.0
+                assert sample("rag_eval_judge_compromised") == 0
+                assert sample("rag_eval_judge_calls_total", outcome="ok") == 7
+                assert sample("rag_eval_judge_calls_total", outcome="judge_timeout") == 0
+                assert sample("rag_eval_judge_tokens_total", direction="input") == 700
+                # the target saw three requests: the judge's calls are not its traffic
+                assert len(rag.requests) == 3
+                await until(
+                    lambda: sample("rag_eval_judge_agreement", check="fact_support") is not None,
+                    seconds=8,
+                )
+                assert sample("rag_eval_judge_agreement", check="fact_support") == 1.0
+                assert sample("rag_eval_judge_agreement", check="refusal") == 1.0
+                assert sample("rag_eval_judge_agreement_floor", check="fact_support") == 0.9
+                # the model behind the same name changes: every verdict flips from now on
+                judge.flip_after = judge.calls
+                await until(
+                    lambda: sample("rag_eval_judge_agreement", check="fact_support") == 0.0,
+                    seconds=8,
+                )
+                assert sample("rag_eval_judge_kappa", check="fact_support") == -1.0
+                latest = json.loads(
+                    (daemon.jobs[0].store.folder / "latest.json").read_text("utf-8")
+                )
+                assert latest["judge"]["model"] == "drifty"
+                # served on /metrics, over HTTP
+                url = f"http://127.0.0.1:{daemon.http.port}/metrics"
+                async with aiohttp.ClientSession() as session, session.get(url) as response:
+                    scraped = await response.text()
+                assert 'rag_eval_judge_agreement{check="fact_support"' in scraped
+                assert "rag_eval_judged_fact_recall{" in scraped
+
+        run_bounded(body, timeout=30)

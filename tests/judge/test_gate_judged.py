@@ -1,0 +1,131 @@
+"""``evaluator gate`` with judged rules: refused (exit 1) on an uncalibrated judge unless
+advisory, applied once calibrated, never compared across judges while the deterministic
+rules still compare."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from evaluator.errors import ConfigError
+from evaluator.judge.client import JudgeClient
+from evaluator.judge.gating import CALIBRATION_FILE, parse_judged_rules
+from evaluator.judge.prompts import PROMPT_VERSION
+from evaluator.judge.run import judge_report
+from evaluator.judge.settings import JudgeConfig
+from evaluator.report import RunReport, write_report
+from tests.judge.reports import golden, record, report
+from tests.support.judges import LoopbackJudge
+
+pytestmark = pytest.mark.e2e
+
+EXE = str(Path(sys.executable).with_name("evaluator"))
+
+
+def _judged(source: RunReport, path: Path, model: str = "m") -> None:
+    with LoopbackJudge() as judge:
+
+        async def go() -> None:
+            async with JudgeClient(JudgeConfig(url=judge.url, model=model)) as client:
+                judged = await judge_report(source, client)
+            write_report(dataclasses.replace(source, judge=judged.to_dict()), path)
+
+        asyncio.run(go())
+
+
+def _worse() -> RunReport:
+    # the same cases, one more answer missing its fact: judged fact recall 0.75 -> 0.5
+    base = golden()
+    cases = list(base.cases)
+    cases[0] = record("ok1", "Refunds are handled quickly.", (("5 business days",),))
+    return report(*cases)
+
+
+def _gates(tmp: Path, judged: str) -> Path:
+    path = tmp / "gates.toml"
+    path.write_text("[rules.recall_at_k]\nmax_drop = 0.5\n" + judged)
+    return path
+
+
+def _gate(
+    tmp: Path, gates: Path, baseline: Path, candidate: Path
+) -> subprocess.CompletedProcess[str]:
+    config = tmp / "evaluator.toml"
+    config.write_text(f'reports_dir = "{tmp}"\n')
+    return subprocess.run(
+        [EXE, "gate", "--config", str(config), "--gates", str(gates),
+         "--baseline", str(baseline), "--candidate", str(candidate)],
+        capture_output=True, text=True, timeout=60, check=False, cwd=tmp,
+    )  # fmt: skip
+
+
+def _calibrate(tmp: Path, model: str, calibrated: bool) -> None:
+    entry = {"check": "fact_support", "model": model, "prompt_version": PROMPT_VERSION,
+             "calibrated": calibrated}  # fmt: skip
+    (tmp / CALIBRATION_FILE).write_text(json.dumps({"checks": [entry]}))
+
+
+def test_uncalibrated_hard_rule_is_refused_advisory_is_not(tmp_path: Path) -> None:
+    base, cand = tmp_path / "b.json", tmp_path / "c.json"
+    _judged(golden(), base)
+    _judged(_worse(), cand)
+    hard = _gates(tmp_path, "[judged.judged_fact_recall]\nmax_drop = 0.1\n")
+    result = _gate(tmp_path, hard, base, cand)
+    assert result.returncode == 1, result
+    assert "not calibrated for fact_support" in result.stderr
+    assert "evaluator calibrate" in result.stderr
+
+    advisory = _gates(tmp_path, "[judged.judged_fact_recall]\nmax_drop = 0.1\nadvisory = true\n")
+    result = _gate(tmp_path, advisory, base, cand)
+    assert result.returncode == 0, result
+    assert "FAIL (advisory) judged_fact_recall drop <= 0.1: 0.750 -> 0.500" in result.stdout
+
+
+def test_a_calibrated_judge_gates(tmp_path: Path) -> None:
+    base, cand = tmp_path / "b.json", tmp_path / "c.json"
+    _judged(golden(), base)
+    _judged(_worse(), cand)
+    _calibrate(tmp_path, "m", calibrated=True)
+    gates = _gates(tmp_path, "[judged.judged_fact_recall]\nmax_drop = 0.1\n")
+    result = _gate(tmp_path, gates, base, cand)
+    assert result.returncode == 2, result
+    assert "FAIL judged_fact_recall drop <= 0.1" in result.stdout
+    # the same reports pass a looser judged rule
+    loose = _gates(tmp_path, "[judged.judged_fact_recall]\nmax_drop = 0.3\n")
+    assert _gate(tmp_path, loose, base, cand).returncode == 0
+
+
+def test_another_judge_is_not_compared(tmp_path: Path) -> None:
+    base, cand = tmp_path / "b.json", tmp_path / "c.json"
+    _judged(golden(), base, model="old-judge")
+    _judged(golden(), cand, model="new-judge")
+    _calibrate(tmp_path, "new-judge", calibrated=True)
+    gates = _gates(tmp_path, "[judged.judged_fact_recall]\nmax_drop = 0.1\nadvisory = true\n")
+    result = _gate(tmp_path, gates, base, cand)
+    assert result.returncode == 0, result
+    assert "NOT COMPARED (advisory)" in result.stdout
+    assert "recall" in result.stdout  # the deterministic rules still compared
+    hard = _gates(tmp_path, "[judged.judged_fact_recall]\nmax_drop = 0.1\n")
+    result = _gate(tmp_path, hard, base, cand)
+    assert result.returncode == 1 and "another judge or prompt version" in result.stderr
+
+
+@pytest.mark.parametrize(
+    "table",
+    [
+        {"judged": {"judged_vibes": {"min": 0.5}}},
+        {"judged": {"judged_fact_recall": {"min": 50}}},
+        {"judged": {"judged_fact_recall": {"mni": 0.5}}},
+        {"judged": {"judged_fact_recall": {"min": 0.5, "advisory": "yes"}}},
+        {"judged": {"judged_fact_recall": {}}},
+    ],
+)
+def test_bad_judged_rules_name_the_key(table: dict[str, object]) -> None:
+    with pytest.raises(ConfigError, match=r"gates\.toml: judged\.judged_"):
+        parse_judged_rules(table, "gates.toml")

@@ -1,0 +1,190 @@
+"""Loopback judges for tests: OpenAI-compatible chat-completions endpoints on 127.0.0.1
+that judge honestly, return malformed JSON, hang, are fooled by an injected answer,
+change their behaviour mid-way, or refuse ``response_format``.
+
+The honest judge reads the data block the evaluator sends (the JSON between the BEGIN/END
+DATA lines) and judges by normalised substring matching: simple, deterministic, and
+enough to tell a canary (no expected fact) from a real answer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from typing import Any
+
+from aiohttp import web
+
+from tests.support.loopback import ThreadedApp
+
+__all__ = ["LoopbackJudge", "honest_verdict"]
+
+_DATA = re.compile(r"BEGIN DATA (\w+)\n(.*)\nEND DATA \1", re.S)
+_REFUSALS = ("don't know", "do not know", "cannot answer", "不知道", "无法回答", "no information")
+
+
+def _norm(text: str) -> str:
+    return " ".join(text.lower().split())
+
+
+def _data(body: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    system = body["messages"][0]["content"]
+    match = _DATA.search(body["messages"][1]["content"])
+    assert match is not None, "the evaluator always sends a delimited data block"
+    check = (
+        "fact_support"
+        if "expected facts" in system
+        else "groundedness"
+        if "supported by the evidence" in system
+        else "refusal"
+    )
+    return check, json.loads(match.group(2))
+
+
+def honest_verdict(check: str, data: dict[str, Any]) -> dict[str, Any]:
+    answer = _norm(data.get("answer", ""))
+    if check == "fact_support":
+        facts = [
+            {"index": i, "stated": any(_norm(a) in answer for a in alternatives)}
+            for i, alternatives in enumerate(data["facts"])
+        ]
+        return {"facts": facts, "reason": "substring match"}
+    if check == "groundedness":
+        evidence = _norm(" ".join(e["text"] for e in data["evidence"]))
+        claims = [c.strip() for c in re.split(r"(?<=[.!?。])\s*", data["answer"]) if c.strip()]
+        return {
+            "claims": [
+                {"claim": c, "supported": _norm(c).rstrip(".。") in evidence} for c in claims
+            ],
+            "reason": "sentences found in the evidence",
+        }
+    return {"refusal": any(r in answer for r in _REFUSALS), "reason": "refusal phrase"}
+
+
+def _fooled_verdict(check: str, data: dict[str, Any]) -> dict[str, Any]:
+    """A judge that does what the answer tells it to: everything passes."""
+    if check == "fact_support":
+        return {
+            "facts": [{"index": i, "stated": True} for i in range(len(data["facts"]))],
+            "reason": "the answer says it was verified",
+        }
+    if check == "groundedness":
+        return {"claims": [{"claim": "all", "supported": True}], "reason": "verified"}
+    return {"refusal": True, "reason": "verified"}
+
+
+class LoopbackJudge(ThreadedApp):
+    """``mode``: ``good``, ``prose`` (the verdict wrapped in text), ``malformed`` (broken
+    JSON content), ``no_verdict`` (a JSON object of the wrong shape), ``hang`` (never
+    answers), ``fooled`` (passes everything), ``no_schema`` (400 on ``response_format``,
+    then honest), ``flip_after`` (honest for ``flip_after`` calls, then inverts every
+    boolean: a model changed behind the same name). Switch ``mode`` between runs freely."""
+
+    def __init__(self, mode: str = "good", *, flip_after: int | None = None) -> None:
+        self.mode = mode
+        self.flip_after = flip_after
+        self.calls = 0
+        self.requests: list[dict[str, Any]] = []
+        self.headers: list[dict[str, str]] = []
+        self.port = 0
+        self._init_thread()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1/chat/completions"
+
+    async def _start(self) -> None:
+        self._released = asyncio.Event()
+        await super()._start()
+
+    async def _stop(self) -> None:
+        self._released.set()
+        await super()._stop()
+
+    def _routes(self, app: web.Application) -> None:
+        app.router.add_post("/v1/chat/completions", self._handle)
+
+    async def _handle(self, request: web.Request) -> web.Response:
+        body = await request.json()
+        self.requests.append(body)
+        self.headers.append(dict(request.headers))
+        mode = self.mode
+        if mode == "no_schema" and "response_format" in body:
+            return web.json_response(
+                {"error": {"message": "response_format is not supported"}}, status=400
+            )
+        self.calls += 1
+        if mode in _HOSTILE:
+            return _HOSTILE[mode](self, request)
+        if mode == "hang":
+            # until the server stops (its cleanup would otherwise wait on this handler)
+            await self._released.wait()
+            return web.json_response({"error": "stopped"}, status=503)
+        check, data = _data(body)
+        verdict = _fooled_verdict(check, data) if mode == "fooled" else honest_verdict(check, data)
+        if self.flip_after is not None and self.calls > self.flip_after:
+            verdict = _inverted(verdict)
+        content = json.dumps(verdict)
+        if mode == "prose":
+            content = f"Here is my verdict:\n```json\n{content}\n```\nThanks!"
+        elif mode == "malformed":
+            content = content[: len(content) // 2] + "}}"
+        elif mode == "no_verdict":
+            content = json.dumps({"score": 5})
+        return web.json_response(
+            {
+                "id": f"chatcmpl-{self.calls}",
+                "object": "chat.completion",
+                "model": body.get("model"),
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": content},
+                        "finish_reason": "stop",
+                    }
+                ],
+                "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120},
+            }
+        )
+
+
+def _huge(judge: LoopbackJudge, request: web.Request) -> web.Response:
+    return web.Response(body=b'{"choices": [' + b" " * (4 * 1024 * 1024) + b"]}",
+                        content_type="application/json")  # fmt: skip
+
+
+def _deep(judge: LoopbackJudge, request: web.Request) -> web.Response:
+    content = '{"facts": ' + "[" * 5000 + "]" * 5000 + "}"
+    return web.json_response({"choices": [{"message": {"content": content}}]})
+
+
+def _echo(judge: LoopbackJudge, request: web.Request) -> web.Response:
+    """Every header it was sent, back in the verdict's reason (and its claims)."""
+    sent = " ".join(f"{k}={v}" for k, v in request.headers.items())
+    body = judge.requests[-1]
+    check, data = _data(body)
+    verdict = honest_verdict(check, data)
+    verdict["reason"] = f"headers: {sent}"
+    for claim in verdict.get("claims", []):
+        claim["claim"] = sent
+        claim["supported"] = False
+    return web.json_response({"choices": [{"message": {"content": json.dumps(verdict)}}]})
+
+
+def _gzip(judge: LoopbackJudge, request: web.Request) -> web.Response:
+    return web.Response(body=b"\x1f\x8b" + b"\0" * 64, headers={"Content-Encoding": "gzip"},
+                        content_type="application/json")  # fmt: skip
+
+
+_HOSTILE = {"huge": _huge, "deep": _deep, "echo": _echo, "gzip": _gzip}
+
+
+def _inverted(value: Any) -> Any:
+    if isinstance(value, bool):
+        return not value
+    if isinstance(value, dict):
+        return {k: _inverted(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_inverted(v) for v in value]
+    return value
