@@ -132,6 +132,7 @@ _TEXT_DEFAULTS = {
     "citation": "1",
     "seconds": "0.001",
     "tokens": "12",
+    "out_tokens": "20",
 }
 _BODY_SLOTS = {
     "answer": "text",
@@ -177,7 +178,7 @@ def _openai_stream(f: Mapping[str, str]) -> Rendered:
             f'{{{base}, "choices": [{{"index": 0, "delta": {{"content": {f["answer"]}}}}}]}}',
             f'{{{base}, "choices": [{{"index": 0, "delta": {{}}, "finish_reason": "stop"}}]}}',
             f'{{{base}, "choices": [], "usage": {{"prompt_tokens": {f["tokens"]}, '
-            f'"completion_tokens": {f["score"]}, "total_tokens": 3}}, '
+            f'"completion_tokens": {f["out_tokens"]}, "total_tokens": 3}}, '
             f'"sources": [{{"id": {f["id"]}}}]}}',
         )
     )
@@ -186,7 +187,7 @@ def _openai_stream(f: Mapping[str, str]) -> Rendered:
 def _usage(f: Mapping[str, str]) -> Rendered:
     body = (
         f'{{"choices": [{{"message": {{"content": {f["answer"]}}}}}], '
-        f'"usage": {{"prompt_tokens": {f["tokens"]}, "completion_tokens": {f["score"]}}}, '
+        f'"usage": {{"prompt_tokens": {f["tokens"]}, "completion_tokens": {f["out_tokens"]}}}, '
         f'"sources": [{{"id": {f["id"]}}}]}}'
     )
     return Rendered((body,))
@@ -320,7 +321,7 @@ timings = "timings"
         delivery="target",
         blocks=(*_ALL_BLOCKS, *_TRANSPORT),
         doc="the openai-chat preset streamed: delta chunks, usage chunk, [DONE]",
-        slots={"answer": "text", "id": "text", "tokens": "number", "score": "number"},
+        slots={"answer": "text", "id": "text", "tokens": "number", "out_tokens": "number"},
         defaults=_TEXT_DEFAULTS,
         render=_openai_stream,
         frame="sse",
@@ -335,7 +336,7 @@ timings = "timings"
         delivery="target",
         blocks=("unicode", "control", "numbers", "bodies"),
         doc="token usage and cost: the openai-chat preset's usage with prices",
-        slots={"answer": "text", "id": "text", "tokens": "number", "score": "number"},
+        slots={"answer": "text", "id": "text", "tokens": "number", "out_tokens": "number"},
         defaults=_TEXT_DEFAULTS,
         render=_usage,
         target_toml='kind = "openai-chat"\nmodel = "rag"\n'
@@ -556,11 +557,34 @@ def build(surface: Surface, block: Block, variant: str, seed: int) -> Attack:
     return Attack(surface, block.name, variant, slot, seed, pieces=tuple(pieces))
 
 
+#: attacks of issue 24 that once got through, in every round whatever the draw
+PINNED = frozenset(
+    {
+        "default-contract.unicode.lone-high-surrogate",
+        "sse.unicode.lone-high-surrogate",
+        "default-contract.normalisation.fdfa-expands-18x",
+        "usage-cost.numbers.1e308",
+        "openai-stream.numbers.1e308",
+        "sse.framing.tiny-events",
+        "sse.framing.done-then-open",
+        "openai-stream.framing.done-then-open",
+        "golden.control.forged-verdict-line",
+        "golden.bodies.depth-100k",
+        "report.control.forged-verdict-line",
+        "report.numbers.over-int-digit-limit",
+        "config.control.forged-verdict-line",
+        "collector.sizes.256MiB-declared",
+        "collector.sizes.gzip-bomb",
+        "collector.timing.trickle",
+    }
+)
+
+
 def generate(
     seed: int, per_pair: int = 2, delivery: Delivery | None = None
 ) -> list[Attack]:
     """``per_pair`` attacks for every (surface, block) pair, variants drawn without
-    replacement; ``per_pair`` 0 takes every variant."""
+    replacement, plus the :data:`PINNED` ones; ``per_pair`` 0 takes every variant."""
     attacks = []
     for surface in SURFACES:
         if delivery is not None and surface.delivery != delivery:
@@ -570,6 +594,8 @@ def generate(
             names = sorted(v for v in block.variants if v not in surface.skip)
             rng = random.Random(f"{seed}:{surface.name}:{block.name}")
             chosen = names if per_pair <= 0 else rng.sample(names, min(per_pair, len(names)))
+            pinned = [v for v in names if f"{surface.name}.{name}.{v}" in PINNED]
+            chosen = [*chosen, *(v for v in pinned if v not in chosen)]
             attacks += [build(surface, block, v, seed) for v in chosen]
     return attacks
 

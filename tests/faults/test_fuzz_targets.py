@@ -48,7 +48,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.fuzz]
 
 RUNS = 2
 CASES = 2
-DEADLINE = 90.0
+DEADLINE = 30.0
 ATTACKS = attacks_for("target")
 GROUPS = sorted({(a.seed, a.block) for a in ATTACKS})
 

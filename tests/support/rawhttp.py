@@ -83,11 +83,24 @@ class ScriptedRawServer(RawServer):
         super().__init__(b"", path="/")
         self.script = script
         self.requests_by_path: dict[str, int] = {}
+        self._open: set[asyncio.StreamWriter] = set()
 
     def url_of(self, path: str) -> str:
         return f"http://127.0.0.1:{self.port}{path}"
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self._open.add(writer)
+        try:
+            await self._answer(reader, writer)
+        finally:
+            self._open.discard(writer)
+
+    async def _stop(self) -> None:
+        for writer in list(self._open):  # a held or stalled reply still has its socket
+            writer.transport.abort()
+        await super()._stop()
+
+    async def _answer(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         with contextlib.suppress(ConnectionError, asyncio.IncompleteReadError, ValueError):
             head = await reader.readuntil(b"\r\n\r\n")
             lines = head.split(b"\r\n")
