@@ -142,13 +142,15 @@ CONTROL = Block(
     "(clear screen, CSI, OSC hyperlinks), NUL, BEL, backspace, CR",
 )
 
+
+def _echo(form: str) -> Variant:
+    return lambda r: _text(f"you sent {form} ok")
+
+
 SECRETS = Block(
     "secrets",
     "text",
-    {
-        f"echo-{name}": (lambda form: lambda r: _text(f"you sent {form} ok"))(form)
-        for name, form in secret_forms(SECRET).items()
-    },
+    {f"echo-{name}": _echo(form) for name, form in secret_forms(SECRET).items()},
     "the target's own credential echoed back in each form tests/support/secret_forms.py "
     "knows (raw, URL-quoted, JSON-escaped, base64...)",
 )

@@ -25,9 +25,9 @@ seed and its id printed by the test (``FUZZ_SEED=<seed> pytest -k <id>``).
 from __future__ import annotations
 
 import fnmatch
-import os
 import functools
 import json
+import os
 import random
 import zlib
 from collections.abc import Callable, Mapping, Sequence
@@ -42,6 +42,7 @@ __all__ = [
     "KNOWN_FAILURES",
     "SURFACES",
     "Attack",
+    "Delivery",
     "Surface",
     "attacks_for",
     "generate",
@@ -226,10 +227,7 @@ def _golden(f: Mapping[str, str]) -> Rendered:
 
 def _collector(f: Mapping[str, str]) -> Rendered:
     # an OTLP/HTTP JSON-shaped partial-success reply: what a collector may say back
-    body = (
-        f'{{"partialSuccess": {{"rejectedSpans": {f["score"]}, '
-        f'"errorMessage": {f["answer"]}}}}}'
-    )
+    body = f'{{"partialSuccess": {{"rejectedSpans": {f["score"]}, "errorMessage": {f["answer"]}}}}}'
     return Rendered((body,))
 
 
@@ -276,8 +274,13 @@ scores = "context.sources[].relevance"
         delivery="target",
         blocks=(*_ALL_BLOCKS, *_TRANSPORT),
         doc="server-sent events: answer pieces, then a final event with the fields",
-        slots={"answer": "text", "id": "text", "stage": "text", "citation": "number",
-               "seconds": "number"},  # fmt: skip
+        slots={
+            "answer": "text",
+            "id": "text",
+            "stage": "text",
+            "citation": "number",
+            "seconds": "number",
+        },
         defaults=_TEXT_DEFAULTS,
         render=_sse_events,
         frame="sse",
@@ -299,8 +302,13 @@ timings = "timings"
         delivery="target",
         blocks=(*_ALL_BLOCKS, *_TRANSPORT),
         doc="NDJSON events: one JSON object per line",
-        slots={"answer": "text", "id": "text", "stage": "text", "citation": "number",
-               "seconds": "number"},  # fmt: skip
+        slots={
+            "answer": "text",
+            "id": "text",
+            "stage": "text",
+            "citation": "number",
+            "seconds": "number",
+        },
         defaults=_TEXT_DEFAULTS,
         render=_sse_events,
         frame="ndjson",
@@ -371,10 +379,22 @@ timings = "timings"
         delivery="golden",
         blocks=("unicode", "control", "numbers", "bodies", "normalisation"),
         doc="a golden-set line read by evaluator validate",
-        slots={"id": "text", "answer": "text", "text": "text", "stage": "text",
-               "citation": "text", "score": "number"},  # fmt: skip
-        defaults={"id": '"c1"', "answer": '"q1"', "text": '"d0"', "stage": '"fact0"',
-                  "citation": '"tag"', "score": "1"},  # fmt: skip
+        slots={
+            "id": "text",
+            "answer": "text",
+            "text": "text",
+            "stage": "text",
+            "citation": "text",
+            "score": "number",
+        },
+        defaults={
+            "id": '"c1"',
+            "answer": '"q1"',
+            "text": '"d0"',
+            "stage": '"fact0"',
+            "citation": '"tag"',
+            "score": "1",
+        },
         render=_golden,
     ),
     Surface(
@@ -382,8 +402,14 @@ timings = "timings"
         delivery="report",
         blocks=("unicode", "control", "numbers", "bodies"),
         doc="a candidate report fed to evaluator gate (case ids, scores, summary values)",
-        slots={"case_id": "text", "run_id": "text", "mrr": "number", "recall": "number",
-               "latency": "number", "n_cases": "number"},  # fmt: skip
+        slots={
+            "case_id": "text",
+            "run_id": "text",
+            "mrr": "number",
+            "recall": "number",
+            "latency": "number",
+            "n_cases": "number",
+        },
         defaults={},
         render=lambda f: Rendered(()),  # the report is rendered from a real one (the test)
     ),
@@ -420,8 +446,9 @@ def _sizes_block() -> Block:
         "sizes",
         "body",
         {
-            "256MiB-declared": lambda r: [(0.0, head + b"Content-Length: 268435456\r\n\r\n")]
-            + [(0.0, mib)] * 256,
+            "256MiB-declared": lambda r: (
+                [(0.0, head + b"Content-Length: 268435456\r\n\r\n")] + [(0.0, mib)] * 256
+            ),
             "256MiB-close-delimited": lambda r: [(0.0, head + b"\r\n")] + [(0.0, mib)] * 256,
             "gzip-bomb": lambda r: [(0.0, _gzip_bomb())],
             "500-with-3MB-body": lambda r: [
@@ -506,7 +533,9 @@ def http_pieces(
 # --- generating -----------------------------------------------------------------------------
 
 
-def _fill(surface: Surface, kind: str, rng: random.Random, value: str) -> tuple[str, dict[str, str]]:
+def _fill(
+    surface: Surface, kind: str, rng: random.Random, value: str
+) -> tuple[str, dict[str, str]]:
     slots = sorted(s for s, k in surface.slots.items() if k == kind)
     slot = rng.choice(slots)
     fill = dict(surface.defaults)
@@ -580,9 +609,7 @@ PINNED = frozenset(
 )
 
 
-def generate(
-    seed: int, per_pair: int = 2, delivery: Delivery | None = None
-) -> list[Attack]:
+def generate(seed: int, per_pair: int = 2, delivery: Delivery | None = None) -> list[Attack]:
     """``per_pair`` attacks for every (surface, block) pair, variants drawn without
     replacement, plus the :data:`PINNED` ones; ``per_pair`` 0 takes every variant."""
     attacks = []
@@ -605,7 +632,28 @@ def generate(
 #: ``fnmatch`` pattern of ``Attack.id`` (or of ``<class>:<invariant>`` for a daemon-wide
 #: invariant) -> the branch that fixes it. Each generated case matching a pattern is marked
 #: ``xfail(strict=False)``: delete an entry when its fix is merged.
-KNOWN_FAILURES: dict[str, str] = {}
+_BORDER = "fixed by branch border: "
+_PUBLISH = "fixed by branch publish: "
+KNOWN_FAILURES: dict[str, str] = {
+    # job silent: no report, no run counted, gauges keep moving (seed 0)
+    "*.unicode.lone-*-surrogate": _BORDER + "a lone surrogate in a response stops the job",
+    "*.unicode.reversed-pair": _BORDER + "a lone surrogate in a response stops the job",
+    "*.bodies.cesu-surrogate": _BORDER + "a CESU-8 surrogate in a response stops the job",
+    "usage-cost.numbers.1e308": _BORDER + "1e308 tokens overflow the cost: the job stops",
+    "openai-stream.numbers.1e308": _BORDER + "1e308 tokens overflow the cost: the job stops",
+    # the daemon's own stderr: '--- Logging error --- UnicodeEncodeError: surrogates'
+    "bodies:daemon": _BORDER + "a surrogate in a log line is a logging traceback on stderr",
+    "unicode:daemon": _BORDER + "a surrogate in a log line is a logging traceback on stderr",
+    # U+FDFA and ligatures normalised on the event loop: /healthz stalls up to 10 s
+    "normalisation:daemon": _BORDER + "normalisation on the event loop stalls /healthz",
+    # control characters reach the terminal (ids, run ids, citations, tags)
+    "golden.control.*": _BORDER + "control characters of a golden set reach the terminal",
+    "report.control.*": _BORDER + "control characters in gate output; a forged verdict line",
+    "golden.numbers.huge-int": _BORDER + "a 400-digit grade: internal error ExceptionGroup",
+    # the OTLP exporter reads a collector's whole reply: 576 MiB for 256 MiB
+    "collector.sizes.256MiB-*": _PUBLISH + "the OTLP exporter reads the whole reply",
+    "collector.sizes.gzip-bomb": _PUBLISH + "the OTLP exporter decodes a gzip bomb whole",
+}
 
 
 def known_failure(key: str) -> str | None:

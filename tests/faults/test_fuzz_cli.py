@@ -28,14 +28,14 @@ import pytest
 from tests.faults import figures
 from tests.faults.blocks import SECRET
 from tests.faults.invariants import (
-    MiB,
     RSS_BOUND,
+    MiB,
     all_of,
     control_characters,
     crashes,
     leaks,
 )
-from tests.faults.surfaces import Attack, attacks_for, known_failure
+from tests.faults.surfaces import Attack, Delivery, attacks_for, known_failure
 from tests.support.loopback import LoopbackServer, Reply
 from tests.support.prometheus import EVALUATOR
 from tests.support.rawhttp import ScriptedRawServer
@@ -144,7 +144,7 @@ def baseline(tmp_path_factory: pytest.TempPathFactory, good_target: LoopbackServ
     return folder / "baseline.json"
 
 
-def _params(delivery: str) -> list[object]:
+def _params(delivery: Delivery) -> list[object]:
     marks = lambda a: (  # noqa: E731
         [pytest.mark.xfail(strict=False, reason=r)] if (r := known_failure(a.id)) else []
     )

@@ -33,8 +33,8 @@ from evaluator.daemon.report_store import LATEST, job_folder_name
 from tests.faults import figures
 from tests.faults.blocks import SECRET
 from tests.faults.invariants import (
-    MiB,
     RSS_BOUND,
+    MiB,
     all_of,
     crashes,
     healthz_violations,

@@ -12,6 +12,7 @@ from __future__ import annotations
 import signal
 import sys
 import time
+from pathlib import Path
 
 import httpx
 
@@ -27,7 +28,7 @@ def main(url: str, out: str, pause: float = 0.02) -> None:
 
     signal.signal(signal.SIGTERM, stop)
     start = time.monotonic()
-    with open(out, "a", buffering=1, encoding="utf-8") as sink, httpx.Client(timeout=10) as c:
+    with Path(out).open("a", buffering=1, encoding="utf-8") as sink, httpx.Client(timeout=10) as c:
         while running:
             began = time.monotonic()
             try:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from tests.support.background import BackgroundServer
 
@@ -79,25 +79,34 @@ class ScriptedRawServer(RawServer):
     framing split at any byte. ``script[path]`` gives the pieces of the whole response (status
     line and headers included); an unknown path gets a 404. ``requests_by_path`` counts."""
 
-    def __init__(self, script: dict[str, Sequence[Piece]]) -> None:
+    def __init__(self, script: Mapping[str, Sequence[Piece]]) -> None:
         super().__init__(b"", path="/")
         self.script = script
         self.requests_by_path: dict[str, int] = {}
         self._open: set[asyncio.StreamWriter] = set()
+        self._tasks: set[asyncio.Task[None]] = set()
 
     def url_of(self, path: str) -> str:
         return f"http://127.0.0.1:{self.port}{path}"
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self._open.add(writer)
+        task = asyncio.current_task()
+        if task is not None:
+            self._tasks.add(task)
         try:
             await self._answer(reader, writer)
         finally:
             self._open.discard(writer)
+            if task is not None:
+                self._tasks.discard(task)
 
     async def _stop(self) -> None:
         for writer in list(self._open):  # a held or stalled reply still has its socket
             writer.transport.abort()
+        for task in list(self._tasks):  # and a connection the client never used, its task
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
         await super()._stop()
 
     async def _answer(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
