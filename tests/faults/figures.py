@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-__all__ = ["record"]
+__all__ = ["record", "table_rows"]
 
 
 def record(section: str, data: dict[str, Any]) -> None:
@@ -35,3 +35,26 @@ def record(section: str, data: dict[str, Any]) -> None:
         "load_average": os.getloadavg()[0],
     }
     path.write_text(json.dumps(figures, indent=1, sort_keys=True) + "\n", "utf-8")
+
+
+def table_rows(figures: dict[str, Any]) -> list[str]:
+    """docs/reliability.md's figures table, one Markdown row per attack class of the
+    daemon and per CLI surface, from a figures file (worst over its seeds)."""
+    rows = []
+    classes: dict[str, list[dict[str, Any]]] = {}
+    for key, data in figures.get("targets", {}).items():
+        classes.setdefault(key.partition(":")[2], []).append(data)
+    for name, runs in sorted(classes.items()):
+        attacks = sum(r["attacks"] for r in runs)
+        rss = max(r["peak_rss_mib"] for r in runs)
+        worst = max(r["worst_healthz_ms"] for r in runs)
+        rows.append(f"| daemon: {name} | {attacks} | {rss:.0f} MiB | {worst:,.0f} ms |")
+    surfaces: dict[str, list[dict[str, Any]]] = {}
+    for key, data in figures.get("cli", {}).items():
+        command, _, attack = key.rpartition(" ")
+        surfaces.setdefault(f"{command} ({attack.partition('.')[0]})", []).append(data)
+    for name, runs in sorted(surfaces.items()):
+        rss = max(r["rss_mib"] for r in runs)
+        slowest = max(r["seconds"] for r in runs)
+        rows.append(f"| `{name}` | {len(runs)} | {rss:.0f} MiB | {slowest:.1f} s (whole process) |")
+    return rows
