@@ -43,7 +43,7 @@ def table_rows(figures: dict[str, Any]) -> list[str]:
     rows = []
     classes: dict[str, list[dict[str, Any]]] = {}
     for key, data in figures.get("targets", {}).items():
-        classes.setdefault(key.partition(":")[2], []).append(data)
+        classes.setdefault(key.split(":")[1], []).append(data)
     for name, runs in sorted(classes.items()):
         attacks = sum(r["attacks"] for r in runs)
         rss = max(r["peak_rss_mib"] for r in runs)

@@ -651,6 +651,13 @@ KNOWN_FAILURES: dict[str, str] = {
     "report.control.*": _BORDER + "control characters in gate output; a forged verdict line",
     "config.control.*": _BORDER + "check accepts a header value with CR, LF or another control"
     " character (24.8)",
+    "report.unicode.line-separators": _BORDER + "U+0085 (a C1 control) in gate output",
+    "config.numbers.over-int-digit-limit": _BORDER + "a 5,000-digit TOML integer: internal"
+    " error ValueError (int digit limit) at check",
+    "config.unicode.combining-pile": _BORDER + "a header value of 60,000 combining marks:"
+    " internal error RecursionError at check",
+    # many tiny stream events on three paths at once (seed 1, every variant): 3.7 s
+    "framing:daemon": "fixed by branch streams: stream framing re-copies its pending line",
     "golden.numbers.huge-int": _BORDER + "a 400-digit grade: internal error ExceptionGroup",
     # the OTLP exporter reads a collector's whole reply: 576 MiB for 256 MiB
     "collector.sizes.256MiB-*": _PUBLISH + "the OTLP exporter reads the whole reply",

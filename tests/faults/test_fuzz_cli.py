@@ -253,10 +253,13 @@ dataset = "golden.jsonl"
     )
     result = run_cli(["check", "--config", "evaluator.toml"], tmp_path, env, f"check {attack.id}")
     refused = []
-    if attack.slot == "header" and _CONTROL.search(json.loads(fragment)):
-        # a header value that cannot be sent is refused at check, naming the field (24.8)
-        if result.returncode != 1 or "headers" not in result.stderr:
-            refused = [f"a header value with a control character: check exit {result.returncode}"]
+    # a header value that cannot be sent is refused at check, naming the field (24.8)
+    if (
+        attack.slot == "header"
+        and _CONTROL.search(json.loads(fragment))
+        and (result.returncode != 1 or "headers" not in result.stderr)
+    ):
+        refused = [f"a header value with a control character: check exit {result.returncode}"]
     _check(attack, result.problems() + refused)
 
 

@@ -49,8 +49,26 @@ pytestmark = [pytest.mark.e2e, pytest.mark.fuzz]
 RUNS = 2
 CASES = 2
 DEADLINE = 30.0
+#: attacks one daemon serves at most: `make fuzz` draws every variant (about 50 per class),
+#: and 50 jobs at once on two shared cores measure the machine, not the attacks
+PER_DAEMON = 16
 ATTACKS = attacks_for("target")
-GROUPS = sorted({(a.seed, a.block) for a in ATTACKS})
+
+
+def _group_of(attacks: list[Attack]) -> dict[str, tuple[int, str, int]]:
+    """Attack id and seed -> (seed, class, part): a class split into daemons of
+    :data:`PER_DAEMON` attacks."""
+    groups: dict[str, tuple[int, str, int]] = {}
+    seen: dict[tuple[int, str], int] = {}
+    for attack in attacks:
+        n = seen.get((attack.seed, attack.block), 0)
+        seen[(attack.seed, attack.block)] = n + 1
+        groups[f"{attack.seed}-{attack.id}"] = (attack.seed, attack.block, n // PER_DAEMON)
+    return groups
+
+
+GROUP_OF = _group_of(ATTACKS)
+GROUPS = sorted(set(GROUP_OF.values()))
 
 
 @dataclass
@@ -186,13 +204,13 @@ class Runs:
 
     def __init__(self, factory: pytest.TempPathFactory) -> None:
         self.factory = factory
-        self.done: dict[tuple[int, str], ClassOutcome] = {}
+        self.done: dict[tuple[int, str, int], ClassOutcome] = {}
 
-    def get(self, seed: int, block: str) -> ClassOutcome:
-        key = (seed, block)
+    def get(self, key: tuple[int, str, int]) -> ClassOutcome:
         if key not in self.done:
-            attacks = [a for a in ATTACKS if (a.seed, a.block) == key]
-            workdir = self.factory.mktemp(f"fuzz-{seed}-{block}")
+            attacks = [a for a in ATTACKS if GROUP_OF[f"{a.seed}-{a.id}"] == key]
+            seed, block, part = key
+            workdir = self.factory.mktemp(f"fuzz-{seed}-{block}-{part}")
             self.done[key] = _run_class(workdir, attacks)
         return self.done[key]
 
@@ -204,7 +222,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runs]:
     figures.record(
         "targets",
         {
-            f"{seed}:{block}": {
+            f"{seed}:{block}" + (f":{part}" if part else ""): {
                 "attacks": len(o.attacks),
                 "peak_rss_mib": round(o.peak_rss / MiB, 1),
                 "worst_healthz_ms": round(max((p[1] for p in o.healthz), default=0) * 1000, 1),
@@ -215,7 +233,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runs]:
                     s: sorted({str(k) for k in kinds}) for s, kinds in o.error_kinds.items()
                 },
             }
-            for (seed, block), o in state.done.items()
+            for (seed, block, part), o in state.done.items()
         },
     )
 
@@ -231,7 +249,7 @@ def _mark(key: str) -> list[pytest.MarkDecorator]:
 def test_job_keeps_running_and_leaks_nothing(attack: Attack, runs: Runs) -> None:
     """Whatever the target answered: the job's runs are counted and its reports written,
     each case scored or failed with an error kind, nothing leaks, nothing crashes."""
-    outcome = runs.get(attack.seed, attack.block)
+    outcome = runs.get(GROUP_OF[f"{attack.seed}-{attack.id}"])
     reports = outcome.reports[attack.slug]
     problems = all_of(
         [] if len(reports) >= RUNS else [f"{len(reports)} reports written, {RUNS} expected"],
@@ -245,14 +263,17 @@ def test_job_keeps_running_and_leaks_nothing(attack: Attack, runs: Runs) -> None
 
 
 @pytest.mark.parametrize(
-    ("seed", "block"),
-    [pytest.param(s, b, id=f"{s}-{b}", marks=_mark(f"{b}:daemon")) for s, b in GROUPS],
+    ("seed", "block", "part"),
+    [
+        pytest.param(s, b, p, id=f"{s}-{b}" + (f"-{p}" if p else ""), marks=_mark(f"{b}:daemon"))
+        for s, b, p in GROUPS
+    ],
 )
-def test_daemon_under_class(seed: int, block: str, runs: Runs) -> None:
+def test_daemon_under_class(seed: int, block: str, part: int, runs: Runs) -> None:
     """The daemon under one class of attacks: /healthz within its bound, peak RSS under
     its bound, no secret form and no crash in its logs, /metrics or status page, and a
     clean exit 0 on SIGTERM."""
-    outcome = runs.get(seed, block)
+    outcome = runs.get((seed, block, part))
     print(
         f"class {block} seed {seed}: {len(outcome.attacks)} attacks, peak RSS "
         f"{outcome.peak_rss / MiB:.0f} MiB, worst /healthz "
