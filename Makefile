@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: deps venv install lint format typecheck unit fast cov test image-test lock crd-validator demo bench screenshots clean
+.PHONY: deps venv install lint format typecheck unit fast cov test image-test lock crd-validator demo bench screenshots clean fuzz
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -77,7 +77,7 @@ crd-validator:
 
 # the in-process tier for the edit loop: no subprocesses, servers or Prometheus
 fast: venv
-	$(BIN)/pytest -m "not e2e and not prometheus" -q
+	$(BIN)/pytest -m "not e2e and not prometheus and not fuzz" -q
 
 # branch coverage of the whole suite, the CLI and daemon subprocesses included (their data
 # lands beside the parent's through COVERAGE_FILE); fails under [tool.coverage.report]'s floor
@@ -89,6 +89,17 @@ cov: venv
 	COVERAGE_FILE=$(COVERAGE_DATA)/coverage $(BIN)/coverage report
 
 test: lint typecheck unit image-test
+
+# The generated hostile tier (tests/faults/test_fuzz_*.py, marker `fuzz`) for longer than
+# `make test` runs it (one round, seed 0, two variants per surface and block): FUZZ_ROUNDS
+# rounds of every variant from FUZZ_SEED (default: the time, printed, so a failure
+# reproduces with FUZZ_SEED=<seed>). FUZZ_FIGURES=file.json keeps the figures per class.
+FUZZ_ROUNDS ?= 3
+FUZZ_PER_PAIR ?= 0
+fuzz: venv
+	@seed=$${FUZZ_SEED:-$$(date +%s)}; echo "make fuzz: FUZZ_SEED=$$seed FUZZ_ROUNDS=$(FUZZ_ROUNDS) FUZZ_PER_PAIR=$(FUZZ_PER_PAIR)"; \
+	  FUZZ_SEED=$$seed FUZZ_ROUNDS=$(FUZZ_ROUNDS) FUZZ_PER_PAIR=$(FUZZ_PER_PAIR) \
+	  $(BIN)/pytest -m fuzz tests/faults -q --timeout 3600
 
 # deploy/Dockerfile built with podman from a local base and run on a loopback-only network
 # namespace (tests/image/). Skipped where podman cannot run, except in CI, where it fails.

@@ -1,0 +1,296 @@
+"""Generated hostile files, values and collector replies against the real CLIs, one
+subprocess per attack (:mod:`tests.faults.surfaces`, deliveries other than ``target``):
+
+- ``golden``: the golden set given to ``evaluator validate`` and to ``evaluator run``;
+- ``report``: a candidate report (a real one, one field replaced) given to ``evaluator gate``;
+- ``config``: a header value through ``${ENV}``, ``EVALUATOR_K``, a TOML number, given to
+  ``evaluator check``;
+- ``collector``: the reply of an OTLP collector to ``evaluator run``'s span export.
+
+Per attack: a documented exit code (0 or 1; 2 only from the gate), no ``internal error`` or
+traceback, no secret form, no control character in what reaches the terminal (at most one
+``verdict:`` line from the gate), the process's peak RSS under the bound and its end within
+:data:`HANG` seconds; ``evaluator run`` still writes its report whatever the collector does.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.faults import figures
+from tests.faults.blocks import SECRET
+from tests.faults.invariants import (
+    RSS_BOUND,
+    MiB,
+    all_of,
+    control_characters,
+    crashes,
+    leaks,
+)
+from tests.faults.surfaces import Attack, Delivery, attacks_for, known_failure
+from tests.support.loopback import LoopbackServer, Reply
+from tests.support.prometheus import EVALUATOR
+from tests.support.rawhttp import ScriptedRawServer
+
+pytestmark = [pytest.mark.e2e, pytest.mark.fuzz]
+
+#: seconds a CLI may take before it counts as hung (a bounded export takes 2 s)
+HANG = 40.0
+GOLDEN = (
+    '{"id": "c0", "question": "q0", "relevant_ids": ["d0"], "expected_facts": ["fact0"]}\n'
+    '{"id": "c1", "question": "q1", "relevant_ids": ["d0"]}\n'
+)
+GOOD = {"answer": "it is fact0", "retrieved": [{"id": "d0", "text": "fact0"}], "citations": [1]}
+FIGURES: dict[str, dict[str, object]] = {}
+
+
+@dataclass(frozen=True)
+class CliResult:
+    argv: Sequence[str]
+    returncode: int | None
+    stdout: str
+    stderr: str
+    max_rss: int
+    seconds: float
+
+    def problems(self, codes: frozenset[int] = frozenset({0, 1})) -> list[str]:
+        name = self.argv[1]
+        out = self.stdout + self.stderr
+        return all_of(
+            [] if self.returncode in codes else [f"{name} exit {self.returncode}"],
+            [] if self.max_rss <= RSS_BOUND else [f"{name} peak RSS {self.max_rss / MiB:.0f}"],
+            crashes(name, out),
+            leaks(name, out),
+            control_characters(name, out),
+        )
+
+
+def _peak_rss(pid: int) -> int:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass  # ended (or not exec'd yet)
+    return 0
+
+
+def run_cli(
+    args: Sequence[str], cwd: Path, env: Mapping[str, str] | None = None, key: str = ""
+) -> CliResult:
+    """``evaluator ARGS`` to the end (killed after :data:`HANG`), with its peak RSS."""
+    argv = [EVALUATOR, *args]
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith("EVALUATOR_")}
+    full_env.update({"FUZZ_TOKEN": SECRET, "NO_COLOR": "1", **(env or {})})
+    out, err = cwd / "stdout.txt", cwd / "stderr.txt"
+    started = time.monotonic()
+    with out.open("wb") as so, err.open("wb") as se:
+        proc = subprocess.Popen(argv, stdout=so, stderr=se, cwd=cwd, env=full_env)
+        code: int | None = None
+        rss = 0
+        while True:
+            # VmHWM of the exec'd process: the fork's copy of this interpreter (whose
+            # ru_maxrss counts) is not the CLI's memory
+            rss = max(rss, _peak_rss(proc.pid))
+            pid, status, _usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                code = proc.returncode = os.waitstatus_to_exitcode(status)
+                break
+            if time.monotonic() - started > HANG:
+                proc.kill()
+                proc.wait(10)
+                break
+            time.sleep(0.01)
+    seconds = time.monotonic() - started
+    if key:
+        FIGURES[key] = {"rss_mib": round(rss / MiB, 1), "seconds": round(seconds, 2),
+                        "exit": code}  # fmt: skip
+    return CliResult(
+        argv,
+        code,
+        out.read_text("utf-8", errors="replace"),
+        err.read_text("utf-8", errors="replace"),
+        rss,
+        seconds,
+    )
+
+
+@pytest.fixture(scope="module")
+def good_target() -> Iterator[LoopbackServer]:
+    with LoopbackServer(lambda _request: Reply(body=GOOD)) as server:
+        yield server
+    figures.record("cli", dict(FIGURES))
+
+
+@pytest.fixture(scope="module")
+def baseline(tmp_path_factory: pytest.TempPathFactory, good_target: LoopbackServer) -> Path:
+    """A real report of a run, the gate's baseline and the candidates' template."""
+    folder = tmp_path_factory.mktemp("fuzz-baseline")
+    (folder / "golden.jsonl").write_text(GOLDEN, "utf-8")
+    result = run_cli(
+        ["run", "--dataset", "golden.jsonl", "--target-url", good_target.url,
+         "--output", "baseline.json", "--worst", "0"],
+        folder,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    return folder / "baseline.json"
+
+
+def _params(delivery: Delivery) -> list[object]:
+    marks = lambda a: (  # noqa: E731
+        [pytest.mark.xfail(strict=False, reason=r)] if (r := known_failure(a.id)) else []
+    )
+    return [pytest.param(a, id=f"{a.seed}-{a.id}", marks=marks(a)) for a in attacks_for(delivery)]
+
+
+def _check(attack: Attack, problems: list[str]) -> None:
+    assert not problems, f"{attack.describe()}: {problems}"
+
+
+@pytest.mark.parametrize("attack", _params("golden"))
+def test_golden_set(attack: Attack, tmp_path: Path, good_target: LoopbackServer) -> None:
+    """``validate`` names every problem and ``run`` scores or refuses, without crashing."""
+    (tmp_path / "golden.jsonl").write_bytes(attack.data)
+    checked = run_cli(["validate", "golden.jsonl"], tmp_path, key=f"validate {attack.id}")
+    ran = run_cli(
+        ["run", "--dataset", "golden.jsonl", "--target-url", good_target.url,
+         "--output", "out.json", "--worst", "3"],
+        tmp_path,
+        key=f"run {attack.id}",
+    )  # fmt: skip
+    written = [] if ran.returncode != 0 or (tmp_path / "out.json").exists() else ["no report"]
+    _check(attack, checked.problems() + ran.problems() + written)
+
+
+def _literal_in(report: str, path: Sequence[str | int], literal: bytes) -> bytes:
+    """The report's JSON with the value at ``path`` replaced by a raw JSON literal."""
+    data = json.loads(report)
+    node = data
+    for step in path[:-1]:
+        node = node[step]
+    node[path[-1]] = "@@FRAGMENT@@"
+    return json.dumps(data).encode().replace(b'"@@FRAGMENT@@"', literal)
+
+
+_REPORT_SLOTS: dict[str, Sequence[str | int]] = {
+    "case_id": ("cases", 0, "id"),
+    "run_id": ("run_id",),
+    "mrr": ("cases", 0, "mrr"),
+    "recall": ("summary", "recall_at_k"),
+    "latency": ("cases", 1, "latency_seconds"),
+    "n_cases": ("case_count",),
+}
+
+
+@pytest.mark.parametrize("attack", _params("report"))
+def test_report_fed_to_gate(attack: Attack, tmp_path: Path, baseline: Path) -> None:
+    """The gate judges, fails or refuses a forged candidate, in one verdict line at most."""
+    text = baseline.read_text("utf-8")
+    if attack.slot == "body":
+        candidate = attack.data
+    else:
+        slot = {"text": "case_id", "number": "mrr"}.get(attack.slot, attack.slot)
+        candidate = _literal_in(text, _REPORT_SLOTS[slot], attack.data)
+    (tmp_path / "candidate.json").write_bytes(candidate)
+    (tmp_path / "baseline.json").write_text(text, "utf-8")
+    for output in ("text", "markdown"):
+        result = run_cli(
+            ["gate", "--baseline", "baseline.json", "--candidate", "candidate.json",
+             "--format", output],
+            tmp_path,
+            key=f"gate {output} {attack.id}",
+        )  # fmt: skip
+        verdicts = [ln for ln in result.stdout.splitlines() if ln.lstrip().startswith("verdict:")]
+        forged = [] if len(verdicts) <= 1 else [f"{len(verdicts)} verdict lines: {verdicts}"]
+        _check(attack, result.problems(frozenset({0, 1, 2})) + forged)
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def _toml_number(literal: str) -> str:
+    return {"NaN": "nan", "Infinity": "inf", "-Infinity": "-inf"}.get(literal, literal)
+
+
+@pytest.mark.parametrize("attack", _params("config"))
+def test_config_value(attack: Attack, tmp_path: Path) -> None:
+    """``check`` accepts the value or stops naming the field, without echoing a secret."""
+    (tmp_path / "golden.jsonl").write_text(GOLDEN, "utf-8")
+    fragment = attack.data.decode("utf-8", "surrogatepass")
+    env: dict[str, str] = {}
+    header, timeout = "fuzz", "5"
+    if attack.slot == "header":
+        value = json.loads(fragment)
+        if "\x00" in value or any(0xD800 <= ord(c) <= 0xDFFF for c in value):
+            header = fragment[1:-1]  # NUL and surrogates cannot be in the environment
+        else:
+            env["FUZZ_VALUE"], header = value, "${FUZZ_VALUE}"
+    elif attack.slot == "k_env":
+        env["EVALUATOR_K"] = fragment
+    else:
+        timeout = _toml_number(fragment)
+    (tmp_path / "evaluator.toml").write_text(
+        f"""reports_dir = "{tmp_path / "reports"}"
+[[targets]]
+name = "t"
+url = "http://127.0.0.1:9/rag"
+timeout_seconds = {timeout}
+request.headers = {{ Authorization = "Bearer ${{FUZZ_TOKEN}}", X-Fuzz = "{header}" }}
+[[jobs]]
+target = "t"
+dataset = "golden.jsonl"
+""",
+        "utf-8",
+    )
+    result = run_cli(["check", "--config", "evaluator.toml"], tmp_path, env, f"check {attack.id}")
+    refused = []
+    # a header value that cannot be sent is refused at check, naming the field (24.8)
+    if (
+        attack.slot == "header"
+        and _CONTROL.search(json.loads(fragment))
+        and (result.returncode != 1 or "headers" not in result.stderr)
+    ):
+        refused = [f"a header value with a control character: check exit {result.returncode}"]
+    _check(attack, result.problems() + refused)
+
+
+@pytest.mark.parametrize("attack", _params("collector"))
+def test_collector_reply(attack: Attack, tmp_path: Path, good_target: LoopbackServer) -> None:
+    """Whatever the collector replies, ``run`` exits 0 with its report, in bounded time
+    and memory."""
+    (tmp_path / "golden.jsonl").write_text(GOLDEN, "utf-8")
+    with ScriptedRawServer({"/v1/traces": list(attack.pieces)}) as collector:
+        (tmp_path / "evaluator.toml").write_text(
+            f"""reports_dir = "{tmp_path / "reports"}"
+[otlp]
+enabled = true
+endpoint = "{collector.url_of("/v1/traces")}"
+timeout_seconds = 2
+[[targets]]
+name = "t"
+url = "{good_target.url}"
+request.headers = {{ Authorization = "Bearer ${{FUZZ_TOKEN}}" }}
+[[jobs]]
+target = "t"
+dataset = "golden.jsonl"
+""",
+            "utf-8",
+        )
+        result = run_cli(
+            ["run", "--config", "evaluator.toml", "--output", "out.json", "--worst", "0"],
+            tmp_path,
+            key=f"run {attack.id}",
+        )  # fmt: skip
+        asked = collector.requests
+    written = [] if (tmp_path / "out.json").exists() else ["no report written"]
+    exported = [] if asked else ["the collector was never asked"]
+    _check(attack, result.problems(frozenset({0})) + written + exported)
