@@ -17,6 +17,9 @@ from urllib.parse import urlencode
 from aiohttp import web
 
 from evaluator.daemon.job import JobRunner
+from evaluator.history.job import JobHistory
+from evaluator.history.stability import Stability
+from evaluator.pages.health import DRIFT_METRIC, DriftSignal, JobSignals
 from evaluator.pages.render import PageRenderer
 from evaluator.pages.trend import RunRow, TrendSource
 from evaluator.pages.views import (
@@ -65,6 +68,53 @@ def report_href(target: str, dataset: str) -> str:
     return "/reports/latest?" + urlencode({"target": target, "dataset": dataset})
 
 
+def _mean(rows: Sequence[RunRow], metric: str) -> float | None:
+    values = [v for r in rows if (v := r.metrics.get(metric)) is not None]
+    return sum(values) / len(values) if values else None
+
+
+def job_signals(runner: JobRunner, runs: Sequence[RunRow]) -> JobSignals:
+    """What the health reads of a job: its last run, gate verdict and history verdict.
+
+    The drift's levels (``before`` / ``after``) are the check's run metric averaged over the
+    complete runs on each side of the drift test, read from ``runs`` (newest first).
+    """
+    report = runner.last_report
+    summary = report.summary if report is not None else None
+    verdict = runner.last_verdict
+    history: JobHistory | None = runner.latest_history
+    drift: list[DriftSignal] = []
+    current = reference = 0
+    if history is not None and history.drift is not None:
+        current, reference = history.drift.current_runs, history.drift.reference_runs
+        complete = [r for r in runs if r.outcome == "complete"]
+        now, before = complete[:current], complete[current : current + reference]
+        for name, check in history.drift.checks.items():
+            metric = DRIFT_METRIC.get(name, name)
+            drift.append(
+                DriftSignal(
+                    name,
+                    check.significant,
+                    check.shift,
+                    before=_mean(before, metric) if len(before) == reference else None,
+                    after=_mean(now, metric) if len(now) == current else None,
+                )
+            )
+    return JobSignals(
+        outcome=runner.last_outcome,
+        scored_cases=summary.scored_count if summary is not None else 0,
+        error_ratio=summary.error_rate if summary is not None else None,
+        gate_passing=verdict.passing if verdict is not None else None,
+        gate_failing=tuple(sorted(n for n, failing in verdict.rules_failing.items() if failing))
+        if verdict is not None
+        else (),
+        drift=drift,
+        drift_current_runs=current,
+        drift_reference_runs=reference,
+        newly_failing=len(history.listed(Stability.NEWLY_FAILING)) if history is not None else 0,
+    )
+
+
 def _html(body: str, status: int = 200) -> web.Response:
     return web.Response(
         text=body,
@@ -102,7 +152,10 @@ class StatusPages:
             return runner.recent.runs(*runner.labels, limit=60)
 
     def _state(self, runner: JobRunner) -> JobState:
+        """The one seam between the daemon's job and the pages: everything a view reads."""
         verdict = runner.last_verdict
+        history = runner.latest_history
+        runs = self._runs(runner)
         job = runner.job
         schedule = (
             f"cron {job.cron}"
@@ -122,8 +175,12 @@ class StatusPages:
             )
             if verdict is not None
             else (),
-            runs=self._runs(runner),
+            runs=runs,
             schedule=schedule,
+            signals=job_signals(runner, runs),
+            newly_failing=history.listed(Stability.NEWLY_FAILING) if history is not None else (),
+            recovered=history.listed(Stability.RECOVERED) if history is not None else (),
+            flaky=history.listed(Stability.FLAKY) if history is not None else (),
         )
 
     def render_status(self) -> str:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from evaluator.models import CaseError, CaseRecord, Citation
+from evaluator.pages.health import Health, JobSignals, job_health
 from evaluator.pages.highlight import Segment, segments
 from evaluator.pages.trend import TREND_METRICS, RunRow, Sparkline, sparkline
 from evaluator.redaction import redactor
@@ -53,6 +54,8 @@ WORST_ON_STATUS = 5
 SUSPECT_SHOWN = 20
 #: runs drawn in a trend line
 TREND_RUNS = 60
+#: newly failing, recovered and flaky cases linked per job (all are counted)
+CHANGED_SHOWN = 20
 
 #: metrics where lower is better (a rise is a regression)
 LOWER_IS_BETTER = frozenset({"false_refusal_rate", "error_rate", "p50_seconds", "p95_seconds"})
@@ -451,6 +454,21 @@ class JobState:
     gate_failing: tuple[str, ...] = ()
     runs: Sequence[RunRow] = ()
     schedule: str = ""
+    #: what the health reads (None: computed from the fields above, without history)
+    signals: JobSignals | None = None
+    #: case ids by history class, from the latest history verdict
+    newly_failing: Sequence[str] = ()
+    recovered: Sequence[str] = ()
+    flaky: Sequence[str] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ChangedCases:
+    """One class of changed cases: how many, and the first :data:`CHANGED_SHOWN` linked."""
+
+    label: str
+    total: int
+    cases: list[tuple[str, str]]  # (case id, href)
 
 
 @dataclass(frozen=True, slots=True)
@@ -484,6 +502,23 @@ class JobView:
     worst: list[WorstRow]
     audit: AuditView | None
     report_href: str
+    health: Health = field(default_factory=lambda: job_health(JobSignals(outcome=None)))
+    changed: list[ChangedCases] = field(default_factory=list)
+
+
+def signals_of(state: JobState) -> JobSignals:
+    """The health's inputs from what the state holds (history's, when the daemon has one)."""
+    if state.signals is not None:
+        return state.signals
+    summary = state.report.summary if state.report is not None else None
+    return JobSignals(
+        outcome=state.outcome,
+        scored_cases=summary.scored_count if summary is not None else 0,
+        error_ratio=summary.error_rate if summary is not None else None,
+        gate_passing=state.gate_passing,
+        gate_failing=state.gate_failing,
+        newly_failing=len(state.newly_failing),
+    )
 
 
 def trend_views(runs: Sequence[RunRow]) -> list[TrendView]:
@@ -556,6 +591,16 @@ def job_view(
         worst=worst,
         audit=audit_view(report, href) if report is not None else None,
         report_href=report_href,
+        health=job_health(signals_of(state)),
+        changed=[
+            ChangedCases(label, len(ids), [(redact(i), href(i)) for i in ids[:CHANGED_SHOWN]])
+            for label, ids in (
+                ("newly failing", state.newly_failing),
+                ("recovered", state.recovered),
+                ("flaky", state.flaky),
+            )
+            if ids
+        ],
     )
 
 
