@@ -135,9 +135,7 @@ def job_health(s: JobSignals) -> Health:
         )
     amber: list[str] = []
     if s.newly_failing:
-        amber.append(
-            f"{s.newly_failing} case{'s' if s.newly_failing != 1 else ''} newly failing"
-        )
+        amber.append(f"{s.newly_failing} case{'s' if s.newly_failing != 1 else ''} newly failing")
     if s.outcome is None:
         amber.append("no run yet")
     elif s.outcome != "complete":
