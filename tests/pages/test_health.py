@@ -204,3 +204,47 @@ def test_a_firing_alert_held_its_condition_which_the_page_shows_red(
             if "target" in labels:
                 s = _signals(test, labels["target"], labels["dataset"], minute)
                 assert State.RED is not job_health(s).state
+
+
+# --- on the page -----------------------------------------------------------------------------
+
+
+def test_the_status_page_shows_the_state_its_reasons_and_the_changed_cases_linked() -> None:
+    from evaluator.models import CaseRecord
+    from evaluator.pages.render import PageRenderer
+    from evaluator.pages.views import CHANGED_SHOWN, JobState, job_view
+    from tests.pages.test_views import RECORD, _report
+
+    record: CaseRecord = RECORD
+    newly = [f"case-<{i}>" for i in range(CHANGED_SHOWN + 5)]
+    signals = JobSignals(
+        "incomplete",
+        100,
+        drift=[DriftSignal("mrr", True, -0.38, before=0.9, after=0.52)],
+        drift_current_runs=3,
+        newly_failing=len(newly),
+    )
+    view = job_view(
+        JobState(
+            "t",
+            "golden",
+            _report(record),
+            "incomplete",
+            990.0,
+            signals=signals,
+            newly_failing=newly,
+            flaky=["f-1"],
+        ),
+        case_href=lambda t, d, c: f"/case?id={c}",
+        report_href="/r",
+        anchor="job-0",
+        now=1000.0,
+    )
+    html = PageRenderer().status([view])
+
+    assert '<section class="job" data-state="red"' in html
+    assert '<p class="reason">MRR 0.90 → 0.52 over the last 3 runs, significant</p>' in html
+    assert "<li>25 cases newly failing</li>" in html and "<li>last run incomplete</li>" in html
+    assert "Newly failing (25)" in html and "and 5 more" in html
+    assert '<a class="id" href="/case?id=case-&lt;0&gt;">case-&lt;0&gt;</a>' in html
+    assert "Flaky (1)" in html and "Recovered" not in html
