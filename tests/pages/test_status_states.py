@@ -73,6 +73,20 @@ def _state(tab: Tab, url: str, want: str, seconds: float = 90.0) -> None:
         time.sleep(1.0)
 
 
+def _window_runs(url: str) -> int:
+    for line in httpx.get(url + "/metrics", timeout=10).text.splitlines():
+        if line.startswith("rag_eval_history_window_runs{"):
+            return int(float(line.rsplit(" ", 1)[1]))
+    return 0
+
+
+def _until_window(url: str, runs: int, seconds: float = 90.0) -> None:
+    deadline = time.monotonic() + seconds
+    while _window_runs(url) < runs:
+        assert time.monotonic() < deadline, f"fewer than {runs} runs in the history window"
+        time.sleep(0.5)
+
+
 def test_healthy_degraded_recovered(
     reference_server: ReferenceServer, tab: Tab, tmp_path: Path
 ) -> None:
