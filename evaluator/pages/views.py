@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from evaluator.metrics import METRICS
 from evaluator.models import CaseError, CaseRecord, Citation
 from evaluator.pages.health import Health, JobSignals, job_health
 from evaluator.pages.highlight import Segment, segments
@@ -57,8 +58,10 @@ TREND_RUNS = 60
 #: newly failing, recovered and flaky cases linked per job (all are counted)
 CHANGED_SHOWN = 20
 
-#: metrics where lower is better (a rise is a regression)
-LOWER_IS_BETTER = frozenset({"false_refusal_rate", "error_rate", "p50_seconds", "p95_seconds"})
+#: metrics where lower is better (a rise is a regression), from the registry
+LOWER_IS_BETTER = frozenset(s.name for s in METRICS if s.lower_is_better)
+#: each metric's unit, from the registry: how its numbers are written
+_UNIT = {s.name: s.unit for s in METRICS}
 #: quality rows on summaries: the ratios, then errors and latency
 SUMMARY_METRICS: tuple[str, ...] = (*QUALITY_METRICS, "error_rate", "p50_seconds", "p95_seconds")
 
@@ -96,7 +99,7 @@ class CaseOutcomeRow(Protocol):
 def fmt_value(metric: str, value: float | None) -> str:
     if value is None:
         return "n/a"
-    if metric.endswith("_seconds"):
+    if _UNIT.get(metric) == "seconds":
         return fmt_seconds(value)
     return f"{value:.4f}"
 
@@ -125,7 +128,7 @@ def fmt_age(seconds: float) -> str:
 def fmt_diff(metric: str, diff: float | None) -> str:
     if diff is None:
         return ""
-    if metric.endswith("_seconds"):
+    if _UNIT.get(metric) == "seconds":
         return ("+" if diff >= 0 else "-") + fmt_seconds(abs(diff))
     return f"{diff:+.4f}"
 
@@ -254,26 +257,25 @@ def _citation_label(citation: Citation) -> str:
     return f"[{citation}]" if isinstance(citation, int) else str(citation)
 
 
+#: the per-case scores shown, from the registry (each metric's CaseScores field, once), then
+#: the citation check, which is no metric of its own
+_CASE_SCORES: tuple[str, ...] = (
+    *dict.fromkeys(s.score for s in METRICS if s.score is not None),
+    "citation_valid",
+)
+
+
 def _scores(record: CaseRecord) -> list[tuple[str, str]]:
     s = record.scores
     if s is None:
         return []
     out: list[tuple[str, str]] = []
-    for name in (
-        "recall_at_k",
-        "mrr",
-        "ndcg_at_k",
-        "citation_precision",
-        "citation_recall",
-        "fact_recall",
-    ):
-        value = getattr(s, name)
-        if value is not None:
-            out.append((name, f"{value:.2f}"))
-    for name in ("answer_correct", "refused", "citation_valid"):
-        value = getattr(s, name)
-        if value is not None:
+    for name in _CASE_SCORES:
+        value = getattr(s, name, None)
+        if isinstance(value, bool):
             out.append((name, "yes" if value else "no"))
+        elif isinstance(value, int | float):
+            out.append((name, f"{value:.2f}"))
     return out
 
 
@@ -526,7 +528,7 @@ def trend_views(runs: Sequence[RunRow]) -> list[TrendView]:
     out = []
     for metric in TREND_METRICS:
         values = [r.metrics.get(metric) for r in ordered]
-        ratio = not metric.endswith("_seconds")
+        ratio = _UNIT.get(metric) == "ratio"
         # ratios on 0..1 so a flat 0.9 is no cliff; error rates and seconds on their own range
         bounded = ratio and metric != "error_rate"
         line = sparkline(values, floor=0.0 if ratio else None, ceiling=1.0 if bounded else None)
