@@ -39,6 +39,8 @@ JOBS_SHOWN = 200
 REFRESH_SECONDS = 30
 #: past outcomes of a case in its view
 CASE_HISTORY = 20
+#: a query parameter longer than this is refused (case ids and labels are far shorter)
+MAX_PARAM_CHARS = 1000
 
 #: no script, no external anything: styles inline, images as data: URIs
 SECURITY_HEADERS = {
@@ -235,7 +237,27 @@ class StatusPages:
     async def case(self, request: web.Request) -> web.Response:
         q = request.query
         target, dataset, case_id = q.get("target"), q.get("dataset"), q.get("id")
-        if not (target and dataset and case_id):
-            return _html(self.renderer.not_found("pass ?target=..&dataset=..&id=.."), 400)
+        if not case_id:
+            return _html(
+                self.renderer.bad_request("pass ?id=CASE (and ?target=..&dataset=..)"), 400
+            )
+        too_long = [n for n in ("target", "dataset", "id") if len(q.get(n, "")) > MAX_PARAM_CHARS]
+        if too_long:
+            return _html(
+                self.renderer.bad_request(
+                    f"{', '.join(too_long)}: at most {MAX_PARAM_CHARS} characters"
+                ),
+                400,
+            )
+        if not (target and dataset):
+            labels = [r.labels for r in self._jobs()]
+            if len(labels) != 1 or target or dataset:
+                return _html(
+                    self.renderer.bad_request(
+                        f"pass ?target=..&dataset=.. (the daemon runs {len(labels)} jobs)"
+                    ),
+                    400,
+                )
+            target, dataset = labels[0]
         status, body = await asyncio.to_thread(self.render_case, target, dataset, case_id)
         return _html(body, status)

@@ -128,3 +128,17 @@ def test_pages_forbid_scripts_and_unknown_cases_are_404(daemon: RunningDaemon) -
     assert "text/html; charset=utf-8" == page.headers["content-type"]
     assert (404, 400) == (missing.status_code, bare.status_code)
     assert "no such case in the last run" in missing.text
+    assert "<h1>Not found</h1>" in missing.text
+
+
+def test_case_query_parameters_are_validated_with_clear_400s(daemon: RunningDaemon) -> None:
+    with httpx.Client(base_url=daemon.url, timeout=5) as http:
+        no_job = http.get("/case", params={"id": "zh-refund-deadline"})
+        long_id = http.get(
+            "/case", params={"target": "reference", "dataset": "rag_cases", "id": "x" * 1001}
+        )
+
+    assert (400, 400) == (no_job.status_code, long_id.status_code)
+    assert "pass ?target=..&amp;dataset=.. (the daemon runs 3 jobs)" in no_job.text
+    assert "id: at most 1000 characters" in long_id.text
+    assert "<h1>Bad request</h1>" in long_id.text
