@@ -506,6 +506,35 @@ class JobView:
     report_href: str
     health: Health = field(default_factory=lambda: job_health(JobSignals(outcome=None)))
     changed: list[ChangedCases] = field(default_factory=list)
+    #: the last run is not complete: what /metrics still exports (the last complete run's)
+    exported: ExportedNote | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ExportedNote:
+    """Where the page's figures (the last run's) differ from what ``/metrics`` exports."""
+
+    age: str
+    #: (metric, this run's value, the exported value)
+    rows: list[tuple[str, str, str]]
+
+
+def exported_note(state: JobState, now: float) -> ExportedNote | None:
+    """The quality gauges keep the last complete run's values (docs/daemon.md): after an
+    incomplete run the page says so and shows both, from the trend source's run rows."""
+    if state.report is None or state.outcome == "complete":
+        return None
+    complete = next((r for r in state.runs if r.outcome == "complete"), None)
+    if complete is None:
+        return ExportedNote("no complete run yet", [])
+    summary = state.report.summary
+    rows = [
+        (m, fmt_value(m, summary.get(m)), fmt_value(m, complete.metrics.get(m)))
+        for m in TREND_METRICS
+        # the quality ratio gauges hold; error ratio and latency follow every run
+        if _UNIT.get(m) == "ratio" and m != "error_rate" and complete.metrics.get(m) is not None
+    ]
+    return ExportedNote(fmt_age(now - complete.finished_at), rows)
 
 
 def signals_of(state: JobState) -> JobSignals:
@@ -594,6 +623,7 @@ def job_view(
         audit=audit_view(report, href) if report is not None else None,
         report_href=report_href,
         health=job_health(signals_of(state)),
+        exported=exported_note(state, now),
         changed=[
             ChangedCases(label, len(ids), [(redact(i), href(i)) for i in ids[:CHANGED_SHOWN]])
             for label, ids in (

@@ -248,3 +248,36 @@ def test_the_status_page_shows_the_state_its_reasons_and_the_changed_cases_linke
     assert "Newly failing (25)" in html and "and 5 more" in html
     assert '<a class="id" href="/case?id=case-&lt;0&gt;">case-&lt;0&gt;</a>' in html
     assert "Flaky (1)" in html and "Recovered" not in html
+
+
+def test_after_an_incomplete_run_the_page_says_metrics_shows_the_last_complete_one() -> None:
+    from evaluator.pages.render import PageRenderer
+    from evaluator.pages.trend import RunPoint
+    from evaluator.pages.views import JobState, job_view
+    from tests.pages.test_views import RECORD, _report
+
+    report = _report(RECORD)
+    runs = [
+        RunPoint("r2", 990.0, "incomplete", {"mrr": 0.1}),
+        RunPoint("r1", 900.0, "complete", {"mrr": 0.75, "recall_at_k": 1.0}),
+    ]
+    view = job_view(
+        JobState("t", "golden", report, "incomplete", 990.0, runs=runs),
+        case_href=lambda t, d, c: f"/case?id={c}",
+        report_href="/r",
+        anchor="job-0",
+        now=1000.0,
+    )
+    html = PageRenderer().status([view])
+
+    assert view.exported is not None and "2 min ago" == view.exported.age
+    mrr = report.summary.get("mrr")
+    assert ("mrr", f"{mrr:.4f}", "0.7500") in view.exported.rows
+    assert "Not what /metrics shows:</b> the last run was incomplete" in html
+    complete = job_view(
+        JobState("t", "golden", report, "complete", 990.0, runs=runs),
+        case_href=lambda t, d, c: "",
+        report_href="/r",
+        anchor="job-0",
+    )
+    assert complete.exported is None
