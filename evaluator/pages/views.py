@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 from evaluator.metrics import METRICS
 from evaluator.models import CaseError, CaseRecord, Citation
-from evaluator.pages.health import Health, JobSignals, job_health
+from evaluator.pages.health import DRIFT_METRIC, Health, JobSignals, job_health
 from evaluator.pages.highlight import Segment, segments
 from evaluator.pages.trend import TREND_METRICS, RunRow, Sparkline, sparkline
 from evaluator.redaction import redactor
@@ -508,6 +508,42 @@ class JobView:
     changed: list[ChangedCases] = field(default_factory=list)
     #: the last run is not complete: what /metrics still exports (the last complete run's)
     exported: ExportedNote | None = None
+    #: the history's drift verdict per check, and its window in words
+    drift: list[DriftRow] = field(default_factory=list)
+    drift_window: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class DriftRow:
+    check: str
+    metric: str
+    before: str
+    after: str
+    shift: str
+    significant: bool
+
+
+def drift_rows(signals: JobSignals) -> tuple[list[DriftRow], str]:
+    """Each drift check with its levels, and the window (current runs against the ones
+    before them) the test compared."""
+    rows = [
+        DriftRow(
+            d.check,
+            DRIFT_METRIC.get(d.check, d.check),
+            fmt_value("", d.before),
+            fmt_value("", d.after),
+            f"{d.shift:+.3f}" if d.shift is not None else "n/a",
+            d.significant,
+        )
+        for d in signals.drift
+    ]
+    window = (
+        f"the last {signals.drift_current_runs} complete runs against the "
+        f"{signals.drift_reference_runs} before them"
+        if rows
+        else ""
+    )
+    return rows, window
 
 
 @dataclass(frozen=True, slots=True)
@@ -593,6 +629,8 @@ def job_view(
     def href(case_id: str) -> str:
         return case_href(state.target, state.dataset, case_id)
 
+    signals = signals_of(state)
+    drift = drift_rows(signals)
     worst = []
     if report is not None:
         for record in worst_cases(report.cases, WORST_ON_STATUS):
@@ -622,7 +660,9 @@ def job_view(
         worst=worst,
         audit=audit_view(report, href) if report is not None else None,
         report_href=report_href,
-        health=job_health(signals_of(state)),
+        health=job_health(signals),
+        drift=drift[0],
+        drift_window=drift[1],
         exported=exported_note(state, now),
         changed=[
             ChangedCases(label, len(ids), [(redact(i), href(i)) for i in ids[:CHANGED_SHOWN]])

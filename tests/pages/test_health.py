@@ -248,6 +248,11 @@ def test_the_status_page_shows_the_state_its_reasons_and_the_changed_cases_linke
     assert "Newly failing (25)" in html and "and 5 more" in html
     assert '<a class="id" href="/case?id=case-&lt;0&gt;">case-&lt;0&gt;</a>' in html
     assert "Flaky (1)" in html and "Recovered" not in html
+    assert "Drift: the last 3 complete runs against the 0 before them" in html
+    assert (
+        '<tr class="worse"><td>mrr</td><td>mrr</td><td class="num">0.9000</td>'
+        '<td class="num">0.5200</td><td class="num">-0.380</td><td>significant</td></tr>'
+    ) in html
 
 
 def test_after_an_incomplete_run_the_page_says_metrics_shows_the_last_complete_one() -> None:
