@@ -18,6 +18,9 @@ from aiohttp import web
 
 from evaluator.daemon.job import JobRunner
 from evaluator.daemon.publish import JobState as PublishedState
+from evaluator.history.job import JobHistory
+from evaluator.history.stability import Stability
+from evaluator.pages.health import DRIFT_METRIC, DriftSignal, JobSignals
 from evaluator.pages.render import PageRenderer
 from evaluator.pages.trend import RunRow, TrendSource
 from evaluator.pages.views import (
@@ -37,6 +40,8 @@ JOBS_SHOWN = 200
 REFRESH_SECONDS = 30
 #: past outcomes of a case in its view
 CASE_HISTORY = 20
+#: a query parameter longer than this is refused (case ids and labels are far shorter)
+MAX_PARAM_CHARS = 1000
 
 #: no script, no external anything: styles inline, images as data: URIs
 SECURITY_HEADERS = {
@@ -64,6 +69,53 @@ def case_href(target: str, dataset: str, case_id: str) -> str:
 
 def report_href(target: str, dataset: str) -> str:
     return "/reports/latest?" + urlencode({"target": target, "dataset": dataset})
+
+
+def _mean(rows: Sequence[RunRow], metric: str) -> float | None:
+    values = [v for r in rows if (v := r.metrics.get(metric)) is not None]
+    return sum(values) / len(values) if values else None
+
+
+def job_signals(state: PublishedState, runs: Sequence[RunRow]) -> JobSignals:
+    """What the health reads of a job: its last run, gate verdict and history verdict.
+
+    The drift's levels (``before`` / ``after``) are the check's run metric averaged over the
+    complete runs on each side of the drift test, read from ``runs`` (newest first).
+    """
+    report = state.report
+    summary = report.summary if report is not None else None
+    verdict = state.verdict
+    history: JobHistory | None = state.history
+    drift: list[DriftSignal] = []
+    current = reference = 0
+    if history is not None and history.drift is not None:
+        current, reference = history.drift.current_runs, history.drift.reference_runs
+        complete = [r for r in runs if r.outcome == "complete"]
+        now, before = complete[:current], complete[current : current + reference]
+        for name, check in history.drift.checks.items():
+            metric = DRIFT_METRIC.get(name, name)
+            drift.append(
+                DriftSignal(
+                    name,
+                    check.significant,
+                    check.shift,
+                    before=_mean(before, metric) if len(before) == reference else None,
+                    after=_mean(now, metric) if len(now) == current else None,
+                )
+            )
+    return JobSignals(
+        outcome=state.outcome,
+        scored_cases=summary.scored_count if summary is not None else 0,
+        error_ratio=summary.error_rate if summary is not None else None,
+        gate_passing=verdict.passing if verdict is not None else None,
+        gate_failing=tuple(sorted(n for n, failing in verdict.rules_failing.items() if failing))
+        if verdict is not None
+        else (),
+        drift=drift,
+        drift_current_runs=current,
+        drift_reference_runs=reference,
+        newly_failing=len(history.listed(Stability.NEWLY_FAILING)) if history is not None else 0,
+    )
 
 
 def _html(body: str, status: int = 200) -> web.Response:
@@ -103,8 +155,11 @@ class StatusPages:
             return state.runs(*state.labels, limit=60)
 
     def _state(self, runner: JobRunner) -> JobState:
+        """The one seam between the daemon's job and the pages: everything a view reads."""
         published = runner.state  # one snapshot: every field below from the same run
         verdict = published.verdict
+        history = published.history
+        runs = self._runs(published)
         job = runner.job
         schedule = (
             f"cron {job.cron}"
@@ -124,8 +179,12 @@ class StatusPages:
             )
             if verdict is not None
             else (),
-            runs=self._runs(published),
+            runs=runs,
             schedule=schedule,
+            signals=job_signals(published, runs),
+            newly_failing=history.listed(Stability.NEWLY_FAILING) if history is not None else (),
+            recovered=history.listed(Stability.RECOVERED) if history is not None else (),
+            flaky=history.listed(Stability.FLAKY) if history is not None else (),
         )
 
     def render_status(self) -> str:
@@ -181,7 +240,27 @@ class StatusPages:
     async def case(self, request: web.Request) -> web.Response:
         q = request.query
         target, dataset, case_id = q.get("target"), q.get("dataset"), q.get("id")
-        if not (target and dataset and case_id):
-            return _html(self.renderer.not_found("pass ?target=..&dataset=..&id=.."), 400)
+        if not case_id:
+            return _html(
+                self.renderer.bad_request("pass ?id=CASE (and ?target=..&dataset=..)"), 400
+            )
+        too_long = [n for n in ("target", "dataset", "id") if len(q.get(n, "")) > MAX_PARAM_CHARS]
+        if too_long:
+            return _html(
+                self.renderer.bad_request(
+                    f"{', '.join(too_long)}: at most {MAX_PARAM_CHARS} characters"
+                ),
+                400,
+            )
+        if not (target and dataset):
+            labels = [r.labels for r in self._jobs()]
+            if len(labels) != 1 or target or dataset:
+                return _html(
+                    self.renderer.bad_request(
+                        f"pass ?target=..&dataset=.. (the daemon runs {len(labels)} jobs)"
+                    ),
+                    400,
+                )
+            target, dataset = labels[0]
         status, body = await asyncio.to_thread(self.render_case, target, dataset, case_id)
         return _html(body, status)

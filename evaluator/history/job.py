@@ -14,7 +14,7 @@ from evaluator.history.stability import (
     class_counts,
     stabilities,
 )
-from evaluator.history.store import RunRow, windows_of
+from evaluator.history.store import RUN_METRICS, RunRow, windows_of
 from evaluator.report import RunReport
 
 __all__ = ["JobHistory", "job_history", "run_row"]
@@ -68,15 +68,8 @@ def run_row(report: RunReport, outcome: str) -> tuple[RunRow, dict[str, CaseOutc
     """What history keeps of a report: the run's row and each case's outcome."""
     finished = report.generated_at.timestamp()
     summary = report.summary
-    metrics = {
-        "recall_at_k": summary.get("recall_at_k"),
-        "mrr": summary.get("mrr"),
-        "ndcg_at_k": summary.get("ndcg_at_k"),
-        "citation_precision": summary.get("citation_precision"),
-        "answer_accuracy": summary.get("answer_accuracy"),
-        "error_rate": summary.error_rate,
-        "p95_seconds": summary.p95_seconds,
-    }
+    # the store's columns name the values kept (one list: RUN_METRICS)
+    metrics = {name: summary.get(name) for name in RUN_METRICS}
     row = RunRow(
         run_id=report.run_id,
         finished_at=finished,

@@ -75,5 +75,8 @@ class PageRenderer:
     def report(self, view: ReportView) -> str:
         return self._render("report.html.j2", title=view.title, r=view)
 
+    def bad_request(self, message: str) -> str:
+        return self._render("error.html.j2", title="bad request", message=message)
+
     def not_found(self, message: str) -> str:
         return self._render("error.html.j2", title="not found", message=message)

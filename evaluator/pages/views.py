@@ -13,7 +13,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from evaluator.metrics import METRICS
 from evaluator.models import CaseError, CaseRecord, Citation
+from evaluator.pages.health import DRIFT_METRIC, Health, JobSignals, job_health
 from evaluator.pages.highlight import Segment, segments
 from evaluator.pages.trend import TREND_METRICS, RunRow, Sparkline, sparkline
 from evaluator.redaction import redactor
@@ -53,9 +55,13 @@ WORST_ON_STATUS = 5
 SUSPECT_SHOWN = 20
 #: runs drawn in a trend line
 TREND_RUNS = 60
+#: newly failing, recovered and flaky cases linked per job (all are counted)
+CHANGED_SHOWN = 20
 
-#: metrics where lower is better (a rise is a regression)
-LOWER_IS_BETTER = frozenset({"false_refusal_rate", "error_rate", "p50_seconds", "p95_seconds"})
+#: metrics where lower is better (a rise is a regression), from the registry
+LOWER_IS_BETTER = frozenset(s.name for s in METRICS if s.lower_is_better)
+#: each metric's unit, from the registry: how its numbers are written
+_UNIT = {s.name: s.unit for s in METRICS}
 #: quality rows on summaries: the ratios, then errors and latency
 SUMMARY_METRICS: tuple[str, ...] = (*QUALITY_METRICS, "error_rate", "p50_seconds", "p95_seconds")
 
@@ -93,7 +99,7 @@ class CaseOutcomeRow(Protocol):
 def fmt_value(metric: str, value: float | None) -> str:
     if value is None:
         return "n/a"
-    if metric.endswith("_seconds"):
+    if _UNIT.get(metric) == "seconds":
         return fmt_seconds(value)
     return f"{value:.4f}"
 
@@ -122,7 +128,7 @@ def fmt_age(seconds: float) -> str:
 def fmt_diff(metric: str, diff: float | None) -> str:
     if diff is None:
         return ""
-    if metric.endswith("_seconds"):
+    if _UNIT.get(metric) == "seconds":
         return ("+" if diff >= 0 else "-") + fmt_seconds(abs(diff))
     return f"{diff:+.4f}"
 
@@ -251,26 +257,25 @@ def _citation_label(citation: Citation) -> str:
     return f"[{citation}]" if isinstance(citation, int) else str(citation)
 
 
+#: the per-case scores shown, from the registry (each metric's CaseScores field, once), then
+#: the citation check, which is no metric of its own
+_CASE_SCORES: tuple[str, ...] = (
+    *dict.fromkeys(s.score for s in METRICS if s.score is not None),
+    "citation_valid",
+)
+
+
 def _scores(record: CaseRecord) -> list[tuple[str, str]]:
     s = record.scores
     if s is None:
         return []
     out: list[tuple[str, str]] = []
-    for name in (
-        "recall_at_k",
-        "mrr",
-        "ndcg_at_k",
-        "citation_precision",
-        "citation_recall",
-        "fact_recall",
-    ):
-        value = getattr(s, name)
-        if value is not None:
-            out.append((name, f"{value:.2f}"))
-    for name in ("answer_correct", "refused", "citation_valid"):
-        value = getattr(s, name)
-        if value is not None:
+    for name in _CASE_SCORES:
+        value = getattr(s, name, None)
+        if isinstance(value, bool):
             out.append((name, "yes" if value else "no"))
+        elif isinstance(value, int | float):
+            out.append((name, f"{value:.2f}"))
     return out
 
 
@@ -451,6 +456,21 @@ class JobState:
     gate_failing: tuple[str, ...] = ()
     runs: Sequence[RunRow] = ()
     schedule: str = ""
+    #: what the health reads (None: computed from the fields above, without history)
+    signals: JobSignals | None = None
+    #: case ids by history class, from the latest history verdict
+    newly_failing: Sequence[str] = ()
+    recovered: Sequence[str] = ()
+    flaky: Sequence[str] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ChangedCases:
+    """One class of changed cases: how many, and the first :data:`CHANGED_SHOWN` linked."""
+
+    label: str
+    total: int
+    cases: list[tuple[str, str]]  # (case id, href)
 
 
 @dataclass(frozen=True, slots=True)
@@ -484,6 +504,88 @@ class JobView:
     worst: list[WorstRow]
     audit: AuditView | None
     report_href: str
+    health: Health = field(default_factory=lambda: job_health(JobSignals(outcome=None)))
+    changed: list[ChangedCases] = field(default_factory=list)
+    #: the last run is not complete: what /metrics still exports (the last complete run's)
+    exported: ExportedNote | None = None
+    #: the history's drift verdict per check, and its window in words
+    drift: list[DriftRow] = field(default_factory=list)
+    drift_window: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class DriftRow:
+    check: str
+    metric: str
+    before: str
+    after: str
+    shift: str
+    significant: bool
+
+
+def drift_rows(signals: JobSignals) -> tuple[list[DriftRow], str]:
+    """Each drift check with its levels, and the window (current runs against the ones
+    before them) the test compared."""
+    rows = [
+        DriftRow(
+            d.check,
+            DRIFT_METRIC.get(d.check, d.check),
+            fmt_value("", d.before),
+            fmt_value("", d.after),
+            f"{d.shift:+.3f}" if d.shift is not None else "n/a",
+            d.significant,
+        )
+        for d in signals.drift
+    ]
+    window = (
+        f"the last {signals.drift_current_runs} complete runs against the "
+        f"{signals.drift_reference_runs} before them"
+        if rows
+        else ""
+    )
+    return rows, window
+
+
+@dataclass(frozen=True, slots=True)
+class ExportedNote:
+    """Where the page's figures (the last run's) differ from what ``/metrics`` exports."""
+
+    age: str
+    #: (metric, this run's value, the exported value)
+    rows: list[tuple[str, str, str]]
+
+
+def exported_note(state: JobState, now: float) -> ExportedNote | None:
+    """The quality gauges keep the last complete run's values (docs/daemon.md): after an
+    incomplete run the page says so and shows both, from the trend source's run rows."""
+    if state.report is None or state.outcome == "complete":
+        return None
+    complete = next((r for r in state.runs if r.outcome == "complete"), None)
+    if complete is None:
+        return ExportedNote("no complete run yet", [])
+    summary = state.report.summary
+    rows = [
+        (m, fmt_value(m, summary.get(m)), fmt_value(m, complete.metrics.get(m)))
+        for m in TREND_METRICS
+        # the quality ratio gauges hold; error ratio and latency follow every run
+        if _UNIT.get(m) == "ratio" and m != "error_rate" and complete.metrics.get(m) is not None
+    ]
+    return ExportedNote(fmt_age(now - complete.finished_at), rows)
+
+
+def signals_of(state: JobState) -> JobSignals:
+    """The health's inputs from what the state holds (history's, when the daemon has one)."""
+    if state.signals is not None:
+        return state.signals
+    summary = state.report.summary if state.report is not None else None
+    return JobSignals(
+        outcome=state.outcome,
+        scored_cases=summary.scored_count if summary is not None else 0,
+        error_ratio=summary.error_rate if summary is not None else None,
+        gate_passing=state.gate_passing,
+        gate_failing=state.gate_failing,
+        newly_failing=len(state.newly_failing),
+    )
 
 
 def trend_views(runs: Sequence[RunRow]) -> list[TrendView]:
@@ -491,7 +593,7 @@ def trend_views(runs: Sequence[RunRow]) -> list[TrendView]:
     out = []
     for metric in TREND_METRICS:
         values = [r.metrics.get(metric) for r in ordered]
-        ratio = not metric.endswith("_seconds")
+        ratio = _UNIT.get(metric) == "ratio"
         # ratios on 0..1 so a flat 0.9 is no cliff; error rates and seconds on their own range
         bounded = ratio and metric != "error_rate"
         line = sparkline(values, floor=0.0 if ratio else None, ceiling=1.0 if bounded else None)
@@ -527,6 +629,8 @@ def job_view(
     def href(case_id: str) -> str:
         return case_href(state.target, state.dataset, case_id)
 
+    signals = signals_of(state)
+    drift = drift_rows(signals)
     worst = []
     if report is not None:
         for record in worst_cases(report.cases, WORST_ON_STATUS):
@@ -556,6 +660,19 @@ def job_view(
         worst=worst,
         audit=audit_view(report, href) if report is not None else None,
         report_href=report_href,
+        health=job_health(signals),
+        drift=drift[0],
+        drift_window=drift[1],
+        exported=exported_note(state, now),
+        changed=[
+            ChangedCases(label, len(ids), [(redact(i), href(i)) for i in ids[:CHANGED_SHOWN]])
+            for label, ids in (
+                ("newly failing", state.newly_failing),
+                ("recovered", state.recovered),
+                ("flaky", state.flaky),
+            )
+            if ids
+        ],
     )
 
 

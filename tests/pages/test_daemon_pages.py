@@ -23,12 +23,14 @@ def test_the_status_page_shows_every_job_with_its_last_run(daemon: RunningDaemon
     assert response is not None and 200 == response.status
     sections = page.locator("section.job")
     assert 3 == sections.count()
-    headings = [sections.nth(i).locator("h2").inner_text() for i in range(3)]
-    assert ["reference / rag_cases", "reference / example", "hostile / hostile"] == [
-        h.rsplit(" ", 1)[0] for h in headings
-    ]
+    headings = [sections.nth(i).locator("h2 .job-name").inner_text() for i in range(3)]
+    assert ["reference / rag_cases", "reference / example", "hostile / hostile"] == headings
     rag = sections.nth(0)
-    assert "complete" in rag.locator("h2 .badge").inner_text()
+    assert "complete" in rag.locator("dl.kv .badge").first.inner_text()
+    # healthy: nothing changed (no gate, no history verdict, a complete run), said in words
+    assert "green" == rag.get_attribute("data-state")
+    assert "green" == rag.locator("h2 .badge").inner_text()
+    assert "no change against the baseline or history" == rag.locator("p.reason").inner_text()
     assert "138 · 138 scored · 0 failed" in rag.locator("dl.kv").inner_text()
     # one trend line per main metric, drawn as inline SVG
     assert rag.locator(".trend svg polyline").count() >= 4
@@ -126,3 +128,17 @@ def test_pages_forbid_scripts_and_unknown_cases_are_404(daemon: RunningDaemon) -
     assert "text/html; charset=utf-8" == page.headers["content-type"]
     assert (404, 400) == (missing.status_code, bare.status_code)
     assert "no such case in the last run" in missing.text
+    assert "<h1>Not found</h1>" in missing.text
+
+
+def test_case_query_parameters_are_validated_with_clear_400s(daemon: RunningDaemon) -> None:
+    with httpx.Client(base_url=daemon.url, timeout=5) as http:
+        no_job = http.get("/case", params={"id": "zh-refund-deadline"})
+        long_id = http.get(
+            "/case", params={"target": "reference", "dataset": "rag_cases", "id": "x" * 1001}
+        )
+
+    assert (400, 400) == (no_job.status_code, long_id.status_code)
+    assert "pass ?target=..&amp;dataset=.. (the daemon runs 3 jobs)" in no_job.text
+    assert "id: at most 1000 characters" in long_id.text
+    assert "<h1>Bad request</h1>" in long_id.text

@@ -191,3 +191,13 @@ def test_a_status_page_of_many_jobs_is_bounded_and_draws_trends() -> None:
     assert f"showing {JOBS_SHOWN} of {JOBS_SHOWN + 50} jobs" in html
     assert views[0].trends[0].metric == "mrr" and views[0].trends[0].last == "0.5000"
     assert "10 s ago" == views[0].age
+
+
+def test_the_pages_read_direction_and_unit_from_the_registry() -> None:
+    """A metric's registry entry decides which way is worse and how its numbers read."""
+    from evaluator.metrics import METRICS
+    from evaluator.pages.views import LOWER_IS_BETTER, fmt_value
+
+    assert {s.name for s in METRICS if s.lower_is_better} == LOWER_IS_BETTER
+    assert "250.0ms" == fmt_value("p95_ttft_seconds", 0.25)  # seconds by unit, no name guess
+    assert "0.2500" == fmt_value("cost_per_case", 0.25)
