@@ -91,7 +91,8 @@ def test_the_thresholds_are_the_shipped_alerts_thresholds() -> None:
         f"rag_eval_error_ratio > {ERROR_RATIO_ALERT:g}"
         == alerts["RagEvalErrorRatioHigh"]["expr"].strip()
     )
-    assert "rag_eval_gate_passing == 0" == alerts["RagEvalGateFailing"]["expr"].strip()
+    gate_expr = alerts["RagEvalGateFailing"]["expr"].strip()
+    assert 'rag_eval_gate_passing{job="rag-evaluator"} == 0' == gate_expr
     for alert, check in DRIFT_ALERTS.items():
         expr = " ".join(alerts[alert]["expr"].split())
         assert f'rag_eval_drift_significant{{check="{check}"}}) == 1' in expr
