@@ -25,6 +25,7 @@ from typing import Any, Literal
 from jmespath.exceptions import JMESPathError
 from jmespath.parser import ParsedResult
 
+from evaluator import border
 from evaluator.errors import BadResponseError, StreamInterruptedError
 
 __all__ = ["StreamAssembler", "StreamSpec", "frame_events"]
@@ -155,7 +156,7 @@ class StreamAssembler:
             return
         self.events += 1
         try:
-            event = json.loads(payload)
+            event = border.loads(payload)
         except (ValueError, RecursionError) as exc:
             shown = " ".join(payload.split())[:80]
             raise BadResponseError(
