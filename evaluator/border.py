@@ -30,6 +30,7 @@ __all__ = [
     "loads",
     "number",
     "printable",
+    "header_problem",
     "surrogates_replaced",
     "text",
     "value",
@@ -199,3 +200,23 @@ def printable(s: str) -> str:
 
 def _escape(match: re.Match[str]) -> str:
     return json.dumps(match.group())[1:-1] if match.group() in "\n\r" else repr(match.group())[1:-1]
+
+
+# RFC 9110 token characters: what a field name may hold
+_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+# a field value: visible characters, spaces and tabs (obs-text allowed), no CR, LF or NUL
+_FIELD_VALUE_BAD = re.compile("[\x00-\x08\x0a-\x1f\x7f]")
+
+
+def header_problem(name: str, value: str) -> str | None:
+    """Why a request header cannot be sent as configured (after ``${ENV}`` expansion), or
+    None. The reason never quotes the value: it may be a secret."""
+    if not _TOKEN.fullmatch(name):
+        return "the header name is not an HTTP token (no spaces, separators or controls)"
+    bad = _FIELD_VALUE_BAD.search(value)
+    if bad is not None:
+        return (
+            f"the value holds the control character {bad.group()!r} at offset {bad.start()} "
+            "(CR, LF and other controls cannot be sent in a header)"
+        )
+    return None
