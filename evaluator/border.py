@@ -27,10 +27,10 @@ import msgspec
 
 __all__ = [
     "MAX_JSON_DEPTH",
+    "header_problem",
     "loads",
     "number",
     "printable",
-    "header_problem",
     "surrogates_replaced",
     "text",
     "value",

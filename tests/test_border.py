@@ -55,7 +55,7 @@ def test_invalid_json_is_a_value_error() -> None:
 def test_numbers_finite_and_in_range() -> None:
     assert border.number(12, "usage.output_tokens") == 12.0
     for bad in (1e308, float("nan"), float("inf"), -1, 10**400, True, "3"):
-        with pytest.raises(ValueError, match="usage.output_tokens"):
+        with pytest.raises(ValueError, match=r"usage\.output_tokens"):
             border.number(bad, "usage.output_tokens")
 
 

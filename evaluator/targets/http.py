@@ -36,7 +36,6 @@ import contextlib
 import dataclasses
 import email.utils
 import functools
-import json
 import math
 import ssl
 import threading
