@@ -13,24 +13,31 @@ read back or an expanded setting says is made safe to hold here, before anything
 - **JSON** (:func:`loads`): nesting is bounded on every path (a :class:`ValueError`, never a
   ``RecursionError`` reaching a caller), and every string of the value passes :func:`value`.
 
-Pure functions of their arguments but for one process-wide counter; no I/O.
+Pure functions of their arguments but for one process-wide counter and :func:`read_file`
+(inputs named on the command line or in the config: regular files within a size cap).
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import math
+import os
 import re
+import stat
 import threading
 
 import msgspec
 
 __all__ = [
+    "MAX_INPUT_BYTES",
     "MAX_JSON_DEPTH",
+    "MAX_SETTINGS_BYTES",
     "header_problem",
     "loads",
     "number",
     "printable",
+    "read_file",
     "surrogates_replaced",
     "text",
     "value",
@@ -220,3 +227,35 @@ def header_problem(name: str, value: str) -> str | None:
             "(CR, LF and other controls cannot be sent in a header)"
         )
     return None
+
+
+#: most bytes read of a golden set or report given on the command line or in the config
+MAX_INPUT_BYTES = 1 << 30
+#: most bytes read of a configuration or gates file
+MAX_SETTINGS_BYTES = 16 << 20
+
+
+def read_file(path: str | os.PathLike[str], max_bytes: int = MAX_INPUT_BYTES) -> bytes:
+    """A file's bytes, only from a regular file of at most ``max_bytes`` (the border's one
+    piece of I/O: a FIFO in a golden set's place blocked the reader forever, ``/dev/zero``
+    read gigabytes).
+
+    Opened without blocking (a FIFO's open waits for a writer), checked, then read.
+
+    Raises:
+        OSError: unreadable, not a regular file, or larger than ``max_bytes`` (``strerror``
+            says which).
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path)
+        if not stat.S_ISREG(st.st_mode):
+            raise OSError(errno.EINVAL, "not a regular file (a FIFO, device or socket)", path)
+        if st.st_size > max_bytes:
+            raise OSError(errno.EFBIG, f"larger than {max_bytes} bytes", path)
+        data = f.read(max_bytes + 1)
+    if len(data) > max_bytes:  # it grew while being read
+        raise OSError(errno.EFBIG, f"larger than {max_bytes} bytes", path)
+    return data

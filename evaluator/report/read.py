@@ -34,13 +34,13 @@ from datetime import datetime
 from functools import partial
 from itertools import compress, count, repeat
 from operator import attrgetter, is_
-from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Annotated, Any, get_args, get_type_hints
 
 import msgspec
 from msgspec import Meta, Struct
 
+from evaluator import border
 from evaluator.errors import ReportError
 from evaluator.gcpause import without_gc
 from evaluator.models import DELIVERY_FIELDS, Case, CaseError, CaseRecord, CaseScores, Outcome
@@ -703,6 +703,6 @@ def read_columns(path: str | os.PathLike[str]) -> ReportColumns:
 
 def _read(path: str | os.PathLike[str]) -> bytes:
     try:
-        return Path(path).read_bytes()
+        return border.read_file(path)
     except OSError as exc:
         raise ReportError(f"{path}: cannot read report: {exc.strerror or exc}") from exc
