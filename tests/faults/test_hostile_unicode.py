@@ -1,4 +1,5 @@
-"""A lone UTF-16 surrogate in an answer cannot silence a job.
+"""A lone UTF-16 surrogate in an answer, or a FIFO in the golden set's place, cannot silence
+or freeze a job.
 
 A JavaScript service that cuts a string inside an emoji sends ``"\\ud83d"`` without its pair:
 legal JSON, but not a string UTF-8 can encode. A real ``evaluator serve`` runs every 0.3 s
@@ -78,3 +79,30 @@ def test_lone_surrogates_do_not_stop_reports_or_run_counts(tmp_path: Path) -> No
             assert case["error"] is None, case["error"]
             assert "\ufffd" in case["answer"]
     assert not any(e.get("level") == "error" for e in result.logs), result.logs[-5:]
+
+
+def test_a_fifo_in_the_golden_sets_place_cannot_freeze_the_daemon(tmp_path: Path) -> None:
+    import os
+
+    reports = tmp_path / "reports"
+    with HostileEndpoint("good") as endpoint:
+        config = _config(tmp_path, endpoint.url)
+        with DaemonProcess(["--config", str(config)], workdir=tmp_path) as daemon:
+            daemon.wait_ready()
+            daemon.wait_for_log(lambda e: e["event"] == "run", timeout=30)
+            golden = tmp_path / "golden.jsonl"
+            golden.unlink()
+            os.mkfifo(golden)  # nobody writes: a blocking open would wait for ever
+            daemon.wait_for_log(lambda e: e["event"] == "dataset_reload_failed", timeout=30)
+            before = len(list(reports.rglob("2*.json")))
+            deadline = time.monotonic() + 30
+            worst = 0.0
+            while len(list(reports.rglob("2*.json"))) < before + 2:
+                assert time.monotonic() < deadline, "the job stopped after the FIFO"
+                started = time.monotonic()
+                assert daemon.get("/healthz").status_code == 200
+                worst = max(worst, time.monotonic() - started)
+                time.sleep(0.2)
+            result = daemon.stop()
+    assert worst <= HEALTHZ_BOUND, f"/healthz took {worst:.3f} s"
+    assert result.returncode == 0
