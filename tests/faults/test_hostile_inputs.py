@@ -19,9 +19,7 @@ EXAMPLES = Path(__file__).parents[2] / "docs/examples"
 
 @pytest.mark.parametrize("kind", ["fifo", "device"])
 @pytest.mark.parametrize("command", ["gate-candidate", "gate-rules", "validate", "check"])
-def test_fifo_or_device_input_is_refused_naming_it(
-    tmp_path: Path, kind: str, command: str
-) -> None:
+def test_fifo_or_device_input_is_refused_naming_it(tmp_path: Path, kind: str, command: str) -> None:
     if kind == "fifo":
         bad = tmp_path / "input"
         os.mkfifo(bad)  # nobody ever writes: a reader that opens it blocks for ever
