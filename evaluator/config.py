@@ -44,6 +44,7 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
+from evaluator import border
 from evaluator.bounds import DEFAULT_TEXT_CHARS, RecordLimits
 from evaluator.config_sources import DEFAULT_CONFIG_PATH, ENV_PREFIX
 from evaluator.errors import ConfigError
@@ -1078,7 +1079,8 @@ def load_settings(
     if path is not None:
         source = str(path)
         try:
-            file_data = tomllib.loads(path.read_text(encoding="utf-8"))
+            text = border.read_file(path, border.MAX_SETTINGS_BYTES).decode("utf-8")
+            file_data = tomllib.loads(text)
         except (OSError, UnicodeDecodeError) as exc:
             raise ConfigError(f"cannot read config file {path}: {exc}") from exc
         except tomllib.TOMLDecodeError as exc:

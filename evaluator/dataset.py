@@ -34,6 +34,7 @@ from typing import TypeGuard, TypeVar, cast
 import msgspec
 from msgspec import UNSET, UnsetType
 
+from evaluator import border
 from evaluator.errors import DatasetError, DatasetProblem
 from evaluator.models import Case, Dataset
 
@@ -97,7 +98,7 @@ def load_dataset(path: str | os.PathLike[str]) -> Dataset:
     """
     name = os.fspath(path)
     try:
-        data = Path(name).read_bytes()
+        data = border.read_file(name)
     except OSError as exc:
         reason = exc.strerror or str(exc)
         message = f"cannot read the golden set: {reason}"

@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from evaluator import border
 from evaluator.dataset import KNOWN_FIELDS, check_files, load_dataset, parse_dataset
 from evaluator.errors import DatasetError, DatasetProblem
 from evaluator.models import Case
@@ -381,10 +382,10 @@ class TestLoadDataset:
         path = tmp_path / "secret.jsonl"
         path.write_bytes(line(id="a", question="q", relevant_ids=["d"]))
 
-        def deny(self: Path) -> bytes:
-            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(self))
+        def deny(name: str, *_: object) -> bytes:
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), name)
 
-        monkeypatch.setattr(Path, "read_bytes", deny)  # chmod does not stop root
+        monkeypatch.setattr(border, "read_file", deny)  # chmod does not stop root
 
         with pytest.raises(DatasetError) as caught:
             load_dataset(str(path))

@@ -22,6 +22,7 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.core import Metric
 from prometheus_client.registry import Collector
 
+from evaluator import border
 from evaluator._version import __version__
 from evaluator.daemon.exposition import (
     Cell,
@@ -508,6 +509,11 @@ class Metrics:
             "Steps of publishing a run that failed, by step (report, gate, metrics, history);"
             " the run is counted all the same",
         )
+        surrogates = Family(
+            "rag_eval_text_replaced_surrogates",
+            "counter",
+            "Lone UTF-16 surrogates from outside replaced by U+FFFD (evaluator.border)",
+        )
         self._gauges = [Family(spec.name, "gauge", spec.help) for spec in _JOB_GAUGES]
         self._info = Family(
             "rag_eval_job",
@@ -530,6 +536,7 @@ class Metrics:
                 last_reload_at,
                 self._history_errors,
                 self._publish_errors,
+                surrogates,
                 *self._gauges,
                 self._info,
             ]
@@ -542,7 +549,11 @@ class Metrics:
         self._last_reload_ok.set([((), 1.0)])
         self._last_reload_at = GaugeCell(last_reload_at, {})
         self._last_reload_at.set([((), time.time())])
+        self._surrogates = CounterCell(surrogates, {})
+        self._surrogates.create()
+        self._surrogates_seen = border.surrogates_replaced()
         for family, cell in (
+            (surrogates, self._surrogates),
             (config_reloads, self._config_reloads),
             (last_reload_ok, self._last_reload_ok),
             (last_reload_at, self._last_reload_at),
@@ -650,6 +661,11 @@ class Metrics:
         outcome = record.outcome
         if isinstance(outcome, CaseError):
             job.case_errors.inc([outcome.kind])
+        # the border counts process-wide, off the metrics' lock; carried over once per case
+        replaced = border.surrogates_replaced()
+        if replaced != self._surrogates_seen:
+            self._surrogates.inc(amount=replaced - self._surrogates_seen)
+            self._surrogates_seen = replaced
 
     @_changes
     def run_finished(

@@ -188,10 +188,10 @@ class CounterCell(Cell):
             self._prefixes[key] = f"{self.family.sample_name}{_label_text(labels.items())} "
             self.changed()
 
-    def inc(self, extra: Sequence[str] = ()) -> None:
+    def inc(self, extra: Sequence[str] = (), amount: float = 1.0) -> None:
         key = tuple(extra)
         self.create(key)
-        self._values[key] += 1.0
+        self._values[key] += amount
         self.changed()
 
     def value(self, extra: Sequence[str] = ()) -> float | None:

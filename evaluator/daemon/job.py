@@ -13,6 +13,7 @@ from typing import Any
 
 import structlog
 
+from evaluator import border
 from evaluator.bounds import cut
 from evaluator.config import JobConfig, Settings
 from evaluator.daemon.baseline import BaselineGate
@@ -119,7 +120,8 @@ class JobRunner:
         self._signature = signature
         path = self.job.dataset
         try:
-            data = Path(path).read_bytes()
+            # a regular file within its cap only: a FIFO in its place froze the daemon
+            data = border.read_file(path)
             fresh = parse_dataset(data, str(path))
         except (OSError, DatasetError) as exc:
             problems = (

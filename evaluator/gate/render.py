@@ -15,6 +15,7 @@ from typing import Any
 
 import msgspec
 
+from evaluator.border import printable
 from evaluator.errors import ExitCode
 from evaluator.gate.compare import CaseChange
 from evaluator.gate.rules import RuleResult, format_difference, format_value
@@ -50,7 +51,7 @@ class GateSources:
 
 
 def _ids(ids: Sequence[str], limit: int = _ID_LIMIT) -> str:
-    shown = ", ".join(ids[:limit])
+    shown = ", ".join(map(printable, ids[:limit]))
     return shown + (f" and {len(ids) - limit} more" if len(ids) > limit else "")
 
 
@@ -96,7 +97,7 @@ def _repeat_lines(result: GateResult) -> list[str]:
         lines.append(f"  candidate: {hats}")
     status = "FAIL" if rv.regressed else "pass"
     names = ", ".join(
-        f"{r.id} ({r.baseline_passes}/{r.baseline_runs} -> "
+        f"{printable(r.id)} ({r.baseline_passes}/{r.baseline_runs} -> "
         f"{r.candidate_passes}/{r.candidate_runs}, p {r.p_value:.3g})"
         for r in rv.regressed[:_ID_LIMIT]
     )
@@ -131,8 +132,8 @@ def _mode(result: GateResult) -> str:
 
 def _describe(report: RunReport) -> str:
     return (
-        f"{report.dataset}, target {report.target}, K={report.k}, "
-        f"{report.case_count} cases, run {report.run_id}"
+        f"{printable(report.dataset)}, target {printable(report.target)}, K={report.k}, "
+        f"{report.case_count} cases, run {printable(report.run_id)}"
     )
 
 
@@ -149,12 +150,13 @@ def _ordered(result: GateResult) -> list[RuleResult]:
 
 
 def _case_lines(change: CaseChange) -> list[str]:
-    relevant = ", ".join(change.relevant_ids) or "-"
-    before = ", ".join(change.baseline_ranked_ids[:5]) or "-"
-    after = ", ".join(change.candidate_ranked_ids[:5]) or "-"
+    # ids and questions come from outside: one terminal line each, whatever they hold
+    relevant = ", ".join(map(printable, change.relevant_ids)) or "-"
+    before = ", ".join(map(printable, change.baseline_ranked_ids[:5])) or "-"
+    after = ", ".join(map(printable, change.candidate_ranked_ids[:5])) or "-"
     return [
-        f"  {change.id}: {'; '.join(change.changes)}",
-        f"      q: {change.question}",
+        f"  {printable(change.id)}: {'; '.join(change.changes)}",
+        f"      q: {printable(change.question)}",
         f"      relevant: {relevant}  baseline: {before}  candidate: {after}",
     ]
 

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, cast
 
+from evaluator import border
 from evaluator.errors import ConfigError
 from evaluator.exact import fisher_drop_min_p, fisher_drop_p, tarone_threshold
 from evaluator.models import CaseRecord, CaseScores
@@ -76,7 +77,7 @@ def load_quarantine(rules_source: str) -> Quarantine:
     if not path.is_file():
         return Quarantine()
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        data = tomllib.loads(border.read_file(path, border.MAX_SETTINGS_BYTES).decode("utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"{rules_source}: cannot read gates file: {exc}") from exc
     return parse_quarantine(data, rules_source)

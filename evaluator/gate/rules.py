@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, get_args
 
+from evaluator import border
 from evaluator.errors import ConfigError
 from evaluator.metrics import FLOAT_TOLERANCE, METRICS
 from evaluator.summary import Summary
@@ -440,7 +441,7 @@ def load_rules(path: str | Path) -> tuple[Rule, ...]:
     """
     source = str(path)
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        text = border.read_file(path, border.MAX_SETTINGS_BYTES).decode("utf-8")
     except FileNotFoundError:
         raise ConfigError(f"{source}: gates file does not exist") from None
     except (OSError, UnicodeDecodeError) as exc:

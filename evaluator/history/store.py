@@ -62,6 +62,9 @@ RUN_METRICS: tuple[str, ...] = (
 #: A writer waits this long for a lock held by a reader before giving up (worker thread only).
 BUSY_TIMEOUT_MS = 2000
 
+#: what pruning the case table looks up (also created in stores written before it existed)
+_OUTCOMES_BY_CASE = 'CREATE INDEX IF NOT EXISTS outcomes_by_case ON outcomes ("case")'
+
 _DDL = (
     "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
     """CREATE TABLE IF NOT EXISTS jobs (
@@ -84,6 +87,7 @@ _DDL = (
         run INTEGER NOT NULL, "case" INTEGER NOT NULL, answer INTEGER, hit INTEGER,
         mrr REAL, ndcg_at_k REAL, error_kind TEXT, citation_precision REAL,
         PRIMARY KEY (run, "case")) WITHOUT ROWID""",
+    _OUTCOMES_BY_CASE,
 )
 
 
@@ -189,6 +193,7 @@ class HistoryStore:
 
     def _migrate(self, conn: sqlite3.Connection) -> None:
         if self._check_version(conn) == SCHEMA_VERSION:
+            conn.execute(_OUTCOMES_BY_CASE)
             return
         with conn:
             for statement in _DDL:
@@ -308,6 +313,13 @@ class HistoryStore:
             return
         conn.executemany("DELETE FROM outcomes WHERE run = ?", ((r,) for r in doomed))
         conn.executemany("DELETE FROM runs WHERE id = ?", ((r,) for r in doomed))
+        # and the ids no kept run mentions: a golden set whose ids change every run grew the
+        # table (and each write's read of it) without bound
+        conn.execute(
+            "DELETE FROM cases WHERE job = ? AND NOT EXISTS "
+            '(SELECT 1 FROM outcomes WHERE "case" = cases.id)',
+            (job,),
+        )
 
     # --- reading --------------------------------------------------------------------------
 

@@ -26,13 +26,13 @@ from collections.abc import Mapping
 from dataclasses import replace
 from datetime import datetime
 from operator import attrgetter
-from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Annotated, Any, get_args, get_type_hints
 
 import msgspec
 from msgspec import Meta, Struct
 
+from evaluator import border
 from evaluator.errors import ReportError
 from evaluator.models import Case, CaseError, CaseRecord, CaseScores, Outcome
 from evaluator.repeats import Repeats, repeats_from_dict
@@ -529,6 +529,6 @@ def read_report(path: str | os.PathLike[str], *, share: RunReport | None = None)
 
 def _read(path: str | os.PathLike[str]) -> bytes:
     try:
-        return Path(path).read_bytes()
+        return border.read_file(path)
     except OSError as exc:
         raise ReportError(f"{path}: cannot read report: {exc.strerror or exc}") from exc

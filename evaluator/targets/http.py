@@ -36,7 +36,6 @@ import contextlib
 import dataclasses
 import email.utils
 import functools
-import json
 import math
 import ssl
 import threading
@@ -51,6 +50,7 @@ import aiohttp
 import msgspec
 from aiohttp.http_exceptions import ContentLengthError, HttpProcessingError
 
+from evaluator import border
 from evaluator.errors import (
     BadResponseError,
     ResponseMemoryError,
@@ -706,25 +706,14 @@ async def _read_plain(content: aiohttp.StreamReader, cap: int) -> tuple[bytes, f
     return b"".join(chunks), received_at
 
 
-_msgspec_decode = msgspec.json.Decoder().decode
-
-
 def decode_json(content: bytes) -> object:
-    """``json.loads(content)``, decoded by msgspec in C when it can (a third of the time).
-
-    msgspec refuses a few things the standard library accepts (``NaN``, a lone surrogate,
-    a number beyond float range, a UTF-16 or BOM-prefixed body, nesting beyond its limit);
-    those bodies, like invalid ones, go to :func:`json.loads`, so a body means the same
-    whichever decoder read it and an invalid one fails with the standard library's message.
+    """A body's JSON through the border (:func:`evaluator.border.loads`): decoded by msgspec
+    in C when it can, its strings safe to hold, its nesting bounded.
 
     Raises:
-        ValueError: not JSON (:class:`json.JSONDecodeError`, or a UnicodeDecodeError).
-        RecursionError: nested too deep for :func:`json.loads` too.
+        ValueError: not JSON, or nested too deep.
     """
-    try:
-        return _msgspec_decode(content)
-    except (msgspec.MsgspecError, RecursionError):
-        return json.loads(content)
+    return border.loads(content)
 
 
 class _DefaultBody(msgspec.Struct):

@@ -39,6 +39,7 @@ from jmespath import visitor
 from jmespath.exceptions import JMESPathError
 from jmespath.parser import ParsedResult
 
+from evaluator import border
 from evaluator.errors import BadResponseError
 from evaluator.models import Citation, Retrieved, TargetResponse
 from evaluator.targets.markers import CitationMarkers
@@ -46,6 +47,10 @@ from evaluator.targets.markers import CitationMarkers
 __all__ = ["FIELDS", "ResponseMapper"]
 
 T = TypeVar("T")
+
+#: most tokens one response may report: beyond any real call, far from overflowing the cost
+#: and the run's sums (1e308 tokens stopped every run with an OverflowError)
+MAX_TOKENS = 1e12
 
 #: the fields a response mapping may set, in the order they are shown
 FIELDS = (
@@ -165,9 +170,14 @@ class ResponseMapper:
         value = self.search(field, body)
         if value is None:
             return None
-        number = _finite(value) if not isinstance(value, bool) else None
-        if number is None or number < 0 or not number.is_integer():
-            raise self._fail(field, f"gave {_kind_of(value)}, expected a count of tokens")
+        try:
+            number = border.number(value, field, high=MAX_TOKENS)
+        except ValueError:
+            number = None
+        if number is None or not number.is_integer():
+            raise self._fail(
+                field, f"gave {_kind_of(value)}, expected a count of tokens up to {MAX_TOKENS:g}"
+            )
         return int(number)
 
     def __contains__(self, field: str) -> bool:

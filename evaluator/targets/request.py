@@ -31,6 +31,7 @@ from urllib.parse import quote, urlsplit
 from pydantic import JsonValue, SecretStr
 from yarl import URL
 
+from evaluator import border
 from evaluator._version import __version__
 from evaluator.errors import ConfigError
 from evaluator.redaction import MASK, Redactor, derived_secrets, register_secrets
@@ -211,9 +212,13 @@ class RequestTemplate:
             for name, value in entries.items():
                 where = f"request.{section}.{name}"
                 if ENV_REFERENCE.search(value) or is_secret_name(name):
-                    secret.append((name, SecretStr(_resolve_env(value, where, env, found))))
+                    value = _resolve_env(value, where, env, found)
+                    secret.append((name, SecretStr(value)))
                 else:
                     plain.append((name, value))
+                problem = border.header_problem(name, value) if section == "headers" else None
+                if problem is not None:
+                    raise ConfigError(f"{where}: {problem}")
             return tuple(plain), tuple(secret)
 
         plain_params, secret_params = split(params or {}, "params")

@@ -31,6 +31,7 @@ from typing import Any, Literal
 from jmespath.exceptions import JMESPathError
 from jmespath.parser import ParsedResult
 
+from evaluator import border
 from evaluator.errors import BadResponseError, StreamInterruptedError
 
 __all__ = ["StreamAssembler", "StreamSpec", "frame_events"]
@@ -230,7 +231,7 @@ class StreamAssembler:
             return
         self.events += 1
         try:
-            event = json.loads(payload)
+            event = border.loads(payload)
         except (ValueError, RecursionError) as exc:
             if trailing:
                 # the cut data is not shown: half an event may hold half of a secret

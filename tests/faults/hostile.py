@@ -25,6 +25,7 @@ __all__ = [
     "MANY_IDS",
     "MARKER_ANSWERS",
     "STREAM_ATTACKS",
+    "SURROGATE_BODY",
     "HostileEndpoint",
     "MiB",
     "StreamAttack",
@@ -69,7 +70,10 @@ class HostileEndpoint(LoopbackServer):
     2 MiB answer, 2,000 ids of 1,000 characters, a 3 MB error for question ``q1``), and,
     one attack each, ``good`` (a well-behaved answer), ``stages`` (50 new stage names per
     response), ``error`` (a 3 MB error body for every case), ``large`` (the 2 MiB answer
-    and the 2,000 long ids), ``ids`` (:data:`MANY_IDS` short ids, within a 4 MiB cap).
+    and the 2,000 long ids), ``ids`` (:data:`MANY_IDS` short ids, within a 4 MiB cap),
+    ``surrogate`` (lone UTF-16 surrogates, escaped as JSON allows, in the answer, an id, a
+    citation, a text and a stage name: what a JavaScript service sends when it cuts a
+    string inside an emoji).
 
     The ``large`` and ``ids`` bodies are the same for every response: they are encoded once,
     so serving them costs this process (and the tests' pollers sharing its interpreter)
@@ -102,6 +106,8 @@ class HostileEndpoint(LoopbackServer):
             if mode not in self._encoded:
                 self._encoded[mode] = json.dumps(_static_body(mode)).encode()
             return web.Response(body=self._encoded[mode], content_type="application/json")
+        if mode == "surrogate":
+            return web.Response(body=SURROGATE_BODY, content_type="application/json")
         n = next(self._counter)
         data: dict[str, Any] = {
             "answer": "it is fact0",
@@ -143,6 +149,14 @@ class HostileEndpoint(LoopbackServer):
             "timings": {f"stage-{n}-{j}": 0.001 for j in range(5)},
         }
         return web.json_response(data)
+
+
+#: a legal JSON body whose strings hold lone surrogates (``\\ud83d`` without its pair)
+SURROGATE_BODY = (
+    b'{"answer": "it is fact0 \\ud83d", "retrieved": [{"id": "d0", "text": "ev \\udc00"},'
+    b' {"id": "d\\ud800"}], "citations": [1, "x\\udfff"],'
+    b' "timings": {"retrieve": 0.001, "gen\\ud83d": 0.002}}'
+)
 
 
 def _static_body(mode: str) -> dict[str, Any]:

@@ -44,6 +44,15 @@ BAD: list[tuple[str, str, str, str, dict[str, str], str]] = [
     ("env-http-key-on-callable", "", "", "", {"EVALUATOR_TARGETS": json.dumps(
         [{"name": "t", "callable": "json:dumps", "tls": {"verify": False}}])},
      "environment variable EVALUATOR_TARGETS (targets.0.tls): only for a 'url' target"),
+    # headers that cannot be sent: refused at start, not a retried `connect` on every case
+    ("header-value-crlf", 'request = { headers = { X-Trace = "a\\r\\nInjected: 1" } }', "", "",
+     {}, "request.headers.X-Trace"),
+    ("header-value-env-lf", 'request = { headers = { Authorization = "Bearer ${TOKEN}" } }', "",
+     "", {"TOKEN": "abc\n"}, "request.headers.Authorization"),
+    ("header-value-control", 'request = { headers = { X-A = "a\\u0007b" } }', "", "", {},
+     "request.headers.X-A"),
+    ("header-name-space", 'request = { headers = { "X Trace" = "1" } }', "", "", {},
+     "request.headers.X Trace"),
 ]  # fmt: skip
 
 
@@ -67,13 +76,18 @@ def _write(tmp_path: Path, target: str, job: str, top: str) -> Path:
     [case[1:] for case in BAD],
     ids=[case[0] for case in BAD],
 )
+@pytest.mark.parametrize("command", ["serve", "check"])
 def test_bad_setting_stops_serve_naming_the_field(
-    tmp_path: Path, target: str, job: str, top: str, env: dict[str, str], named: str
-) -> None:
+    tmp_path: Path, target: str, job: str, top: str, env: dict[str, str], named: str,
+    command: str,
+) -> None:  # fmt: skip
+    if command == "check" and not target.startswith("request = "):
+        pytest.skip("check is covered by tests/commands for the other settings")
     config = _write(tmp_path, target, job, top)
+    extra = ["--listen", "127.0.0.1:0"] if command == "serve" else []
     base = {k: v for k, v in os.environ.items() if not k.startswith("EVALUATOR_")}
     proc = subprocess.run(
-        [EVALUATOR, "serve", "--config", str(config), "--listen", "127.0.0.1:0"],
+        [EVALUATOR, command, "--config", str(config), *extra],
         capture_output=True,
         text=True,
         env={**base, **env},
@@ -81,6 +95,9 @@ def test_bad_setting_stops_serve_naming_the_field(
         check=False,
     )
     assert 1 == proc.returncode, proc.stdout[-2000:]
+    if command == "check":  # check lists every problem on stdout, then fails
+        assert named in proc.stdout and "internal error" not in proc.stdout + proc.stderr
+        return
     lines = proc.stderr.strip().splitlines()
     assert 1 == len(lines), proc.stderr
     assert lines[0].startswith("evaluator: error: "), lines[0]

@@ -1,4 +1,8 @@
-"""decode_json: msgspec's speed, json.loads' meaning, for every body a target may send."""
+"""decode_json: msgspec's speed, json.loads' meaning, for every body a target may send.
+
+The meaning is json.loads' with each lone surrogate replaced by U+FFFD (the border's
+:func:`evaluator.border.value`), and nesting bounded with a ValueError of its own.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from evaluator import border
 from evaluator.targets.http import decode_json
 
 # the bodies msgspec refuses but the standard library reads: each must mean the same
@@ -27,7 +32,7 @@ EDGE = [
     b' \n{"a": [1, 2.5, "x", true, null]}\t ',
 ]
 # not JSON for either: the error is the standard library's
-INVALID = [b"", b"{", b'{"a": 1} trailing', b"\xff\xfe\x00", b"[" * 100_000 + b"]" * 100_000]
+INVALID = [b"", b"{", b'{"a": 1} trailing', b"\xff\xfe\x00"]
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -47,7 +52,12 @@ def _same(a: Any, b: Any) -> bool:
 
 @pytest.mark.parametrize("body", EDGE)
 def test_edge_bodies_mean_what_json_loads_says(body: bytes) -> None:
-    assert _same(json.loads(body), decode_json(body))
+    assert _same(border.value(json.loads(body)), decode_json(body))
+
+
+def test_deep_nesting_is_a_value_error() -> None:
+    with pytest.raises(ValueError, match="nested deeper"):
+        decode_json(b"[" * 100_000 + b"]" * 100_000)
 
 
 @pytest.mark.parametrize("body", INVALID)
@@ -74,4 +84,4 @@ values = st.recursive(
 @given(value=values, ascii_only=st.booleans())
 def test_any_encoded_value_decodes_as_json_loads_does(value: Any, ascii_only: bool) -> None:
     body = json.dumps(value, ensure_ascii=ascii_only).encode("utf-8", "surrogatepass")
-    assert _same(json.loads(body), decode_json(body))
+    assert _same(border.value(json.loads(body)), decode_json(body))

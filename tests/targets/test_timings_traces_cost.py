@@ -147,8 +147,8 @@ class TestTraceparent:
 
 
 class TestCost:
-    def _report(self, price: float) -> Any:
-        body = {**GOOD_BODY, "usage": {"in": 100, "out": 20}}
+    def _report(self, price: float, usage: Any = None) -> Any:
+        body = {**GOOD_BODY, "usage": usage or {"in": 100, "out": 20}}
         with LoopbackServer(lambda _r: Reply(body=body)) as server:
             config = HttpTargetConfig(
                 url=server.url,
@@ -171,6 +171,15 @@ class TestCost:
         assert s.cost_total == pytest.approx(0.28) and s.cost_per_case == pytest.approx(0.14)
         data = report.summary.to_dict()
         assert data["cost_total"] == pytest.approx(0.28)
+
+    def test_absurd_usage_is_a_field_error_of_its_case(self) -> None:
+        # 1e308 is a finite integer: as a count it overflowed the cost and summary sums,
+        # an OverflowError that stopped every run
+        report = self._report(1.0, usage={"in": 1e308, "out": 10**30})
+        assert report.summary.error_count == len(report.cases)
+        for case in report.cases:
+            assert case.error is not None and case.error.kind == "bad_response"
+            assert "input_tokens" in case.error.message
 
     def test_a_cost_rule_fails_when_cost_doubles(self) -> None:
         baseline, candidate = self._report(1.0).summary, self._report(2.0).summary
