@@ -19,7 +19,7 @@ import structlog
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from evaluator.config import JobConfig, Settings
-from evaluator.judge.apply import with_calibration
+from evaluator.judge.apply import trust_problem, with_calibration
 from evaluator.judge.checks import JUDGED_METRICS
 from evaluator.judge.client import JudgeClient
 from evaluator.judge.drift import agreement_floors, rejudge_labelled
@@ -136,6 +136,8 @@ class DaemonJudge:
         self.cache = VerdictStore(reports_dir) if config.cache else None
         #: the latest judged report (the drift check re-judges its labelled cases)
         self.latest: RunReport | None = None
+        #: why the latest judged run is not to be trusted (the status page's amber), or None
+        self.problem: str | None = None
         for outcome in _OUTCOMES:  # every series from the start: rate() sees the first one
             metrics.calls.labels(*labels, outcome)
 
@@ -172,6 +174,7 @@ class DaemonJudge:
             log.error("judge_failed", job="/".join(self.labels), error=f"{type(exc).__name__}")
             return report
         judged = with_calibration(judged, self.reports_dir)
+        self.problem = trust_problem(judged)
         self._export(judged)
         judged_report = dataclasses.replace(report, judge=judged.to_dict())
         self.latest = judged_report

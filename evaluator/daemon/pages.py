@@ -76,7 +76,9 @@ def _mean(rows: Sequence[RunRow], metric: str) -> float | None:
     return sum(values) / len(values) if values else None
 
 
-def job_signals(state: PublishedState, runs: Sequence[RunRow]) -> JobSignals:
+def job_signals(
+    state: PublishedState, runs: Sequence[RunRow], judge_problem: str | None = None
+) -> JobSignals:
     """What the health reads of a job: its last run, gate verdict and history verdict.
 
     The drift's levels (``before`` / ``after``) are the check's run metric averaged over the
@@ -115,6 +117,7 @@ def job_signals(state: PublishedState, runs: Sequence[RunRow]) -> JobSignals:
         drift_current_runs=current,
         drift_reference_runs=reference,
         newly_failing=len(history.listed(Stability.NEWLY_FAILING)) if history is not None else 0,
+        judge_problem=judge_problem,
     )
 
 
@@ -181,7 +184,9 @@ class StatusPages:
             else (),
             runs=runs,
             schedule=schedule,
-            signals=job_signals(published, runs),
+            signals=job_signals(
+                published, runs, runner.judge.problem if runner.judge is not None else None
+            ),
             newly_failing=history.listed(Stability.NEWLY_FAILING) if history is not None else (),
             recovered=history.listed(Stability.RECOVERED) if history is not None else (),
             flaky=history.listed(Stability.FLAKY) if history is not None else (),

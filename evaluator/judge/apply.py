@@ -52,6 +52,19 @@ def with_calibration(judged: JudgedRun, folder: Path) -> JudgedRun:
     return dataclasses.replace(judged, calibration=str(path)) if path.is_file() else judged
 
 
+def trust_problem(judged: JudgedRun) -> str | None:
+    """Why this run's judged metrics are not to be trusted, in a short phrase, or None:
+    a canary was judged supported, or a check the run was judged on is not calibrated."""
+    if judged.compromised:
+        return "compromised (a canary answer was judged supported)"
+    calibrated: dict[str, bool] = {}
+    if judged.calibration is not None:
+        calibrated = dict(calibrated_checks(Path(judged.calibration)).get(judged.identity, {}))
+    checks = {spec.check for name in judged.metrics if (spec := judged_metric(name)) is not None}
+    missing = sorted(check for check in checks if not calibrated.get(check, False))
+    return f"uncalibrated for {', '.join(missing)}" if missing else None
+
+
 def format_judged(judged: JudgedRun) -> str:
     """The judged metrics and the judge's own health, for the terminal; a metric whose check
     the named calibration does not call calibrated says so."""

@@ -96,3 +96,42 @@ def test_the_daemon_judges_and_the_drift_gauge_moves(tmp_path: Path) -> None:
                 assert "rag_eval_judged_fact_recall{" in scraped
 
         run_bounded(body, timeout=30)
+
+
+def test_a_judge_fooled_by_a_canary_turns_the_status_page_amber(tmp_path: Path) -> None:
+    """The page's state reads the judge's health: a compromised judge is amber, with why."""
+    labels = tmp_path / "labels.jsonl"
+    _labels(labels)
+    with LoopbackServer(_REPLIES) as rag, LoopbackJudge("fooled") as judge:
+        settings = _settings(tmp_path, rag.url, judge.url, labels)
+
+        async def body() -> None:
+            async with running(settings) as daemon:
+                await until(lambda: daemon.jobs[0].judge.problem is not None)  # type: ignore[union-attr]
+                url = f"http://127.0.0.1:{daemon.http.port}/"
+                async with aiohttp.ClientSession() as session, session.get(url) as response:
+                    page = await response.text()
+                assert 'data-state="amber"' in page
+                assert "judge: compromised (a canary answer was judged supported)" in page
+
+        run_bounded(body, timeout=30)
+
+
+def test_an_uncalibrated_judge_is_named_on_the_status_page(tmp_path: Path) -> None:
+    """No stored calibration: every judged check is uncalibrated, and the page says which."""
+    labels = tmp_path / "labels.jsonl"
+    _labels(labels)
+    with LoopbackServer(_REPLIES) as rag, LoopbackJudge() as judge:
+        settings = _settings(tmp_path, rag.url, judge.url, labels)
+
+        async def body() -> None:
+            async with running(settings) as daemon:
+                await until(lambda: daemon.jobs[0].judge.problem is not None)  # type: ignore[union-attr]
+                problem = daemon.jobs[0].judge.problem  # type: ignore[union-attr]
+                assert problem is not None and problem.startswith("uncalibrated for ")
+                url = f"http://127.0.0.1:{daemon.http.port}/"
+                async with aiohttp.ClientSession() as session, session.get(url) as response:
+                    page = await response.text()
+                assert f"judge: {problem}" in page
+
+        run_bounded(body, timeout=30)
