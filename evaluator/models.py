@@ -144,11 +144,12 @@ class TargetResponse:
 
 @dataclass(frozen=True, slots=True)
 class CaseScores:
-    """Every per-case metric; each value lies in [0, 1]. None means "not scored for this case"."""
+    """Every per-case metric; each value lies in [0, 1]. None means "not scored for this case"
+    (retrieval of a target whose ids are not mapped, answer metrics without an answer)."""
 
-    recall_at_k: float
-    mrr: float
-    ndcg_at_k: float
+    recall_at_k: float | None
+    mrr: float | None
+    ndcg_at_k: float | None
     citation_precision: float | None = None
     citation_recall: float | None = None
     #: every citation points inside ``retrieved`` (or at a retrieved id)

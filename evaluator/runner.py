@@ -315,6 +315,10 @@ async def run_dataset(
         # the target maps no citations: its citation metrics are n/a, not 0 for citing nothing
         scoring = dataclasses.replace(options.scoring, citations=False)
         options = dataclasses.replace(options, scoring=scoring)
+    if options.scoring.retrieval and getattr(target, "ranks", True) is False:
+        # the target maps no ids: its retrieval metrics are n/a, not 0 for ranking nothing
+        scoring = dataclasses.replace(options.scoring, retrieval=False)
+        options = dataclasses.replace(options, scoring=scoring)
     todo = dataset.cases if cases is None else cases
     rounds: list[list[CaseRecord | None]] = [[None] * len(todo) for _ in range(repeats)]
     records = rounds[0]

@@ -447,7 +447,7 @@ class TestReadErrors:
             (lambda d: d.update(k="5"), "'k'"),
             (lambda d: d.pop("summary"), "'summary'"),
             (lambda d: d["cases"][1].update(latency_seconds="fast"), "'cases[1].latency_seconds'"),
-            (lambda d: d["cases"][0].update(mrr=None), "'cases[0].mrr'"),
+            (lambda d: d["cases"][0].update(mrr=1.5), "'cases[0].mrr'"),
             (lambda d: d["cases"][3]["error"].pop("kind"), "'cases[3].error.kind'"),
             (lambda d: d["summary"].pop("case_count"), "'summary.case_count'"),
             (

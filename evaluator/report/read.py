@@ -126,12 +126,7 @@ class _TagSummaryFields(Struct, frozen=True, gc=False):
 # a bad value is an error naming the metric, checked in C while decoding.
 _SCORE_FIELDS = tuple(f.name for f in dataclasses.fields(CaseScores))
 _SCORE_TYPES = get_type_hints(CaseScores)
-#: the leading CaseScores fields every scored case has (retrieval); the rest may be null
-_REQUIRED_SCORES = tuple(
-    f.name for f in dataclasses.fields(CaseScores) if f.default is dataclasses.MISSING
-)
 _scores_of = attrgetter(*_SCORE_FIELDS)
-_required_of = attrgetter(*_REQUIRED_SCORES)
 
 
 def _decoded_as(name: str) -> object:
@@ -312,12 +307,8 @@ _NO_TEXTS: Mapping[str, str] = MappingProxyType({})
 _NO_CUTS: frozenset[str] = frozenset()
 
 
-def _case(source: str, i: int, c: _Case, known: Mapping[str, Case]) -> CaseRecord:
-    """The record of the decoded case ``c``, the ``i``-th of the report.
-
-    Raises:
-        ReportError: a case without an error lacks a score every scored case has.
-    """
+def _case(c: _Case, known: Mapping[str, Case]) -> CaseRecord:
+    """The record of the decoded case ``c``."""
     rel = c.relevant_ids
     relevance = dict.fromkeys(rel, 1) if isinstance(rel, tuple) else rel
     facts = tuple(f if isinstance(f, tuple) else (f,) for f in c.expected_facts)
@@ -325,14 +316,8 @@ def _case(source: str, i: int, c: _Case, known: Mapping[str, Case]) -> CaseRecor
     if c.error is not None:
         outcome = CaseError(kind=c.error.kind, message=c.error.message, status=c.error.status)
     else:
-        scores = dict(zip(_SCORE_FIELDS, _scores_of(c), strict=True))
-        if None in _required_of(c):
-            name = next(n for n in _REQUIRED_SCORES if scores[n] is None)
-            raise ReportError(
-                f"{source}: field 'cases[{i}].{name}' is null but the case has no error "
-                "(a case is either scored or failed)"
-            )
-        outcome = CaseScores(**scores)
+        # any score may be null: retrieval when the target's ids are not mapped
+        outcome = CaseScores(**dict(zip(_SCORE_FIELDS, _scores_of(c), strict=True)))
     case = Case(
         id=c.id,
         question=c.question,
@@ -373,7 +358,7 @@ def _records(source: str, head: _Report, share: RunReport | None) -> tuple[CaseR
     entries = head.cases
     records = []
     for i, entry in enumerate(entries):
-        records.append(_case(source, i, entry, known))
+        records.append(_case(entry, known))
         entries[i] = None  # type: ignore[call-overload]
     return tuple(records)
 

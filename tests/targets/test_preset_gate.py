@@ -187,3 +187,37 @@ def test_check_warns_about_a_preset_without_ids(
     assert "warn  target 'bare': no response.ids: the openai-chat preset returns no ids" in out
     assert "warn  target 'bare': citations are not mapped" in out
     assert out.rstrip().endswith("configuration ok; nothing was sent to any target")
+
+
+def test_a_preset_without_ids_scores_retrieval_na(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An openai-chat target without response.ids ranks nothing: its retrieval metrics are
+    n/a (null), not 0 (and not 1 for an unanswerable case's empty list), `run` warns as
+    `check` does, and the gate's retrieval rules are not applicable."""
+
+    def reply(request: dict[str, Any]) -> Reply:
+        question = request["messages"][0]["content"]
+        answer = "I don't know." if "Bitcoin" in question else "Refunds within 7 days."
+        return Reply(body={"choices": [{"message": {"content": answer}}]})
+
+    with LoopbackServer(reply) as server:
+        block = f'[[targets]]\nname = "bare"\nkind = "openai-chat"\nurl = "{server.url}"\n'
+        block += 'model = "m"\n'
+        config = _config(tmp_path, block, server.url)
+        baseline, candidate = tmp_path / "baseline.json", tmp_path / "candidate.json"
+        assert 0 == main(["run", "--config", str(config), "--output", str(baseline)])
+        err = capsys.readouterr().err
+        assert 0 == main(["run", "--config", str(config), "--output", str(candidate)])
+        capsys.readouterr()
+        args = ["--baseline", str(baseline), "--candidate", str(candidate)]
+        code = main(["gate", "--config", str(config), *args])
+    out = capsys.readouterr().out
+    assert "no response.ids: the openai-chat preset returns no ids" in err
+    report = json.loads(baseline.read_text(encoding="utf-8"))
+    for name in ("recall_at_k", "mrr", "ndcg_at_k"):
+        assert report["summary"][name] is None
+        assert {c[name] for c in report["cases"]} == {None}
+    assert report["summary"]["answer_accuracy"] == 1.0
+    assert "recall_at_k: not applicable" in out
+    assert 0 == code, out
