@@ -22,7 +22,7 @@ import httpx
 import pytest
 
 from tests.deploy.deploy_support import DEPLOY, RULE_TESTS, alerting_rules, load_yaml
-from tests.support.prometheus import free_port
+from tests.support.ports import free_port
 
 CONFIG = DEPLOY / "compose" / "alertmanager.yml"
 ALERT_NAMES = {rule["alert"] for rule in alerting_rules()}

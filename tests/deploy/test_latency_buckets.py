@@ -27,7 +27,8 @@ from evaluator.config import DEFAULT_BUCKETS
 from evaluator.summary import nearest_rank
 from tests.deploy.dashboard_queries import DEFAULT_SUBSTITUTIONS, dashboard_queries
 from tests.deploy.deploy_support import DASHBOARD, REPO, RULE_FILES, SCRAPE_JOB
-from tests.support.prometheus import DaemonProcess, PrometheusServer, free_port, require_binary
+from tests.support.ports import free_port
+from tests.support.prometheus import DaemonProcess, PrometheusServer, require_binary
 
 #: one 1-2.5-5 step either way
 _ONE_BUCKET = 2.5 * 2.5

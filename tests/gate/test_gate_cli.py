@@ -10,7 +10,6 @@ import contextlib
 import io
 import json
 import os
-import socket
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -30,6 +29,7 @@ from tests.gate.factories import (
     write,
 )
 from tests.support.loopback import LoopbackServer, Reply
+from tests.support.ports import free_port
 
 EVALUATOR = Path(sys.executable).with_name("evaluator")
 
@@ -272,9 +272,7 @@ class TestOutputs:
 
     def test_push_failure_does_not_change_verdict(self, tmp_path: Path) -> None:
         """An unreachable Pushgateway is a warning; the exit code is still the verdict."""
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
+        port = free_port()
         b, c = _pair(tmp_path, _dict(report([record("a")])), _dict(report([record("a")])))
         proc = _gate(
             "--baseline", b, "--candidate", c, "--pushgateway", f"http://127.0.0.1:{port}",

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -13,6 +12,7 @@ import pytest
 from evaluator.gate import DEFAULT_RULES, GateResult, evaluate_gate
 from evaluator.gate.push import PushError, push_result
 from tests.gate.factories import record, report
+from tests.support.ports import free_port
 
 
 @dataclass
@@ -109,8 +109,6 @@ class TestPush:
 
     def test_unreachable(self) -> None:
         """Nothing listening: a PushError, not a urllib traceback."""
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
+        port = free_port()
         with pytest.raises(PushError, match="cannot push"):
             push_result(f"http://127.0.0.1:{port}", _failing_result(), timeout=2)

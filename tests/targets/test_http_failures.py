@@ -17,7 +17,8 @@ from evaluator.models import CaseRecord
 from evaluator.report import RunReport, report_to_dict
 from evaluator.runner import RetryEvent
 from tests.support.loopback import LoopbackServer, Reply
-from tests.targets.helpers import GOOD_BODY, Sequenced, case, dataset, free_port, run_config
+from tests.support.ports import free_port
+from tests.targets.helpers import GOOD_BODY, Sequenced, case, dataset, run_config
 
 MiB = 1024 * 1024
 

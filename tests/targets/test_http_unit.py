@@ -22,8 +22,9 @@ from evaluator.factory import build_target
 from evaluator.models import TargetResponse
 from evaluator.targets.http import HttpTarget, parse_retry_after
 from tests.support.loopback import LoopbackServer, Reply
+from tests.support.ports import free_port
 from tests.support.rawhttp import RawServer
-from tests.targets.helpers import GOOD_BODY, case, free_port, query_error, query_once
+from tests.targets.helpers import GOOD_BODY, case, query_error, query_once
 
 
 class TestRequests:

@@ -19,7 +19,8 @@ from evaluator.redaction import register_secrets
 from evaluator.report import RunReport
 from tests.support.loopback import LoopbackServer, Reply
 from tests.support.otlp_receiver import OtlpReceiver
-from tests.targets.helpers import GOOD_BODY, case, dataset, free_port, run_config
+from tests.support.ports import free_port
+from tests.targets.helpers import GOOD_BODY, case, dataset, run_config
 
 TRACEPARENT = re.compile(r"^00-([0-9a-f]{32})-([0-9a-f]{16})-01$")
 STAGES = {"retrieve": 0.012, "rerank": 0.0305, "model": 0.2}
