@@ -30,6 +30,12 @@ class ReferenceServer:
     failure_modes: FailureModes
 
 
+def _ranked(value: float | None) -> float:
+    """A retrieval score of the reference service, which maps its ids (never n/a)."""
+    assert value is not None, "the reference service's retrieval is always scored"
+    return value
+
+
 def _mean(values: Sequence[float]) -> float:
     return statistics.fmean(values) if values else float("nan")
 
@@ -47,15 +53,15 @@ class Run:
 
     @property
     def recall(self) -> float:
-        return _mean([s.recall_at_k for s in self._answerable()])
+        return _mean([_ranked(s.recall_at_k) for s in self._answerable()])
 
     @property
     def mrr(self) -> float:
-        return _mean([s.mrr for s in self._answerable()])
+        return _mean([_ranked(s.mrr) for s in self._answerable()])
 
     @property
     def ndcg(self) -> float:
-        return _mean([s.ndcg_at_k for s in self._answerable()])
+        return _mean([_ranked(s.ndcg_at_k) for s in self._answerable()])
 
     @property
     def citation_precision(self) -> float:

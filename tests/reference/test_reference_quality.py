@@ -59,8 +59,8 @@ class TestBaseline:
     def test_both_languages_retrieve_well(self, baseline: Run, lang: str) -> None:
         """Chinese and English questions each reach recall@5 >= 0.85 and MRR >= 0.8."""
         cases = [(c, s) for c, s, _ in baseline.scored if c.answerable and lang in c.tags]
-        recall = sum(s.recall_at_k for _, s in cases) / len(cases)
-        mrr = sum(s.mrr for _, s in cases) / len(cases)
+        recall = sum(s.recall_at_k or 0.0 for _, s in cases) / len(cases)
+        mrr = sum(s.mrr or 0.0 for _, s in cases) / len(cases)
 
         assert recall >= 0.85
         assert mrr >= 0.8
