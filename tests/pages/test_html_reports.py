@@ -10,8 +10,8 @@ import pytest
 
 from tests.pages.conftest import SECRET, Tab
 from tests.pages.stack import EVALUATOR, REPO, clean_env
-from tests.reference.harness import ReferenceServer
 from tests.support.loopback import LoopbackServer
+from tests.support.reference import ReferenceServer
 
 pytestmark = pytest.mark.e2e
 

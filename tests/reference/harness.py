@@ -13,21 +13,12 @@ from pathlib import Path
 import httpx
 
 from evaluator.models import Case, CaseScores, Retrieved, TargetResponse
-from evaluator.reference.failures import FailureModes
 from evaluator.scoring import score_case
 
 GOLDEN_SET = Path(__file__).resolve().parents[2] / "evals" / "rag_cases.jsonl"
 K = 5
 #: the model-stage delay the session server uses under ``slow_model``
 SLOW_SECONDS = 0.25
-
-
-@dataclass
-class ReferenceServer:
-    """A running reference service: its base URL and its failure-mode switchboard."""
-
-    url: str
-    failure_modes: FailureModes
 
 
 def _ranked(value: float | None) -> float:

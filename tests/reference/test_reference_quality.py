@@ -11,7 +11,8 @@ import httpx
 import pytest
 
 from evaluator.models import Dataset
-from tests.reference.harness import SLOW_SECONDS, ReferenceServer, Run, ask, evaluate
+from tests.reference.harness import SLOW_SECONDS, Run, ask, evaluate
+from tests.support.reference import ReferenceServer
 
 #: measured baseline (recall@5, MRR, nDCG@5, citation precision, accuracy, correct refusals)
 README_BASELINE = {
