@@ -10,28 +10,24 @@ from evaluator.daemon.exporter import GAUGES_BY_METRIC, QUALITY_GAUGES, JobSnaps
 from evaluator.gate.push import SUMMARY_GAUGES
 from evaluator.gate.rules import GATE_METRICS, LOWER_IS_BETTER
 from evaluator.metrics import METRICS, QUALITY_METRICS, MetricSpec, case_values, metric
-from evaluator.models import Case, CaseRecord, CaseScores
+from evaluator.models import CaseRecord, CaseScores
 from evaluator.summary import Summary, Total, summarise
 from tests.support.contract import DELIVERY_GAUGES
 from tests.support.contract import QUALITY_GAUGES as CONTRACT_GAUGES
+from tests.support.records import record
 
 
 def _record(case_id: str, scores: CaseScores, *, unanswerable: bool = False) -> CaseRecord:
-    return CaseRecord(
-        case=Case(
-            id=case_id,
-            question="q?",
-            relevance={} if unanswerable else {"d": 1},
-            expected_facts=(),
-            unanswerable=unanswerable,
-            tags=(),
-        ),
+    return record(
+        case_id,
         outcome=scores,
-        ranked_ids=("d",),
+        question="q?",
+        relevance={} if unanswerable else {"d": 1},
+        facts=(),
+        unanswerable=unanswerable,
+        ranked=("d",),
         answer="a",
         citations=(),
-        latency_seconds=0.1,
-        stage_seconds={},
     )
 
 

@@ -9,9 +9,10 @@ from evaluator.commands.display import (
     format_summary,
     worst_cases,
 )
-from evaluator.models import Case, CaseError, CaseRecord, CaseScores, Outcome
+from evaluator.models import CaseError, CaseRecord, CaseScores, Outcome
 from evaluator.scoring.labels import AuditTotals, LabelAudit
 from evaluator.summary import summarise
+from tests.support.records import record
 
 
 def _record(
@@ -20,21 +21,16 @@ def _record(
     *,
     latency: float = 0.2,
 ) -> CaseRecord:
-    return CaseRecord(
-        case=Case(
-            id=case_id,
-            question="q?",
-            relevance={"d": 1},
-            expected_facts=(),
-            unanswerable=False,
-            tags=(),
-        ),
+    return record(
+        case_id,
         outcome=outcome,
-        ranked_ids=("d",),
+        question="q?",
+        relevance={"d": 1},
+        facts=(),
+        ranked=("d",),
         answer="a" if isinstance(outcome, CaseScores) else None,
         citations=(),
-        latency_seconds=latency,
-        stage_seconds={},
+        latency=latency,
     )
 
 

@@ -11,11 +11,12 @@ import pytest
 
 from evaluator.commands.run import mapping_diagnosis
 from evaluator.errors import BadResponseError
-from evaluator.models import Case, CaseError, CaseRecord, Retrieved, TargetResponse
+from evaluator.models import CaseError, CaseRecord, CaseScores, Retrieved, TargetResponse
 from evaluator.report import RunReport, parse_timestamp
 from evaluator.summary import summarise
 from evaluator.targets.base import parse_default_response
 from evaluator.targets.mapping import ResponseMapper
+from tests.support.records import record
 
 
 def mapper(**expressions: str) -> ResponseMapper:
@@ -254,27 +255,16 @@ class TestMappingFailure:
 
 
 def _record(case_id: str, error: CaseError | None) -> CaseRecord:
-    from evaluator.models import CaseScores
-
-    return CaseRecord(
-        case=Case(
-            id=case_id,
-            question="q",
-            relevance={"a": 1},
-            expected_facts=(),
-            unanswerable=False,
-            tags=(),
-        ),
-        outcome=error
-        if error is not None
-        else None
-        if error
-        else CaseScores(recall_at_k=1.0, mrr=1.0, ndcg_at_k=1.0),
-        ranked_ids=() if error is not None else ("a",),
+    return record(
+        case_id,
+        outcome=error if error is not None else CaseScores(recall_at_k=1.0, mrr=1.0, ndcg_at_k=1.0),
+        question="q",
+        relevance={"a": 1},
+        facts=(),
+        ranked=() if error is not None else ("a",),
         answer=None,
         citations=(),
-        latency_seconds=0.01,
-        stage_seconds={},
+        latency=0.01,
     )
 
 
