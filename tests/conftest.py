@@ -4,7 +4,10 @@
 from __future__ import annotations
 
 import os
+import socket
+import subprocess
 from collections.abc import Iterator
+from typing import Any, NoReturn
 
 import pytest
 import structlog
@@ -36,3 +39,24 @@ def _clean_state(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
             monkeypatch.delenv(name)
     yield
     structlog.reset_defaults()
+
+
+@pytest.fixture(autouse=True)
+def _fast_tier_starts_nothing(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``make fast`` (``-m "not e2e ..."``) runs no subprocess and no server, as the Makefile
+    says: there, a test not marked ``e2e`` that starts one fails, naming the mark to add."""
+    if "not e2e" not in (request.config.option.markexpr or ""):
+        return
+    if request.node.get_closest_marker("e2e") is not None:
+        return
+
+    def refused(*_args: Any, **_kwargs: Any) -> NoReturn:
+        raise RuntimeError(
+            f"{request.node.nodeid} starts a subprocess or a server: mark it e2e "
+            "(`make fast` runs neither)"
+        )
+
+    monkeypatch.setattr(subprocess.Popen, "__init__", refused)
+    monkeypatch.setattr(socket.socket, "listen", refused)

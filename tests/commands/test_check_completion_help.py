@@ -76,6 +76,7 @@ class TestCheck:
         assert "targets.0.response.answer: invalid JMESPath" in capsys.readouterr().err
 
 
+@pytest.mark.e2e
 class TestCompletion:
     def test_bash_script_completes_commands_and_flags(
         self, capsys: pytest.CaptureFixture[str]

@@ -40,6 +40,7 @@ def test_nothing_configured_means_the_default_settings(
     assert not nothing_configured(None)
 
 
+@pytest.mark.e2e
 def test_a_saved_gate_with_nothing_configured_does_not_load_settings(tmp_path: Path) -> None:
     b = write(tmp_path / "b.json", report([record("a"), record("b")]))
     c = write(tmp_path / "c.json", report([record("a"), record("b", rr=0.5)], run_id="2"))

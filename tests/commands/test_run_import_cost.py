@@ -5,7 +5,12 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 from tests.benchmarks.support import REPO
+
+# every test here starts a server or a subprocess: not in `make fast`
+pytestmark = pytest.mark.e2e
 
 
 def test_a_callable_run_does_not_import_what_it_never_uses() -> None:

@@ -69,6 +69,7 @@ def _matches(matchers: list[str], labels: dict[str, str]) -> bool:
     return True
 
 
+@pytest.mark.e2e
 def test_amtool_accepts_the_config() -> None:
     amtool = _binary("amtool")
     done = subprocess.run(
@@ -168,6 +169,7 @@ def _with(alertname: str, **labels: str) -> dict[str, str]:
     return {**LABELS[alertname], **labels}
 
 
+@pytest.mark.e2e
 def test_evaluator_down_inhibits_the_aggregated_alerts(alertmanager: str) -> None:
     _post(
         alertmanager,
@@ -189,6 +191,7 @@ def test_evaluator_down_inhibits_the_aggregated_alerts(alertmanager: str) -> Non
     assert not _inhibited(alertmanager, "RagEvalEvaluatorDown")
 
 
+@pytest.mark.e2e
 def test_missing_shard_and_stale_results_inhibit_only_their_golden_set(alertmanager: str) -> None:
     url = alertmanager
     _post(

@@ -322,11 +322,13 @@ def test_image_command_is_the_daemon_on_all_interfaces() -> None:
     assert _flag(argv, "--listen").startswith("0.0.0.0:")
 
 
+@pytest.mark.e2e
 def test_compose_file_matches_the_compose_spec_schema() -> None:
     result = _check_compose(DEPLOY / "docker-compose.yml")
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+@pytest.mark.e2e
 def test_compose_spec_schema_rejects_a_misspelt_key(tmp_path: Path) -> None:
     broken = {**COMPOSE, "services": {**SERVICES, "rag": {**SERVICES["rag"], "comand": ["x"]}}}
     path = tmp_path / "docker-compose.yml"

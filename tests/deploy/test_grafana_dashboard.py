@@ -228,6 +228,7 @@ def test_helper_substitutes_fixture_values_and_refuses_unknown_variables() -> No
         substitute('up{job=~"$job"}', values)
 
 
+@pytest.mark.e2e
 @pytest.mark.prometheus
 def test_every_query_parses(promtool: str, tmp_path: Any) -> None:
     """promtool parses each query as a recording rule: a PromQL check without a server."""

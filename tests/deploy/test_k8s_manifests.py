@@ -268,6 +268,7 @@ def _operator_schema_errors(docs: list[dict[str, Any]]) -> list[str | None]:
     return [r["error"] for r in json.loads(done.stdout)]
 
 
+@pytest.mark.e2e
 def test_crd_manifests_match_the_operators_schemas() -> None:
     docs = [doc for _, doc in CRDS]
     assert {d["kind"] for d in docs} == CRD_KINDS
@@ -275,6 +276,7 @@ def test_crd_manifests_match_the_operators_schemas() -> None:
     assert errors == [None] * len(docs), [(n, e) for (n, _), e in zip(CRDS, errors, strict=True)]
 
 
+@pytest.mark.e2e
 def test_operators_schemas_reject_broken_documents() -> None:
     """Not vacuous: a wrongly typed field and a missing required one fail."""
     monitor = _one("base/servicemonitor.yaml", "ServiceMonitor")
@@ -346,6 +348,7 @@ def test_generator_sets_the_runbook_base(tmp_path: Path) -> None:
         generator.with_runbook_base(rules, "deploy/RUNBOOK.md")
 
 
+@pytest.mark.e2e
 @pytest.mark.prometheus
 def test_prometheusrule_rules_pass_promtool(promtool: str, tmp_path: Path) -> None:
     resource = _one("base/prometheusrule.yaml", "PrometheusRule")
@@ -538,6 +541,7 @@ _SET_IMAGE = """images:
 """
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("overlay", ["base", "sharded"])
 def test_kustomize_renders_without_an_override(tmp_path: Path, overlay: str) -> None:
     docs = _kustomize(tmp_path, overlay)
@@ -547,6 +551,7 @@ def test_kustomize_renders_without_an_override(tmp_path: Path, overlay: str) -> 
     assert list(_images(docs).values()) == [["rag-evaluator:0.1.0"]]
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("overlay", ["base", "sharded"])
 def test_image_set_in_base_reaches_every_overlay(tmp_path: Path, overlay: str) -> None:
     """The sharded overlay rendered the StatefulSet with rag-evaluator:0.1.0 whatever the

@@ -79,6 +79,7 @@ def test_rule_files_exist() -> None:
     assert RULE_TESTS, "no promtool unit tests in deploy/prometheus/tests"
 
 
+@pytest.mark.e2e
 @pytest.mark.prometheus
 def test_rules_pass_promtool_check_with_lint(promtool: str) -> None:
     result = run_promtool(promtool, "check", "rules", "--lint=all", "--lint-fatal", *RULE_FILES)
@@ -86,6 +87,7 @@ def test_rules_pass_promtool_check_with_lint(promtool: str) -> None:
     assert "SUCCESS" in result.stdout
 
 
+@pytest.mark.e2e
 @pytest.mark.prometheus
 def test_prometheus_config_passes_promtool_check(promtool: str) -> None:
     """prometheus.yml is valid and its rule_files glob finds every rule file."""
@@ -97,6 +99,7 @@ def test_prometheus_config_passes_promtool_check(promtool: str) -> None:
         ), f"{path.name} is not loaded by prometheus.yml:\n{result.stdout}"
 
 
+@pytest.mark.e2e
 @pytest.mark.prometheus
 @pytest.mark.parametrize("test_file", RULE_TESTS, ids=lambda p: p.name)
 def test_promtool_unit_tests_pass(promtool: str, test_file: Path) -> None:

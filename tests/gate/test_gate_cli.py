@@ -31,6 +31,9 @@ from tests.gate.factories import (
 from tests.support.loopback import LoopbackServer, Reply
 from tests.support.ports import free_port
 
+# every test here starts a server or a subprocess: not in `make fast`
+pytestmark = pytest.mark.e2e
+
 EVALUATOR = Path(sys.executable).with_name("evaluator")
 
 

@@ -69,6 +69,7 @@ def _failing_result() -> GateResult:
 class TestPush:
     """The verdict and the candidate summary, PUT under job rag_eval_gate and the dataset."""
 
+    @pytest.mark.e2e
     def test_put_with_grouping_key(self, gateway: FakeGateway) -> None:
         """One PUT to /metrics/job/rag_eval_gate/dataset/<name> with the expected series."""
         push_result(gateway.url, _failing_result())
@@ -101,6 +102,7 @@ class TestPush:
             "rag_eval_gate_candidate_latency_p95_seconds",
         } == names
 
+    @pytest.mark.e2e
     def test_refused(self, gateway: FakeGateway) -> None:
         """A non-2xx answer is one PushError line naming the gateway."""
         gateway.status = 500

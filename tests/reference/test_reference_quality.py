@@ -14,6 +14,9 @@ from evaluator.models import Dataset
 from tests.reference.harness import SLOW_SECONDS, Run, ask, evaluate
 from tests.support.reference import ReferenceServer
 
+# every test here starts a server or a subprocess: not in `make fast`
+pytestmark = pytest.mark.e2e
+
 #: measured baseline (recall@5, MRR, nDCG@5, citation precision, accuracy, correct refusals)
 README_BASELINE = {
     "recall_at_k": 0.945,

@@ -83,6 +83,7 @@ def test_runs_as_a_process_and_stops_on_sigint() -> None:
     assert "/admin/failure-modes" in stderr
 
 
+@pytest.mark.e2e
 def test_nothing_else_imports_the_reference_package() -> None:
     """The daemon's own install stays lean: importing every other evaluator module pulls in
     neither evaluator.reference nor its optional dependencies."""

@@ -82,6 +82,7 @@ def failures_run() -> FailuresRun:
     return FailuresRun(report, events, script, server)
 
 
+@pytest.mark.e2e
 class TestEveryFailureMode:
     """All failure modes in one run: none of them stops it or loses a case."""
 
@@ -163,6 +164,7 @@ class TestRefused:
         )
 
 
+@pytest.mark.e2e
 class TestOversized:
     """The size cap holds memory down whether or not the length is declared."""
 

@@ -43,6 +43,7 @@ def _sent(server: LoopbackServer) -> dict[str, str]:
     return {m.group(1): m.group(2) for m in found if m is not None}
 
 
+@pytest.mark.e2e
 class TestCaseSpans:
     def test_three_cases_three_case_spans_with_the_sent_ids_and_stage_children(self) -> None:
         reply = Reply(body={**GOOD_BODY, "timings": STAGES})
@@ -115,6 +116,7 @@ class TestCaseSpans:
         assert str(span.attributes["rag_eval.case_id"]).startswith("leak-")
 
 
+@pytest.mark.e2e
 class TestOffAndBroken:
     def test_off_by_default_sends_nothing(self) -> None:
         assert not Settings().otlp.enabled
@@ -147,6 +149,7 @@ class TestOffAndBroken:
 
 
 class TestConfig:
+    @pytest.mark.e2e
     @pytest.mark.parametrize(
         "endpoint", ["ftp://collector/v1/traces", "http://:4318/v1/traces", "http://h:0/x"]
     )

@@ -65,6 +65,7 @@ def _config(tmp_path: Path, block: str, url: str) -> Path:
     return config
 
 
+@pytest.mark.e2e
 def test_docs_preset_passes_its_own_gate(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -96,6 +97,7 @@ def test_docs_preset_passes_its_own_gate(
     assert report["summary"]["recall_at_k"] == 1.0
 
 
+@pytest.mark.e2e
 def test_typo_that_an_empty_hit_list_satisfies_exits_1(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -119,6 +121,7 @@ def test_typo_that_an_empty_hit_list_satisfies_exits_1(
     assert "5 case(s) that returned anything (1 returned no ids)" in err
 
 
+@pytest.mark.e2e
 def test_some_mapping_failures_warn_with_the_path(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -142,6 +145,7 @@ def test_some_mapping_failures_warn_with_the_path(
     assert 'response.ids = "sources[].id"' in err
 
 
+@pytest.mark.e2e
 def test_milliseconds_read_as_seconds_warn(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -189,6 +193,7 @@ def test_check_warns_about_a_preset_without_ids(
     assert out.rstrip().endswith("configuration ok; nothing was sent to any target")
 
 
+@pytest.mark.e2e
 def test_a_preset_without_ids_scores_retrieval_na(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
