@@ -44,6 +44,8 @@ class TestBadness:
     """Errors first, then a wrong answer (2), then lost recall, rank and citations."""
 
     def test_worked_examples(self) -> None:
+        """Badness by its definition: 0 for a perfect case, lost rank and wrong answers add up, a
+        failed case is worst (10)."""
         assert 0.0 == badness(PERFECT)
         assert 2.0 == badness(LOST)  # recall 1 lost + reciprocal rank 1 lost
         assert 3.0 == badness(WRONG)  # wrong answer 2 + rank 0.5 + citations 0.5
@@ -54,11 +56,13 @@ class TestWorstCases:
     """The n worst, worst first; a perfect case is never listed."""
 
     def test_order_and_cut(self) -> None:
+        """The worst cases come worst first, cut at n."""
         cases = (PERFECT, LOST, FAILED, WRONG)
         assert ["failed", "wrong"] == [c.id for c in worst_cases(cases, 2)]
         assert ["failed", "wrong", "lost"] == [c.id for c in worst_cases(cases, 10)]
 
     def test_perfect_run_lists_nothing(self) -> None:
+        """Perfect cases are never listed as worst."""
         assert [] == worst_cases((PERFECT, PERFECT), 5)
 
 
@@ -71,6 +75,7 @@ class TestFormatLabelAudit:
     """Every suspect case up to SUSPECT_SHOWN, then a count of the rest and where they are."""
 
     def test_a_few_are_all_listed(self) -> None:
+        """A few suspect labels are all listed, each with its message."""
         message = "suspect label: '三天' is in none of the relevant evidence"
         assert [
             "",
@@ -80,11 +85,13 @@ class TestFormatLabelAudit:
         ] == format_label_audit(_audit(2, 5))
 
     def test_exactly_the_cap_has_no_tail(self) -> None:
+        """Exactly the cap of suspect labels: all shown, no 'more' line."""
         lines = format_label_audit(_audit(SUSPECT_SHOWN, 100))
         assert 2 + SUSPECT_SHOWN == len(lines)
         assert lines[-1].startswith(f"  case-{SUSPECT_SHOWN - 1}: ")
 
     def test_a_mostly_mislabelled_set_prints_the_cap_and_a_count(self) -> None:
+        """A mostly mislabelled set prints the first cap of cases and counts the rest."""
         lines = format_label_audit(_audit(32_389, 100_000))
         assert "label audit: 32389 suspect of 100000 checked" == lines[1]
         assert [f"case-{i}" for i in range(SUSPECT_SHOWN)] == [
@@ -96,6 +103,7 @@ class TestFormatLabelAudit:
         ) == lines[-1]
 
     def test_nothing_checked_prints_nothing(self) -> None:
+        """No label checked: no audit lines at all."""
         assert [] == format_label_audit(_audit(0, 0))
 
 
@@ -103,6 +111,7 @@ class TestFormatSummary:
     """Every metric with its denominator; latencies in ms below a second."""
 
     def test_table(self) -> None:
+        """The summary table: each metric's value and count, n/a where no case has one."""
         table = format_summary(summarise([PERFECT, LOST, WRONG, FAILED]))
         rows = {line.split()[0]: line.split()[1:] for line in table.splitlines()[1:]}
         assert ["0.6667", "3"] == rows["recall_at_k"]

@@ -14,6 +14,8 @@ pytestmark = pytest.mark.e2e
 
 
 def test_a_callable_run_does_not_import_what_it_never_uses() -> None:
+    """Running a callable target imports no HTTP client, scheduler or logging stack: a callable run
+    starts light."""
     code = (
         "import sys\n"
         "import evaluator.cli, evaluator.commands.run\n"
