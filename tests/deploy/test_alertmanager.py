@@ -71,6 +71,7 @@ def _matches(matchers: list[str], labels: dict[str, str]) -> bool:
 
 @pytest.mark.e2e
 def test_amtool_accepts_the_config() -> None:
+    """Alertmanager's own checker (amtool check-config) accepts the shipped configuration."""
     amtool = _binary("amtool")
     done = subprocess.run(
         [amtool, "check-config", str(CONFIG)], capture_output=True, text=True, timeout=60
@@ -79,6 +80,7 @@ def test_amtool_accepts_the_config() -> None:
 
 
 def test_every_alert_has_tested_labels() -> None:
+    """Every alert of the rules has its labels listed here, so each is routed in a test."""
     assert set(LABELS) == ALERT_NAMES
 
 
@@ -171,6 +173,8 @@ def _with(alertname: str, **labels: str) -> dict[str, str]:
 
 @pytest.mark.e2e
 def test_evaluator_down_inhibits_the_aggregated_alerts(alertmanager: str) -> None:
+    """A real Alertmanager: while the evaluator is down, the quality alerts it would cause are
+    inhibited."""
     _post(
         alertmanager,
         [
@@ -193,6 +197,8 @@ def test_evaluator_down_inhibits_the_aggregated_alerts(alertmanager: str) -> Non
 
 @pytest.mark.e2e
 def test_missing_shard_and_stale_results_inhibit_only_their_golden_set(alertmanager: str) -> None:
+    """A missing shard or stale results inhibit the quality alerts of their own golden set only, not
+    another's."""
     url = alertmanager
     _post(
         url,
