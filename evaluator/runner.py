@@ -200,8 +200,14 @@ def _case_error(exc: TargetError, message: str) -> CaseError:
     """The case's error, with the exception's structured context carried over."""
     status = exc.status if isinstance(exc, TargetHTTPStatusError) else None
     if isinstance(exc, BadResponseError):
-        return CaseError(exc.kind, message, status, field=exc.field, expression=exc.expression)
-    return CaseError(exc.kind, message, status)
+        return CaseError(
+            kind=exc.kind,
+            message=message,
+            status=status,
+            field=exc.field,
+            expression=exc.expression,
+        )
+    return CaseError(kind=exc.kind, message=message, status=status)
 
 
 @dataclass(frozen=True, slots=True)

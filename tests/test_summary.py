@@ -74,7 +74,9 @@ def _scores(
 def _failed(
     case_id: str, kind: str = "timeout", *, latency: float = 0.1, tags: tuple[str, ...] = ()
 ) -> CaseRecord:
-    return _record(case_id, CaseError(kind, f"{kind} happened"), latency=latency, tags=tags)
+    return _record(
+        case_id, CaseError(kind=kind, message=f"{kind} happened"), latency=latency, tags=tags
+    )
 
 
 FACT = (("七天",),)
@@ -387,7 +389,7 @@ class TestSummaryAccess:
 @st.composite
 def _records(draw: st.DrawFn) -> CaseRecord:
     failed = draw(st.booleans())
-    outcome: Outcome = CaseError("timeout", "late")
+    outcome: Outcome = CaseError(kind="timeout", message="late")
     if not failed:
         outcome = draw(case_scores())
     return _record(

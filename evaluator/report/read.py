@@ -17,7 +17,6 @@ a score (a :class:`CaseScores` field) and a registered quality ratio need no edi
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
 import os
@@ -50,14 +49,7 @@ Count = Annotated[int, Meta(ge=0, le=_MAX_INT)]
 Grade = Annotated[int, Meta(ge=0, le=1_000_000)]
 Attempts = Annotated[int, Meta(ge=1, le=1_000_000)]
 K = Annotated[int, Meta(ge=1, le=1_000_000)]
-Status = Annotated[int, Meta(ge=100, le=999)]
 Citation = Annotated[int, Meta(ge=-_MAX_INT, le=_MAX_INT)] | str
-
-
-class _Error(Struct, frozen=True, gc=False):
-    kind: str
-    message: str
-    status: Status | None = None
 
 
 class _CaseFields(Struct, frozen=True, gc=False):
@@ -77,7 +69,8 @@ class _CaseFields(Struct, frozen=True, gc=False):
     citations: tuple[Citation, ...] = ()
     stage_seconds: dict[str, Seconds] = {}
     attempts: Attempts = 1
-    error: _Error | None = None
+    # decoded as the record's own CaseError (its status range-checked by its type)
+    error: CaseError | None = None
     texts: dict[str, str] = {}
     # a tuple, not a frozenset: every empty one is the same object (a frozenset is 216
     # bytes per case held while a report is judged); the record takes a frozenset of it
@@ -124,7 +117,7 @@ class _TagSummaryFields(Struct, frozen=True, gc=False):
 # The per-metric fields are made from the registry, so that a metric added there (and its
 # CaseScores field) is read back with no edit here. They are still typed fields, not maps:
 # a bad value is an error naming the metric, checked in C while decoding.
-_SCORE_FIELDS = tuple(f.name for f in dataclasses.fields(CaseScores))
+_SCORE_FIELDS = CaseScores.__struct_fields__
 _SCORE_TYPES = get_type_hints(CaseScores)
 _scores_of = attrgetter(*_SCORE_FIELDS)
 
@@ -314,7 +307,7 @@ def _case(c: _Case, known: Mapping[str, Case]) -> CaseRecord:
     facts = tuple(f if isinstance(f, tuple) else (f,) for f in c.expected_facts)
     outcome: Outcome
     if c.error is not None:
-        outcome = CaseError(kind=c.error.kind, message=c.error.message, status=c.error.status)
+        outcome = c.error
     else:
         # any score may be null: retrieval when the target's ids are not mapped
         outcome = CaseScores(**dict(zip(_SCORE_FIELDS, _scores_of(c), strict=True)))

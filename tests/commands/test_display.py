@@ -34,10 +34,20 @@ def _record(
     )
 
 
-PERFECT = _record("perfect", CaseScores(1.0, 1.0, 1.0, citation_precision=1.0, answer_correct=True))
-LOST = _record("lost", CaseScores(0.0, 0.0, 0.0, answer_correct=True))
-WRONG = _record("wrong", CaseScores(1.0, 0.5, 1.0, citation_precision=0.5, answer_correct=False))
-FAILED = _record("failed", CaseError("timeout", "slow"), latency=0.005)
+PERFECT = _record(
+    "perfect",
+    CaseScores(
+        recall_at_k=1.0, mrr=1.0, ndcg_at_k=1.0, citation_precision=1.0, answer_correct=True
+    ),
+)
+LOST = _record("lost", CaseScores(recall_at_k=0.0, mrr=0.0, ndcg_at_k=0.0, answer_correct=True))
+WRONG = _record(
+    "wrong",
+    CaseScores(
+        recall_at_k=1.0, mrr=0.5, ndcg_at_k=1.0, citation_precision=0.5, answer_correct=False
+    ),
+)
+FAILED = _record("failed", CaseError(kind="timeout", message="slow"), latency=0.005)
 
 
 class TestBadness:

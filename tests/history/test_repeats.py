@@ -7,7 +7,6 @@ import re
 import sys
 import types
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +23,7 @@ from evaluator.runner import RunOptions, run_dataset
 from evaluator.summary import summarise
 from evaluator.targets.callable import CallableTarget
 from tests.gate.factories import record, report
+from tests.support.records import replace
 
 MODULE = "evaluator_test_repeats_rag"
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sqlite3
-from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -14,6 +13,7 @@ from evaluator.history.recorder import HistoryRecorder, HistorySettings
 from evaluator.history.store import SCHEMA_VERSION, HistoryStore, RunRow, StoreCorrupt
 from evaluator.report import RunReport
 from tests.gate.factories import record, report
+from tests.support.records import replace
 
 
 def _row(i: int, outcome: str = "complete", at: float | None = None) -> RunRow:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from evaluator.models import Case, CaseError, CaseRecord, CaseScores
 from evaluator.pages.render import PageRenderer
 from evaluator.pages.trend import RunPoint
@@ -18,6 +16,7 @@ from evaluator.pages.views import (
 from evaluator.redaction import Redactor
 from evaluator.report import RunReport, parse_timestamp
 from evaluator.summary import summarise
+from tests.support.records import replace
 
 SECRET = "tok-9f8e7d6c5b4a"
 RECORD = CaseRecord(
@@ -115,7 +114,9 @@ class TestCaseView:
         assert (20, 20) == (len(view.stages), len(view.citations))
 
     def test_an_error_case(self) -> None:
-        failed = replace(RECORD, outcome=CaseError("timeout", "deadline 5 s"), answer=None)
+        failed = replace(
+            RECORD, outcome=CaseError(kind="timeout", message="deadline 5 s"), answer=None
+        )
         view = case_view(failed, k=2)
         assert ("error", "timeout: deadline 5 s") == (view.verdict, view.error)
 

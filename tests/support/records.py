@@ -9,14 +9,19 @@ plausible case.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
+
+import msgspec
 
 from evaluator.models import Case, CaseError, CaseRecord, CaseScores, Citation, Outcome
 from evaluator.report import RunReport, parse_timestamp
 from evaluator.summary import summarise
 
-__all__ = ["record", "report"]
+__all__ = ["record", "replace", "report"]
+
+_T = TypeVar("_T")
 
 #: ``answer`` not given: "fact" for a correct case, "nope" otherwise
 _DEFAULT: Any = object()
@@ -109,3 +114,11 @@ def report(
         summary=summarise(records),
         cases=tuple(records),
     )
+
+
+def replace(obj: _T, **changes: Any) -> _T:
+    """``obj`` with ``changes``: a record (a ``msgspec.Struct``: the case records) or a
+    dataclass (the report, the summary), so a test need not know which one it holds."""
+    if isinstance(obj, msgspec.Struct):
+        return msgspec.structs.replace(obj, **changes)
+    return dataclasses.replace(obj, **changes)  # type: ignore[type-var]

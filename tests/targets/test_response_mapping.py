@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from typing import Any
 
@@ -16,7 +15,7 @@ from evaluator.report import RunReport, parse_timestamp
 from evaluator.summary import summarise
 from evaluator.targets.base import parse_default_response
 from evaluator.targets.mapping import ResponseMapper
-from tests.support.records import record
+from tests.support.records import record, replace
 
 
 def mapper(**expressions: str) -> ResponseMapper:
@@ -285,20 +284,24 @@ def _report(*errors: CaseError | None) -> RunReport:
 
 
 IDS = CaseError(
-    "bad_response",
-    'response.ids expression "results[].id" matched nothing (null)',
+    kind="bad_response",
+    message='response.ids expression "results[].id" matched nothing (null)',
     field="ids",
     expression="results[].id",
 )
 ANSWER = CaseError(
-    "bad_response",
-    'response.answer expression "out.text" gave a list, expected',
+    kind="bad_response",
+    message='response.answer expression "out.text" gave a list, expected',
     field="answer",
     expression="out.text",
 )
-TIMEOUT = CaseError("timeout", "slow")
-JSON = CaseError("bad_response", "response is not valid JSON (x); it starts with '<html>'")
-SHAPE = CaseError("bad_response", "response is a list, expected a JSON object", field="response")
+TIMEOUT = CaseError(kind="timeout", message="slow")
+JSON = CaseError(
+    kind="bad_response", message="response is not valid JSON (x); it starts with '<html>'"
+)
+SHAPE = CaseError(
+    kind="bad_response", message="response is a list, expected a JSON object", field="response"
+)
 
 
 class TestDiagnosis:
@@ -314,8 +317,8 @@ class TestDiagnosis:
     def test_a_case_scored_without_ids_does_not_vouch(self) -> None:
         """An unanswerable case's empty hit list "satisfied" a typo in ids: still reported."""
         report = _report(IDS, IDS, None)
-        empty = dataclasses.replace(report.cases[2], ranked_ids=())
-        report = dataclasses.replace(report, cases=(*report.cases[:2], empty))
+        empty = replace(report.cases[2], ranked_ids=())
+        report = replace(report, cases=(*report.cases[:2], empty))
         message = mapping_diagnosis(report)
         assert message is not None
         assert "all 2 case(s) that returned anything (1 returned no ids)" in message
