@@ -271,8 +271,16 @@ def _fast_case(raw: bytes, number: int, count_keys: Callable[[bytes], int]) -> C
         return None
     if count_keys(raw) != keys:
         return None
-    # positional: Case's field order (tests/test_dataset_fast.py compares with the exact path)
-    return Case(case_id, question, relevance, facts, unanswerable, tags, number, graded)
+    return Case(
+        id=case_id,
+        question=question,
+        relevance=relevance,
+        expected_facts=facts,
+        unanswerable=unanswerable,
+        tags=tags,
+        line=number,
+        graded=graded,
+    )
 
 
 # Lists already validated, each mapped to its shared form (interned strings): a golden set

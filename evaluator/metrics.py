@@ -24,7 +24,6 @@ all built from those two.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import compress
@@ -64,7 +63,7 @@ PerCase = Callable[[CaseScores], float | bool | None]
 #: 0.76 - 0.75 is 0.010000000000000009, which must still count as a drop of exactly 0.01.
 FLOAT_TOLERANCE = 1e-9
 
-_SCORE_FIELDS = frozenset(f.name for f in dataclasses.fields(CaseScores))
+_SCORE_FIELDS = frozenset(CaseScores.__struct_fields__)
 
 _T = TypeVar("_T")
 _K = TypeVar("_K", bound=Hashable)

@@ -1,16 +1,20 @@
-"""Typed records shared by every part of evaluator: golden-set cases, target responses,
+r"""Typed records shared by every part of evaluator: golden-set cases, target responses,
 per-case scores and the per-case record kept in reports.
 
-All records are frozen dataclasses: they are built once and passed around, never mutated.
+All records are frozen: built once, by keyword, and passed around, never mutated. The four
+a report holds per case (:class:`Case`, :class:`CaseScores`, :class:`CaseError`,
+:class:`CaseRecord`) are ``msgspec.Struct``\ s, which the report reader decodes into.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from operator import attrgetter
 from types import MappingProxyType
+from typing import Annotated
+
+import msgspec
 
 __all__ = [
     "DELIVERY_FIELDS",
@@ -30,13 +34,13 @@ __all__ = [
 Citation = int | str
 
 _EMPTY: Mapping[str, float] = MappingProxyType({})
+_EMPTY_TEXTS: Mapping[str, str] = MappingProxyType({})
 
 #: an item's id, without a Python-level loop (the ranking is read once per case)
 _ID = attrgetter("id")
 
 
-@dataclass(frozen=True, slots=True)
-class Case:
+class Case(msgspec.Struct, frozen=True, kw_only=True):
     """One golden-set question with its evidence and expected facts.
 
     ``relevance`` maps each relevant id to its grade (1 for binary relevance).
@@ -142,13 +146,13 @@ class TargetResponse:
         return tuple(dict.fromkeys(map(_ID, self.retrieved)))
 
 
-@dataclass(frozen=True, slots=True)
-class CaseScores:
-    """Every per-case metric; each value lies in [0, 1]. None means "not scored for this case"."""
+class CaseScores(msgspec.Struct, frozen=True, kw_only=True, gc=False):
+    """Every per-case metric; each value lies in [0, 1]. None means "not scored for this case"
+    (retrieval of a target whose ids are not mapped, answer metrics without an answer)."""
 
-    recall_at_k: float
-    mrr: float
-    ndcg_at_k: float
+    recall_at_k: float | None
+    mrr: float | None
+    ndcg_at_k: float | None
     citation_precision: float | None = None
     citation_recall: float | None = None
     #: every citation points inside ``retrieved`` (or at a retrieved id)
@@ -158,26 +162,25 @@ class CaseScores:
     refused: bool | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class CaseError:
+class CaseError(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """Why a case could not be scored: ``kind`` is one of ``errors.ERROR_KINDS``."""
 
     kind: str
     message: str
-    status: int | None = None
+    #: the HTTP status, when the target answered with one (a report read back is checked)
+    status: Annotated[int, msgspec.Meta(ge=100, le=999)] | None = None
     #: for ``bad_response``: the response field that failed, and the mapping's expression
     #: for it (None under the default contract). Known in the run that saw the error, for
     #: its diagnosis; reports do not carry them.
-    field: str | None = dataclasses.field(default=None, compare=False)
-    expression: str | None = dataclasses.field(default=None, compare=False)
+    field: str | None = None
+    expression: str | None = None
 
 
 #: How a case ended: scored, or failed with the reason. Exactly one, by construction.
 Outcome = CaseScores | CaseError
 
 
-@dataclass(frozen=True, slots=True)
-class CaseRecord:
+class CaseRecord(msgspec.Struct, frozen=True, kw_only=True):
     """One case as kept in a report: the case, what the target answered, and its outcome.
 
     ``outcome`` is the case's scores or, for a failed case, its error: never both, never
@@ -196,7 +199,7 @@ class CaseRecord:
     attempts: int = 1
     #: evidence text kept for read-back (label audit, case view): id -> text, for the top-K
     #: ids and the relevant ids that came back with text, each cut to ``TEXT_KEEP_CHARS``
-    texts: Mapping[str, str] = field(default_factory=dict)
+    texts: Mapping[str, str] = _EMPTY_TEXTS
     #: ids in ``texts`` whose text was cut: what is missing from them proves nothing
     cut_texts: frozenset[str] = frozenset()
     #: time to first byte / first token (streamed answers), seconds from the attempt's start

@@ -33,7 +33,8 @@ def verdicts(record: CaseRecord) -> tuple[bool | None, bool | None]:
     scores = record.scores
     if scores is None:
         return None, None
-    hit = None if record.case.unanswerable else scores.recall_at_k > 0
+    recall = scores.recall_at_k
+    hit = None if record.case.unanswerable or recall is None else recall > 0
     return scores.answer_correct, hit
 
 

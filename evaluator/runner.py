@@ -200,8 +200,14 @@ def _case_error(exc: TargetError, message: str) -> CaseError:
     """The case's error, with the exception's structured context carried over."""
     status = exc.status if isinstance(exc, TargetHTTPStatusError) else None
     if isinstance(exc, BadResponseError):
-        return CaseError(exc.kind, message, status, field=exc.field, expression=exc.expression)
-    return CaseError(exc.kind, message, status)
+        return CaseError(
+            kind=exc.kind,
+            message=message,
+            status=status,
+            field=exc.field,
+            expression=exc.expression,
+        )
+    return CaseError(kind=exc.kind, message=message, status=status)
 
 
 @dataclass(frozen=True, slots=True)
@@ -314,6 +320,10 @@ async def run_dataset(
     if options.scoring.citations and getattr(target, "cites", True) is False:
         # the target maps no citations: its citation metrics are n/a, not 0 for citing nothing
         scoring = dataclasses.replace(options.scoring, citations=False)
+        options = dataclasses.replace(options, scoring=scoring)
+    if options.scoring.retrieval and getattr(target, "ranks", True) is False:
+        # the target maps no ids: its retrieval metrics are n/a, not 0 for ranking nothing
+        scoring = dataclasses.replace(options.scoring, retrieval=False)
         options = dataclasses.replace(options, scoring=scoring)
     todo = dataset.cases if cases is None else cases
     rounds: list[list[CaseRecord | None]] = [[None] * len(todo) for _ in range(repeats)]

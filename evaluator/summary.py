@@ -244,6 +244,8 @@ def relevant_never_retrieved(records: Sequence[CaseRecord]) -> int:
         scores = record.outcome
         if not isinstance(scores, CaseScores) or record.case.unanswerable:
             continue
+        if scores.mrr is None:
+            continue  # ids not mapped: nothing was ranked to compare
         if scores.mrr > 0:
             return 0  # usually the first such case: not a walk over every record
         count += 1

@@ -16,7 +16,8 @@ def badness(case: CaseRecord) -> float:
     s = case.outcome  # not the ``scores`` view: this runs for every case of a run
     if not isinstance(s, CaseScores):
         return 10.0
-    bad = (1 - s.recall_at_k) + (1 - s.mrr)
+    recall, rr = s.recall_at_k, s.mrr  # None: the target's ids are not mapped
+    bad = 0.0 if recall is None or rr is None else (1 - recall) + (1 - rr)
     if s.answer_correct is False:
         bad += 2
     if s.citation_precision is not None:

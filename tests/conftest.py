@@ -4,7 +4,10 @@
 from __future__ import annotations
 
 import os
+import socket
+import subprocess
 from collections.abc import Iterator
+from typing import Any, NoReturn
 
 import pytest
 import structlog
@@ -36,3 +39,33 @@ def _clean_state(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
             monkeypatch.delenv(name)
     yield
     structlog.reset_defaults()
+
+
+#: the run deselected the e2e tests by marker (``make fast``): nothing may start a process
+_FAST_TIER = {"on": False}
+
+
+def pytest_deselected(items: list[pytest.Item]) -> None:
+    """Note a ``-m`` expression that leaves the e2e tests out (``-k`` alone does not count)."""
+    by_marker = bool(items) and bool(items[0].config.option.markexpr)
+    if by_marker and any(item.get_closest_marker("e2e") is not None for item in items):
+        _FAST_TIER["on"] = True
+
+
+@pytest.fixture(autouse=True)
+def _fast_tier_starts_nothing(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``make fast`` (``-m "not e2e ..."``) runs no subprocess and no server, as the Makefile
+    says: there, a test not marked ``e2e`` that starts one fails, naming the mark to add."""
+    if not _FAST_TIER["on"] or request.node.get_closest_marker("e2e") is not None:
+        return
+
+    def refused(*_args: Any, **_kwargs: Any) -> NoReturn:
+        raise RuntimeError(
+            f"{request.node.nodeid} starts a subprocess or a server: mark it e2e "
+            "(`make fast` runs neither)"
+        )
+
+    monkeypatch.setattr(subprocess.Popen, "__init__", refused)
+    monkeypatch.setattr(socket.socket, "listen", refused)

@@ -8,6 +8,9 @@ from pathlib import Path
 
 import pytest
 
+# every test here starts a server or a subprocess: not in `make fast`
+pytestmark = pytest.mark.e2e
+
 EXE = str(Path(sys.executable).with_name("evaluator"))
 
 

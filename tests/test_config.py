@@ -297,6 +297,7 @@ class TestJobs:
             settings.k = 3  # type: ignore[misc]
 
 
+@pytest.mark.e2e
 class TestImportCost:
     """Loading a configuration stays cheap: ``evaluator validate`` and every command pay it."""
 

@@ -39,6 +39,7 @@ def test_unknown_attribute_is_an_attribute_error() -> None:
         evaluator.evaluate_gates  # noqa: B018
 
 
+@pytest.mark.e2e
 def test_importing_the_package_does_not_load_the_gate() -> None:
     """The gate loads on first use, so commands that never judge a report do not pay for it."""
     code = "import sys, evaluator; print('evaluator.gate' in sys.modules)"

@@ -45,7 +45,7 @@ def _record(draw: st.DrawFn, case_id: str) -> CaseRecord:
     return CaseRecord(
         case=case,
         outcome=(
-            CaseError(draw(st.sampled_from(["timeout", "connect"])), draw(_PROSE))
+            CaseError(kind=draw(st.sampled_from(["timeout", "connect"])), message=draw(_PROSE))
             if failed
             else draw(case_scores())
         ),

@@ -6,7 +6,6 @@ import asyncio
 import json
 import math
 from collections.abc import Mapping
-from dataclasses import replace
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -40,6 +39,7 @@ from evaluator.report import (
 )
 from evaluator.runner import RunOptions, run_dataset
 from evaluator.summary import summarise
+from tests.support.records import replace
 
 GRADED = CaseRecord(
     case=Case(
@@ -225,7 +225,6 @@ class TestRoundTrip:
     def test_delivery_fields_round_trip(self) -> None:
         """Streaming, usage, cost and trace fields are written when measured and read back,
         and the summary recomputed from them matches the one written."""
-        from dataclasses import replace
 
         streamed = replace(
             CASES[0],
@@ -447,7 +446,7 @@ class TestReadErrors:
             (lambda d: d.update(k="5"), "'k'"),
             (lambda d: d.pop("summary"), "'summary'"),
             (lambda d: d["cases"][1].update(latency_seconds="fast"), "'cases[1].latency_seconds'"),
-            (lambda d: d["cases"][0].update(mrr=None), "'cases[0].mrr'"),
+            (lambda d: d["cases"][0].update(mrr=1.5), "'cases[0].mrr'"),
             (lambda d: d["cases"][3]["error"].pop("kind"), "'cases[3].error.kind'"),
             (lambda d: d["summary"].pop("case_count"), "'summary.case_count'"),
             (
@@ -542,3 +541,21 @@ class TestStrictFlags:
         path.write_text(json.dumps(good), "utf-8")
         with pytest.raises(ReportError, match=r"cases\[0\]\.unanswerable"):
             read_report(path)
+
+
+def test_an_error_is_decoded_as_its_record_and_range_checked() -> None:
+    """A case's error is decoded straight into the record's CaseError, whose type carries
+    the status range: a status outside 100..999 is refused naming the field."""
+    from tests.support.records import record, report
+
+    data = report_to_dict(report([record("a", error="http_status"), record("b")]))
+    data["cases"][0]["error"]["status"] = 503
+    read = report_from_dict(data)
+    assert read.cases[0].outcome == CaseError(
+        kind="http_status", message="http_status talking to the target", status=503
+    )
+    data["cases"][0]["error"]["status"] = 42
+    with pytest.raises(
+        ReportError, match=r"field 'cases\[0\]\.error\.status': Expected `int` >= 100"
+    ):
+        report_from_dict(data)

@@ -4,7 +4,6 @@ report written whole afterwards, in any completion order, partial or empty."""
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import json
 import math
 from collections.abc import Mapping
@@ -21,6 +20,7 @@ from evaluator.report.stream import ReportStream, without_texts
 from evaluator.runner import RunOptions, run_dataset
 from evaluator.scoring.labels import audit_run
 from evaluator.summary import summarise
+from tests.support.records import replace
 
 SECRET = "sk-stream-secret-0123456789"
 
@@ -82,7 +82,7 @@ def _run(dataset: Dataset, stream: ReportStream | None) -> tuple[RunReport, list
 def _whole(report: RunReport, made: list[CaseRecord]) -> RunReport:
     """``report`` with its cases as the runner made them, in golden-set order."""
     order = {c.id: i for i, c in enumerate(report.cases)}
-    return dataclasses.replace(report, cases=tuple(sorted(made, key=lambda c: order[c.id])))
+    return replace(report, cases=tuple(sorted(made, key=lambda c: order[c.id])))
 
 
 def test_streamed_report_is_the_report_written_whole(tmp_path: Path) -> None:
@@ -105,7 +105,7 @@ def test_streamed_report_is_the_report_written_whole(tmp_path: Path) -> None:
     assert report.cases[3].stage_seconds == {"embedding": 0.003, "model": 0.25}
     assert "model" in report.cases[3].stage_seconds and "x" not in report.cases[3].stage_seconds
     assert any(c.texts for c in whole.cases) and any(c.cut_texts for c in whole.cases)
-    assert dataclasses.replace(
+    assert replace(
         report.summary, event_loop_lag_p95_seconds=None, event_loop_lag_max_seconds=None
     ) == summarise(whole.cases)
     assert stream.audit == audit_run(whole.cases)
@@ -124,14 +124,14 @@ def test_a_partial_run_keeps_golden_set_order_across_the_gaps(tmp_path: Path) ->
         for record in finished:
             stream.add(order[record.id], record)
         kept = tuple(sorted(finished, key=lambda c: order[c.id]))
-        partial = dataclasses.replace(report, cases=kept, summary=summarise(kept), interrupted=True)
+        partial = replace(report, cases=kept, summary=summarise(kept), interrupted=True)
         stream.finish(partial)
     assert path.read_bytes() == encode_report(partial)
 
 
 def test_no_case(tmp_path: Path) -> None:
     report, _ = _run(_golden_set(3), None)
-    empty = dataclasses.replace(report, cases=(), summary=summarise(()), interrupted=True)
+    empty = replace(report, cases=(), summary=summarise(()), interrupted=True)
     path = tmp_path / "empty.json"
     with ReportStream(path) as stream:
         stream.finish(empty)
@@ -144,7 +144,7 @@ def test_a_case_that_cannot_be_written_fails_the_report_not_the_run(tmp_path: Pa
     path.write_text("previous")
     with ReportStream(path) as stream:
         stream.add(0, made[0])
-        stream.add(1, dataclasses.replace(made[1], latency_seconds=math.nan))
+        stream.add(1, replace(made[1], latency_seconds=math.nan))
         stream.add(2, made[2])
         with pytest.raises(ValueError):
             stream.finish(report)
@@ -162,9 +162,9 @@ def test_left_unfinished_leaves_nothing(tmp_path: Path) -> None:
 def test_without_texts_is_the_record_with_only_texts_and_stage_form_changed() -> None:
     _, made = _run(_golden_set(5), None)
     for record in made:
-        record = dataclasses.replace(record, ttfb_seconds=0.01, trace_id="ab" * 16, cost=0.5)
+        record = replace(record, ttfb_seconds=0.01, trace_id="ab" * 16, cost=0.5)
         kept = without_texts(record)
-        assert kept == dataclasses.replace(
+        assert kept == replace(
             record, texts={}, cut_texts=frozenset(), stage_seconds=kept.stage_seconds
         )
         assert record.texts and not kept.texts and not kept.cut_texts

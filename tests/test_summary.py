@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evaluator.models import Case, CaseError, CaseRecord, CaseScores, Outcome
+from evaluator.models import CaseError, CaseRecord, CaseScores, Outcome
 from evaluator.summary import (
     QUALITY_METRICS,
     Summary,
@@ -21,6 +21,7 @@ from evaluator.summary import (
     relevant_never_retrieved,
     summarise,
 )
+from tests.support.records import record
 from tests.support.strategies import case_scores
 
 
@@ -34,21 +35,18 @@ def _record(
     latency: float = 0.1,
     stages: Mapping[str, float] | None = None,
 ) -> CaseRecord:
-    return CaseRecord(
-        case=Case(
-            id=case_id,
-            question=f"question {case_id}?",
-            relevance={} if unanswerable else {"doc": 1},
-            expected_facts=facts,
-            unanswerable=unanswerable,
-            tags=tags,
-        ),
+    return record(
+        case_id,
         outcome=outcome,
-        ranked_ids=("doc",),
+        relevance={} if unanswerable else {"doc": 1},
+        facts=facts,
+        unanswerable=unanswerable,
+        tags=tags,
+        ranked=("doc",),
         answer="answer" if isinstance(outcome, CaseScores) else None,
         citations=(),
-        latency_seconds=latency,
-        stage_seconds=dict(stages or {}),
+        latency=latency,
+        stages=stages,
     )
 
 
@@ -76,7 +74,9 @@ def _scores(
 def _failed(
     case_id: str, kind: str = "timeout", *, latency: float = 0.1, tags: tuple[str, ...] = ()
 ) -> CaseRecord:
-    return _record(case_id, CaseError(kind, f"{kind} happened"), latency=latency, tags=tags)
+    return _record(
+        case_id, CaseError(kind=kind, message=f"{kind} happened"), latency=latency, tags=tags
+    )
 
 
 FACT = (("七天",),)
@@ -389,7 +389,7 @@ class TestSummaryAccess:
 @st.composite
 def _records(draw: st.DrawFn) -> CaseRecord:
     failed = draw(st.booleans())
-    outcome: Outcome = CaseError("timeout", "late")
+    outcome: Outcome = CaseError(kind="timeout", message="late")
     if not failed:
         outcome = draw(case_scores())
     return _record(

@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from evaluator.models import Case, CaseRecord, CaseScores
+from evaluator.models import CaseRecord, CaseScores
 from evaluator.report import RunReport, parse_timestamp, write_report
 from evaluator.summary import summarise
+from tests.support.records import record
 
 pytestmark = pytest.mark.e2e  # runs the CLI as a subprocess
 
@@ -20,21 +21,14 @@ POLICY = "退款审核通过后，款项将原路退回。退回到银行卡通�
 
 
 def _record(case_id: str, texts: dict[str, str]) -> CaseRecord:
-    return CaseRecord(
-        case=Case(
-            id=case_id,
-            question="?",
-            relevance={"refund-policy-zh-2": 1},
-            expected_facts=(("whatever the run had",),),
-            unanswerable=False,
-            tags=(),
-        ),
+    return record(
+        case_id,
         outcome=CaseScores(recall_at_k=1.0, mrr=1.0, ndcg_at_k=1.0),
-        ranked_ids=tuple(texts),
+        question="?",
+        relevance={"refund-policy-zh-2": 1},
+        facts=(("whatever the run had",),),
+        ranked=tuple(texts),
         answer="3-5个工作日",
-        citations=(1,),
-        latency_seconds=0.1,
-        stage_seconds={},
         texts=texts,
     )
 

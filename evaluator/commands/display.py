@@ -94,7 +94,10 @@ def _case_line(c: CaseRecord) -> str:
         what = f"error {s.kind}: {s.message}"
     else:
         answer = {True: "right", False: "wrong", None: "unscored"}[s.answer_correct]
-        what = f"recall {s.recall_at_k:.2f} rr {s.mrr:.2f} answer {answer}"
+        if s.recall_at_k is None or s.mrr is None:  # the target's ids are not mapped
+            what = f"retrieval n/a answer {answer}"
+        else:
+            what = f"recall {s.recall_at_k:.2f} rr {s.mrr:.2f} answer {answer}"
         if c.case.unanswerable:
             what += " (unanswerable)"
     expected = ",".join(c.case.relevance) or "-"

@@ -114,6 +114,7 @@ def target_warnings(
 ) -> list[str]:
     """Every warning of a run of ``target`` (``mapping``: include the mapping failures)."""
     found = [
+        ids_warning(target),
         citations_warning(target),
         mapping_failure_warning(records) if mapping else None,
         timings_unit_warning(target.label, records),

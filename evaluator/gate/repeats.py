@@ -27,6 +27,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, cast
 
+from msgspec import structs
+
 from evaluator import border
 from evaluator.errors import ConfigError
 from evaluator.exact import fisher_drop_min_p, fisher_drop_p, tarone_threshold
@@ -181,7 +183,7 @@ def summary_over_rounds(report: RunReport, cases: Sequence[CaseRecord]) -> Summa
     # a mean stands where the scores hold the run's value (a flag's mean is a fraction:
     # the summary adds flags as 1.0 and 0.0, so it adds their means the same way)
     averaged = [
-        replace(r, outcome=replace(r.outcome, **cast(dict[str, Any], means[r.id])))
+        structs.replace(r, outcome=structs.replace(r.outcome, **cast(dict[str, Any], means[r.id])))
         if isinstance(r.outcome, CaseScores) and r.id in means
         else r
         for r in cases

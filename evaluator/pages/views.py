@@ -417,6 +417,8 @@ def describe_case(record: CaseRecord, redact: Redact = _process_redact) -> str:
     if isinstance(s, CaseError):
         return f"error {s.kind}: {redact(s.message)}"[:300]
     answer = {True: "answer correct", False: "answer incorrect", None: "answer not checked"}
+    if s.recall_at_k is None or s.mrr is None:  # the target's ids are not mapped
+        return f"retrieval n/a, {answer[s.answer_correct]}"
     return f"recall {s.recall_at_k:.2f}, RR {s.mrr:.2f}, {answer[s.answer_correct]}"
 
 

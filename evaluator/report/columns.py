@@ -20,7 +20,7 @@ from evaluator.models import CaseError, CaseRecord, CaseScores
 __all__ = ["SCORE_FIELDS", "CaseTable"]
 
 #: the CaseScores fields, in field order: how :meth:`CaseTable.keys` holds a case's scores
-SCORE_FIELDS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(CaseScores))
+SCORE_FIELDS: tuple[str, ...] = CaseScores.__struct_fields__
 _SCORES: Callable[[Any], tuple[Any, ...]] = attrgetter(*SCORE_FIELDS)
 #: a failed case's scores
 _NO_SCORES = (None,) * len(SCORE_FIELDS)

@@ -17,7 +17,6 @@ a score (a :class:`CaseScores` field) and a registered quality ratio need no edi
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
 import os
@@ -50,14 +49,7 @@ Count = Annotated[int, Meta(ge=0, le=_MAX_INT)]
 Grade = Annotated[int, Meta(ge=0, le=1_000_000)]
 Attempts = Annotated[int, Meta(ge=1, le=1_000_000)]
 K = Annotated[int, Meta(ge=1, le=1_000_000)]
-Status = Annotated[int, Meta(ge=100, le=999)]
 Citation = Annotated[int, Meta(ge=-_MAX_INT, le=_MAX_INT)] | str
-
-
-class _Error(Struct, frozen=True, gc=False):
-    kind: str
-    message: str
-    status: Status | None = None
 
 
 class _CaseFields(Struct, frozen=True, gc=False):
@@ -77,7 +69,8 @@ class _CaseFields(Struct, frozen=True, gc=False):
     citations: tuple[Citation, ...] = ()
     stage_seconds: dict[str, Seconds] = {}
     attempts: Attempts = 1
-    error: _Error | None = None
+    # decoded as the record's own CaseError (its status range-checked by its type)
+    error: CaseError | None = None
     texts: dict[str, str] = {}
     # a tuple, not a frozenset: every empty one is the same object (a frozenset is 216
     # bytes per case held while a report is judged); the record takes a frozenset of it
@@ -124,14 +117,9 @@ class _TagSummaryFields(Struct, frozen=True, gc=False):
 # The per-metric fields are made from the registry, so that a metric added there (and its
 # CaseScores field) is read back with no edit here. They are still typed fields, not maps:
 # a bad value is an error naming the metric, checked in C while decoding.
-_SCORE_FIELDS = tuple(f.name for f in dataclasses.fields(CaseScores))
+_SCORE_FIELDS = CaseScores.__struct_fields__
 _SCORE_TYPES = get_type_hints(CaseScores)
-#: the leading CaseScores fields every scored case has (retrieval); the rest may be null
-_REQUIRED_SCORES = tuple(
-    f.name for f in dataclasses.fields(CaseScores) if f.default is dataclasses.MISSING
-)
 _scores_of = attrgetter(*_SCORE_FIELDS)
-_required_of = attrgetter(*_REQUIRED_SCORES)
 
 
 def _decoded_as(name: str) -> object:
@@ -314,27 +302,17 @@ _NO_TEXTS: Mapping[str, str] = MappingProxyType({})
 _NO_CUTS: frozenset[str] = frozenset()
 
 
-def _case(source: str, i: int, c: _Case, known: Mapping[str, Case]) -> CaseRecord:
-    """The record of the decoded case ``c``, the ``i``-th of the report.
-
-    Raises:
-        ReportError: a case without an error lacks a score every scored case has.
-    """
+def _case(c: _Case, known: Mapping[str, Case]) -> CaseRecord:
+    """The record of the decoded case ``c``."""
     rel = c.relevant_ids
     relevance = dict.fromkeys(rel, 1) if isinstance(rel, tuple) else rel
     facts = tuple(f if isinstance(f, tuple) else (f,) for f in c.expected_facts)
     outcome: Outcome
     if c.error is not None:
-        outcome = CaseError(kind=c.error.kind, message=c.error.message, status=c.error.status)
+        outcome = c.error
     else:
-        scores = dict(zip(_SCORE_FIELDS, _scores_of(c), strict=True))
-        if None in _required_of(c):
-            name = next(n for n in _REQUIRED_SCORES if scores[n] is None)
-            raise ReportError(
-                f"{source}: field 'cases[{i}].{name}' is null but the case has no error "
-                "(a case is either scored or failed)"
-            )
-        outcome = CaseScores(**scores)
+        # any score may be null: retrieval when the target's ids are not mapped
+        outcome = CaseScores(**dict(zip(_SCORE_FIELDS, _scores_of(c), strict=True)))
     case = Case(
         id=c.id,
         question=c.question,
@@ -375,7 +353,7 @@ def _records(source: str, head: _Report, share: RunReport | None) -> tuple[CaseR
     entries = head.cases
     records = []
     for i, entry in enumerate(entries):
-        records.append(_case(source, i, entry, known))
+        records.append(_case(entry, known))
         entries[i] = None  # type: ignore[call-overload]
     return tuple(records)
 

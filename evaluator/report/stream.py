@@ -22,6 +22,8 @@ from pathlib import Path
 from types import MappingProxyType, TracebackType
 from typing import BinaryIO, ClassVar, Self
 
+import msgspec
+
 from evaluator.models import CaseRecord
 from evaluator.report.model import RunReport
 from evaluator.report.write import (
@@ -46,7 +48,7 @@ def without_texts(record: CaseRecord) -> CaseRecord:
     """``record`` without its evidence texts (by far its largest part), once they are in
     the report file; its stage timings kept compactly."""
     stages = record.stage_seconds
-    return dataclasses.replace(
+    return msgspec.structs.replace(
         record,
         stage_seconds=_Stages.of(stages) if stages else _NO_STAGES,
         texts=_NO_TEXTS,

@@ -13,7 +13,6 @@ import json
 import os
 import tempfile
 from collections.abc import Iterator, Mapping
-from dataclasses import fields
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -41,7 +40,7 @@ def _relevant_json(relevance: Mapping[str, int]) -> list[str] | dict[str, int]:
     return dict(relevance)
 
 
-_SCORE_FIELDS = tuple(f.name for f in fields(CaseScores))
+_SCORE_FIELDS = CaseScores.__struct_fields__
 
 
 def scores_to_dict(scores: CaseScores | None) -> dict[str, Any]:

@@ -27,6 +27,9 @@ class ScoringSettings:
     #: the target's citations are mapped; False: citation metrics are n/a (None), as a
     #: missing answer makes the answer metrics n/a, instead of 0 for citing nothing
     citations: bool = True
+    #: the target's ids are mapped; False: retrieval metrics are n/a (None), not the 0 (or
+    #: an unanswerable case's 1) of an empty ranking that says nothing about the service
+    retrieval: bool = True
 
     def __post_init__(self) -> None:
         if isinstance(self.refusal_phrases, str):
@@ -87,7 +90,12 @@ def score_ranked(
     relevance = case.relevance
     unanswerable = case.unanswerable
     relevant = 0
-    if unanswerable:
+    recall: float | None
+    rr: float | None
+    ndcg: float | None
+    if not settings.retrieval:
+        recall, rr, ndcg = None, None, None
+    elif unanswerable:
         empty = 1.0 if not ranked else 0.0
         recall, rr, ndcg = empty, empty, empty
     else:

@@ -282,6 +282,11 @@ class HttpTarget:
         return self.mapper is not None and self.mapper.retrieval_only
 
     @property
+    def ranks(self) -> bool:
+        """Whether the target's ids are mapped (the default contract has its own)."""
+        return self.mapper is None or self.mapper.ranks
+
+    @property
     def cites(self) -> bool:
         """Whether the target's citations are mapped (the default contract has its own)."""
         return self.mapper is None or self.mapper.cites

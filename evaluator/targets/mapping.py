@@ -134,6 +134,13 @@ class ResponseMapper:
         return "answer" not in self.expressions
 
     @property
+    def ranks(self) -> bool:
+        """Whether the ids come from the response: a literal (the preset's ``[]`` until
+        ``response.ids`` is set) ranks nothing, and its retrieval metrics are n/a."""
+        parsed = getattr(self.expressions["ids"], "parsed", None)
+        return not (isinstance(parsed, dict) and parsed.get("type") == "literal")
+
+    @property
     def cites(self) -> bool:
         """Whether citations are mapped at all (a field or markers in the answer)."""
         return "citations" in self.expressions or self.markers is not None

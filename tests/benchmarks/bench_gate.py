@@ -42,7 +42,7 @@ def _case(rng: random.Random, i: int, shift: float) -> CaseRecord:
     if rng.random() < 0.01:
         return CaseRecord(
             case=case,
-            outcome=CaseError("timeout", "no answer within 30s"),
+            outcome=CaseError(kind="timeout", message="no answer within 30s"),
             ranked_ids=(),
             answer=None,
             citations=(),

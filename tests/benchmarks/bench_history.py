@@ -16,7 +16,6 @@ import random
 import statistics
 import tempfile
 import time
-from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -26,6 +25,7 @@ from evaluator.models import Case, CaseRecord, CaseScores
 from evaluator.report import RunReport, parse_timestamp
 from evaluator.summary import summarise
 from tests.benchmarks.support import figure, nearest_rank
+from tests.support.records import replace
 
 CASES = 1_000
 RUNS = 1_000
@@ -44,15 +44,51 @@ def _variants(case_id: str) -> list[CaseRecord]:
             unanswerable=False,
             tags=(),
         ),
-        outcome=CaseScores(1.0, 1.0, 1.0, 1.0, 1.0, True, True, 1.0, False),
+        outcome=CaseScores(
+            recall_at_k=1.0,
+            mrr=1.0,
+            ndcg_at_k=1.0,
+            citation_precision=1.0,
+            citation_recall=1.0,
+            citation_valid=True,
+            answer_correct=True,
+            fact_recall=1.0,
+            refused=False,
+        ),
         ranked_ids=(f"doc-{case_id}",),
         answer="fact",
         citations=(1,),
         latency_seconds=0.2,
         stage_seconds={},
     )
-    wrong = replace(base, outcome=CaseScores(1.0, 0.5, 0.63, 0.5, 0.5, True, False, 0.0, False))
-    missed = replace(base, outcome=CaseScores(0.0, 0.0, 0.0, 0.0, 0.0, True, False, 0.0, False))
+    wrong = replace(
+        base,
+        outcome=CaseScores(
+            recall_at_k=1.0,
+            mrr=0.5,
+            ndcg_at_k=0.63,
+            citation_precision=0.5,
+            citation_recall=0.5,
+            citation_valid=True,
+            answer_correct=False,
+            fact_recall=0.0,
+            refused=False,
+        ),
+    )
+    missed = replace(
+        base,
+        outcome=CaseScores(
+            recall_at_k=0.0,
+            mrr=0.0,
+            ndcg_at_k=0.0,
+            citation_precision=0.0,
+            citation_recall=0.0,
+            citation_valid=True,
+            answer_correct=False,
+            fact_recall=0.0,
+            refused=False,
+        ),
+    )
     return [base] * 8 + [wrong, missed]
 
 

@@ -33,7 +33,7 @@ DATASET = REPO / "evals" / "rag_cases.jsonl"
 
 
 def _free_port() -> int:
-    from tests.support.prometheus import free_port
+    from tests.support.ports import free_port
 
     return free_port()
 

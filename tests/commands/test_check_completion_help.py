@@ -38,6 +38,8 @@ class TestCheck:
     def test_a_good_configuration_passes(
         self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
     ) -> None:
+        """A valid configuration whose target is on the discard port: exit 0, every check listed ok,
+        and nothing sent."""
         # port 9 (discard) on loopback: nothing listens there, so any request would fail
         config = _config(tmp_path, dataset=GOLDEN)
         assert 0 == main(["check", "--config", str(config)])
@@ -49,6 +51,8 @@ class TestCheck:
     def test_every_problem_is_listed_and_exits_1(
         self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
     ) -> None:
+        """A bad golden set and a bad baseline are both reported (one FAIL line each, naming the
+        file), not only the first: exit 1."""
         bad = tmp_path / "bad.jsonl"
         bad.write_text('{"id": "a", "question": "q"}\n{"nope": 1}\n', encoding="utf-8")
         baseline = tmp_path / "baseline.json"
@@ -65,6 +69,8 @@ class TestCheck:
     def test_a_bad_mapping_stops_at_load_naming_the_field(
         self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
     ) -> None:
+        """A response expression that does not parse stops `check` at load, naming the target's
+        field."""
         config = tmp_path / "evaluator.toml"
         config.write_text(
             '[[targets]]\nname = "rag"\nurl = "http://127.0.0.1:9/rag"\n'
@@ -76,10 +82,12 @@ class TestCheck:
         assert "targets.0.response.answer: invalid JMESPath" in capsys.readouterr().err
 
 
+@pytest.mark.e2e
 class TestCompletion:
     def test_bash_script_completes_commands_and_flags(
         self, capsys: pytest.CaptureFixture[str]
     ) -> None:
+        """The generated bash completion names the commands and their flags, and bash loads it."""
         assert 0 == main(["completion", "bash"])
         script = capsys.readouterr().out
         for word in ("run", "serve", "gate", "check", "--baseline", "--target-url"):
@@ -91,6 +99,7 @@ class TestCompletion:
 
 class TestHelp:
     def test_debug_is_accepted_before_the_command(self, capsys: pytest.CaptureFixture[str]) -> None:
+        """`--debug` is a global flag: accepted before the command."""
         assert 0 == main(["--debug", "validate", str(GOLDEN)])
         assert "1 file(s) valid" in capsys.readouterr().out
 
@@ -98,6 +107,7 @@ class TestHelp:
     def test_help_shows_examples_and_exit_codes(
         self, argv: list[str], capsys: pytest.CaptureFixture[str]
     ) -> None:
+        """Every help text shows examples and the exit codes, and exits 0."""
         with pytest.raises(SystemExit) as exit_:
             main(argv)
         assert exit_.value.code == 0

@@ -9,9 +9,10 @@ from evaluator.commands.display import (
     format_summary,
     worst_cases,
 )
-from evaluator.models import Case, CaseError, CaseRecord, CaseScores, Outcome
+from evaluator.models import CaseError, CaseRecord, CaseScores, Outcome
 from evaluator.scoring.labels import AuditTotals, LabelAudit
 from evaluator.summary import summarise
+from tests.support.records import record
 
 
 def _record(
@@ -20,34 +21,41 @@ def _record(
     *,
     latency: float = 0.2,
 ) -> CaseRecord:
-    return CaseRecord(
-        case=Case(
-            id=case_id,
-            question="q?",
-            relevance={"d": 1},
-            expected_facts=(),
-            unanswerable=False,
-            tags=(),
-        ),
+    return record(
+        case_id,
         outcome=outcome,
-        ranked_ids=("d",),
+        question="q?",
+        relevance={"d": 1},
+        facts=(),
+        ranked=("d",),
         answer="a" if isinstance(outcome, CaseScores) else None,
         citations=(),
-        latency_seconds=latency,
-        stage_seconds={},
+        latency=latency,
     )
 
 
-PERFECT = _record("perfect", CaseScores(1.0, 1.0, 1.0, citation_precision=1.0, answer_correct=True))
-LOST = _record("lost", CaseScores(0.0, 0.0, 0.0, answer_correct=True))
-WRONG = _record("wrong", CaseScores(1.0, 0.5, 1.0, citation_precision=0.5, answer_correct=False))
-FAILED = _record("failed", CaseError("timeout", "slow"), latency=0.005)
+PERFECT = _record(
+    "perfect",
+    CaseScores(
+        recall_at_k=1.0, mrr=1.0, ndcg_at_k=1.0, citation_precision=1.0, answer_correct=True
+    ),
+)
+LOST = _record("lost", CaseScores(recall_at_k=0.0, mrr=0.0, ndcg_at_k=0.0, answer_correct=True))
+WRONG = _record(
+    "wrong",
+    CaseScores(
+        recall_at_k=1.0, mrr=0.5, ndcg_at_k=1.0, citation_precision=0.5, answer_correct=False
+    ),
+)
+FAILED = _record("failed", CaseError(kind="timeout", message="slow"), latency=0.005)
 
 
 class TestBadness:
     """Errors first, then a wrong answer (2), then lost recall, rank and citations."""
 
     def test_worked_examples(self) -> None:
+        """Badness by its definition: 0 for a perfect case, lost rank and wrong answers add up, a
+        failed case is worst (10)."""
         assert 0.0 == badness(PERFECT)
         assert 2.0 == badness(LOST)  # recall 1 lost + reciprocal rank 1 lost
         assert 3.0 == badness(WRONG)  # wrong answer 2 + rank 0.5 + citations 0.5
@@ -58,11 +66,13 @@ class TestWorstCases:
     """The n worst, worst first; a perfect case is never listed."""
 
     def test_order_and_cut(self) -> None:
+        """The worst cases come worst first, cut at n."""
         cases = (PERFECT, LOST, FAILED, WRONG)
         assert ["failed", "wrong"] == [c.id for c in worst_cases(cases, 2)]
         assert ["failed", "wrong", "lost"] == [c.id for c in worst_cases(cases, 10)]
 
     def test_perfect_run_lists_nothing(self) -> None:
+        """Perfect cases are never listed as worst."""
         assert [] == worst_cases((PERFECT, PERFECT), 5)
 
 
@@ -75,6 +85,7 @@ class TestFormatLabelAudit:
     """Every suspect case up to SUSPECT_SHOWN, then a count of the rest and where they are."""
 
     def test_a_few_are_all_listed(self) -> None:
+        """A few suspect labels are all listed, each with its message."""
         message = "suspect label: '三天' is in none of the relevant evidence"
         assert [
             "",
@@ -84,11 +95,13 @@ class TestFormatLabelAudit:
         ] == format_label_audit(_audit(2, 5))
 
     def test_exactly_the_cap_has_no_tail(self) -> None:
+        """Exactly the cap of suspect labels: all shown, no 'more' line."""
         lines = format_label_audit(_audit(SUSPECT_SHOWN, 100))
         assert 2 + SUSPECT_SHOWN == len(lines)
         assert lines[-1].startswith(f"  case-{SUSPECT_SHOWN - 1}: ")
 
     def test_a_mostly_mislabelled_set_prints_the_cap_and_a_count(self) -> None:
+        """A mostly mislabelled set prints the first cap of cases and counts the rest."""
         lines = format_label_audit(_audit(32_389, 100_000))
         assert "label audit: 32389 suspect of 100000 checked" == lines[1]
         assert [f"case-{i}" for i in range(SUSPECT_SHOWN)] == [
@@ -100,6 +113,7 @@ class TestFormatLabelAudit:
         ) == lines[-1]
 
     def test_nothing_checked_prints_nothing(self) -> None:
+        """No label checked: no audit lines at all."""
         assert [] == format_label_audit(_audit(0, 0))
 
 
@@ -107,6 +121,7 @@ class TestFormatSummary:
     """Every metric with its denominator; latencies in ms below a second."""
 
     def test_table(self) -> None:
+        """The summary table: each metric's value and count, n/a where no case has one."""
         table = format_summary(summarise([PERFECT, LOST, WRONG, FAILED]))
         rows = {line.split()[0]: line.split()[1:] for line in table.splitlines()[1:]}
         assert ["0.6667", "3"] == rows["recall_at_k"]

@@ -24,6 +24,8 @@ def _clean_env() -> dict[str, str]:
 def test_nothing_configured_means_the_default_settings(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """With no config file, no --config and no EVALUATOR_ variable (any case), nothing is configured
+    and the gate takes the default settings."""
     monkeypatch.chdir(tmp_path)
     for name in list(os.environ):
         if name.upper().startswith("EVALUATOR_"):
@@ -40,7 +42,10 @@ def test_nothing_configured_means_the_default_settings(
     assert not nothing_configured(None)
 
 
+@pytest.mark.e2e
 def test_a_saved_gate_with_nothing_configured_does_not_load_settings(tmp_path: Path) -> None:
+    """`gate` over two saved reports with nothing configured never imports pydantic or the config
+    module, and judges as with the defaults."""
     b = write(tmp_path / "b.json", report([record("a"), record("b")]))
     c = write(tmp_path / "c.json", report([record("a"), record("b", rr=0.5)], run_id="2"))
     code = (

@@ -5,10 +5,17 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 from tests.benchmarks.support import REPO
+
+# every test here starts a server or a subprocess: not in `make fast`
+pytestmark = pytest.mark.e2e
 
 
 def test_a_callable_run_does_not_import_what_it_never_uses() -> None:
+    """Running a callable target imports no HTTP client, scheduler or logging stack: a callable run
+    starts light."""
     code = (
         "import sys\n"
         "import evaluator.cli, evaluator.commands.run\n"

@@ -172,6 +172,7 @@ def _expected_quality(report: dict[str, Any]) -> dict[str, float]:
     return {name: report["summary"][key] for name, key in QUALITY.items()}
 
 
+@pytest.mark.e2e
 class TestSchedule:
     """Runs follow the schedule and never overlap."""
 
@@ -278,6 +279,7 @@ class TestSchedule:
         run_bounded(body)
 
 
+@pytest.mark.e2e
 class TestOutcomes:
     """Outcomes follow docs/daemon.md; only a complete run moves the quality gauges."""
 
@@ -362,6 +364,7 @@ class TestOutcomes:
         run_bounded(body)
 
 
+@pytest.mark.e2e
 class TestDatasetReload:
     """A changed golden set is picked up at the next run; an invalid one is rejected."""
 
@@ -403,6 +406,7 @@ class TestDatasetReload:
         run_bounded(body)
 
 
+@pytest.mark.e2e
 class TestReports:
     """Reports on disk: retention, an unwritable folder, and restore after a restart."""
 
@@ -532,6 +536,7 @@ class TestReports:
 class TestStartErrors:
     """A bad configuration stops the daemon at start with a message naming the field."""
 
+    @pytest.mark.e2e
     @pytest.mark.parametrize(
         ("cron", "needle"),
         [("61 * * * *", "61"), ("*/5 * * *", "expected 5 fields"), ("* * * * mon-xyz", "xyz")],
@@ -552,6 +557,7 @@ class TestStartErrors:
         message = str(caught.value)
         assert "jobs.0" in message and repr(cron) in message and needle in message
 
+    @pytest.mark.e2e
     def test_valid_cron_schedules_the_job(self, tmp_path: Path, endpoint: Endpoint) -> None:
         """A valid cron expression starts, and its interval is exported."""
         settings = _settings(
@@ -564,6 +570,7 @@ class TestStartErrors:
 
         run_bounded(body)
 
+    @pytest.mark.e2e
     @pytest.mark.parametrize(
         ("listen", "needle"),
         [("localhost", "expected HOST:PORT"), ("127.0.0.1:99999", "expected HOST:PORT")],

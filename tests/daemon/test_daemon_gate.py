@@ -55,6 +55,7 @@ def _baseline(tmp_path: Path, url: str) -> Path:
 
 
 class TestBaselineGate:
+    @pytest.mark.e2e
     def test_regression_fails_the_gate_per_rule(
         self, tmp_path: Path, endpoint: Endpoint, script: Script
     ) -> None:
@@ -77,6 +78,7 @@ class TestBaselineGate:
 
         run_bounded(body)
 
+    @pytest.mark.e2e
     def test_same_quality_passes(self, tmp_path: Path, endpoint: Endpoint) -> None:
         """A run as good as its baseline passes every rule."""
         baseline = _baseline(tmp_path, endpoint.url)
@@ -95,6 +97,7 @@ class TestBaselineGate:
 
         run_bounded(body)
 
+    @pytest.mark.e2e
     def test_a_shard_is_judged_on_its_own_cases(self, tmp_path: Path, endpoint: Endpoint) -> None:
         """A shard lacks the other shards' cases by design: that alone never fails its gate."""
         baseline = _baseline(tmp_path, endpoint.url)
@@ -113,6 +116,7 @@ class TestBaselineGate:
 
         run_bounded(body)
 
+    @pytest.mark.e2e
     def test_unreadable_baseline_stops_the_start(self, tmp_path: Path, endpoint: Endpoint) -> None:
         """A job whose baseline report is corrupt does not start: the file is named."""
         bad = tmp_path / "baseline.json"

@@ -21,8 +21,9 @@ from prometheus_client.parser import text_string_to_metric_families as parse_tex
 from evaluator.daemon.exporter import GateState, JobSnapshot, Metrics
 from evaluator.daemon.exposition import CLOCK_EVERY, OPENMETRICS, TEXT, HistogramCell
 from evaluator.errors import ERROR_KINDS
-from evaluator.models import Case, CaseError, CaseRecord, CaseScores
+from evaluator.models import CaseError, CaseRecord, CaseScores
 from evaluator.summary import summarise
+from tests.support.records import record as make_record
 
 BUCKETS = (0.01, 0.1, 1.0)
 A = ("target-a", "golden")
@@ -39,14 +40,18 @@ def _record(
     trace_id: str | None = None,
 ) -> CaseRecord:
     """A finished case as the runner hands it to the daemon (only what metrics read matters)."""
-    return CaseRecord(
-        case=Case(id=case_id, question="q", relevance={}),
-        outcome=CaseScores(0.0, 0.0, 0.0) if error is None else CaseError(error, "boom"),
-        ranked_ids=(),
+    return make_record(
+        case_id,
+        outcome=CaseScores(recall_at_k=0.0, mrr=0.0, ndcg_at_k=0.0)
+        if error is None
+        else CaseError(kind=error, message="boom"),
+        question="q",
+        relevance={},
+        ranked=(),
         answer=None,
         citations=(),
-        latency_seconds=latency,
-        stage_seconds=dict(stages if stages is not None else {"retrieve": 0.02, "model": 0.5}),
+        latency=latency,
+        stages=stages if stages is not None else {"retrieve": 0.02, "model": 0.5},
         ttft_seconds=ttft,
         trace_id=trace_id,
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import httpx
+import pytest
 from prometheus_client import generate_latest
 
 from evaluator.daemon.exposition import TEXT
@@ -15,6 +16,9 @@ from tests.daemon.test_daemon import (
     script,
 )
 from tests.support.inprocess import run_bounded, running
+
+# every test here starts a server or a subprocess: not in `make fast`
+pytestmark = pytest.mark.e2e
 
 __all__ = ["endpoint", "script"]  # fixtures, imported so pytest finds them here
 

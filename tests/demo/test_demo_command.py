@@ -27,7 +27,8 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from evaluator.commands.demo_stack import DemoOptions, PrometheusUi, _banner
-from tests.support.prometheus import free_port, parse_log_lines, require_binary
+from tests.support.ports import free_port
+from tests.support.prometheus import parse_log_lines, require_binary
 
 try:
     import psutil

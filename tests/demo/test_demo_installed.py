@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from evaluator.commands.demo_stack import SOURCE_GOLDEN_SET, default_golden_set
-from tests.support.prometheus import free_port
+from tests.support.ports import free_port
 
 pytestmark = pytest.mark.e2e
 

@@ -26,7 +26,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.support.prometheus import free_port
+from tests.support.ports import free_port
 
 pytestmark = pytest.mark.e2e
 

@@ -22,7 +22,7 @@ import httpx
 import pytest
 
 from tests.deploy.deploy_support import DEPLOY, RULE_TESTS, alerting_rules, load_yaml
-from tests.support.prometheus import free_port
+from tests.support.ports import free_port
 
 CONFIG = DEPLOY / "compose" / "alertmanager.yml"
 ALERT_NAMES = {rule["alert"] for rule in alerting_rules()}
@@ -69,7 +69,9 @@ def _matches(matchers: list[str], labels: dict[str, str]) -> bool:
     return True
 
 
+@pytest.mark.e2e
 def test_amtool_accepts_the_config() -> None:
+    """Alertmanager's own checker (amtool check-config) accepts the shipped configuration."""
     amtool = _binary("amtool")
     done = subprocess.run(
         [amtool, "check-config", str(CONFIG)], capture_output=True, text=True, timeout=60
@@ -78,6 +80,7 @@ def test_amtool_accepts_the_config() -> None:
 
 
 def test_every_alert_has_tested_labels() -> None:
+    """Every alert of the rules has its labels listed here, so each is routed in a test."""
     assert set(LABELS) == ALERT_NAMES
 
 
@@ -168,7 +171,10 @@ def _with(alertname: str, **labels: str) -> dict[str, str]:
     return {**LABELS[alertname], **labels}
 
 
+@pytest.mark.e2e
 def test_evaluator_down_inhibits_the_aggregated_alerts(alertmanager: str) -> None:
+    """A real Alertmanager: while the evaluator is down, the quality alerts it would cause are
+    inhibited."""
     _post(
         alertmanager,
         [
@@ -189,7 +195,10 @@ def test_evaluator_down_inhibits_the_aggregated_alerts(alertmanager: str) -> Non
     assert not _inhibited(alertmanager, "RagEvalEvaluatorDown")
 
 
+@pytest.mark.e2e
 def test_missing_shard_and_stale_results_inhibit_only_their_golden_set(alertmanager: str) -> None:
+    """A missing shard or stale results inhibit the quality alerts of their own golden set only, not
+    another's."""
     url = alertmanager
     _post(
         url,

@@ -101,10 +101,13 @@ def _scrape_targets(job: str) -> list[str]:
 
 
 def test_services() -> None:
+    """The compose file runs exactly the service, the evaluator, Prometheus, Alertmanager and
+    Grafana."""
     assert set(SERVICES) == {"rag", "evaluator", "prometheus", "alertmanager", "grafana"}
 
 
 def test_evaluator_image_is_built_from_the_source_tree() -> None:
+    """The rag and evaluator images are built from this checkout, with the shipped Dockerfile."""
     for service in ("rag", "evaluator"):
         build = SERVICES[service]["build"]
         context = (DEPLOY / build["context"]).resolve()
@@ -114,11 +117,13 @@ def test_evaluator_image_is_built_from_the_source_tree() -> None:
 
 @pytest.mark.parametrize("service", sorted(SERVICES))
 def test_every_bind_mount_exists(service: str) -> None:
+    """Every host path a service mounts exists in the repository."""
     for host, target in _bind_mounts(service):
         assert host.exists(), f"{service}: {host} (mounted at {target}) does not exist"
 
 
 def test_named_volumes_are_declared() -> None:
+    """Every named volume a service uses is declared."""
     declared = set(COMPOSE["volumes"])
     used = {
         v.split(":")[0]
@@ -130,6 +135,7 @@ def test_named_volumes_are_declared() -> None:
 
 
 def test_prometheus_scrapes_the_evaluator_where_it_listens() -> None:
+    """Prometheus scrapes the evaluator's service name on the port the image listens on."""
     (target,) = _scrape_targets("rag-evaluator")
     host, port = target.rsplit(":", 1)
     assert host == "evaluator"
@@ -141,6 +147,7 @@ def test_prometheus_scrapes_the_evaluator_where_it_listens() -> None:
 
 
 def test_prometheus_container_loads_this_config_and_the_rules() -> None:
+    """The Prometheus container is started with the shipped config and rule files."""
     command = SERVICES["prometheus"]["command"]
     config = next(c.split("=", 1)[1] for c in command if c.startswith("--config.file="))
     host_config = _host_path("prometheus", config)
@@ -152,6 +159,7 @@ def test_prometheus_container_loads_this_config_and_the_rules() -> None:
 
 
 def test_alertmanager_is_where_prometheus_sends_alerts() -> None:
+    """Prometheus sends alerts to the compose Alertmanager, on its port."""
     (manager,) = PROMETHEUS["alerting"]["alertmanagers"]
     (target,) = manager["static_configs"][0]["targets"]
     host, port = target.split(":")
@@ -163,6 +171,8 @@ def test_alertmanager_is_where_prometheus_sends_alerts() -> None:
 
 
 def test_alertmanager_config_routes_and_inhibits_known_names() -> None:
+    """The compose Alertmanager routes to declared receivers and inhibits only alerts the rules
+    define."""
     config = load_yaml(DEPLOY / "compose" / "alertmanager.yml")
     receivers = {r["name"] for r in config["receivers"]}
     routes = [config["route"], *config["route"].get("routes", [])]
@@ -182,6 +192,8 @@ def test_alertmanager_config_routes_and_inhibits_known_names() -> None:
 
 
 def test_grafana_gets_provisioning_and_dashboards() -> None:
+    """Grafana gets the shipped provisioning, an existing home dashboard and the Prometheus
+    datasource at its published port."""
     assert (
         _host_path("grafana", "/etc/grafana/provisioning")
         == (DEPLOY / "grafana" / "provisioning").resolve()
@@ -197,6 +209,7 @@ def test_grafana_gets_provisioning_and_dashboards() -> None:
 
 
 def test_evaluator_config_is_mounted_and_points_at_the_rag_service() -> None:
+    """The evaluator's config is the mounted file, and its targets are the compose rag service."""
     config_path = _flag(_image_cmd(), "--config")
     host_config = _host_path("evaluator", config_path)
     assert host_config == (DEPLOY / "compose" / "evaluator.toml").resolve()
@@ -215,12 +228,15 @@ def test_evaluator_config_is_mounted_and_points_at_the_rag_service() -> None:
 
 
 def test_evaluator_config_passes_the_evaluators_validation() -> None:
+    """The compose evaluator.toml loads with the evaluator's own validation, each job naming a
+    target."""
     settings = load_settings(DEPLOY / "compose" / "evaluator.toml")
     assert [job.target for job in settings.jobs] == [t.label for t in settings.targets]
     assert all(job.interval_seconds for job in settings.jobs), "the stale alert needs intervals"
 
 
 def test_reports_volume_is_where_the_image_writes_them() -> None:
+    """The reports volume is mounted where the image's command writes reports."""
     reports = _flag(_image_cmd(), "--reports-dir")
     assert f"reports:{reports}" in SERVICES["evaluator"]["volumes"]
     (volume,) = _instruction("VOLUME")
@@ -228,6 +244,8 @@ def test_reports_volume_is_where_the_image_writes_them() -> None:
 
 
 def test_evaluator_container_is_read_only_without_privileges() -> None:
+    """The evaluator container runs read-only, with a tmpfs /tmp, no new privileges and no
+    capabilities."""
     service = SERVICES["evaluator"]
     assert service["read_only"] is True
     assert "/tmp" in service["tmpfs"]
@@ -242,6 +260,7 @@ def test_ports_are_published_on_loopback_only(service: str) -> None:
 
 
 def test_dockerfile_base_and_install() -> None:
+    """The Dockerfile builds on the declared base and installs the locked requirements, by hash."""
     (base,) = _instruction("ARG")
     assert base == "BASE=python:3.11-slim"
     froms = _instruction("FROM")
@@ -274,6 +293,7 @@ def test_dockerfile_run_example_mounts_existing_files() -> None:
 
 
 def test_dockerfile_runs_as_a_non_root_user() -> None:
+    """The image's final stage runs as a numeric non-root user."""
     users = [args for instr, args in _final_stage() if instr == "USER"]
     assert users, "no USER in the final stage"
     user = users[-1].split(":")[0]
@@ -282,6 +302,8 @@ def test_dockerfile_runs_as_a_non_root_user() -> None:
 
 
 def test_dockerfile_healthcheck_probes_healthz_with_python() -> None:
+    """The image's healthcheck probes /healthz with Python (no curl in a slim image), with an
+    interval."""
     (healthcheck,) = _instruction("HEALTHCHECK")
     options, _, command = healthcheck.partition("CMD ")
     assert "--interval=" in options and "--timeout=" in options
@@ -295,6 +317,7 @@ def test_dockerfile_healthcheck_probes_healthz_with_python() -> None:
 
 
 def test_compose_healthcheck_of_the_rag_service_is_valid_python() -> None:
+    """The rag service's healthcheck is a Python one-liner that parses."""
     test = SERVICES["rag"]["healthcheck"]["test"]
     assert test[:3] == ["CMD", "python", "-c"]
     ast.parse(test[3])
@@ -302,6 +325,7 @@ def test_compose_healthcheck_of_the_rag_service_is_valid_python() -> None:
 
 
 def test_dockerignore_keeps_what_the_build_needs() -> None:
+    """The build context's ignore file keeps what the Dockerfile copies and drops local state."""
     lines = (DEPLOY / "Dockerfile.dockerignore").read_text(encoding="utf-8").splitlines()
     patterns = [line.strip() for line in lines if line.strip() and not line.startswith("#")]
     assert patterns[0] == "*", "an allow-list: ignore everything, then re-include"
@@ -316,18 +340,23 @@ def test_dockerignore_keeps_what_the_build_needs() -> None:
 
 
 def test_image_command_is_the_daemon_on_all_interfaces() -> None:
+    """The image runs `evaluator serve` on all interfaces with the mounted config."""
     argv = _image_cmd()
     assert argv[:2] == ["evaluator", "serve"]
     assert _flag(argv, "--config") == "/etc/evaluator/evaluator.toml"
     assert _flag(argv, "--listen").startswith("0.0.0.0:")
 
 
+@pytest.mark.e2e
 def test_compose_file_matches_the_compose_spec_schema() -> None:
+    """The compose file validates against the (vendored) compose-spec schema."""
     result = _check_compose(DEPLOY / "docker-compose.yml")
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+@pytest.mark.e2e
 def test_compose_spec_schema_rejects_a_misspelt_key(tmp_path: Path) -> None:
+    """The schema check is not vacuous: a misspelt key fails it."""
     broken = {**COMPOSE, "services": {**SERVICES, "rag": {**SERVICES["rag"], "comand": ["x"]}}}
     path = tmp_path / "docker-compose.yml"
     path.write_text(json.dumps(broken), encoding="utf-8")
@@ -366,4 +395,5 @@ def test_stop_grace_period_outlasts_the_daemons_grace() -> None:
 
 
 def test_alertmanager_runs_as_one_replica_without_gossip() -> None:
+    """The compose Alertmanager runs alone, its cluster gossip switched off."""
     assert "--cluster.listen-address=" in SERVICES["alertmanager"]["command"]

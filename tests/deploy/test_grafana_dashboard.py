@@ -58,6 +58,7 @@ PANEL_TITLES = [p["title"] for p in _panels()]
 
 
 def test_dashboard_identity() -> None:
+    """The dashboard's uid and title are fixed, and it has no id (provisioning updates it)."""
     dashboard = _dashboard()
     assert dashboard["uid"] == "rag-evaluator"
     assert dashboard["id"] is None
@@ -67,12 +68,14 @@ def test_dashboard_identity() -> None:
 
 
 def test_panel_titles_and_ids_are_unique() -> None:
+    """No two panels share a title or an id."""
     assert len(PANEL_TITLES) == len(set(PANEL_TITLES))
     ids = [p["id"] for p in iter_panels(_dashboard())]
     assert len(ids) == len(set(ids))
 
 
 def test_one_datasource_variable() -> None:
+    """One datasource variable, of Prometheus."""
     variables = _variables()
     datasources = [v for v in variables.values() if v["type"] == "datasource"]
     assert [v["name"] for v in datasources] == ["datasource"]
@@ -82,6 +85,7 @@ def test_one_datasource_variable() -> None:
 
 @pytest.mark.parametrize("name", ["target", "dataset"])
 def test_query_variables_list_jobs(name: str) -> None:
+    """The target and dataset variables are multi-value queries of the job info series."""
     variable = _variables()[name]
     assert variable["type"] == "query"
     assert variable["datasource"] == DS
@@ -94,11 +98,13 @@ def test_query_variables_list_jobs(name: str) -> None:
 
 
 def test_dataset_choices_follow_the_target() -> None:
+    """The dataset choices are those of the chosen targets."""
     assert 'target=~"$target"' in _variables()["dataset"]["query"]["query"]
 
 
 @pytest.mark.parametrize("title", PANEL_TITLES)
 def test_panel_has_title_description_unit_and_datasource(title: str) -> None:
+    """Every panel has a title, a description, a unit and the datasource variable."""
     panel = _panel(title)
     assert panel["description"].strip()
     assert panel["fieldConfig"]["defaults"]["unit"]
@@ -125,6 +131,7 @@ def test_panel_unit_matches_what_it_shows(title: str) -> None:
 
 @pytest.mark.parametrize("title", PANEL_TITLES)
 def test_panel_queries_filter_on_the_variables(title: str) -> None:
+    """Every panel query selects on the target and dataset variables."""
     for expr in _exprs(_panel(title)):
         for selector in re.findall(r"rag_eval_\w+\{([^}]*)\}", expr):
             assert 'target=~"$target"' in selector and 'dataset=~"$dataset"' in selector, expr
@@ -142,6 +149,7 @@ def test_rate_windows_are_fixed_and_span_several_runs(title: str) -> None:
 
 @pytest.mark.parametrize("metric", GAUGED_RATIOS)
 def test_each_quality_metric_has_a_panel_with_its_baseline(metric: str) -> None:
+    """Each quality metric has one panel that shows it beside its baseline."""
     panels = [p for p in _panels() if any(f'metric="{metric}"' in e for e in _exprs(p))]
     assert len(panels) == 1, f"{metric}: {[p['title'] for p in panels]}"
     exprs = _exprs(panels[0])
@@ -153,6 +161,7 @@ def test_each_quality_metric_has_a_panel_with_its_baseline(metric: str) -> None:
 
 
 def test_latency_panels_come_from_the_histograms() -> None:
+    """Latency panels are quantiles of the histograms, summed by le (not averages of quantiles)."""
     case = " ".join(_exprs(_panel("Case latency P50 / P95")))
     assert "histogram_quantile(0.95, sum by (target, dataset, le) (rate(" in case
     assert "histogram_quantile(0.5, sum by (target, dataset, le) (rate(" in case
@@ -178,6 +187,7 @@ def test_latency_panels_come_from_the_histograms() -> None:
     ],
 )
 def test_required_panel_exists(title: str, needle: str) -> None:
+    """The panels an operator needs exist and read the series they are about."""
     assert any(needle in e for p in _panels() if p["title"] == title for e in _exprs(p)), title
 
 
@@ -189,6 +199,7 @@ def test_alert_descriptions_name_existing_panels() -> None:
 
 
 def test_panels_do_not_overlap() -> None:
+    """Panels fit the 24-column grid and no two overlap."""
     cells: dict[tuple[int, int], str] = {}
     for panel in iter_panels(_dashboard()):
         pos = panel["gridPos"]
@@ -200,11 +211,13 @@ def test_panels_do_not_overlap() -> None:
 
 
 def test_queries_read_only_contract_metrics() -> None:
+    """Every query reads only metric names the exporter's contract has."""
     for title, expr in dashboard_queries(DASHBOARD, DEFAULT_SUBSTITUTIONS):
         assert not contract_problems(expr), (title, contract_problems(expr))
 
 
 def test_helper_returns_every_panel_query_and_variable_substituted() -> None:
+    """The query helper yields every panel query and variable, variables substituted."""
     queries = dashboard_queries(DASHBOARD, DEFAULT_SUBSTITUTIONS)
     panel_exprs = sum(len(p["targets"]) for p in _panels())
     assert len(queries) == panel_exprs + 2
@@ -218,6 +231,7 @@ def test_helper_returns_every_panel_query_and_variable_substituted() -> None:
 
 
 def test_helper_substitutes_fixture_values_and_refuses_unknown_variables() -> None:
+    """The helper substitutes given values and refuses a variable it does not know."""
     values = {**DEFAULT_SUBSTITUTIONS, "target": "reference", "dataset": "rag_cases"}
     queries = dict(dashboard_queries(DASHBOARD, values))
     assert 'target=~"reference", dataset=~"rag_cases"' in queries["Error ratio, last run"]
@@ -228,6 +242,7 @@ def test_helper_substitutes_fixture_values_and_refuses_unknown_variables() -> No
         substitute('up{job=~"$job"}', values)
 
 
+@pytest.mark.e2e
 @pytest.mark.prometheus
 def test_every_query_parses(promtool: str, tmp_path: Any) -> None:
     """promtool parses each query as a recording rule: a PromQL check without a server."""
@@ -251,6 +266,7 @@ def test_every_query_parses(promtool: str, tmp_path: Any) -> None:
 
 
 def test_provisioned_datasource_is_the_compose_prometheus() -> None:
+    """The provisioned datasource is the compose Prometheus, by the uid the dashboard uses."""
     provisioning = load_yaml(DEPLOY / "grafana" / "provisioning" / "datasources" / "prometheus.yml")
     assert provisioning["apiVersion"] == 1
     (datasource,) = provisioning["datasources"]
@@ -261,6 +277,7 @@ def test_provisioned_datasource_is_the_compose_prometheus() -> None:
 
 
 def test_dashboard_provider_loads_the_dashboards_folder() -> None:
+    """The dashboard provider loads the shipped dashboards folder."""
     provisioning = load_yaml(
         DEPLOY / "grafana" / "provisioning" / "dashboards" / "rag-evaluator.yml"
     )
@@ -305,6 +322,7 @@ def test_gate_panels_say_no_baseline_is_configured(title: str) -> None:
     ],
 )
 def test_status_thresholds_turn_red_where_the_alerts_fire(title: str, red_from: float) -> None:
+    """Status panels turn red at the thresholds where the matching alerts fire."""
     panel = _panel(title)
     steps = panel["fieldConfig"]["defaults"]["thresholds"]["steps"]
     reds = [s["value"] for s in steps if s["color"] == "red"]
@@ -313,6 +331,7 @@ def test_status_thresholds_turn_red_where_the_alerts_fire(title: str, red_from: 
 
 
 def test_scored_cases_turn_red_below_the_drift_floor() -> None:
+    """The scored-cases panel turns red below 30 scored cases."""
     steps = _panel("Scored cases, last run")["fieldConfig"]["defaults"]["thresholds"]["steps"]
     assert steps == [{"color": "red", "value": None}, {"color": "green", "value": 30}]
 
@@ -330,6 +349,7 @@ def test_counts_are_whole_numbers(title: str) -> None:
 
 
 def test_drift_panels_show_what_the_drop_alerts_read() -> None:
+    """The drift panels read the series the drop alerts fire on."""
     verdict = " ".join(_exprs(_panel("Drift verdict by check")))
     assert "rag_eval_drift_significant{" in verdict
     alerts = (DEPLOY / "prometheus" / "rules" / "alerts.yml").read_text(encoding="utf-8")
@@ -344,6 +364,7 @@ def test_drift_panels_show_what_the_drop_alerts_read() -> None:
 
 
 def test_dashboard_links_to_runbook_alerts_and_the_latest_report() -> None:
+    """The dashboard links to the runbook, the alerts and the latest report."""
     dashboard = _dashboard()
     urls = {link["title"]: link["url"] for link in dashboard["links"]}
     assert urls["Runbook"] == _runbook_base()

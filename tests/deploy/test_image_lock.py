@@ -72,16 +72,19 @@ DIRECT = _direct_requirements()
 
 
 def test_lock_header_names_the_command() -> None:
+    """The image lock says how it is made (`make lock`)."""
     assert "#    make lock\n" in LOCK.read_text(encoding="utf-8")
 
 
 def test_every_entry_is_pinned_with_hashes() -> None:
+    """Every locked requirement carries at least one hash."""
     assert LOCKED
     assert all(entry.hashes >= 1 for entry in LOCKED.values())
 
 
 @pytest.mark.parametrize("requirement", DIRECT, ids=str)
 def test_direct_dependency_is_locked_at_an_accepted_version(requirement: Requirement) -> None:
+    """Each direct dependency is locked at a version its requirement accepts."""
     entry = LOCKED.get(canonicalize_name(requirement.name))
     assert entry is not None, f"{requirement} is not in {LOCK.name}: run make lock"
     assert requirement.specifier.contains(entry.version, prereleases=True), (
@@ -90,6 +93,7 @@ def test_direct_dependency_is_locked_at_an_accepted_version(requirement: Require
 
 
 def test_nothing_is_locked_for_a_dropped_dependency() -> None:
+    """Nothing is locked only for a dependency the package no longer declares."""
     direct = {canonicalize_name(r.name) for r in DIRECT}
     for name, entry in LOCKED.items():
         if "evaluator" in entry.via:

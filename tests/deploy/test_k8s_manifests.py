@@ -213,6 +213,7 @@ WORKLOADS = {"Deployment": DEPLOYMENT, "StatefulSet": STATEFULSET}
 
 
 def test_every_kind_is_present() -> None:
+    """The manifests hold every kind a deployment needs, and no other."""
     kinds = {doc["kind"] for _, doc in DOCUMENTS}
     assert kinds == {
         "ConfigMap",
@@ -227,6 +228,7 @@ def test_every_kind_is_present() -> None:
 
 @pytest.mark.parametrize(("name", "doc"), CORE, ids=[n for n, _ in CORE])
 def test_core_manifest_validates_strictly(name: str, doc: dict[str, Any]) -> None:
+    """Each core manifest validates strictly against the supported Kubernetes version."""
     assert kubernetes_validate.validate(doc, K8S_VERSION, strict=True) == "1.30"
 
 
@@ -240,6 +242,7 @@ def test_strict_validation_rejects_a_misspelt_field() -> None:
 
 @pytest.mark.parametrize(("name", "doc"), CRDS, ids=[n for n, _ in CRDS])
 def test_crd_manifest_matches_its_schema(name: str, doc: dict[str, Any]) -> None:
+    """Each operator resource (ServiceMonitor, PrometheusRule) matches its vendored CRD schema."""
     jsonschema.validate(doc, CRD_SCHEMAS[doc["kind"]])
 
 
@@ -269,13 +272,16 @@ def _operator_schema_errors(docs: list[dict[str, Any]]) -> list[str | None]:
     return [r["error"] for r in json.loads(done.stdout)]
 
 
+@pytest.mark.e2e
 def test_crd_manifests_match_the_operators_schemas() -> None:
+    """The operator resources validate against the operators' published schemas."""
     docs = [doc for _, doc in CRDS]
     assert {d["kind"] for d in docs} == CRD_KINDS
     errors = _operator_schema_errors(docs)
     assert errors == [None] * len(docs), [(n, e) for (n, _), e in zip(CRDS, errors, strict=True)]
 
 
+@pytest.mark.e2e
 def test_operators_schemas_reject_broken_documents() -> None:
     """Not vacuous: a wrongly typed field and a missing required one fail."""
     monitor = _one("base/servicemonitor.yaml", "ServiceMonitor")
@@ -289,6 +295,7 @@ def test_operators_schemas_reject_broken_documents() -> None:
 
 
 def test_crd_schema_rejects_a_misspelt_field() -> None:
+    """The CRD check is not vacuous: a misspelt field fails it."""
     monitor = _one("base/servicemonitor.yaml", "ServiceMonitor")
     broken = {**monitor, "spec": {**monitor["spec"], "endpoint": monitor["spec"]["endpoints"]}}
     with pytest.raises(jsonschema.ValidationError):
@@ -296,6 +303,7 @@ def test_crd_schema_rejects_a_misspelt_field() -> None:
 
 
 def test_prometheusrule_is_the_generated_file() -> None:
+    """The committed PrometheusRule is what its generator renders from the shipped rules."""
     committed = (K8S / "base" / "prometheusrule.yaml").read_text(encoding="utf-8")
     assert committed == _generator().render(), (
         "stale: run python deploy/k8s/generate_prometheusrule.py"
@@ -310,6 +318,7 @@ def test_prometheusrule_groups_equal_the_rule_files() -> None:
 
 
 def test_generator_check_mode(tmp_path: Path) -> None:
+    """The generator's --check passes on the committed file and fails on a stale one."""
     generator = _generator()
     assert generator.main(["--check"]) == 0
     stale = tmp_path / "prometheusrule.yaml"
@@ -320,6 +329,7 @@ def test_generator_check_mode(tmp_path: Path) -> None:
 
 
 def test_generator_sets_the_runbook_base(tmp_path: Path) -> None:
+    """The generator writes the runbook base it is given into every alert's runbook URL."""
     generator = _generator()
     out = tmp_path / "prometheusrule.yaml"
     base = "https://wiki.example.org/sre/rag-evaluator-runbook"
@@ -347,8 +357,10 @@ def test_generator_sets_the_runbook_base(tmp_path: Path) -> None:
         generator.with_runbook_base(rules, "deploy/RUNBOOK.md")
 
 
+@pytest.mark.e2e
 @pytest.mark.prometheus
 def test_prometheusrule_rules_pass_promtool(promtool: str, tmp_path: Path) -> None:
+    """The PrometheusRule's rules pass promtool's check."""
     resource = _one("base/prometheusrule.yaml", "PrometheusRule")
     path = tmp_path / "rules.yml"
     path.write_text(yaml.safe_dump({"groups": resource["spec"]["groups"]}), encoding="utf-8")
@@ -358,6 +370,7 @@ def test_prometheusrule_rules_pass_promtool(promtool: str, tmp_path: Path) -> No
 
 @pytest.mark.parametrize("kind", WORKLOADS)
 def test_workload_probes_health_endpoints(kind: str) -> None:
+    """Liveness and startup probes call /healthz, readiness /readyz, on the metrics port."""
     container = _container(WORKLOADS[kind])
     assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "metrics"}
     assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "metrics"}
@@ -367,6 +380,7 @@ def test_workload_probes_health_endpoints(kind: str) -> None:
 
 @pytest.mark.parametrize("kind", WORKLOADS)
 def test_workload_runs_non_root_on_a_read_only_filesystem(kind: str) -> None:
+    """The workload runs as non-root on a read-only root filesystem, without privileges."""
     pod = WORKLOADS[kind]["spec"]["template"]["spec"]
     container = _container(WORKLOADS[kind])
     assert pod["securityContext"]["runAsNonRoot"] is True
@@ -402,6 +416,7 @@ def test_writable_paths_are_volumes(kind: str) -> None:
 
 @pytest.mark.parametrize("kind", WORKLOADS)
 def test_token_comes_from_a_secret(kind: str) -> None:
+    """The target's token comes from a Secret, never a literal in the manifest."""
     env = {e["name"]: e for e in _container(WORKLOADS[kind])["env"]}
     ref = env["RAG_API_TOKEN"]["valueFrom"]["secretKeyRef"]
     assert ref == {"name": "rag-evaluator-secrets", "key": "rag-api-token"}
@@ -409,6 +424,7 @@ def test_token_comes_from_a_secret(kind: str) -> None:
 
 
 def test_sharded_pods_differ_only_in_shard_settings_and_reports_volume() -> None:
+    """A sharded pod is the single pod plus its shard settings and reports volume, nothing else."""
     single = yaml.safe_load(yaml.safe_dump(DEPLOYMENT["spec"]["template"]))
     sharded = yaml.safe_load(yaml.safe_dump(STATEFULSET["spec"]["template"]))
     env = sharded["spec"]["containers"][0]["env"]
@@ -420,6 +436,7 @@ def test_sharded_pods_differ_only_in_shard_settings_and_reports_volume() -> None
 
 
 def test_shard_settings_match_the_replicas() -> None:
+    """The shard count is the StatefulSet's replica count."""
     env = {e["name"]: e for e in _container(STATEFULSET)["env"]}
     assert int(env["EVALUATOR_SHARD_COUNT"]["value"]) == STATEFULSET["spec"]["replicas"] > 1
     field = env["EVALUATOR_SHARD_INDEX"]["valueFrom"]["fieldRef"]["fieldPath"]
@@ -447,6 +464,7 @@ def test_config_loads_with_shard_settings_from_the_environment(
 
 
 def test_configmap_golden_set_is_valid_and_mounted_where_the_job_reads_it() -> None:
+    """The ConfigMap's golden set is valid and mounted where the job reads it."""
     data = _one("base/configmap.yaml", "ConfigMap")["data"]
     (job,) = tomllib.loads(data["evaluator.toml"])["jobs"]
     dataset = Path(job["dataset"])
@@ -458,6 +476,7 @@ def test_configmap_golden_set_is_valid_and_mounted_where_the_job_reads_it() -> N
 
 
 def test_service_selects_the_pods_and_the_servicemonitor_the_service() -> None:
+    """The Service selects the pods, and the ServiceMonitor the Service's metrics port."""
     service = _one("base/service.yaml", "Service")
     monitor = _one("base/servicemonitor.yaml", "ServiceMonitor")
     shards = _one("sharded/service-shards.yaml", "Service")
@@ -479,6 +498,7 @@ def test_service_selects_the_pods_and_the_servicemonitor_the_service() -> None:
 
 @pytest.mark.parametrize("kustomization", sorted(K8S.rglob("kustomization.yaml")), ids=str)
 def test_kustomization_resources_exist(kustomization: Path) -> None:
+    """Every resource a kustomization lists exists."""
     resources = load_yaml(kustomization)["resources"]
     for resource in resources:
         path = kustomization.parent / resource
@@ -489,6 +509,7 @@ def test_kustomization_resources_exist(kustomization: Path) -> None:
 
 
 def test_sharded_overlay_replaces_the_deployment() -> None:
+    """The sharded overlay replaces the Deployment with the StatefulSet."""
     kustomization = load_yaml(K8S / "sharded" / "kustomization.yaml")
     (transformer,) = [yaml.safe_load(t) for t in kustomization["transformers"]]
     deletion = yaml.safe_load(transformer["patch"])
@@ -539,8 +560,10 @@ _SET_IMAGE = """images:
 """
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("overlay", ["base", "sharded"])
 def test_kustomize_renders_without_an_override(tmp_path: Path, overlay: str) -> None:
+    """Each overlay renders with kustomize as shipped."""
     docs = _kustomize(tmp_path, overlay)
     kinds = {d["kind"] for d in docs}
     assert ("Deployment" in kinds) == (overlay == "base")
@@ -548,6 +571,7 @@ def test_kustomize_renders_without_an_override(tmp_path: Path, overlay: str) -> 
     assert list(_images(docs).values()) == [["rag-evaluator:0.1.0"]]
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("overlay", ["base", "sharded"])
 def test_image_set_in_base_reaches_every_overlay(tmp_path: Path, overlay: str) -> None:
     """The sharded overlay rendered the StatefulSet with rag-evaluator:0.1.0 whatever the
@@ -557,6 +581,7 @@ def test_image_set_in_base_reaches_every_overlay(tmp_path: Path, overlay: str) -
 
 
 def test_image_matches_the_dockerfile_user() -> None:
+    """The pod's user and group are the image's USER."""
     dockerfile = (DEPLOY / "Dockerfile").read_text(encoding="utf-8")
     (user,) = re.findall(r"^USER (\d+):(\d+)$", dockerfile, re.M)
     pod = DEPLOYMENT["spec"]["template"]["spec"]["securityContext"]

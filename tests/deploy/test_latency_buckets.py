@@ -27,7 +27,8 @@ from evaluator.config import DEFAULT_BUCKETS
 from evaluator.summary import nearest_rank
 from tests.deploy.dashboard_queries import DEFAULT_SUBSTITUTIONS, dashboard_queries
 from tests.deploy.deploy_support import DASHBOARD, REPO, RULE_FILES, SCRAPE_JOB
-from tests.support.prometheus import DaemonProcess, PrometheusServer, free_port, require_binary
+from tests.support.ports import free_port
+from tests.support.prometheus import DaemonProcess, PrometheusServer, require_binary
 
 #: one 1-2.5-5 step either way
 _ONE_BUCKET = 2.5 * 2.5
@@ -36,6 +37,7 @@ INTERVAL_SECONDS = 8
 
 
 def test_default_buckets_span_half_a_millisecond_to_a_minute() -> None:
+    """The default buckets span under a millisecond to a minute, each at most 2.5 times the last."""
     assert 0.0002 <= DEFAULT_BUCKETS[0] <= 0.001
     assert DEFAULT_BUCKETS[-1] >= 60
     assert all(b / a <= 2.5 for a, b in itertools.pairwise(DEFAULT_BUCKETS))
@@ -124,6 +126,8 @@ def _value(prom: PrometheusServer, expr: str) -> float:
 def test_dashboard_p95_by_stage_is_within_one_bucket_of_the_report(
     reference_service: str, tmp_path: Path
 ) -> None:
+    """A real Prometheus scraping a real run: the dashboard's P95 by stage is within one bucket of
+    the report's."""
     require_binary("prometheus")
     config = tmp_path / "evaluator.toml"
     # no run at start: Prometheus scrapes the fresh daemon before its first run, so the

@@ -74,18 +74,22 @@ ALERT_NAMES = [rule["alert"] for rule in ALERTS]
 
 
 def test_rule_files_exist() -> None:
+    """The alert and recording rule files and their promtool unit tests are shipped."""
     names = {path.name for path in RULE_FILES}
     assert {"alerts.yml", "recording.yml"} <= names
     assert RULE_TESTS, "no promtool unit tests in deploy/prometheus/tests"
 
 
+@pytest.mark.e2e
 @pytest.mark.prometheus
 def test_rules_pass_promtool_check_with_lint(promtool: str) -> None:
+    """The rules pass promtool's check with every lint fatal."""
     result = run_promtool(promtool, "check", "rules", "--lint=all", "--lint-fatal", *RULE_FILES)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "SUCCESS" in result.stdout
 
 
+@pytest.mark.e2e
 @pytest.mark.prometheus
 def test_prometheus_config_passes_promtool_check(promtool: str) -> None:
     """prometheus.yml is valid and its rule_files glob finds every rule file."""
@@ -97,15 +101,18 @@ def test_prometheus_config_passes_promtool_check(promtool: str) -> None:
         ), f"{path.name} is not loaded by prometheus.yml:\n{result.stdout}"
 
 
+@pytest.mark.e2e
 @pytest.mark.prometheus
 @pytest.mark.parametrize("test_file", RULE_TESTS, ids=lambda p: p.name)
 def test_promtool_unit_tests_pass(promtool: str, test_file: Path) -> None:
+    """Each promtool unit test of the rules passes."""
     result = run_promtool(promtool, "test", "rules", test_file)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "SUCCESS" in result.stdout
 
 
 def test_unit_tests_load_the_shipped_rule_files() -> None:
+    """The unit tests load the shipped rule files, not copies."""
     for path in RULE_TESTS:
         loaded = {(path.parent / name).resolve() for name in load_yaml(path)["rule_files"]}
         assert loaded == {p.resolve() for p in RULE_FILES}, path.name
@@ -137,17 +144,20 @@ def test_every_alert_is_unit_tested_firing_and_quiet(alert: str) -> None:
 
 
 def test_unit_tests_name_only_existing_alerts() -> None:
+    """The unit tests name only alerts the rules define."""
     tested = {case["alertname"] for _, case in _unit_test_cases()}
     assert tested <= set(ALERT_NAMES), tested - set(ALERT_NAMES)
 
 
 def test_alert_names_are_unique_and_prefixed() -> None:
+    """Alert names are unique and start with RagEval."""
     assert len(ALERT_NAMES) == len(set(ALERT_NAMES))
     assert all(re.fullmatch(r"RagEval[A-Z][A-Za-z0-9]+", name) for name in ALERT_NAMES)
 
 
 @pytest.mark.parametrize("rule", ALERTS, ids=ALERT_NAMES)
 def test_alert_has_severity_and_annotations(rule: dict[str, object]) -> None:
+    """Every alert has a severity, a summary, a description and a runbook URL."""
     labels = rule["labels"]
     annotations = rule["annotations"]
     assert isinstance(labels, dict) and isinstance(annotations, dict)
@@ -170,11 +180,13 @@ def test_runbook_url_is_absolute_and_points_at_the_alerts_section(rule: dict[str
 
 
 def test_runbook_sections_match_the_alerts() -> None:
+    """The runbook has one section per alert, and none for an alert that does not exist."""
     headings = set(re.findall(r"^## (RagEval\w+)$", RUNBOOK.read_text(encoding="utf-8"), re.M))
     assert headings == set(ALERT_NAMES)
 
 
 def test_runbook_carries_the_decision_table() -> None:
+    """The runbook carries the table from what moved to where to look."""
     text = RUNBOOK.read_text(encoding="utf-8")
     for row in (
         "| recall down, MRR down | parsing, chunking, retrieval",
@@ -189,6 +201,7 @@ def test_runbook_carries_the_decision_table() -> None:
 
 
 def test_rules_read_only_contract_metrics() -> None:
+    """The rules read only the exporter's contract metrics and their own recorded series."""
     recorded = {rule["record"] for rule in recording_rules()}
     for rule in recording_rules() + ALERTS:
         name = rule.get("alert") or rule.get("record")
@@ -198,11 +211,13 @@ def test_rules_read_only_contract_metrics() -> None:
 
 
 def test_recorded_names_follow_the_colon_convention() -> None:
+    """Recorded series are named level:metric:operation."""
     for rule in recording_rules():
         assert re.fullmatch(r"rag_eval:[a-z0-9_]+:[a-z0-9_]+", rule["record"]), rule["record"]
 
 
 def test_quality_is_aggregated_as_sums_not_mean_of_means() -> None:
+    """The recorded quality ratio divides summed totals, never averages the shards' ratios."""
     (ratio,) = [r for r in recording_rules() if r["record"] == "rag_eval:quality:ratio"]
     expr = " ".join(ratio["expr"].split())
     assert "sum by (target, dataset, metric) (rag_eval_quality_numerator)" in expr
@@ -214,6 +229,7 @@ def test_quality_is_aggregated_as_sums_not_mean_of_means() -> None:
     "rule", recording_rules() + ALERTS, ids=lambda r: r.get("alert") or r.get("record")
 )
 def test_counter_windows_span_several_runs(rule: dict[str, str]) -> None:
+    """Counter windows span at least an hour (several runs): one run cannot fire an alert."""
     for function, window in _RANGE.findall(rule["expr"]):
         assert _seconds(window) >= 3600, f"{function}(...[{window}]) moves once per run"
 
@@ -231,6 +247,7 @@ def test_drift_alerts_read_the_exact_test_and_a_minimum_sample() -> None:
 
 
 def test_availability_alerts_select_the_scrape_job() -> None:
+    """The availability alerts select the scrape job the Prometheus config defines."""
     config = load_yaml(PROMETHEUS_YML)
     jobs = {job["job_name"] for job in config["scrape_configs"]}
     assert SCRAPE_JOB in jobs
@@ -239,6 +256,7 @@ def test_availability_alerts_select_the_scrape_job() -> None:
 
 
 def test_prometheus_config_loads_rules_and_alertmanager() -> None:
+    """The Prometheus config loads the rules folder and sends to the Alertmanager."""
     config = load_yaml(PROMETHEUS_YML)
     assert config["rule_files"] == ["rules/*.yml"]
     (alertmanager,) = config["alerting"]["alertmanagers"]

@@ -240,6 +240,7 @@ class TestShards:
         assert sizes[0] < sizes[-1], "equal shards would hide a mean of means"
 
     def test_each_shard_is_scraped_as_its_own_instance(self, stack: Stack) -> None:
+        """A real Prometheus scrapes each shard as its own instance of the job."""
         result = stack.prom.query(f'rag_eval_job_info{{job="{SCRAPE_JOB}", dataset="{SHARDED}"}}')
         assert sorted(d.address for d in stack.shards) == sorted(
             r["metric"]["instance"] for r in result
@@ -251,6 +252,7 @@ class TestAggregation:
     """sum(numerator) / sum(denominator) over the shards is the whole set's number."""
 
     def test_recorded_ratio_over_shards_equals_the_unsharded_report(self, stack: Stack) -> None:
+        """The ratio recorded over the shards equals the unsharded run's report."""
         summary = stack.whole_report["summary"]
         recorded = stack.query(f'{RECORDED}{{target="{TARGET}", dataset="{SHARDED}"}}')
         assert set(SHARDED_METRICS) == set(recorded)
@@ -263,6 +265,7 @@ class TestAggregation:
         assert all(0 < summary[SUMMARY_KEY[m]] < 1 for m in nontrivial)
 
     def test_recorded_ratio_over_shards_equals_the_unsharded_gauges(self, stack: Stack) -> None:
+        """The ratio recorded over the shards equals the unsharded daemon's own gauges."""
         recorded = stack.query(f'{RECORDED}{{target="{TARGET}", dataset="{SHARDED}"}}')
         whole_recorded = stack.query(f'{RECORDED}{{target="{TARGET}", dataset="{WHOLE}"}}')
         sel = f'job="{SCRAPE_JOB}", target="{TARGET}", dataset="{WHOLE}"'

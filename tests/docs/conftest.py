@@ -4,56 +4,28 @@ fresh copy of the repository for each page to run in."""
 from __future__ import annotations
 
 import shutil
-import socket
 import subprocess
-import threading
-import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-import uvicorn
 
-from evaluator.reference.app import create_app
-from evaluator.reference.failures import FailureModes
+from tests.support.reference import ReferenceServer, serve_reference
 
 ROOT = Path(__file__).resolve().parents[2]
 #: never copied into an example's working directory: build output and local state
 _NOT_SHIPPED = {".git", ".venv", "reports", "bench-results", ".mypy_cache", ".pytest_cache"}
 
 
-@dataclass
-class ReferenceService:
-    """The reference RAG service on a free loopback port, and its failure-mode switches."""
-
-    address: str  # host:port
-    failure_modes: FailureModes
+#: the reference service the examples talk to (``address`` is its host:port)
+ReferenceService = ReferenceServer
 
 
 @pytest.fixture(scope="session")
-def reference_service() -> Iterator[ReferenceService]:
-    """``python -m evaluator.reference`` with its defaults, served in a background thread."""
-    app = create_app()
-    # IPPROTO_TCP: asyncio sets TCP_NODELAY only on sockets that say TCP (else +40 ms/reply)
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off", ws="none")
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        if time.monotonic() > deadline or not thread.is_alive():
-            raise RuntimeError("the reference service did not start within 20 s")
-        time.sleep(0.01)
-    try:
-        yield ReferenceService(f"127.0.0.1:{port}", app.state.rag.failure_modes)
-    finally:
-        server.should_exit = True
-        thread.join(10)
-        sock.close()
+def reference_service() -> Iterator[ReferenceServer]:
+    """``python -m evaluator.reference`` with its defaults, on a free loopback port."""
+    with serve_reference() as server:
+        yield server
 
 
 def shipped_files() -> list[Path]:

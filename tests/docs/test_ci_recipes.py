@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import re
 import shutil
-import socket
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +28,7 @@ from tests.docs.ci_runners import (
 )
 from tests.docs.conftest import ROOT, copy_checkout
 from tests.docs.console import example_env, python_bin_dir
+from tests.support.ports import free_port
 
 pytestmark = pytest.mark.e2e
 
@@ -48,16 +48,10 @@ def recipes() -> dict[str, tuple[Path, str]]:
     return found
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def _recipe(kind: str) -> Any:
     """The recipe's YAML with the reference service moved to a free port."""
     name = next(n for n in recipes() if n.startswith(kind))
-    text = recipes()[name][1].replace("8900", str(_free_port()))
+    text = recipes()[name][1].replace("8900", str(free_port()))
     return load_yaml(text)
 
 

@@ -33,6 +33,7 @@ def named_paths(text: str) -> set[str]:
     return {m.rstrip(".") for m in _REPO_PATH.findall(text)}
 
 
+@pytest.mark.e2e  # lists the shipped files with `git ls-files`
 @pytest.mark.parametrize("path", PAGES, ids=[str(p.relative_to(ROOT)) for p in PAGES])
 def test_every_file_a_page_names_is_shipped(path: Path) -> None:
     shipped = _shipped()

@@ -11,6 +11,11 @@ import re
 import subprocess
 from pathlib import Path
 
+import pytest
+
+# every test here starts a server or a subprocess: not in `make fast`
+pytestmark = pytest.mark.e2e
+
 ROOT = Path(__file__).resolve().parents[2]
 
 #: built from parts so that this file does not match itself

@@ -172,6 +172,7 @@ def test_every_recipe_has_a_service() -> None:
     assert set(SERVICES) == set(RECIPES)
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("name", sorted(RECIPES))
 def test_recipe_against_its_framework_shape(name: str) -> None:
     block = RECIPES[name]

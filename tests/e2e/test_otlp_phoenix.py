@@ -27,7 +27,8 @@ import pytest
 from evaluator import otlp
 from evaluator.config import HttpTargetConfig
 from tests.support.loopback import LoopbackServer, Reply
-from tests.targets.helpers import GOOD_BODY, dataset, free_port, run_config
+from tests.support.ports import free_port
+from tests.targets.helpers import GOOD_BODY, dataset, run_config
 
 pytestmark = pytest.mark.e2e
 

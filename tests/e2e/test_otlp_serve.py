@@ -9,11 +9,16 @@ import json
 import re
 from pathlib import Path
 
+import pytest
+
 from evaluator.otlp import CASE_SPAN
 from tests.support.loopback import LoopbackServer, Reply
 from tests.support.otlp_receiver import OtlpReceiver
 from tests.support.prometheus import DaemonProcess
 from tests.targets.helpers import GOOD_BODY
+
+# every test here starts a server or a subprocess: not in `make fast`
+pytestmark = pytest.mark.e2e
 
 TRACEPARENT = re.compile(r"^00-([0-9a-f]{32})-([0-9a-f]{16})-01$")
 

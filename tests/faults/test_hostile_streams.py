@@ -28,6 +28,7 @@ def _outcome(config: HttpTargetConfig) -> tuple[str | None, str | None]:
     return None, response.answer
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("name", sorted(STREAM_ATTACKS))
 def test_stream_attack(name: str) -> None:
     attack = STREAM_ATTACKS[name]
@@ -62,6 +63,7 @@ def test_marker_answer(name: str, style: str) -> None:
             assert 0 < len(marker) <= 200
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("name", sorted(ANNOTATION_BODIES))
 def test_annotation_body(name: str) -> None:
     message, expected = ANNOTATION_BODIES[name]

@@ -37,6 +37,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from evaluator.report import read_report
 from evaluator.daemon.report_store import ReportStore
+from tests.support.records import replace
 
 seed, root, keep = sys.argv[1], Path(sys.argv[2]), int(sys.argv[3])
 base = read_report(seed)
@@ -46,7 +47,7 @@ while True:
     run_id = uuid.uuid4().hex[:12]
     now = datetime.now(UTC)
     print("begin", run_id, flush=True)
-    store.save(dataclasses.replace(base, run_id=run_id, generated_at=now))
+    store.save(replace(base, run_id=run_id, generated_at=now))
     print("done", run_id, flush=True)
 """
 

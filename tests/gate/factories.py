@@ -1,4 +1,5 @@
-"""Small builders of run reports for the gate tests: from case records, or summary-only JSON."""
+"""Small builders of run reports for the gate tests: summary-only JSON, and the records and
+reports of :mod:`tests.support.records` (the one record factory), re-exported."""
 
 from __future__ import annotations
 
@@ -7,9 +8,18 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from evaluator.models import Case, CaseError, CaseRecord, CaseScores, Outcome
-from evaluator.report import RunReport, parse_timestamp, report_to_dict
-from evaluator.summary import summarise
+from evaluator.models import CaseRecord
+from evaluator.report import RunReport, report_to_dict
+from tests.support.records import record, report
+
+__all__ = [
+    "EXERCISE_BASELINE",
+    "EXERCISE_CANDIDATE",
+    "record",
+    "report",
+    "summary_report",
+    "write",
+]
 
 #: The gate exercise of docs/gate.md.
 EXERCISE_BASELINE = {
@@ -28,78 +38,6 @@ EXERCISE_CANDIDATE = {
     "answer_accuracy": 0.87,
     "p95_seconds": 2.8,
 }
-
-
-def record(
-    case_id: str,
-    *,
-    recall: float = 1.0,
-    rr: float = 1.0,
-    ndcg: float | None = None,
-    precision: float = 1.0,
-    correct: bool | None = True,
-    latency: float = 0.1,
-    error: str | None = None,
-    unanswerable: bool = False,
-    question: str | None = None,
-    ranked: Sequence[str] = ("d1",),
-    stages: Mapping[str, float] | None = None,
-) -> CaseRecord:
-    """One case; ``error`` (a kind) makes it a failed case with null scores."""
-    outcome: Outcome
-    if error is not None:
-        outcome = CaseError(error, f"{error} talking to the target")
-    else:
-        outcome = CaseScores(
-            recall_at_k=recall,
-            mrr=rr,
-            ndcg_at_k=recall if ndcg is None else ndcg,
-            citation_precision=precision,
-            citation_recall=recall,
-            answer_correct=correct,
-            fact_recall=None if correct is None else float(correct),
-            refused=False,
-        )
-    return CaseRecord(
-        case=Case(
-            id=case_id,
-            question=question or f"question {case_id}?",
-            relevance={"d1": 1},
-            expected_facts=(("fact",),) if correct is not None else (),
-            unanswerable=unanswerable,
-            tags=(),
-        ),
-        outcome=outcome,
-        ranked_ids=tuple(ranked) if error is None else (),
-        answer="fact" if correct else "nope",
-        citations=(1,),
-        latency_seconds=latency,
-        stage_seconds=dict(stages or {}),
-    )
-
-
-def report(
-    records: Sequence[CaseRecord],
-    *,
-    dataset_hash: str = "golden-hash-1",
-    k: int = 5,
-    dataset: str = "golden",
-    target: str = "rag:8000",
-    run_id: str = "run-1",
-) -> RunReport:
-    """A report whose summary is computed from ``records``, as the runner does."""
-    return RunReport(
-        run_id=run_id,
-        generated_at=parse_timestamp("2025-01-01T00:00:00+00:00"),
-        config_hash="cfg",
-        dataset_hash=dataset_hash,
-        target=target,
-        dataset=dataset,
-        k=k,
-        duration_seconds=1.0,
-        summary=summarise(records),
-        cases=tuple(records),
-    )
 
 
 def summary_report(

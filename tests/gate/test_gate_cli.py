@@ -10,7 +10,6 @@ import contextlib
 import io
 import json
 import os
-import socket
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -30,6 +29,10 @@ from tests.gate.factories import (
     write,
 )
 from tests.support.loopback import LoopbackServer, Reply
+from tests.support.ports import free_port
+
+# every test here starts a server or a subprocess: not in `make fast`
+pytestmark = pytest.mark.e2e
 
 EVALUATOR = Path(sys.executable).with_name("evaluator")
 
@@ -272,9 +275,7 @@ class TestOutputs:
 
     def test_push_failure_does_not_change_verdict(self, tmp_path: Path) -> None:
         """An unreachable Pushgateway is a warning; the exit code is still the verdict."""
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
+        port = free_port()
         b, c = _pair(tmp_path, _dict(report([record("a")])), _dict(report([record("a")])))
         proc = _gate(
             "--baseline", b, "--candidate", c, "--pushgateway", f"http://127.0.0.1:{port}",

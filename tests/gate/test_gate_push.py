@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -13,6 +12,7 @@ import pytest
 from evaluator.gate import DEFAULT_RULES, GateResult, evaluate_gate
 from evaluator.gate.push import PushError, push_result
 from tests.gate.factories import record, report
+from tests.support.ports import free_port
 
 
 @dataclass
@@ -69,6 +69,7 @@ def _failing_result() -> GateResult:
 class TestPush:
     """The verdict and the candidate summary, PUT under job rag_eval_gate and the dataset."""
 
+    @pytest.mark.e2e
     def test_put_with_grouping_key(self, gateway: FakeGateway) -> None:
         """One PUT to /metrics/job/rag_eval_gate/dataset/<name>/target/<target>, every series
         named rag_eval_ci_gate_* (none a name the daemon exports)."""
@@ -102,6 +103,7 @@ class TestPush:
             "rag_eval_ci_gate_candidate_latency_p95_seconds",
         } == names
 
+    @pytest.mark.e2e
     def test_refused(self, gateway: FakeGateway) -> None:
         """A non-2xx answer is one PushError line naming the gateway."""
         gateway.status = 500
@@ -110,8 +112,6 @@ class TestPush:
 
     def test_unreachable(self) -> None:
         """Nothing listening: a PushError, not a urllib traceback."""
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
+        port = free_port()
         with pytest.raises(PushError, match="cannot push"):
             push_result(f"http://127.0.0.1:{port}", _failing_result(), timeout=2)

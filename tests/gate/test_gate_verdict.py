@@ -70,6 +70,7 @@ class TestEvaluateGate:
         with pytest.raises(AttributeError):
             result.significance = True  # type: ignore[misc]
 
+    @pytest.mark.e2e
     def test_import_is_light(self) -> None:
         """Importing the gate and judging without intervals never loads numpy."""
         code = (

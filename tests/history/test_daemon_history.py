@@ -114,6 +114,8 @@ def _wait(condition: Any, timeout: float, what: str) -> Any:
 
 
 def test_scripted_history_end_to_end(tmp_path: Path) -> None:
+    """A real daemon over a scripted service: the history store, /cases and `evaluator history`
+    follow the cases through passing, breaking and recovering."""
     script = Script()
     with LoopbackServer(script) as server:
         config = _config(tmp_path, server.url)

@@ -32,10 +32,12 @@ def _scripted(runs: int, break_at: int | None = 10) -> list[dict[str, CaseOutcom
 
 
 def test_no_reference_yet() -> None:
+    """Too few runs for a reference window: no drift verdict at all."""
     assert compute_drift(_scripted(3), recent=3, alpha=0.05) is None
 
 
 def test_break_is_significant_once_it_lasts_recent_runs() -> None:
+    """A break that lasts the recent runs is a significant drop, naming the broken cases."""
     history = _scripted(13)  # runs 0..12, broken from run 10: the last three runs
     drift = compute_drift(history, recent=3, alpha=0.05)
     assert drift is not None
@@ -48,11 +50,14 @@ def test_break_is_significant_once_it_lasts_recent_runs() -> None:
 
 
 def test_one_failed_run_is_not_yet_significant() -> None:
+    """One failed run after passes cannot be told from noise: a verdict, not significant."""
     drift = compute_drift(_scripted(11), recent=1, alpha=0.05)
     assert drift is not None and not drift.significant
 
 
 def test_flaky_and_dead_cases_stay_quiet_for_ever() -> None:
+    """Flaky cases and cases that always fail never make a significant drift, however long the
+    history."""
     history = _scripted(40, break_at=None)
     for end in range(4, 41):
         drift = compute_drift(history[:end][-13:], recent=3, alpha=0.05)
@@ -74,6 +79,7 @@ def test_random_noise_rarely_trips_the_signal() -> None:
 
 
 def test_rank_metrics_sign_test_sees_a_broad_drop() -> None:
+    """A small drop in a rank metric over many cases is significant by the sign test."""
     ids = [f"c{j}" for j in range(12)]
     before = [_run(i, dict.fromkeys(ids, True), dict.fromkeys(ids, 1.0)) for i in range(10)]
     after = [_run(i, dict.fromkeys(ids, True), dict.fromkeys(ids, 0.5)) for i in range(10, 13)]

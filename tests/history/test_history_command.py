@@ -28,6 +28,7 @@ def _fill(folder: Path, runs: int = 13) -> None:
 
 
 def test_lists_and_drift_as_text(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`evaluator history` lists the runs, the cases' stability and the drift verdict as text."""
     _fill(tmp_path)
     assert main(["history", "--reports-dir", str(tmp_path)]) == 0
     out = capsys.readouterr().out
@@ -39,6 +40,7 @@ def test_lists_and_drift_as_text(tmp_path: Path, capsys: pytest.CaptureFixture[s
 
 
 def test_json_and_one_case(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`--format json` carries the same, and `--case` shows one case's runs."""
     _fill(tmp_path)
     assert main(["history", "--reports-dir", str(tmp_path), "--format", "json"]) == 0
     data = json.loads(capsys.readouterr().out)
@@ -55,6 +57,7 @@ def test_json_and_one_case(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
 
 
 def test_missing_store_and_unknown_case(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """No history store, or an unknown case id, exits 1 saying which."""
     assert main(["history", "--reports-dir", str(tmp_path)]) == 1
     assert "no history in" in capsys.readouterr().err
     _fill(tmp_path, runs=2)

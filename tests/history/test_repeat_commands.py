@@ -56,6 +56,8 @@ def _golden(path: Path) -> Path:
 
 
 def test_run_and_gate_with_repeats_and_a_quarantine(tmp_path: Path) -> None:
+    """`run --repeat` and `gate` over a real service: repeat counts in the report, a flaky case told
+    from a regression, a quarantined case left out and named."""
     golden = _golden(tmp_path / "golden.jsonl")
     script = Script()
     with LoopbackServer(script) as server:

@@ -7,7 +7,6 @@ import re
 import sys
 import types
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -24,11 +23,13 @@ from evaluator.runner import RunOptions, run_dataset
 from evaluator.summary import summarise
 from evaluator.targets.callable import CallableTarget
 from tests.gate.factories import record, report
+from tests.support.records import replace
 
 MODULE = "evaluator_test_repeats_rag"
 
 
 def test_pass_hat_k_worked_example() -> None:
+    """pass^k by its definition on a worked example (4 of 5 passes)."""
     # 4 of 5 passes: pass^1 = 0.8, pass^2 = C(4,2)/C(5,2) = 0.6, pass^5 = 0
     case = CaseRepeats("c", 5, 0, 4, 5, 4, 5, 5, 5)
     assert case.pass_hat(1) == pytest.approx(0.8)
@@ -41,6 +42,7 @@ def test_pass_hat_k_worked_example() -> None:
 
 
 def test_errors_are_not_judged() -> None:
+    """A failed run of a case counts as an error, neither pass nor fail."""
     rounds = [
         [record("a"), record("b", correct=False)],
         [record("a", error="timeout"), record("b")],
@@ -51,6 +53,8 @@ def test_errors_are_not_judged() -> None:
 
 
 def test_report_round_trip_and_validation() -> None:
+    """Repeat counts survive the report round trip, and inconsistent counts are refused naming the
+    field."""
     made = report([record("a"), record("b")])
     rep = summarise_repeats([made.cases, made.cases, made.cases])
     data = report_to_dict(replace(made, repeats=rep))
@@ -94,6 +98,8 @@ def target(monkeypatch: pytest.MonkeyPatch) -> Callable[[Any], CallableTarget]:
 
 
 def test_repeats_are_interleaved_and_counted(target: Callable[[Any], CallableTarget]) -> None:
+    """Repeats run every case once per round (interleaved, not back to back), and each case's runs
+    are counted."""
     cases = tuple(
         Case(id=f"c{i}", question=f"q{i}", relevance={f"d{i}": 1}, expected_facts=((f"f{i}",),))
         for i in range(3)
@@ -138,6 +144,8 @@ STEADY = {f"s{i}": 5 for i in range(8)}
 
 
 def test_gate_regression_only_beyond_what_repeats_tell_apart() -> None:
+    """The gate calls a case regressed only when its repeats tell the drop from noise; a wobbly case
+    is flaky."""
     baseline = _with_repeats({**STEADY, "broke": 5, "wobbly": 5}, 5)
     candidate = _with_repeats({**STEADY, "broke": 0, "wobbly": 3}, 5)
     result = evaluate_gate(baseline, candidate)
@@ -173,6 +181,7 @@ def test_rules_judge_each_cases_mean_over_the_rounds(tmp_path: Path) -> None:
 
 
 def test_quarantine_leaves_cases_out_and_says_so(tmp_path: Path) -> None:
+    """A quarantine list leaves its cases out of the verdict, and the output says which."""
     baseline = _with_repeats({**STEADY, "broke": 5, "wobbly": 5}, 5)
     candidate = _with_repeats({**STEADY, "broke": 0, "wobbly": 2}, 5)
     gates = tmp_path / "gates.toml"
@@ -199,6 +208,7 @@ def test_quarantine_leaves_cases_out_and_says_so(tmp_path: Path) -> None:
 
 
 def test_quarantine_file_errors_name_the_key() -> None:
+    """A bad quarantine file is an error naming the key."""
     with pytest.raises(ConfigError, match=r"quarantine\.flaky: expected true or false"):
         parse_quarantine({"quarantine": {"flaky": "yes"}}, "g.toml")
     with pytest.raises(ConfigError, match=r"quarantine\.case: unknown key"):
@@ -209,6 +219,7 @@ def test_quarantine_file_errors_name_the_key() -> None:
 
 
 def test_single_runs_never_regress_a_case_by_themselves() -> None:
+    """With one run each, no case is regressed by the case test: the point rules judge the run."""
     # one run each: 1/1 -> 0/1 has p 0.5, the point rules judge it, not the case test
     baseline = report([record("a"), record("b")])
     candidate = report([record("a", correct=False), record("b")])

@@ -25,6 +25,7 @@ P, F = True, False
     ],
 )
 def test_classes(verdicts: list[bool], expected: Stability) -> None:
+    """Each window of verdicts falls in its stability class."""
     assert classify(verdicts) is expected
 
 
@@ -35,6 +36,8 @@ def _outcome(
 
 
 def test_errors_are_neither_pass_nor_fail() -> None:
+    """Failed runs are neither passes nor fails: they leave a case's class alone and are counted
+    apart."""
     window = [_outcome(i, True, True) for i in range(8)] + [
         _outcome(8, None, None, "timeout"),
         _outcome(9, None, None, "timeout"),
@@ -46,6 +49,8 @@ def test_errors_are_neither_pass_nor_fail() -> None:
 
 
 def test_retrieval_only_case_is_judged_on_hit_and_rates_are_separate() -> None:
+    """A case without an answer check is judged on its retrieval hit; the hit and answer rates are
+    kept apart."""
     window = [_outcome(i, None, i % 2 == 0) for i in range(10)]
     s = case_stability("c", window)
     assert s.stability is Stability.FLAKY
@@ -55,6 +60,7 @@ def test_retrieval_only_case_is_judged_on_hit_and_rates_are_separate() -> None:
 
 
 def test_answer_is_the_verdict_when_checked() -> None:
+    """When the answer is checked it is the verdict, even while retrieval hits."""
     # retrieval always hits, the answer broke at the last two runs
     window = [_outcome(i, i < 8, True) for i in range(10)]
     s = case_stability("c", window)
@@ -63,6 +69,7 @@ def test_answer_is_the_verdict_when_checked() -> None:
 
 
 def test_counts_include_every_class() -> None:
+    """The class counts name every class, zero where no case is in it."""
     counts = class_counts([case_stability("a", [_outcome(i, True, True) for i in range(3)])])
     assert counts[Stability.STABLE_PASS] == 1
     assert set(counts) == set(Stability)

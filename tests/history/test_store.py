@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sqlite3
-from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -14,6 +13,7 @@ from evaluator.history.recorder import HistoryRecorder, HistorySettings
 from evaluator.history.store import SCHEMA_VERSION, HistoryStore, RunRow, StoreCorrupt
 from evaluator.report import RunReport
 from tests.gate.factories import record, report
+from tests.support.records import replace
 
 
 def _row(i: int, outcome: str = "complete", at: float | None = None) -> RunRow:
@@ -43,6 +43,7 @@ def _write(store: HistoryStore, i: int, **kw: object) -> None:
 
 
 def test_round_trip_and_a_new_process_reads_it(tmp_path: Path) -> None:
+    """Runs and their cases written are read back, also by a read-only store opened anew."""
     store = HistoryStore(tmp_path)
     for i in range(3):
         _write(store, i)
@@ -69,6 +70,7 @@ def test_round_trip_and_a_new_process_reads_it(tmp_path: Path) -> None:
 
 
 def test_store_is_wal_with_a_schema_version(tmp_path: Path) -> None:
+    """The store is SQLite in WAL mode with its schema version recorded."""
     _write(HistoryStore(tmp_path), 0)
     conn = sqlite3.connect(tmp_path / "history.sqlite3")
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
@@ -77,6 +79,7 @@ def test_store_is_wal_with_a_schema_version(tmp_path: Path) -> None:
 
 
 def test_retention_by_run_count_and_by_age(tmp_path: Path) -> None:
+    """Retention keeps the last runs by count and drops those past the age limit."""
     store = HistoryStore(tmp_path, keep_runs=5, max_age_days=1)
     for i in range(8):
         _write(store, i)
@@ -107,10 +110,12 @@ def test_cases_are_pruned_with_their_runs(tmp_path: Path) -> None:
 
 
 def test_no_file_no_store(tmp_path: Path) -> None:
+    """No file: a read-only open gives no store, and creates nothing."""
     assert HistoryStore.open_readonly(tmp_path) is None
 
 
 def test_garbage_and_foreign_files_are_corrupt(tmp_path: Path) -> None:
+    """A file that is not this store (garbage, another SQLite database) is StoreCorrupt."""
     path = tmp_path / "history.sqlite3"
     path.write_bytes(b"this is not sqlite" * 100)
     with pytest.raises(StoreCorrupt):
@@ -125,6 +130,7 @@ def test_garbage_and_foreign_files_are_corrupt(tmp_path: Path) -> None:
 
 
 def test_newer_schema_is_refused(tmp_path: Path) -> None:
+    """A store of a newer schema version is refused, not rewritten."""
     _write(HistoryStore(tmp_path), 0)
     conn = sqlite3.connect(tmp_path / "history.sqlite3")
     conn.execute("UPDATE meta SET value = '99'")
@@ -142,6 +148,7 @@ def _report(i: int, ok: bool = True) -> RunReport:  # minutes ago: 10 - i
 
 
 def test_recorder_moves_a_corrupt_file_aside_and_starts_afresh(tmp_path: Path) -> None:
+    """The daemon's recorder moves a corrupt store aside and starts a new one, keeping the run."""
     recorder = HistoryRecorder(tmp_path, HistorySettings(window=3, recent=1, keep_runs=10))
     try:
         assert recorder.record("t", "d", _report(0), "complete").errors == ()
@@ -157,6 +164,7 @@ def test_recorder_moves_a_corrupt_file_aside_and_starts_afresh(tmp_path: Path) -
 
 
 def test_recorder_counts_a_locked_store_and_carries_on(tmp_path: Path) -> None:
+    """A locked store is counted as a failed write and the recorder carries on."""
     recorder = HistoryRecorder(tmp_path, HistorySettings(window=3, recent=1, keep_runs=10))
     try:
         recorder.record("t", "d", _report(0), "complete")

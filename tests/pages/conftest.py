@@ -20,13 +20,13 @@ from tests.pages.stack import (
     EVALUATOR,
     REPO,
     clean_env,
-    free_port,
     serving,
     wait_for,
 )
 from tests.reference.conftest import reference_server  # noqa: F401  (a session fixture)
-from tests.reference.harness import ReferenceServer
 from tests.support.loopback import LoopbackServer, Reply
+from tests.support.ports import free_port
+from tests.support.reference import ReferenceServer
 
 __all__ = ["EVALUATOR", "REPO", "SECRET", "RunningDaemon", "Tab"]
 

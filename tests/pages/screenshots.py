@@ -23,10 +23,10 @@ from tests.pages.stack import (
     EVALUATOR,
     REPO,
     clean_env,
-    free_port,
     serving,
     wait_for,
 )
+from tests.support.ports import free_port
 
 OUT = REPO / "docs" / "images"
 GOLDEN = REPO / "evals" / "rag_cases.jsonl"

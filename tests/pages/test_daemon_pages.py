@@ -17,6 +17,7 @@ def _case_url(daemon: RunningDaemon, target: str, dataset: str, case_id: str) ->
 
 
 def test_the_status_page_shows_every_job_with_its_last_run(daemon: RunningDaemon, tab: Tab) -> None:
+    """In Chromium, the live daemon's status page shows each of its jobs with its last run."""
     page = tab.page
     response = page.goto(daemon.url + "/")
 
@@ -46,6 +47,7 @@ def test_the_status_page_shows_every_job_with_its_last_run(daemon: RunningDaemon
 
 
 def test_the_status_page_works_without_javascript(daemon: RunningDaemon, tab_no_js: Tab) -> None:
+    """With JavaScript off, the status page shows every job and its links open the case view."""
     page = tab_no_js.page
     page.goto(daemon.url + "/")
 
@@ -82,6 +84,7 @@ def test_the_case_view_of_a_failing_case_highlights_the_right_facts(
 
 
 def test_a_found_fact_is_highlighted_in_the_answer(daemon: RunningDaemon, tab: Tab) -> None:
+    """The case view marks a found expected fact where the answer writes it."""
     page = tab.page
     page.goto(_case_url(daemon, "reference", "rag_cases", "zh-refund-alipay"))
 
@@ -117,6 +120,8 @@ def test_endpoint_html_is_shown_as_text_and_secrets_are_masked(
 
 
 def test_pages_forbid_scripts_and_unknown_cases_are_404(daemon: RunningDaemon) -> None:
+    """The pages' policy allows nothing by default (no scripts); an unknown case is a 404 saying
+    so, and /case without parameters a 400."""
     with httpx.Client(base_url=daemon.url, timeout=5) as http:
         page = http.get("/")
         missing = http.get(

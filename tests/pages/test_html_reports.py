@@ -10,8 +10,8 @@ import pytest
 
 from tests.pages.conftest import SECRET, Tab
 from tests.pages.stack import EVALUATOR, REPO, clean_env
-from tests.reference.harness import ReferenceServer
 from tests.support.loopback import LoopbackServer
+from tests.support.reference import ReferenceServer
 
 pytestmark = pytest.mark.e2e
 
@@ -72,6 +72,7 @@ def gate_reports(
 def test_the_html_report_of_a_failing_gate_shows_failing_rules_and_the_worst_case(
     gate_reports: Path, tab: Tab
 ) -> None:
+    """A failing gate's --html report shows its failing rules and the worst case (Chromium)."""
     result = _evaluator(
         "gate",
         "--baseline",
@@ -117,6 +118,7 @@ def test_the_html_report_of_a_failing_gate_shows_failing_rules_and_the_worst_cas
 
 
 def test_evaluator_report_writes_the_same_html_with_exit_0(gate_reports: Path, tab: Tab) -> None:
+    """`evaluator report` of a failing pair writes the gate's HTML report and exits 0."""
     result = _evaluator(
         "report",
         "candidate.json",
@@ -137,6 +139,8 @@ def test_evaluator_report_writes_the_same_html_with_exit_0(gate_reports: Path, t
 def test_run_html_shows_a_script_answer_as_text_without_the_secret(
     hostile: LoopbackServer, tmp_path: Path, tab: Tab
 ) -> None:
+    """A service answering with markup and script: `run --html` shows it as text, runs nothing and
+    masks the secret."""
     golden = tmp_path / "golden.jsonl"
     golden.write_text(
         '{"id": "x", "question": "q", "relevant_ids": ["<b>doc-1</b>"], '

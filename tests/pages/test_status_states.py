@@ -14,8 +14,9 @@ import httpx
 import pytest
 
 from tests.pages.conftest import Tab
-from tests.pages.stack import EVALUATOR, REPO, clean_env, free_port, serving, wait_for
-from tests.reference.harness import ReferenceServer
+from tests.pages.stack import EVALUATOR, REPO, clean_env, serving, wait_for
+from tests.support.ports import free_port
+from tests.support.reference import ReferenceServer
 
 pytestmark = pytest.mark.e2e
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from evaluator.models import Case, CaseError, CaseRecord, CaseScores
 from evaluator.pages.render import PageRenderer
 from evaluator.pages.trend import RunPoint
@@ -18,6 +16,7 @@ from evaluator.pages.views import (
 from evaluator.redaction import Redactor
 from evaluator.report import RunReport, parse_timestamp
 from evaluator.summary import summarise
+from tests.support.records import replace
 
 SECRET = "tok-9f8e7d6c5b4a"
 RECORD = CaseRecord(
@@ -66,6 +65,7 @@ def _report(*records: CaseRecord) -> RunReport:
 
 class TestCaseView:
     def test_facts_found_and_missing_and_where(self) -> None:
+        """The case view lists each expected fact, found or missing, with its alternatives."""
         view = case_view(RECORD, k=2)
 
         assert [(f.text, f.found) for f in view.facts] == [
@@ -82,6 +82,7 @@ class TestCaseView:
         assert ["faq"] == view.relevant_not_retrieved
 
     def test_citations_resolve_and_are_judged(self) -> None:
+        """Each citation resolves to a retrieved id (or not) and is judged supported or not."""
         view = case_view(RECORD, k=2)
         assert [("[2]", "policy", True), ("[9]", None, False), ("noise", "noise", False)] == [
             (c.label, c.resolves_to, c.supported) for c in view.citations
@@ -89,6 +90,7 @@ class TestCaseView:
         assert {r.id for r in view.ranking if r.cited} == {"policy", "noise"}
 
     def test_trace_link_only_when_the_record_has_a_trace_id(self) -> None:
+        """A trace link is shown only when the record carries a trace id."""
         assert (None, None) == (case_view(RECORD, k=2).trace_id, case_view(RECORD, k=2).trace_url)
 
         class Traced:
@@ -101,6 +103,7 @@ class TestCaseView:
         assert "https://traces.example/t/4bf92f3577b34da6a3ce929d0e0e4736" == view.trace_url
 
     def test_lists_are_bounded(self) -> None:
+        """The case view's lists and texts are bounded, however much the service sent."""
         many = replace(
             RECORD,
             ranked_ids=tuple(f"d{i}" for i in range(500)),
@@ -115,13 +118,17 @@ class TestCaseView:
         assert (20, 20) == (len(view.stages), len(view.citations))
 
     def test_an_error_case(self) -> None:
-        failed = replace(RECORD, outcome=CaseError("timeout", "deadline 5 s"), answer=None)
+        """A failed case's view shows its error kind and message instead of scores."""
+        failed = replace(
+            RECORD, outcome=CaseError(kind="timeout", message="deadline 5 s"), answer=None
+        )
         view = case_view(failed, k=2)
         assert ("error", "timeout: deadline 5 s") == (view.verdict, view.error)
 
 
 class TestRendering:
     def test_everything_from_an_endpoint_is_escaped_and_secrets_masked(self) -> None:
+        """Everything that came from the endpoint is escaped and the target's secrets masked."""
         renderer = PageRenderer(Redactor([SECRET]))
         html = renderer.case(
             case_view(RECORD, k=2, redact=Redactor([SECRET])),
@@ -137,6 +144,8 @@ class TestRendering:
         assert html.count("***") >= 3
 
     def test_a_gate_report_and_a_run_report(self) -> None:
+        """A gate report's view has the verdict, the regressed cases and the failing rules, and
+        renders self-contained; a run report's has no verdict and lists the worst cases."""
         from evaluator.gate import evaluate_gate
 
         good = replace(RECORD, outcome=replace(_scores(), mrr=1.0, answer_correct=True))
@@ -161,6 +170,7 @@ def _scores() -> CaseScores:
 
 
 def test_metric_rows_know_which_way_is_worse() -> None:
+    """Each metric row says whether the change is better or worse by the metric's direction."""
     better = replace(RECORD, outcome=replace(_scores(), mrr=1.0), latency_seconds=0.5)
     rows = {r.name: r for r in metric_rows(summarise([better]), summarise([RECORD]))}
 
@@ -171,6 +181,7 @@ def test_metric_rows_know_which_way_is_worse() -> None:
 
 
 def test_a_status_page_of_many_jobs_is_bounded_and_draws_trends() -> None:
+    """A status page of many jobs shows a bounded number of them, each with its trend lines."""
     from evaluator.daemon.pages import JOBS_SHOWN
 
     report = _report(RECORD)

@@ -13,7 +13,6 @@ from pathlib import Path
 import httpx
 
 from evaluator.models import Case, CaseScores, Retrieved, TargetResponse
-from evaluator.reference.failures import FailureModes
 from evaluator.scoring import score_case
 
 GOLDEN_SET = Path(__file__).resolve().parents[2] / "evals" / "rag_cases.jsonl"
@@ -22,12 +21,10 @@ K = 5
 SLOW_SECONDS = 0.25
 
 
-@dataclass
-class ReferenceServer:
-    """A running reference service: its base URL and its failure-mode switchboard."""
-
-    url: str
-    failure_modes: FailureModes
+def _ranked(value: float | None) -> float:
+    """A retrieval score of the reference service, which maps its ids (never n/a)."""
+    assert value is not None, "the reference service's retrieval is always scored"
+    return value
 
 
 def _mean(values: Sequence[float]) -> float:
@@ -47,15 +44,15 @@ class Run:
 
     @property
     def recall(self) -> float:
-        return _mean([s.recall_at_k for s in self._answerable()])
+        return _mean([_ranked(s.recall_at_k) for s in self._answerable()])
 
     @property
     def mrr(self) -> float:
-        return _mean([s.mrr for s in self._answerable()])
+        return _mean([_ranked(s.mrr) for s in self._answerable()])
 
     @property
     def ndcg(self) -> float:
-        return _mean([s.ndcg_at_k for s in self._answerable()])
+        return _mean([_ranked(s.ndcg_at_k) for s in self._answerable()])
 
     @property
     def citation_precision(self) -> float:

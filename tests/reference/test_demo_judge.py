@@ -18,7 +18,8 @@ from evaluator.judge.prompts import messages
 from evaluator.judge.record import judged_run_from_dict
 from evaluator.reference.judge import DemoJudgeError, judge_completion
 from evaluator.report import read_report
-from tests.reference.harness import GOLDEN_SET, ReferenceServer
+from tests.reference.harness import GOLDEN_SET
+from tests.support.reference import ReferenceServer
 
 LABELS = GOLDEN_SET.parent / "labels" / "rag_cases.jsonl"
 EXE = str(Path(sys.executable).with_name("evaluator"))

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -15,6 +14,7 @@ import pytest
 
 from evaluator.reference.failures import ENV_VAR
 from evaluator.reference.server import main
+from tests.support.ports import free_port
 
 
 @pytest.mark.parametrize(
@@ -46,18 +46,11 @@ def test_unknown_mode_in_environment_exits_1(monkeypatch: pytest.MonkeyPatch) ->
     assert 1 == caught.value.code
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 @pytest.mark.e2e
 def test_runs_as_a_process_and_stops_on_sigint() -> None:
     """Started with a failure mode from the flag and one from the environment, it serves
     /healthz and /rag, and exits 0 on Ctrl-C."""
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, ENV_VAR: "citations_degraded"}
     command = [sys.executable, "-m", "evaluator.reference", "--port", str(port)]
     command += ["--failure-mode", "slow_model", "--slow-model-seconds", "0", "--no-access-log"]
@@ -90,6 +83,7 @@ def test_runs_as_a_process_and_stops_on_sigint() -> None:
     assert "/admin/failure-modes" in stderr
 
 
+@pytest.mark.e2e
 def test_nothing_else_imports_the_reference_package() -> None:
     """The daemon's own install stays lean: importing every other evaluator module pulls in
     neither evaluator.reference nor its optional dependencies."""

@@ -16,6 +16,7 @@ from tests.reference.harness import ask
 STAGES = ("tokenize", "keyword", "rerank", "model")
 
 
+@pytest.mark.e2e
 class TestContract:
     def test_response_has_the_default_contract_shape(self, client: httpx.Client) -> None:
         """answer, retrieved [{id, score, text}], 1-based citations and stage timings."""
@@ -59,6 +60,7 @@ class TestContract:
         assert 5 == len(response.json()["retrieved"])
 
 
+@pytest.mark.e2e
 class TestAnswers:
     def test_chinese_question_retrieves_and_quotes_its_chunk(self, client: httpx.Client) -> None:
         """A Chinese question finds its Chinese chunk first, quotes the fact and cites [1]."""
@@ -98,6 +100,7 @@ class TestAnswers:
         assert [] == body["citations"]
 
 
+@pytest.mark.e2e
 class TestRequestValidation:
     @pytest.mark.parametrize(
         "content",
@@ -129,6 +132,7 @@ class TestRequestValidation:
         assert 405 == client.get("/rag").status_code
 
 
+@pytest.mark.e2e
 class TestHealth:
     def test_healthz(self, client: httpx.Client) -> None:
         """/healthz answers 200 with the corpus size and the active failure modes."""
@@ -140,12 +144,14 @@ class TestHealth:
 
 
 class TestAdminApi:
+    @pytest.mark.e2e
     def test_get_lists_active_and_known_modes(self, client: httpx.Client) -> None:
         """GET shows the active modes (none) and every known one."""
         body = client.get("/admin/failure-modes").json()
 
         assert {"modes": [], "known": list(KNOWN_MODES)} == body
 
+    @pytest.mark.e2e
     def test_put_replaces_the_active_set(self, client: httpx.Client) -> None:
         """PUT {"modes": [...]} switches exactly those modes on."""
         client.put("/admin/failure-modes", json={"modes": ["slow_model"]})
@@ -159,6 +165,7 @@ class TestAdminApi:
             "failure_modes"
         ]
 
+    @pytest.mark.e2e
     def test_put_unknown_mode_is_400_and_changes_nothing(self, client: httpx.Client) -> None:
         """An unknown name is rejected with the known ones listed; the active set stays."""
         client.put("/admin/failure-modes", json={"modes": ["slow_model"]})
@@ -171,11 +178,13 @@ class TestAdminApi:
         assert list(KNOWN_MODES) == response.json()["known"]
         assert ["slow_model"] == client.get("/admin/failure-modes").json()["modes"]
 
+    @pytest.mark.e2e
     @pytest.mark.parametrize("body", [{"modes": "slow_model"}, {"modes": [1]}, {}, []])
     def test_put_malformed_body_is_400(self, client: httpx.Client, body: object) -> None:
         """ "modes" must be a list of strings."""
         assert 400 == client.put("/admin/failure-modes", json=body).status_code
 
+    @pytest.mark.e2e
     def test_post_and_delete_flip_one_mode(self, client: httpx.Client) -> None:
         """POST switches one mode on, DELETE switches it off, others untouched."""
         client.post("/admin/failure-modes/slow_model")
@@ -185,6 +194,7 @@ class TestAdminApi:
         assert ["citations_degraded", "slow_model"] == on
         assert ["citations_degraded"] == off
 
+    @pytest.mark.e2e
     def test_flip_unknown_mode_is_400(self, client: httpx.Client) -> None:
         """Flipping an unknown mode is rejected with the known ones listed."""
         response = client.post("/admin/failure-modes/faster_model")

@@ -214,7 +214,8 @@ def test_score_case_equals_the_public_functions(
         )
     assert (got.recall_at_k, got.mrr, got.ndcg_at_k) == retrieval
     if answer is None:
-        assert got == CaseScores(*retrieval)
+        recall, rr, ndcg = retrieval
+        assert got == CaseScores(recall_at_k=recall, mrr=rr, ndcg_at_k=ndcg)
         return
     assert got.citation_precision == citation_precision(
         citations, retrieved, rel, unanswerable=unanswerable

@@ -6,8 +6,9 @@ from collections.abc import Collection, Mapping, Sequence
 
 import pytest
 
-from evaluator.models import Case, CaseRecord, CaseScores
+from evaluator.models import CaseRecord, CaseScores
 from evaluator.scoring.labels import LabelAudit, audit_record, audit_run, describe_fact
+from tests.support.records import record
 
 POLICY = "退款审核通过后，款项将原路退回。退回到银行卡通常需要3-5个工作日到账。"
 DEADLINE = "北风商城支持七天无理由退款。自签收之日起7天内，您可以提交退款申请。"
@@ -121,21 +122,14 @@ def test_describe_fact() -> None:
 
 
 def _record(case_id: str, facts: tuple[tuple[str, ...], ...], texts: dict[str, str]) -> CaseRecord:
-    return CaseRecord(
-        case=Case(
-            id=case_id,
-            question="退款多久到账？",
-            relevance={"policy": 1},
-            expected_facts=facts,
-            unanswerable=False,
-            tags=(),
-        ),
-        outcome=CaseScores(1.0, 1.0, 1.0),
-        ranked_ids=tuple(texts),
+    return record(
+        case_id,
+        outcome=CaseScores(recall_at_k=1.0, mrr=1.0, ndcg_at_k=1.0),
+        question="退款多久到账？",
+        relevance={"policy": 1},
+        facts=facts,
+        ranked=tuple(texts),
         answer="3-5个工作日",
-        citations=(1,),
-        latency_seconds=0.1,
-        stage_seconds={},
         texts=texts,
     )
 

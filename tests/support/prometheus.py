@@ -4,7 +4,6 @@ Everything binds to 127.0.0.1, lives in a temporary folder and is bounded in tim
 
 API (all context managers stop what they started, even when the test fails)::
 
-    free_port() -> int                      # a free TCP port on 127.0.0.1
     require_binary("promtool") -> str       # its path; skips the test (fails when CI=true)
     check_metrics(text) -> CompletedProcess # `promtool check metrics` on a text exposition
 
@@ -34,7 +33,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -47,13 +45,14 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.support.ports import free_port
+
 __all__ = [
     "DaemonProcess",
     "DaemonResult",
     "PrometheusServer",
     "Pushgateway",
     "check_metrics",
-    "free_port",
     "parse_log_lines",
     "require_binary",
 ]
@@ -62,14 +61,6 @@ HOST = "127.0.0.1"
 EVALUATOR = str(Path(sys.executable).with_name("evaluator"))
 
 QueryResult = list[dict[str, Any]]
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that was free a moment ago (bind to 0, read it, release it)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((HOST, 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def require_binary(name: str, package: str = "prometheus") -> str:

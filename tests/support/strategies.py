@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import dataclasses
 from typing import get_args, get_type_hints
 
+import msgspec
 from hypothesis import strategies as st
 
 from evaluator.models import CaseScores
@@ -22,14 +22,16 @@ def case_scores(
     """Any :class:`CaseScores`, each field drawn by its type: flags as booleans, the rest
     ratios; a field with a default may also be None (``optional_ratio`` for the ratios).
 
-    Read from the dataclass, so a score added there is drawn here with no edit.
+    Read from the record's fields, so a score added there is drawn here with no edit.
     """
     hints = get_type_hints(CaseScores)
     fields: dict[str, st.SearchStrategy[object]] = {}
-    for field in dataclasses.fields(CaseScores):
+    for field in msgspec.structs.fields(CaseScores):
         hint = hints[field.name]
         flag = hint is bool or bool in get_args(hint)
-        if field.default is dataclasses.MISSING:
+        if field.required:
+            # retrieval: None only for a target whose ids are not mapped (drawn as a number
+            # here, as the properties over these scores expect a ranked case)
             fields[field.name] = st.booleans() if flag else RATIO
         else:
             fields[field.name] = st.none() | st.booleans() if flag else optional_ratio

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import socket
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -42,14 +41,6 @@ def case(question: str, case_id: str | None = None) -> Case:
 def dataset(questions: Iterable[str], name: str = "failures") -> Dataset:
     cases = tuple(case(q) for q in questions)
     return Dataset(path=f"{name}.jsonl", name=name, cases=cases, content_hash="0" * 64)
-
-
-def free_port() -> int:
-    """A loopback port with nothing listening (bound, read, released)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-    return port
 
 
 class Sequenced:

@@ -97,6 +97,7 @@ class TestAdmission:
         assert waits[2] >= 0.04 and waits[3] >= 0.04
 
 
+@pytest.mark.e2e
 class TestLatencyExcludesOwnLimits:
     """Cases queued behind the target's rate limit report the target's latency only."""
 

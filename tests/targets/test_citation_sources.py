@@ -89,6 +89,7 @@ def _chat(answer: str, **message: Any) -> Reply:
     )
 
 
+@pytest.mark.e2e
 class TestInlineOverHttp:
     def test_numbered_markers_are_positions(self) -> None:
         with LoopbackServer(lambda _r: _chat("Within 7 days [3][1]."), path="/v1/chat") as srv:
@@ -139,6 +140,7 @@ class TestInlineOverHttp:
         assert ("Within 7 days [3].", (3,)) == (response.answer, response.citations)
 
 
+@pytest.mark.e2e
 class TestChatAnnotations:
     def test_url_citations(self) -> None:
         """OpenAI chat completions' url_citation annotations, evidence identified by url."""
@@ -170,6 +172,7 @@ class TestChatAnnotations:
         assert ("https://kb/refund",) == response.citations
 
 
+@pytest.mark.e2e
 class TestChatFileAndUrlAnnotations:
     def test_both_kinds(self) -> None:
         """file_citation (file id) and url_citation (url) annotations, with the expression
@@ -248,6 +251,7 @@ def _responses_body(question: str) -> dict[str, Any]:
 
 
 class TestResponsesPreset:
+    @pytest.mark.e2e
     def test_plain(self) -> None:
         def reply(request: dict[str, Any]) -> Reply:
             return Reply(body=_responses_body(request["input"]))
@@ -267,6 +271,7 @@ class TestResponsesPreset:
         d = response.delivery
         assert d is not None and (120, 9) == (d.input_tokens, d.output_tokens)
 
+    @pytest.mark.e2e
     @pytest.mark.parametrize("end", ["response.completed", "response.incomplete"])
     def test_streamed(self, end: str) -> None:
         """Streamed: the output_text deltas are the answer; response.completed (or
@@ -309,6 +314,7 @@ class TestResponsesPreset:
         )
         assert config.response is not None and config.response.ids.startswith(prefix)
 
+    @pytest.mark.e2e
     def test_run_scores_citations(self) -> None:
         """A run through the preset scores citation precision from the annotations."""
         with LoopbackServer(
@@ -348,6 +354,7 @@ class TestNotMapped:
         )
         assert scores.answer_correct is True
 
+    @pytest.mark.e2e
     def test_preset_without_citations_is_na_in_a_run(self) -> None:
         """openai-chat as docs/streaming.md shows it (no citations mapped): the run's
         citation precision is n/a, not 0."""
@@ -374,6 +381,7 @@ class TestNotMapped:
         assert responses.reports_citations
 
 
+@pytest.mark.e2e
 def test_probe_shows_the_markers(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     """`evaluator probe` names the marker style as the citations' source, and what it found."""
     body = {"answer": "7 days [2][1]", "hits": SOURCES}

@@ -17,7 +17,8 @@ from evaluator.models import CaseRecord
 from evaluator.report import RunReport, report_to_dict
 from evaluator.runner import RetryEvent
 from tests.support.loopback import LoopbackServer, Reply
-from tests.targets.helpers import GOOD_BODY, Sequenced, case, dataset, free_port, run_config
+from tests.support.ports import free_port
+from tests.targets.helpers import GOOD_BODY, Sequenced, case, dataset, run_config
 
 MiB = 1024 * 1024
 
@@ -81,6 +82,7 @@ def failures_run() -> FailuresRun:
     return FailuresRun(report, events, script, server)
 
 
+@pytest.mark.e2e
 class TestEveryFailureMode:
     """All failure modes in one run: none of them stops it or loses a case."""
 
@@ -162,6 +164,7 @@ class TestRefused:
         )
 
 
+@pytest.mark.e2e
 class TestOversized:
     """The size cap holds memory down whether or not the length is declared."""
 

@@ -11,6 +11,9 @@ from evaluator.config import HttpTargetConfig, load_settings
 from tests.support.loopback import LoopbackServer, Reply
 from tests.targets.helpers import dataset, run_config
 
+# every test here starts a server or a subprocess: not in `make fast`
+pytestmark = pytest.mark.e2e
+
 EXAMPLES = Path(__file__).resolve().parents[2] / "config" / "targets"
 QUESTIONS = ["How long do I have to ask for a refund?", '退款 "期限" {k}?']
 

@@ -22,10 +22,12 @@ from evaluator.factory import build_target
 from evaluator.models import TargetResponse
 from evaluator.targets.http import HttpTarget, parse_retry_after
 from tests.support.loopback import LoopbackServer, Reply
+from tests.support.ports import free_port
 from tests.support.rawhttp import RawServer
-from tests.targets.helpers import GOOD_BODY, case, free_port, query_error, query_once
+from tests.targets.helpers import GOOD_BODY, case, query_error, query_once
 
 
+@pytest.mark.e2e
 class TestRequests:
     """What goes on the wire for each request configuration."""
 
@@ -71,6 +73,7 @@ class TestRequests:
 class TestResponses:
     """Status handling and body limits, unit level."""
 
+    @pytest.mark.e2e
     def test_redirect_is_not_followed(self) -> None:
         """A 3xx is an http_status error that says where to point the url."""
         reply = Reply(status=301, headers={"Location": "https://rag.test/v1/search"}, raw=b"")
@@ -79,6 +82,7 @@ class TestResponses:
         assert ("http_status", 301) == (error.kind, getattr(error, "status", None))
         assert "redirect to https://rag.test/v1/search" in error.message
 
+    @pytest.mark.e2e
     def test_declared_length_over_cap(self) -> None:
         """A Content-Length beyond the cap fails before the body is read."""
         raw = b"HTTP/1.1 200 OK\r\nContent-Length: 999999999\r\n\r\n{}"
@@ -86,6 +90,7 @@ class TestResponses:
             error = query_error(HttpTargetConfig(url=server.url))
         assert "response of 999999999 bytes is larger" in error.message
 
+    @pytest.mark.e2e
     @pytest.mark.parametrize(
         ("raw", "kind", "transient"),
         [
@@ -100,6 +105,7 @@ class TestResponses:
             error = query_error(HttpTargetConfig(url=server.url))
         assert (kind, transient) == (error.kind, error.transient)
 
+    @pytest.mark.e2e
     @pytest.mark.parametrize(
         ("raw", "says"),
         [
@@ -128,6 +134,7 @@ class TestResponses:
         assert says.lower() in error.message.lower()
         assert "t-0ken" not in error.message and "RequestInfo" not in error.message
 
+    @pytest.mark.e2e
     def test_out_of_memory_while_reading(self, monkeypatch: pytest.MonkeyPatch) -> None:
         """A MemoryError while the body is read is its own kind, not connect (unit edge
         case: the decoder is made to raise, a real one would need the machine's memory)."""
@@ -149,6 +156,7 @@ class TestResponses:
         assert ("connect", True) == (error.kind, error.transient)
         assert "cannot connect" in error.message
 
+    @pytest.mark.e2e
     def test_read_timeout(self) -> None:
         """Silence longer than the read timeout: timeout, not retried."""
         with LoopbackServer(lambda _r: Reply(body=GOOD_BODY, delay=1.0)) as server:
@@ -158,6 +166,7 @@ class TestResponses:
         assert ("timeout", False) == (error.kind, error.transient)
         assert "sent nothing for 0.2s" in error.message
 
+    @pytest.mark.e2e
     def test_silence_without_a_read_timeout_meets_the_deadline(self) -> None:
         """No read timeout set: a silent server is stopped by the whole-call deadline (the
         session keeps no silence timer of its own, which would only ever fire later)."""
@@ -179,6 +188,7 @@ class TestResponses:
         assert asyncio.run(sock_read(timeout_seconds=5, read_timeout_seconds=5)) is None
         assert 0.5 == asyncio.run(sock_read(timeout_seconds=5, read_timeout_seconds=0.5))
 
+    @pytest.mark.e2e
     def test_absurdly_deep_json(self) -> None:
         """A body nested beyond the parser's recursion limit is a bad_response, not a crash."""
         deep = Reply(raw=b"[" * 100_000 + b"]" * 100_000)
@@ -186,6 +196,7 @@ class TestResponses:
             error = query_error(HttpTargetConfig(url=server.url))
         assert "bad_response" == error.kind
 
+    @pytest.mark.e2e
     def test_gzip_body(self) -> None:
         """A compressed body is decoded before it is parsed."""
         reply = Reply(
@@ -197,6 +208,7 @@ class TestResponses:
                 HttpTargetConfig(url=server.url)
             ).ranked_ids
 
+    @pytest.mark.e2e
     def test_large_body_is_parsed_off_the_loop(self) -> None:
         """A body above the off-loop threshold maps to the same response, its ranking read
         only as far as the target's max_ranked_ids."""
@@ -232,6 +244,7 @@ class TestRetryAfter:
     def test_parse(self, value: str | None, expected: float | None) -> None:
         assert expected == parse_retry_after(value, now=NOW)
 
+    @pytest.mark.e2e
     def test_http_date_on_the_wire(self) -> None:
         """A 429 with an HTTP-date is read as the time it names."""
         when = format_datetime(datetime.now(UTC) + timedelta(seconds=30), usegmt=True)
@@ -264,6 +277,7 @@ def certificate(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path
     yield cert, key
 
 
+@pytest.mark.e2e
 class TestTls:
     """Certificates are verified by default; a CA bundle trusts a private CA."""
 

@@ -19,7 +19,8 @@ from evaluator.redaction import register_secrets
 from evaluator.report import RunReport
 from tests.support.loopback import LoopbackServer, Reply
 from tests.support.otlp_receiver import OtlpReceiver
-from tests.targets.helpers import GOOD_BODY, case, dataset, free_port, run_config
+from tests.support.ports import free_port
+from tests.targets.helpers import GOOD_BODY, case, dataset, run_config
 
 TRACEPARENT = re.compile(r"^00-([0-9a-f]{32})-([0-9a-f]{16})-01$")
 STAGES = {"retrieve": 0.012, "rerank": 0.0305, "model": 0.2}
@@ -42,6 +43,7 @@ def _sent(server: LoopbackServer) -> dict[str, str]:
     return {m.group(1): m.group(2) for m in found if m is not None}
 
 
+@pytest.mark.e2e
 class TestCaseSpans:
     def test_three_cases_three_case_spans_with_the_sent_ids_and_stage_children(self) -> None:
         reply = Reply(body={**GOOD_BODY, "timings": STAGES})
@@ -114,6 +116,7 @@ class TestCaseSpans:
         assert str(span.attributes["rag_eval.case_id"]).startswith("leak-")
 
 
+@pytest.mark.e2e
 class TestOffAndBroken:
     def test_off_by_default_sends_nothing(self) -> None:
         assert not Settings().otlp.enabled
@@ -146,6 +149,7 @@ class TestOffAndBroken:
 
 
 class TestConfig:
+    @pytest.mark.e2e
     @pytest.mark.parametrize(
         "endpoint", ["ftp://collector/v1/traces", "http://:4318/v1/traces", "http://h:0/x"]
     )

@@ -65,6 +65,7 @@ def _config(tmp_path: Path, block: str, url: str) -> Path:
     return config
 
 
+@pytest.mark.e2e
 def test_docs_preset_passes_its_own_gate(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -96,6 +97,7 @@ def test_docs_preset_passes_its_own_gate(
     assert report["summary"]["recall_at_k"] == 1.0
 
 
+@pytest.mark.e2e
 def test_typo_that_an_empty_hit_list_satisfies_exits_1(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -119,6 +121,7 @@ def test_typo_that_an_empty_hit_list_satisfies_exits_1(
     assert "5 case(s) that returned anything (1 returned no ids)" in err
 
 
+@pytest.mark.e2e
 def test_some_mapping_failures_warn_with_the_path(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -142,6 +145,7 @@ def test_some_mapping_failures_warn_with_the_path(
     assert 'response.ids = "sources[].id"' in err
 
 
+@pytest.mark.e2e
 def test_milliseconds_read_as_seconds_warn(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -187,3 +191,38 @@ def test_check_warns_about_a_preset_without_ids(
     assert "warn  target 'bare': no response.ids: the openai-chat preset returns no ids" in out
     assert "warn  target 'bare': citations are not mapped" in out
     assert out.rstrip().endswith("configuration ok; nothing was sent to any target")
+
+
+@pytest.mark.e2e
+def test_a_preset_without_ids_scores_retrieval_na(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An openai-chat target without response.ids ranks nothing: its retrieval metrics are
+    n/a (null), not 0 (and not 1 for an unanswerable case's empty list), `run` warns as
+    `check` does, and the gate's retrieval rules are not applicable."""
+
+    def reply(request: dict[str, Any]) -> Reply:
+        question = request["messages"][0]["content"]
+        answer = "I don't know." if "Bitcoin" in question else "Refunds within 7 days."
+        return Reply(body={"choices": [{"message": {"content": answer}}]})
+
+    with LoopbackServer(reply) as server:
+        block = f'[[targets]]\nname = "bare"\nkind = "openai-chat"\nurl = "{server.url}"\n'
+        block += 'model = "m"\n'
+        config = _config(tmp_path, block, server.url)
+        baseline, candidate = tmp_path / "baseline.json", tmp_path / "candidate.json"
+        assert 0 == main(["run", "--config", str(config), "--output", str(baseline)])
+        err = capsys.readouterr().err
+        assert 0 == main(["run", "--config", str(config), "--output", str(candidate)])
+        capsys.readouterr()
+        args = ["--baseline", str(baseline), "--candidate", str(candidate)]
+        code = main(["gate", "--config", str(config), *args])
+    out = capsys.readouterr().out
+    assert "no response.ids: the openai-chat preset returns no ids" in err
+    report = json.loads(baseline.read_text(encoding="utf-8"))
+    for name in ("recall_at_k", "mrr", "ndcg_at_k"):
+        assert report["summary"][name] is None
+        assert {c[name] for c in report["cases"]} == {None}
+    assert report["summary"]["answer_accuracy"] == 1.0
+    assert "recall_at_k: not applicable" in out
+    assert 0 == code, out

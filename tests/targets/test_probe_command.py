@@ -38,6 +38,7 @@ def _example(tmp_path: Path, name: str, url: str) -> Path:
 class TestProbe:
     """Probe prints the request (masked), the raw response and the mapped fields."""
 
+    @pytest.mark.e2e
     def test_search_api(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
         """A retrieval-only GET target: exit 0, says it is retrieval-only."""
         with LoopbackServer(search_reply, path="/search") as server:
@@ -53,6 +54,7 @@ class TestProbe:
         assert "retrieval-only target" in out
         assert out.rstrip().endswith("mapping ok")
 
+    @pytest.mark.e2e
     def test_chat_api_question_from_dataset(
         self, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
     ) -> None:
@@ -72,6 +74,7 @@ class TestProbe:
         assert "tok-probe-123" not in out
         assert 'answer     output.message.content\n             -> "You have 7 days. [2]"' in out
 
+    @pytest.mark.e2e
     def test_default_contract_by_url(self, capsys: pytest.CaptureFixture[str]) -> None:
         """--target-url probes the default contract."""
         with LoopbackServer(lambda _r: Reply(body=GOOD_BODY)) as server:
@@ -82,6 +85,7 @@ class TestProbe:
         assert '{"question": "q", "top_k": 3}' in out
         assert "ids        (default contract)" in out
 
+    @pytest.mark.e2e
     def test_mapping_failure_exits_1(
         self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
     ) -> None:
@@ -123,6 +127,7 @@ class TestProbe:
         assert "pass --question TEXT or --dataset FILE" in capsys.readouterr().err
 
 
+@pytest.mark.e2e
 class TestRunDiagnosis:
     """`evaluator run` whose mapping matched nothing on every case: exit 1 naming it."""
 

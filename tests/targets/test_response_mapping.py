@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from typing import Any
 
@@ -11,11 +10,12 @@ import pytest
 
 from evaluator.commands.run import mapping_diagnosis
 from evaluator.errors import BadResponseError
-from evaluator.models import Case, CaseError, CaseRecord, Retrieved, TargetResponse
+from evaluator.models import CaseError, CaseRecord, CaseScores, Retrieved, TargetResponse
 from evaluator.report import RunReport, parse_timestamp
 from evaluator.summary import summarise
 from evaluator.targets.base import parse_default_response
 from evaluator.targets.mapping import ResponseMapper
+from tests.support.records import record, replace
 
 
 def mapper(**expressions: str) -> ResponseMapper:
@@ -254,27 +254,16 @@ class TestMappingFailure:
 
 
 def _record(case_id: str, error: CaseError | None) -> CaseRecord:
-    from evaluator.models import CaseScores
-
-    return CaseRecord(
-        case=Case(
-            id=case_id,
-            question="q",
-            relevance={"a": 1},
-            expected_facts=(),
-            unanswerable=False,
-            tags=(),
-        ),
-        outcome=error
-        if error is not None
-        else None
-        if error
-        else CaseScores(recall_at_k=1.0, mrr=1.0, ndcg_at_k=1.0),
-        ranked_ids=() if error is not None else ("a",),
+    return record(
+        case_id,
+        outcome=error if error is not None else CaseScores(recall_at_k=1.0, mrr=1.0, ndcg_at_k=1.0),
+        question="q",
+        relevance={"a": 1},
+        facts=(),
+        ranked=() if error is not None else ("a",),
         answer=None,
         citations=(),
-        latency_seconds=0.01,
-        stage_seconds={},
+        latency=0.01,
     )
 
 
@@ -295,20 +284,24 @@ def _report(*errors: CaseError | None) -> RunReport:
 
 
 IDS = CaseError(
-    "bad_response",
-    'response.ids expression "results[].id" matched nothing (null)',
+    kind="bad_response",
+    message='response.ids expression "results[].id" matched nothing (null)',
     field="ids",
     expression="results[].id",
 )
 ANSWER = CaseError(
-    "bad_response",
-    'response.answer expression "out.text" gave a list, expected',
+    kind="bad_response",
+    message='response.answer expression "out.text" gave a list, expected',
     field="answer",
     expression="out.text",
 )
-TIMEOUT = CaseError("timeout", "slow")
-JSON = CaseError("bad_response", "response is not valid JSON (x); it starts with '<html>'")
-SHAPE = CaseError("bad_response", "response is a list, expected a JSON object", field="response")
+TIMEOUT = CaseError(kind="timeout", message="slow")
+JSON = CaseError(
+    kind="bad_response", message="response is not valid JSON (x); it starts with '<html>'"
+)
+SHAPE = CaseError(
+    kind="bad_response", message="response is a list, expected a JSON object", field="response"
+)
 
 
 class TestDiagnosis:
@@ -324,8 +317,8 @@ class TestDiagnosis:
     def test_a_case_scored_without_ids_does_not_vouch(self) -> None:
         """An unanswerable case's empty hit list "satisfied" a typo in ids: still reported."""
         report = _report(IDS, IDS, None)
-        empty = dataclasses.replace(report.cases[2], ranked_ids=())
-        report = dataclasses.replace(report, cases=(*report.cases[:2], empty))
+        empty = replace(report.cases[2], ranked_ids=())
+        report = replace(report, cases=(*report.cases[:2], empty))
         message = mapping_diagnosis(report)
         assert message is not None
         assert "all 2 case(s) that returned anything (1 returned no ids)" in message

@@ -24,6 +24,9 @@ from evaluator.runner import RetryEvent, RunOptions, run_dataset
 from tests.support.loopback import LoopbackServer, Reply
 from tests.targets.helpers import FAST_RETRY, case, dataset
 
+# every test here starts a server or a subprocess: not in `make fast`
+pytestmark = pytest.mark.e2e
+
 TOKEN = "tok-5ecret-Zq81/x+y="
 KEY = "key-5ecret-77"
 SECRETS = (TOKEN, KEY)

@@ -45,6 +45,7 @@ def _config(url: str, **more: Any) -> HttpTargetConfig:
     )
 
 
+@pytest.mark.e2e
 class TestFinishMarker:
     def test_close_after_finish_reason_without_done(self) -> None:
         """A close after the chunk whose finish_reason is set is a complete answer; usage
@@ -95,6 +96,7 @@ class TestFinishMarker:
         assert ("7 days", ("a",)) == (response.answer, response.ranked_ids)
 
 
+@pytest.mark.e2e
 class TestDoneStaysOpen:
     def test_complete_at_done(self) -> None:
         """After data: [DONE] the server keeps the connection open: the answer is complete
@@ -106,6 +108,7 @@ class TestDoneStaysOpen:
         assert "7 days" == response.answer
 
 
+@pytest.mark.e2e
 class TestUsageNull:
     def test_not_streamed_usage_null(self) -> None:
         """A chat completion with "usage": null: tokens not reported, not an error."""
@@ -169,6 +172,7 @@ class TestPresetOverride:
                 streaming={"done": "[END]"},
             )
 
+    @pytest.mark.e2e
     def test_server_without_done_and_finish_reason_off(self) -> None:
         """With the preset's [DONE] switched off, a close after the finish chunk is still
         complete, and a close before it is still a cut."""

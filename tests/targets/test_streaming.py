@@ -41,6 +41,7 @@ class TestFraming:
         assert ['{"a": 1}', '{"b": 2}'] == frame_events("ndjson", [b'{"a": 1}\n{"b"', b": 2}"])
 
 
+@pytest.mark.e2e
 class TestOpenAIStream:
     def _config(self, url: str, **more: Any) -> HttpTargetConfig:
         return HttpTargetConfig(
@@ -127,6 +128,7 @@ class TestOpenAIStream:
         assert (10, 2) == (response.delivery.input_tokens, response.delivery.output_tokens)
 
 
+@pytest.mark.e2e
 class TestGenericStreams:
     def test_sse_with_a_final_event(self) -> None:
         """A custom SSE stream: text pieces, then a 'final' event carrying ids and timings."""
@@ -183,6 +185,7 @@ class TestGenericStreams:
         assert summary.cost_total == pytest.approx(3 * (5 * 0.5 + 2 * 1.5) / 1000)
 
 
+@pytest.mark.e2e
 def test_daemon_exports_ttft_histogram_and_gauges(tmp_path: Path) -> None:
     """An in-process daemon on a streamed target: rag_eval_ttft_seconds counts every case
     (with trace exemplars), and the TTFT P95, cost and tokens gauges equal the summary."""

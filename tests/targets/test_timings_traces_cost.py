@@ -46,6 +46,7 @@ class TestServerTimingParser:
         assert MAX_ENTRIES == len(parse_server_timing([header]))
 
 
+@pytest.mark.e2e
 class TestTimingsOnTheWire:
     def test_server_timing_headers_become_stages(self) -> None:
         """Two Server-Timing headers and body timings: the body wins for a shared name."""
@@ -81,6 +82,7 @@ class TestTimingsOnTheWire:
         assert {"search": pytest.approx(0.017)} == dict(report.cases[0].stage_seconds)
 
 
+@pytest.mark.e2e
 class TestTraceparent:
     def test_fresh_trace_per_case_in_the_report(self) -> None:
         with LoopbackServer(lambda _r: Reply(body=GOOD_BODY)) as server:
@@ -146,6 +148,7 @@ class TestTraceparent:
         assert exemplars and all(e["trace_id"] == trace_id for e in exemplars)
 
 
+@pytest.mark.e2e
 class TestCost:
     def _report(self, price: float, usage: Any = None) -> Any:
         body = {**GOOD_BODY, "usage": usage or {"in": 100, "out": 20}}
