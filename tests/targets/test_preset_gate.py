@@ -210,13 +210,13 @@ def test_a_preset_without_ids_scores_retrieval_na(
         block = f'[[targets]]\nname = "bare"\nkind = "openai-chat"\nurl = "{server.url}"\n'
         block += 'model = "m"\n'
         config = _config(tmp_path, block, server.url)
-        baseline, candidate = tmp_path / "baseline.json", tmp_path / "candidate.json"
+        baseline = tmp_path / "baseline.json"
         assert 0 == main(["run", "--config", str(config), "--output", str(baseline)])
         err = capsys.readouterr().err
-        assert 0 == main(["run", "--config", str(config), "--output", str(candidate)])
-        capsys.readouterr()
-        args = ["--baseline", str(baseline), "--candidate", str(candidate)]
-        code = main(["gate", "--config", str(config), *args])
+    # the report judged against itself: what is asserted is how the gate treats null
+    # retrieval, not latency between two runs on a shared machine
+    args = ["--baseline", str(baseline), "--candidate", str(baseline)]
+    code = main(["gate", "--config", str(config), *args])
     out = capsys.readouterr().out
     assert "no response.ids: the openai-chat preset returns no ids" in err
     report = json.loads(baseline.read_text(encoding="utf-8"))
