@@ -17,6 +17,7 @@ from urllib.parse import urlencode
 import httpx
 from playwright.sync_api import sync_playwright
 
+from tests.pages.image_sources import RECORD, expected_record
 from tests.pages.stack import (
     CHROMIUM,
     CHROMIUM_FLAGS,
@@ -125,6 +126,9 @@ def main() -> int:
                     page.screenshot(path=str(OUT / name))
                     print(f"{OUT / name}")
                 browser.close()
+    # what the pictures were made from, checked by tests/pages/test_screenshots_current.py
+    RECORD.write_text(expected_record(), "utf-8")
+    print(RECORD)
     return 0
 
 
