@@ -44,7 +44,12 @@ class Options(CommonOptions):
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("reports", nargs="+", metavar="REPORT", help="judged run reports")
     parser.add_argument("--labels", required=True, metavar="FILE", help="human labels (JSONL)")
-    parser.add_argument("--format", choices=("text", "json", "markdown"), default="text")
+    parser.add_argument(
+        "--format",
+        choices=("text", "json", "markdown"),
+        default="text",
+        help="text for the terminal (default), json for tools, markdown for a pull request",
+    )
     parser.add_argument(
         "--floor", type=float, default=DEFAULT_FLOOR, help="kappa's lower bound to trust"
     )

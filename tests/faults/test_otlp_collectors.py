@@ -234,7 +234,7 @@ class TestHostileAnswers:
 
 def test_a_span_that_cannot_be_built_is_counted_not_raised() -> None:
     """A record whose trace id is not hex (a bug upstream): the case goes on, counted."""
-    from dataclasses import replace
+    from tests.support.records import replace
 
     with OtlpReceiver() as receiver, LoopbackServer(lambda _r: Reply(body=GOOD_BODY)) as server:
         from evaluator.config import HttpTargetConfig

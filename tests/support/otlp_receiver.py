@@ -140,6 +140,10 @@ class HostileCollector(BackgroundServer):
         self.requests = 0
         self.closed = threading.Event()
         self.port = 0
+        self._connections: set[asyncio.Task[None]] = set()
+        # compressed before any request: 256 MiB take seconds to deflate, which inside the
+        # request would be a slow collector, not a bomb
+        self._bomb = gzip.compress(b"\0" * body_bytes, compresslevel=9) if mode == "bomb" else b""
         self._init_thread()
 
     @property
@@ -152,8 +156,18 @@ class HostileCollector(BackgroundServer):
 
     async def _stop(self) -> None:
         self._server.close()
+        # a connection still trickling or streaming is ended here, while its loop runs: left
+        # to the garbage collector it would close its transport on a closed loop (an
+        # unraisable warning in whichever test runs next)
+        for task in self._connections:
+            task.cancel()
+        await asyncio.gather(*self._connections, return_exceptions=True)
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        if task is not None:
+            self._connections.add(task)
+            task.add_done_callback(self._connections.discard)
         try:
             head = await reader.readuntil(b"\r\n\r\n")
             length = next(
@@ -190,7 +204,7 @@ class HostileCollector(BackgroundServer):
                 await asyncio.sleep(self.trickle)
             return
         if self.mode == "bomb":
-            body = gzip.compress(b"\0" * self.body_bytes, compresslevel=9)
+            body = self._bomb
             head = (
                 "HTTP/1.1 200 OK\r\nContent-Type: application/x-protobuf\r\n"
                 f"Content-Encoding: gzip\r\nContent-Length: {len(body)}\r\n\r\n"
