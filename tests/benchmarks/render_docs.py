@@ -174,8 +174,9 @@ def _platform(results: dict[str, Any]) -> list[str]:
         f"{d['idle_wall']:.0f} s ({d['idle_cpu']:.2f} CPU s) and extrapolated to the rest of "
         "the 300 s. Average = (busy CPU + idle rate x (300 s - busy wall)) / 300 s. Resident "
         "memory is sampled every 0.25 s (psutil), its peak reported. A scrape of `/metrics` "
-        "every 2 s places each case against the scrapes' windows (the endpoint logs each "
-        "request's arrival), for the latency a scrape adds to the cases it overlaps.",
+        "every 15 s (as the shipped Prometheus configuration) places each case against the "
+        "scrapes' windows (the endpoint logs each request's arrival), for the latency a scrape "
+        "adds to the cases it overlaps.",
     ]
 
 
