@@ -12,7 +12,7 @@ in its own process), run back to back and alternated:
   up by ``make bench`` under ``bench-results/promptfoo/`` (never committed). When npm or
   the package is not there, its figures say so instead of being made up.
 
-Goals (issue 15), measured in process so that only the client differs:
+Goals (issue 15, kept by issue 25), measured in process so that only the client differs:
 
 1. 50 ms endpoint, concurrency 50: evaluator's wall time within 1.05x of the bare loop's,
    and the latency it adds to the endpoint's own time (latency measured minus the sleep the

@@ -14,6 +14,11 @@
    kept-alive connection, text and OpenMetrics, median of ``SCRAPES`` each. Between runs
    nothing changes, so the daemon serves its cached encoding (plus fresh process metrics).
 
+Goal (issue 25, relaxed from issue 15's 10 ms): the scrape of 50 overlapping jobs, median
+under 250 ms. The 15-job figures keep no goal of their own (issue 15's 5 ms encoding goal
+gave way to issue 25's rule on the latency a scrape adds to a case being measured, which
+``bench_platform`` measures).
+
 ``python -m tests.benchmarks.run --only scrape``
 """
 
@@ -62,11 +67,11 @@ CASES = 200
 SCRAPES = 200
 HTTP_SCRAPES = 50
 GOAL_MS = 5.0
-#: issue 15: 50 jobs while runs overlap continuously, median under 10 ms
+#: issue 25 (relaxed from issue 15's 10 ms): 50 jobs, runs overlapping, median under 250 ms
 OVERLAP_JOBS = 50
 OVERLAP_CASES = 100
 OVERLAP_SECONDS = 20.0
-OVERLAP_GOAL_MS = 10.0
+OVERLAP_GOAL_MS = 250.0
 OPENMETRICS = "application/openmetrics-text; version=1.0.0; charset=utf-8"
 
 
@@ -356,8 +361,6 @@ def run() -> dict[str, Any]:
         out[f"/metrics encoding in process, {name}"] = figure(
             value,
             "ms",
-            goal=f"median < {GOAL_MS:g}",
-            met=value < GOAL_MS,
             meaning=(
                 f"{shape} (with gate and baseline series): {series:,} series, "
                 f"{size / 1024:,.0f} KiB, encoded {SCRAPES} times, each after one more case "
@@ -373,8 +376,6 @@ def run() -> dict[str, Any]:
         out[f"/metrics scrape over HTTP, evaluator serve, {name}"] = figure(
             value,
             "ms",
-            goal=f"median < {GOAL_MS:g}",
-            met=value < GOAL_MS,
             meaning=(
                 f"GET /metrics of a running daemon with 15 jobs ({http['series']:,} series, "
                 f"{http[key]['bytes'] / 1024:,.0f} KiB), {HTTP_SCRAPES} scrapes on a kept-alive "

@@ -12,6 +12,10 @@ piece of answer comes after the number of seconds the request's ``question`` say
 headers go out at once), then a final event with the ids and, in ``timings.first_token``,
 the seconds from the request's arrival to the first piece's write as the server saw them.
 
+With ``--log-requests`` it also keeps, per request, the ``X-Bench-Job`` header, the
+question and the wall-clock times (``time.time()``) it arrived and its answer went out,
+served as JSON by ``GET /requests``: a benchmark can place each case in time.
+
 Use :func:`tests.benchmarks.support.endpoint` to start and stop it.
 """
 
@@ -40,8 +44,21 @@ def body(slept: float) -> dict[str, Any]:
     }
 
 
-def make_app(latency: float) -> web.Application:
+def make_app(latency: float, log_requests: bool = False) -> web.Application:
     static = json.dumps(body(0.0), ensure_ascii=False).encode()
+    #: (job, question, arrived, answered) per request, with ``log_requests``
+    log: list[tuple[str, str, float, float]] = []
+
+    async def logged(request: web.Request) -> web.Response:
+        arrived = time.time()
+        question = str(json.loads(await request.read())["question"])
+        await asyncio.sleep(latency)
+        data = json.dumps(body(time.time() - arrived), ensure_ascii=False).encode()
+        log.append((request.headers.get("X-Bench-Job", ""), question, arrived, time.time()))
+        return web.Response(body=data, content_type="application/json")
+
+    async def requests(request: web.Request) -> web.Response:
+        return web.json_response(log)
 
     async def handle(request: web.Request) -> web.Response:
         await request.read()
@@ -54,7 +71,8 @@ def make_app(latency: float) -> web.Application:
         return web.Response(body=data, content_type="application/json")
 
     app = web.Application()
-    app.router.add_post("/rag", handle)
+    app.router.add_post("/rag", logged if log_requests else handle)
+    app.router.add_get("/requests", requests)
     return app
 
 
@@ -82,8 +100,8 @@ def make_sse_app() -> web.Application:
     return app
 
 
-async def serve(latency: float, sse: bool = False) -> None:
-    app = make_sse_app() if sse else make_app(latency)
+async def serve(latency: float, sse: bool = False, log_requests: bool = False) -> None:
+    app = make_sse_app() if sse else make_app(latency, log_requests)
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0, backlog=1024)
@@ -99,8 +117,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--latency", type=float, default=0.0, help="seconds per answer")
     parser.add_argument("--sse", action="store_true", help="stream, first piece delayed")
+    parser.add_argument(
+        "--log-requests", action="store_true", help="keep each request's times: GET /requests"
+    )
     args = parser.parse_args()
-    asyncio.run(serve(args.latency, args.sse))
+    asyncio.run(serve(args.latency, args.sse, args.log_requests))
 
 
 if __name__ == "__main__":

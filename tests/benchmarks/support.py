@@ -166,11 +166,18 @@ async def answer_slowly(case: Case, k: int) -> TargetResponse:
 
 @contextmanager
 def endpoint(
-    latency: float = 0.0, start_timeout: float = 20.0, *, sse: bool = False
+    latency: float = 0.0,
+    start_timeout: float = 20.0,
+    *,
+    sse: bool = False,
+    log_requests: bool = False,
 ) -> Iterator[str]:
     """``tests.benchmarks.endpoint`` in a subprocess answering after ``latency`` s; its URL
-    (with ``sse``: the streaming endpoint, first piece after the question's seconds)."""
+    (with ``sse``: the streaming endpoint, first piece after the question's seconds; with
+    ``log_requests``: each request's times at ``/requests`` beside ``/rag``)."""
     command = [sys.executable, "-m", "tests.benchmarks.endpoint", "--latency", repr(latency)]
+    if log_requests:
+        command.append("--log-requests")
     proc = subprocess.Popen(
         [*command, "--sse"] if sse else command,
         stdout=subprocess.PIPE,
