@@ -1083,7 +1083,8 @@ def load_settings(
             file_data = tomllib.loads(text)
         except (OSError, UnicodeDecodeError) as exc:
             raise ConfigError(f"cannot read config file {path}: {exc}") from exc
-        except tomllib.TOMLDecodeError as exc:
+        except ValueError as exc:
+            # TOMLDecodeError, or the int conversion's digit limit (a 5,000-digit integer)
             raise ConfigError(f"{path}: invalid TOML: {exc}") from exc
         bound_config = SettingsConfigDict(**{**Settings.model_config, "toml_file": path})
         cls = type("FileSettings", (Settings,), {"model_config": bound_config})

@@ -56,6 +56,8 @@ KNOWN_FIELDS: tuple[str, ...] = (
 _KNOWN = frozenset(KNOWN_FIELDS)
 _BOM = "\ufeff"
 _MAX_SHOWN = 60  # characters of a user value quoted in a message
+#: highest relevance grade: nDCG divides grades as floats, and a 400-digit grade overflowed
+MAX_GRADE = 10**15
 
 
 def parse_dataset(data: bytes, path: str) -> Dataset:
@@ -331,7 +333,7 @@ def _fast_grades(grades: dict[str, int]) -> dict[str, int] | None:
     if known is None:
         for doc_id, grade in items:
             # a grade too large for Python's json module to read is the exact path's to name
-            if grade < 1 or grade.bit_length() > 64 or not doc_id.strip():
+            if not 1 <= grade <= MAX_GRADE or not doc_id.strip():
                 return None
         shared = tuple((sys.intern(doc_id), grade) for doc_id, grade in items)
         known = _remember(_VALID_GRADES, items, shared)
@@ -539,6 +541,11 @@ def _relevance_grades(grades: _JsonObject, messages: list[str]) -> dict[str, int
         if isinstance(grade, bool) or not isinstance(grade, int) or grade < 1:
             messages.append(
                 f'field "relevant_ids" grade of {_quote(doc_id)} must be an integer >= 1 '
+                f"(got {_describe(grade)})"
+            )
+        elif grade > MAX_GRADE:
+            messages.append(
+                f'field "relevant_ids" grade of {_quote(doc_id)} must be at most 10**15 '
                 f"(got {_describe(grade)})"
             )
         else:

@@ -46,6 +46,7 @@ from urllib.parse import quote, quote_plus, unquote, urlsplit
 
 __all__ = [
     "MASK",
+    "MAX_ENCODED_SECRET_CHARS",
     "RedactingStream",
     "Redactor",
     "derived_secrets",
@@ -70,6 +71,8 @@ _CHARWISE_MARKERS = ("\\u", "\\U", "&#", "%")
 _MARKER = re.compile(r"\\[uU]|&#|%")
 #: the longest way one character is written in the character-wise pattern
 _MAX_CHAR_FORM = 16
+#: longest secret redacted in every encoded form; a longer one is redacted as given only
+MAX_ENCODED_SECRET_CHARS = 4096
 _PERCENT = re.compile(r"%[0-9A-F]{2}")
 
 
@@ -203,15 +206,22 @@ def trie_pattern(words: Iterable[str]) -> str:
         node[""] = {}  # a word ends here
 
     def build(node: dict[str, Any]) -> str:
-        ends = "" in node
-        branches = [re.escape(char) + build(child) for char, child in node.items() if char]
-        if not branches:
-            return ""
-        if len(branches) == 1 and not ends:
-            return branches[0]
-        group = "(?:" + "|".join(branches) + ")"
+        # a run of single-child nodes is walked, not recursed: one secret of 60,000
+        # characters was a RecursionError; recursion is only per branching node
+        run = []
+        while True:
+            ends = "" in node
+            children = [(char, child) for char, child in node.items() if char]
+            if len(children) != 1 or ends:
+                break
+            run.append(re.escape(children[0][0]))
+            node = children[0][1]
+        prefix = "".join(run)
+        if not children:
+            return prefix
+        group = "(?:" + "|".join(re.escape(char) + build(child) for char, child in children) + ")"
         # greedy: the longer word is tried first, the shorter one is the fallback
-        return group + "?" if ends else group
+        return prefix + (group + "?" if ends else group)
 
     return build(root)
 
@@ -229,14 +239,22 @@ class Redactor:
         self.secrets = frozenset(given)
         forms: set[str] = set()
         for secret in self.secrets:
-            forms |= encoded_forms(secret)
+            # beyond the bound only the secret as given: its encoded forms and per-character
+            # pattern compiled for a minute (a 60,000-character header value at check)
+            forms |= encoded_forms(secret) if len(secret) <= MAX_ENCODED_SECRET_CHARS else {secret}
         # a form containing another is replaced whole: the pattern prefers the longest
         self._pattern = re.compile(trie_pattern(sorted(forms))) if forms else None
         # longest first: a secret holding another is masked whole
-        charwise = [charwise_pattern(s) for s in sorted(self.secrets, key=len, reverse=True)]
+        charwise = [
+            charwise_pattern(s)
+            for s in sorted(self.secrets, key=len, reverse=True)
+            if len(s) <= MAX_ENCODED_SECRET_CHARS
+        ]
         self._charwise = re.compile("|".join(charwise)) if charwise else None
         #: how far from an escape a character-wise match can reach, either way
-        self._reach = _MAX_CHAR_FORM * max((len(s) for s in self.secrets), default=0)
+        self._reach = _MAX_CHAR_FORM * max(
+            (len(s) for s in self.secrets if len(s) <= MAX_ENCODED_SECRET_CHARS), default=0
+        )
 
     def __bool__(self) -> bool:
         return self._pattern is not None

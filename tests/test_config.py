@@ -195,6 +195,12 @@ class TestInvalidValues:
         path = _write(workdir, "k = \n")
         assert _error(path).startswith(f"{path}: invalid TOML: ")
 
+    def test_integer_beyond_digit_limit(self, workdir: Path) -> None:
+        """An integer of 5,000 digits (beyond Python's conversion limit, a ValueError that is
+        no TOMLDecodeError) is invalid TOML naming the file, not an internal error."""
+        path = _write(workdir, "k = " + "9" * 5000 + "\n")
+        assert _error(path).startswith(f"{path}: invalid TOML: ")
+
     def test_missing_file(self, workdir: Path) -> None:
         """An explicit path that does not exist is an error (not silently ignored)."""
         assert "does not exist" in _error(workdir / "nope.toml")

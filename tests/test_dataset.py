@@ -236,6 +236,14 @@ class TestValidFile:
 class TestProblems:
     """Every problem of a file is reported at its physical line, not just the first."""
 
+    def test_grade_beyond_float_range(self) -> None:
+        """A 400-digit grade (an int json reads, a float nDCG cannot divide) is a problem of
+        its line, not an OverflowError when the case is scored."""
+        data = b'{"id": "a", "question": "q", "relevant_ids": {"d": 1' + b"0" * 400 + b"}}"
+        [(number, message)] = problems_of(data)
+        assert number == 1
+        assert message.startswith('field "relevant_ids" grade of "d" must be at most 10**15')
+
     def test_every_listed_problem_at_its_line(self) -> None:
         """The fixture holding one of each problem reports exactly these, in line order."""
         with pytest.raises(DatasetError) as caught:

@@ -97,6 +97,13 @@ class TestTriePattern:
             assert match is not None and word == match.group(0)
         assert ["abc", "b"] == pattern.findall("abc b")
 
+    def test_a_secret_of_60000_characters(self) -> None:
+        """A header value of 60,000 combining marks (a secret: every header value is one) is
+        redacted, not a RecursionError of the prefix tree at ``check``."""
+        secret = "e" + "\u0301" * 60_000
+        redactor = Redactor([secret])
+        assert redactor.redact_text(f"<{secret}>") == f"<{MASK}>"
+
 
 class TestCredentialParts:
     """A credential's parts travel on their own: each is masked in every form too."""

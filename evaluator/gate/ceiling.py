@@ -62,7 +62,7 @@ def load_baseline_ceiling(rules_source: str) -> float:
         return DEFAULT_BASELINE_MAX_ERROR_RATE
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+    except (OSError, ValueError) as exc:  # ValueError: bad TOML, int digit limit
         raise ConfigError(f"{rules_source}: cannot read gates file: {exc}") from exc
     return parse_baseline_ceiling(data, rules_source)
 

@@ -80,7 +80,7 @@ def load_quarantine(rules_source: str) -> Quarantine:
         return Quarantine()
     try:
         data = tomllib.loads(border.read_file(path, border.MAX_SETTINGS_BYTES).decode("utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+    except (OSError, ValueError) as exc:  # ValueError: bad TOML, int digit limit
         raise ConfigError(f"{rules_source}: cannot read gates file: {exc}") from exc
     return parse_quarantine(data, rules_source)
 

@@ -448,7 +448,7 @@ def load_rules(path: str | Path) -> tuple[Rule, ...]:
         raise ConfigError(f"{source}: cannot read gates file: {exc}") from exc
     try:
         data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
+    except ValueError as exc:  # TOMLDecodeError, or a 5,000-digit integer's digit limit
         raise ConfigError(f"{source}: invalid TOML: {exc}") from exc
     return parse_rules(data, source)
 
