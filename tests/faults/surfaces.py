@@ -632,10 +632,12 @@ def generate(seed: int, per_pair: int = 2, delivery: Delivery | None = None) -> 
 #: ``fnmatch`` pattern of ``Attack.id`` (or of ``<class>:<invariant>`` for a daemon-wide
 #: invariant) -> the branch that fixes it. Each generated case matching a pattern is marked
 #: ``xfail(strict=False)``: delete an entry when its fix is merged.
-_BORDER = "fixed by branch border: "
+_BORDER = "open in issue 24: "
 KNOWN_FAILURES: dict[str, str] = {
     # U+FDFA and ligatures normalised on the event loop: /healthz stalls up to 10 s
     "normalisation:daemon": _BORDER + "normalisation on the event loop stalls /healthz",
+    # the same answers one at a time: the run can outlast the test's wait on a loaded machine
+    "*.normalisation.*": _BORDER + "normalisation is unbounded and on the event loop",
     # control characters reach the terminal (ids, run ids, citations, tags)
     "golden.control.*": _BORDER + "control characters of a golden set reach the terminal",
     "config.control.*": _BORDER + "check accepts a header value with CR, LF or another control"
