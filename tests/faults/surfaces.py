@@ -640,8 +640,6 @@ KNOWN_FAILURES: dict[str, str] = {
     "*.normalisation.*": _BORDER + "normalisation is unbounded and on the event loop",
     # control characters reach the terminal (ids, run ids, citations, tags)
     "golden.control.*": _BORDER + "control characters of a golden set reach the terminal",
-    "config.control.*": _BORDER + "check accepts a header value with CR, LF or another control"
-    " character (24.8)",
     "report.unicode.line-separators": _BORDER + "U+0085 (a C1 control) in gate output",
 }
 
