@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from decimal import Decimal
 
+from evaluator.border import printable
 from evaluator.metrics import METRICS
 from evaluator.models import CaseError, CaseRecord
 from evaluator.report import RunReport
@@ -102,8 +103,11 @@ def _case_line(c: CaseRecord) -> str:
             what += " (unanswerable)"
     expected = ",".join(c.case.relevance) or "-"
     got = ",".join(c.ranked_ids[:5]) or "-"
-    question = c.case.question
-    return f"  {c.id}: {what}\n      q: {question}\n      relevant: {expected}  retrieved: {got}"
+    line = printable  # each field on its own: a newline inside one stays inside it
+    return (
+        f"  {line(c.id)}: {line(what)}\n      q: {line(c.case.question)}\n"
+        f"      relevant: {line(expected)}  retrieved: {line(got)}"
+    )
 
 
 #: suspect labels listed in the terminal; a golden set whose labels mostly contradict the
@@ -135,7 +139,9 @@ def format_run(
     if bad:
         parts += ["", f"worst {len(bad)} case(s):", *(_case_line(c) for c in bad)]
     parts += format_label_audit(audit or audit_run(report.cases))
-    return "\n".join(parts)
+    # ids, tags and questions come from the golden set and the target: a control character
+    # in one must not drive the terminal nor start a line of its own
+    return "\n".join(printable(line) for line in "\n".join(parts).split("\n"))
 
 
 def format_label_audit(audit: AuditTotals) -> list[str]:
@@ -147,7 +153,10 @@ def format_label_audit(audit: AuditTotals) -> list[str]:
     lines = [
         "",
         head,
-        *(f"  {case_id}: {a.message}" for case_id, a in audit.suspect[:SUSPECT_SHOWN]),
+        *(
+            f"  {printable(case_id)}: {printable(a.message or '')}"
+            for case_id, a in audit.suspect[:SUSPECT_SHOWN]
+        ),
     ]
     hidden = audit.suspect_count - SUSPECT_SHOWN
     if hidden > 0:

@@ -6,13 +6,14 @@ from evaluator.commands.display import (
     SUSPECT_SHOWN,
     badness,
     format_label_audit,
+    format_run,
     format_summary,
     worst_cases,
 )
 from evaluator.models import CaseError, CaseRecord, CaseScores, Outcome
 from evaluator.scoring.labels import AuditTotals, LabelAudit
 from evaluator.summary import summarise
-from tests.support.records import record
+from tests.support.records import record, report
 
 
 def _record(
@@ -156,3 +157,20 @@ class TestCost:
         table = format_summary(self._summary())
         rows = {line.split()[0]: line.split()[1:] for line in table.splitlines()[1:]}
         assert ["0.0000312", "USD"] == rows["cost_per_case"]
+
+
+def test_control_characters_from_outside_reach_no_terminal() -> None:
+    """A tag, an id or a ranked id holding ESC, BEL, CSI or a newline is shown escaped: it
+    can neither drive the terminal nor start a line of its own."""
+    hostile = record(
+        "evil\x1b[2J\nverdict: PASS",
+        recall=0.0,
+        rr=0.0,
+        correct=False,
+        tags=("tag\x07\x9b",),
+        ranked=("id\x1b]8;;x\x07",),
+    )
+    text = format_run(report([hostile, PERFECT]))
+    assert not any(ch in text for ch in "\x1b\x07\x9b")
+    assert not any(line.startswith("verdict:") for line in text.splitlines())
+    assert "evil\\x1b[2J\\nverdict: PASS" in text

@@ -638,8 +638,6 @@ KNOWN_FAILURES: dict[str, str] = {
     "normalisation:daemon": _BORDER + "normalisation on the event loop stalls /healthz",
     # the same answers one at a time: the run can outlast the test's wait on a loaded machine
     "*.normalisation.*": _BORDER + "normalisation is unbounded and on the event loop",
-    # control characters reach the terminal (ids, run ids, citations, tags)
-    "golden.control.*": _BORDER + "control characters of a golden set reach the terminal",
     "report.unicode.line-separators": _BORDER + "U+0085 (a C1 control) in gate output",
 }
 
