@@ -274,17 +274,6 @@ def _tag_summary(entry: _TagSummary, by_tag: Mapping[str, Summary]) -> Summary:
     )
 
 
-def _summary(source: str, entry: _Summary) -> Summary:
-    by_tag: dict[str, Summary] = {}
-    for tag, tag_entry in entry.by_tag.items():
-        tag_summary = _tag_summary(tag_entry, {})
-        check_summary(source, f"summary.by_tag.{tag}.", tag_summary, _ratios(tag_entry))
-        by_tag[tag] = tag_summary
-    summary = _tag_summary(entry, by_tag)
-    check_summary(source, "summary.", summary, _ratios(entry))
-    return summary
-
-
 def _written_summary(source: str, entry: _Summary) -> Summary:
     """The summary as written, for a report without cases: it must agree with itself."""
     by_tag: dict[str, Summary] = {}
