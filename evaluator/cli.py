@@ -15,8 +15,8 @@ from typing import Any, NoReturn, TextIO, cast
 
 from evaluator._version import __version__
 from evaluator.commands.flags import add_common, options_from
+from evaluator.commands.pipes import ClosedPipeGuard
 from evaluator.errors import EvaluatorError, ExitCode, UsageError
-from evaluator.pipes import ClosedPipeGuard
 from evaluator.redaction import RedactingStream
 
 __all__ = ["main"]
@@ -89,7 +89,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     Everything the command prints goes out redacted of the targets' secrets (one egress
     point for run, probe, gate and the error line), see :mod:`evaluator.redaction`; once a
     reader closes its end of a pipe, the rest is dropped and the command still ends with
-    its own exit code (:mod:`evaluator.pipes`).
+    its own exit code (:mod:`evaluator.commands.pipes`).
     """
     with (
         contextlib.redirect_stdout(RedactingStream(_guarded(sys.stdout))),

@@ -49,9 +49,9 @@ from evaluator.bounds import DEFAULT_TEXT_CHARS, RecordLimits
 from evaluator.config_sources import DEFAULT_CONFIG_PATH, ENV_PREFIX
 from evaluator.errors import ConfigError
 from evaluator.judge.settings import JudgeConfig, merged
-from evaluator.labels import DEFAULT_MAX_STAGES, StageNames
 from evaluator.run_options import RetryPolicy, RunOptions
 from evaluator.scoring import DEFAULT_REFUSAL_PHRASES, ScoringSettings
+from evaluator.stage_names import DEFAULT_MAX_STAGES, StageNames
 from evaluator.targets.base import default_target_name
 from evaluator.targets.markers import compile_markers
 from evaluator.targets.presets import KINDS as PRESET_KINDS

@@ -41,6 +41,7 @@ __all__ = [
     "Population",
     "case_values",
     "column",
+    "format_seconds",
     "keyed",
     "match",
     "metric",
@@ -502,3 +503,20 @@ def case_values(cases: Sequence[CaseRecord], name: str) -> dict[str, float]:
     """
     pools = populations([r for r in cases if isinstance(r.outcome, CaseScores)])
     return {record.case.id: value for record, value in values(metric(name), pools)}
+
+
+# How durations are shown to people, the same in every command (ms below a second):
+# `run` and `gate` once printed one P95 as ``3.10ms`` and ``0.003s``.
+def format_seconds(value: float, *, signed: bool = False) -> str:
+    """``0.48ms``, ``12.20ms``, ``998.50ms``, ``1.518s``; ``signed`` adds ``+`` to growth.
+
+    Examples::
+
+        format_seconds(0.0031)              # '3.10ms'
+        format_seconds(2.8)                 # '2.800s'
+        format_seconds(-0.024, signed=True)  # '-24.00ms'
+    """
+    sign = "+" if signed else ""
+    if abs(value) < 1:
+        return f"{value * 1000:{sign}.2f}ms"
+    return f"{value:{sign}.3f}s"

@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from evaluator.bounds import RecordLimits
-from evaluator.labels import StageNames
 from evaluator.scoring import ScoringSettings
+from evaluator.stage_names import StageNames
 
 __all__ = ["RetryPolicy", "RunOptions"]
 

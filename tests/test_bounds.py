@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from evaluator.bounds import RecordLimits, cut, one_line
-from evaluator.labels import OTHER_STAGE, StageNames, sanitise_label
 from evaluator.models import Retrieved, TargetResponse
 from evaluator.redaction import MASK, register_secrets
+from evaluator.stage_names import OTHER_STAGE, StageNames, sanitise_label
 
 
 class TestCut:

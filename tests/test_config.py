@@ -318,7 +318,7 @@ class TestImportCost:
             "assert [t.label for t in settings.targets] == ['rag:8000', 'in-process']\n"
             "[settings.run_options(job) for job in settings.jobs]\n"
             "heavy = ('httpx', 'httpx_aiohttp', 'aiohttp', 'tenacity', 'numpy',\n"
-            "         'evaluator.runner', 'evaluator.targets.http', 'evaluator.report')\n"
+            "         'evaluator.run.runner', 'evaluator.targets.http', 'evaluator.report')\n"
             "print(sorted(m for m in heavy if m in sys.modules))\n"
         )
         done = subprocess.run(

@@ -37,7 +37,7 @@ from evaluator.report import (
     write_json_atomic,
     write_report,
 )
-from evaluator.runner import RunOptions, run_dataset
+from evaluator.run.runner import RunOptions, run_dataset
 from evaluator.summary import summarise
 from tests.support.records import replace
 

@@ -17,7 +17,7 @@ from evaluator.models import Case, CaseRecord, Dataset, Retrieved, TargetRespons
 from evaluator.redaction import register_secrets
 from evaluator.report import RunReport, encode_report, read_report
 from evaluator.report.stream import ReportStream, without_texts
-from evaluator.runner import RunOptions, run_dataset
+from evaluator.run.runner import RunOptions, run_dataset
 from evaluator.scoring.labels import audit_run
 from evaluator.summary import summarise
 from tests.support.records import replace

@@ -11,7 +11,6 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from evaluator import otlp
 from evaluator.commands.flags import TargetFlags
 from evaluator.commands.progress import Progress
 from evaluator.config import (
@@ -28,7 +27,8 @@ from evaluator.factory import build_target
 from evaluator.models import Dataset
 from evaluator.report import RunReport, write_report
 from evaluator.report.stream import ReportStream
-from evaluator.runner import CaseSink, RunOptions, run_dataset
+from evaluator.run import otlp
+from evaluator.run.runner import CaseSink, RunOptions, run_dataset
 from evaluator.scoring.labels import AuditTotals
 from evaluator.summary import id_mismatch_warning
 

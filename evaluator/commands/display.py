@@ -5,13 +5,12 @@ from __future__ import annotations
 from decimal import Decimal
 
 from evaluator.border import printable
-from evaluator.metrics import METRICS
+from evaluator.metrics import METRICS, format_seconds
 from evaluator.models import CaseError, CaseRecord
+from evaluator.pages.worst import badness, worst_cases
 from evaluator.report import RunReport
 from evaluator.scoring.labels import AuditTotals, audit_run
 from evaluator.summary import Summary
-from evaluator.units import format_seconds
-from evaluator.worst import badness, worst_cases
 
 __all__ = ["badness", "format_run", "format_summary", "format_tags", "worst_cases"]
 

@@ -19,7 +19,7 @@ _REDRAW_SECONDS = 0.1
 
 
 class Progress:
-    """Counts finished cases; ``on_case`` fits :func:`evaluator.runner.run_dataset`."""
+    """Counts finished cases; ``on_case`` fits :func:`evaluator.run.runner.run_dataset`."""
 
     def __init__(self, total: int, stream: TextIO, *, enabled: bool | None = None) -> None:
         self.total = total

@@ -29,7 +29,7 @@ from evaluator.config import Settings
 from evaluator.errors import ConfigError, ExitCode
 from evaluator.models import CaseError
 from evaluator.report import RunReport, read_report
-from evaluator.runner import new_run_id
+from evaluator.run.runner import new_run_id
 
 __all__ = ["Options", "configure", "handle", "mapping_diagnosis"]
 

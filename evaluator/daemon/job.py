@@ -27,7 +27,7 @@ from evaluator.errors import DatasetError
 from evaluator.history.recorder import HistoryRecorder
 from evaluator.models import DELIVERY_FIELDS, Case, CaseRecord, Dataset
 from evaluator.report import scores_to_dict
-from evaluator.runner import RetryEvent, config_hash_for, run_dataset
+from evaluator.run.runner import RetryEvent, config_hash_for, run_dataset
 from evaluator.summary import Summary, id_mismatch_warning
 from evaluator.targets.base import Target
 

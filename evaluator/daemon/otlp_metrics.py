@@ -14,7 +14,7 @@ from prometheus_client.core import CounterMetricFamily
 from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
-from evaluator import otlp
+from evaluator.run import otlp
 
 __all__ = ["OtlpCollector"]
 

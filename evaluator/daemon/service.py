@@ -21,7 +21,6 @@ from prometheus_client import (
     disable_created_metrics,
 )
 
-from evaluator import otlp
 from evaluator._version import __version__
 from evaluator.config import Settings
 from evaluator.daemon.access import Access, resolve_token
@@ -39,6 +38,7 @@ from evaluator.factory import build_target
 from evaluator.history.recorder import HistoryRecorder, HistorySettings
 from evaluator.models import Dataset
 from evaluator.redaction import redactor
+from evaluator.run import otlp
 from evaluator.targets.base import Target
 
 __all__ = ["Daemon", "serve", "without_created_series"]

@@ -33,7 +33,7 @@ from evaluator import border
 from evaluator.errors import ConfigError
 from evaluator.exact import fisher_drop_min_p, fisher_drop_p, tarone_threshold
 from evaluator.models import CaseRecord, CaseScores
-from evaluator.repeats import summarise_repeats
+from evaluator.repeat_summary import summarise_repeats
 from evaluator.report import RunReport
 from evaluator.summary import Summary, summarise
 

@@ -31,9 +31,8 @@ from typing import TYPE_CHECKING, Literal, get_args
 
 from evaluator import border
 from evaluator.errors import ConfigError
-from evaluator.metrics import FLOAT_TOLERANCE, METRICS
+from evaluator.metrics import FLOAT_TOLERANCE, METRICS, format_seconds
 from evaluator.summary import Summary
-from evaluator.units import format_seconds
 
 if TYPE_CHECKING:
     from evaluator.gate.stats import Interval

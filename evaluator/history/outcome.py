@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from evaluator.models import CaseError, CaseRecord
-from evaluator.repeats import verdicts
+from evaluator.repeat_summary import verdicts
 
 __all__ = ["CaseOutcome", "outcome_of"]
 

@@ -18,13 +18,13 @@ from evaluator.models import CaseError, CaseRecord, Citation
 from evaluator.pages.health import DRIFT_METRIC, Health, JobSignals, job_health
 from evaluator.pages.highlight import Segment, segments
 from evaluator.pages.trend import TREND_METRICS, RunRow, Sparkline, sparkline
+from evaluator.pages.worst import worst_cases
 from evaluator.redaction import redactor
 from evaluator.report import RunReport, format_timestamp
 from evaluator.scoring.answer import contains_fact, normalise
 from evaluator.scoring.citation import resolve_citation
 from evaluator.scoring.labels import audit_record, audit_run, describe_fact
 from evaluator.summary import QUALITY_METRICS, Summary
-from evaluator.worst import worst_cases
 
 __all__ = [
     "CaseHistoryRow",

@@ -12,7 +12,7 @@ from typing import Any
 
 from evaluator._version import __version__
 from evaluator.models import CaseError, CaseRecord, CaseScores
-from evaluator.repeats import Repeats
+from evaluator.repeat_summary import Repeats
 from evaluator.summary import Summary
 
 __all__ = ["SCHEMA_VERSION", "RunReport", "compute_config_hash"]

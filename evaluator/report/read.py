@@ -34,7 +34,7 @@ from msgspec import Meta, Struct
 from evaluator import border
 from evaluator.errors import ReportError
 from evaluator.models import Case, CaseError, CaseRecord, CaseScores, Outcome
-from evaluator.repeats import Repeats, repeats_from_dict
+from evaluator.repeat_summary import Repeats, repeats_from_dict
 from evaluator.report.check import check_ids, check_summary
 from evaluator.report.model import SCHEMA_VERSION, RunReport, parse_timestamp
 from evaluator.summary import OPTIONAL_FIELDS, QUALITY_METRICS, Summary, Total, summarise
@@ -179,7 +179,7 @@ class _Report(Struct, frozen=True, gc=False, kw_only=True):
     retrieval_only: bool = False
     case_count: Count | None = None
     error_count: Count | None = None
-    #: ``--repeat N``: checked by :func:`evaluator.repeats.repeats_from_dict`
+    #: ``--repeat N``: checked by :func:`evaluator.repeat_summary.repeats_from_dict`
     repeats: dict[str, Any] | None = None
     interrupted: bool = False
     #: the LLM judge's block, checked by evaluator.judge.record.judged_run_from_dict

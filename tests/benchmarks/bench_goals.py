@@ -43,7 +43,7 @@ import aiohttp
 from evaluator.config import HttpTargetConfig
 from evaluator.factory import build_target
 from evaluator.models import Dataset
-from evaluator.runner import RunOptions, run_dataset
+from evaluator.run.runner import RunOptions, run_dataset
 from evaluator.targets.base import Target
 from tests.benchmarks.bare_loop import bare_loop
 from tests.benchmarks.support import (

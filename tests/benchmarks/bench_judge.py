@@ -34,7 +34,7 @@ from evaluator.judge.run import judge_report
 from evaluator.judge.settings import JudgeConfig
 from evaluator.judge.store import VerdictStore
 from evaluator.report import RunReport
-from evaluator.runner import RunOptions, run_dataset
+from evaluator.run.runner import RunOptions, run_dataset
 from evaluator.targets.callable import CallableTarget
 from tests.benchmarks.support import REPO, figure, golden_set, median, quick
 

@@ -34,7 +34,7 @@ from evaluator.config import HttpTargetConfig
 from evaluator.errors import TargetConnectError, TargetHTTPStatusError
 from evaluator.factory import build_target
 from evaluator.models import Case, Dataset, TargetResponse
-from evaluator.runner import RunOptions, run_dataset
+from evaluator.run.runner import RunOptions, run_dataset
 from evaluator.targets.base import Target, parse_default_response
 from tests.benchmarks.support import (
     Profile,

@@ -16,7 +16,7 @@ import json
 import time
 from typing import Any
 
-from evaluator.runner import RunOptions, run_dataset
+from evaluator.run.runner import RunOptions, run_dataset
 from evaluator.scoring import ScoringSettings, score_case
 from evaluator.targets.callable import CallableTarget
 from tests.benchmarks.support import RESPONSE, figure, golden_set, median, profile

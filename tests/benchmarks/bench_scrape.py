@@ -48,7 +48,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from evaluator.config import DEFAULT_BUCKETS
 from evaluator.daemon.exporter import GateState, JobSnapshot, Metrics
 from evaluator.models import CaseRecord
-from evaluator.runner import RunOptions, run_dataset
+from evaluator.run.runner import RunOptions, run_dataset
 from evaluator.targets.callable import CallableTarget
 from tests.benchmarks.support import (
     REPO,

@@ -19,7 +19,7 @@ from typing import Any
 from evaluator.config import HttpTargetConfig
 from evaluator.factory import build_target
 from evaluator.models import Case, Dataset
-from evaluator.runner import RunOptions, run_dataset
+from evaluator.run.runner import RunOptions, run_dataset
 from tests.benchmarks.support import endpoint, figure, median, quick
 
 DELAYS = (0.05, 0.2)

@@ -24,8 +24,8 @@ from typing import Any
 
 import pytest
 
-from evaluator import otlp
 from evaluator.config import HttpTargetConfig
+from evaluator.run import otlp
 from tests.support.loopback import LoopbackServer, Reply
 from tests.support.ports import free_port
 from tests.targets.helpers import GOOD_BODY, dataset, run_config

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from evaluator.otlp import CASE_SPAN
+from evaluator.run.otlp import CASE_SPAN
 from tests.support.loopback import LoopbackServer, Reply
 from tests.support.otlp_receiver import OtlpReceiver
 from tests.support.prometheus import DaemonProcess

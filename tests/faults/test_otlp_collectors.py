@@ -20,8 +20,8 @@ import pytest
 import structlog
 from structlog.testing import LogCapture
 
-from evaluator import otlp
 from evaluator.redaction import redactor
+from evaluator.run import otlp
 from tests.support.loopback import LoopbackServer, Reply
 from tests.support.otlp_receiver import HostileCollector, OtlpReceiver
 from tests.targets.helpers import GOOD_BODY, dataset, run_config
@@ -32,7 +32,7 @@ pytestmark = pytest.mark.e2e
 _ONE_EXPORT = """
 import json, resource, sys
 from opentelemetry.sdk.trace import TracerProvider
-from evaluator import otlp
+from evaluator.run import otlp
 
 spans = otlp.install(enabled=True, endpoint=sys.argv[1], service_name="t",
                      timeout_seconds=float(sys.argv[2]))

@@ -17,9 +17,9 @@ from evaluator.gate.render import GateSources, render_text, result_to_dict
 from evaluator.gate.repeats import Quarantine, load_quarantine, parse_quarantine
 from evaluator.gate.verdict import evaluate_gate
 from evaluator.models import Case, Dataset
-from evaluator.repeats import CaseRepeats, Repeats, summarise_repeats
+from evaluator.repeat_summary import CaseRepeats, Repeats, summarise_repeats
 from evaluator.report import RunReport, report_from_dict, report_to_dict
-from evaluator.runner import RunOptions, run_dataset
+from evaluator.run.runner import RunOptions, run_dataset
 from evaluator.summary import summarise
 from evaluator.targets.callable import CallableTarget
 from tests.gate.factories import record, report

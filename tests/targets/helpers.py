@@ -14,7 +14,7 @@ from evaluator.factory import build_target
 from evaluator.models import Case, Dataset, TargetResponse
 from evaluator.report import RunReport
 from evaluator.retry import RetryPolicy
-from evaluator.runner import RetryEvent, RunOptions, run_dataset
+from evaluator.run.runner import RetryEvent, RunOptions, run_dataset
 from tests.support.loopback import Reply
 
 FAST_RETRY = RetryPolicy(retries=2, backoff_initial=0.01, backoff_max=2.0)

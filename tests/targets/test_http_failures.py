@@ -15,7 +15,7 @@ from evaluator.errors import ResponseTooLargeError
 from evaluator.factory import build_target
 from evaluator.models import CaseRecord
 from evaluator.report import RunReport, report_to_dict
-from evaluator.runner import RetryEvent
+from evaluator.run.runner import RetryEvent
 from tests.support.loopback import LoopbackServer, Reply
 from tests.support.ports import free_port
 from tests.targets.helpers import GOOD_BODY, Sequenced, case, dataset, run_config

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from evaluator import otlp
 from evaluator.config import HttpTargetConfig, OtlpConfig, Settings, load_settings
 from evaluator.errors import ConfigError
 from evaluator.redaction import register_secrets
 from evaluator.report import RunReport
+from evaluator.run import otlp
 from tests.support.loopback import LoopbackServer, Reply
 from tests.support.otlp_receiver import OtlpReceiver
 from tests.support.ports import free_port

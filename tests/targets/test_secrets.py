@@ -20,7 +20,7 @@ from evaluator.factory import build_target
 from evaluator.logs import configure_logging
 from evaluator.models import CaseRecord
 from evaluator.report import RunReport, report_to_dict, write_report
-from evaluator.runner import RetryEvent, RunOptions, run_dataset
+from evaluator.run.runner import RetryEvent, RunOptions, run_dataset
 from tests.support.loopback import LoopbackServer, Reply
 from tests.targets.helpers import FAST_RETRY, case, dataset
 

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from evaluator.bounds import RecordLimits
 from evaluator.models import Case, Delivery, Retrieved, TargetResponse
-from evaluator.runner import _delivery_fields, _kept_texts
+from evaluator.run.runner import _delivery_fields, _kept_texts
 
 LIMITS = RecordLimits(max_text_chars=8, max_id_chars=4)
 

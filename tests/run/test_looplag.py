@@ -6,10 +6,10 @@ import asyncio
 import time
 from pathlib import Path
 
-from evaluator.looplag import LoopLagMonitor
 from evaluator.models import Case, Dataset, TargetResponse
 from evaluator.report import read_report, write_report
-from evaluator.runner import RunOptions, run_dataset
+from evaluator.run.looplag import LoopLagMonitor
+from evaluator.run.runner import RunOptions, run_dataset
 
 
 class _Hogging:

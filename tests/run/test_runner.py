@@ -16,7 +16,13 @@ from evaluator.errors import TargetConnectError, TargetHTTPStatusError
 from evaluator.models import Case, CaseRecord, Dataset
 from evaluator.report import RunReport, format_timestamp
 from evaluator.retry import RetryPolicy
-from evaluator.runner import TEXT_KEEP_CHARS, RetryEvent, RunOptions, config_hash_for, run_dataset
+from evaluator.run.runner import (
+    TEXT_KEEP_CHARS,
+    RetryEvent,
+    RunOptions,
+    config_hash_for,
+    run_dataset,
+)
 from evaluator.targets.callable import CallableTarget
 
 MODULE = "evaluator_test_runner_rag"

@@ -17,7 +17,6 @@ from datetime import UTC, datetime
 
 from evaluator.bounds import DEFAULT_TEXT_CHARS, RecordLimits
 from evaluator.errors import BadResponseError, TargetError, TargetHTTPStatusError
-from evaluator.looplag import LoopLagMonitor
 from evaluator.models import (
     Case,
     CaseError,
@@ -27,12 +26,13 @@ from evaluator.models import (
     Retrieved,
     TargetResponse,
 )
-from evaluator.otlp import CaseSpans
-from evaluator.otlp import active as active_spans
 from evaluator.redaction import redactor
-from evaluator.repeats import summarise_repeats
+from evaluator.repeat_summary import summarise_repeats
 from evaluator.report import RunReport, compute_config_hash
 from evaluator.retry import call_with_retries
+from evaluator.run.looplag import LoopLagMonitor
+from evaluator.run.otlp import CaseSpans
+from evaluator.run.otlp import active as active_spans
 from evaluator.run_options import RunOptions
 from evaluator.scoring.case import score_ranked
 from evaluator.summary import summarise

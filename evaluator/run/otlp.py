@@ -277,7 +277,7 @@ class _CountingExporter:
         if failure is not None and not self.quiet:
             import structlog  # only on a failure: a run without OTLP never needs structlog
 
-            structlog.get_logger("evaluator.otlp").warning(
+            structlog.get_logger("evaluator.run.otlp").warning(
                 "otlp_export_failed",
                 spans=len(spans),
                 error_kind=failure.kind,
@@ -294,7 +294,7 @@ class _CountingExporter:
             self.failures[kind] = self.failures.get(kind, 0) + 1
         import structlog
 
-        structlog.get_logger("evaluator.otlp").warning(
+        structlog.get_logger("evaluator.run.otlp").warning(
             "otlp_export_failed", spans=1, error_kind=kind, error=redactor().redact_text(message)
         )
 
