@@ -19,7 +19,7 @@ from evaluator.commands.colour import colour_verdicts, use_colour
 from evaluator.commands.flags import CommonOptions, TargetFlags, add_repeat_flag, add_target_flags
 from evaluator.commands.gcpolicy import batch_gc
 from evaluator.commands.html import add_html_flag, settings_redactor, write_html_report
-from evaluator.config_sources import nothing_configured
+from evaluator.config.sources import nothing_configured
 from evaluator.errors import ConfigError, ExitCode, GateError, OutputError, PushError
 from evaluator.gate.ceiling import FLAG as CEILING_FLAG
 from evaluator.gate.ceiling import check_baseline_errors, load_baseline_ceiling

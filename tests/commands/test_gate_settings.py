@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from evaluator.config import load_settings
-from evaluator.config_sources import nothing_configured
+from evaluator.config.sources import nothing_configured
 from tests.benchmarks.support import REPO
 from tests.gate.factories import record, report, write
 

@@ -1,0 +1,299 @@
+"""Loading settings: the TOML file, ``EVALUATOR_*`` variables, and errors that name the field.
+
+A bad setting stops the process at start with a :class:`~evaluator.errors.ConfigError`
+naming the field (``targets[0].response.answer: ...``) and, for a mistyped key, the
+nearest known one; paths in the file are resolved against the file's directory.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import tomllib
+import typing
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Annotated, Any
+
+from pydantic import BaseModel, Tag, ValidationError
+from pydantic_settings import SettingsConfigDict, SettingsError
+
+from evaluator import border
+from evaluator.config.settings import Settings
+from evaluator.config.sources import DEFAULT_CONFIG_PATH, ENV_PREFIX
+from evaluator.config.target import KIND_NAMES, TARGET_KINDS, HttpTargetConfig, TargetConfig
+from evaluator.errors import ConfigError
+
+__all__ = ["load_settings"]
+
+
+def _walk(
+    loc: tuple[str | int, ...],
+) -> tuple[tuple[str | int, ...], type[BaseModel] | None, Mapping[str, type[BaseModel]]]:
+    """``loc`` as the user wrote it, the model holding its last key, and that model's kinds.
+
+    Pydantic puts the tag of a discriminated union into the location (``targets.0.http.url``);
+    no config file says ``http`` there, so the tag is dropped from what is shown, and used to
+    pick the model that holds the keys after it. The kinds are the union's tag -> model when
+    the last key is in one of its members (a callable target: the HTTP target is the other
+    kind); the holder is None when the member is not known (a target of no kind).
+    """
+    shown: list[str | int] = []
+    model: type[BaseModel] | None = Settings
+    holder: type[BaseModel] | None = None
+    tags: dict[str, type[BaseModel]] = {}  # the union the next key enters
+    kinds: Mapping[str, type[BaseModel]] = {}
+    for part in loc:
+        if isinstance(part, int):
+            shown.append(part)
+            continue
+        if part in tags:
+            model, kinds, tags = tags[part], tags, {}
+            continue
+        shown.append(part)
+        if tags:  # a key of a union member, the member not chosen
+            holder, kinds, model = None, tags, None
+        else:
+            holder, kinds = model, kinds if model in kinds.values() else {}
+        field = None if model is None else model.model_fields.get(part)
+        model = None if field is None else _inner_model(field.annotation)
+        tags = {} if field is None else _tagged(field.annotation)
+    return tuple(shown), holder, kinds
+
+
+def _tagged(annotation: object) -> dict[str, type[BaseModel]]:
+    """The tag -> model of a discriminated union somewhere in ``annotation``."""
+    found: dict[str, type[BaseModel]] = {}
+    if typing.get_origin(annotation) is Annotated:
+        base, *metadata = typing.get_args(annotation)
+        for item in metadata:
+            if isinstance(item, Tag) and isinstance(base, type) and issubclass(base, BaseModel):
+                found[item.tag] = base
+        return found | _tagged(base)
+    for arg in typing.get_args(annotation):
+        found |= _tagged(arg)
+    return found
+
+
+def _inner_model(annotation: object) -> type[BaseModel] | None:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in getattr(annotation, "__args__", ()):
+        found = _inner_model(arg)
+        if found is not None:
+            return found
+    return None
+
+
+def _in_data(data: object, loc: tuple[str | int, ...]) -> bool:
+    for part in loc:
+        in_list = isinstance(part, int) and isinstance(data, list) and 0 <= part < len(data)
+        in_table = isinstance(part, str) and isinstance(data, dict) and part in data
+        if not (in_list or in_table):
+            return False
+        data = data[part]  # type: ignore[index]
+    return True
+
+
+def _format_validation(
+    exc: ValidationError,
+    source: str,
+    file_data: Mapping[str, Any] | None = None,
+    flags: Mapping[str, str] | None = None,
+) -> str:
+    """One line naming each bad value where the user wrote it: the command-line flag, the
+    environment variable, or the key in the config file (with "did you mean" for an unknown
+    key), never a source it did not come from."""
+    parts = []
+    origins = flags or {}
+    for kind, where, msg in _problems(exc):
+        loc, holder, kinds = _walk(where)
+        dotted = ".".join(str(p) for p in loc)
+        env = "EVALUATOR_" + "__".join(str(p) for p in loc).upper()
+        whole = "EVALUATOR_" + str(loc[0]).upper() if loc else ""
+        message = msg.removeprefix("Value error, ")
+        if kind == "extra_forbidden" and loc:
+            message = _unknown_key(str(loc[-1]), holder, kinds)
+        if loc and origins.get(str(loc[0])):
+            field = origins[str(loc[0])]
+        elif loc and str(loc[0]) in origins:
+            field = f"{dotted} (command line)"
+        elif loc and env in os.environ:
+            field = f"environment variable {env} ({dotted})"
+        elif len(loc) > 1 and whole in os.environ:
+            # a list of tables set whole as JSON (EVALUATOR_TARGETS='[{...}]')
+            field = f"environment variable {whole} ({dotted})"
+        elif loc and file_data is not None and _in_data(file_data, loc):
+            field = f"{source}: {dotted}"
+        elif loc:
+            field = dotted
+        else:
+            field = source
+        parts.append(f"{field}: {message}")
+    return "invalid configuration: " + "; ".join(parts)
+
+
+def _problems(exc: ValidationError) -> list[tuple[str, tuple[str | int, ...], str]]:
+    """(type, location, message) of each error; a target of no kind (neither `url` nor
+    `callable`, or both) is told by its unknown keys when it has some: ``urll`` is a typo
+    of ``url``, and the closest key says so better than "set exactly one". Of the input,
+    only a table's keys are read, never a value (it may be a secret)."""
+    known = {name for model in TARGET_KINDS.values() for name in model.model_fields}
+    found: list[tuple[str, tuple[str | int, ...], str]] = []
+    for err in exc.errors(include_url=False):
+        loc, data = tuple(err["loc"]), err.get("input")
+        unknown = []
+        if err["type"] == "target_kind" and isinstance(data, Mapping):
+            unknown = [str(key) for key in data if key not in known]
+        found += [("extra_forbidden", (*loc, key), "") for key in unknown]
+        if not unknown:
+            found.append((err["type"], loc, err["msg"]))
+    return found
+
+
+def _unknown_key(
+    key: str, holder: type[BaseModel] | None, kinds: Mapping[str, type[BaseModel]]
+) -> str:
+    """Why ``key`` is not accepted where it was written: a key of another kind of the same
+    thing (``max_connections`` on a callable target), or a typo, with the closest key (of
+    any kind when the kind is not known: ``holder`` None)."""
+    if holder is not None:
+        for tag, model in kinds.items():
+            if model is not holder and key in model.model_fields:
+                return f"only for {KIND_NAMES.get(tag, repr(tag))}"
+    models = [holder] if holder is not None else list(kinds.values())
+    known = list(dict.fromkeys(name for model in models for name in model.model_fields))
+    close = difflib.get_close_matches(key, known, n=1)
+    return "unknown key" + (f' (did you mean "{close[0]}"?)' if close else "")
+
+
+def _check_environment() -> None:
+    """A misspelt ``EVALUATOR_`` variable would be ignored silently: reject it by name."""
+    known = set(Settings.model_fields)
+    for name in sorted(os.environ):
+        if not name.upper().startswith(ENV_PREFIX):
+            continue
+        field = name[len(ENV_PREFIX) :].split("__", 1)[0].lower()
+        if field not in known:
+            hint = difflib.get_close_matches(field, known, n=1)
+            also = f" (did you mean EVALUATOR_{hint[0].upper()}?)" if hint else ""
+            raise ConfigError(f"unknown environment variable {name}{also}")
+
+
+def load_settings(
+    config_path: str | Path | None = None,
+    overrides: dict[str, Any] | None = None,
+    flags: Mapping[str, str] | None = None,
+) -> Settings:
+    """Load settings from ``config_path`` (or ``config/evaluator.toml`` when it exists).
+
+    Args:
+        config_path: the TOML file; an explicit path must exist.
+        overrides: values from command-line flags, highest priority.
+        flags: top-level setting -> the flag that set it (``{"k": "--k"}``), so an invalid
+            value is reported against the flag; ``""`` for a setting built from several
+            flags (a target from ``--target-url``), reported as its field.
+
+    Raises:
+        ConfigError: unreadable or invalid TOML, or a field that fails validation.
+    """
+    _check_environment()
+    path: Path | None
+    if config_path is not None:
+        path = Path(config_path)
+        if not path.is_file():
+            raise ConfigError(f"config file {path} does not exist or is not a file")
+    else:
+        path = DEFAULT_CONFIG_PATH if DEFAULT_CONFIG_PATH.is_file() else None
+    cls: type[Settings] = Settings
+    source = "environment"
+    file_data: dict[str, Any] | None = None
+    if path is not None:
+        source = str(path)
+        try:
+            text = border.read_file(path, border.MAX_SETTINGS_BYTES).decode("utf-8")
+            file_data = tomllib.loads(text)
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"cannot read config file {path}: {exc}") from exc
+        except ValueError as exc:
+            # TOMLDecodeError, or the int conversion's digit limit (a 5,000-digit integer)
+            raise ConfigError(f"{path}: invalid TOML: {exc}") from exc
+        bound_config = SettingsConfigDict(**{**Settings.model_config, "toml_file": path})
+        cls = type("FileSettings", (Settings,), {"model_config": bound_config})
+    try:
+        settings = cls(**(overrides or {}))
+    except ValidationError as exc:
+        raise ConfigError(_format_validation(exc, source, file_data, flags)) from None
+    except SettingsError as exc:
+        # an EVALUATOR_ variable that is not valid JSON (EVALUATOR_TARGETS='[{bad')
+        raise ConfigError(_env_problem(exc)) from None
+    if path is None or file_data is None:
+        return settings
+    return _relative_to_file(settings, file_data, path.parent, set(overrides or {}))
+
+
+def _from_file(file_data: Mapping[str, Any], overridden: set[str], *loc: str | int) -> bool:
+    """Whether the value at ``loc`` was written in the config file (not replaced by a flag
+    or an environment variable)."""
+    top = str(loc[0])
+    env = "EVALUATOR_" + "__".join(str(p) for p in loc).upper()
+    if top in overridden or env in os.environ or f"EVALUATOR_{top.upper()}" in os.environ:
+        return False
+    return _in_data(file_data, loc)
+
+
+def _against(base: Path, value: Path) -> Path:
+    """``value`` read from a config file in ``base``: relative paths are relative to the file."""
+    if value.is_absolute():
+        return value
+    return Path(os.path.normpath(base / value))
+
+
+def _relative_to_file(
+    settings: Settings, file_data: Mapping[str, Any], base: Path, overridden: set[str]
+) -> Settings:
+    """Resolve the paths written in the config file against the file's folder, as a user
+    reading the file expects; flags and environment variables stay relative to the working
+    directory, where they were typed."""
+    top: dict[str, Any] = {}
+    for name in ("reports_dir", "gates_file"):
+        value = getattr(settings, name)
+        if value is not None and _from_file(file_data, overridden, name):
+            top[name] = _against(base, value)
+    jobs = []
+    for index, job in enumerate(settings.jobs):
+        update = {
+            name: _against(base, getattr(job, name))
+            for name in ("dataset", "baseline")
+            if getattr(job, name) is not None
+            and _from_file(file_data, overridden, "jobs", index, name)
+        }
+        jobs.append(job.model_copy(update=update) if update else job)
+    targets: list[TargetConfig] = []
+    for index, target in enumerate(settings.targets):
+        bundle = target.tls.ca_bundle if isinstance(target, HttpTargetConfig) else None
+        written = _from_file(file_data, overridden, "targets", index, "tls", "ca_bundle")
+        if isinstance(target, HttpTargetConfig) and bundle is not None and written:
+            tls = target.tls.model_copy(update={"ca_bundle": _against(base, bundle)})
+            target = target.model_copy(update={"tls": tls})
+        targets.append(target)
+    top["jobs"] = tuple(jobs)
+    top["targets"] = tuple(targets)
+    labels = settings.judge.drift_labels if settings.judge is not None else None
+    if labels is not None and _from_file(file_data, overridden, "judge", "drift_labels"):
+        top["judge"] = settings.judge.model_copy(  # type: ignore[union-attr]
+            update={"drift_labels": _against(base, labels)}
+        )
+    return settings.model_copy(update=top)
+
+
+def _env_problem(exc: SettingsError) -> str:
+    """Name the variable a :class:`SettingsError` is about, never its value (a secret?)."""
+    text = str(exc)
+    field = text.split('"')[1] if text.count('"') >= 2 else ""
+    if field:
+        return (
+            f"environment variable EVALUATOR_{field.upper()}: not valid JSON "
+            f"(a list or object value is written as JSON, e.g. '[{{\"url\": ...}}]')"
+        )
+    return f"invalid configuration in environment: {text}"
