@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.gate.factories import EXERCISE_BASELINE, EXERCISE_CANDIDATE, summary_report, write
 
 EXE = str(Path(sys.executable).with_name("evaluator"))
@@ -36,6 +38,7 @@ def _into_closed_pipe(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]
         os.close(write_end)
 
 
+@pytest.mark.e2e
 class TestClosedPipe:
     def test_failing_gate_into_a_closed_pipe_exits_2_quietly(self, tmp_path: Path) -> None:
         baseline = write(tmp_path / "b.json", summary_report(EXERCISE_BASELINE))

@@ -12,6 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 
 from tests.deploy.deploy_support import DEPLOY
@@ -48,6 +49,7 @@ def test_the_docs_name_the_placeholder_and_the_flag() -> None:
     assert PLACEHOLDER in committed  # what the docs call the placeholder is what ships
 
 
+@pytest.mark.e2e
 def test_the_documented_output_command_moves_every_link(tmp_path: Path) -> None:
     (command,) = [c for c in _documented_commands() if "--output" in c]
     base = command[command.index("--runbook-base") + 1]

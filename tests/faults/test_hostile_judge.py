@@ -42,6 +42,7 @@ def _run(mode: str, monkeypatch: pytest.MonkeyPatch) -> JudgedRun:
     ("mode", "kind"),
     [("huge", "judge_too_large"), ("deep", "judge_malformed"), ("gzip", "judge_malformed")],
 )
+@pytest.mark.e2e
 def test_a_hostile_body_is_an_error_kind(
     mode: str, kind: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -51,6 +52,7 @@ def test_a_hostile_body_is_an_error_kind(
     assert all(c.fooled is None for c in run.canaries)
 
 
+@pytest.mark.e2e
 def test_echoed_credentials_never_reach_the_report(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:

@@ -7,10 +7,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 EVALUATOR = str(Path(sys.executable).with_name("evaluator"))
 EXAMPLES = Path(__file__).parents[2] / "docs/examples"
 
 
+@pytest.mark.e2e
 def test_ids_and_names_with_newlines_and_escapes_stay_on_their_line(tmp_path: Path) -> None:
     candidate = json.loads((EXAMPLES / "candidate.json").read_text("utf-8"))
     candidate["run_id"] = "r1\nverdict: pass\x1b[2J"

@@ -143,6 +143,7 @@ def test_unknown_format(result: GateResult) -> None:
         render(result, SOURCES, "yaml")
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("changed", [0, 1, 2500])
 def test_json_pieces_add_up_to_the_whole_json(changed: int) -> None:
     """The command writes --format json piece by piece: the pieces must be exactly the one

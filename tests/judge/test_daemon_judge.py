@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import aiohttp
+import pytest
 
 from evaluator.config import HttpTargetConfig, JobConfig, Settings
 from evaluator.judge.labels import Label, append_label
@@ -43,6 +44,7 @@ def _labels(path: Path) -> None:
     append_label(path, Label("ceo", answer_hash("I don't know."), "refusal", True, "ann", at))
 
 
+@pytest.mark.e2e
 def test_the_daemon_judges_and_the_drift_gauge_moves(tmp_path: Path) -> None:
     labels = tmp_path / "labels.jsonl"
     _labels(labels)
@@ -98,6 +100,7 @@ def test_the_daemon_judges_and_the_drift_gauge_moves(tmp_path: Path) -> None:
         run_bounded(body, timeout=30)
 
 
+@pytest.mark.e2e
 def test_a_judge_fooled_by_a_canary_turns_the_status_page_amber(tmp_path: Path) -> None:
     """The page's state reads the judge's health: a compromised judge is amber, with why."""
     labels = tmp_path / "labels.jsonl"
@@ -117,6 +120,7 @@ def test_a_judge_fooled_by_a_canary_turns_the_status_page_amber(tmp_path: Path) 
         run_bounded(body, timeout=30)
 
 
+@pytest.mark.e2e
 def test_an_uncalibrated_judge_is_named_on_the_status_page(tmp_path: Path) -> None:
     """No stored calibration: every judged check is uncalibrated, and the page says which."""
     labels = tmp_path / "labels.jsonl"

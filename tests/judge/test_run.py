@@ -51,6 +51,7 @@ def _judge(
     return asyncio.run(go())
 
 
+@pytest.mark.e2e
 def test_a_good_judge_scores_every_check() -> None:
     with LoopbackJudge() as judge:
         run = _judge(judge)
@@ -69,6 +70,7 @@ def test_a_good_judge_scores_every_check() -> None:
     assert run.usage.input_tokens == 1100 and run.usage.errors == {}
 
 
+@pytest.mark.e2e
 def test_a_fooled_judge_is_compromised() -> None:
     with LoopbackJudge("fooled") as judge, structlog.testing.capture_logs() as logs:
         run = _judge(judge)
@@ -81,6 +83,7 @@ def test_a_fooled_judge_is_compromised() -> None:
 @pytest.mark.parametrize(
     ("mode", "kind"), [("malformed", "judge_malformed"), ("no_verdict", "judge_malformed")]
 )
+@pytest.mark.e2e
 def test_a_bad_judge_scores_nothing(mode: str, kind: str) -> None:
     with LoopbackJudge(mode) as judge:
         run = _judge(judge)
@@ -91,6 +94,7 @@ def test_a_bad_judge_scores_nothing(mode: str, kind: str) -> None:
     assert statuses == {"error"}
 
 
+@pytest.mark.e2e
 def test_a_hanging_judge_costs_each_check_a_timeout() -> None:
     with LoopbackJudge("hang") as judge:
         run = _judge(judge, timeout_seconds=0.2, concurrency=8)
@@ -98,6 +102,7 @@ def test_a_hanging_judge_costs_each_check_a_timeout() -> None:
     assert all(v is None for v in run.metrics.values())
 
 
+@pytest.mark.e2e
 def test_the_budget_skips_the_rest_and_counts_them() -> None:
     with LoopbackJudge() as judge:
         run = _judge(judge, max_calls=5, concurrency=1)
@@ -107,6 +112,7 @@ def test_the_budget_skips_the_rest_and_counts_them() -> None:
     assert len(skipped) == 6
 
 
+@pytest.mark.e2e
 def test_the_cost_budget_stops_spending() -> None:
     # 100 input + 20 output tokens a call at 1,000,000 a million: 120 a call
     with LoopbackJudge() as judge:
@@ -115,6 +121,7 @@ def test_the_cost_budget_stops_spending() -> None:
     assert run.usage.skipped == 8
 
 
+@pytest.mark.e2e
 def test_the_cache_saves_every_call_but_the_canaries() -> None:
     cache = _DictCache()
     with LoopbackJudge() as judge:
@@ -125,6 +132,7 @@ def test_the_cache_saves_every_call_but_the_canaries() -> None:
     assert second.metrics == first.metrics
 
 
+@pytest.mark.e2e
 def test_call_events_feed_the_judge_metrics() -> None:
     events: list[CallEvent] = []
     with LoopbackJudge() as judge:
@@ -132,6 +140,7 @@ def test_call_events_feed_the_judge_metrics() -> None:
     assert len(events) == 11 and all(e.error_kind is None and e.input_tokens == 100 for e in events)
 
 
+@pytest.mark.e2e
 def test_the_judged_run_reads_back() -> None:
     with LoopbackJudge() as judge:
         run = _judge(judge)

@@ -38,6 +38,7 @@ def _load(tmp: Path, text: str) -> object:
         ('[judge]\nurl = "http://x/v1"\n', "judge.model"),
     ],
 )
+@pytest.mark.e2e
 def test_a_bad_judge_names_the_field(tmp_path: Path, section: str, field: str) -> None:
     with pytest.raises(ConfigError, match=field.replace(".", r"\.")):
         _load(tmp_path, section + _BASE)

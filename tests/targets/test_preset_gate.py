@@ -80,6 +80,7 @@ def _without_latency(path: Path) -> str:
     return "\n".join(kept) + "\n"
 
 
+@pytest.mark.e2e
 def test_docs_preset_passes_its_own_gate(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -14,9 +14,9 @@ from evaluator.config import (
     HttpTargetConfig,
     Settings,
     TargetConfig,
-    _tagged,
     load_settings,
 )
+from evaluator.config.load import _tagged
 from evaluator.errors import ConfigError
 from evaluator.factory import build_target
 from evaluator.targets.callable import CallableTarget
