@@ -286,18 +286,21 @@ def _citations(baseline: CaseRecord, candidate: CaseRecord, redact: Redact) -> l
 
 
 def _score_rows(baseline: CaseRecord, candidate: CaseRecord) -> list[ScoreRow]:
+    """Each per-case score of both runs as the case view writes it, and which way it moved:
+    up is better for every score but ``refused``, which is better up only for a case that
+    should be refused (an unanswerable one)."""
     before, after = dict(_scores(baseline)), dict(_scores(candidate))
+    raw = (baseline.scores, candidate.scores)
     rows = []
     for name in dict.fromkeys([*before, *after]):
         b, c = before.get(name, "n/a"), after.get(name, "n/a")
+        was, now = (getattr(s, name, None) if s is not None else None for s in raw)
         change = ""
-        if b != c and "n/a" not in (b, c):
-            # "yes"/"no" flags and two-decimal numbers, as the case view writes them
-            rank = {"no": 0.0, "yes": 1.0}
-            lo, hi = rank.get(b), rank.get(c)
-            lo = float(b) if lo is None else lo
-            hi = float(c) if hi is None else hi
-            change = "worse" if hi < lo else ("better" if hi > lo else "")
+        if was is not None and now is not None and float(now) != float(was):
+            up = float(now) > float(was)
+            if name == "refused" and not candidate.case.unanswerable:
+                up = not up
+            change = "better" if up else "worse"
         rows.append(ScoreRow(name, b, c, change))
     return rows
 

@@ -126,7 +126,24 @@ class TestBaselineDiff:
         assert ("1.00", "0.50", "worse") == scores["mrr"]
         assert ("yes", "no", "worse") == scores["answer_correct"]
         assert ("1.00", "1.00", "") == scores["citation_precision"]
+        assert ("no", "no", "") == scores["refused"]
+        # answer pieces on both sides, one fact, six ranked ids, four citations
         assert d.marked >= 2 + 1 + 6 + 4
+
+    @pytest.mark.parametrize(("unanswerable", "change"), [(False, "worse"), (True, "better")])
+    def test_a_new_refusal_is_worse_only_where_an_answer_was_due(
+        self, unanswerable: bool, change: str
+    ) -> None:
+        assert CANDIDATE.scores is not None
+        before = replace(CANDIDATE, case=replace(CANDIDATE.case, unanswerable=unanswerable))
+        after = replace(before, outcome=replace(CANDIDATE.scores, refused=True))
+        rows = {s.name: s for s in baseline_diff(before, after, k=2, baseline_run="r").scores}
+
+        assert ("no", "yes", change) == (
+            rows["refused"].baseline,
+            rows["refused"].candidate,
+            rows["refused"].change,
+        )
 
     def test_a_citation_that_moved_with_its_document_is_kept(self) -> None:
         """[1] -> [2] pointing at the same document is the same citation."""
