@@ -174,6 +174,16 @@ class TestBaselineDiff:
         assert all(r.candidate is None and r.baseline is not None for r in d.ranking)
         assert {"removed"} == {c.change for c in d.citations}
 
+    def test_an_improved_case_says_how(self) -> None:
+        d = baseline_diff(CANDIDATE, BASELINE, k=2, baseline_run="r", better=("RR 0.50 → 1.00",))
+        html = PageRenderer().case(
+            case_view(BASELINE, k=2), job="j", run_id="r", run_age="now", diff=d
+        )
+
+        assert not d.regressed
+        assert '<p class="changes improved">improved: RR 0.50 → 1.00</p>' in html
+        assert '<p class="changes">' not in html
+
     def test_identical_runs_mark_nothing(self) -> None:
         d = baseline_diff(BASELINE, BASELINE, k=2, baseline_run="r")
 
