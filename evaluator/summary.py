@@ -18,13 +18,16 @@ from evaluator.models import CaseError, CaseRecord, CaseScores
 __all__ = [
     "OPTIONAL_FIELDS",
     "QUALITY_METRICS",
+    "TAG_COLUMNS",
     "Summary",
+    "TagCells",
     "Total",
     "id_mismatch_warning",
     "nearest_rank",
     "relevant_never_retrieved",
     "stage_p95",
     "summarise",
+    "tag_cells",
 ]
 
 
@@ -262,3 +265,32 @@ def id_mismatch_warning(records: Sequence[CaseRecord]) -> str | None:
         "golden set's ids match the service's? (compare relevant_ids with the ids "
         "`evaluator probe` shows)"
     )
+
+
+#: the by-tag breakdown's columns (metric, label): the metrics that tell a slice apart at a
+#: glance; the terminal's "by tag:" lines and the HTML report's table both read these
+TAG_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("recall_at_k", "recall"),
+    ("mrr", "mrr"),
+    ("citation_precision", "citations"),
+    ("answer_accuracy", "accuracy"),
+    ("error_rate", "errors"),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class TagCells:
+    """One tag's slice of a run: its case count and each :data:`TAG_COLUMNS` value."""
+
+    tag: str
+    case_count: int
+    #: (label, value) for every column, None where the slice has no value
+    cells: tuple[tuple[str, float | None], ...]
+
+
+def tag_cells(summary: Summary) -> list[TagCells]:
+    """The by-tag breakdown of a summary, in its tag order (none when no case has tags)."""
+    return [
+        TagCells(tag, sub.case_count, tuple((label, sub.get(name)) for name, label in TAG_COLUMNS))
+        for tag, sub in summary.by_tag.items()
+    ]

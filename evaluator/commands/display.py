@@ -10,7 +10,7 @@ from evaluator.models import CaseError, CaseRecord
 from evaluator.pages.worst import badness, worst_cases
 from evaluator.report import RunReport
 from evaluator.scoring.labels import AuditTotals, audit_run
-from evaluator.summary import Summary
+from evaluator.summary import Summary, tag_cells
 
 __all__ = ["badness", "format_run", "format_summary", "format_tags", "worst_cases"]
 
@@ -56,29 +56,16 @@ def format_summary(summary: Summary, currency: str = DEFAULT_CURRENCY) -> str:
     return "\n".join(lines)
 
 
-#: the per-tag line's columns: the metrics that tell a slice apart at a glance
-_TAG_COLUMNS = (
-    ("recall_at_k", "recall"),
-    ("mrr", "mrr"),
-    ("citation_precision", "citations"),
-    ("answer_accuracy", "accuracy"),
-    ("error_rate", "errors"),
-)
-
-
 def format_tags(summary: Summary) -> list[str]:
     """One line per tag: how each slice of the golden set did (none when no case has tags)."""
-    if not summary.by_tag:
+    rows = tag_cells(summary)
+    if not rows:
         return []
-    width = max(len(tag) for tag in summary.by_tag)
+    width = max(len(row.tag) for row in rows)
     lines = ["", "by tag:"]
-    for tag, sub in summary.by_tag.items():
-        cells = [
-            f"{label} {value:.2f}"
-            for name, label in _TAG_COLUMNS
-            if (value := sub.get(name)) is not None
-        ]
-        lines.append(f"  {tag:<{width}}  {sub.case_count:>4} cases  " + "  ".join(cells))
+    for row in rows:
+        cells = [f"{label} {value:.2f}" for label, value in row.cells if value is not None]
+        lines.append(f"  {row.tag:<{width}}  {row.case_count:>4} cases  " + "  ".join(cells))
     return lines
 
 

@@ -77,6 +77,7 @@ def write_html_report(
     # the pages (jinja2, the views) only when a page is written: a quarter of the start-up
     # of every run, gate and report command otherwise
     from evaluator.pages.render import PageRenderer
+    from evaluator.pages.report_extras import report_extras
     from evaluator.pages.views import report_view
 
     view = report_view(
@@ -87,7 +88,8 @@ def write_html_report(
         worst=worst,
         redact=redact,
     )
-    html = PageRenderer(redact).report(view)
+    extras = report_extras(view, report, gate=gate, worst=worst, redact=redact)
+    html = PageRenderer(redact).report(view, extras)
     try:
         write_bytes_atomic(html.encode("utf-8"), path)
     except OSError as exc:

@@ -18,10 +18,13 @@ from aiohttp import web
 
 from evaluator.daemon.job import JobRunner
 from evaluator.daemon.publish import JobState as PublishedState
+from evaluator.gate.compare import record_moves
 from evaluator.history.job import JobHistory
 from evaluator.history.stability import Stability
+from evaluator.models import CaseRecord
 from evaluator.pages.health import DRIFT_METRIC, DriftSignal, JobSignals
 from evaluator.pages.render import PageRenderer
+from evaluator.pages.sidebyside import BaselineDiff, baseline_diff
 from evaluator.pages.trend import RunRow, TrendSource
 from evaluator.pages.views import (
     CaseOutcomeRow,
@@ -230,16 +233,42 @@ class StatusPages:
                 history = self._history.case_history(target, dataset, case_id, limit=CASE_HISTORY)
             except Exception:  # the case view stands without its history
                 history = None
+        diff = self._against_baseline(runner, record, report.k)
         view = case_view(
             record,
             k=report.k,
             redact=self._redact,
             history=history,
             trace_url=self._trace_url,
+            changes=diff.changes if diff is not None and diff.regressed else (),
         )
         age = fmt_age(time.time() - published.finished_at) if published.finished_at else ""
         return 200, self.renderer.case(
-            view, job=f"{target} / {dataset}", run_id=report.run_id, run_age=age
+            view, job=f"{target} / {dataset}", run_id=report.run_id, run_age=age, diff=diff
+        )
+
+    def _against_baseline(
+        self, runner: JobRunner | None, record: CaseRecord, k: int
+    ) -> BaselineDiff | None:
+        """The job's baseline run of this case beside it, when the case moved against it
+        (regressed or improved, in the gate's terms); None without a baseline or a move."""
+        gate = runner.gate if runner is not None else None
+        if gate is None or gate.baseline.k != k:
+            return None
+        before = next((c for c in gate.baseline.cases if c.id == record.id), None)
+        if before is None:
+            return None
+        worse, better = record_moves(before, record)
+        if not worse and not better:
+            return None
+        return baseline_diff(
+            before,
+            record,
+            k=k,
+            baseline_run=gate.baseline.run_id,
+            worse=worse,
+            better=better,
+            redact=self._redact,
         )
 
     async def case(self, request: web.Request) -> web.Response:

@@ -31,6 +31,7 @@ __all__ = [
     "check_comparable",
     "check_run_comparable",
     "diff_cases",
+    "record_moves",
 ]
 
 #: Per-case score moves smaller than this are float noise, not a change.
@@ -261,6 +262,18 @@ def _moves(
             better.append(f"{label} {before:.2f} → {after:.2f}")
             good += delta
     return worse, bad, better, good
+
+
+def record_moves(
+    baseline: CaseRecord, candidate: CaseRecord
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(regressions, improvements) of one case between two runs, in the phrases of
+    :func:`diff_cases`'s ``changes`` (the daemon's case view asks this of one case)."""
+    before, after = CaseTable.of_records([baseline]), CaseTable.of_records([candidate])
+    worse, _, better, _ = _moves(
+        before.errors[0], before.keys()[0], after.errors[0], after.keys()[0]
+    )
+    return tuple(worse), tuple(better)
 
 
 def diff_cases(alignment: Alignment) -> CaseDiff:

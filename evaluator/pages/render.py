@@ -14,6 +14,8 @@ import jinja2
 import markupsafe
 
 from evaluator._version import __version__
+from evaluator.pages.report_extras import ReportExtras
+from evaluator.pages.sidebyside import BaselineDiff
 from evaluator.pages.views import CaseView, JobView, Redact, ReportView
 from evaluator.redaction import redactor
 
@@ -62,18 +64,30 @@ class PageRenderer:
             refresh=refresh,
         )
 
-    def case(self, view: CaseView, *, job: str, run_id: str, run_age: str) -> str:
+    def case(
+        self,
+        view: CaseView,
+        *,
+        job: str,
+        run_id: str,
+        run_age: str,
+        diff: BaselineDiff | None = None,
+    ) -> str:
+        """One case of a job's last run; ``diff``: the baseline's run of it beside it."""
         return self._render(
             "case.html.j2",
             title=f"{view.id} · {job}",
             case=view,
+            diff=diff,
             job=job,
             run_id=run_id,
             run_age=run_age,
         )
 
-    def report(self, view: ReportView) -> str:
-        return self._render("report.html.j2", title=view.title, r=view)
+    def report(self, view: ReportView, extras: ReportExtras | None = None) -> str:
+        """The HTML report; ``extras``: its by-tag table, worst reasons, baseline diffs and
+        case table (:func:`evaluator.pages.report_extras.report_extras`)."""
+        return self._render("report.html.j2", title=view.title, r=view, x=extras)
 
     def bad_request(self, message: str) -> str:
         return self._render("error.html.j2", title="bad request", message=message)

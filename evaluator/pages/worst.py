@@ -8,7 +8,7 @@ from operator import itemgetter
 
 from evaluator.models import CaseRecord, CaseScores
 
-__all__ = ["badness", "worst_cases"]
+__all__ = ["badness", "reasons", "worst_cases"]
 
 
 def badness(case: CaseRecord) -> float:
@@ -23,6 +23,32 @@ def badness(case: CaseRecord) -> float:
     if s.citation_precision is not None:
         bad += 1 - s.citation_precision
     return bad
+
+
+def reasons(case: CaseRecord) -> tuple[str, ...]:
+    """Why :func:`badness` counts a case bad, in words: one phrase per term it adds (none for
+    a perfect case). A failed call names its error kind only: its message came from outside
+    and is shown, redacted, where the case is."""
+    s = case.outcome
+    if not isinstance(s, CaseScores):
+        return (f"the call failed ({s.kind})",)
+    out: list[str] = []
+    if s.answer_correct is False:
+        out.append("answer incorrect")
+    recall, rr = s.recall_at_k, s.mrr
+    if recall is not None and rr is not None:
+        if recall < 1:
+            out.append(f"recall {recall:.2f}: a relevant id is missing from the top K")
+        if rr <= 0:
+            out.append("no relevant id anywhere in the ranking")
+        elif rr < 1:
+            # RR is 1/rank of the first relevant id: the rank, said as such
+            out.append(f"first relevant id at rank {round(1 / rr)} (RR {rr:.2f})")
+    if s.citation_precision is not None and s.citation_precision < 1:
+        out.append(
+            f"citation precision {s.citation_precision:.2f}: a citation points at no relevant id"
+        )
+    return tuple(out)
 
 
 def worst_cases(cases: Iterable[CaseRecord], n: int) -> list[CaseRecord]:

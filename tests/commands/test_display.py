@@ -8,11 +8,13 @@ from evaluator.commands.display import (
     format_label_audit,
     format_run,
     format_summary,
+    format_tags,
     worst_cases,
 )
 from evaluator.models import CaseError, CaseRecord, CaseScores, Outcome
+from evaluator.pages.worst import reasons
 from evaluator.scoring.labels import AuditTotals, LabelAudit
-from evaluator.summary import summarise
+from evaluator.summary import summarise, tag_cells
 from tests.support.records import record, report
 
 
@@ -61,6 +63,54 @@ class TestBadness:
         assert 2.0 == badness(LOST)  # recall 1 lost + reciprocal rank 1 lost
         assert 3.0 == badness(WRONG)  # wrong answer 2 + rank 0.5 + citations 0.5
         assert 10.0 == badness(FAILED)
+
+
+class TestReasons:
+    """Each term badness adds, said in words; none for a perfect case."""
+
+    def test_worked_examples(self) -> None:
+        assert () == reasons(PERFECT)
+        assert (
+            "recall 0.00: a relevant id is missing from the top K",
+            "no relevant id anywhere in the ranking",
+        ) == reasons(LOST)
+        assert (
+            "answer incorrect",
+            "first relevant id at rank 2 (RR 0.50)",
+            "citation precision 0.50: a citation points at no relevant id",
+        ) == reasons(WRONG)
+        assert ("the call failed (timeout)",) == reasons(FAILED)
+
+    def test_a_case_has_reasons_exactly_when_it_is_bad(self) -> None:
+        for case in (PERFECT, LOST, WRONG, FAILED):
+            assert bool(reasons(case)) == (badness(case) > 0)
+
+
+class TestTags:
+    def test_the_terminal_lines_are_the_tag_cells(self) -> None:
+        """format_tags writes tag_cells: the one by-tag computation the HTML report reads."""
+        a = record("a", tags=("zh", "refund"), recall=0.5, rr=0.5)
+        b = record("b", tags=("zh",), correct=False)
+        c = record("c", tags=("refund",), error="timeout")
+        summary = summarise([a, b, c])
+
+        cells = tag_cells(summary)
+        assert [("refund", 2), ("zh", 2)] == [(t.tag, t.case_count) for t in cells]
+        assert (
+            ("recall", 0.5),
+            ("mrr", 0.5),
+            ("citations", 1.0),
+            ("accuracy", 1.0),
+            ("errors", 0.5),
+        ) == cells[0].cells
+        assert [
+            "",
+            "by tag:",
+            "  refund     2 cases  recall 0.50  mrr 0.50  citations 1.00  accuracy 1.00  "
+            "errors 0.50",
+            "  zh         2 cases  recall 0.75  mrr 0.75  citations 1.00  accuracy 0.50  "
+            "errors 0.00",
+        ] == format_tags(summary)
 
 
 class TestWorstCases:

@@ -203,9 +203,12 @@ def test_report_fed_to_gate(attack: Attack, tmp_path: Path, baseline: Path) -> N
     (tmp_path / "candidate.json").write_bytes(candidate)
     (tmp_path / "baseline.json").write_text(text, "utf-8")
     for output in ("text", "markdown"):
+        # the text round writes the HTML report too: its case table, by-tag breakdown and
+        # baseline-beside-candidate diffs render whatever the forged report holds
+        html = ["--html", "gate.html"] if output == "text" else []
         result = run_cli(
             ["gate", "--baseline", "baseline.json", "--candidate", "candidate.json",
-             "--format", output],
+             "--format", output, *html],
             tmp_path,
             key=f"gate {output} {attack.id}",
         )  # fmt: skip

@@ -1,4 +1,5 @@
-"""``make screenshots``: the status page, a case view and a gate report, as docs/images/*.png.
+"""``make screenshots``: the status page, a case view, a gate report and a regressed case's
+baseline beside its candidate, as docs/images/*.png.
 
 Everything is real: the bundled reference service, ``evaluator serve`` with two jobs against
 it, ``evaluator gate --html`` on a baseline run and a run with the reranker switched to noise,
@@ -125,6 +126,10 @@ def main() -> int:
                     page.goto(source)
                     page.screenshot(path=str(OUT / name))
                     print(f"{OUT / name}")
+                # the first regressed case's baseline beside its candidate, on its own
+                page.goto((work / "gate.html").as_uri())
+                page.locator(".baseline-diff").first.screenshot(path=str(OUT / "gate-baseline.png"))
+                print(f"{OUT / 'gate-baseline.png'}")
                 browser.close()
     # what the pictures were made from, checked by tests/pages/test_screenshots_current.py
     RECORD.write_text(expected_record(), "utf-8")

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 from pathlib import Path
 
 import pytest
 
+from evaluator.models import CaseRecord
+from evaluator.pages.report_table import case_verdict
+from evaluator.report import read_report
 from tests.pages.conftest import SECRET, Tab
 from tests.pages.stack import EVALUATOR, REPO, clean_env
 from tests.support.loopback import LoopbackServer
@@ -174,3 +178,134 @@ def test_run_html_shows_a_script_answer_as_text_without_the_secret(
     assert "<script>document.title='pwned'</script>" in tab.page.locator(".answer").inner_text()
     assert SECRET not in html
     assert [] == tab.errors
+
+
+def _by_tag(text: str) -> dict[str, tuple[int, dict[str, str]]]:
+    """The terminal's "by tag:" lines: tag -> (cases, {label: value})."""
+    lines = text.split("\nby tag:\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    out = {}
+    for line in lines:
+        tag, count, rest = re.fullmatch(r"  (\S+)\s+(\d+) cases  (.*)", line).groups()  # type: ignore[union-attr]
+        out[tag] = (int(count), dict(re.findall(r"(\w+) (\d\.\d\d)", rest)))
+    return out
+
+
+def _said(record: CaseRecord) -> str:
+    """A case's verdict in the case view's words."""
+    if record.scores is None:
+        return "error"
+    if record.scores.answer_correct is None:
+        return "not scored" if record.answer is None else "answer not checked"
+    return "correct" if record.scores.answer_correct else "incorrect"
+
+
+def test_the_gate_html_puts_the_baseline_beside_the_candidate_with_the_texts_by_tag_numbers(
+    gate_reports: Path, tab: Tab
+) -> None:
+    """Each regressed case shows the baseline's ranking, answer and citations beside the
+    candidate's, differences marked; the by-tag table's numbers are the terminal's."""
+    gate = _evaluator(
+        "gate", "--baseline", "baseline.json", "--candidate", "candidate.json",
+        "--html", "side.html", "--worst", "5", cwd=gate_reports,
+    )  # fmt: skip
+    assert 2 == gate.returncode, gate.stderr
+    texts = {
+        side: _evaluator("report", f"{side}.json", cwd=gate_reports)
+        for side in ("baseline", "candidate")
+    }
+    assert all(0 == t.returncode for t in texts.values())
+    baseline_tags, candidate_tags = (_by_tag(texts[s].stdout) for s in ("baseline", "candidate"))
+    reports = {s: read_report(gate_reports / f"{s}.json") for s in ("baseline", "candidate")}
+    cases = {s: {c.id: c for c in r.cases} for s, r in reports.items()}
+
+    page = tab.page
+    page.goto((gate_reports / "side.html").as_uri())
+
+    # by tag: every tag of the terminal's output, each cell its number on both sides
+    rows = page.locator("table.by-tag tbody tr")
+    shown = [rows.nth(i).get_attribute("data-tag") for i in range(rows.count())]
+    assert list(candidate_tags) == shown
+    for i, tag in enumerate(shown):
+        assert tag is not None
+        count, values = candidate_tags[tag]
+        assert str(count) == rows.nth(i).locator("td").nth(1).inner_text()
+        for label, value in values.items():
+            cell = rows.nth(i).locator(f'td[data-label="{label}"]')
+            assert value == cell.locator(".now").inner_text()
+            assert baseline_tags[tag][1][label] == cell.locator(".was").inner_text()
+
+    # the regressed cases, worst first, each with its two sides
+    regressed = page.locator("ol.regressed li a")
+    assert regressed.count() == 5
+    marked = 0
+    for i in range(regressed.count()):
+        case_id = regressed.nth(i).inner_text()
+        href = regressed.nth(i).get_attribute("href")
+        assert href is not None
+        diff = page.locator(f"{href} .baseline-diff")
+        before, after = cases["baseline"][case_id], cases["candidate"][case_id]
+        ranking = diff.locator("table.ranking-diff tbody tr")
+        columns = [
+            [
+                ranking.nth(r).locator("td").nth(col).get_attribute("data-id")
+                for r in range(ranking.count())
+            ]
+            for col in (1, 2)
+        ]
+        assert list(before.ranked_ids[:20]) == [i for i in columns[0] if i is not None]
+        assert list(after.ranked_ids[:20]) == [i for i in columns[1] if i is not None]
+        # an id is marked "only" exactly when the other ranking lacks it
+        for col, other in ((1, after), (2, before)):
+            for r in range(ranking.count()):
+                cell = ranking.nth(r).locator("td").nth(col)
+                doc_id = cell.get_attribute("data-id")
+                if doc_id is None:
+                    continue
+                only = "only" == cell.get_attribute("data-mark")
+                assert only == (doc_id not in other.ranked_ids), (case_id, doc_id)
+        assert (before.answer or "") == diff.locator(".answer-diff.baseline").inner_text()
+        assert (after.answer or "") == diff.locator(".answer-diff.candidate").inner_text()
+        verdicts = diff.locator("table.side-scores tbody tr").first.locator("td")
+        assert ["verdict", _said(before), _said(after)] == verdicts.all_inner_texts()
+        assert diff.locator("table.citation-diff, p.muted").count() >= 1
+        marked += diff.locator("[data-mark=only], [data-mark=moved], del, ins").count()
+    # the reranker's noise moved documents: the marks are there to be seen
+    assert marked > 0
+    assert 0 == page.locator("script, link, img").count()
+    assert [] == tab.errors
+
+
+def test_the_case_table_filters_work_without_javascript(gate_reports: Path, tab_no_js: Tab) -> None:
+    """The static report's filters are CSS: clicking one (no script runs) leaves exactly the
+    rows it names visible."""
+    gate = _evaluator(
+        "gate", "--baseline", "baseline.json", "--candidate", "candidate.json",
+        "--html", "table.html", "--format", "json", cwd=gate_reports,
+    )  # fmt: skip
+    assert 2 == gate.returncode, gate.stderr
+    result = json.loads(gate.stdout)
+    regressed = {c["id"] for c in result["cases"]["regressed"]}
+    candidate = read_report(gate_reports / "candidate.json")
+    every = [c.id for c in candidate.cases]
+    zh = [c.id for c in candidate.cases if "zh" in c.case.tags]
+    failed = [c.id for c in candidate.cases if case_verdict(c) == "fail"]
+    assert regressed and zh and failed
+
+    page = tab_no_js.page
+    page.goto((gate_reports / "table.html").as_uri())
+
+    def visible() -> list[str | None]:
+        rows = page.locator("table.case-table tbody tr:visible")
+        return [rows.nth(i).get_attribute("data-id") for i in range(rows.count())]
+
+    assert every == visible()
+    page.locator('label[for="f-regressed"]').click()
+    assert sorted(regressed) == sorted(i for i in visible() if i is not None)
+    assert f"regressed {len(regressed)}" == page.locator('label[for="f-regressed"]').inner_text()
+    page.locator("label.tag-filter", has_text=re.compile(r"^tag zh \d+$")).click()
+    assert zh == visible()
+    page.locator('label[for="f-failed"]').click()
+    assert failed == visible()
+    page.locator('label[for="f-all"]').click()
+    assert every == visible()
+    assert [] == tab_no_js.errors
