@@ -44,15 +44,17 @@ def test_nothing_configured_means_the_default_settings(
 
 @pytest.mark.e2e
 def test_a_saved_gate_with_nothing_configured_does_not_load_settings(tmp_path: Path) -> None:
-    """`gate` over two saved reports with nothing configured never imports pydantic or the config
-    module, and judges as with the defaults."""
+    """`gate` over two saved reports with nothing configured never imports pydantic or the
+    settings modules (the config package's face and `sources` are all it reads), and judges as
+    with the defaults."""
     b = write(tmp_path / "b.json", report([record("a"), record("b")]))
     c = write(tmp_path / "c.json", report([record("a"), record("b", rr=0.5)], run_id="2"))
     code = (
         "import sys\n"
         "from evaluator.cli import main\n"
         f"code = main(['gate', '--baseline', {str(b)!r}, '--candidate', {str(c)!r}])\n"
-        "heavy = ('pydantic', 'pydantic_settings', 'evaluator.config')\n"
+        "heavy = ('pydantic', 'pydantic_settings', 'evaluator.config.settings',"
+        " 'evaluator.config.load', 'evaluator.config.target')\n"
         "print(code, sorted(m for m in heavy if m in sys.modules), file=sys.stderr)\n"
     )
     done = subprocess.run(

@@ -123,9 +123,18 @@ class TestOrder:
     def test_golden_set_order(self, make_target: Callable[[AsyncAnswer], CallableTarget]) -> None:
         """Later cases finish first; on_case sees completion order, the report golden order."""
         dataset = _dataset(6)
+        # each case waits for the one after it to finish: the order holds on a busy machine,
+        # where staggered sleeps of a few milliseconds did not
+        done: dict[int, asyncio.Event] = {}
 
         async def answer(case: Case, k: int) -> dict[str, Any]:
-            await asyncio.sleep(0.03 - 0.005 * dataset.cases.index(case))
+            i = dataset.cases.index(case)
+            for j in (i, i + 1):
+                done.setdefault(j, asyncio.Event())
+            if i + 1 < len(dataset.cases):
+                await done[i + 1].wait()
+            await asyncio.sleep(0)
+            done[i].set()
             return _good_body(case)
 
         finished: list[str] = []
