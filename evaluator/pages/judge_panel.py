@@ -288,9 +288,9 @@ def with_judge_panels(
                 out.append(c)
                 continue
             panel = (
-                unreadable_panel(error, redact)
-                if judged is None
-                else judge_panel(judged, record, labels=labels, redact=redact)
+                judge_panel(judged, record, labels=labels, redact=redact)
+                if judged is not None
+                else unreadable_panel(error or "unreadable", redact)
             )
             out.append(dataclasses.replace(c, judge=panel))
         return out
