@@ -18,7 +18,12 @@ from typing import TYPE_CHECKING
 from evaluator.commands.colour import colour_verdicts, use_colour
 from evaluator.commands.flags import CommonOptions, TargetFlags, add_repeat_flag, add_target_flags
 from evaluator.commands.gcpolicy import batch_gc
-from evaluator.commands.html import add_html_flag, settings_redactor, write_html_report
+from evaluator.commands.html import (
+    add_html_flag,
+    judge_labels,
+    settings_redactor,
+    write_html_report,
+)
 from evaluator.config.sources import nothing_configured
 from evaluator.errors import ConfigError, ExitCode, GateError, OutputError, PushError
 from evaluator.gate.ceiling import FLAG as CEILING_FLAG
@@ -336,6 +341,7 @@ def _judge(
             gate=result,
             baseline_source=str(baseline_path),
             worst=options.worst,
+            labels=judge_labels(settings(), candidate),
         )
     if options.pushgateway:
         from evaluator.gate.push import push_result

@@ -2,7 +2,9 @@
 
 The file has no script and no external asset (styles inline, trend lines inline SVG), so it
 can be uploaded as a CI artifact and opened anywhere. Secrets of the configured targets are
-masked in it, whatever an endpoint echoed back into an answer or a text.
+masked in it, whatever an endpoint echoed back into an answer or a text. A judged report's
+case views show the judge's verdicts, and the human labels of the judge's ``drift_labels``
+file when the settings name one (the same file the daemon's case view reads).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ if TYPE_CHECKING:
     from evaluator.config import Settings
     from evaluator.pages.views import Redact
 
-__all__ = ["add_html_flag", "settings_redactor", "write_html_report"]
+__all__ = ["add_html_flag", "judge_labels", "settings_redactor", "write_html_report"]
 
 
 def add_html_flag(parser: argparse.ArgumentParser) -> None:
@@ -59,6 +61,19 @@ def settings_redactor(settings: Settings) -> Redact:
     return redact
 
 
+def judge_labels(settings: Settings, report: RunReport) -> Path | None:
+    """The human labels file the settings know for ``report``: the ``drift_labels`` of the
+    judge of a job of the report's target (a job's own judge keys first), else of the
+    top-level ``[judge]`` section; None when none is configured."""
+    for job in settings.jobs:
+        if job.target != report.target:
+            continue
+        judge = settings.judge_for(job)
+        if judge is not None and judge.drift_labels is not None:
+            return judge.drift_labels
+    return settings.judge.drift_labels if settings.judge is not None else None
+
+
 def write_html_report(
     path: str | Path,
     report: RunReport,
@@ -68,14 +83,17 @@ def write_html_report(
     gate: object | None = None,
     baseline_source: str | None = None,
     worst: int = 10,
+    labels: Path | None = None,
 ) -> None:
-    """Render the HTML report of ``report`` (and the gate's verdict on it) to ``path``.
+    """Render the HTML report of ``report`` (and the gate's verdict on it) to ``path``;
+    ``labels``, a human labels file shown beside the judge's verdicts of a judged report.
 
     Raises:
         EvaluatorError: the file cannot be written; an existing file is left as it was.
     """
     # the pages (jinja2, the views) only when a page is written: a quarter of the start-up
     # of every run, gate and report command otherwise
+    from evaluator.pages.judge_panel import read_known_labels, with_judge_panels
     from evaluator.pages.render import PageRenderer
     from evaluator.pages.report_extras import report_extras
     from evaluator.pages.views import report_view
@@ -88,6 +106,14 @@ def write_html_report(
         worst=worst,
         redact=redact,
     )
+    if report.judge is not None:
+        view = with_judge_panels(
+            view,
+            report,
+            source=source,
+            labels=read_known_labels(labels) if labels is not None else None,
+            redact=redact,
+        )
     extras = report_extras(view, report, gate=gate, worst=worst, redact=redact)
     html = PageRenderer(redact).report(view, extras)
     try:

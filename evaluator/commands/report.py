@@ -13,7 +13,12 @@ from dataclasses import dataclass
 
 from evaluator.commands.display import DEFAULT_CURRENCY, format_run
 from evaluator.commands.flags import CommonOptions
-from evaluator.commands.html import add_html_flag, settings_redactor, write_html_report
+from evaluator.commands.html import (
+    add_html_flag,
+    judge_labels,
+    settings_redactor,
+    write_html_report,
+)
 from evaluator.config import load_settings
 from evaluator.errors import ConfigError, ExitCode
 from evaluator.gate.render import GateSources, render
@@ -86,6 +91,7 @@ def handle(options: Options) -> int:
             gate=gate,
             baseline_source=options.baseline,
             worst=options.worst,
+            labels=judge_labels(settings, report),
         )
         print(f"html: {options.html}")
     return ExitCode.OK

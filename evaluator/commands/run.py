@@ -97,6 +97,7 @@ def _run(options: Options, settings: Settings, plan: JobPlan) -> int:
             source=str(output),
             redact=settings_redactor(settings),
             worst=max(options.worst, 10),
+            labels=judge.drift_labels if judge is not None else None,
         )
         print(f"html: {options.html}")
     exit_if_interrupted(report, output)

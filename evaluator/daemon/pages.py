@@ -9,8 +9,10 @@ keeps timing the cases in flight. What they show is bounded whatever the jobs ho
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Protocol
 from urllib.parse import urlencode
 
@@ -23,6 +25,7 @@ from evaluator.history.job import JobHistory
 from evaluator.history.stability import Stability
 from evaluator.models import CaseRecord
 from evaluator.pages.health import DRIFT_METRIC, DriftSignal, JobSignals
+from evaluator.pages.judge_panel import KnownLabels, case_panel, read_known_labels
 from evaluator.pages.render import PageRenderer
 from evaluator.pages.sidebyside import BaselineDiff, baseline_diff
 from evaluator.pages.trend import RunRow, TrendSource
@@ -152,6 +155,26 @@ class StatusPages:
         self._history = history
         self._trace_url = trace_url
         self.renderer = PageRenderer(redact)
+        #: each job's labels file as last read, by (mtime, size): a case view reads it again
+        #: only when it changed (a reviewer appending labels)
+        self._labels: dict[Path, tuple[tuple[int, int], KnownLabels]] = {}
+
+    def _known_labels(self, runner: JobRunner) -> KnownLabels | None:
+        """The human labels of ``runner``'s judge (its ``drift_labels``), or None."""
+        path = runner.judge.config.drift_labels if runner.judge is not None else None
+        if path is None:
+            return None
+        try:
+            stat = path.stat()
+            stamp = (stat.st_mtime_ns, stat.st_size)
+        except OSError:
+            stamp = (-1, -1)  # missing or unreadable: read_known_labels says which
+        cached = self._labels.get(path)
+        if cached is not None and cached[0] == stamp:
+            return cached[1]
+        known = read_known_labels(path)
+        self._labels[path] = (stamp, known)
+        return known
 
     def _runs(self, state: PublishedState) -> Sequence[RunRow]:
         source: TrendSource = self._trends if self._trends is not None else state
@@ -242,6 +265,15 @@ class StatusPages:
             trace_url=self._trace_url,
             changes=diff.changes if diff is not None and diff.regressed else (),
         )
+        panel = case_panel(
+            report,
+            record,
+            source=f"{target} / {dataset}",
+            labels=self._known_labels(runner) if runner is not None else None,
+            redact=self._redact,
+        )
+        if panel is not None:
+            view = dataclasses.replace(view, judge=panel)
         age = fmt_age(time.time() - published.finished_at) if published.finished_at else ""
         return 200, self.renderer.case(
             view, job=f"{target} / {dataset}", run_id=report.run_id, run_age=age, diff=diff

@@ -1,8 +1,10 @@
 """The verdict cache's key and interface: an unchanged answer costs no judge call.
 
 A verdict is reused only for the same judge model, prompt version, check, question, facts,
-answer and evidence; anything else is a new call. The store lives in the history database
-(:class:`evaluator.judge.store.VerdictStore`); tests and ``--no-judge-cache`` pass none.
+answer and evidence; anything else is a new call. A pass puts its new verdicts as they come
+and flushes once at its end (whether it completes or not): one write per run. The store
+lives in the history database (:class:`evaluator.judge.store.VerdictStore`); tests and
+``--no-judge-cache`` pass none.
 """
 
 from __future__ import annotations
@@ -27,4 +29,11 @@ class VerdictCache(Protocol):
 
     def get(self, key: str) -> dict[str, Any] | None: ...
 
-    def put(self, key: str, verdict: dict[str, Any]) -> None: ...
+    def put(self, key: str, verdict: dict[str, Any]) -> None:
+        """Keep ``verdict`` under ``key``: for this pass at once, in the store by
+        :meth:`flush` at the latest."""
+        ...
+
+    def flush(self) -> None:
+        """Make the verdicts put so far durable (one write for the pass: it ends here)."""
+        ...

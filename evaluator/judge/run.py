@@ -207,7 +207,12 @@ async def judge_report(
         outcomes = await asyncio.gather(*(judged.verdict(c, subject) for c in checks))
         return CaseJudgement(subject.case_id, answer_hash(subject.answer), tuple(outcomes))
 
-    cases = tuple(await asyncio.gather(*(one(s) for s in subjects)))
+    try:
+        cases = tuple(await asyncio.gather(*(one(s) for s in subjects)))
+    finally:
+        # the run's new verdicts in one write, kept even when the pass was interrupted
+        if cache is not None:
+            cache.flush()
     compromised = any(c.fooled for c in canaries)
     if compromised:
         log.warning(

@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from evaluator.metrics import METRICS
 from evaluator.models import CaseError, CaseRecord, Citation
@@ -25,6 +25,9 @@ from evaluator.scoring.answer import contains_fact, normalise
 from evaluator.scoring.citation import resolve_citation
 from evaluator.scoring.labels import audit_record, audit_run, describe_fact
 from evaluator.summary import QUALITY_METRICS, Summary
+
+if TYPE_CHECKING:
+    from evaluator.pages.judge_panel import JudgePanel
 
 __all__ = [
     "CaseHistoryRow",
@@ -242,6 +245,9 @@ class CaseView:
     trace_url: str | None
     k: int
     changes: tuple[str, ...] = ()
+    #: the judge's verdicts of this case and their human labels (None: report not judged);
+    #: set by evaluator.pages.judge_panel, which reads the report's judge block
+    judge: JudgePanel | None = None
 
 
 def _verdict(record: CaseRecord) -> str:

@@ -1,18 +1,22 @@
-"""The judge path's own cost per case, and what the verdict cache saves on a second run.
+"""The judge path's own overhead per case, and what the verdict cache saves on a second run.
 
-A report of ``CASES`` scored cases (``run_dataset`` over the in-process callable target
-``tests.benchmarks.support:answer``: every case has an answer and evidence texts) is
-judged by :func:`evaluator.judge.run.judge_report` against the honest loopback judge of
-``tests/support/judges.py`` (an OpenAI-compatible ``/v1/chat/completions`` that answers at
-once), run in a process of its own, so that this process's CPU (``time.process_time``) is
-the judge path's alone: building each check's prompt, the HTTP call, parsing and checking
-the verdict, the cache, the judged metrics. The judge's latency is excluded by
-construction (it answers at once, in another process); its wall time is reported beside.
+The judge is the honest loopback judge of ``tests/support/judges.py`` (an OpenAI-compatible
+``/v1/chat/completions`` that answers at once), run in a process of its own: its latency is
+excluded by construction, and this process's CPU (``time.process_time``) is evaluator's alone.
+The target is the in-process callable ``tests.benchmarks.support:answer`` (every case has an
+answer and evidence texts), so the run itself is evaluator's work too.
 
-1. No cache, ``REPEATS`` passes (median): CPU per judged case and per judge call.
-2. The cache (``VerdictStore``, the table in the history store): a first pass into an
-   empty store, then a second pass over the same report: judge calls (only the canaries,
-   never cached, are asked again) and wall time of each.
+1. Overhead: the same run, with and without the judge, alternated ``REPEATS`` times. Without:
+   ``run_dataset`` and ``write_report`` (what ``evaluator run`` does for a job without a
+   judge). With: the same, then ``judge_file`` as ``evaluator run`` calls it for a job with a
+   judge (read the report back with its evidence, judge every applicable check and the
+   canaries, write it again), no cache. The overhead per case is the median of the paired
+   differences (wall and CPU) over the cases.
+2. The judge pass alone (``judge_report``), no cache: CPU per judged case and per call.
+3. The cache (``VerdictStore``, the table in the history store): a first pass into an empty
+   store (its verdicts written in one transaction at the pass's end), then a second pass
+   over the same report: judge calls (only the canaries, never cached, are asked again),
+   wall time of each, and the first pass against a pass without the cache.
 
 ``python -m tests.benchmarks.run --only judge``
 """
@@ -29,11 +33,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+from evaluator.judge.apply import judge_file
 from evaluator.judge.client import JudgeClient
 from evaluator.judge.run import judge_report
 from evaluator.judge.settings import JudgeConfig
 from evaluator.judge.store import VerdictStore
-from evaluator.report import RunReport
+from evaluator.models import Dataset
+from evaluator.report import RunReport, write_report
 from evaluator.run.runner import RunOptions, run_dataset
 from evaluator.targets.callable import CallableTarget
 from tests.benchmarks.support import REPO, figure, golden_set, median, quick
@@ -49,9 +55,25 @@ with LoopbackJudge() as judge:
 """
 
 
-def _report(n: int) -> RunReport:
+def _run(golden: Dataset) -> RunReport:
     target = CallableTarget("tests.benchmarks.support:answer", name="bench")
-    return asyncio.run(run_dataset(golden_set(n), target, RunOptions(k=5, concurrency=8)))
+    return asyncio.run(run_dataset(golden, target, RunOptions(k=5, concurrency=8)))
+
+
+def _whole_run(golden: Dataset, folder: Path, judge: JudgeConfig | None) -> dict[str, float]:
+    """One run as ``evaluator run`` makes it: the run and its report, then, with a judge,
+    the judge pass over the written report (no cache). Wall and this process's CPU."""
+    path = folder / "run.json"
+    cpu, started = time.process_time(), time.perf_counter()
+    write_report(_run(golden), path)
+    calls = 0
+    if judge is not None:
+        calls = judge_file(path, judge, cache_folder=None)[1].usage.calls
+    return {
+        "wall": time.perf_counter() - started,
+        "cpu": time.process_time() - cpu,
+        "calls": calls,
+    }
 
 
 async def _pass(
@@ -61,6 +83,7 @@ async def _pass(
         cpu, started = time.process_time(), time.perf_counter()
         judged = await judge_report(report, client, cache=cache)
         wall, cpu = time.perf_counter() - started, time.process_time() - cpu
+    commits = cache.commits if cache is not None else 0
     usage = judged.usage
     judgements = sum(len(c.outcomes) for c in judged.cases)
     return {
@@ -72,12 +95,14 @@ async def _pass(
         "cases": len(judged.cases),
         "checks": judgements,
         "judge_latency": usage.latency_seconds,
+        "commits": commits,
     }
 
 
 def run() -> dict[str, Any]:
     cases, repeats = (300, 3) if quick() else (1_000, 5)
-    report = _report(cases)
+    golden = golden_set(cases)
+    report = _run(golden)
     proc = subprocess.Popen(
         [sys.executable, "-c", _JUDGE],
         cwd=REPO,
@@ -94,6 +119,19 @@ def run() -> dict[str, Any]:
         url = f"http://127.0.0.1:{int(line)}/v1/chat/completions"
         config = JudgeConfig(url=url, model="loopback", concurrency=CONCURRENCY, cache=False)
         asyncio.run(_pass(report, config, None))  # warm-up
+        with tempfile.TemporaryDirectory() as folder:
+            _whole_run(golden, Path(folder), config)  # warm-up (judge_file's imports)
+            paired = []
+            for i in range(repeats):  # alternated, so drifting load colours both alike
+                order = (None, config) if i % 2 == 0 else (config, None)
+                paired.append(
+                    {
+                        "without" if judge is None else "with": _whole_run(
+                            golden, Path(folder), judge
+                        )
+                        for judge in order
+                    }
+                )
         plain = [asyncio.run(_pass(report, config, None)) for _ in range(repeats)]
         with tempfile.TemporaryDirectory() as folder:
             store = VerdictStore(Path(folder))
@@ -115,7 +153,42 @@ def run() -> dict[str, Any]:
     cpu = median([p["cpu"] for p in plain])
     wall = median([p["wall"] for p in plain])
     errors = sum(sum(p["errors"].values()) for p in [*plain, first, second])
+    errors += sum(p["with"]["calls"] != paired[0]["with"]["calls"] for p in paired)
+    wall_added = [(p["with"]["wall"] - p["without"]["wall"]) / cases * 1e6 for p in paired]
+    cpu_added = [(p["with"]["cpu"] - p["without"]["cpu"]) / cases * 1e6 for p in paired]
+    without_wall = median([p["without"]["wall"] for p in paired])
+    with_wall = median([p["with"]["wall"] for p in paired])
     out: dict[str, Any] = {
+        "judge path's own overhead per case, CPU: a run with a zero-latency judge - the same "
+        "run without": figure(
+            median(cpu_added),
+            "µs",
+            meaning=(
+                f"run_dataset + write_report of {cases:,} cases (in-process target), then "
+                f"judge_file as evaluator run calls it ({paired[0]['with']['calls']:,} judge "
+                f"calls, no cache: read back, prompts, HTTP, verdicts, written again), against "
+                f"the same run without a judge; median of {repeats} alternated pairs of this "
+                f"process's CPU per case (pairs {min(cpu_added):.0f}-{max(cpu_added):.0f} µs); "
+                "the judge answers at once in another process, so its latency is excluded"
+            ),
+            runs=cpu_added,
+            digits=1,
+        ),
+        "judge path's own overhead per case, wall: a run with a zero-latency judge - the same "
+        "run without": figure(
+            median(wall_added),
+            "µs",
+            meaning=(
+                f"the same pairs' wall per case (pairs {min(wall_added):.0f}-"
+                f"{max(wall_added):.0f} µs): run without {without_wall:.2f} s, with "
+                f"{with_wall:.2f} s ({with_wall / without_wall:.1f}x), judge calls at "
+                f"concurrency {CONCURRENCY}; on this 2-core machine the loopback judge's own "
+                "CPU competes with the run's, so the wall overstates what a remote judge's "
+                "zero latency would add"
+            ),
+            runs=wall_added,
+            digits=1,
+        ),
         "judge path's own CPU per judged case (zero-latency judge, no cache)": figure(
             cpu / judged_cases * 1e6,
             "µs",
@@ -152,10 +225,12 @@ def run() -> dict[str, Any]:
             first["wall"] / wall,
             "ratio",
             meaning=(
-                f"what storing {first['calls'] - second['calls']:,} verdicts (one SQLite "
-                f"transaction each) costs the first run ({first['wall']:.2f} s against "
+                f"what storing {first['calls'] - second['calls']:,} verdicts (in "
+                f"{first['commits']} SQLite transaction(s) for the pass) costs the first run "
+                f"({first['wall']:.2f} s against "
                 f"{wall:.2f} s uncached); the second "
-                f"run is {second['wall'] / wall:.2f}x the uncached run's wall, "
+                f"run is {second['wall'] / wall:.2f}x the uncached run's wall; CPU of the "
+                f"first run {first['cpu'] / cpu:.2f}x the uncached run's; second run "
                 f"CPU per case {second['cpu'] / judged_cases * 1e6:.0f} µs against "
                 f"{cpu / judged_cases * 1e6:.0f} µs"
             ),
@@ -166,10 +241,19 @@ def run() -> dict[str, Any]:
             goal="0",
             met=errors == 0,
             digits=0,
-            meaning="a judge error would make the figures above meaningless",
+            meaning=(
+                "a judge error (or a judged run making fewer calls than another) would make "
+                "the figures above meaningless"
+            ),
         ),
     }
-    out["_details"] = {"quick": quick(), "plain": plain, "first": first, "second": second}
+    out["_details"] = {
+        "quick": quick(),
+        "paired": paired,
+        "plain": plain,
+        "first": first,
+        "second": second,
+    }
     return out
 
 

@@ -1,10 +1,15 @@
 """Render ``docs/performance.md`` from a ``make bench`` results file.
 
 ``python -m tests.benchmarks.render_docs [bench-results/results.json]``
+``python -m tests.benchmarks.render_docs --only judge [bench-results/results-judge.json]``
 
 The page is generated, never edited by hand: its tables are the results file's figures and
 every sentence that states a number or a verdict is built from them, so the prose cannot
 disagree with the table. Re-run ``make bench`` (or ``make bench-quick``) to refresh it.
+
+``--only judge`` renders the judge's part alone from a ``--only judge`` run (its section, its
+rows of the figure table and its line of the method list), leaving every other figure of the
+page as the whole run wrote it; the section names the run its figures come from.
 """
 
 from __future__ import annotations
@@ -180,6 +185,110 @@ def _platform(results: dict[str, Any]) -> list[str]:
     ]
 
 
+JUDGE_HEADING = "## The judge path: its own overhead, and the verdict cache"
+#: bench_judge's figures the section's prose reads
+JUDGE_CPU = (
+    "judge path's own overhead per case, CPU: a run with a zero-latency judge - the same run "
+    "without"
+)
+JUDGE_WALL = (
+    "judge path's own overhead per case, wall: a run with a zero-latency judge - the same run "
+    "without"
+)
+JUDGE_CALLS = "verdict cache, second run over the same answers: judge calls"
+JUDGE_SECOND = "verdict cache, second run / first run: wall"
+JUDGE_FILL = "verdict cache, first run (filling it) / a run without the cache: wall"
+
+
+def _run_named(results: dict[str, Any]) -> str:
+    m = results["machine"]
+    quick = ", quick mode" if results.get("quick") else ""
+    return (
+        f"the `python -m tests.benchmarks.run --only judge` run of {results['generated_at']}"
+        f"{quick} (evaluator at {m['commit']}"
+        + (" with uncommitted changes" if m.get("uncommitted_changes") else "")
+        + f"; load average {m['load_average_at_start']} at start and "
+        f"{m.get('load_average_at_end')} at end)"
+    )
+
+
+def _judge(results: dict[str, Any], *, alone: bool = False) -> list[str]:
+    """What the judge path costs a run beside the run itself, and what the cache saves."""
+    bench = results["benchmarks"].get("judge")
+    if bench is None or bench["error"]:
+        return ["The judge benchmark did not run in this results file."]
+    f = bench["figures"]
+    if any(k not in f for k in (JUDGE_CPU, JUDGE_WALL, JUDGE_CALLS, JUDGE_SECOND, JUDGE_FILL)):
+        return ["The judge benchmark of this results file predates these figures."]
+
+    def v(key: str) -> str:
+        return fmt_value(f[key]["value"], f[key]["unit"])
+
+    first = bench["details"]["first"]
+    lines = [
+        "`evaluator run` of a job with a judge against the same run without one, the judge a "
+        "loopback OpenAI-compatible server answering at once in a process of its own (so the "
+        "judge's latency is excluded, and this process's CPU is evaluator's alone): the judge "
+        f"path (reading the report back, building each check's prompt, the HTTP call, "
+        f"checking the verdict, writing the report again) adds {v(JUDGE_CPU)} of CPU per "
+        f"case, and {v(JUDGE_WALL)} of wall (on a 2-core machine, where the loopback judge's "
+        "own CPU competes with the run's). A second run over unchanged answers makes "
+        f"{v(JUDGE_CALLS)} to the judge (the canaries, never cached) against "
+        f"{first['calls']:,} in the first, in {v(JUDGE_SECOND)}x the first's wall; filling the "
+        f"cache costs the first run {v(JUDGE_FILL)}x the wall of a pass without the cache "
+        f"(its {first['calls'] - f[JUDGE_CALLS]['value']:,.0f} verdicts written in "
+        f"{first['commits']} transaction(s)).",
+    ]
+    if alone:
+        lines += [
+            "",
+            f"The figures of this section (and the judge's rows below) are from "
+            f"{_run_named(results)}; the rest of the page is from the run named at its top.",
+        ]
+    return lines
+
+
+def _judge_rows(results: dict[str, Any]) -> list[str]:
+    return table({"judge": results["benchmarks"]["judge"]}).split("\n")[2:]
+
+
+def _judge_method(results: dict[str, Any]) -> str:
+    bench = results["benchmarks"]["judge"]
+    return (
+        f"- **judge** (`{bench['module']}`, {bench['seconds']:.0f} s): see the module's "
+        "docstring for the method."
+    )
+
+
+def splice_judge(page: str, results: dict[str, Any]) -> str:
+    """``page`` with its judge section, judge rows and judge method line from ``results``
+    (a ``--only judge`` run); every other line as it was."""
+    if "judge" not in results["benchmarks"]:
+        raise ValueError("the results file has no judge benchmark")
+    lines = page.rstrip("\n").split("\n")
+    section = [JUDGE_HEADING, "", *_judge(results, alone=True), ""]
+    if JUDGE_HEADING in lines:
+        start = lines.index(JUDGE_HEADING)
+        end = next(
+            (i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines)
+        )
+        lines[start:end] = section
+    else:
+        lines[lines.index("## Every figure") : lines.index("## Every figure")] = section
+    rows = [i for i, line in enumerate(lines) if line.startswith("| judge: ")]
+    new_rows = _judge_rows(results)
+    if rows:
+        lines[rows[0] : rows[-1] + 1] = new_rows
+    else:  # after the table's last row
+        start = lines.index("## Every figure")
+        last = max(i for i in range(start, len(lines)) if lines[i].startswith("| "))
+        lines[last + 1 : last + 1] = new_rows
+    method = [i for i, line in enumerate(lines) if line.startswith("- **judge** (")]
+    if method:
+        lines[method[0]] = _judge_method(results)
+    return "\n".join(lines) + "\n"
+
+
 def _verdict(results: dict[str, Any]) -> list[str]:
     rows = goal_rows(results)
     met = [k for k, f in rows if f is not None and f["met"]]
@@ -247,6 +356,10 @@ def render(results: dict[str, Any]) -> str:
         "",
         *_platform(results),
         "",
+        JUDGE_HEADING,
+        "",
+        *_judge(results),
+        "",
         "## Every figure",
         "",
         table(results["benchmarks"]),
@@ -265,7 +378,13 @@ def render(results: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args[:2] == ["--only", "judge"]:
+        source = Path(args[2]) if len(args) > 2 else OUT / "results-judge.json"
+        results = json.loads(source.read_text("utf-8"))
+        PAGE.write_text(splice_judge(PAGE.read_text("utf-8"), results), "utf-8")
+        print(f"written: the judge's part of {PAGE} (from {source})")
+        return 0
     source = Path(args[0]) if args else OUT / "results.json"
     results = json.loads(source.read_text("utf-8"))
     PAGE.write_text(render(results), "utf-8")

@@ -22,12 +22,16 @@ from tests.support.judges import LoopbackJudge
 class _DictCache:
     def __init__(self) -> None:
         self.data: dict[str, dict[str, Any]] = {}
+        self.flushes = 0
 
     def get(self, key: str) -> dict[str, Any] | None:
         return self.data.get(key)
 
     def put(self, key: str, verdict: dict[str, Any]) -> None:
         self.data[key] = verdict
+
+    def flush(self) -> None:
+        self.flushes += 1
 
 
 def _judge(
@@ -130,6 +134,7 @@ def test_the_cache_saves_every_call_but_the_canaries() -> None:
     assert first.usage.cache_hits == 0 and second.usage.cache_hits == 9
     assert second.usage.calls == 2  # the canaries are always asked afresh
     assert second.metrics == first.metrics
+    assert cache.flushes == 2  # once a pass: the store writes a run's verdicts at once
 
 
 @pytest.mark.e2e

@@ -1,0 +1,303 @@
+"""The judge's panel of a case view: each judged check's verdict, its reason, the claims the
+judge found unsupported, and the human label of the same answer when a labels file is known.
+
+Pure functions over what the edges read: the report's ``judge`` block (checked here, a
+report is outside input) and the labels (:func:`evaluator.judge.labels.read_labels`). Every
+string from the judge (whose reason and claims may quote the target's answer) or from the
+labels file is redacted and cut here; lists are bounded. A judge verdict is never shown as
+truth: beside it stands the human label, and whether the two agree.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from evaluator.errors import ReportError
+from evaluator.judge.checks import check as judged_check
+from evaluator.judge.labels import Label, LabelsError, outcome_verdict, read_labels
+from evaluator.judge.record import (
+    CaseJudgement,
+    CheckOutcome,
+    JudgedRun,
+    answer_hash,
+    judged_run_from_dict,
+)
+from evaluator.models import CaseRecord
+from evaluator.pages.views import CaseView, Redact, ReportView
+from evaluator.report import RunReport
+
+__all__ = [
+    "HumanLabelView",
+    "JudgePanel",
+    "JudgedCheckView",
+    "KnownLabels",
+    "case_panel",
+    "judge_panel",
+    "judged_of",
+    "read_known_labels",
+    "unreadable_panel",
+    "with_judge_panels",
+]
+
+#: characters of the judge's reason shown (a verdict's reason is a sentence or two)
+REASON_SHOWN_CHARS = 1000
+#: unsupported claims listed per check (all are counted), and characters of each
+CLAIMS_SHOWN = 20
+CLAIM_SHOWN_CHARS = 300
+#: characters of a reviewer's note, of the reviewer's name and of the label's time shown
+NOTE_SHOWN_CHARS = 500
+REVIEWER_SHOWN_CHARS = 100
+#: characters of a judge error message and of the judge model's name shown
+ERROR_SHOWN_CHARS = 300
+MODEL_SHOWN_CHARS = 200
+
+
+@dataclass(frozen=True, slots=True)
+class KnownLabels:
+    """The human labels a page may show: where they come from, and what was read there."""
+
+    #: the labels file as configured (shown on the page)
+    source: str
+    labels: Mapping[tuple[str, str, str], Label]
+    #: why the file could not be read (then ``labels`` is empty)
+    error: str | None = None
+    #: (case id, check) pairs labelled for some answer: "labelled, for another answer"
+    labelled: frozenset[tuple[str, str]] = frozenset()
+
+    @classmethod
+    def of(cls, source: str, labels: Mapping[tuple[str, str, str], Label]) -> KnownLabels:
+        return cls(source, labels, None, frozenset((k[0], k[2]) for k in labels))
+
+    @classmethod
+    def unreadable(cls, source: str, error: str) -> KnownLabels:
+        return cls(source, {}, error)
+
+
+def read_known_labels(path: Path) -> KnownLabels:
+    """The labels of ``path`` for a page (the one read this module does, for the daemon's
+    case view and the HTML reports alike): a file that cannot be read is said on the page,
+    never an error page; a missing file is no label yet."""
+    try:
+        return KnownLabels.of(str(path), read_labels(path))
+    except LabelsError as exc:
+        return KnownLabels.unreadable(str(path), str(exc))
+
+
+@dataclass(frozen=True, slots=True)
+class HumanLabelView:
+    verdict: str  # "pass" or "fail"
+    reviewer: str
+    at: str
+    note: str
+    #: the judge said the same (None: the judge gave no verdict to compare)
+    agrees: bool | None
+
+
+@dataclass(frozen=True, slots=True)
+class JudgedCheckView:
+    check: str
+    description: str
+    #: "pass", "fail", "no verdict" (judged, nothing to decide), "error" or "skipped"
+    status: str
+    values: list[tuple[str, str]]
+    reason: str
+    unsupported: list[str]
+    unsupported_more: int
+    cached: bool
+    #: the judge error's kind and message (status "error")
+    error: str | None
+    human: HumanLabelView | None
+    #: no label of this answer, but one of another answer of this case (says nothing here)
+    other_answer_labelled: bool
+
+
+@dataclass(frozen=True, slots=True)
+class JudgePanel:
+    model: str
+    prompt_version: str
+    #: a canary was judged supported: this run's judged verdicts are advisory
+    compromised: bool
+    calibration: str | None
+    checks: list[JudgedCheckView]
+    #: why no check is listed (the case was not judged; the judge block is unreadable)
+    note: str | None
+    #: where human labels come from (None: no labels file configured)
+    labels_source: str | None
+    labels_error: str | None
+
+
+def judged_of(report: RunReport, source: str) -> tuple[JudgedRun | None, str | None]:
+    """The report's judged run, or why it cannot be read (None, None: not judged)."""
+    if report.judge is None:
+        return None, None
+    try:
+        return judged_run_from_dict(report.judge, source), None
+    except ReportError as exc:
+        return None, str(exc)
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _value(value: float | bool) -> str:
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    return f"{value:.2f}"
+
+
+def _status(outcome: CheckOutcome, verdict: bool | None) -> str:
+    if outcome.status != "judged":
+        return outcome.status
+    if verdict is None:
+        return "no verdict"
+    return "pass" if verdict else "fail"
+
+
+def _check_view(
+    case: CaseJudgement, outcome: CheckOutcome, labels: KnownLabels | None, redact: Redact
+) -> JudgedCheckView:
+    verdict = outcome_verdict(outcome)
+    try:
+        description = judged_check(outcome.check).description
+    except KeyError:  # read back from a report: only registered checks pass the reader
+        description = ""
+    label = labels.labels.get((case.case_id, case.answer_hash, outcome.check)) if labels else None
+    human = None
+    if label is not None:
+        human = HumanLabelView(
+            "pass" if label.verdict else "fail",
+            redact(_cut(label.reviewer, REVIEWER_SHOWN_CHARS)),
+            redact(_cut(label.at, 40)),
+            redact(_cut(label.note, NOTE_SHOWN_CHARS)),
+            None if verdict is None else verdict == label.verdict,
+        )
+    claims = outcome.unsupported
+    return JudgedCheckView(
+        check=outcome.check,
+        description=description,
+        status=_status(outcome, verdict),
+        values=[(name, _value(v)) for name, v in list(outcome.values.items())[:10]],
+        reason=redact(_cut(outcome.reason, REASON_SHOWN_CHARS)),
+        unsupported=[redact(_cut(c, CLAIM_SHOWN_CHARS)) for c in claims[:CLAIMS_SHOWN]],
+        unsupported_more=max(len(claims) - CLAIMS_SHOWN, 0),
+        cached=outcome.cached,
+        error=(
+            redact(_cut(f"{outcome.error_kind}: {outcome.error or ''}", ERROR_SHOWN_CHARS))
+            if outcome.status == "error"
+            else None
+        ),
+        human=human,
+        other_answer_labelled=(
+            label is None
+            and labels is not None
+            and (case.case_id, outcome.check) in labels.labelled
+        ),
+    )
+
+
+def judge_panel(
+    judged: JudgedRun,
+    record: CaseRecord,
+    *,
+    labels: KnownLabels | None = None,
+    redact: Redact,
+) -> JudgePanel:
+    """The judge's panel of ``record``'s case view, from its report's judged run."""
+    case = judged.case(record.id)
+    note = None
+    checks: list[JudgedCheckView] = []
+    if case is None:
+        note = (
+            "not judged: the target failed this case"
+            if record.scores is None
+            else "not judged in this run"
+        )
+    elif case.answer_hash != answer_hash(record.answer):
+        # a report whose answer was edited after judging: these verdicts are of another one
+        note = "judged for another answer than the one shown: its verdicts are not shown"
+    else:
+        checks = [_check_view(case, o, labels, redact) for o in case.outcomes]
+        if not checks:
+            note = "no judged check applies to this case"
+    return JudgePanel(
+        model=redact(_cut(judged.model, MODEL_SHOWN_CHARS)),
+        prompt_version=redact(_cut(judged.prompt_version, MODEL_SHOWN_CHARS)),
+        compromised=judged.compromised,
+        calibration=redact(judged.calibration) if judged.calibration is not None else None,
+        checks=checks,
+        note=note,
+        labels_source=redact(labels.source) if labels is not None else None,
+        labels_error=redact(labels.error) if labels is not None and labels.error else None,
+    )
+
+
+def unreadable_panel(error: str, redact: Redact) -> JudgePanel:
+    """The panel of a report whose judge block cannot be read: it says so, nothing else."""
+    return JudgePanel(
+        model="?",
+        prompt_version="?",
+        compromised=False,
+        calibration=None,
+        checks=[],
+        note=redact(_cut(f"the report's judge block is unreadable: {error}", 500)),
+        labels_source=None,
+        labels_error=None,
+    )
+
+
+def case_panel(
+    report: RunReport,
+    record: CaseRecord,
+    *,
+    source: str,
+    labels: KnownLabels | None,
+    redact: Redact,
+) -> JudgePanel | None:
+    """The panel of one case of ``report`` (None: the report was not judged)."""
+    judged, error = judged_of(report, source)
+    if error is not None:
+        return unreadable_panel(error, redact)
+    if judged is None:
+        return None
+    return judge_panel(judged, record, labels=labels, redact=redact)
+
+
+def with_judge_panels(
+    view: ReportView,
+    report: RunReport,
+    *,
+    source: str,
+    labels: KnownLabels | None,
+    redact: Redact,
+) -> ReportView:
+    """``view`` with the judge's panel in every case view it shows (``report`` judged)."""
+    judged, error = judged_of(report, source)
+    if judged is None and error is None:
+        return view
+    by_id = {c.id: c for c in report.cases}
+
+    def panelled(cases: list[CaseView]) -> list[CaseView]:
+        out = []
+        for c in cases:
+            record = by_id.get(c.id)
+            if record is None:
+                out.append(c)
+                continue
+            panel = (
+                judge_panel(judged, record, labels=labels, redact=redact)
+                if judged is not None
+                else unreadable_panel(error or "unreadable", redact)
+            )
+            out.append(dataclasses.replace(c, judge=panel))
+        return out
+
+    return dataclasses.replace(
+        view,
+        worst=panelled(view.worst),
+        regressed=panelled(view.regressed),
+        suspects=panelled(view.suspects),
+    )
