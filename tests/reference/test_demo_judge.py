@@ -108,12 +108,16 @@ def test_the_golden_set_is_judged_by_the_demo_judge(
     # the shipped human labels pair with this run's answers (same answer hashes), and the
     # demo judge's agreement is what docs/judge.md publishes
     labels = read_labels(LABELS)
-    [facts, refusal] = calibrate(labels, [judged])
-    assert facts.labels + refusal.labels == len(labels) == 134
+    [facts, grounded, refusal] = calibrate(labels, [judged])
+    assert facts.labels + grounded.labels + refusal.labels == len(labels) == 239
     assert (facts.check, facts.calibrated, round(facts.kappa or 0, 3)) == (
         "fact_support",
         True,
         0.954,
     )
     assert facts.confusion == ((84, 1), (1, 28))
+    # the demo judge counts a citation marker as a claim: no better than chance, and the
+    # calibration says so rather than trusting it
+    assert (grounded.check, grounded.labels, grounded.calibrated) == ("groundedness", 105, False)
+    assert round(grounded.kappa or 0, 3) == -0.019
     assert (refusal.labels, refusal.kappa, refusal.calibrated) == (20, 1.0, False)
