@@ -634,10 +634,6 @@ def generate(seed: int, per_pair: int = 2, delivery: Delivery | None = None) -> 
 #: ``xfail(strict=False)``: delete an entry when its fix is merged.
 _BORDER = "open in issue 24: "
 KNOWN_FAILURES: dict[str, str] = {
-    # U+FDFA and ligatures normalised on the event loop: /healthz stalls up to 10 s
-    "normalisation:daemon": _BORDER + "normalisation on the event loop stalls /healthz",
-    # the same answers one at a time: the run can outlast the test's wait on a loaded machine
-    "*.normalisation.*": _BORDER + "normalisation is unbounded and on the event loop",
     "report.unicode.line-separators": _BORDER + "U+0085 (a C1 control) in gate output",
 }
 
