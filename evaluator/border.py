@@ -7,7 +7,8 @@ read back or an expanded setting says is made safe to hold here, before anything
   to be written. Each one becomes U+FFFD and is counted (:func:`surrogates_replaced`, the
   daemon's ``rag_eval_text_replaced_surrogates_total``).
 - **Terminal and log lines** (:func:`printable`): control characters are shown escaped, so an
-  id holding ``\\n`` or ``\\x1b[2J`` cannot start a forged line nor clear a screen.
+  id holding ``\\n`` or ``\\x1b[2J`` cannot start a forged line nor clear a screen;
+  :func:`json_line` does the same for JSON printed to a terminal.
 - **Numbers** (:func:`number`): finite and within a stated range, or a :class:`ValueError`
   naming the field (the caller makes it its own error kind).
 - **JSON** (:func:`loads`): nesting is bounded on every path (a :class:`ValueError`, never a
@@ -34,6 +35,7 @@ __all__ = [
     "MAX_JSON_DEPTH",
     "MAX_SETTINGS_BYTES",
     "header_problem",
+    "json_line",
     "loads",
     "number",
     "printable",
@@ -207,6 +209,22 @@ def printable(s: str) -> str:
 
 def _escape(match: re.Match[str]) -> str:
     return json.dumps(match.group())[1:-1] if match.group() in "\n\r" else repr(match.group())[1:-1]
+
+
+# what json.dumps(ensure_ascii=False) leaves raw and a terminal or log viewer acts on or
+# breaks a line at: DEL, C1 controls (U+0085 is NEL), the line and paragraph separators
+_JSON_RAW_CONTROL = re.compile("[\x7f-\x9f\u2028\u2029]")
+
+
+def json_line(encoded: str) -> str:
+    """JSON text (from ``json.dumps(..., ensure_ascii=False)``, which escapes only C0) with
+    the other control characters and line separators escaped too, as ``\\u0085``: the
+    same JSON value, and one line on a terminal whatever its strings hold."""
+    return _JSON_RAW_CONTROL.sub(_json_escape, encoded)
+
+
+def _json_escape(match: re.Match[str]) -> str:
+    return f"\\u{ord(match.group()):04x}"
 
 
 # RFC 9110 token characters: what a field name may hold

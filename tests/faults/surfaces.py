@@ -633,9 +633,7 @@ def generate(seed: int, per_pair: int = 2, delivery: Delivery | None = None) -> 
 #: invariant) -> the branch that fixes it. Each generated case matching a pattern is marked
 #: ``xfail(strict=False)``: delete an entry when its fix is merged.
 _BORDER = "open in issue 24: "
-KNOWN_FAILURES: dict[str, str] = {
-    "report.unicode.line-separators": _BORDER + "U+0085 (a C1 control) in gate output",
-}
+KNOWN_FAILURES: dict[str, str] = {}
 
 
 def known_failure(key: str) -> str | None:

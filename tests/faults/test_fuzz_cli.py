@@ -202,7 +202,7 @@ def test_report_fed_to_gate(attack: Attack, tmp_path: Path, baseline: Path) -> N
         candidate = _literal_in(text, _REPORT_SLOTS[slot], attack.data)
     (tmp_path / "candidate.json").write_bytes(candidate)
     (tmp_path / "baseline.json").write_text(text, "utf-8")
-    for output in ("text", "markdown"):
+    for output in ("text", "markdown", "json"):
         result = run_cli(
             ["gate", "--baseline", "baseline.json", "--candidate", "candidate.json",
              "--format", output],
