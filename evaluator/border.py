@@ -33,6 +33,7 @@ import msgspec
 __all__ = [
     "MAX_INPUT_BYTES",
     "MAX_JSON_DEPTH",
+    "MAX_NUMBER",
     "MAX_SETTINGS_BYTES",
     "header_problem",
     "json_line",
@@ -42,6 +43,7 @@ __all__ = [
     "read_file",
     "surrogates_replaced",
     "text",
+    "text_problem",
     "value",
 ]
 
@@ -173,7 +175,13 @@ def _deeper_than(content: bytes | str, limit: int) -> bool:
     return False
 
 
-def number(x: object, what: str, *, low: float = 0.0, high: float = 1e15) -> float:
+#: the largest number from outside that is taken, unless a caller states a smaller range:
+#: far beyond any count, duration or cost, and a sum of millions of them stays finite (a
+#: cost of 1e308 per case overflowed the gate's sum)
+MAX_NUMBER = 1e15
+
+
+def number(x: object, what: str, *, low: float = 0.0, high: float = MAX_NUMBER) -> float:
     """``x`` as a finite float within ``[low, high]``.
 
     Raises:
@@ -233,11 +241,25 @@ _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 _FIELD_VALUE_BAD = re.compile("[\x00-\x08\x0a-\x1f\x7f]")
 
 
+def text_problem(value: str) -> str | None:
+    """Why a configured value (after ``${ENV}`` expansion) is not text that can be sent, or
+    None: a lone surrogate, which is what Python makes of environment bytes that are not
+    UTF-8 (it could be encoded in no request, so every case would fail). The reason never
+    quotes the value: it may be a secret."""
+    if value.isascii() or not _has_surrogate(value):
+        return None
+    at = next(i for i, c in enumerate(value) if "\ud800" <= c <= "\udfff")
+    return f"the value is not UTF-8 text (undecodable bytes at offset {at})"
+
+
 def header_problem(name: str, value: str) -> str | None:
     """Why a request header cannot be sent as configured (after ``${ENV}`` expansion), or
     None. The reason never quotes the value: it may be a secret."""
     if not _TOKEN.fullmatch(name):
         return "the header name is not an HTTP token (no spaces, separators or controls)"
+    problem = text_problem(value)
+    if problem is not None:
+        return problem
     bad = _FIELD_VALUE_BAD.search(value)
     if bad is not None:
         return (

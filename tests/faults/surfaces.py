@@ -401,7 +401,7 @@ timings = "timings"
         name="report",
         delivery="report",
         blocks=("unicode", "control", "numbers", "bodies"),
-        doc="a candidate report fed to evaluator gate (case ids, scores, summary values)",
+        doc="a candidate report fed to evaluator gate (case ids, scores, costs, summary values)",
         slots={
             "case_id": "text",
             "run_id": "text",
@@ -409,6 +409,7 @@ timings = "timings"
             "recall": "number",
             "latency": "number",
             "n_cases": "number",
+            "cost": "number",
         },
         defaults={},
         render=lambda f: Rendered(()),  # the report is rendered from a real one (the test)

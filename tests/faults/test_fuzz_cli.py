@@ -188,6 +188,7 @@ _REPORT_SLOTS: dict[str, Sequence[str | int]] = {
     "recall": ("summary", "recall_at_k"),
     "latency": ("cases", 1, "latency_seconds"),
     "n_cases": ("case_count",),
+    "cost": ("cases", 0, "cost"),
 }
 
 
