@@ -338,7 +338,7 @@ class TestLongAnswers:
     def _threads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
         """The thread each case is scored in, recorded by a wrapper of score_ranked."""
         seen: list[str] = []
-        real = runner.score_ranked
+        real = runner.score_ranked  # type: ignore[attr-defined]
 
         def recording(*args: Any, **kwargs: Any) -> Any:
             seen.append(threading.current_thread().name)

@@ -210,15 +210,13 @@ def test_runs_kept_in_memory_match_the_store(tmp_path: Path) -> None:
 def _read_only_connect(monkeypatch: pytest.MonkeyPatch) -> None:
     """sqlite3.connect of the store opened read-only (mode=ro): SQLite's own SQLITE_READONLY
     on every write, as a read-only mount gives, whoever runs the tests (root included)."""
-    import evaluator.history.store as store_module
-
     real = sqlite3.connect
 
-    def read_only(path: object, *args: object, **kwargs: object) -> sqlite3.Connection:
-        kwargs.pop("uri", None)
-        return real(f"file:{path}?mode=ro", *args, uri=True, **kwargs)  # type: ignore[arg-type]
+    def read_only(path: object, timeout: float = 5.0, **_kwargs: object) -> sqlite3.Connection:
+        return real(f"file:{path}?mode=ro", timeout=timeout, uri=True)
 
-    monkeypatch.setattr(store_module.sqlite3, "connect", read_only)
+    # the store's own module reference (sqlite3 is one module: patched for the block only)
+    monkeypatch.setattr(sqlite3, "connect", read_only)
 
 
 def test_a_read_only_store_is_an_io_error_not_corrupt(
