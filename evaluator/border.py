@@ -7,7 +7,8 @@ read back or an expanded setting says is made safe to hold here, before anything
   to be written. Each one becomes U+FFFD and is counted (:func:`surrogates_replaced`, the
   daemon's ``rag_eval_text_replaced_surrogates_total``).
 - **Terminal and log lines** (:func:`printable`): control characters are shown escaped, so an
-  id holding ``\\n`` or ``\\x1b[2J`` cannot start a forged line nor clear a screen.
+  id holding ``\\n`` or ``\\x1b[2J`` cannot start a forged line nor clear a screen;
+  :func:`json_line` does the same for JSON printed to a terminal.
 - **Numbers** (:func:`number`): finite and within a stated range, or a :class:`ValueError`
   naming the field (the caller makes it its own error kind).
 - **JSON** (:func:`loads`): nesting is bounded on every path (a :class:`ValueError`, never a
@@ -32,14 +33,17 @@ import msgspec
 __all__ = [
     "MAX_INPUT_BYTES",
     "MAX_JSON_DEPTH",
+    "MAX_NUMBER",
     "MAX_SETTINGS_BYTES",
     "header_problem",
+    "json_line",
     "loads",
     "number",
     "printable",
     "read_file",
     "surrogates_replaced",
     "text",
+    "text_problem",
     "value",
 ]
 
@@ -171,7 +175,13 @@ def _deeper_than(content: bytes | str, limit: int) -> bool:
     return False
 
 
-def number(x: object, what: str, *, low: float = 0.0, high: float = 1e15) -> float:
+#: the largest number from outside that is taken, unless a caller states a smaller range:
+#: far beyond any count, duration or cost, and a sum of millions of them stays finite (a
+#: cost of 1e308 per case overflowed the gate's sum)
+MAX_NUMBER = 1e15
+
+
+def number(x: object, what: str, *, low: float = 0.0, high: float = MAX_NUMBER) -> float:
     """``x`` as a finite float within ``[low, high]``.
 
     Raises:
@@ -209,10 +219,37 @@ def _escape(match: re.Match[str]) -> str:
     return json.dumps(match.group())[1:-1] if match.group() in "\n\r" else repr(match.group())[1:-1]
 
 
+# what json.dumps(ensure_ascii=False) leaves raw and a terminal or log viewer acts on or
+# breaks a line at: DEL, C1 controls (U+0085 is NEL), the line and paragraph separators
+_JSON_RAW_CONTROL = re.compile("[\x7f-\x9f\u2028\u2029]")
+
+
+def json_line(encoded: str) -> str:
+    """JSON text (from ``json.dumps(..., ensure_ascii=False)``, which escapes only C0) with
+    the other control characters and line separators escaped too, as ``\\u0085``: the
+    same JSON value, and one line on a terminal whatever its strings hold."""
+    return _JSON_RAW_CONTROL.sub(_json_escape, encoded)
+
+
+def _json_escape(match: re.Match[str]) -> str:
+    return f"\\u{ord(match.group()):04x}"
+
+
 # RFC 9110 token characters: what a field name may hold
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 # a field value: visible characters, spaces and tabs (obs-text allowed), no CR, LF or NUL
 _FIELD_VALUE_BAD = re.compile("[\x00-\x08\x0a-\x1f\x7f]")
+
+
+def text_problem(value: str) -> str | None:
+    """Why a configured value (after ``${ENV}`` expansion) is not text that can be sent, or
+    None: a lone surrogate, which is what Python makes of environment bytes that are not
+    UTF-8 (it could be encoded in no request, so every case would fail). The reason never
+    quotes the value: it may be a secret."""
+    if value.isascii() or not _has_surrogate(value):
+        return None
+    at = next(i for i, c in enumerate(value) if "\ud800" <= c <= "\udfff")
+    return f"the value is not UTF-8 text (undecodable bytes at offset {at})"
 
 
 def header_problem(name: str, value: str) -> str | None:
@@ -220,6 +257,9 @@ def header_problem(name: str, value: str) -> str | None:
     None. The reason never quotes the value: it may be a secret."""
     if not _TOKEN.fullmatch(name):
         return "the header name is not an HTTP token (no spaces, separators or controls)"
+    problem = text_problem(value)
+    if problem is not None:
+        return problem
     bad = _FIELD_VALUE_BAD.search(value)
     if bad is not None:
         return (

@@ -3,8 +3,9 @@
 A target decides how long its answer, its ids and its error bodies are; a case record must
 not. :class:`RecordLimits` says how much is kept: the ranking is cut to ``max_ranked_ids``
 before scoring (so the scores and the stored ranking agree), ids and citations to
-``max_id_chars``, the stored answer to ``max_answer_chars`` (the answer is *scored* whole),
-and every error message becomes one line of at most ``max_message_chars``.
+``max_id_chars``, the stored answer to ``max_answer_chars`` (the answer is *scored* up to
+:data:`MAX_SCORED_ANSWER_CHARS`, whatever the target), and every error message becomes one
+line of at most ``max_message_chars``.
 
 Text is redacted before it is cut: a cut through a secret would leave a piece that the
 egress redaction (see :mod:`evaluator.redaction`) no longer recognises.
@@ -17,10 +18,29 @@ from dataclasses import dataclass, replace
 from evaluator.models import Citation, TargetResponse
 from evaluator.redaction import redactor
 
-__all__ = ["DEFAULT_TEXT_CHARS", "RecordLimits", "cut", "one_line"]
+__all__ = [
+    "DEFAULT_TEXT_CHARS",
+    "MAX_SCORED_ANSWER_CHARS",
+    "OFF_LOOP_ANSWER_CHARS",
+    "RecordLimits",
+    "cut",
+    "one_line",
+]
 
 #: characters of each evidence text kept in reports, by default
 DEFAULT_TEXT_CHARS = 2000
+
+#: characters of an answer that are scored (where facts and refusal phrases are looked for):
+#: far beyond what a model writes (16 k output tokens are about 64 k characters), while what
+#: normalisation makes of them stays bounded. NFKC grows text (U+FDFA is one character, 18
+#: after it) and costs (about 6 µs per U+FDFA): a legal 3.9 MB answer of 1.3 M U+FDFA became
+#: 23 M characters and 10 s of one core; cut to this, at most 1.2 M characters and 0.4 s.
+MAX_SCORED_ANSWER_CHARS = 1 << 16
+
+#: answers longer than this are scored in a worker thread, not on the daemon's event loop
+#: (the worst text, U+FDFA, costs about 50 ms at this length): the common short answer stays
+#: as cheap as before, a long one never stalls ``/healthz``
+OFF_LOOP_ANSWER_CHARS = 8192
 
 #: what marks a cut
 _CUT = "..."
@@ -30,7 +50,15 @@ def cut(text: str, max_chars: int) -> str:
     """``text`` redacted and cut to ``max_chars`` (marked with ``...`` and the count cut)."""
     if len(text) <= max_chars:
         return text
-    text = redactor().redact_text(text)
+    redact = redactor()
+    reach = max_chars + redact.span
+    if len(text) > 2 * reach:
+        # a 3.9 MB id or answer: redacting all of it to keep its start took 0.15 s on the
+        # event loop; what is kept is within reach, and so is a secret straddling the cut
+        head = redact.redact_text(text[:reach])
+        more = len(head) + len(text) - reach - max_chars
+        return f"{head[:max_chars]}{_CUT} ({more} more chars)"
+    text = redact.redact_text(text)
     if len(text) <= max_chars:
         return text
     return f"{text[:max_chars]}{_CUT} ({len(text) - max_chars} more chars)"
@@ -65,6 +93,15 @@ class RecordLimits:
         if len(response.retrieved) <= self.max_ranked_ids:
             return response
         return replace(response, retrieved=response.retrieved[: self.max_ranked_ids])
+
+    def scored(self, response: TargetResponse) -> TargetResponse:
+        """``response`` as it is scored: its ranking cut (:meth:`ranking`) and its answer cut
+        to :data:`MAX_SCORED_ANSWER_CHARS`."""
+        response = self.ranking(response)
+        answer = response.answer
+        if answer is None or len(answer) <= MAX_SCORED_ANSWER_CHARS:
+            return response
+        return replace(response, answer=answer[:MAX_SCORED_ANSWER_CHARS])
 
     def id(self, doc_id: str) -> str:
         """One id as stored."""

@@ -255,6 +255,9 @@ class Redactor:
         self._reach = _MAX_CHAR_FORM * max(
             (len(s) for s in self.secrets if len(s) <= MAX_ENCODED_SECRET_CHARS), default=0
         )
+        #: the most characters one masked form spans: text cut at a point with this many
+        #: characters after it holds every form that starts before the point, whole
+        self.span = max(self._reach, max(map(len, forms), default=0))
 
     def __bool__(self) -> bool:
         return self._pattern is not None

@@ -65,3 +65,14 @@ def test_printable_cannot_forge_a_line() -> None:
     assert "\u2028" not in shown and "\x00" not in shown and "\ud83d" not in shown
     assert shown.startswith("c1\\nverdict: pass\\x1b[2J")
     assert border.printable("tab\tkept é") == "tab\tkept é"
+
+
+def test_json_line_escapes_what_json_leaves_raw() -> None:
+    """NEL, the line and paragraph separators, DEL and C1 become escapes: the same value,
+    one terminal line."""
+    encoded = json.dumps({"id": "a\u2028b\u2029c\u0085d\x7f\x9b"}, ensure_ascii=False)
+    line = border.json_line(encoded)
+    assert json.loads(line) == json.loads(encoded)
+    assert not any(c in line for c in "\u2028\u2029\u0085\x7f\x9b")
+    assert '"a\\u2028b\\u2029c\\u0085d\\u007f\\u009b"' in line
+    assert border.json_line('{"fact": "7 天"}') == '{"fact": "7 天"}'

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from evaluator.bounds import RecordLimits, cut, one_line
+import pytest
+
+from evaluator import redaction
+from evaluator.bounds import MAX_SCORED_ANSWER_CHARS, RecordLimits, cut, one_line
 from evaluator.models import Retrieved, TargetResponse
 from evaluator.redaction import MASK, register_secrets
 from evaluator.stage_names import OTHER_STAGE, StageNames, sanitise_label
@@ -31,6 +34,20 @@ class TestRecordLimits:
     def test_ranking_cut_before_scoring(self) -> None:
         response = TargetResponse(retrieved=tuple(Retrieved(id=str(i)) for i in range(50)))
         assert 10 == len(RecordLimits(max_ranked_ids=10).ranking(response).retrieved)
+
+    def test_scored_answer_cut_to_the_scored_length(self) -> None:
+        """What is scored: the ranking cut and at most MAX_SCORED_ANSWER_CHARS of the answer
+        (normalisation grows U+FDFA 18 times: the input is what bounds it)."""
+        long = TargetResponse(
+            answer="\ufdfa" * (MAX_SCORED_ANSWER_CHARS + 5),
+            retrieved=tuple(Retrieved(id=str(i)) for i in range(50)),
+        )
+        scored = RecordLimits(max_ranked_ids=10).scored(long)
+        assert scored.answer == "\ufdfa" * MAX_SCORED_ANSWER_CHARS
+        assert 10 == len(scored.retrieved)
+        short = TargetResponse(answer="fact")
+        assert RecordLimits().scored(short) is short
+        assert RecordLimits().scored(TargetResponse()).answer is None
 
     def test_ids_and_citations_cut(self) -> None:
         limits = RecordLimits(max_ranked_ids=2, max_id_chars=4)
@@ -83,3 +100,30 @@ class TestStageNames:
         for i in range(5000):
             stages.fold({f"n{i}": 0.1})
         assert 5000 == stages.folded and len(stages._sanitised) <= 1024
+
+
+class TestCutOfHugeText:
+    """A huge text is redacted only as far as what is kept can reach (issue 24.2: a 3.6 MB
+    id redacted whole to keep 256 characters cost 0.15 s on the event loop)."""
+
+    def test_secret_straddling_the_cut_is_masked_and_the_count_kept(self) -> None:
+        secret = "huge-cut-secret-0123456789"
+        register_secrets([secret])
+        text = "x" * 10 + secret + "y" * 3_000_000
+        out = cut(text, 15)
+        assert out.startswith("x" * 10 + MASK[:5]) and "huge-c" not in out
+        assert out.endswith(f"({len(text) - len(secret) + len(MASK) - 15} more chars)")
+
+    def test_only_the_reach_is_redacted(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        register_secrets(["huge-cut-secret-0123456789"])
+        seen: list[int] = []
+        active = redaction.redactor()
+        real = active.redact_text
+
+        def recording(text: str) -> str:
+            seen.append(len(text))
+            return real(text)
+
+        monkeypatch.setattr(active, "redact_text", recording)
+        cut("z" * 3_000_000, 256)
+        assert seen and max(seen) <= 256 + active.span

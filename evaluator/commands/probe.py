@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import json
 import textwrap
 from dataclasses import dataclass
 
+from evaluator import border
 from evaluator.commands.common import target_from_flags
 from evaluator.commands.flags import CommonOptions
 from evaluator.commands.target_warnings import citations_warning, unit_lie
@@ -129,8 +129,13 @@ def _indent(text: str) -> str:
 
 def _raw(body: bytes, max_chars: int) -> str:
     text = body.decode("utf-8", errors="replace")
-    with contextlib.suppress(ValueError):  # not JSON: shown as it came
-        text = json.dumps(json.loads(text), ensure_ascii=False, indent=2)
+    try:
+        # through the border: nesting bounded (100,000 levels were an internal
+        # RecursionError), and what JSON leaves raw (NEL, U+2028) escaped for the terminal
+        text = border.json_line(json.dumps(border.loads(text), ensure_ascii=False, indent=2))
+    except ValueError:  # not JSON (or nested beyond the bound): shown as it came, each line
+        # printable (a \x1b[2J in a body cannot clear the screen)
+        text = "\n".join(map(border.printable, text.split("\n")))
     # after pretty-printing (a "\u0074ok" escape is a token again once decoded), and
     # before the cut (half a token would no longer be recognised by stdout's redaction)
     text = redactor().redact_text(text)
@@ -167,7 +172,9 @@ def _mapped(response: TargetResponse, target: HttpTarget | None) -> list[str]:
         else:
             lines.append(f"{name:<10} (not mapped)")
             continue
-        shown = redactor().redact_text(json.dumps(values[name], ensure_ascii=False))
+        shown = redactor().redact_text(
+            border.json_line(json.dumps(values[name], ensure_ascii=False))
+        )
         if len(shown) > 300:
             shown = shown[:300] + "..."
         lines.append(f"{name:<10} {source}\n{'':<10} -> {shown}")

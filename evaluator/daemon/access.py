@@ -27,6 +27,7 @@ from collections.abc import Awaitable, Callable, Iterable
 
 from aiohttp import web
 
+from evaluator import border
 from evaluator.errors import ConfigError
 from evaluator.redaction import register_secrets
 
@@ -86,6 +87,11 @@ def resolve_token(token: str | None, where: str = "server.token") -> str | None:
         return value
 
     resolved = _ENV_REFERENCE.sub(lookup, token)
+    # what a client sends it in: a token no Authorization header can hold locks every page
+    # (and undecodable bytes could not even be registered for redaction)
+    problem = border.header_problem("Authorization", f"Bearer {resolved}")
+    if problem is not None:
+        raise ConfigError(f"{where}: {problem}")
     register_secrets([resolved])
     return resolved
 

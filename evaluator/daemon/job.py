@@ -36,6 +36,16 @@ __all__ = ["JobRunner", "classify"]
 log = structlog.get_logger("evaluator.daemon")
 
 
+def _read_dataset(path: str | Path) -> Dataset:
+    """A golden set read through the border (a regular file within its cap) and parsed.
+
+    Raises:
+        OSError: not a regular file, too large, or unreadable.
+        DatasetError: invalid.
+    """
+    return parse_dataset(border.read_file(path), str(path))
+
+
 class JobRunner:
     """Runs one job when the scheduler says so; never two runs at once (the scheduler's job).
 
@@ -112,17 +122,20 @@ class JobRunner:
     def _label_fields(self) -> dict[str, str]:
         return {"target": self.labels[0], "dataset": self.labels[1]}
 
-    def reload_dataset(self) -> None:
-        """Pick up a changed golden set; an invalid one is rejected and the old one kept."""
+    async def reload_dataset(self) -> None:
+        """Pick up a changed golden set; an invalid one is rejected and the old one kept.
+
+        Read and parsed in a worker thread (a golden set may be up to
+        :data:`~evaluator.border.MAX_INPUT_BYTES`: never on the event loop), and only from a
+        regular file within that cap (a FIFO in its place froze the daemon and SIGTERM).
+        """
         signature = self._stat_signature()
         if signature == self._signature:
             return
         self._signature = signature
         path = self.job.dataset
         try:
-            # a regular file within its cap only: a FIFO in its place froze the daemon
-            data = border.read_file(path)
-            fresh = parse_dataset(data, str(path))
+            fresh = await asyncio.to_thread(_read_dataset, path)
         except (OSError, DatasetError) as exc:
             problems = (
                 [str(p) for p in exc.problems[:5]]
@@ -223,7 +236,7 @@ class JobRunner:
         run_id = uuid.uuid4().hex[:12]
         structlog.contextvars.clear_contextvars()
         structlog.contextvars.bind_contextvars(run_id=run_id, **self._label_fields())
-        self.reload_dataset()
+        await self.reload_dataset()
         cases = self._shard()
         labels = self.labels
 

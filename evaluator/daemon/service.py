@@ -123,24 +123,24 @@ class Daemon:
     def _healthy(self) -> bool:
         return self._scheduler is not None and self._scheduler.running
 
-    def _build_jobs(self) -> None:
+    async def _build_jobs(self) -> None:
         """Targets and golden sets; raises ConfigError or DatasetError before anything starts."""
-        self.jobs = self._build_runners(self.settings, self._targets)
+        datasets = await _load_datasets(self.settings)
+        self.jobs = self._build_runners(self.settings, self._targets, datasets)
 
-    def _build_runners(self, settings: Settings, targets_out: list[Target]) -> list[JobRunner]:
-        """A runner per job of ``settings``; every target built goes to ``targets_out`` (to be
-        closed even when a later job fails). Raises ConfigError, DatasetError."""
+    def _build_runners(
+        self, settings: Settings, targets_out: list[Target], datasets: dict[str, Dataset]
+    ) -> list[JobRunner]:
+        """A runner per job of ``settings``, its golden set from ``datasets`` (by path, see
+        :func:`_load_datasets`); every target built goes to ``targets_out`` (to be closed
+        even when a later job fails). Raises ConfigError."""
         targets: dict[str, Target] = {}
-        datasets: dict[str, Dataset] = {}
         runners: list[JobRunner] = []
         for job in settings.jobs:
             if job.target not in targets:
                 targets[job.target] = build_target(settings.target(job.target))
                 targets_out.append(targets[job.target])
-            key = str(job.dataset)
-            if key not in datasets:
-                datasets[key] = load_dataset(job.dataset)
-            loaded = datasets[key]
+            loaded = datasets[str(job.dataset)]
             dataset = replace(loaded, name=job.dataset_name)
             gate = None
             if job.baseline is not None:
@@ -190,7 +190,7 @@ class Daemon:
         host, port = parse_listen(self.settings.listen)
         server = self.settings.server
         self.http.access = Access(server.allowed_hosts, resolve_token(server.token), host)
-        self._build_jobs()
+        await self._build_jobs()
         otlp.install(**self.settings.otlp.model_dump())
         now = datetime.now(UTC)
         scheduler = AsyncIOScheduler(
@@ -264,7 +264,8 @@ class Daemon:
             built: list[Target] = []
             try:
                 settings = self._load_settings()
-                runners = self._build_runners(settings, built)
+                datasets = await _load_datasets(settings)
+                runners = self._build_runners(settings, built, datasets)
                 if not settings.jobs:
                     raise ConfigError("no job configured")
                 now = datetime.now(UTC)
@@ -447,6 +448,23 @@ class Daemon:
             log.info("shutdown_requested")
         finally:
             await self.stop()
+
+
+async def _load_datasets(settings: Settings) -> dict[str, Dataset]:
+    """Every golden set of ``settings`` by path, each read once, in a worker thread: on
+    start and SIGHUP the event loop (``/healthz``, the running jobs, SIGTERM) never waits
+    for a golden set, and :func:`~evaluator.dataset.load_dataset` reads only a regular file
+    within its cap (a FIFO in its place froze the daemon, ``/dev/zero`` read 3 GB).
+
+    Raises:
+        DatasetError: a golden set cannot be read or is invalid.
+    """
+    datasets: dict[str, Dataset] = {}
+    for job in settings.jobs:
+        key = str(job.dataset)
+        if key not in datasets:
+            datasets[key] = await asyncio.to_thread(load_dataset, job.dataset)
+    return datasets
 
 
 def without_created_series() -> None:

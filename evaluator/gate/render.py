@@ -15,7 +15,7 @@ from typing import Any
 
 import msgspec
 
-from evaluator.border import printable
+from evaluator.border import json_line, printable
 from evaluator.errors import ExitCode
 from evaluator.gate.compare import CaseChange
 from evaluator.gate.rules import RuleResult, format_difference, format_value
@@ -359,7 +359,8 @@ def render_json(result: GateResult, sources: GateSources) -> str:
 def _encode(value: object) -> str:
     # the result is a tree of fresh dicts and lists, never a cycle: no check for one (the
     # encoder's bookkeeping of every container, a tenth of encoding 100,000 changed cases)
-    return json.dumps(value, ensure_ascii=False, allow_nan=False, check_circular=False)
+    # escaped beyond C0: a U+2028 or NEL in a case id cannot break the line on a terminal
+    return json_line(json.dumps(value, ensure_ascii=False, allow_nan=False, check_circular=False))
 
 
 #: Changed cases encoded per piece: one encoder call each, well under a MB of text.
@@ -386,7 +387,7 @@ def _encode_changes(changes: Sequence[CaseChange]) -> str:
     low, high = _PLAIN_FLOATS
     if severities and low <= min(severities) and max(severities) < high:
         try:
-            return msgspec.json.format(msgspec.json.encode(changes), indent=0).decode()
+            return json_line(msgspec.json.format(msgspec.json.encode(changes), indent=0).decode())
         except (msgspec.EncodeError, UnicodeError):
             pass
     return _encode([_change_dict(c) for c in changes])

@@ -21,7 +21,13 @@ import structlog
 
 from evaluator.history.job import JobHistory, job_history, run_row
 from evaluator.history.outcome import CaseOutcome
-from evaluator.history.store import HISTORY_ERROR_KINDS, HistoryStore, RunRow, StoreCorrupt
+from evaluator.history.store import (
+    HISTORY_ERROR_KINDS,
+    HistoryStore,
+    RunRow,
+    StoreCorrupt,
+    malformed,
+)
 from evaluator.report import RunReport
 
 __all__ = ["HISTORY_ERROR_KINDS", "HistoryRecorder", "HistorySettings", "Outcome"]
@@ -71,8 +77,8 @@ class HistoryRecorder:
                 try:
                     return work()
                 except sqlite3.DatabaseError as exc:
-                    # the bare class is what SQLite raises for a malformed file
-                    if type(exc) is sqlite3.DatabaseError:
+                    # a malformed file, not one that is locked or read-only (see malformed)
+                    if malformed(exc):
                         raise StoreCorrupt(f"{self.store.path}: {exc}") from exc
                     raise
             except StoreCorrupt as exc:

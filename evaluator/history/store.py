@@ -39,6 +39,7 @@ __all__ = [
     "HistoryStore",
     "RunRow",
     "StoreCorrupt",
+    "malformed",
     "windows_of",
 ]
 
@@ -89,6 +90,21 @@ _DDL = (
         PRIMARY KEY (run, "case")) WITHOUT ROWID""",
     _OUTCOMES_BY_CASE,
 )
+
+
+#: SQLite's primary result codes saying the file itself is bad (SQLITE_CORRUPT, NOTADB)
+_MALFORMED_CODES = frozenset({sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB})
+
+
+def malformed(exc: sqlite3.Error) -> bool:
+    """Whether ``exc`` says the file is not a sound SQLite database (then it is moved
+    aside), rather than that it cannot be used now (locked, read-only, unreadable: an
+    ``io`` or ``locked`` error, the file left alone). The bare DatabaseError class is what
+    SQLite raises for a malformed file when no code comes with it."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is not None:
+        return code & 0xFF in _MALFORMED_CODES
+    return type(exc) is sqlite3.DatabaseError
 
 
 class StoreCorrupt(Exception):
@@ -170,7 +186,9 @@ class HistoryStore:
                 else:
                     self._check_version(conn)
             except sqlite3.DatabaseError as exc:
-                if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
+                if not malformed(exc):
+                    # locked, read-only (a read-only mount: the switch to WAL is a write),
+                    # unable to open, I/O: the file may be sound, and must not be moved aside
                     raise
                 raise StoreCorrupt(f"{self.path}: {exc}") from exc
             yield conn

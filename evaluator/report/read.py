@@ -44,7 +44,10 @@ __all__ = ["parse_report", "read_report", "report_from_dict"]
 # integers beyond 2**53 are not counts anyone made, and do not survive a float round trip
 _MAX_INT = 2**53
 Ratio = Annotated[float, Meta(ge=0.0, le=1.0)]
-Seconds = Annotated[float, Meta(ge=0.0)]
+# the border's range for a number from outside (checked by the decoder, in C): a cost or a
+# duration of 1e308 per case overflowed the sums of the gate (an internal error)
+Seconds = Annotated[float, Meta(ge=0.0, le=border.MAX_NUMBER)]
+Amount = Annotated[float, Meta(ge=0.0, le=border.MAX_NUMBER)]
 Count = Annotated[int, Meta(ge=0, le=_MAX_INT)]
 Grade = Annotated[int, Meta(ge=0, le=1_000_000)]
 Attempts = Annotated[int, Meta(ge=1, le=1_000_000)]
@@ -78,15 +81,15 @@ class _CaseFields(Struct, frozen=True, gc=False):
     # delivery: written only when measured (streamed answers, token usage, a trace)
     ttfb_seconds: Seconds | None = None
     ttft_seconds: Seconds | None = None
-    tokens_per_second: Annotated[float, Meta(ge=0.0)] | None = None
+    tokens_per_second: Amount | None = None
     input_tokens: Count | None = None
     output_tokens: Count | None = None
-    cost: Annotated[float, Meta(ge=0.0)] | None = None
+    cost: Amount | None = None
     trace_id: str | None = None
 
 
 class _Total(Struct, frozen=True, gc=False):
-    sum: Annotated[float, Meta(ge=0.0)]
+    sum: Amount
     count: Count
 
 
@@ -107,11 +110,11 @@ class _TagSummaryFields(Struct, frozen=True, gc=False):
     p50_ttft_seconds: Seconds | None = None
     p95_ttft_seconds: Seconds | None = None
     p95_ttfb_seconds: Seconds | None = None
-    p50_tokens_per_second: Annotated[float, Meta(ge=0.0)] | None = None
+    p50_tokens_per_second: Amount | None = None
     input_tokens_total: Count | None = None
     output_tokens_total: Count | None = None
-    cost_total: Annotated[float, Meta(ge=0.0)] | None = None
-    cost_per_case: Annotated[float, Meta(ge=0.0)] | None = None
+    cost_total: Amount | None = None
+    cost_per_case: Amount | None = None
 
 
 # The per-metric fields are made from the registry, so that a metric added there (and its
@@ -445,9 +448,32 @@ def _decoded(raw: bytes, source: str) -> _Report:
     except msgspec.ValidationError as exc:
         raise (_version_error(source, raw, None) or _field_error(source, exc)) from None
     except msgspec.DecodeError as exc:
-        raise _malformed(source, raw, exc) from None
+        cleaned = _through_the_border(raw)
+        if cleaned is None:
+            raise _malformed(source, raw, exc) from None
     except RecursionError:
         raise ReportError(f"{source}: nested too deeply to be a report") from None
+    try:
+        return _REPORT.decode(cleaned)
+    except msgspec.ValidationError as exc:
+        raise (_version_error(source, cleaned, None) or _field_error(source, exc)) from None
+
+
+def _through_the_border(raw: bytes) -> bytes | None:
+    """JSON msgspec refused but the border reads (a lone surrogate ``\\ud83d`` escaped in a
+    string, what a JavaScript tool writes when it cuts inside an emoji), with every string
+    through :func:`evaluator.border.value` (surrogates replaced and counted), encoded again;
+    None for JSON that is not valid anyway or holds NaN or infinity (named by the caller)."""
+    try:
+        data = border.loads(raw)
+    except ValueError:
+        return None
+    if _nonfinite_path(data) is not None:
+        return None
+    try:
+        return msgspec.json.encode(data)
+    except (TypeError, OverflowError, ValueError):
+        return None
 
 
 def parse_report(

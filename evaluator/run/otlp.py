@@ -28,6 +28,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit, urlunsplit
 
+from evaluator import border
 from evaluator.errors import ConfigError
 from evaluator.models import CaseRecord
 from evaluator.redaction import redactor, register_secrets
@@ -481,8 +482,13 @@ def resolve(
     else:
         resolved = {k: _resolve(v, f"otlp.headers.{k}", read) for k, v in headers.items()}
     for name, value in resolved.items():
-        if any(c in name for c in " :\r\n") or any(ord(c) < 32 for c in value):
-            raise ConfigError(f"otlp.headers.{name}: a header name or value cannot be sent")
+        # the border's rule for a header, as for a target's (control characters, a name
+        # that is no token, bytes of the environment that are not UTF-8)
+        problem = border.header_problem(name, value)
+        if problem is not None:
+            raise ConfigError(
+                f"otlp.headers.{name}: a header name or value cannot be sent: {problem}"
+            )
     register_secrets([v for v in [*resolved.values(), *read] if v])
     return {
         "endpoint": url,

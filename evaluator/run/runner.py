@@ -7,7 +7,9 @@ Failed cases are recorded with their error kind and stay out of the quality aver
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import dataclasses
+import functools
 import math
 import time
 import uuid
@@ -15,12 +17,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from evaluator.bounds import DEFAULT_TEXT_CHARS, RecordLimits
+from evaluator.bounds import DEFAULT_TEXT_CHARS, OFF_LOOP_ANSWER_CHARS, RecordLimits
 from evaluator.errors import BadResponseError, TargetError, TargetHTTPStatusError
 from evaluator.models import (
     Case,
     CaseError,
     CaseRecord,
+    CaseScores,
     Dataset,
     Delivery,
     Retrieved,
@@ -133,8 +136,10 @@ def _record(
     latency: float,
     attempts: int,
     trace_id: str | None = None,
+    scored: tuple[CaseScores, str | None] | None = None,
 ) -> CaseRecord:
-    """The record of a case the target answered (scored here) or that failed with ``result``."""
+    """The record of a case the target answered (scored here, or given its :func:`_scored`
+    already) or that failed with ``result``."""
     if isinstance(result, CaseError):
         return CaseRecord(
             case=case,
@@ -154,11 +159,12 @@ def _record(
     ttfb, ttft, tps, tokens_in, tokens_out, cost, trace = _delivery_fields(
         response.delivery, trace_id
     )
+    outcome, answer = scored if scored is not None else _scored(case, response, ranked, options)
     return CaseRecord(
         case=case,
-        outcome=score_ranked(case, response, ranked, options.k, options.scoring),
+        outcome=outcome,
         ranked_ids=limits.ids(ranked),
-        answer=limits.answer(response.answer),
+        answer=answer,
         citations=limits.citations(response.citations),
         latency_seconds=latency,
         stage_seconds=options.stages.fold(response.timings),
@@ -173,6 +179,47 @@ def _record(
         cost=cost,
         trace_id=trace,
     )
+
+
+def _scored(
+    case: Case, response: TargetResponse, ranked: tuple[str, ...], options: RunOptions
+) -> tuple[CaseScores, str | None]:
+    """A response's scores and its answer as stored: the two parts of a record whose cost
+    grows with the answer (normalisation, redaction), pure, so a worker thread may do them.
+    ``response`` has its ranking cut already, ``ranked`` is its ``ranked_ids``."""
+    limits = options.limits
+    scores = score_ranked(case, limits.scored(response), ranked, options.k, options.scoring)
+    return scores, limits.answer(response.answer)
+
+
+async def _answered(
+    case: Case,
+    response: TargetResponse,
+    options: RunOptions,
+    latency: float,
+    attempts: int,
+    trace_id: str | None,
+) -> CaseRecord:
+    """The record of an answered case; a long answer is scored in a worker thread, so that
+    its normalisation (bounded, yet up to 0.4 s of U+FDFA) never holds the event loop, the
+    daemon's ``/healthz`` and every other job. A short one, the common case, stays inline."""
+    scored = None
+    answer = response.answer
+    if answer is not None and len(answer) > OFF_LOOP_ANSWER_CHARS:
+        ranked_response = options.limits.ranking(response)
+        scored = await asyncio.get_running_loop().run_in_executor(
+            _scoring_thread(), _scored, case, ranked_response, ranked_response.ranked_ids, options
+        )
+    return _record(case, response, options, latency, attempts, trace_id, scored)
+
+
+@functools.cache
+def _scoring_thread() -> concurrent.futures.ThreadPoolExecutor:
+    """The one worker thread long answers are scored in, one at a time. Normalisation holds
+    the GIL a piece at a time (about 10 ms, see :mod:`evaluator.scoring.answer`); with
+    ``asyncio.to_thread``'s pool, four long answers scored at once took turns with the event
+    loop for the GIL and ``/healthz`` waited 0.6 s: with one thread it waits one piece."""
+    return concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="evaluator-scoring")
 
 
 def _delivery_fields(
@@ -266,7 +313,7 @@ async def _attempt_case(
     # ends at the last byte when the target says when it came (parsing is not its latency)
     ended = queued.received_at if queued.received_at is not None else time.perf_counter()
     latency = ended - started - queued.seconds
-    record = _record(case, response, options, latency, attempts, queued.trace_id)
+    record = await _answered(case, response, options, latency, attempts, queued.trace_id)
     return record, queued.span_id
 
 

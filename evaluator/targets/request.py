@@ -216,7 +216,11 @@ class RequestTemplate:
                     secret.append((name, SecretStr(value)))
                 else:
                     plain.append((name, value))
-                problem = border.header_problem(name, value) if section == "headers" else None
+                problem = (
+                    border.header_problem(name, value)
+                    if section == "headers"
+                    else border.text_problem(value)
+                )
                 if problem is not None:
                     raise ConfigError(f"{where}: {problem}")
             return tuple(plain), tuple(secret)

@@ -2,22 +2,43 @@
 
 Each header is a comma-separated list of ``name;dur=<milliseconds>;desc="..."`` entries;
 a response may send several headers. Entries without a ``dur`` carry no timing and are
-skipped, as are malformed ones; the first entry of a name wins (as browsers show it). At
+skipped, as are malformed ones and durations the border refuses (not finite, negative,
+beyond :data:`MAX_DUR_MS`); the first entry of a name wins (as browsers show it). At
 most :data:`MAX_ENTRIES` entries are read per response: the stage-name bound that applies
 to body timings applies to these names too, downstream.
 """
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Iterable
 
-__all__ = ["MAX_ENTRIES", "parse_server_timing"]
+from evaluator import border
+
+__all__ = ["MAX_DUR_MS", "MAX_ENTRIES", "parse_server_timing"]
 
 #: entries read per response, whatever the headers hold
 MAX_ENTRIES = 64
 _TOKEN = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
+
+
+#: longest stage one response may report, in milliseconds (a day): a ``dur`` beyond it is
+#: not a timing, and would sit in the stage histograms' +Inf bucket and sums for ever
+MAX_DUR_MS = 86_400_000.0
+#: a ``dur`` as RFC 9110 writes a number (``float()`` alone also takes ``nan``, ``inf``,
+#: ``1_000`` and a 10,000-digit string), at most 32 characters
+_NUMBER = re.compile(r"-?[0-9]{1,20}(?:\.[0-9]{1,20})?(?:[eE][-+]?[0-9]{1,3})?")
+
+
+def _milliseconds(text: str) -> float | None:
+    """A ``dur`` value through the border: a plain number, finite, from 0 to
+    :data:`MAX_DUR_MS`; None (the entry is skipped, as a malformed one is) otherwise."""
+    if len(text) > 32 or not _NUMBER.fullmatch(text):
+        return None
+    try:
+        return border.number(float(text), "Server-Timing dur", high=MAX_DUR_MS)
+    except ValueError:
+        return None
 
 
 def _entries(header: str) -> Iterable[str]:
@@ -61,11 +82,8 @@ def parse_server_timing(headers: Iterable[str]) -> dict[str, float]:
                 key, _, value = param.partition("=")
                 if key.strip().lower() != "dur":
                     continue
-                try:
-                    ms = float(value.strip().strip('"'))
-                except ValueError:
-                    break
-                if math.isfinite(ms) and ms >= 0:
+                ms = _milliseconds(value.strip().strip('"'))
+                if ms is not None:
                     out[name] = ms / 1000.0
                 break
     return out

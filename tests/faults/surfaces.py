@@ -401,7 +401,7 @@ timings = "timings"
         name="report",
         delivery="report",
         blocks=("unicode", "control", "numbers", "bodies"),
-        doc="a candidate report fed to evaluator gate (case ids, scores, summary values)",
+        doc="a candidate report fed to evaluator gate (case ids, scores, costs, summary values)",
         slots={
             "case_id": "text",
             "run_id": "text",
@@ -409,6 +409,7 @@ timings = "timings"
             "recall": "number",
             "latency": "number",
             "n_cases": "number",
+            "cost": "number",
         },
         defaults={},
         render=lambda f: Rendered(()),  # the report is rendered from a real one (the test)
@@ -633,13 +634,7 @@ def generate(seed: int, per_pair: int = 2, delivery: Delivery | None = None) -> 
 #: invariant) -> the branch that fixes it. Each generated case matching a pattern is marked
 #: ``xfail(strict=False)``: delete an entry when its fix is merged.
 _BORDER = "open in issue 24: "
-KNOWN_FAILURES: dict[str, str] = {
-    # U+FDFA and ligatures normalised on the event loop: /healthz stalls up to 10 s
-    "normalisation:daemon": _BORDER + "normalisation on the event loop stalls /healthz",
-    # the same answers one at a time: the run can outlast the test's wait on a loaded machine
-    "*.normalisation.*": _BORDER + "normalisation is unbounded and on the event loop",
-    "report.unicode.line-separators": _BORDER + "U+0085 (a C1 control) in gate output",
-}
+KNOWN_FAILURES: dict[str, str] = {}
 
 
 def known_failure(key: str) -> str | None:

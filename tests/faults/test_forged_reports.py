@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -291,3 +292,39 @@ class TestRestore:
         assert 'rag_eval_last_complete_run_timestamp_seconds{dataset="golden",target="rag"}' in text
         assert 'rag_eval_last_run_scored_cases{dataset="golden",target="rag"} 5.0' in text
         assert "rag_eval_recall_at_k{" not in text
+
+
+#: what a terminal or a log viewer breaks a line at or acts on: C0 but tab and newline,
+#: DEL, C1 (U+0085 is NEL, a line break), the Unicode line and paragraph separators
+_LINE_BREAKING = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]")
+_SEPARATORS = "a\u2028b\u2029c\u0085d"
+
+
+@pytest.mark.parametrize("field", ["case id", "run_id", "target"])
+@pytest.mark.parametrize("output", ["text", "markdown", "json"])
+def test_line_separators_from_a_report_stay_inside_their_line(
+    tmp_path: Path, field: str, output: str
+) -> None:
+    """U+2028, U+2029 and U+0085 (NEL) in a candidate's case id, run id or target are
+    shown escaped in every gate output: none starts a line (a forged ``verdict:``) there."""
+    data = _good("cand")
+    base = _good("base")
+    if field == "case id":
+        data["cases"][0]["id"] = _SEPARATORS  # also no longer the golden set's cases: refused
+    elif field == "run_id":
+        data["run_id"] = _SEPARATORS
+    else:
+        data["target"] = _SEPARATORS
+    baseline = write(tmp_path / "baseline.json", base)
+    candidate = write(tmp_path / "candidate.json", data)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("EVALUATOR_")}
+    proc = subprocess.run(
+        [EVALUATOR, "gate", "--baseline", str(baseline), "--candidate", str(candidate),
+         "--format", output],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    out = proc.stdout + proc.stderr
+    assert proc.returncode in (0, 1, 2), out
+    assert "internal error" not in out and "Traceback" not in out, out
+    found = sorted({f"U+{ord(c):04X}" for c in _LINE_BREAKING.findall(out)})
+    assert not found, f"{found} in gate --format {output}:\n{out[-1500:]}"

@@ -188,6 +188,7 @@ _REPORT_SLOTS: dict[str, Sequence[str | int]] = {
     "recall": ("summary", "recall_at_k"),
     "latency": ("cases", 1, "latency_seconds"),
     "n_cases": ("case_count",),
+    "cost": ("cases", 0, "cost"),
 }
 
 
@@ -202,7 +203,7 @@ def test_report_fed_to_gate(attack: Attack, tmp_path: Path, baseline: Path) -> N
         candidate = _literal_in(text, _REPORT_SLOTS[slot], attack.data)
     (tmp_path / "candidate.json").write_bytes(candidate)
     (tmp_path / "baseline.json").write_text(text, "utf-8")
-    for output in ("text", "markdown"):
+    for output in ("text", "markdown", "json"):
         # the text round writes the HTML report too: its case table, by-tag breakdown and
         # baseline-beside-candidate diffs render whatever the forged report holds
         html = ["--html", "gate.html"] if output == "text" else []

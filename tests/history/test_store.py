@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import shutil
 import sqlite3
+import subprocess
+import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -201,3 +205,113 @@ def test_runs_kept_in_memory_match_the_store(tmp_path: Path) -> None:
         assert recorder.load("t", "d").history == result.history
     finally:
         recorder.close()
+
+
+def _read_only_connect(monkeypatch: pytest.MonkeyPatch) -> None:
+    """sqlite3.connect of the store opened read-only (mode=ro): SQLite's own SQLITE_READONLY
+    on every write, as a read-only mount gives, whoever runs the tests (root included)."""
+    real = sqlite3.connect
+
+    def read_only(path: object, timeout: float = 5.0, **_kwargs: object) -> sqlite3.Connection:
+        return real(f"file:{path}?mode=ro", timeout=timeout, uri=True)
+
+    # the store's own module reference (sqlite3 is one module: patched for the block only)
+    monkeypatch.setattr(sqlite3, "connect", read_only)
+
+
+def test_a_read_only_store_is_an_io_error_not_corrupt(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A read-only history (issue 24.9): counted as ``io``, the file left where it is (it was
+    counted ``corrupt`` and moved aside, or found unmovable, a good store lost)."""
+    recorder = HistoryRecorder(tmp_path, HistorySettings(window=3, recent=1, keep_runs=10))
+    try:
+        assert recorder.record("t", "d", _report(0), "complete").errors == ()
+        recorder.close()
+        # in rollback-journal mode (a store copied or restored by another tool), opening it
+        # read-only fails at the store's switch to WAL, before any write of a run
+        conn = sqlite3.connect(tmp_path / "history.sqlite3")
+        conn.execute("PRAGMA journal_mode=DELETE")
+        conn.close()
+        recorder = HistoryRecorder(tmp_path, HistorySettings(window=3, recent=1, keep_runs=10))
+        before = (tmp_path / "history.sqlite3").read_bytes()
+        with monkeypatch.context() as patch:
+            _read_only_connect(patch)
+            result = recorder.record("t", "d", _report(1), "complete")
+        assert result.errors and set(result.errors) == {"io"}, result.errors
+        assert not list(tmp_path.glob("history.sqlite3.corrupt-*"))
+        assert (tmp_path / "history.sqlite3").read_bytes() == before
+        assert recorder.record("t", "d", _report(2), "complete").errors == ()
+    finally:
+        recorder.close()
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes through file modes")
+def test_a_read_only_folder_is_an_io_error(tmp_path: Path) -> None:
+    """The same with the file and its folder really read-only (chmod), when not root."""
+    recorder = HistoryRecorder(tmp_path, HistorySettings(window=3, recent=1, keep_runs=10))
+    try:
+        assert recorder.record("t", "d", _report(0), "complete").errors == ()
+        for path in tmp_path.glob("history.sqlite3*"):
+            path.chmod(0o444)
+        tmp_path.chmod(0o555)
+        try:
+            result = recorder.record("t", "d", _report(1), "complete")
+        finally:
+            tmp_path.chmod(0o755)
+        assert result.errors == ("io",)
+        assert not list(tmp_path.glob("history.sqlite3.corrupt-*"))
+    finally:
+        recorder.close()
+
+
+_READ_ONLY_RECORD = """
+import sys
+from pathlib import Path
+from evaluator.history.recorder import HistoryRecorder, HistorySettings
+from tests.gate.factories import record, report
+folder = Path(sys.argv[1])
+recorder = HistoryRecorder(folder, HistorySettings(window=3, recent=1, keep_runs=10))
+run = report([record("a", recall=1.0)], run_id="ro-run")
+print(",".join(recorder.record("t", "d", run, "complete").errors))
+recorder.close()
+"""
+
+
+def _can_mount_read_only(folder: Path) -> bool:
+    if shutil.which("unshare") is None:
+        return False
+    probe = subprocess.run(
+        ["unshare", "-rm", "sh", "-c", f'mount --bind "{folder}" "{folder}"'],
+        capture_output=True,
+        check=False,
+    )
+    return probe.returncode == 0
+
+
+@pytest.mark.parametrize("journal", ["wal", "delete"])
+def test_a_read_only_mount_is_an_io_error(tmp_path: Path, journal: str) -> None:
+    """A real read-only mount (EROFS, a private mount namespace: holds as root too): the
+    write is counted ``io``, the store left where it is, whichever journal mode it has."""
+    if not _can_mount_read_only(tmp_path):
+        pytest.skip("needs unshare with a private bind mount")
+    folder = tmp_path / "history"
+    recorder = HistoryRecorder(folder, HistorySettings(window=3, recent=1, keep_runs=10))
+    recorder.record("t", "d", _report(0), "complete")
+    recorder.close()
+    if journal == "delete":
+        conn = sqlite3.connect(folder / "history.sqlite3")
+        conn.execute("PRAGMA journal_mode=DELETE")
+        conn.close()
+    before = sorted(p.name for p in folder.iterdir())
+    mount = f'mount --bind "{folder}" "{folder}" && mount -o remount,bind,ro "{folder}"'
+    proc = subprocess.run(
+        ["unshare", "-rm", "sh", "-c", f'{mount} && exec "$@"', "sh",
+         sys.executable, "-c", _READ_ONLY_RECORD, str(folder)],
+        capture_output=True, text=True, timeout=60, check=False,
+        cwd=Path(__file__).parents[2],
+    )  # fmt: skip
+    assert 0 == proc.returncode, proc.stderr[-2000:]
+    errors = proc.stdout.strip().splitlines()[-1].split(",")
+    assert set(errors) == {"io"}, proc.stdout + proc.stderr[-1000:]
+    assert sorted(p.name for p in folder.iterdir()) == before

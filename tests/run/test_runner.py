@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+import threading
 import time
 import types
 from collections.abc import Awaitable, Callable
@@ -12,10 +13,12 @@ from typing import Any
 
 import pytest
 
+from evaluator.bounds import MAX_SCORED_ANSWER_CHARS, OFF_LOOP_ANSWER_CHARS
 from evaluator.errors import TargetConnectError, TargetHTTPStatusError
 from evaluator.models import Case, CaseRecord, Dataset
 from evaluator.report import RunReport, format_timestamp
 from evaluator.retry import RetryPolicy
+from evaluator.run import runner
 from evaluator.run.runner import (
     TEXT_KEEP_CHARS,
     RetryEvent,
@@ -340,3 +343,64 @@ class TestKeptTexts:
             record.texts
         )
         assert frozenset({"b"}) == record.cut_texts
+
+
+class TestLongAnswers:
+    """An answer is scored up to MAX_SCORED_ANSWER_CHARS, and a long one off the event loop
+    (issue 24.2: 1.3 M U+FDFA normalised on the loop stalled /healthz for 10 s)."""
+
+    @staticmethod
+    def _threads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+        """The thread each case is scored in, recorded by a wrapper of score_ranked."""
+        seen: list[str] = []
+        real = runner.score_ranked  # type: ignore[attr-defined]
+
+        def recording(*args: Any, **kwargs: Any) -> Any:
+            seen.append(threading.current_thread().name)
+            return real(*args, **kwargs)
+
+        monkeypatch.setattr(runner, "score_ranked", recording)
+        return seen
+
+    @pytest.mark.parametrize(
+        ("chars", "off_loop"), [(100, False), (OFF_LOOP_ANSWER_CHARS + 1, True)]
+    )
+    def test_long_answers_are_scored_in_a_worker_thread(
+        self,
+        make_target: Callable[[AsyncAnswer], CallableTarget],
+        monkeypatch: pytest.MonkeyPatch,
+        chars: int,
+        off_loop: bool,
+    ) -> None:
+        seen = self._threads(monkeypatch)
+
+        async def answer(case: Case, k: int) -> dict[str, Any]:
+            return {**_good_body(case), "answer": "fact 0 " + "\ufdfa" * chars}
+
+        report = _run(_dataset(2), make_target(answer))
+        # asyncio.run runs its loop in this thread; long answers go to the one scoring thread
+        expected = "evaluator-scoring" if off_loop else threading.current_thread().name
+        assert 2 == len(seen)
+        assert all(name.startswith(expected) for name in seen), seen
+        assert report.cases[0].scores is not None and report.cases[0].scores.answer_correct
+
+    def test_a_fact_past_the_scored_length_is_not_found(
+        self, make_target: Callable[[AsyncAnswer], CallableTarget]
+    ) -> None:
+        """The answer is scored up to the cap (facts past it are not looked for) and stored
+        cut as before, counting what the target really sent."""
+        padding = "\ufdfa" * MAX_SCORED_ANSWER_CHARS
+
+        async def answer(case: Case, k: int) -> dict[str, Any]:
+            fact = _good_body(case)["answer"]
+            text = f"{fact} {padding}" if case.id == "case-00" else f"{padding} {fact}"
+            return {**_good_body(case), "answer": text}
+
+        report = _run(_dataset(2), make_target(answer))
+        first, second = (c.scores for c in report.cases)
+        assert first is not None and first.answer_correct
+        assert second is not None and not second.answer_correct
+        stored = report.cases[1].answer
+        assert stored is not None
+        more = MAX_SCORED_ANSWER_CHARS + len(" fact 1 [1]") - 10_000
+        assert stored.endswith(f"({more} more chars)")

@@ -19,7 +19,7 @@ from evaluator.config import HttpTargetConfig, JobConfig, RetryConfig, Settings
 from evaluator.gate.diagnosis import diagnose
 from evaluator.gate.rules import Rule, check_rule
 from evaluator.summary import Summary, Total
-from evaluator.targets.server_timing import MAX_ENTRIES, parse_server_timing
+from evaluator.targets.server_timing import MAX_DUR_MS, MAX_ENTRIES, parse_server_timing
 from tests.support.inprocess import running, until
 from tests.support.loopback import LoopbackServer, Reply
 from tests.support.rawhttp import RawServer
@@ -40,6 +40,18 @@ class TestServerTimingParser:
         parsed = parse_server_timing(["db;dur=abc, db;dur=5, bad name;dur=1, neg;dur=-3, x;dur=2"])
         # an unreadable dur does not claim the name; a name with a space is no token
         assert {"db": 0.005, "x": 0.002} == parsed
+
+    @pytest.mark.parametrize(
+        "dur", ["nan", "inf", "-inf", "Infinity", "1e308", "1_000", "9" * 400, "0x10", "1e999",
+                str(MAX_DUR_MS * 10), " 5 5", "1.5.5"],
+    )  # fmt: skip
+    def test_numbers_pass_the_border(self, dur: str) -> None:
+        """A dur the border refuses (not a plain number, not finite, beyond a day) is
+        skipped as a malformed one is, never a stage of 1e305 seconds (issue 24.1)."""
+        assert {"ok": 0.002} == parse_server_timing([f"x;dur={dur}, ok;dur=2"])
+
+    def test_a_day_is_the_longest_stage(self) -> None:
+        assert {"x": MAX_DUR_MS / 1000} == parse_server_timing([f"x;dur={MAX_DUR_MS:.0f}"])
 
     def test_entries_bounded(self) -> None:
         header = ", ".join(f"s{i};dur=1" for i in range(1000))

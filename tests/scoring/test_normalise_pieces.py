@@ -1,0 +1,102 @@
+"""A long text is normalised in pieces (so one call of the C normaliser never holds the GIL
+for long), and the pieces give exactly what normalising it whole gives (issue 24.2)."""
+
+from __future__ import annotations
+
+import unicodedata
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from evaluator.scoring import answer
+from evaluator.scoring.answer import normalise
+
+
+def _whole(text: str) -> str:
+    """normalise() as one call per step, the definition the pieces must agree with."""
+    return unicodedata.normalize("NFKC", answer._fold(text))
+
+
+def _composes_backwards() -> set[str]:
+    """Characters of combining class 0 that compose with a character before them: second
+    of a canonical pair, and the Hangul vowel and final jamo (composed by algorithm)."""
+    found = {chr(c) for c in range(0x1161, 0x1176)} | {chr(c) for c in range(0x11A8, 0x11C3)}
+    for code in range(0x110000):
+        decomposition = unicodedata.decomposition(chr(code))
+        if decomposition and not decomposition.startswith("<"):
+            parts = decomposition.split()
+            second = chr(int(parts[-1], 16))
+            if len(parts) == 2 and unicodedata.combining(second) == 0:
+                found.add(second)
+    return found
+
+
+def test_no_character_of_the_fresh_ranges_composes_backwards() -> None:
+    """The cut points' ranges hold against this Python's Unicode database."""
+    inside = [
+        f"U+{ord(c):04X}"
+        for c in _BACKWARDS
+        if any(lo <= ord(c) < hi for lo, hi in answer._FRESH_RANGES)
+    ]
+    assert not inside
+
+
+def test_case_folding_keeps_a_cut_point_a_cut_point() -> None:
+    """The second NFKC (after casefold) may be cut where the first was: what a fresh
+    character folds to starts fresh too."""
+    broken = []
+    for code in range(0x110000):
+        ch = chr(code)
+        if 0xD800 <= code < 0xE000:
+            continue
+        folded = unicodedata.normalize("NFKC", ch).casefold()
+        # an unchanged character is its own first character: fresh by the first test
+        fresh = folded != ch and answer._starts_fresh.__wrapped__(ch)
+        if fresh and not _fresh_by_definition(folded[0]):
+            broken.append(f"U+{code:04X}")
+    assert not broken
+
+
+def _fresh_by_definition(ch: str) -> bool:
+    first = unicodedata.normalize("NFKD", ch)[0]
+    return unicodedata.combining(first) == 0 and first not in _BACKWARDS
+
+
+_BACKWARDS = _composes_backwards()
+
+#: characters whose normalisation depends on their neighbours, and the expanding ones
+_HOSTILE = [
+    "a", "e", " ", ".", "\u0301", "\u0308", "\u0345", "\u0327",  # combining marks
+    "\uff8a", "\uff9e", "\u30cf", "\u3099",  # kana and a voiced mark that composes with it
+    "\u1100", "\u1161", "\u11a8", "\uac00",  # Hangul jamo and a syllable
+    "\u0b47", "\u0b3e", "\u0bc6", "\u0bbe",  # Oriya and Tamil vowel signs that compose
+    "\ufdfa", "\ufb03", "\u00df", "\u0130", "\u1e9e", "\u01c4", "\u2460", "\u00b4",
+    "\u0f73", "\u0344", "\u212b", "\u3000", "\u200b", "%",
+]  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(_HOSTILE), min_size=1, max_size=80).map("".join))
+def test_pieces_equal_the_whole(text: str) -> None:
+    """With a piece of 3 characters (cuts everywhere they may be), the same result."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(answer, "_PIECE_CHARS", 3)
+        assert _whole(text) == normalise(text)
+
+
+def test_expanding_text_is_normalised_in_bounded_pieces() -> None:
+    """1.3 M U+FDFA (the 23 M-character answer): every piece at most one piece long, and
+    the result what the whole would be."""
+    text = "\ufdfa" * 20_000
+    pieces = answer._pieces(text)
+    assert len(pieces) > 1 and max(map(len, pieces)) <= answer._PIECE_CHARS
+    assert "".join(pieces) == text
+    assert _whole(text) == normalise(text)
+
+
+def test_a_text_without_cut_points_stays_whole() -> None:
+    """Combining marks only: no cut is exact, so the text is one piece (correct first)."""
+    text = "a" + "\u0301" * 10_000
+    assert [text] == answer._pieces(text)
+    assert _whole(text) == normalise(text)
