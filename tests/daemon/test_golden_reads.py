@@ -42,6 +42,7 @@ def _settings(tmp_path: Path, golden: Path) -> Settings:
     )
 
 
+@pytest.mark.e2e
 def test_golden_sets_are_read_in_a_worker_thread(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

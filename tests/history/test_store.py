@@ -289,6 +289,7 @@ def _can_mount_read_only(folder: Path) -> bool:
     return probe.returncode == 0
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("journal", ["wal", "delete"])
 def test_a_read_only_mount_is_an_io_error(tmp_path: Path, journal: str) -> None:
     """A real read-only mount (EROFS, a private mount namespace: holds as root too): the

@@ -36,6 +36,7 @@ def _rows(folder: Path) -> int:
     return int(count)
 
 
+@pytest.mark.e2e
 def test_a_pass_stores_its_verdicts_in_one_transaction(tmp_path: Path) -> None:
     first_store = VerdictStore(tmp_path)
     with LoopbackJudge() as judge:
@@ -94,6 +95,7 @@ def test_an_oversized_verdict_is_not_kept(tmp_path: Path) -> None:
     assert store.commits == 0
 
 
+@pytest.mark.e2e
 def test_a_store_it_cannot_use_is_a_miss_never_a_failure(tmp_path: Path) -> None:
     blocked = tmp_path / "not-a-folder"
     blocked.write_text("a file where the reports folder should be")
