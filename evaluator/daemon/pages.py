@@ -1,4 +1,5 @@
-"""The daemon's human pages: the status page at ``/`` and a case view at ``/case``.
+"""The daemon's human pages: the status page at ``/``, each job's case table at
+``/case-table`` and a case view at ``/case``.
 
 Both are rendered on the server (no script at all: the Content-Security-Policy forbids it),
 from snapshots of each job's last run; rendering runs in a worker thread so the event loop
@@ -9,8 +10,9 @@ keeps timing the cases in flight. What they show is bounded whatever the jobs ho
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
 from urllib.parse import urlencode
 
@@ -18,8 +20,18 @@ from aiohttp import web
 
 from evaluator.daemon.job import JobRunner
 from evaluator.daemon.publish import JobState as PublishedState
+from evaluator.errors import GateError, PageQueryError
+from evaluator.gate.compare import align, diff_cases
 from evaluator.history.job import JobHistory
 from evaluator.history.stability import Stability
+from evaluator.pages.cases import (
+    STABILITY_BADGE,
+    STABILITY_LABELS,
+    CaseTable,
+    case_table,
+    parse_query,
+    table_view,
+)
 from evaluator.pages.health import DRIFT_METRIC, DriftSignal, JobSignals
 from evaluator.pages.render import PageRenderer
 from evaluator.pages.trend import RunRow, TrendSource
@@ -31,6 +43,7 @@ from evaluator.pages.views import (
     fmt_age,
     job_view,
 )
+from evaluator.report import RunReport
 
 __all__ = ["CaseHistorySource", "StatusPages"]
 
@@ -42,12 +55,15 @@ REFRESH_SECONDS = 30
 CASE_HISTORY = 20
 #: a query parameter longer than this is refused (case ids and labels are far shorter)
 MAX_PARAM_CHARS = 1000
+#: parameters of one page request (the case table's form sends nine)
+MAX_PARAMS = 20
 
-#: no script, no external anything: styles inline, images as data: URIs
+#: no script, no external anything: styles inline, images as data: URIs; forms (the case
+#: table's filters, a GET) submit to the daemon only
 SECURITY_HEADERS = {
     "Content-Security-Policy": (
         "default-src 'none'; style-src 'unsafe-inline'; img-src data:; "
-        "form-action 'none'; frame-ancestors 'none'; base-uri 'none'"
+        "form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
     ),
     "X-Content-Type-Options": "nosniff",
     "Referrer-Policy": "no-referrer",
@@ -69,6 +85,30 @@ def case_href(target: str, dataset: str, case_id: str) -> str:
 
 def report_href(target: str, dataset: str) -> str:
     return "/reports/latest?" + urlencode({"target": target, "dataset": dataset})
+
+
+def cases_href(target: str, dataset: str, params: Mapping[str, str] | None = None) -> str:
+    return "/case-table?" + urlencode({"target": target, "dataset": dataset, **(params or {})})
+
+
+def regressions(
+    baseline: RunReport | None, report: RunReport
+) -> tuple[dict[str, tuple[str, ...]] | None, str]:
+    """Each case of ``report`` that regressed against ``baseline``, with its changes (the
+    gate's own case diff), or None and why not."""
+    if baseline is None:
+        return None, "no baseline configured: regressions are not known"
+    try:
+        diff = diff_cases(align(baseline, report, allow_dataset_change=True))
+    except GateError as exc:
+        return None, f"the baseline is not comparable with this run: {exc}"
+    return {c.id: c.changes for c in diff.regressed}, ""
+
+
+def stability_of(history: JobHistory | None) -> dict[str, str] | None:
+    if history is None:
+        return None
+    return {c.case_id: c.stability.value for c in history.cases}
 
 
 def _mean(rows: Sequence[RunRow], metric: str) -> float | None:
@@ -149,6 +189,10 @@ class StatusPages:
         self._history = history
         self._trace_url = trace_url
         self.renderer = PageRenderer(redact)
+        #: each job's case table, with the objects it was built from: rebuilt only when the
+        #: job publishes a new run (the published state is immutable, so identity is enough)
+        self._tables: dict[tuple[str, str], tuple[tuple[object, ...], CaseTable]] = {}
+        self._tables_lock = threading.Lock()
 
     def _runs(self, state: PublishedState) -> Sequence[RunRow]:
         source: TrendSource = self._trends if self._trends is not None else state
@@ -201,6 +245,7 @@ class StatusPages:
                 self._state(r),
                 case_href=case_href,
                 report_href=report_href(*r.labels),
+                cases_href=cases_href(*r.labels),
                 anchor=f"job-{i}",
                 now=now,
                 redact=self._redact,
@@ -239,8 +284,96 @@ class StatusPages:
         )
         age = fmt_age(time.time() - published.finished_at) if published.finished_at else ""
         return 200, self.renderer.case(
-            view, job=f"{target} / {dataset}", run_id=report.run_id, run_age=age
+            view,
+            job=f"{target} / {dataset}",
+            run_id=report.run_id,
+            run_age=age,
+            stability=_badge(published.history, case_id),
         )
+
+    def table(self, runner: JobRunner) -> CaseTable | None:
+        """The job's case table of its last run (None before one), built once per run."""
+        published = runner.state
+        report = published.report
+        if report is None:
+            return None
+        baseline = runner.gate.baseline if runner.gate is not None else None
+        sources = (report, baseline, published.history)
+        cached = self._tables.get(runner.labels)
+        if cached is not None and all(a is b for a, b in zip(cached[0], sources, strict=True)):
+            return cached[1]
+        with self._tables_lock:  # two requests after a run build it once
+            cached = self._tables.get(runner.labels)
+            if cached is not None and all(a is b for a, b in zip(cached[0], sources, strict=True)):
+                return cached[1]
+            regressed, note = regressions(baseline, report)
+            table = case_table(
+                report,
+                regressed=regressed,
+                stability=stability_of(published.history),
+                redact=self._redact,
+                baseline_note=note,
+            )
+            self._tables[runner.labels] = (sources, table)
+            # jobs removed by a reload leave no table behind
+            live = {r.labels for r in self._jobs()}
+            for labels in [k for k in self._tables if k not in live]:
+                del self._tables[labels]
+            return table
+
+    def render_table(self, runner: JobRunner, pairs: list[tuple[str, str]]) -> tuple[int, str]:
+        try:
+            query = parse_query(pairs)
+        except PageQueryError as exc:
+            return 400, self.renderer.bad_request(str(exc))
+        table = self.table(runner)
+        if table is None:
+            return 404, self.renderer.not_found("no run of this job has finished yet")
+        target, dataset = runner.labels
+        try:
+            view = table_view(
+                table,
+                query,
+                href=lambda params: cases_href(target, dataset, params),
+                case_href=lambda case_id: case_href(target, dataset, case_id),
+            )
+        except PageQueryError as exc:
+            return 400, self.renderer.bad_request(str(exc))
+        finished = runner.state.finished_at
+        age = fmt_age(time.time() - finished) if finished else ""
+        return 200, self.renderer.case_table(view, run_age=age)
+
+    def _job(self, target: str | None, dataset: str | None) -> JobRunner | tuple[int, str]:
+        """The job ``?target=..&dataset=..`` names (both may be left out with one job), or
+        the error page."""
+        runners = list(self._jobs())
+        if not (target and dataset):
+            if len(runners) != 1 or target or dataset:
+                return 400, self.renderer.bad_request(
+                    f"pass ?target=..&dataset=.. (the daemon runs {len(runners)} jobs)"
+                )
+            return runners[0]
+        runner = next((r for r in runners if r.labels == (target, dataset)), None)
+        if runner is None:
+            return 404, self.renderer.not_found("no such job")
+        return runner
+
+    async def cases(self, request: web.Request) -> web.Response:
+        """``/case-table?target=..&dataset=..[&show=..&tag=..&q=..&sort=..&page=..]``"""
+        q = request.query
+        too_long = [n for n, v in q.items() if len(n) + len(v) > MAX_PARAM_CHARS]
+        if too_long or len(q) > MAX_PARAMS:
+            return _html(
+                self.renderer.bad_request(
+                    f"at most {MAX_PARAMS} parameters of at most {MAX_PARAM_CHARS} characters"
+                ),
+                400,
+            )
+        job = self._job(q.get("target"), q.get("dataset"))
+        if isinstance(job, tuple):
+            return _html(job[1], job[0])
+        status, body = await asyncio.to_thread(self.render_table, job, list(q.items()))
+        return _html(body, status)
 
     async def case(self, request: web.Request) -> web.Response:
         q = request.query
@@ -269,3 +402,13 @@ class StatusPages:
             target, dataset = labels[0]
         status, body = await asyncio.to_thread(self.render_case, target, dataset, case_id)
         return _html(body, status)
+
+
+def _badge(history: JobHistory | None, case_id: str) -> tuple[str, str, str] | None:
+    """A case's stability class for its view: (value, words, badge colour)."""
+    if history is None:
+        return None
+    found = next((c.stability.value for c in history.cases if c.case_id == case_id), None)
+    if found is None:
+        return None
+    return found, STABILITY_LABELS.get(found, found), STABILITY_BADGE.get(found, "na")

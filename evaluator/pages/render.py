@@ -14,6 +14,7 @@ import jinja2
 import markupsafe
 
 from evaluator._version import __version__
+from evaluator.pages.cases import CaseTableView
 from evaluator.pages.views import CaseView, JobView, Redact, ReportView
 from evaluator.redaction import redactor
 
@@ -62,13 +63,31 @@ class PageRenderer:
             refresh=refresh,
         )
 
-    def case(self, view: CaseView, *, job: str, run_id: str, run_age: str) -> str:
+    def case(
+        self,
+        view: CaseView,
+        *,
+        job: str,
+        run_id: str,
+        run_age: str,
+        stability: tuple[str, str, str] | None = None,
+    ) -> str:
+        """``stability``: the case's history class (value, words, badge colour), if known."""
         return self._render(
             "case.html.j2",
             title=f"{view.id} · {job}",
             case=view,
             job=job,
             run_id=run_id,
+            run_age=run_age,
+            stability=stability,
+        )
+
+    def case_table(self, view: CaseTableView, *, run_age: str) -> str:
+        return self._render(
+            "cases.html.j2",
+            title=f"cases · {view.target} / {view.dataset}",
+            t=view,
             run_age=run_age,
         )
 

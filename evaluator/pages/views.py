@@ -253,6 +253,10 @@ def _verdict(record: CaseRecord) -> str:
     return "correct" if s.answer_correct else "incorrect"
 
 
+#: a case's verdict in words: the case view's badge and the case table's column
+verdict_of = _verdict
+
+
 def _citation_label(citation: Citation) -> str:
     return f"[{citation}]" if isinstance(citation, int) else str(citation)
 
@@ -513,6 +517,8 @@ class JobView:
     #: the history's drift verdict per check, and its window in words
     drift: list[DriftRow] = field(default_factory=list)
     drift_window: str = ""
+    #: the job's case table (every case, filtered and sorted); "" where none is served
+    cases_href: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -621,6 +627,7 @@ def job_view(
     anchor: str,
     now: float | None = None,
     redact: Redact = _process_redact,
+    cases_href: str = "",
 ) -> JobView:
     """One job's section of the status page."""
     now = time.time() if now is None else now
@@ -666,6 +673,7 @@ def job_view(
         drift=drift[0],
         drift_window=drift[1],
         exported=exported_note(state, now),
+        cases_href=cases_href,
         changed=[
             ChangedCases(label, len(ids), [(redact(i), href(i)) for i in ids[:CHANGED_SHOWN]])
             for label, ids in (
