@@ -92,7 +92,17 @@ STABILITY_BADGE: Mapping[str, str] = {
 #: worst first: the order of ``sort=stability``
 _STABILITY_RANK = {name: i for i, name in enumerate(STABILITY_LABELS)}
 #: worst first: the order of ``sort=verdict``
-_VERDICT_RANK = {"error": 0, "incorrect": 1, "answer not checked": 2, "not scored": 3}
+_VERDICT_RANK = {
+    "error": 0,
+    "incorrect": 1,
+    "relevant missed": 2,
+    "answer not checked": 3,
+    "not scored": 4,
+    "relevant retrieved": 5,
+}
+#: the verdicts shown green and red (the rest grey)
+GOOD_VERDICTS = frozenset({"correct", "relevant retrieved"})
+BAD_VERDICTS = frozenset({"incorrect", "error", "relevant missed"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -257,6 +267,7 @@ def case_table(
     tags: set[str] = set()
     for record in report.cases:
         scores = record.outcome
+        verdict = verdict_of(record)
         case_id = redact(record.id)
         question = record.case.question[:QUESTION_SHOWN]
         tags.update(record.case.tags)
@@ -276,12 +287,14 @@ def case_table(
             passed = answer if answer is not None else hit
             error_kind, rr, recall = None, scores.mrr, scores.recall_at_k
             counts["failed"] += passed is False
+            if answer is None and hit is not None:  # judged by retrieval, as history does
+                verdict = "relevant retrieved" if hit else "relevant missed"
         rows.append(
             CaseRow(
                 case_id,
                 question,
                 record.case.tags,
-                verdict_of(record),
+                verdict,
                 passed,
                 error_kind,
                 rr,
@@ -315,6 +328,7 @@ class RowView:
     question: str
     tags: tuple[str, ...]
     verdict: str
+    verdict_badge: str
     error_kind: str | None
     rr: str
     recall: str
@@ -447,6 +461,11 @@ def table_view(
                 question=r.question,
                 tags=r.tags,
                 verdict=r.verdict,
+                verdict_badge=(
+                    "ok"
+                    if r.verdict in GOOD_VERDICTS
+                    else ("bad" if r.verdict in BAD_VERDICTS else "na")
+                ),
                 error_kind=r.error_kind,
                 rr=_ratio(r.rr),
                 recall=_ratio(r.recall),
