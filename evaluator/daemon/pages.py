@@ -13,7 +13,7 @@ import asyncio
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Protocol
+from typing import Protocol, TypeVar
 from urllib.parse import urlencode
 
 from aiohttp import web
@@ -39,13 +39,17 @@ from evaluator.pages.views import (
     CaseOutcomeRow,
     JobState,
     Redact,
+    ReportDigest,
     case_view,
     fmt_age,
     job_view,
+    report_digest,
 )
 from evaluator.report import RunReport
 
 __all__ = ["CaseHistorySource", "StatusPages"]
+
+_T = TypeVar("_T")
 
 #: jobs rendered on one page; the rest are counted (a daemon with thousands stays fast)
 JOBS_SHOWN = 200
@@ -189,10 +193,33 @@ class StatusPages:
         self._history = history
         self._trace_url = trace_url
         self.renderer = PageRenderer(redact)
-        #: each job's case table, with the objects it was built from: rebuilt only when the
+        #: per job, what the pages compute from every case of a run (the status page's
+        #: digest, the case table), with the objects it was built from: rebuilt only when the
         #: job publishes a new run (the published state is immutable, so identity is enough)
-        self._tables: dict[tuple[str, str], tuple[tuple[object, ...], CaseTable]] = {}
-        self._tables_lock = threading.Lock()
+        self._built: dict[tuple[str, str, str], tuple[tuple[object, ...], object]] = {}
+        self._built_lock = threading.Lock()
+
+    def _cached(
+        self,
+        kind: str,
+        labels: tuple[str, str],
+        sources: tuple[object, ...],
+        build: Callable[[], _T],
+    ) -> _T:
+        """``build()``, or what it returned for the same ``sources`` (by identity)."""
+        key = (kind, *labels)
+        hit = self._built.get(key)
+        if hit is None or not all(a is b for a, b in zip(hit[0], sources, strict=True)):
+            with self._built_lock:  # two requests after a run build it once
+                hit = self._built.get(key)
+                if hit is None or not all(a is b for a, b in zip(hit[0], sources, strict=True)):
+                    hit = (sources, build())
+                    self._built[key] = hit
+                    # jobs removed by a reload leave nothing behind
+                    live = {r.labels for r in self._jobs()}
+                    for gone in [k for k in self._built if (k[1], k[2]) not in live]:
+                        del self._built[gone]
+        return hit[1]  # type: ignore[return-value]
 
     def _runs(self, state: PublishedState) -> Sequence[RunRow]:
         source: TrendSource = self._trends if self._trends is not None else state
@@ -234,6 +261,7 @@ class StatusPages:
             newly_failing=history.listed(Stability.NEWLY_FAILING) if history is not None else (),
             recovered=history.listed(Stability.RECOVERED) if history is not None else (),
             flaky=history.listed(Stability.FLAKY) if history is not None else (),
+            digest=self._digest(runner, published.report),
         )
 
     def render_status(self) -> str:
@@ -298,28 +326,24 @@ class StatusPages:
         if report is None:
             return None
         baseline = runner.gate.baseline if runner.gate is not None else None
-        sources = (report, baseline, published.history)
-        cached = self._tables.get(runner.labels)
-        if cached is not None and all(a is b for a, b in zip(cached[0], sources, strict=True)):
-            return cached[1]
-        with self._tables_lock:  # two requests after a run build it once
-            cached = self._tables.get(runner.labels)
-            if cached is not None and all(a is b for a, b in zip(cached[0], sources, strict=True)):
-                return cached[1]
+        history = published.history
+
+        def build() -> CaseTable:
             regressed, note = regressions(baseline, report)
-            table = case_table(
+            return case_table(
                 report,
                 regressed=regressed,
-                stability=stability_of(published.history),
+                stability=stability_of(history),
                 redact=self._redact,
                 baseline_note=note,
             )
-            self._tables[runner.labels] = (sources, table)
-            # jobs removed by a reload leave no table behind
-            live = {r.labels for r in self._jobs()}
-            for labels in [k for k in self._tables if k not in live]:
-                del self._tables[labels]
-            return table
+
+        return self._cached("table", runner.labels, (report, baseline, history), build)
+
+    def _digest(self, runner: JobRunner, report: RunReport | None) -> ReportDigest | None:
+        if report is None:
+            return None
+        return self._cached("digest", runner.labels, (report,), lambda: report_digest(report))
 
     def render_table(self, runner: JobRunner, pairs: list[tuple[str, str]]) -> tuple[int, str]:
         try:

@@ -22,7 +22,7 @@ from evaluator.redaction import redactor
 from evaluator.report import RunReport, format_timestamp
 from evaluator.scoring.answer import contains_fact, normalise
 from evaluator.scoring.citation import resolve_citation
-from evaluator.scoring.labels import audit_record, audit_run, describe_fact
+from evaluator.scoring.labels import AuditTotals, audit_record, audit_run, describe_fact
 from evaluator.summary import QUALITY_METRICS, Summary
 from evaluator.worst import worst_cases
 
@@ -33,9 +33,11 @@ __all__ = [
     "JobView",
     "MetricRow",
     "Redact",
+    "ReportDigest",
     "ReportView",
     "case_view",
     "job_view",
+    "report_digest",
     "report_view",
 ]
 
@@ -433,8 +435,11 @@ class AuditView:
     cases: list[tuple[str, str, str]]  # (case id, message, href)
 
 
-def audit_view(report: RunReport, href: Callable[[str], str]) -> AuditView:
-    totals = audit_run(report.cases)
+def audit_view(
+    report: RunReport, href: Callable[[str], str], totals: AuditTotals | None = None
+) -> AuditView:
+    """``totals``: the report's label audit when already computed (a :class:`ReportDigest`)."""
+    totals = audit_run(report.cases) if totals is None else totals
     return AuditView(
         checked=totals.checked,
         suspect=totals.suspect_count,
@@ -446,6 +451,22 @@ def audit_view(report: RunReport, href: Callable[[str], str]) -> AuditView:
 
 
 # --- the status page -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ReportDigest:
+    """What the status page reads from every case of a report, computed once per report: a
+    daemon keeps it beside the run (its pages then cost the same for 100 cases or 10,000)."""
+
+    report: RunReport
+    audit: AuditTotals
+    worst: tuple[CaseRecord, ...]
+
+
+def report_digest(report: RunReport) -> ReportDigest:
+    return ReportDigest(
+        report, audit_run(report.cases), tuple(worst_cases(report.cases, WORST_ON_STATUS))
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -468,6 +489,8 @@ class JobState:
     newly_failing: Sequence[str] = ()
     recovered: Sequence[str] = ()
     flaky: Sequence[str] = ()
+    #: the report's audit and worst cases when already computed (else computed here)
+    digest: ReportDigest | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -641,8 +664,11 @@ def job_view(
     signals = signals_of(state)
     drift = drift_rows(signals)
     worst = []
-    if report is not None:
-        for record in worst_cases(report.cases, WORST_ON_STATUS):
+    digest = state.digest
+    if report is not None and (digest is None or digest.report is not report):
+        digest = report_digest(report)
+    if report is not None and digest is not None:
+        for record in digest.worst:
             worst.append(
                 WorstRow(
                     record.id, record.case.question, describe_case(record, redact), href(record.id)
@@ -667,7 +693,11 @@ def job_view(
         gate_failing=state.gate_failing,
         trends=trend_views(state.runs),
         worst=worst,
-        audit=audit_view(report, href) if report is not None else None,
+        audit=(
+            audit_view(report, href, digest.audit)
+            if report is not None and digest is not None
+            else None
+        ),
         report_href=report_href,
         health=job_health(signals),
         drift=drift[0],
