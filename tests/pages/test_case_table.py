@@ -210,6 +210,14 @@ def test_filters_sort_and_pages_work_without_javascript(live: Live, tab_no_js: T
     response = page.goto(live.url + "/case-table?show=broken")
     assert response is not None and 400 == response.status
     assert "show: 'broken' is not one of all, failed" in page.locator("main").inner_text()
+    # one job: /case needs no target or dataset, and an unknown case is a 404 page
+    response = page.goto(live.url + "/case?id=zh-refund-deadline")
+    assert response is not None and 200 == response.status
+    assert "zh-refund-deadline" in page.locator("h2").first.inner_text()
+    assert "always failing" == page.locator("p .badge.stability").inner_text()
+    response = page.goto(live.url + "/case?id=no-such-case")
+    assert response is not None and 404 == response.status
+    assert "no such case in the last run" in page.locator("main").inner_text()
 
     # degraded: the cases that just started failing, each with its badge, all regressed
     live.reference.failure_modes.set(["rerank_degraded"])
@@ -240,9 +248,13 @@ def test_filters_sort_and_pages_work_without_javascript(live: Live, tab_no_js: T
     page.locator("ul.filters a", has_text="flaky").click()
     report, flaky = _same_run(live, page, _row_ids)
     assert sorted(report["history"]["flaky"])[:50] == flaky
-    # the two 400 pages asked for above are all Chromium complains of
-    refused = "Failed to load resource: the server responded with a status of 400 (Bad Request)"
-    assert [refused, refused] == tab_no_js.errors
+    # the 400 and 404 pages asked for above are all Chromium complains of
+    refused = "Failed to load resource: the server responded with a status of {}"
+    assert [
+        refused.format("400 (Bad Request)"),
+        refused.format("400 (Bad Request)"),
+        refused.format("404 (Not Found)"),
+    ] == tab_no_js.errors
 
 
 # --- every figure against its source --------------------------------------------------------
