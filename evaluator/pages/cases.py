@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
+from evaluator.border import printable
 from evaluator.errors import PageQueryError
 from evaluator.models import CaseError
 from evaluator.pages.views import Redact, fmt_seconds, verdict_of
@@ -184,6 +185,9 @@ def parse_query(pairs: Iterable[tuple[str, str]]) -> CaseQuery:
     text = seen.get("q", "").strip()
     if len(text) > MAX_SEARCH_CHARS:
         raise PageQueryError(f"q: at most {MAX_SEARCH_CHARS} characters")
+    if printable(text) != text:
+        # the search is echoed in the form: a control character has no business in it
+        raise PageQueryError("q: holds a control character or a lone surrogate")
     if text:
         changes["q"] = text
     if tag := seen.get("tag"):
