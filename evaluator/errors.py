@@ -42,6 +42,7 @@ __all__ = [
     "ExitCode",
     "GateError",
     "OutputError",
+    "PageQueryError",
     "PushError",
     "ReportError",
     "ResponseMemoryError",
@@ -77,6 +78,11 @@ class ConfigError(EvaluatorError):
 
 class UsageError(EvaluatorError):
     """Bad command-line arguments (argparse's own exit 2 is reserved for a failed gate)."""
+
+
+class PageQueryError(EvaluatorError):
+    """A page's query parameter is unknown, repeated or out of range; the message names it
+    and what is accepted (the daemon answers it with a 400 page)."""
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,5 @@
-"""The daemon's human pages: the status page at ``/`` and a case view at ``/case``.
+"""The daemon's human pages: the status page at ``/``, each job's case table at
+``/case-table`` and a case view at ``/case``.
 
 Both are rendered on the server (no script at all: the Content-Security-Policy forbids it),
 from snapshots of each job's last run; rendering runs in a worker thread so the event loop
@@ -10,20 +11,30 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, TypeVar
 from urllib.parse import urlencode
 
 from aiohttp import web
 
 from evaluator.daemon.job import JobRunner
 from evaluator.daemon.publish import JobState as PublishedState
-from evaluator.gate.compare import record_moves
+from evaluator.errors import GateError, PageQueryError
+from evaluator.gate.compare import align, diff_cases, record_moves
 from evaluator.history.job import JobHistory
 from evaluator.history.stability import Stability
 from evaluator.models import CaseRecord
+from evaluator.pages.cases import (
+    STABILITY_BADGE,
+    STABILITY_LABELS,
+    CaseTable,
+    case_table,
+    parse_query,
+    table_view,
+)
 from evaluator.pages.health import DRIFT_METRIC, DriftSignal, JobSignals
 from evaluator.pages.judge_panel import KnownLabels, case_panel, read_known_labels
 from evaluator.pages.render import PageRenderer
@@ -33,12 +44,17 @@ from evaluator.pages.views import (
     CaseOutcomeRow,
     JobState,
     Redact,
+    ReportDigest,
     case_view,
     fmt_age,
     job_view,
+    report_digest,
 )
+from evaluator.report import RunReport
 
 __all__ = ["CaseHistorySource", "StatusPages"]
+
+_T = TypeVar("_T")
 
 #: jobs rendered on one page; the rest are counted (a daemon with thousands stays fast)
 JOBS_SHOWN = 200
@@ -48,12 +64,15 @@ REFRESH_SECONDS = 30
 CASE_HISTORY = 20
 #: a query parameter longer than this is refused (case ids and labels are far shorter)
 MAX_PARAM_CHARS = 1000
+#: parameters of one page request (the case table's form sends nine)
+MAX_PARAMS = 20
 
-#: no script, no external anything: styles inline, images as data: URIs
+#: no script, no external anything: styles inline, images as data: URIs; forms (the case
+#: table's filters, a GET) submit to the daemon only
 SECURITY_HEADERS = {
     "Content-Security-Policy": (
         "default-src 'none'; style-src 'unsafe-inline'; img-src data:; "
-        "form-action 'none'; frame-ancestors 'none'; base-uri 'none'"
+        "form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
     ),
     "X-Content-Type-Options": "nosniff",
     "Referrer-Policy": "no-referrer",
@@ -75,6 +94,30 @@ def case_href(target: str, dataset: str, case_id: str) -> str:
 
 def report_href(target: str, dataset: str) -> str:
     return "/reports/latest?" + urlencode({"target": target, "dataset": dataset})
+
+
+def cases_href(target: str, dataset: str, params: Mapping[str, str] | None = None) -> str:
+    return "/case-table?" + urlencode({"target": target, "dataset": dataset, **(params or {})})
+
+
+def regressions(
+    baseline: RunReport | None, report: RunReport
+) -> tuple[dict[str, tuple[str, ...]] | None, str]:
+    """Each case of ``report`` that regressed against ``baseline``, with its changes (the
+    gate's own case diff), or None and why not."""
+    if baseline is None:
+        return None, "no baseline configured: regressions are not known"
+    try:
+        diff = diff_cases(align(baseline, report, allow_dataset_change=True))
+    except GateError as exc:
+        return None, f"the baseline is not comparable with this run: {exc}"
+    return {c.id: c.changes for c in diff.regressed}, ""
+
+
+def stability_of(history: JobHistory | None) -> dict[str, str] | None:
+    if history is None:
+        return None
+    return {c.case_id: c.stability.value for c in history.cases}
 
 
 def _mean(rows: Sequence[RunRow], metric: str) -> float | None:
@@ -158,6 +201,11 @@ class StatusPages:
         #: each job's labels file as last read, by (mtime, size): a case view reads it again
         #: only when it changed (a reviewer appending labels)
         self._labels: dict[Path, tuple[tuple[int, int], KnownLabels]] = {}
+        #: per job, what the pages compute from every case of a run (the status page's
+        #: digest, the case table), with the objects it was built from: rebuilt only when the
+        #: job publishes a new run (the published state is immutable, so identity is enough)
+        self._built: dict[tuple[str, str, str], tuple[tuple[object, ...], object]] = {}
+        self._built_lock = threading.Lock()
 
     def _known_labels(self, runner: JobRunner) -> KnownLabels | None:
         """The human labels of ``runner``'s judge (its ``drift_labels``), or None."""
@@ -175,6 +223,28 @@ class StatusPages:
         known = read_known_labels(path)
         self._labels[path] = (stamp, known)
         return known
+
+    def _cached(
+        self,
+        kind: str,
+        labels: tuple[str, str],
+        sources: tuple[object, ...],
+        build: Callable[[], _T],
+    ) -> _T:
+        """``build()``, or what it returned for the same ``sources`` (by identity)."""
+        key = (kind, *labels)
+        hit = self._built.get(key)
+        if hit is None or not all(a is b for a, b in zip(hit[0], sources, strict=True)):
+            with self._built_lock:  # two requests after a run build it once
+                hit = self._built.get(key)
+                if hit is None or not all(a is b for a, b in zip(hit[0], sources, strict=True)):
+                    hit = (sources, build())
+                    self._built[key] = hit
+                    # jobs removed by a reload leave nothing behind
+                    live = {r.labels for r in self._jobs()}
+                    for gone in [k for k in self._built if (k[1], k[2]) not in live]:
+                        del self._built[gone]
+        return hit[1]  # type: ignore[return-value]
 
     def _runs(self, state: PublishedState) -> Sequence[RunRow]:
         source: TrendSource = self._trends if self._trends is not None else state
@@ -216,6 +286,7 @@ class StatusPages:
             newly_failing=history.listed(Stability.NEWLY_FAILING) if history is not None else (),
             recovered=history.listed(Stability.RECOVERED) if history is not None else (),
             flaky=history.listed(Stability.FLAKY) if history is not None else (),
+            digest=self._digest(runner, published.report),
         )
 
     def render_status(self) -> str:
@@ -227,6 +298,7 @@ class StatusPages:
                 self._state(r),
                 case_href=case_href,
                 report_href=report_href(*r.labels),
+                cases_href=cases_href(*r.labels),
                 anchor=f"job-{i}",
                 now=now,
                 redact=self._redact,
@@ -276,7 +348,12 @@ class StatusPages:
             view = dataclasses.replace(view, judge=panel)
         age = fmt_age(time.time() - published.finished_at) if published.finished_at else ""
         return 200, self.renderer.case(
-            view, job=f"{target} / {dataset}", run_id=report.run_id, run_age=age, diff=diff
+            view,
+            job=f"{target} / {dataset}",
+            run_id=report.run_id,
+            run_age=age,
+            diff=diff,
+            stability=_badge(published.history, case_id),
         )
 
     def _against_baseline(
@@ -302,6 +379,86 @@ class StatusPages:
             better=better,
             redact=self._redact,
         )
+
+    def table(self, runner: JobRunner) -> CaseTable | None:
+        """The job's case table of its last run (None before one), built once per run."""
+        published = runner.state
+        report = published.report
+        if report is None:
+            return None
+        baseline = runner.gate.baseline if runner.gate is not None else None
+        history = published.history
+
+        def build() -> CaseTable:
+            regressed, note = regressions(baseline, report)
+            return case_table(
+                report,
+                regressed=regressed,
+                stability=stability_of(history),
+                redact=self._redact,
+                baseline_note=note,
+            )
+
+        return self._cached("table", runner.labels, (report, baseline, history), build)
+
+    def _digest(self, runner: JobRunner, report: RunReport | None) -> ReportDigest | None:
+        if report is None:
+            return None
+        return self._cached("digest", runner.labels, (report,), lambda: report_digest(report))
+
+    def render_table(self, runner: JobRunner, pairs: list[tuple[str, str]]) -> tuple[int, str]:
+        try:
+            query = parse_query(pairs)
+        except PageQueryError as exc:
+            return 400, self.renderer.bad_request(str(exc))
+        table = self.table(runner)
+        if table is None:
+            return 404, self.renderer.not_found("no run of this job has finished yet")
+        target, dataset = runner.labels
+        try:
+            view = table_view(
+                table,
+                query,
+                href=lambda params: cases_href(target, dataset, params),
+                case_href=lambda case_id: case_href(target, dataset, case_id),
+            )
+        except PageQueryError as exc:
+            return 400, self.renderer.bad_request(str(exc))
+        finished = runner.state.finished_at
+        age = fmt_age(time.time() - finished) if finished else ""
+        return 200, self.renderer.case_table(view, run_age=age)
+
+    def _job(self, target: str | None, dataset: str | None) -> JobRunner | tuple[int, str]:
+        """The job ``?target=..&dataset=..`` names (both may be left out with one job), or
+        the error page."""
+        runners = list(self._jobs())
+        if not (target and dataset):
+            if len(runners) != 1 or target or dataset:
+                return 400, self.renderer.bad_request(
+                    f"pass ?target=..&dataset=.. (the daemon runs {len(runners)} jobs)"
+                )
+            return runners[0]
+        runner = next((r for r in runners if r.labels == (target, dataset)), None)
+        if runner is None:
+            return 404, self.renderer.not_found("no such job")
+        return runner
+
+    async def cases(self, request: web.Request) -> web.Response:
+        """``/case-table?target=..&dataset=..[&show=..&tag=..&q=..&sort=..&page=..]``"""
+        q = request.query
+        too_long = [n for n, v in q.items() if len(n) + len(v) > MAX_PARAM_CHARS]
+        if too_long or len(q) > MAX_PARAMS:
+            return _html(
+                self.renderer.bad_request(
+                    f"at most {MAX_PARAMS} parameters of at most {MAX_PARAM_CHARS} characters"
+                ),
+                400,
+            )
+        job = self._job(q.get("target"), q.get("dataset"))
+        if isinstance(job, tuple):
+            return _html(job[1], job[0])
+        status, body = await asyncio.to_thread(self.render_table, job, list(q.items()))
+        return _html(body, status)
 
     async def case(self, request: web.Request) -> web.Response:
         q = request.query
@@ -330,3 +487,13 @@ class StatusPages:
             target, dataset = labels[0]
         status, body = await asyncio.to_thread(self.render_case, target, dataset, case_id)
         return _html(body, status)
+
+
+def _badge(history: JobHistory | None, case_id: str) -> tuple[str, str, str] | None:
+    """A case's stability class for its view: (value, words, badge colour)."""
+    if history is None:
+        return None
+    found = next((c.stability.value for c in history.cases if c.case_id == case_id), None)
+    if found is None:
+        return None
+    return found, STABILITY_LABELS.get(found, found), STABILITY_BADGE.get(found, "na")

@@ -1,5 +1,6 @@
 """HTTP endpoints of the daemon on aiohttp: /metrics, /healthz, /readyz, /reports/latest,
-/cases, and the human pages (``/`` and ``/case``, :mod:`evaluator.daemon.pages`)."""
+/cases, and the human pages (``/``, ``/case-table`` and ``/case``,
+:mod:`evaluator.daemon.pages`)."""
 
 from __future__ import annotations
 
@@ -100,6 +101,7 @@ class HttpEndpoints:
         if self._pages is not None:
             app.router.add_get("/", self._pages.status)
             app.router.add_get("/case", self._pages.case)
+            app.router.add_get("/case-table", self._pages.cases)
         app.router.add_get("/cases", self.cases)
         return app
 

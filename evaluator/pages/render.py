@@ -14,6 +14,7 @@ import jinja2
 import markupsafe
 
 from evaluator._version import __version__
+from evaluator.pages.cases import CaseTableView
 from evaluator.pages.report_extras import ReportExtras
 from evaluator.pages.sidebyside import BaselineDiff
 from evaluator.pages.views import CaseView, JobView, Redact, ReportView
@@ -72,8 +73,10 @@ class PageRenderer:
         run_id: str,
         run_age: str,
         diff: BaselineDiff | None = None,
+        stability: tuple[str, str, str] | None = None,
     ) -> str:
-        """One case of a job's last run; ``diff``: the baseline's run of it beside it."""
+        """One case of a job's last run; ``diff``: the baseline's run of it beside it;
+        ``stability``: the case's history class (value, words, badge colour), if known."""
         return self._render(
             "case.html.j2",
             title=f"{view.id} · {job}",
@@ -81,6 +84,15 @@ class PageRenderer:
             diff=diff,
             job=job,
             run_id=run_id,
+            run_age=run_age,
+            stability=stability,
+        )
+
+    def case_table(self, view: CaseTableView, *, run_age: str) -> str:
+        return self._render(
+            "cases.html.j2",
+            title=f"cases · {view.target} / {view.dataset}",
+            t=view,
             run_age=run_age,
         )
 

@@ -23,7 +23,7 @@ from evaluator.redaction import redactor
 from evaluator.report import RunReport, format_timestamp
 from evaluator.scoring.answer import contains_fact, normalise
 from evaluator.scoring.citation import resolve_citation
-from evaluator.scoring.labels import audit_record, audit_run, describe_fact
+from evaluator.scoring.labels import AuditTotals, audit_record, audit_run, describe_fact
 from evaluator.summary import QUALITY_METRICS, Summary
 
 if TYPE_CHECKING:
@@ -36,9 +36,11 @@ __all__ = [
     "JobView",
     "MetricRow",
     "Redact",
+    "ReportDigest",
     "ReportView",
     "case_view",
     "job_view",
+    "report_digest",
     "report_view",
 ]
 
@@ -259,6 +261,10 @@ def _verdict(record: CaseRecord) -> str:
     return "correct" if s.answer_correct else "incorrect"
 
 
+#: a case's verdict in words: the case view's badge and the case table's column
+verdict_of = _verdict
+
+
 def _citation_label(citation: Citation) -> str:
     return f"[{citation}]" if isinstance(citation, int) else str(citation)
 
@@ -435,8 +441,11 @@ class AuditView:
     cases: list[tuple[str, str, str]]  # (case id, message, href)
 
 
-def audit_view(report: RunReport, href: Callable[[str], str]) -> AuditView:
-    totals = audit_run(report.cases)
+def audit_view(
+    report: RunReport, href: Callable[[str], str], totals: AuditTotals | None = None
+) -> AuditView:
+    """``totals``: the report's label audit when already computed (a :class:`ReportDigest`)."""
+    totals = audit_run(report.cases) if totals is None else totals
     return AuditView(
         checked=totals.checked,
         suspect=totals.suspect_count,
@@ -448,6 +457,22 @@ def audit_view(report: RunReport, href: Callable[[str], str]) -> AuditView:
 
 
 # --- the status page -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ReportDigest:
+    """What the status page reads from every case of a report, computed once per report: a
+    daemon keeps it beside the run (its pages then cost the same for 100 cases or 10,000)."""
+
+    report: RunReport
+    audit: AuditTotals
+    worst: tuple[CaseRecord, ...]
+
+
+def report_digest(report: RunReport) -> ReportDigest:
+    return ReportDigest(
+        report, audit_run(report.cases), tuple(worst_cases(report.cases, WORST_ON_STATUS))
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -470,6 +495,8 @@ class JobState:
     newly_failing: Sequence[str] = ()
     recovered: Sequence[str] = ()
     flaky: Sequence[str] = ()
+    #: the report's audit and worst cases when already computed (else computed here)
+    digest: ReportDigest | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -519,6 +546,8 @@ class JobView:
     #: the history's drift verdict per check, and its window in words
     drift: list[DriftRow] = field(default_factory=list)
     drift_window: str = ""
+    #: the job's case table (every case, filtered and sorted); "" where none is served
+    cases_href: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -627,6 +656,7 @@ def job_view(
     anchor: str,
     now: float | None = None,
     redact: Redact = _process_redact,
+    cases_href: str = "",
 ) -> JobView:
     """One job's section of the status page."""
     now = time.time() if now is None else now
@@ -640,8 +670,11 @@ def job_view(
     signals = signals_of(state)
     drift = drift_rows(signals)
     worst = []
-    if report is not None:
-        for record in worst_cases(report.cases, WORST_ON_STATUS):
+    digest = state.digest
+    if report is not None and (digest is None or digest.report is not report):
+        digest = report_digest(report)
+    if report is not None and digest is not None:
+        for record in digest.worst:
             worst.append(
                 WorstRow(
                     record.id, record.case.question, describe_case(record, redact), href(record.id)
@@ -666,12 +699,17 @@ def job_view(
         gate_failing=state.gate_failing,
         trends=trend_views(state.runs),
         worst=worst,
-        audit=audit_view(report, href) if report is not None else None,
+        audit=(
+            audit_view(report, href, digest.audit)
+            if report is not None and digest is not None
+            else None
+        ),
         report_href=report_href,
         health=job_health(signals),
         drift=drift[0],
         drift_window=drift[1],
         exported=exported_note(state, now),
+        cases_href=cases_href,
         changed=[
             ChangedCases(label, len(ids), [(redact(i), href(i)) for i in ids[:CHANGED_SHOWN]])
             for label, ids in (

@@ -24,7 +24,13 @@ from tests.targets.helpers import GOOD_BODY
 pytestmark = pytest.mark.e2e
 
 TOKEN = "ui-token-5f4e3d2c1b0a"
-PATHS = ["/", "/cases", "/reports/latest", "/case?target=loop&dataset=golden&id=c1"]
+PATHS = [
+    "/",
+    "/cases",
+    "/reports/latest",
+    "/case?target=loop&dataset=golden&id=c1",
+    "/case-table?target=loop&dataset=golden",
+]
 OPEN = ["/metrics", "/healthz", "/readyz"]
 
 

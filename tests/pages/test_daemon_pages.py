@@ -147,3 +147,43 @@ def test_case_query_parameters_are_validated_with_clear_400s(daemon: RunningDaem
     assert "pass ?target=..&amp;dataset=.. (the daemon runs 3 jobs)" in no_job.text
     assert "id: at most 1000 characters" in long_id.text
     assert "<h1>Bad request</h1>" in long_id.text
+
+
+def test_the_status_page_links_each_job_to_its_case_table(
+    daemon: RunningDaemon, tab_no_js: Tab
+) -> None:
+    """Each job's section links its case table; the hostile job's is escaped and masked."""
+    page = tab_no_js.page
+    page.goto(daemon.url + "/")
+    links = page.locator("section.job a.case-table")
+    assert ["all 138 cases", "all 8 cases", "all 2 cases"] == links.all_inner_texts()
+    links.nth(2).click()
+    assert "Cases of hostile / hostile" == page.locator("h1").inner_text()
+    assert ["hostile-1", "hostile-2"] == page.locator("table.cases a.id").all_inner_texts()
+    assert "<script>alert(2)</script>?" in page.locator("table.cases").inner_text()
+    assert 0 == page.locator("script").count()
+    assert SECRET not in page.content()
+    assert [] == tab_no_js.errors
+
+
+def test_the_case_table_names_its_job_and_refuses_what_it_cannot_serve(
+    daemon: RunningDaemon,
+) -> None:
+    with httpx.Client(base_url=daemon.url, timeout=5) as http:
+        several = http.get("/case-table")
+        unknown = http.get("/case-table", params={"target": "reference", "dataset": "nope"})
+        bad_tag = http.get(
+            "/case-table", params={"target": "reference", "dataset": "rag_cases", "tag": "x"}
+        )
+        repeated = http.get("/case-table?target=reference&dataset=rag_cases&sort=rr&sort=id")
+        huge = http.get("/case-table", params={"target": "reference", "q": "x" * 1001})
+
+    assert (400, 404, 400, 400, 400) == tuple(
+        r.status_code for r in (several, unknown, bad_tag, repeated, huge)
+    )
+    assert "pass ?target=..&amp;dataset=.. (the daemon runs 3 jobs)" in several.text
+    assert "no such job" in unknown.text and "<h1>Not found</h1>" in unknown.text
+    assert "tag: &#39;x&#39; is no tag of this job (its tags: account, company, " in bad_tag.text
+    assert "sort: given more than once" in repeated.text
+    assert "at most 20 parameters of at most 1000 characters" in huge.text
+    assert "form-action 'self'" in several.headers["content-security-policy"]
