@@ -19,7 +19,8 @@ CLI can print its message as one line and exit with :class:`ExitCode` ``ERROR``:
     │   ├── ResponseMemoryError    kind "out_of_memory" (memory ran out reading a response)
     │   ├── StreamInterruptedError kind "stream_interrupted" (a streamed answer cut mid-way)
     │   └── TargetExceptionError   kind "target_exception" (a callable target raised)
-    └── GateError              two reports that cannot be compared
+    ├── GateError              two reports that cannot be compared
+    └── PageQueryError         a status page's query parameter the page cannot serve (400)
 
 The kinds in :data:`ERROR_KINDS` are derived from :data:`CASE_ERRORS`, and context is held
 in attributes set at construction, so no caller parses a message back.
