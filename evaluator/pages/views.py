@@ -753,7 +753,8 @@ def job_view(
         config_changes=[
             (
                 kind,
-                f"{label} at run {ordered[i].run_id} ({format_timestamp_utc(ordered[i].finished_at)})",
+                f"{label} at run {ordered[i].run_id} "
+                f"({format_timestamp_utc(ordered[i].finished_at)})",
             )
             for i, kind, label in hash_changes(ordered)
         ],
