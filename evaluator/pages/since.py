@@ -138,13 +138,20 @@ def change_start(
         if starts[first] != total:
             cases += f" ({starts[first]} from this run, the rest later)"
         onsets.append((position[run.run_id], Onset(cases, run.run_id, run.finished_at)))
+    # the drift test's window is no onset of its own: its oldest run may predate the change
+    # (a drift turns significant once the changed runs outweigh it), so it decides only
+    # when nothing else holds
+    drift_onset = None
     if drifting and 0 < drift_runs <= len(complete):
         run = complete[-drift_runs]
-        words = f"{', '.join(drifting)} drifting (significant)"
-        onsets.append((position[run.run_id], Onset(words, run.run_id, run.finished_at)))
-    if not onsets:
+        runs = f"over the last {drift_runs} run{'s' if drift_runs != 1 else ''}"
+        words = f"{', '.join(drifting)} drifting (significant {runs})"
+        drift_onset = (position[run.run_id], Onset(words, run.run_id, run.finished_at))
+    if not onsets and drift_onset is None:
         return None
     onsets.sort(key=lambda o: o[0])
+    if drift_onset is not None:
+        onsets = [*onsets, drift_onset] if onsets else [drift_onset]
     index, first_onset = onsets[0]
     return ChangeStart(
         run_id=first_onset.run_id,

@@ -89,12 +89,22 @@ class TestChangeStart:
             ("error_rate above the RagEvalErrorRatioHigh threshold", "r2"),
         ] == [(o.what, o.run_id) for o in start.onsets]
 
-    def test_a_significant_drift_shows_from_its_current_window_on(self) -> None:
+    def test_a_significant_drift_alone_shows_from_its_current_window_on(self) -> None:
         start = change_start(_rows([0.9] * 6), drifting=["mrr"], drift_runs=3)
 
         assert start is not None
-        assert ("r3", 2, ("mrr drifting (significant)",)) == (
+        assert ("r3", 2, ("mrr drifting (significant over the last 3 runs)",)) == (
             start.run_id,
             start.runs_ago,
             tuple(o.what for o in start.onsets),
         )
+
+    def test_beside_another_onset_the_drift_window_is_listed_not_the_start(self) -> None:
+        """The drift's window (r2..r5) reaches back before MRR crossed the gate's line at r4:
+        the change began at r4, the drift listed after it."""
+        rows = _rows([0.9, 0.9, 0.9, 0.9, 0.5, 0.5])
+        start = change_start(rows, limits=[GATE], drifting=["mrr"], drift_runs=4)
+
+        assert start is not None
+        assert ("r4", 1) == (start.run_id, start.runs_ago)
+        assert ["r4", "r2"] == [o.run_id for o in start.onsets]
