@@ -116,9 +116,16 @@ class Chart:
     end: tuple[float, float] | None = None
 
 
-def _time(at: float, *, with_date: bool) -> str:
+#: a window shorter than this labels its ticks to the second (runs minutes apart would all
+#: read the same minute)
+_SECONDS_SPAN = 600.0
+
+
+def _time(at: float, *, with_date: bool, with_seconds: bool = False) -> str:
     moment = datetime.fromtimestamp(at, UTC)
-    return moment.strftime("%m-%d %H:%M" if with_date else "%H:%M")
+    if with_date:
+        return moment.strftime("%m-%d %H:%M")
+    return moment.strftime("%H:%M:%S" if with_seconds else "%H:%M")
 
 
 def _window(rows: Sequence[RunRow]) -> str:
@@ -174,7 +181,8 @@ def _ticks(xs: Sequence[float], times: Sequence[float]) -> list[Tick]:
     labelled: dict[int, Literal["start", "middle", "end"]] = {0: "start"}
     if len(xs) > 1:
         labelled[len(xs) - 1] = "end"
-    gap = _LABEL_GAP * (1.6 if with_date else 1.0)
+    with_seconds = times[-1] - times[0] < _SECONDS_SPAN
+    gap = _LABEL_GAP * (1.6 if with_date else 1.3 if with_seconds else 1.0)
     for step in range(1, LABELLED_TICKS - 1):
         i = round(step * (len(xs) - 1) / (LABELLED_TICKS - 1))
         if all(abs(xs[i] - xs[j]) >= gap for j in labelled):
@@ -182,7 +190,9 @@ def _ticks(xs: Sequence[float], times: Sequence[float]) -> list[Tick]:
     return [
         Tick(
             x,
-            _time(times[i], with_date=with_date) if i in labelled else "",
+            _time(times[i], with_date=with_date, with_seconds=with_seconds)
+            if i in labelled
+            else "",
             labelled.get(i, "middle"),
         )
         for i, x in enumerate(xs)

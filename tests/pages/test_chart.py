@@ -55,6 +55,13 @@ class TestGeometry:
         ]
         assert "3 runs, 1970-01-01 00:00 – 00:30 UTC" == chart.window
 
+    def test_runs_seconds_apart_are_labelled_to_the_second(self) -> None:
+        """A window under ten minutes (the demo's, a test's) would read one minute thrice."""
+        chart = trend_chart("mrr", _runs((0.0, 0.5), (100.0, 0.6), (300.0, 0.7)), fmt=_fmt)
+
+        assert chart is not None
+        assert ["00:00:00", "00:01:40", "00:05:00"] == [t.label for t in chart.ticks]
+
     def test_crowded_ticks_stay_unlabelled_and_a_day_long_window_has_dates(self) -> None:
         rows = _runs(*((i * 60.0, 0.5) for i in range(10)), (2 * 86400.0, 0.5))
         chart = trend_chart("mrr", rows, fmt=_fmt)
