@@ -224,7 +224,8 @@ def trend_chart(
     ]
     if not kept:
         return None
-    left, top, right, bottom = 44.0, 8.0, width - 8.0, height - 20.0
+    # room on the left for the y range's labels ("250.0ms"), below for the times
+    left, top, right, bottom = 52.0, 8.0, width - 8.0, height - 20.0
     numbers = [v for _, v in kept]
     shown = [lim for lim in limits if lim.metric == metric and math.isfinite(lim.value)]
     every = numbers + [lim.value for lim in shown]
@@ -276,7 +277,7 @@ def trend_chart(
         points=" ".join(f"{x:g},{y:g}" for x, y in line),
         dots=dots,
         ticks=_ticks(xs, times),
-        y_low=fmt(low),
+        y_low=fmt(low) if low else "0",  # "0µs" and "0.0000" say no more than 0
         y_high=fmt(high),
         limits=[DrawnLimit(lim, y_of(lim.value), fmt(lim.value)) for lim in shown],
         markers=markers,

@@ -32,10 +32,10 @@ class TestGeometry:
         chart = trend_chart("mrr", rows, fmt=_fmt, ceiling=1.0)
 
         assert chart is not None
-        # box 44..292 x 8..100: x at 0, 1/3 and 3/3 of 1800 s; y at 0.5, 1 and 0.75
-        assert (44.0, 8.0, 292.0, 100.0) == chart.box
-        assert "44,54 126.7,8 292,31" == chart.points
-        assert ("0.00", "1.00") == (chart.y_low, chart.y_high)
+        # box 52..292 x 8..100: x at 0, 1/3 and 3/3 of 1800 s; y at 0.5, 1 and 0.75
+        assert (52.0, 8.0, 292.0, 100.0) == chart.box
+        assert "52,54 132,8 292,31" == chart.points
+        assert ("0", "1.00") == (chart.y_low, chart.y_high)
         assert (3, 0.75, 0.5, 1.0, (292.0, 31.0)) == (
             chart.count,
             chart.last,
@@ -50,7 +50,7 @@ class TestGeometry:
         chart = trend_chart("mrr", rows, fmt=_fmt)
 
         assert chart is not None
-        assert [(44.0, "00:00", "start"), (126.7, "00:10", "middle"), (292.0, "00:30", "end")] == [
+        assert [(52.0, "00:00", "start"), (132.0, "00:10", "middle"), (292.0, "00:30", "end")] == [
             (t.x, t.label, t.anchor) for t in chart.ticks
         ]
         assert "3 runs, 1970-01-01 00:00 – 00:30 UTC" == chart.window
@@ -82,7 +82,7 @@ class TestGeometry:
 
         alone = trend_chart("mrr", _runs((0.0, 0.4)), fmt=_fmt, ceiling=1.0)
         assert alone is not None
-        assert "44,63.2 292,63.2" == alone.points
+        assert "52,63.2 292,63.2" == alone.points
         assert trend_chart("mrr", _runs((0.0, None)), fmt=_fmt) is None
 
 
@@ -138,7 +138,7 @@ class TestMarks:
 
         assert chart is not None
         # x -> y at r1, y -> x at r2 (a revert is a change too), and the change's start
-        assert [("config", 168.0, "r1"), ("config", 292.0, "r2"), ("began", 292.0, "r2")] == [
+        assert [("config", 172.0, "r1"), ("config", 292.0, "r2"), ("began", 292.0, "r2")] == [
             (m.kind, m.x, m.run_id) for m in chart.markers
         ]
 
