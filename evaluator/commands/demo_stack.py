@@ -2,6 +2,11 @@
 
 One command, one process tree: the reference service (and Prometheus, when its binary is on
 the machine) run as child processes; the daemon runs in this process. Ctrl-C stops all.
+
+Before the daemon starts, one run of the golden set is recorded as the job's baseline (the
+demo's first complete run), judged by the demo's gate rules (``data/demo_gates.toml``): every
+later run is gated against it, so a failure mode switched on turns the status page red at
+the next complete run, with the failing rule in words and the run where it began.
 The children run in process groups of their own, so a terminal's Ctrl-C reaches only this
 process, which stops the daemon first and its children after: a run in flight never sees
 its target vanish.
@@ -25,12 +30,15 @@ from pathlib import Path
 
 import structlog
 
+from evaluator.commands.common import plan_job, streamed_run
 from evaluator.config import HttpTargetConfig, JobConfig, Settings
 from evaluator.daemon import Daemon
+from evaluator.daemon.publish import classify
 from evaluator.daemon.server import parse_listen
 from evaluator.daemon.service import without_created_series
 from evaluator.errors import ConfigError, EvaluatorError, ExitCode
 from evaluator.judge.settings import JudgeConfig
+from evaluator.run.runner import new_run_id
 
 __all__ = ["DemoOptions", "PrometheusUi", "run_demo"]
 
@@ -40,6 +48,13 @@ log = structlog.get_logger("evaluator.demo")
 #: well under a second; under ``slow_model`` one takes about a minute, and a demo must
 #: not hang that long (the daemon's own default is 30 s).
 _SHUTDOWN_GRACE_SECONDS = 2.0
+
+
+#: the gate rules every run of the demo is judged by against its baseline (packaged: the
+#: built-in defaults' fixed citation floor fails the reference service even when healthy)
+DEMO_GATES = Path(str(resources.files("evaluator.commands").joinpath("data/demo_gates.toml")))
+#: the baseline's file name in the demo's reports folder
+BASELINE_FILE = "baseline.json"
 
 
 #: the golden set of the source tree, which the demo runs when started there
@@ -189,12 +204,15 @@ def _start_prometheus(
 _JUDGE_DRIFT_SECONDS = 300.0
 
 
-def _settings(options: DemoOptions) -> Settings:
+def _settings(options: DemoOptions, baseline: Path | None = None) -> Settings:
     if not options.dataset.is_file():
         raise ConfigError(f"golden set {options.dataset} not found: pass --dataset FILE")
     target = HttpTargetConfig(name="reference", url=f"http://127.0.0.1:{options.rag_port}/rag")
     job = JobConfig(
-        target="reference", dataset=options.dataset, interval_seconds=options.interval_seconds
+        target="reference",
+        dataset=options.dataset,
+        interval_seconds=options.interval_seconds,
+        baseline=baseline,
     )
     labels = options.dataset.parent / "labels" / options.dataset.name
     # the reference service's demo judge (a deterministic stand-in, not a model): the demo
@@ -211,12 +229,49 @@ def _settings(options: DemoOptions) -> Settings:
         targets=(target,),
         jobs=(job,),
         judge=judge,
+        gates_file=DEMO_GATES,
         shutdown_grace_seconds=_SHUTDOWN_GRACE_SECONDS,
         log_cases=False,  # the console shows one line per run; the reports hold every case
     )
 
 
-def _banner(options: DemoOptions, prometheus: PrometheusUi, daemon_port: int) -> str:
+@dataclass(frozen=True)
+class Baseline:
+    """The demo's baseline report, or why there is none."""
+
+    path: Path | None
+    reason: str = ""
+
+
+def record_baseline(settings: Settings, folder: Path) -> Baseline:
+    """One run of the demo's job, saved as ``folder/baseline.json`` when it is complete.
+
+    A run that is not complete (the service started with ``server_errors``, say) makes no
+    baseline: the daemon then runs ungated, and the banner says why.
+
+    Raises:
+        KeyboardInterrupt: Ctrl-C during the run (nothing else is started).
+    """
+    plan = plan_job(settings)
+    path = folder / BASELINE_FILE
+    report, _ = streamed_run(plan, 1, path, new_run_id())
+    if report.interrupted:
+        path.unlink(missing_ok=True)
+        raise KeyboardInterrupt
+    outcome = classify(report.summary, settings.error_ratio_limit)
+    if outcome != "complete":
+        path.unlink(missing_ok=True)
+        return Baseline(None, f"none: the first run was {outcome}, so runs are not gated")
+    log.info("demo_baseline_recorded", path=str(path), run_id=report.run_id)
+    return Baseline(path)
+
+
+def _banner(
+    options: DemoOptions,
+    prometheus: PrometheusUi,
+    daemon_port: int,
+    baseline: Baseline | None = None,
+) -> str:
     host, _ = parse_listen(options.listen)
     base = f"http://{host}:{daemon_port}"
     rag = f"http://127.0.0.1:{options.rag_port}"
@@ -230,19 +285,27 @@ def _banner(options: DemoOptions, prometheus: PrometheusUi, daemon_port: int) ->
         f"  latest report          {base}/reports/latest",
     ]
     lines.append(f"  Prometheus             {prometheus.url or prometheus.reason}")
+    if baseline is None:
+        baseline = Baseline(options.reports_dir / BASELINE_FILE)
+    recorded = f"{baseline.path}, the first complete run" if baseline.path else baseline.reason
     lines += [
         f"  golden set             {options.dataset}, every {options.interval_seconds:g}s",
+        f"  baseline               {recorded}",
         "",
         "Flip a failure mode and watch the metrics move (modes: retrieval_degraded,",
         "rerank_degraded, answer_degraded, citations_degraded, slow_model, server_errors):",
         f'  curl -X PUT {rag}/admin/failure-modes -d \'{{"modes": ["rerank_degraded"]}}\'',
         f"  curl -X PUT {rag}/admin/failure-modes -d '{{\"modes\": []}}'",
+        "The status page turns red within two runs and says why: the failing gate rule,",
+        "the newly failing cases, and the run where the change began.",
         "",
     ]
     return "\n".join(lines)
 
 
-async def _serve(settings: Settings, options: DemoOptions, prometheus: PrometheusUi) -> None:
+async def _serve(
+    settings: Settings, options: DemoOptions, prometheus: PrometheusUi, baseline: Baseline
+) -> None:
     daemon = Daemon(settings)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -250,7 +313,7 @@ async def _serve(settings: Settings, options: DemoOptions, prometheus: Prometheu
         loop.add_signal_handler(sig, stop.set)
     await daemon.start()
     # the command's own output on stdout; the daemon's log lines go to stderr
-    print(_banner(options, prometheus, daemon.http.port), flush=True)
+    print(_banner(options, prometheus, daemon.http.port, baseline), flush=True)
     try:
         await stop.wait()
     finally:
@@ -265,8 +328,11 @@ def run_demo(options: DemoOptions) -> int:
     with tempfile.TemporaryDirectory(prefix="evaluator-demo-") as tmp:
         try:
             _start_reference(options, children)
+            baseline = record_baseline(settings, options.reports_dir)
+            if baseline.path is not None:
+                settings = _settings(options, baseline.path)
             prometheus = _start_prometheus(options, Path(tmp), children)
-            asyncio.run(_serve(settings, options, prometheus))
+            asyncio.run(_serve(settings, options, prometheus, baseline))
         finally:
             for child in reversed(children):
                 child.terminate()

@@ -3,7 +3,8 @@ labelled cases are re-judged on a schedule of their own (judge drift).
 
 Judge traffic has metrics of its own, never the target's: calls by outcome (``ok`` or an
 error kind), call latency, tokens, cost, skipped checks, the cache hit ratio, whether the
-run's judge was compromised by a canary, the judged metrics, and, from the drift checks,
+run's judge was compromised by a canary, whether it is calibrated for each check, the judged
+metrics, and, from the drift checks,
 agreement and kappa with the human labels beside the calibrated agreement floor (the shipped
 alert ``RagEvalJudgeDrift`` compares the two). A judge that fails never fails the run nor
 the daemon: the run is kept unjudged and the failure logged.
@@ -19,7 +20,7 @@ import structlog
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from evaluator.config import JobConfig, Settings
-from evaluator.judge.apply import trust_problem, with_calibration
+from evaluator.judge.apply import calibration_of, trust_problem, with_calibration
 from evaluator.judge.checks import JUDGED_METRICS
 from evaluator.judge.client import JudgeClient
 from evaluator.judge.drift import agreement_floors, rejudge_labelled
@@ -86,6 +87,13 @@ class JudgeMetrics:
             "rag_eval_judge_compromised",
             "1 when the last judged run's judge passed a canary (its judged metrics advisory)",
             _LABELS,
+            registry=registry,
+        )
+        self.calibrated = Gauge(
+            "rag_eval_judge_calibrated",
+            "1 when the stored calibration calls the last judged run's judge (model and prompt"
+            " version) calibrated for the check, 0 when not (its judged metrics advisory)",
+            [*_LABELS, "check"],
             registry=registry,
         )
         self.judged = {
@@ -187,6 +195,8 @@ class DaemonJudge:
         answered = usage.cache_hits + usage.calls
         m.cache_hit_ratio.labels(*labels).set(usage.cache_hits / answered if answered else 0)
         m.compromised.labels(*labels).set(1 if judged.compromised else 0)
+        for check, calibrated in calibration_of(judged).items():
+            m.calibrated.labels(*labels, check).set(1 if calibrated else 0)
         for name, gauge in m.judged.items():
             value = judged.metrics.get(name)
             if value is not None:

@@ -20,6 +20,7 @@ from urllib.parse import urlencode
 
 from aiohttp import web
 
+from evaluator.daemon.baseline import BaselineGate
 from evaluator.daemon.job import JobRunner
 from evaluator.daemon.publish import JobState as PublishedState
 from evaluator.errors import GateError, PageQueryError
@@ -35,11 +36,12 @@ from evaluator.pages.cases import (
     parse_query,
     table_view,
 )
+from evaluator.pages.chart import Limit
 from evaluator.pages.health import DRIFT_METRIC, DriftSignal, JobSignals
 from evaluator.pages.judge_panel import KnownLabels, case_panel, read_known_labels
 from evaluator.pages.render import PageRenderer
 from evaluator.pages.sidebyside import BaselineDiff, baseline_diff
-from evaluator.pages.trend import RunRow, TrendSource
+from evaluator.pages.trend import TREND_METRICS, RunRow, TrendSource
 from evaluator.pages.views import (
     CaseOutcomeRow,
     JobState,
@@ -170,6 +172,30 @@ def job_signals(
     )
 
 
+def gate_limits(gate: BaselineGate | None) -> list[Limit]:
+    """The gate rules on the trend metrics as lines: where each rule's limit lies against
+    the baseline's value (a rule the baseline cannot place, none)."""
+    if gate is None:
+        return []
+    summary = gate.baseline.summary
+    out = []
+    for rule in gate.rules:
+        if rule.metric not in TREND_METRICS:
+            continue
+        bound = rule.bound(summary.get(rule.metric))
+        if bound is not None:
+            out.append(
+                Limit(
+                    rule.metric,
+                    bound,
+                    "gate",
+                    f"the gate's limit ({rule.text})",
+                    bad_above=rule.bad_above,
+                )
+            )
+    return out
+
+
 def _html(body: str, status: int = 200) -> web.Response:
     return web.Response(
         text=body,
@@ -287,6 +313,13 @@ class StatusPages:
             recovered=history.listed(Stability.RECOVERED) if history is not None else (),
             flaky=history.listed(Stability.FLAKY) if history is not None else (),
             digest=self._digest(runner, published.report),
+            gate_limits=gate_limits(runner.gate),
+            newly_failing_verdicts={
+                c.case_id: c.verdicts
+                for c in (history.cases if history is not None else ())
+                if c.stability is Stability.NEWLY_FAILING
+            },
+            window_runs=history.runs_in_window if history is not None else 0,
         )
 
     def render_status(self) -> str:

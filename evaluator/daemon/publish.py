@@ -223,7 +223,9 @@ class RunPublisher:
 
     def _with_point(self, report: RunReport, outcome: str, at: float) -> tuple[RunPoint, ...]:
         metrics = {name: report.summary.get(name) for name in TREND_METRICS}
-        point = RunPoint(report.run_id, at, outcome, metrics)
+        point = RunPoint(
+            report.run_id, at, outcome, metrics, report.config_hash, report.dataset_hash
+        )
         return (point, *self.state.recent[: RECENT_RUNS - 1])
 
     def _verdict(self, report: RunReport) -> GateVerdict | None:

@@ -159,6 +159,24 @@ class Rule:
         """Floors and ceilings judge the candidate alone; the others compare with the baseline."""
         return self.kind not in ("min", "max")
 
+    @property
+    def bad_above(self) -> bool:
+        """Whether a candidate fails this rule by rising (a ceiling), not by falling."""
+        return self.kind not in ("min", "max_drop")
+
+    def bound(self, baseline: float | None) -> float | None:
+        """The candidate value at the edge of what the rule allows (it allows the value
+        itself): where the status page draws the rule on a trend line. None when the rule
+        needs a baseline and there is none. Agrees with :meth:`allows` (tested)."""
+        if self.kind in ("min", "max"):
+            return self.limit
+        if baseline is None:
+            return None
+        if self.kind == "max_drop":
+            return baseline - self.limit
+        allowance = baseline * self.limit if self.kind == "max_relative_growth" else self.limit
+        return baseline + max(allowance, self.noise_floor)
+
     def allows(self, baseline: float | None, candidate: float) -> bool:
         """Whether ``candidate`` satisfies the rule (``baseline`` is ignored by floors/ceilings)."""
         if self.kind == "min":

@@ -18,7 +18,7 @@ from evaluator.judge.settings import JudgeConfig
 from evaluator.judge.store import VerdictStore
 from evaluator.report import RunReport, read_report, write_report
 
-__all__ = ["format_judged", "judge_file", "with_calibration"]
+__all__ = ["calibration_of", "format_judged", "judge_file", "trust_problem", "with_calibration"]
 
 
 def judge_file(
@@ -52,16 +52,22 @@ def with_calibration(judged: JudgedRun, folder: Path) -> JudgedRun:
     return dataclasses.replace(judged, calibration=str(path)) if path.is_file() else judged
 
 
+def calibration_of(judged: JudgedRun) -> dict[str, bool]:
+    """Each check this run's judged metrics read, and whether the calibration the run names
+    calls its judge (model + prompt version) calibrated for it, by check name."""
+    calibrated: dict[str, bool] = {}
+    if judged.calibration is not None:
+        calibrated = dict(calibrated_checks(Path(judged.calibration)).get(judged.identity, {}))
+    checks = {spec.check for name in judged.metrics if (spec := judged_metric(name)) is not None}
+    return {check: calibrated.get(check, False) for check in sorted(checks)}
+
+
 def trust_problem(judged: JudgedRun) -> str | None:
     """Why this run's judged metrics are not to be trusted, in a short phrase, or None:
     a canary was judged supported, or a check the run was judged on is not calibrated."""
     if judged.compromised:
         return "compromised (a canary answer was judged supported)"
-    calibrated: dict[str, bool] = {}
-    if judged.calibration is not None:
-        calibrated = dict(calibrated_checks(Path(judged.calibration)).get(judged.identity, {}))
-    checks = {spec.check for name in judged.metrics if (spec := judged_metric(name)) is not None}
-    missing = sorted(check for check in checks if not calibrated.get(check, False))
+    missing = [check for check, ok in calibration_of(judged).items() if not ok]
     return f"uncalibrated for {', '.join(missing)}" if missing else None
 
 

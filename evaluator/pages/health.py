@@ -26,6 +26,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from evaluator.pages.chart import Limit
+
 __all__ = [
     "DRIFT_METRIC",
     "DRIFT_MIN_SCORED",
@@ -34,6 +36,7 @@ __all__ = [
     "Health",
     "JobSignals",
     "State",
+    "alert_limits",
     "job_health",
 ]
 
@@ -57,6 +60,23 @@ _LABEL = {
     "answer_accuracy": "answer accuracy",
     "citation_precision": "citation precision",
 }
+
+
+def alert_limits() -> tuple[Limit, ...]:
+    """The shipped alerts' fixed thresholds, as lines on the trend charts.
+
+    Only the error ratio's alert has one: the drift alerts read a test over cases, not a
+    distance from a line, and the latency alerts compare with Prometheus's own 7-day history
+    of the case histogram (Grafana draws those)."""
+    return (
+        Limit(
+            "error_rate",
+            ERROR_RATIO_ALERT,
+            "alert",
+            "the RagEvalErrorRatioHigh threshold",
+            bad_above=True,
+        ),
+    )
 
 
 class State(StrEnum):

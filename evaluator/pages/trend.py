@@ -34,10 +34,16 @@ class RunPoint:
     finished_at: float
     outcome: str
     metrics: Mapping[str, float | None] = field(default_factory=dict)
+    #: the run's configuration identity and golden set content (the report's hashes)
+    config_hash: str = ""
+    dataset_hash: str = ""
 
 
 class RunRow(Protocol):
     """What a trend reads from a run row (history's ``RunRow`` and :class:`RunPoint`)."""
+
+    @property
+    def run_id(self) -> str: ...
 
     @property
     def finished_at(self) -> float: ...
@@ -47,6 +53,12 @@ class RunRow(Protocol):
 
     @property
     def metrics(self) -> Mapping[str, float | None]: ...
+
+    @property
+    def config_hash(self) -> str: ...
+
+    @property
+    def dataset_hash(self) -> str: ...
 
 
 class TrendSource(Protocol):

@@ -8,16 +8,26 @@ templates never loop over anything a target could make unbounded.
 
 from __future__ import annotations
 
+import functools
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from evaluator.metrics import METRICS
 from evaluator.models import CaseError, CaseRecord, Citation
-from evaluator.pages.health import DRIFT_METRIC, Health, JobSignals, job_health
+from evaluator.pages.chart import Chart, Limit, hash_changes, trend_chart
+from evaluator.pages.health import (
+    DRIFT_METRIC,
+    DRIFT_MIN_SCORED,
+    Health,
+    JobSignals,
+    alert_limits,
+    job_health,
+)
 from evaluator.pages.highlight import Segment, segments
-from evaluator.pages.trend import TREND_METRICS, RunRow, Sparkline, sparkline
+from evaluator.pages.since import ChangeStart, change_start
+from evaluator.pages.trend import TREND_METRICS, RunRow
 from evaluator.pages.worst import worst_cases
 from evaluator.redaction import redactor
 from evaluator.report import RunReport, format_timestamp
@@ -497,6 +507,12 @@ class JobState:
     flaky: Sequence[str] = ()
     #: the report's audit and worst cases when already computed (else computed here)
     digest: ReportDigest | None = None
+    #: the gate rules' lines against the baseline (the daemon draws them from its rules)
+    gate_limits: Sequence[Limit] = ()
+    #: each newly failing case's verdicts over history's window (oldest first), and how many
+    #: complete runs that window holds: where each began failing
+    newly_failing_verdicts: Mapping[str, Sequence[bool | None]] = field(default_factory=dict)
+    window_runs: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -511,10 +527,22 @@ class ChangedCases:
 @dataclass(frozen=True, slots=True)
 class TrendView:
     metric: str
-    line: Sparkline
+    chart: Chart
     last: str
     low: str
     high: str
+
+
+@dataclass(frozen=True, slots=True)
+class BeganView:
+    """The first run where the change the job shows began, in words, linked to its mark on
+    the trend charts."""
+
+    run_id: str
+    when: str
+    ago: str
+    onsets: list[str]
+    href: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -548,6 +576,10 @@ class JobView:
     drift_window: str = ""
     #: the job's case table (every case, filtered and sorted); "" where none is served
     cases_href: str = ""
+    #: where the change began (None: nothing holds)
+    began: BeganView | None = None
+    #: configuration and golden-set changes within the trend window: (kind, words)
+    config_changes: list[tuple[str, str]] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)
@@ -625,27 +657,70 @@ def signals_of(state: JobState) -> JobSignals:
     )
 
 
-def trend_views(runs: Sequence[RunRow]) -> list[TrendView]:
+def chart_limits(state: JobState) -> list[Limit]:
+    """Every line the trend charts draw: the baseline's values, the gate's limits against
+    them, and the shipped alerts' thresholds."""
+    limits: list[Limit] = []
+    if state.baseline is not None:
+        summary = state.baseline.summary
+        for metric in TREND_METRICS:
+            value = summary.get(metric)
+            if value is not None:
+                limits.append(Limit(metric, value, "baseline", "the baseline"))
+    return [*limits, *state.gate_limits, *alert_limits()]
+
+
+def trend_views(
+    runs: Sequence[RunRow], limits: Sequence[Limit] = (), began: str | None = None
+) -> list[TrendView]:
     ordered = list(runs[:TREND_RUNS])[::-1]  # the source gives newest first
     out = []
     for metric in TREND_METRICS:
-        values = [r.metrics.get(metric) for r in ordered]
         ratio = _UNIT.get(metric) == "ratio"
-        # ratios on 0..1 so a flat 0.9 is no cliff; error rates and seconds on their own range
+        # ratios on 0..1 so a flat 0.9 is no cliff; error rates and seconds from 0 to their
+        # own top (or the highest line drawn)
         bounded = ratio and metric != "error_rate"
-        line = sparkline(values, floor=0.0 if ratio else None, ceiling=1.0 if bounded else None)
-        if line.count == 0:
+        chart = trend_chart(
+            metric,
+            ordered,
+            fmt=functools.partial(fmt_value, metric),
+            limits=limits,
+            floor=0.0,
+            ceiling=1.0 if bounded else None,
+            began=began,
+        )
+        if chart is None:
             continue
         out.append(
             TrendView(
                 metric,
-                line,
-                fmt_value(metric, line.last),
-                fmt_value(metric, line.low),
-                fmt_value(metric, line.high),
+                chart,
+                fmt_value(metric, chart.last),
+                fmt_value(metric, chart.low),
+                fmt_value(metric, chart.high),
             )
         )
     return out
+
+
+def began_view(start: ChangeStart | None, href: str) -> BeganView | None:
+    if start is None:
+        return None
+    when = format_timestamp_utc(start.finished_at)
+    ago = (
+        "the latest run"
+        if start.runs_ago == 0
+        else f"{start.runs_ago} run{'s' if start.runs_ago != 1 else ''} ago"
+    )
+    onsets = [
+        o.what if o.run_id == start.run_id else f"{o.what}, since run {o.run_id}"
+        for o in start.onsets
+    ]
+    return BeganView(start.run_id, when, ago, onsets, href)
+
+
+def format_timestamp_utc(at: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(at))
 
 
 def job_view(
@@ -669,6 +744,21 @@ def job_view(
 
     signals = signals_of(state)
     drift = drift_rows(signals)
+    limits = chart_limits(state)
+    ordered = list(state.runs[:TREND_RUNS])[::-1]
+    start = change_start(
+        ordered,
+        limits=limits,
+        newly_failing=state.newly_failing_verdicts,
+        window_runs=state.window_runs,
+        # the drift counts on the page's health only over enough scored cases (as the alerts)
+        drifting=[
+            DRIFT_METRIC.get(d.check, d.check)
+            for d in signals.drift
+            if d.significant and signals.scored_cases >= DRIFT_MIN_SCORED
+        ],
+        drift_runs=signals.drift_current_runs,
+    )
     worst = []
     digest = state.digest
     if report is not None and (digest is None or digest.report is not report):
@@ -697,7 +787,16 @@ def job_view(
         has_baseline=baseline is not None,
         gate_passing=state.gate_passing,
         gate_failing=state.gate_failing,
-        trends=trend_views(state.runs),
+        trends=trend_views(state.runs, limits, start.run_id if start is not None else None),
+        began=began_view(start, f"#{anchor}-trends"),
+        config_changes=[
+            (
+                kind,
+                f"{label} at run {ordered[i].run_id} "
+                f"({format_timestamp_utc(ordered[i].finished_at)})",
+            )
+            for i, kind, label in hash_changes(ordered)
+        ],
         worst=worst,
         audit=(
             audit_view(report, href, digest.audit)

@@ -28,6 +28,7 @@ from typing import Any
 from evaluator.daemon.pages import cases_href, regressions
 from evaluator.models import Case, CaseRecord, CaseScores
 from evaluator.pages.cases import CaseTable, case_table, parse_query, table_view
+from evaluator.pages.chart import Limit
 from evaluator.pages.health import DriftSignal, JobSignals
 from evaluator.pages.render import PageRenderer
 from evaluator.pages.trend import RunPoint
@@ -105,6 +106,11 @@ def _state() -> JobState:
         "reference", "bench", report, "complete", now, baseline=report, gate_passing=False,
         gate_failing=("mrr.max_drop",), runs=runs, signals=signals,
         newly_failing=ids[:2000], flaky=ids[2000:2500],
+        # the trend lines' gate line, and where each newly failing case began (history's
+        # window of ten runs)
+        gate_limits=[Limit("mrr", 0.89, "gate", "the gate's limit (may drop at most 0.01)")],
+        newly_failing_verdicts={i: [True] * 7 + [False] * 3 for i in ids[:2000]},
+        window_runs=10,
     )  # fmt: skip
 
 

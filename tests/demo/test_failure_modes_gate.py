@@ -6,8 +6,8 @@ the admin API and a live ``evaluator gate --format json`` must block the release
 name the row of the gate's decision table that the mode stands for, and show the
 metrics moving the way that row says. A second healthy run must pass the same gate.
 
-The rules are ``reference_gates.toml`` next to this file: DESIGN's defaults fail the
-reference service even when healthy (see the comments in that file).
+The rules are the demo's, ``evaluator/commands/data/demo_gates.toml``: the built-in defaults
+fail the reference service even when healthy (see the comments in that file).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ pytestmark = pytest.mark.e2e
 
 REPO = Path(__file__).resolve().parents[2]
 GOLDEN_SET = REPO / "evals" / "rag_cases.jsonl"
-GATES = Path(__file__).with_name("reference_gates.toml")
+GATES = REPO / "evaluator" / "commands" / "data" / "demo_gates.toml"
 EVALUATOR = str(Path(sys.executable).with_name("evaluator"))
 #: the model stage's delay under slow_model: far above the healthy P95 (~3-15 ms on
 #: loopback) and the gates file's 0.25 s ceiling, and short enough for a quick run

@@ -99,6 +99,22 @@ STABILITY_CLASSES = (
     "insufficient",
 )
 DRIFT_CHECKS = ("answer", "hit", "mrr", "ndcg_at_k", "citation_precision")
+#: the LLM judge's checks, judged summary metrics and call outcomes (docs/judge.md)
+JUDGE_CHECKS = ("fact_support", "groundedness", "refusal")
+JUDGED_RATIOS = (
+    "judged_fact_recall",
+    "judged_answer_accuracy",
+    "judged_faithfulness",
+    "judged_refusal_rate",
+)
+JUDGE_OUTCOMES = (
+    "ok",
+    "judge_timeout",
+    "judge_connect",
+    "judge_http_status",
+    "judge_too_large",
+    "judge_malformed",
+)
 
 CONTRACT: dict[str, dict[str, tuple[str, ...]]] = {
     **{f"rag_eval_{metric}": {} for metric in GAUGED_RATIOS},
@@ -126,15 +142,31 @@ CONTRACT: dict[str, dict[str, tuple[str, ...]]] = {
     "rag_eval_history_window_runs": {},
     "rag_eval_drift_shift": {"check": DRIFT_CHECKS},
     "rag_eval_drift_significant": {"check": DRIFT_CHECKS},
-    # the LLM judge's drift check (docs/judge.md, docs/daemon.md)
-    "rag_eval_judge_agreement": {"check": ("fact_support", "groundedness", "refusal")},
-    "rag_eval_judge_agreement_floor": {"check": ("fact_support", "groundedness", "refusal")},
+    # the LLM judge's own series (docs/judge.md): tests/deploy/test_grafana_dashboard.py holds
+    # these names and label values to what the daemon's JudgeMetrics registers
+    **{f"rag_eval_{m}": {} for m in JUDGED_RATIOS},
+    "rag_eval_judge_calls_total": {"outcome": JUDGE_OUTCOMES},
+    "rag_eval_judge_call_seconds": {},
+    "rag_eval_judge_tokens_total": {"direction": ("input", "output")},
+    "rag_eval_judge_cost_total": {},
+    "rag_eval_judge_skipped_total": {},
+    "rag_eval_judge_cache_hit_ratio": {},
+    "rag_eval_judge_compromised": {},
+    "rag_eval_judge_calibrated": {"check": JUDGE_CHECKS},
+    "rag_eval_judge_agreement": {"check": JUDGE_CHECKS},
+    "rag_eval_judge_kappa": {"check": JUDGE_CHECKS},
+    "rag_eval_judge_agreement_floor": {"check": JUDGE_CHECKS},
+    "rag_eval_judge_drift_checks_total": {"outcome": ("ok", "error", "bad_labels")},
     "rag_eval_drift_cases": {"check": ("answer", "hit"), "direction": ("drop", "rise")},
     "rag_eval_history_errors_total": {"kind": ("corrupt", "locked", "io")},
     "rag_eval_quality_numerator": {"metric": SHARDED_METRICS},
     "rag_eval_quality_denominator": {"metric": SHARDED_METRICS},
 }
-HISTOGRAMS = ("rag_eval_case_latency_seconds", "rag_eval_stage_latency_seconds")
+HISTOGRAMS = (
+    "rag_eval_case_latency_seconds",
+    "rag_eval_stage_latency_seconds",
+    "rag_eval_judge_call_seconds",
+)
 
 _NAME = re.compile(r"\brag_eval[_:][a-z0-9_:]*")
 _SELECTOR = re.compile(r"\b(rag_eval[_:][a-z0-9_:]*)\s*\{([^}]*)\}")

@@ -2,10 +2,12 @@
 
 One stack for the module: a scripted RAG endpoint on loopback (right and wrong answers, a
 server error, a body that is not JSON, a flaky case that succeeds on retry, stage timings),
-a baseline report made first by ``evaluator run``, ``evaluator serve`` running the same job
-every 2 s against that baseline, and a Prometheus (Debian's 2.42) scraping it every second
-as the deploy bundle does (job ``rag-evaluator``, every rule file of deploy/prometheus/rules
-loaded and evaluated every second).
+a loopback LLM judge (honest, with token usage) whose agreement with a few human labels the
+daemon re-checks every second against a stored calibration, a baseline report made first by
+``evaluator run``, ``evaluator serve`` running the same job every 2 s against that baseline,
+and a Prometheus (Debian's 2.42) scraping it every second as the deploy bundle does (job
+``rag-evaluator``, every rule file of deploy/prometheus/rules loaded and evaluated every
+second).
 
 Each panel target and each query variable is then sent through ``/api/v1/query`` twice:
 with the variables set as Grafana sets them when the user picks the one target and dataset
@@ -29,8 +31,12 @@ from typing import Any
 
 import pytest
 
+from evaluator.judge.labels import Label, append_label
+from evaluator.judge.prompts import PROMPT_VERSION
+from evaluator.judge.record import answer_hash
 from tests.deploy.dashboard_queries import DEFAULT_SUBSTITUTIONS, dashboard_queries
 from tests.deploy.deploy_support import DASHBOARD, RULE_FILES, SCRAPE_JOB, recording_rules
+from tests.support.judges import LoopbackJudge
 from tests.support.loopback import LoopbackServer, Reply
 from tests.support.mixed_golden import MIXED_CASES, MIXED_REPLIES, case, rag_body
 from tests.support.prometheus import (
@@ -86,8 +92,39 @@ class Script:
         return REPLIES[question]
 
 
-def _config(root: Path, url: str, target: str) -> Path:
+JUDGE_MODEL = "dashboard-judge"
+
+
+def _judge_files(root: Path) -> Path:
+    """Human labels for three of the endpoint's answers, and a calibration calling the judge
+    calibrated for fact support (its agreement band's floor 0.9): the judge panels' data."""
+    labels = root / "labels.jsonl"
+    at = "2026-01-01T00:00:00Z"
+    for case_id, answer, check, verdict in (
+        ("c01", "申请需在七天内提交", "fact_support", True),
+        ("c04", "大约一天", "fact_support", False),
+        ("c07", "没有足够证据回答。", "refusal", True),
+    ):
+        append_label(labels, Label(case_id, answer_hash(answer), check, verdict, "ann", at))
+    (root / "reports").mkdir(exist_ok=True)
+    calibration = {
+        "checks": [
+            {
+                "check": "fact_support",
+                "model": JUDGE_MODEL,
+                "prompt_version": PROMPT_VERSION,
+                "calibrated": True,
+                "agreement_interval": [0.9, 1.0],
+            }
+        ]
+    }
+    (root / "reports" / "judge-calibration.json").write_text(json.dumps(calibration), "utf-8")
+    return labels
+
+
+def _config(root: Path, url: str, target: str, judge: str) -> Path:
     """The job: no target name, so the label is the default ``host:port`` (it has dots)."""
+    labels = _judge_files(root)
     path = root / "evaluator.toml"
     path.write_text(
         f"""
@@ -109,6 +146,14 @@ interval_seconds = {INTERVAL_SECONDS}
 baseline = "{root / "baseline.json"}"
 k = 3
 concurrency = 4
+
+[judge]
+url = "{judge}"
+model = "{JUDGE_MODEL}"
+input_price = 0.5
+output_price = 1.5
+drift_labels = "{labels}"
+drift_interval_seconds = 1
 """,
         "utf-8",
     )
@@ -170,9 +215,9 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     (root / f"{DATASET}.jsonl").write_text(
         "\n".join(json.dumps(c, ensure_ascii=False) for c in CASES) + "\n", "utf-8"
     )
-    with LoopbackServer(Script()) as server:
+    with LoopbackServer(Script()) as server, LoopbackJudge() as judge:
         target = f"127.0.0.1:{server.port}"
-        config = _config(root, server.url, target)
+        config = _config(root, server.url, target, judge.url)
         _make_baseline(config, root)
         with DaemonProcess(["--config", str(config)], workdir=root) as daemon:
             daemon.wait_ready()
@@ -194,6 +239,9 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
                     f"increase(rag_eval_case_retries_total{{{sel}}}[1h]) > 0",
                     f"rag_eval_gate_rule_failing{{{sel}}}",
                     "rag_eval:quality:ratio",
+                    f"rate(rag_eval_judge_call_seconds_count{{{sel}}}[1h]) > 0",
+                    f"rag_eval_judge_kappa{{{sel}}}",
+                    f"rag_eval_judge_agreement_floor{{{sel}}}",
                 ):
                     prom.wait_for(expr)
                 yield Stack(prom, daemon, target, _select_variables(prom, target))

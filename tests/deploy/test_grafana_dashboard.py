@@ -375,3 +375,127 @@ def test_dashboard_links_to_runbook_alerts_and_the_latest_report() -> None:
         for link in panel.get("links", []):
             base, _, anchor = link["url"].partition("#")
             assert base == _runbook_base() and anchor.startswith("rageval"), link
+
+
+# --- the LLM judge (docs/judge.md) ----------------------------------------------------------
+
+
+def test_the_judge_contract_is_what_the_daemon_registers() -> None:
+    """The judge's names and enumerated label values the dashboard may read are the ones the
+    daemon's JudgeMetrics registers, its error kinds, checks and judged metrics."""
+    from prometheus_client import CollectorRegistry
+
+    from evaluator.daemon.judging import JudgeMetrics
+    from evaluator.judge.checks import JUDGED_METRICS
+    from evaluator.judge.errors import JUDGE_ERROR_KINDS
+    from tests.deploy.deploy_support import (
+        CONTRACT,
+        JUDGE_CHECKS,
+        JUDGE_OUTCOMES,
+        JUDGED_RATIOS,
+    )
+
+    registry = CollectorRegistry()
+    JudgeMetrics(registry, (0.1, 1.0))
+    registered = {
+        f"{family.name}_total" if family.type == "counter" else family.name
+        for family in registry.collect()
+    }
+    judge_names = {n for n in CONTRACT if n.startswith(("rag_eval_judge_", "rag_eval_judged_"))}
+    assert registered == judge_names
+    assert ("ok", *JUDGE_ERROR_KINDS) == JUDGE_OUTCOMES
+    assert {m.check for m in JUDGED_METRICS} == set(JUDGE_CHECKS)
+    assert tuple(m.gauge.removeprefix("rag_eval_") for m in JUDGED_METRICS) == JUDGED_RATIOS
+
+
+def test_each_judged_metric_sits_beside_its_deterministic_one() -> None:
+    """Every judged gauge has one panel, which also shows the deterministic metric the
+    judged one sits beside (the registry's ``beside``), dashed."""
+    from evaluator.judge.checks import JUDGED_METRICS
+
+    for metric in JUDGED_METRICS:
+        panels = [p for p in _panels() if any(f"{metric.gauge}{{" in e for e in _exprs(p))]
+        assert 1 == len(panels), metric.gauge
+        (panel,) = panels
+        if metric.beside is not None:
+            assert any(f"rag_eval_{metric.beside}{{" in e for e in _exprs(panel)), metric
+        assert "percentunit" == panel["fieldConfig"]["defaults"]["unit"]
+        dashed = panel["fieldConfig"]["overrides"][0]["matcher"]["options"]
+        assert any(
+            re.match(dashed, t["legendFormat"])
+            for t in panel["targets"]
+            if "judged" not in t["expr"]
+        ), "the deterministic series is drawn dashed"
+
+
+@pytest.mark.parametrize(
+    ("title", "needle"),
+    [
+        ("Judge call latency P50 / P95", "rate(rag_eval_judge_call_seconds_bucket{"),
+        ("Judge calls by outcome", "sum by (target, dataset, outcome) (increase(rag_eval_judge_"),
+        ("Judge tokens", "sum by (target, dataset, direction) (increase(rag_eval_judge_tokens"),
+        ("Judge cost", "increase(rag_eval_judge_cost_total{"),
+        ("Judge cache hit ratio", "rag_eval_judge_cache_hit_ratio{"),
+        ("Judge compromised", "rag_eval_judge_compromised{"),
+        ("Judge calibrated by check", "rag_eval_judge_calibrated{"),
+        ("Judge agreement with human labels", "rag_eval_judge_agreement_floor{"),
+        ("Judge agreement with human labels", "rag_eval_judge_agreement{"),
+        ("Judge kappa with human labels", "rag_eval_judge_kappa{"),
+    ],
+)
+def test_the_judges_health_has_its_panels(title: str, needle: str) -> None:
+    """The judge's own health: latency, calls by outcome (its errors by kind), tokens, cost,
+    cache hits, compromised and calibrated state, agreement beside its floor, and kappa."""
+    assert any(needle in e for e in _exprs(_panel(title))), title
+
+
+def test_the_judge_drift_panel_links_its_alert() -> None:
+    (link,) = _panel("Judge agreement with human labels")["links"]
+    assert link["url"] == f"{_runbook_base()}#ragevaljudgedrift"
+
+
+# --- links to the evaluator's pages ---------------------------------------------------------
+
+STATUS_PAGE = "${evaluator_url}/"
+#: the job's case table, from a series' labels (the daemon's ``/case-table`` route)
+CASE_TABLE = (
+    "${evaluator_url}/case-table?target=${__field.labels.target:percentencode}"
+    "&dataset=${__field.labels.dataset:percentencode}"
+)
+
+
+def test_the_dashboard_links_to_the_status_page() -> None:
+    urls = {link["title"]: link["url"] for link in _dashboard()["links"]}
+    assert STATUS_PAGE == urls["Status page"]
+
+
+@pytest.mark.parametrize("title", PANEL_TITLES)
+def test_every_panel_links_the_status_page_and_its_jobs_case_table(title: str) -> None:
+    """Each series (a job: its target and dataset labels) opens the status page and that
+    job's case table; the jobs table does it from its columns."""
+    panel = _panel(title)
+    links = {link["title"]: link["url"] for link in panel["fieldConfig"]["defaults"]["links"]}
+    assert STATUS_PAGE == links.pop("Status page")
+    ((name, url),) = links.items()
+    if panel["type"] == "table":
+        assert CASE_TABLE.replace("__field.labels", "__data.fields") == url
+        assert "Case table of ${__data.fields.target} / ${__data.fields.dataset}" == name
+    else:
+        assert CASE_TABLE == url
+        assert "Case table of ${__field.labels.target} / ${__field.labels.dataset}" == name
+        # every query keeps the labels the link reads
+        assert all("by (target, dataset" in e for e in _exprs(panel)), title
+
+
+def test_the_case_table_link_is_the_daemons_route() -> None:
+    """The link's path and parameters are the ones the daemon's pages build."""
+    from evaluator.daemon import pages
+
+    cases_href = getattr(pages, "cases_href", None)
+    if cases_href is None:
+        pytest.skip("the daemon has no case table route in this tree")
+    built = cases_href("TARGET", "DATASET")
+    expected = CASE_TABLE.replace("${evaluator_url}", "")
+    for name in ("target", "dataset"):
+        expected = expected.replace(f"${{__field.labels.{name}:percentencode}}", name.upper())
+    assert expected == built

@@ -289,3 +289,37 @@ class TestDurationsAlike:
 
     def test_differences_are_signed_the_same_way(self) -> None:
         assert "-24.00ms (-37.5%)" == format_difference("p95_seconds", 0.064, 0.040)
+
+
+@pytest.mark.parametrize(
+    "rule",
+    [
+        Rule("citation_precision", "min", 0.75),
+        Rule("error_rate", "max", 0.1),
+        Rule("mrr", "max_drop", 0.01),
+        Rule("recall_at_k", "max_drop", 0.0),
+        Rule("error_rate", "max_growth", 0.02),
+        Rule("p95_seconds", "max_relative_growth", 0.2, noise_floor=0.05),
+    ],
+    ids=lambda r: r.key,
+)
+@pytest.mark.parametrize("baseline", [0.0, 0.012, 0.5, 0.9, 2.0])
+def test_a_rules_bound_is_the_edge_of_what_it_allows(rule: Rule, baseline: float) -> None:
+    """The line the status page draws for a rule: the rule allows its bound and fails a value
+    just beyond it, on the side ``bad_above`` names."""
+    bound = rule.bound(baseline)
+    assert bound is not None
+    step = 1e-6 if rule.bad_above else -1e-6
+    assert rule.allows(baseline, bound)
+    assert not rule.allows(baseline, bound + step)
+    assert rule.allows(baseline, bound - step)
+
+
+def test_a_bound_worked_out_and_none_without_a_baseline() -> None:
+    """P95 0.012 s may grow 20% or 50 ms, whichever is more: up to 0.062 s."""
+    p95 = Rule("p95_seconds", "max_relative_growth", 0.2, noise_floor=0.05)
+    assert 0.062 == pytest.approx(p95.bound(0.012))
+    assert 2.4 == pytest.approx(p95.bound(2.0))
+    assert 0.89 == pytest.approx(Rule("mrr", "max_drop", 0.01).bound(0.9))
+    assert Rule("mrr", "max_drop", 0.01).bound(None) is None
+    assert 0.75 == Rule("citation_precision", "min", 0.75).bound(None)

@@ -67,6 +67,9 @@ def test_the_daemon_judges_and_the_drift_gauge_moves(tmp_path: Path) -> None:
                 assert sample("rag_eval_judged_fact_recall") == 0.5
                 assert sample("rag_eval_judged_refusal_rate") == 1.0
                 assert sample("rag_eval_judge_compromised") == 0
+                # the stored calibration calls the judge calibrated for fact support alone
+                assert sample("rag_eval_judge_calibrated", check="fact_support") == 1
+                assert sample("rag_eval_judge_calibrated", check="refusal") == 0
                 assert sample("rag_eval_judge_calls_total", outcome="ok") == 7
                 assert sample("rag_eval_judge_calls_total", outcome="judge_timeout") == 0
                 assert sample("rag_eval_judge_tokens_total", direction="input") == 700

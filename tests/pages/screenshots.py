@@ -3,7 +3,8 @@ baseline beside its candidate, as docs/images/*.png.
 
 Everything is real: the bundled reference service, ``evaluator serve`` with two jobs against
 it, ``evaluator gate --html`` on a baseline run and a run with the reranker switched to noise,
-and Debian's Chromium taking the pictures. Run from the repository root.
+``evaluator demo`` turned red by that failure mode (its page and its trend lines), and
+Debian's Chromium taking the pictures. Run from the repository root.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from pathlib import Path
 from urllib.parse import urlencode
 
 import httpx
-from playwright.sync_api import sync_playwright
+from playwright.sync_api import Page, sync_playwright
 
 from tests.pages.image_sources import RECORD, expected_record
 from tests.pages.stack import (
@@ -69,6 +70,68 @@ def _runs_with_modes(ref: str, url: str) -> None:
                 modes = RUN_MODES[min(len(seen), len(RUN_MODES) - 1)]
                 httpx.put(f"{ref}/admin/failure-modes", json={"modes": list(modes)}, timeout=5)
             time.sleep(0.2)
+
+
+def _runs_done(url: str) -> int:
+    """Runs the daemon at ``url`` finished, from its /metrics."""
+    text = httpx.get(f"{url}/metrics", timeout=5).text
+    return round(
+        sum(
+            float(line.rsplit(" ", 1)[1])
+            for line in text.splitlines()
+            if line.startswith("rag_eval_runs_total{")
+        )
+    )
+
+
+def _until_runs(url: str, count: int, process: subprocess.Popen[bytes], log: Path) -> None:
+    deadline = time.monotonic() + 120
+    while _runs_done(url) < count:
+        if process.poll() is not None or time.monotonic() > deadline:
+            raise RuntimeError(log.read_text("utf-8", errors="replace")[-3000:])
+        time.sleep(0.3)
+
+
+#: healthy runs of the demo before its reranker degrades, and degraded runs after: enough
+#: for the history's newly failing class and drift test (three runs) to show beside the gate
+DEMO_HEALTHY_RUNS = 3
+DEMO_DEGRADED_RUNS = 3
+
+
+def _demo_pictures(work: Path, page: Page) -> None:
+    """``evaluator demo`` red: its reranker degraded after a few healthy runs. The top of its
+    status page, and the job's trend lines (the baseline, the gate's line, the runs that fell
+    through it, the run where the change began)."""
+    rag, port = free_port(), free_port()
+    url = f"http://127.0.0.1:{port}"
+    demo = [EVALUATOR, "demo", "--dataset", str(GOLDEN), "--rag-port", str(rag),
+            "--listen", f"127.0.0.1:{port}", "--no-prometheus", "--interval", "3",
+            "--reports-dir", str(work / "demo-reports")]  # fmt: skip
+    log = work / "demo.log"
+    with serving(demo, cwd=work, env=clean_env(), log=log) as process:
+        wait_for(url, ["/reports/latest"], process, log)
+        _until_runs(url, DEMO_HEALTHY_RUNS, process, log)
+        modes = {"modes": ["rerank_degraded"]}
+        httpx.put(f"http://127.0.0.1:{rag}/admin/failure-modes", json=modes, timeout=5)
+        _until_runs(url, _runs_done(url) + DEMO_DEGRADED_RUNS, process, log)
+        page.goto(url + "/")
+        page.screenshot(path=str(OUT / "demo-red.png"))
+        print(OUT / "demo-red.png")
+        head = page.locator("h3.trends-head").first.bounding_box()
+        charts = page.locator("div.trends").first.bounding_box()
+        if head is None or charts is None:
+            raise RuntimeError("the demo's page has no trend lines")
+        page.screenshot(
+            path=str(OUT / "status-trends.png"),
+            full_page=True,
+            clip={
+                "x": charts["x"] - 8,
+                "y": head["y"] - 6,
+                "width": charts["width"] + 16,
+                "height": charts["y"] + charts["height"] - head["y"] + 12,
+            },
+        )
+        print(OUT / "status-trends.png")
 
 
 def main() -> int:
@@ -130,6 +193,7 @@ def main() -> int:
                 page.goto((work / "gate.html").as_uri())
                 page.locator(".baseline-diff").first.screenshot(path=str(OUT / "gate-baseline.png"))
                 print(f"{OUT / 'gate-baseline.png'}")
+                _demo_pictures(work, page)
                 browser.close()
     # what the pictures were made from, checked by tests/pages/test_screenshots_current.py
     RECORD.write_text(expected_record(), "utf-8")

@@ -13,6 +13,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from evaluator.history.store import HistoryStore
+from evaluator.report import read_report
 from tests.pages.conftest import Tab
 from tests.pages.stack import EVALUATOR, REPO, clean_env, serving, wait_for
 from tests.support.ports import free_port
@@ -88,6 +90,34 @@ def _until_window(url: str, runs: int, seconds: float = 90.0) -> None:
         time.sleep(0.5)
 
 
+def _trend_lines(tab: Tab, metric: str) -> dict[str, list[str]]:
+    """The lines drawn on a metric's trend chart: kind -> their values (or runs)."""
+    chart = tab.page.locator(f'section.job figure.trend[data-metric="{metric}"]').first
+    out: dict[str, list[str]] = {}
+    for kind in ("baseline", "gate", "alert"):
+        lines = chart.locator(f"line.limit-{kind}")
+        out[kind] = [lines.nth(i).get_attribute("data-value") or "" for i in range(lines.count())]
+    began = chart.locator("line.marker-began")
+    out["began"] = [began.nth(i).get_attribute("data-run") or "" for i in range(began.count())]
+    out["ticks"] = chart.locator("text.tick-label").all_text_contents()
+    return out
+
+
+def _first_run_below(reports: Path, floor: float) -> str:
+    """The oldest complete run of the latest streak with MRR below ``floor``, from history."""
+    store = HistoryStore.open_readonly(reports)
+    assert store is not None
+    complete = [r for r in store.runs("reference", "rag_cases") if r.outcome == "complete"]
+    streak = []
+    for run in complete:  # newest first
+        mrr = run.metrics["mrr"]
+        if mrr is None or mrr >= floor:
+            break
+        streak.append(run.run_id)
+    assert streak, "no run below the gate's line"
+    return streak[-1]
+
+
 def test_healthy_degraded_recovered(
     reference_server: ReferenceServer, tab: Tab, tmp_path: Path
 ) -> None:
@@ -108,6 +138,16 @@ def test_healthy_degraded_recovered(
 
             _state(tab, url, "green")
             assert "green" == section.locator("h2 .badge").inner_text()
+            # the trend lines: the baseline's MRR, the gate's floor 0.02 below it, the error
+            # ratio alert's threshold, run times on the axis; nothing began
+            mrr = read_report(baseline).summary.get("mrr")
+            assert mrr is not None
+            lines = _trend_lines(tab, "mrr")
+            assert [f"{mrr:.4f}"] == lines["baseline"]
+            assert [f"{mrr - 0.02:.4f}"] == lines["gate"]
+            assert ["0.0500"] == _trend_lines(tab, "error_rate")["alert"]
+            assert lines["ticks"] and all(":" in t for t in lines["ticks"])
+            assert 0 == section.locator("p.began").count()
             assert (
                 "no change against the baseline or history"
                 == section.locator("p.reason").inner_text()
@@ -120,6 +160,15 @@ def test_healthy_degraded_recovered(
                 "gate against the baseline fails: mrr.max_drop"
                 == section.locator("p.reason").inner_text()
             )
+            # since when, in words, linked to its mark on the charts: the first run below
+            # the gate's line, as history recorded it
+            began = section.locator("p.began")
+            first = _first_run_below(tmp_path / f"reports-{port}", mrr - 0.02)
+            assert first == began.locator("a.id").inner_text()
+            assert "mrr below the gate's limit (may drop at most 0.02)" in began.inner_text()
+            assert [first] == _trend_lines(tab, "mrr")["began"]
+            began.locator("a.id").click()
+            assert tab.page.url.endswith("#job-0-trends")
 
             reference_server.failure_modes.set([])
             _state(tab, url, "green")
@@ -127,6 +176,7 @@ def test_healthy_degraded_recovered(
                 "no change against the baseline or history"
                 == section.locator("p.reason").inner_text()
             )
+            assert 0 == section.locator("p.began").count()
             assert [] == tab.errors
     finally:
         reference_server.failure_modes.set([])
