@@ -36,7 +36,6 @@ import contextlib
 import dataclasses
 import email.utils
 import functools
-import math
 import ssl
 import threading
 import time
@@ -47,7 +46,6 @@ from random import getrandbits
 from typing import Any
 
 import aiohttp
-import msgspec
 from aiohttp.http_exceptions import ContentLengthError, HttpProcessingError
 
 from evaluator import border
@@ -78,7 +76,6 @@ __all__ = [
     "HttpOptions",
     "HttpTarget",
     "ProbeResult",
-    "decode_default_response",
     "decode_json",
     "default_target_name",
     "parse_retry_after",
@@ -369,12 +366,6 @@ class HttpTarget:
         elif len(content) >= OFFLOAD_BYTES:
             response, tokens = await asyncio.to_thread(self._map_offloaded, content)
         else:
-            if self.mapper is None:
-                # the default contract, well typed (the usual case): its fields go straight
-                # into the delivered response, without a response built in between
-                parts = _default_parts(content, self.options.max_ranked_ids)
-                if parts is not None:
-                    return self._delivered(*parts, _NO_TOKENS, arrival, started, trace_id)
             response, tokens = self._map(content)
         return self._delivered(
             response.retrieved,
@@ -436,11 +427,6 @@ class HttpTarget:
             return self._map(content)
 
     def _map(self, content: bytes) -> tuple[TargetResponse, tuple[int | None, int | None]]:
-        if self.mapper is None and len(content) < OFFLOAD_BYTES:
-            # the default contract, straight from the bytes when every field is well typed
-            response = decode_default_response(content, self.options.max_ranked_ids)
-            if response is not None:
-                return response, (None, None)
         try:
             body = decode_json(content)
         except (ValueError, RecursionError) as exc:  # RecursionError: absurdly deep nesting
@@ -719,69 +705,6 @@ def decode_json(content: bytes) -> object:
         ValueError: not JSON, or nested too deep.
     """
     return border.loads(content)
-
-
-class _DefaultBody(msgspec.Struct):
-    """The fields of the default contract in the types a well-formed body has them."""
-
-    retrieved: list[Retrieved] | None = None
-    answer: str | None = None
-    citations: list[int | str] | None = None
-    timings: dict[str, float] | None = None
-
-
-_decode_default_body = msgspec.json.Decoder(_DefaultBody).decode
-
-
-def decode_default_response(content: bytes, max_ranked: int | None) -> TargetResponse | None:
-    """``parse_default_response(decode_json(content), max_ranked=max_ranked)``, decoded by
-    msgspec straight into the contract's types, or None when the body is not plainly well
-    typed (then the caller takes that general path, which reads it or names what is wrong).
-
-    msgspec checks the types in C while decoding, so a body with every field of the
-    expected type needs no Python-level pass over its items (that pass and the generic
-    decode were a tenth of a case's CPU). It accepts exactly what the general path accepts
-    without a conversion of its own: an id that is a string, a score that is a number or
-    null (an integer becomes its float, as ``float()`` makes it), a text that is a string or
-    null, citations that are integers or strings, timings that are numbers; anything else
-    (an id that is a number, a bare-string item, a boolean, a number beyond float range, a
-    float citation, a negative timing, invalid JSON, ``NaN``, a lone surrogate, deep
-    nesting) returns None. Unknown fields are skipped, as the general path ignores them.
-
-    Items beyond ``max_ranked`` are decoded and checked too; when one of them is malformed
-    the general path (which never looks at them) reads the body.
-    """
-    parts = _default_parts(content, max_ranked)
-    return None if parts is None else TargetResponse(*parts)
-
-
-_NO_TOKENS: tuple[int | None, int | None] = (None, None)
-
-_Parts = tuple[tuple[Retrieved, ...], str | None, tuple[Citation, ...], Mapping[str, float]]
-
-
-def _default_parts(content: bytes, max_ranked: int | None) -> _Parts | None:
-    """What :func:`decode_default_response` returns, as the fields (retrieved, answer,
-    citations, timings) of a :class:`TargetResponse`, or None."""
-    try:
-        body = _decode_default_body(content)
-    except (msgspec.MsgspecError, RecursionError):
-        return None
-    timings: Mapping[str, float] | None = body.timings
-    if timings is None:
-        timings = {}
-    else:
-        for seconds in timings.values():
-            if not math.isfinite(seconds) or seconds < 0:
-                return None
-    retrieved = body.retrieved
-    citations = body.citations
-    return (
-        () if not retrieved else tuple(retrieved if max_ranked is None else retrieved[:max_ranked]),
-        body.answer,
-        () if not citations else tuple(citations),
-        timings,
-    )
 
 
 def _trace_ids() -> tuple[str, str]:
