@@ -355,23 +355,15 @@ def _expected_facts(value: object, messages: list[str]) -> tuple[tuple[str, ...]
             if not item:
                 where = f'field "expected_facts" item {index}'
                 messages.append(f"{where} is an empty list of alternatives")
-            alternatives = tuple(
-                fact
-                for number, alternative in enumerate(item, start=1)
-                if (
-                    fact := _fact(alternative)
-                    or _not_a_fact(
-                        alternative,
-                        f'field "expected_facts" item {index} alternative {number}',
-                        messages,
-                    )
+            found = [
+                _fact_or_note(
+                    alternative, f'field "expected_facts" item {index} alternative {n}', messages
                 )
-                is not None
-            )
+                for n, alternative in enumerate(item, start=1)
+            ]
+            alternatives = tuple(a for a in found if a is not None)
         else:
-            fact = _fact(item) or _not_a_fact(
-                item, f'field "expected_facts" item {index}', messages
-            )
+            fact = _fact_or_note(item, f'field "expected_facts" item {index}', messages)
             alternatives = () if fact is None else (fact,)
         facts.append(_shared_tuple(alternatives))
     return _shared_tuple(tuple(facts)) if len(messages) == before else None
@@ -382,6 +374,14 @@ def _fact(value: object) -> str | None:
     every answer."""
     fact = _text(value)
     return None if fact is None or _matches_everything(fact) else fact
+
+
+def _fact_or_note(value: object, where: str, messages: list[str]) -> str | None:
+    """``value`` as a fact, or None with why it is not one appended to ``messages``."""
+    fact = _fact(value)
+    if fact is None:
+        _not_a_fact(value, where, messages)
+    return fact
 
 
 def _not_a_fact(value: object, where: str, messages: list[str]) -> None:
