@@ -89,7 +89,6 @@ def build_http_target(
         mapper = ResponseMapper(
             response.compiled,
             timings_scale=scale,
-            max_ranked=config.max_ranked_ids,
             markers=None
             if response.citation_markers is None
             else compile_markers(response.citation_markers),

@@ -42,13 +42,13 @@ class Target(Protocol):
         ...
 
 
-def parse_default_response(body: object, *, max_ranked: int | None = None) -> TargetResponse:
+def parse_default_response(body: object, *, max_ranked_ids: int | None = None) -> TargetResponse:
     """Map a body in the default contract onto a :class:`TargetResponse`.
 
     Args:
         body: the decoded JSON.
-        max_ranked: read only the first this many ``retrieved`` items (the target's
-            ``max_ranked_ids``: the runner keeps no more). A legal response may rank
+        max_ranked_ids: read only the first this many ``retrieved`` items (the target's:
+            the runner keeps no more). A legal response may rank
             350,000 ids; building and checking an object for each would cost the daemon
             about a second of interpreter time per response, which its other jobs and
             ``/healthz`` wait for.
@@ -60,7 +60,7 @@ def parse_default_response(body: object, *, max_ranked: int | None = None) -> Ta
         raise BadResponseError(
             f"response is {_type_name(body)}, expected a JSON object", field="response"
         )
-    retrieved = _parse_retrieved(body.get("retrieved", []), max_ranked)
+    retrieved = _parse_retrieved(body.get("retrieved", []), max_ranked_ids)
     answer = body.get("answer")
     if answer is not None and not isinstance(answer, str):
         raise BadResponseError(
@@ -74,15 +74,15 @@ def parse_default_response(body: object, *, max_ranked: int | None = None) -> Ta
     )
 
 
-def _parse_retrieved(value: object, max_ranked: int | None) -> tuple[Retrieved, ...]:
+def _parse_retrieved(value: object, max_ranked_ids: int | None) -> tuple[Retrieved, ...]:
     if value is None:
         return ()
     if not isinstance(value, list):
         raise BadResponseError(
             f"field 'retrieved' is {_type_name(value)}, expected a list", field="retrieved"
         )
-    if max_ranked is not None:
-        value = value[:max_ranked]
+    if max_ranked_ids is not None:
+        value = value[:max_ranked_ids]
     items: list[Retrieved] = []
     for i, item in enumerate(value):
         # exact-type checks first: JSON gives dict, str, float; the ABC checks are the

@@ -138,7 +138,8 @@ class HttpOptions:
     max_connections: int = 100
     requests_per_second: float | None = None
     verify: ssl.SSLContext | bool = True
-    #: hits of the default contract read per response (the target's max_ranked_ids)
+    #: hits read per response, whatever the contract (the target's max_ranked_ids: the one
+    #: way it reaches the parsing; None reads all)
     max_ranked_ids: int | None = None
 
 
@@ -249,20 +250,21 @@ class HttpTarget:
         self.url = url
         self.name = name or default_target_name(url)
         self.template = request or RequestTemplate.from_config(url)
-        self.mapper = mapper
         self.options = options or HttpOptions()
+        # the mapping reads as far as the options say, like the default contract
+        self.mapper = None if mapper is None else mapper.limited(self.options.max_ranked_ids)
         self.streaming = streaming
         self.kind = kind
         self._server_timing = server_timing
         self._trace_header = trace_header
         #: price per input token and per output token
         self._prices = None if prices is None else (prices[0] / 1000, prices[1] / 1000)
-        self._parse: Callable[[object], TargetResponse] = mapper or functools.partial(
-            parse_default_response, max_ranked=self.options.max_ranked_ids
+        self._parse: Callable[[object], TargetResponse] = self.mapper or functools.partial(
+            parse_default_response, max_ranked_ids=self.options.max_ranked_ids
         )
-        if streaming is not None and mapper is not None and "answer" in mapper:
+        if streaming is not None and self.mapper is not None and "answer" in self.mapper:
             # a streamed answer is the assembled content, whatever the mapping says
-            self._parse = mapper.without("answer")
+            self._parse = self.mapper.without("answer")
         self._redact = Redactor(self.template.secrets())
         self._admission = Admission(self.options.max_connections, self.options.requests_per_second)
         self._deadlines = Deadlines(self.options.deadline)

@@ -30,6 +30,7 @@ error instead of a silently shorter ranking, and texts and scores stay aligned w
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 from collections.abc import Callable, Mapping
@@ -113,7 +114,6 @@ class ResponseMapper:
         expressions: Mapping[str, ParsedResult],
         *,
         timings_scale: float = 1.0,
-        max_ranked: int | None = None,
         markers: CitationMarkers | None = None,
     ) -> None:
         unknown = set(expressions) - set(FIELDS)
@@ -122,8 +122,9 @@ class ResponseMapper:
         self.expressions = dict(expressions)
         #: seconds per unit of the timings values (0.001 for milliseconds)
         self.timings_scale = timings_scale
-        #: check and keep only the first this many hits (the target's max_ranked_ids)
-        self.max_ranked = max_ranked
+        #: check and keep only the first this many hits: the target's, set by the target
+        #: that reads with this mapping (:meth:`limited`)
+        self.max_ranked_ids: int | None = None
         #: citations written in the answer text
         self.markers = markers
         self._interpreter = visitor.TreeInterpreter()
@@ -163,9 +164,14 @@ class ResponseMapper:
     def without(self, field: str) -> ResponseMapper:
         """The same mapping without ``field`` (a streamed answer is assembled, not mapped)."""
         rest = {name: e for name, e in self.expressions.items() if name != field}
-        return ResponseMapper(
-            rest, timings_scale=self.timings_scale, max_ranked=self.max_ranked, markers=self.markers
-        )
+        mapper = ResponseMapper(rest, timings_scale=self.timings_scale, markers=self.markers)
+        return mapper.limited(self.max_ranked_ids)
+
+    def limited(self, max_ranked_ids: int | None) -> ResponseMapper:
+        """The same mapping reading only the first ``max_ranked_ids`` hits (None: all)."""
+        mapper = copy.copy(self)
+        mapper.max_ranked_ids = max_ranked_ids
+        return mapper
 
     def tokens(self, body: object) -> tuple[int | None, int | None]:
         """Input and output tokens, None where not mapped or null."""
@@ -223,7 +229,7 @@ class ResponseMapper:
             BadResponseError: a field matched nothing or has the wrong type.
         """
         found = self._list("ids", body, "a list of ids")
-        ids = self._ids(found[: self.max_ranked])
+        ids = self._ids(found[: self.max_ranked_ids])
         texts = self._aligned("texts", body, len(found), self._text)
         scores = self._aligned("scores", body, len(found), self._score)
         retrieved = tuple(
@@ -258,7 +264,7 @@ class ResponseMapper:
         self, field: str, body: object, count: int, check: Callable[[str, int, object], T]
     ) -> list[T | None]:
         if field not in self:
-            return [None] * len(range(count)[: self.max_ranked])
+            return [None] * len(range(count)[: self.max_ranked_ids])
         value = self._list(field, body, f"a list of {field}")
         if len(value) != count:
             raise self._fail(
@@ -266,7 +272,7 @@ class ResponseMapper:
                 f"gave {len(value)} value(s) for {count} id(s); a projection such as "
                 f"hits[].{field[:-1]} keeps them aligned",
             )
-        return [check(field, i, item) for i, item in enumerate(value[: self.max_ranked])]
+        return [check(field, i, item) for i, item in enumerate(value[: self.max_ranked_ids])]
 
     def _text(self, field: str, i: int, item: object) -> str | None:
         if item is None or isinstance(item, str):

@@ -83,14 +83,14 @@ class TestParseDefaultResponse:
             {"answer": None, "retrieved": None, "citations": None, "timings": None}
         )
 
-    def test_max_ranked_reads_only_the_first_items(self) -> None:
-        """Items past ``max_ranked`` are neither built nor checked: the runner keeps no more,
+    def test_max_ranked_ids_reads_only_the_first_items(self) -> None:
+        """Items past ``max_ranked_ids`` are neither built nor checked: the runner keeps no more,
         and a legal 350,000-item ranking must not cost a second of interpreter time."""
         body = {"retrieved": ["a", {"id": "b", "score": 2}, 42, {"no": "id"}]}
-        response = parse_default_response(body, max_ranked=2)
+        response = parse_default_response(body, max_ranked_ids=2)
         assert (Retrieved("a"), Retrieved("b", 2.0)) == response.retrieved
         with pytest.raises(BadResponseError, match=r"retrieved\[2\]"):
-            parse_default_response(body, max_ranked=3)
+            parse_default_response(body, max_ranked_ids=3)
 
     def test_huge_score_is_dropped(self) -> None:
         """An integer score beyond float range is not kept, and does not crash the parser."""

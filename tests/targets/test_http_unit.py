@@ -18,7 +18,7 @@ import pytest
 
 from evaluator.config import HttpTargetConfig
 from evaluator.errors import TargetError
-from evaluator.factory import build_target
+from evaluator.factory import build_http_target, build_target
 from evaluator.models import TargetResponse
 from evaluator.targets.http import HttpTarget, parse_retry_after
 from tests.support.loopback import LoopbackServer, Reply
@@ -218,6 +218,19 @@ class TestResponses:
             default = query_once(HttpTargetConfig(url=server.url))
         assert tuple(f"d{i}" for i in range(30_000)) == response.ranked_ids
         assert tuple(f"d{i}" for i in range(100)) == default.ranked_ids
+
+    @pytest.mark.e2e
+    def test_a_mapped_ranking_is_read_as_far_as_max_ranked_ids(self) -> None:
+        """A mapped response reaches its cut by the same setting as the default contract:
+        hits past max_ranked_ids are not read (the bad fourth hit is never checked)."""
+        hits = [{"id": "a"}, {"id": "b"}, {"id": "c"}, {"id": 1.5}]
+        with LoopbackServer(lambda _r: Reply(body={"hits": hits})) as server:
+            config = HttpTargetConfig(
+                url=server.url, response={"ids": "hits[].id"}, max_ranked_ids=3
+            )
+            mapper = build_http_target(config).mapper
+            assert mapper is not None and 3 == mapper.max_ranked_ids
+            assert ("a", "b", "c") == query_once(config).ranked_ids
 
 
 NOW = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)

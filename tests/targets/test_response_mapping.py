@@ -201,18 +201,17 @@ class TestStrictTypes:
         message = _error(m, [{"id": "a"}, {"id": "b", "text": "t"}])
         assert "gave 1 value(s) for 2 id(s)" in message
 
-    def test_max_ranked_reads_only_the_first_hits(self) -> None:
-        """Hits past ``max_ranked`` are not checked; misaligned lists are still caught."""
+    def test_max_ranked_ids_reads_only_the_first_hits(self) -> None:
+        """Hits past ``max_ranked_ids`` are not checked; misaligned lists are still caught."""
         expressions = {"ids": "[].id", "texts": "[].text"}
-        m = ResponseMapper({k: jmespath.compile(v) for k, v in expressions.items()}, max_ranked=2)
+        m = ResponseMapper({k: jmespath.compile(v) for k, v in expressions.items()}).limited(2)
         body: list[dict[str, Any]] = [{"id": "a", "text": "t"}, {"id": "b"}, {"id": 1.5}]
         response = m(body)
         assert (Retrieved("a", text="t"), Retrieved("b")) == response.retrieved
-        assert 2 == m.without("answer").max_ranked
+        assert 2 == m.without("answer").max_ranked_ids
         misaligned = ResponseMapper(
-            {"ids": jmespath.compile("[].id"), "texts": jmespath.compile("[?text].text")},
-            max_ranked=1,
-        )
+            {"ids": jmespath.compile("[].id"), "texts": jmespath.compile("[?text].text")}
+        ).limited(1)
         assert "gave 1 value(s) for 3 id(s)" in _error(misaligned, body)
 
     def test_non_finite_score(self) -> None:
