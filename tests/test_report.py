@@ -365,6 +365,18 @@ class TestTimestamps:
     def test_a_time_without_offset_is_utc(self) -> None:
         assert UTC == parse_timestamp("2025-01-02T03:04:05").tzinfo
 
+    @pytest.mark.parametrize(
+        "text",
+        ["2025-01-02T04:04:05.678+01:00", "2025-01-02T03:04:05.678", "2025-01-02 03:04:05.678Z"],
+    )
+    def test_a_report_read_back_has_its_time_in_utc(self, text: str) -> None:
+        """The header is decoded straight into RunHeader: any offset (or none) is UTC."""
+        data = report_to_dict(_report())
+        data["generated_at"] = text
+        at = report_from_dict(data, "r.json").generated_at
+        assert datetime(2025, 1, 2, 3, 4, 5, 678000, tzinfo=UTC) == at
+        assert UTC == at.tzinfo
+
     def test_a_report_with_no_time_is_refused_naming_the_field(self) -> None:
         data = report_to_dict(_report())
         data["generated_at"] = "yesterday"

@@ -12,10 +12,10 @@ the daemon: the run is kept unjudged and the failure logged.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
 
+import msgspec
 import structlog
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
@@ -184,7 +184,7 @@ class DaemonJudge:
         judged = with_calibration(judged, self.reports_dir)
         self.problem = trust_problem(judged)
         self._export(judged)
-        judged_report = dataclasses.replace(report, judge=judged.to_dict())
+        judged_report = msgspec.structs.replace(report, judge=judged.to_dict())
         self.latest = judged_report
         return judged_report
 

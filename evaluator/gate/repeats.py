@@ -224,7 +224,7 @@ def leave_out(
         repeats = report.repeats
         if repeats is not None:
             repeats = replace(repeats, cases=tuple(c for c in repeats.cases if c.id not in reasons))
-        return replace(report, cases=kept, summary=summarise(kept), repeats=repeats)
+        return structs.replace(report, cases=kept, summary=summarise(kept), repeats=repeats)
 
     present = {c.id for c in baseline.cases} | {c.id for c in candidate.cases}
     listed = {cid: why for cid, why in reasons.items() if cid in present}

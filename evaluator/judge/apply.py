@@ -9,6 +9,8 @@ import asyncio
 import dataclasses
 from pathlib import Path
 
+import msgspec
+
 from evaluator.judge.checks import judged_metric
 from evaluator.judge.client import JudgeClient
 from evaluator.judge.gating import CALIBRATION_FILE, calibrated_checks
@@ -40,7 +42,7 @@ def judge_file(
             return await judge_report(report, client, cache=cache)
 
     judged = with_calibration(asyncio.run(go()), cache_folder or path.parent)
-    report = dataclasses.replace(report, judge=judged.to_dict())
+    report = msgspec.structs.replace(report, judge=judged.to_dict())
     write_report(report, output or path)
     return report, judged
 

@@ -1,30 +1,43 @@
-"""The run report record: one run of a golden set against a target, and its identity."""
+"""The run report record: one run of a golden set against a target (its header, summary
+and cases), and its identity."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from operator import attrgetter
-from typing import Any
+from typing import Annotated, Any
 
+import msgspec
+from msgspec import Meta
+
+from evaluator import border
 from evaluator._version import __version__
 from evaluator.models import CaseError, CaseRecord, CaseScores
 from evaluator.repeat_summary import Repeats
 from evaluator.summary import Summary
 
-__all__ = ["SCHEMA_VERSION", "RunReport", "compute_config_hash"]
+__all__ = ["SCHEMA_VERSION", "RunHeader", "RunReport", "compute_config_hash"]
 
 _OUTCOME = attrgetter("outcome")
 
 SCHEMA_VERSION = 1
 
 
-@dataclass(frozen=True, slots=True)
-class RunReport:
-    """One run of a golden set against a target."""
+#: a duration from outside: never negative, within the border's range for a number (a
+#: duration of 1e308 overflowed the gate's sums)
+Seconds = Annotated[float, Meta(ge=0.0, le=border.MAX_NUMBER)]
+#: the cutoff: ranks worth reading
+K = Annotated[int, Meta(ge=1, le=1_000_000)]
+
+
+class RunHeader(msgspec.Struct, frozen=True, kw_only=True):
+    """What identifies one run of a golden set against a target, and how it ended: every
+    field of a report besides its summary and cases, written once. The report reader decodes
+    a file's header straight into these fields (their ranges are in the types, checked while
+    decoding)."""
 
     run_id: str
     #: when the run started, timezone-aware UTC; written as :func:`format_timestamp` says
@@ -33,19 +46,24 @@ class RunReport:
     dataset_hash: str
     target: str
     dataset: str
-    k: int
-    duration_seconds: float
+    k: K
+    duration_seconds: Seconds
+    #: stopped by Ctrl-C: ``cases`` are the ones that finished (the gate refuses it)
+    interrupted: bool = False
+    evaluator_version: str = __version__
+    schema_version: int = SCHEMA_VERSION
+
+
+class RunReport(RunHeader, frozen=True, kw_only=True):
+    """One run of a golden set against a target: its header, summary and cases."""
+
     summary: Summary
     cases: tuple[CaseRecord, ...]
     #: each case's counts over ``--repeat N`` runs (``cases`` and ``summary`` are run 1)
     repeats: Repeats | None = None
-    #: stopped by Ctrl-C: ``cases`` are the ones that finished (the gate refuses it)
-    interrupted: bool = False
     #: the LLM judge's block (evaluator.judge.record.JudgedRun.to_dict), kept as JSON here:
     #: the report layer knows nothing of the judge
     judge: Mapping[str, Any] | None = None
-    evaluator_version: str = __version__
-    schema_version: int = SCHEMA_VERSION
 
     @property
     def case_count(self) -> int:
@@ -84,7 +102,11 @@ def parse_timestamp(text: str) -> datetime:
     Raises:
         ValueError: ``text`` is not an ISO 8601 time.
     """
-    at = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    return as_utc(datetime.fromisoformat(text.replace("Z", "+00:00")))
+
+
+def as_utc(at: datetime) -> datetime:
+    """``at`` in UTC; a time without an offset is taken as UTC."""
     return at.replace(tzinfo=UTC) if at.tzinfo is None else at.astimezone(UTC)
 
 

@@ -1,6 +1,7 @@
 """Reading a report back: one pass over the file, typed and range-checked while decoding.
 
-The file is decoded by msgspec against the schema below (in C: types, finite numbers,
+The file is decoded by msgspec against the schema below, its header straight into
+:class:`~evaluator.report.model.RunHeader`'s fields (in C: types, finite numbers,
 ratios in 0..1, non-negative counts, integers of sane size; NaN, Infinity and 1e400 are not
 numbers here), and each decoded case becomes its :class:`CaseRecord`. The summary is not
 trusted but derived: recomputed from the cases (:func:`evaluator.summary.summarise`), so a
@@ -11,7 +12,8 @@ summary, which must then agree with itself (:mod:`evaluator.report.check`).
 A compact report (one case per line) and an indented one (older versions wrote
 ``indent=2``) read back identically. Fields this version does not know are skipped, so a
 newer report with more per-case fields still reads; to add a field, add it to the
-``_CaseFields`` (or ``_Report``) struct with a default and pass it in :func:`_case`;
+``_CaseFields`` struct with a default and pass it in :func:`_case` (a header field: to
+:class:`RunHeader` with a default, read with no edit here, written by the writer);
 a score (a :class:`CaseScores` field) and a registered quality ratio need no edit here.
 """
 
@@ -23,7 +25,6 @@ import os
 import re
 from collections.abc import Mapping
 from dataclasses import replace
-from datetime import datetime
 from operator import attrgetter
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Annotated, Any, get_args, get_type_hints
@@ -36,7 +37,7 @@ from evaluator.errors import ReportError
 from evaluator.models import Case, CaseError, CaseRecord, CaseScores, Outcome
 from evaluator.repeat_summary import Repeats, repeats_from_dict
 from evaluator.report.check import check_ids, check_summary
-from evaluator.report.model import SCHEMA_VERSION, RunReport, parse_timestamp
+from evaluator.report.model import SCHEMA_VERSION, RunHeader, RunReport, Seconds, as_utc
 from evaluator.summary import OPTIONAL_FIELDS, QUALITY_METRICS, Summary, Total, summarise
 
 __all__ = ["parse_report", "read_report", "report_from_dict"]
@@ -44,14 +45,12 @@ __all__ = ["parse_report", "read_report", "report_from_dict"]
 # integers beyond 2**53 are not counts anyone made, and do not survive a float round trip
 _MAX_INT = 2**53
 Ratio = Annotated[float, Meta(ge=0.0, le=1.0)]
-# the border's range for a number from outside (checked by the decoder, in C): a cost or a
-# duration of 1e308 per case overflowed the sums of the gate (an internal error)
-Seconds = Annotated[float, Meta(ge=0.0, le=border.MAX_NUMBER)]
+# the border's range for a number from outside (checked by the decoder, in C): a cost of
+# 1e308 per case overflowed the sums of the gate (an internal error); durations: Seconds
 Amount = Annotated[float, Meta(ge=0.0, le=border.MAX_NUMBER)]
 Count = Annotated[int, Meta(ge=0, le=_MAX_INT)]
 Grade = Annotated[int, Meta(ge=0, le=1_000_000)]
 Attempts = Annotated[int, Meta(ge=1, le=1_000_000)]
-K = Annotated[int, Meta(ge=1, le=1_000_000)]
 Citation = Annotated[int, Meta(ge=-_MAX_INT, le=_MAX_INT)] | str
 
 
@@ -164,30 +163,29 @@ class _Summary(_TagSummary, frozen=True, gc=False):
     by_tag: dict[str, _TagSummary] = msgspec.field(default_factory=dict)
 
 
-class _Report(Struct, frozen=True, gc=False, kw_only=True):
-    """A report decoded: its header and every case."""
+class _Report(RunHeader, frozen=True, gc=False, kw_only=True):
+    """A report decoded: its header, straight into :class:`RunHeader`'s fields (typed and
+    range-checked there), its written summary and every case."""
 
+    #: required in a file (a record made in memory defaults to this version's)
     schema_version: int
-    run_id: str
-    generated_at: str
-    config_hash: str
-    dataset_hash: str
-    target: str
-    dataset: str
-    k: K
-    duration_seconds: Seconds
-    summary: _Summary
+    #: reports before the field read as of no known version
     evaluator_version: str = ""
+    summary: _Summary
     #: written for compatibility; the report derives it from its cases (RunReport.retrieval_only)
     retrieval_only: bool = False
     case_count: Count | None = None
     error_count: Count | None = None
     #: ``--repeat N``: checked by :func:`evaluator.repeat_summary.repeats_from_dict`
     repeats: dict[str, Any] | None = None
-    interrupted: bool = False
     #: the LLM judge's block, checked by evaluator.judge.record.judged_run_from_dict
     judge: dict[str, Any] | None = None
     cases: list[_Case]
+
+
+#: the header's fields, read from a decoded report as they are
+_HEADER_FIELDS = RunHeader.__struct_fields__
+_header_of = attrgetter(*_HEADER_FIELDS)
 
 
 class _Version(Struct, frozen=True, gc=False):
@@ -216,6 +214,8 @@ def _field_error(source: str, exc: msgspec.ValidationError, prefix: str = "") ->
         return ReportError(f"{source}: field {prefix.rstrip('.')!r}: {text}")
     field = prefix + match.group("path").lstrip(".")
     why = text[: match.start()].strip()
+    if why.startswith("Invalid RFC3339"):  # a time (generated_at), in the reader's words
+        return ReportError(f"{source}: field {field!r} is not an ISO 8601 time (RFC 3339)")
     if not field:
         return ReportError(f"{source}: not a report: {why}")
     return ReportError(f"{source}: field {field!r}: {why}")
@@ -383,32 +383,15 @@ def _build(source: str, head: _Report, share: RunReport | None = None) -> RunRep
             event_loop_lag_p95_seconds=written.event_loop_lag_p95_seconds,
             event_loop_lag_max_seconds=written.event_loop_lag_max_seconds,
         )
+    header = dict(zip(_HEADER_FIELDS, _header_of(head), strict=True))
+    header["generated_at"] = as_utc(head.generated_at)
     return RunReport(
-        run_id=head.run_id,
-        generated_at=_generated_at(source, head.generated_at),
-        config_hash=head.config_hash,
-        dataset_hash=head.dataset_hash,
-        target=head.target,
-        dataset=head.dataset,
-        k=head.k,
-        duration_seconds=head.duration_seconds,
+        **header,
         summary=summary,
         cases=cases,
         repeats=_repeats(source, head.repeats),
-        interrupted=head.interrupted,
         judge=head.judge,
-        evaluator_version=head.evaluator_version,
-        schema_version=SCHEMA_VERSION,
     )
-
-
-def _generated_at(source: str, text: str) -> datetime:
-    try:
-        return parse_timestamp(text)
-    except ValueError:
-        raise ReportError(
-            f"{source}: field 'generated_at' is not an ISO 8601 time: {text[:40]!r}"
-        ) from None
 
 
 def _repeats(source: str, raw: dict[str, Any] | None) -> Repeats | None:

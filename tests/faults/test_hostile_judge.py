@@ -5,9 +5,9 @@ error kind (or a redacted reason), never a verdict, never a leak."""
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from evaluator.judge.client import JudgeClient
@@ -60,7 +60,7 @@ def test_echoed_credentials_never_reach_the_report(
     reasons = [o.reason for c in run.cases for o in c.outcomes]
     assert any(SECRET in r for r in reasons)  # the judge did echo it
     path = tmp_path / "r.json"
-    write_report(dataclasses.replace(golden(), judge=run.to_dict()), path)
+    write_report(msgspec.structs.replace(golden(), judge=run.to_dict()), path)
     text = path.read_text("utf-8")
     assert SECRET not in text
     assert "Authorization=***" in text  # the whole header value is the secret

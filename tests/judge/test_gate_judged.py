@@ -5,12 +5,12 @@ rules still compare."""
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import json
 import subprocess
 import sys
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from evaluator.errors import ConfigError
@@ -34,7 +34,7 @@ def _judged(source: RunReport, path: Path, model: str = "m") -> None:
         async def go() -> None:
             async with JudgeClient(JudgeConfig(url=judge.url, model=model)) as client:
                 judged = await judge_report(source, client)
-            write_report(dataclasses.replace(source, judge=judged.to_dict()), path)
+            write_report(msgspec.structs.replace(source, judge=judged.to_dict()), path)
 
         asyncio.run(go())
 

@@ -12,6 +12,7 @@ import sys
 import time
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from evaluator.judge.client import JudgeClient
@@ -34,9 +35,7 @@ def _judged_report(path: Path, mode: str = "good") -> None:
         async def go() -> None:
             async with JudgeClient(JudgeConfig(url=judge.url, model="m")) as client:
                 judged = await judge_report(report, client)
-            import dataclasses
-
-            write_report(dataclasses.replace(report, judge=judged.to_dict()), path)
+            write_report(msgspec.structs.replace(report, judge=judged.to_dict()), path)
 
         asyncio.run(go())
 

@@ -8,6 +8,8 @@ import dataclasses
 import json
 from pathlib import Path
 
+import msgspec
+
 from evaluator.judge.labels import Label, append_label
 from evaluator.judge.record import (
     CaseJudgement,
@@ -158,7 +160,7 @@ def test_claims_and_texts_are_bounded() -> None:
 
 def test_a_report_judge_block_that_cannot_be_read_is_said_on_the_page() -> None:
     wrong = record("wrong", WRONG, FACT)
-    broken = dataclasses.replace(report(wrong), judge={"model": 7})
+    broken = msgspec.structs.replace(report(wrong), judge={"model": 7})
     panel = case_panel(broken, wrong, source="r.json", labels=None, redact=_redact)
     assert panel is not None and panel.checks == []
     assert panel.note is not None
@@ -186,7 +188,7 @@ def test_the_html_report_shows_the_panel_escaped_and_redacted() -> None:
     wrong = record("wrong", WRONG, FACT)
     case = CaseJudgement("wrong", answer_hash(WRONG), _outcomes(hostile))
     judged = _judged(case, compromised=True)
-    judged_report = dataclasses.replace(report(wrong), judge=judged.to_dict())
+    judged_report = msgspec.structs.replace(report(wrong), judge=judged.to_dict())
     labels = _labels(_label("wrong", WRONG, "groundedness", True, "<b>fine</b>"))
     redact = Redactor([SECRET]).redact_text
     view = with_judge_panels(

@@ -117,8 +117,8 @@ def report(
 
 
 def replace(obj: _T, **changes: Any) -> _T:
-    """``obj`` with ``changes``: a record (a ``msgspec.Struct``: the case records) or a
-    dataclass (the report, the summary), so a test need not know which one it holds."""
+    """``obj`` with ``changes``: a record (a ``msgspec.Struct``: the case records, the
+    report) or a dataclass (the summary), so a test need not know which one it holds."""
     if isinstance(obj, msgspec.Struct):
         return msgspec.structs.replace(obj, **changes)
     return dataclasses.replace(obj, **changes)  # type: ignore[type-var]
