@@ -14,7 +14,8 @@ read back or an expanded setting says is made safe to hold here, before anything
 - **JSON** (:func:`loads`): nesting is bounded on every path (a :class:`ValueError`, never a
   ``RecursionError`` reaching a caller), and every string of the value passes :func:`value`.
 
-Pure functions of their arguments but for one process-wide counter and :func:`read_file`
+Pure functions of their arguments but for one process-wide counter (kept in
+:mod:`evaluator.process_state`) and :func:`read_file`
 (inputs named on the command line or in the config: regular files within a size cap).
 """
 
@@ -26,9 +27,10 @@ import math
 import os
 import re
 import stat
-import threading
 
 import msgspec
+
+from evaluator import process_state
 
 __all__ = [
     "MAX_INPUT_BYTES",
@@ -51,19 +53,15 @@ __all__ = [
 #: interpreter's recursion limit): far beyond any real body, well within the stack
 MAX_JSON_DEPTH = 256
 
-_lock = threading.Lock()
-_replaced = 0
-
 
 def surrogates_replaced() -> int:
-    """Lone surrogates replaced by U+FFFD in this process so far."""
-    return _replaced
+    """Lone surrogates replaced by U+FFFD in this process so far (the count is
+    :data:`evaluator.process_state.surrogates_replaced`)."""
+    return process_state.surrogates_replaced.get()
 
 
 def _count(n: int) -> None:
-    global _replaced
-    with _lock:
-        _replaced += n
+    process_state.surrogates_replaced.change(lambda replaced: replaced + n)
 
 
 def text(s: str) -> str:

@@ -39,10 +39,11 @@ import html
 import io
 import json
 import re
-import threading
 from collections.abc import Iterable
-from typing import Any, TextIO
+from typing import Any, TextIO, cast
 from urllib.parse import quote, quote_plus, unquote, urlsplit
+
+from evaluator import process_state
 
 __all__ = [
     "MASK",
@@ -326,8 +327,8 @@ class Redactor:
         return data
 
 
-_lock = threading.Lock()
-_active = Redactor()
+# the process's redactor lives in evaluator.process_state; it starts with no secrets
+process_state.redactor.change(lambda held: Redactor() if held is None else held)
 
 
 def register_secrets(secrets: Iterable[str]) -> Redactor:
@@ -336,18 +337,17 @@ def register_secrets(secrets: Iterable[str]) -> Redactor:
     Secrets are never removed: after a configuration reload an old token may still sit in
     a report or a message on its way out.
     """
-    global _active
     fresh = {s for s in secrets if s}
-    with _lock:
-        if fresh <= _active.secrets:
-            return _active
-        _active = Redactor(_active.secrets | fresh)
-        return _active
+
+    def grown(held: Redactor) -> Redactor:
+        return held if fresh <= held.secrets else Redactor(held.secrets | fresh)
+
+    return cast(Redactor, process_state.redactor.change(grown))
 
 
 def redactor() -> Redactor:
     """The process-wide redactor (every secret registered so far)."""
-    return _active
+    return cast(Redactor, process_state.redactor.get())
 
 
 class RedactingStream(io.TextIOBase):

@@ -8,9 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from evaluator.bounds import RecordLimits
+from evaluator.bounds import RecordLimits, StageNames
 from evaluator.scoring import ScoringSettings
-from evaluator.stage_names import StageNames
 
 __all__ = ["RetryPolicy", "RunOptions"]
 

@@ -13,7 +13,7 @@ import pytest
 import structlog
 from hypothesis import HealthCheck, settings
 
-from evaluator import redaction
+from evaluator import process_state, redaction
 
 # The machine is shared and its load varies: a property must fail on a wrong value, never on
 # how long an example took (no deadline, no too-slow health check). A failure prints the
@@ -33,12 +33,15 @@ def _clean_state(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     test registered would mask matching words here) and remove every ``EVALUATOR_*``
     variable."""
     structlog.reset_defaults()
-    monkeypatch.setattr(redaction, "_active", redaction.Redactor())
+    previous = process_state.redactor.swap(redaction.Redactor())
     for name in list(os.environ):
         if name.startswith("EVALUATOR_"):
             monkeypatch.delenv(name)
-    yield
-    structlog.reset_defaults()
+    try:
+        yield
+    finally:
+        process_state.redactor.swap(previous)
+        structlog.reset_defaults()
 
 
 #: the run deselected the e2e tests by marker (``make fast``): nothing may start a process

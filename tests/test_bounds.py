@@ -5,10 +5,17 @@ from __future__ import annotations
 import pytest
 
 from evaluator import redaction
-from evaluator.bounds import MAX_SCORED_ANSWER_CHARS, RecordLimits, cut, one_line
+from evaluator.bounds import (
+    MAX_SCORED_ANSWER_CHARS,
+    OTHER_STAGE,
+    RecordLimits,
+    StageNames,
+    cut,
+    one_line,
+    sanitise_label,
+)
 from evaluator.models import Retrieved, TargetResponse
 from evaluator.redaction import MASK, register_secrets
-from evaluator.stage_names import OTHER_STAGE, StageNames, sanitise_label
 
 
 class TestCut:

@@ -23,7 +23,7 @@ from pydantic import (
     model_validator,
 )
 
-from evaluator.bounds import DEFAULT_TEXT_CHARS, RecordLimits
+from evaluator.bounds import DEFAULT_MAX_STAGES, DEFAULT_TEXT_CHARS, RecordLimits, StageNames
 from evaluator.config.fields import (
     MIN_REQUESTS_PER_SECOND,
     RetryConfig,
@@ -34,7 +34,6 @@ from evaluator.config.fields import (
     _Strict,
     _url_problem,
 )
-from evaluator.stage_names import DEFAULT_MAX_STAGES, StageNames
 from evaluator.targets.base import default_target_name
 from evaluator.targets.markers import compile_markers
 from evaluator.targets.presets import KINDS as PRESET_KINDS

@@ -25,10 +25,10 @@ import ssl
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import unquote, urlsplit, urlunsplit
 
-from evaluator import border
+from evaluator import border, process_state
 from evaluator.errors import ConfigError
 from evaluator.models import CaseRecord
 from evaluator.redaction import redactor, register_secrets
@@ -421,9 +421,6 @@ class CaseSpans:
         self.exporter.quiet = True
 
 
-_active: CaseSpans | None = None
-
-
 def _from_env(names: Sequence[str]) -> tuple[str, str] | None:
     for name in names:
         value = os.environ.get(name, "").strip()
@@ -513,7 +510,6 @@ def install(
     Raises:
         ConfigError: a setting (or standard variable) that cannot work, or no SDK.
     """
-    global _active
     shutdown()
     if enabled:
         settings = resolve(
@@ -523,24 +519,26 @@ def install(
             headers=headers,
             compression=compression,
         )
-        _active = CaseSpans(
-            settings["endpoint"],
-            settings["service_name"],
-            settings["timeout_seconds"],
-            headers=settings["headers"],
-            compression=settings["compression"],
+        process_state.spans.swap(
+            CaseSpans(
+                settings["endpoint"],
+                settings["service_name"],
+                settings["timeout_seconds"],
+                headers=settings["headers"],
+                compression=settings["compression"],
+            )
         )
-    return _active
+    return active()
 
 
 def active() -> CaseSpans | None:
-    """The installed export, if any (the runner records each finished case into it)."""
-    return _active
+    """The installed export, if any (the runner records each finished case into it); it is
+    :data:`evaluator.process_state.spans`."""
+    return cast("CaseSpans | None", process_state.spans.get())
 
 
 def shutdown() -> None:
     """Flush and stop the installed export, if any."""
-    global _active
-    spans, _active = _active, None
+    spans = cast("CaseSpans | None", process_state.spans.swap(None))
     if spans is not None:
         spans.shutdown()

@@ -29,7 +29,7 @@ from typing import Any
 
 import aiohttp
 
-from evaluator import redaction
+from evaluator import process_state, redaction
 from evaluator.config import HttpTargetConfig
 from evaluator.factory import build_target
 from evaluator.models import Dataset
@@ -98,16 +98,16 @@ async def _triples(url: str, dataset: Dataset, triples: int) -> dict[str, Any]:
             await _bare(session, url, dataset)
             for _ in range(triples):
                 for name, active in (("secrets", with_secrets), ("clean", empty)):
-                    redaction._active = active  # the process-wide redactor, swapped
+                    process_state.redactor.swap(active)  # the process-wide redactor, swapped
                     cpu, encode, errors, size = await _evaluator(target, dataset)
                     out[name].append(cpu)
                     out[f"{name}_encode"].append(encode)
                     out["errors"] += errors
                     out["bytes"] = size
-                redaction._active = with_secrets
+                process_state.redactor.swap(with_secrets)
                 out["bare"].append(await _bare(session, url, dataset))
     finally:
-        redaction._active = with_secrets
+        process_state.redactor.swap(with_secrets)
         await target.aclose()
     return out
 

@@ -269,10 +269,9 @@ def _caps(limits: Any, ids: tuple[str, ...], answer: str) -> object:
 
 
 def _costs() -> dict[str, float]:
-    from evaluator.bounds import RecordLimits
+    from evaluator.bounds import RecordLimits, StageNames
     from evaluator.logs import bound_values
     from evaluator.redaction import Redactor
-    from evaluator.stage_names import StageNames
 
     redactor = Redactor([SECRET, f"Bearer {SECRET}", "key-5ecret-77/ab"])
     answer = "You have 30 days to return an item. " * 8
