@@ -10,9 +10,8 @@ from pathlib import Path
 import pytest
 
 from evaluator.models import CaseRecord, CaseScores
-from evaluator.report import RunReport, parse_timestamp, write_report
-from evaluator.summary import summarise
-from tests.support.records import record
+from evaluator.report import write_report
+from tests.support.records import record, report
 
 pytestmark = pytest.mark.e2e  # runs the CLI as a subprocess
 
@@ -51,14 +50,9 @@ def _report(path: Path) -> Path:
         _record("wrong", {"refund-policy-zh-2": POLICY}),
     )
     write_report(
-        RunReport(
-            run_id="r1", generated_at=parse_timestamp("2026-01-01T00:00:00.000Z"),
-            config_hash="c" * 16,
-            dataset_hash="d" * 64, target="t", dataset="golden", k=5, duration_seconds=1.0,
-            summary=summarise(cases), cases=cases,
-        ),
+        report(cases),
         path,
-    )  # fmt: skip
+    )
     return path
 
 

@@ -22,7 +22,7 @@ import pytest
 from evaluator.daemon.report_store import LATEST, ReportStore
 from evaluator.models import Case, CaseRecord, CaseScores
 from evaluator.report import RunReport, parse_timestamp, read_report, write_report
-from evaluator.summary import summarise
+from tests.support.records import report
 
 pytestmark = pytest.mark.e2e
 
@@ -76,18 +76,7 @@ def _report(run_id: str, generated_at: str = "2025-01-01T00:00:00.000Z") -> RunR
         )
         for i in range(CASES)
     )
-    return RunReport(
-        run_id=run_id,
-        generated_at=parse_timestamp(generated_at),
-        config_hash="0" * 16,
-        dataset_hash="1" * 64,
-        target="loop",
-        dataset="golden",
-        k=5,
-        duration_seconds=1.0,
-        summary=summarise(cases),
-        cases=cases,
-    )
+    return report(cases, run_id=run_id, generated_at=parse_timestamp(generated_at))
 
 
 @dataclasses.dataclass

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
 from evaluator.models import Case, CaseRecord, Retrieved, TargetResponse
 from evaluator.report import RunReport
 from evaluator.scoring import score_case
-from evaluator.summary import summarise
+from tests.support.records import report as support_report
 
 
 def record(
@@ -43,18 +41,7 @@ def record(
 
 
 def report(*records: CaseRecord) -> RunReport:
-    return RunReport(
-        run_id="run1",
-        generated_at=datetime(2026, 1, 1, tzinfo=UTC),
-        config_hash="c" * 16,
-        dataset_hash="d" * 16,
-        target="t",
-        dataset="golden",
-        k=5,
-        duration_seconds=1.0,
-        summary=summarise(records),
-        cases=records,
-    )
+    return support_report(records)
 
 
 def golden() -> RunReport:

@@ -18,8 +18,8 @@ from evaluator.pages.cases import (
 )
 from evaluator.pages.render import PageRenderer
 from evaluator.redaction import Redactor
-from evaluator.report import RunReport, parse_timestamp
-from evaluator.summary import summarise
+from evaluator.report import RunReport
+from tests.support.records import report
 
 SECRET = "tok-5e4d3c2b1a0f"
 
@@ -78,18 +78,7 @@ REGRESSED = {"c01": ("answer correct → incorrect", f"new error {SECRET}")}
 
 
 def _report() -> RunReport:
-    return RunReport(
-        run_id="run1",
-        generated_at=parse_timestamp("2026-01-01T00:00:00.000Z"),
-        config_hash="c" * 16,
-        dataset_hash="d" * 64,
-        target="rag",
-        dataset="golden",
-        k=2,
-        duration_seconds=1.5,
-        cases=RECORDS,
-        summary=summarise(RECORDS),
-    )
+    return report(RECORDS, k=2, target="rag")
 
 
 def _redact(text: str) -> str:
@@ -219,19 +208,8 @@ class TestSortAndPages:
 
     def test_pages_and_their_links(self) -> None:
         records = tuple(_record(i, rr=1.0, answer=True) for i in range(60))
-        report = RunReport(
-            run_id="r",
-            generated_at=parse_timestamp("2026-01-01T00:00:00.000Z"),
-            config_hash="c",
-            dataset_hash="d",
-            target="rag",
-            dataset="golden",
-            k=2,
-            duration_seconds=1.0,
-            cases=records,
-            summary=summarise(records),
-        )
-        table = case_table(report, regressed=None, stability=None, redact=_redact)
+        made = report(records, k=2, target="rag")
+        table = case_table(made, regressed=None, stability=None, redact=_redact)
         first, last = _view(table, size="25"), _view(table, size="25", page="3")
 
         assert (25, 1, 3, None) == (len(first.rows), first.first, first.pages, first.prev_href)
@@ -268,19 +246,8 @@ def test_the_page_escapes_and_redacts_what_it_shows() -> None:
             stage_seconds={},
         ),
     )
-    report = RunReport(
-        run_id="r",
-        generated_at=parse_timestamp("2026-01-01T00:00:00.000Z"),
-        config_hash="c",
-        dataset_hash="d",
-        target="rag",
-        dataset="golden",
-        k=2,
-        duration_seconds=1.0,
-        cases=records,
-        summary=summarise(records),
-    )
-    table = case_table(report, regressed=None, stability=None, redact=_redact)
+    made = report(records, k=2, target="rag")
+    table = case_table(made, regressed=None, stability=None, redact=_redact)
     html = PageRenderer(_redact).case_table(_view(table), run_age="now")
 
     assert "<script>" not in html and "<b>x</b>" not in html and "<i>t</i>" not in html

@@ -14,9 +14,9 @@ from evaluator.pages.views import (
     report_view,
 )
 from evaluator.redaction import Redactor
-from evaluator.report import RunReport, parse_timestamp
+from evaluator.report import RunReport
 from evaluator.summary import summarise
-from tests.support.records import replace
+from tests.support.records import replace, report
 
 SECRET = "tok-9f8e7d6c5b4a"
 RECORD = CaseRecord(
@@ -49,18 +49,7 @@ RECORD = CaseRecord(
 
 
 def _report(*records: CaseRecord) -> RunReport:
-    return RunReport(
-        run_id="run1",
-        generated_at=parse_timestamp("2026-01-01T00:00:00.000Z"),
-        config_hash="c" * 16,
-        dataset_hash="d" * 64,
-        target="rag",
-        dataset="golden",
-        k=2,
-        duration_seconds=1.5,
-        summary=summarise(records),
-        cases=records,
-    )
+    return report(records, k=2, target="rag")
 
 
 class TestCaseView:

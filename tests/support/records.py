@@ -100,19 +100,25 @@ def report(
     dataset: str = "golden",
     target: str = "rag:8000",
     run_id: str = "run-1",
+    **header: Any,
 ) -> RunReport:
-    """A report whose summary is computed from ``records``, as the runner does."""
+    """A report whose summary is computed from ``records``, as the runner does; ``header``:
+    any other :class:`~evaluator.report.model.RunHeader` field (``generated_at``...)."""
+    fields: dict[str, Any] = {
+        "generated_at": parse_timestamp("2025-01-01T00:00:00+00:00"),
+        "config_hash": "cfg",
+        "duration_seconds": 1.0,
+        **header,
+    }
     return RunReport(
         run_id=run_id,
-        generated_at=parse_timestamp("2025-01-01T00:00:00+00:00"),
-        config_hash="cfg",
         dataset_hash=dataset_hash,
         target=target,
         dataset=dataset,
         k=k,
-        duration_seconds=1.0,
         summary=summarise(records),
         cases=tuple(records),
+        **fields,
     )
 
 

@@ -11,11 +11,10 @@ import pytest
 from evaluator.commands.run import mapping_diagnosis
 from evaluator.errors import BadResponseError
 from evaluator.models import CaseError, CaseRecord, CaseScores, Retrieved, TargetResponse
-from evaluator.report import RunReport, parse_timestamp
-from evaluator.summary import summarise
+from evaluator.report import RunReport
 from evaluator.targets.base import parse_default_response
 from evaluator.targets.mapping import ResponseMapper
-from tests.support.records import record, replace
+from tests.support.records import record, replace, report
 
 
 def mapper(**expressions: str) -> ResponseMapper:
@@ -268,18 +267,7 @@ def _record(case_id: str, error: CaseError | None) -> CaseRecord:
 
 def _report(*errors: CaseError | None) -> RunReport:
     cases = tuple(_record(f"c{i}", e) for i, e in enumerate(errors))
-    return RunReport(
-        run_id="r",
-        generated_at=parse_timestamp("2026-01-01T00:00:00Z"),
-        config_hash="h",
-        dataset_hash="d",
-        target="t",
-        dataset="ds",
-        k=3,
-        duration_seconds=0.1,
-        summary=summarise(cases),
-        cases=cases,
-    )
+    return report(cases, k=3)
 
 
 IDS = CaseError(
