@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+import msgspec
 import structlog
 
 from evaluator.errors import ConfigError, GateError, ReportError
@@ -76,7 +77,7 @@ class BaselineGate:
             return self.baseline
         ids = {c.id for c in cases}
         kept = tuple(c for c in self.baseline.cases if c.id in ids)
-        return replace(self.baseline, cases=kept, summary=summarise(kept))
+        return msgspec.structs.replace(self.baseline, cases=kept, summary=summarise(kept))
 
     def judge(
         self,

@@ -25,6 +25,8 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
+import msgspec
+
 from evaluator.daemon.pages import cases_href, regressions
 from evaluator.models import Case, CaseRecord, CaseScores
 from evaluator.pages.cases import CaseTable, case_table, parse_query, table_view
@@ -152,7 +154,7 @@ def _case_table_figures(state: JobState, renderer: PageRenderer) -> dict[str, An
     report = state.report
     assert report is not None
     healthy = [_record(i, healthy=True) for i in range(CASES)]
-    baseline = dataclasses.replace(
+    baseline = msgspec.structs.replace(
         report, run_id="baseline", cases=tuple(healthy), summary=summarise(healthy)
     )
     ids = [c.id for c in report.cases]

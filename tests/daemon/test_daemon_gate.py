@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from evaluator.daemon import Daemon
+from evaluator.daemon.baseline import BaselineGate
 from evaluator.daemon.report_store import LATEST
 from evaluator.errors import ConfigError
 from tests.daemon.test_daemon import (
@@ -20,6 +21,7 @@ from tests.daemon.test_daemon import (
     script,
 )
 from tests.support.inprocess import run_bounded, running, until
+from tests.support.records import record, report
 
 __all__ = ["endpoint", "script"]  # fixtures, imported so pytest finds them here
 
@@ -132,3 +134,14 @@ class TestBaselineGate:
                 await daemon.stop()
 
         run_bounded(body)
+
+
+def test_a_shards_baseline_holds_only_its_cases() -> None:
+    """The baseline restricted to a shard's cases is a report of those cases, its summary
+    derived from them (the report is a record: replaced as one)."""
+    records = [record(f"q{i}") for i in range(4)]
+    gate = BaselineGate(report(records), rules=(), source="baseline.json")
+    shard = gate.for_cases(tuple(r.case for r in records[:2]), sharded=True)
+    assert ["q0", "q1"] == [c.id for c in shard.cases]
+    assert 2 == shard.summary.case_count
+    assert gate.baseline is gate.for_cases((), sharded=False)
