@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: deps venv install lint format typecheck unit fast cov test image-test lock crd-validator demo bench screenshots clean fuzz
+.PHONY: deps venv install lint format typecheck unit fast cov test image-test lock crd-validator demo bench bench-quick screenshots clean fuzz
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -125,6 +125,10 @@ PROMPTFOO := bench-results/promptfoo/node_modules/.bin/promptfoo
 
 bench: venv $(PROMPTFOO)
 	$(BIN)/python -m tests.benchmarks.run
+
+# the goal modules only, fewer cases and repeats (what docs/performance.md names quick mode)
+bench-quick: venv $(PROMPTFOO)
+	$(BIN)/python -m tests.benchmarks.run --quick
 
 $(PROMPTFOO):
 	@if command -v npm >/dev/null; then \

@@ -267,7 +267,9 @@ class JobRunner:
             # the target's figures are final before the judge is called: judge traffic
             # never counts in them
             report = await self.judge.judge(report)
-        self.publisher.publish(report, outcome)
+        # shielded: a shutdown arriving while the report is written still lets the run be
+        # published whole (state, gauges, history, count) rather than half
+        await asyncio.shield(self.publisher.publish(report, outcome))
         log.info(
             "run",
             job=self.key,

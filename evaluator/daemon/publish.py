@@ -169,14 +169,14 @@ class RunPublisher:
 
     # --- a run's results ------------------------------------------------------------------
 
-    def publish(self, report: RunReport, outcome: str) -> None:
+    async def publish(self, report: RunReport, outcome: str) -> None:
         """Publish a finished run: report, gate, gauges, state, history, count. Never raises.
 
         The gauges move only when the report was written: a run whose report is lost is
         counted, and its failure too, but leaves the freshness timestamps where they were.
         """
         finished_at = self.clock()
-        written = self._save(report)
+        written = await self._save(report)
         complete = outcome == "complete"
         gate: GateState | None = None
         verdict = self.state.verdict
@@ -235,11 +235,16 @@ class RunPublisher:
         cases, sharded = self._judge_cases()
         return self.gate.judge(report, cases, sharded, classed_flaky=flaky)
 
-    def _save(self, report: RunReport) -> bool:
-        """Write the report; False (logged and counted) when it could not be."""
+    async def _save(self, report: RunReport) -> bool:
+        """Write the report; False (logged and counted) when it could not be.
+
+        In a worker thread: the write's fsyncs, temporary file and pruning scan held the
+        event loop for tens of milliseconds per run, and runs ending together stalled
+        ``/healthz`` past 250 ms. A job publishes one run at a time, so its folder has one
+        writer still."""
         pruned = self.store.pruned_for_space
         try:
-            path = self.store.save(report)
+            path = await asyncio.to_thread(self.store.save, report)
         except OSError as exc:
             self.metrics.report_write_failed(self.labels)
             self.metrics.publish_failed(self.labels, "report")

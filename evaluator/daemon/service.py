@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import signal
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import replace
@@ -483,6 +484,11 @@ def serve(settings: Settings, reload: Callable[[], Settings] | None = None) -> i
     """
     started = time.perf_counter()
     without_created_series()
+    # the event loop's thread takes the GIL back from a busy worker (a large body parsed, a
+    # long answer normalised) within 1 ms rather than CPython's default 5 ms: each of the
+    # loop's syscalls releases it, and at 5 ms a callback with a few of them waited long
+    # enough to stall /healthz past 250 ms
+    sys.setswitchinterval(0.001)
     asyncio.run(Daemon(settings, reload=reload).run_until_signal())
     log.info("daemon_exit", uptime_seconds=round(time.perf_counter() - started, 3))
     return ExitCode.OK

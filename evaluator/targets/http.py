@@ -547,7 +547,7 @@ class HttpTarget:
             if decoder.identity:
                 received += chunk
                 if stream is not None:
-                    stream.feed(chunk, received_at)
+                    await _feed(stream, chunk, received_at)
                     if stream.finished:
                         # complete at its end marker, whether or not the server closes
                         return bytes(received), received_at
@@ -555,7 +555,7 @@ class HttpTarget:
             for count, piece in enumerate(decoder.feed(chunk), 1):
                 received += piece
                 if stream is not None:
-                    stream.feed(piece, received_at)
+                    await _feed(stream, piece, received_at)
                     if stream.finished:
                         return bytes(received), received_at
                 if count % _PIECES_PER_YIELD == 0:
@@ -676,6 +676,17 @@ def _body_cut_short(exc: aiohttp.ClientPayloadError) -> bool:
     # the chunked parser's end-of-stream complaint ("Not enough data to satisfy transfer
     # length header"), as opposed to a malformed chunk
     return isinstance(cause, HttpProcessingError) and cause.message.startswith("Not enough data")
+
+
+async def _feed(stream: StreamAssembler, chunk: bytes, at: float) -> None:
+    """``stream.feed``, in a worker thread once the line being read is large: a line ends
+    in one split, decode and JSON parse of all of it (a 3 MB event held the event loop for
+    tens of milliseconds, ten of them together /healthz for 380 ms), as a large plain body
+    is mapped off the loop (:data:`OFFLOAD_BYTES`)."""
+    if stream.pending_bytes + len(chunk) < OFFLOAD_BYTES:
+        stream.feed(chunk, at)
+    else:
+        await asyncio.to_thread(stream.feed, chunk, at)
 
 
 def _over_cap(cap: int) -> ResponseTooLargeError:

@@ -177,6 +177,11 @@ class StreamAssembler:
     def __post_init__(self) -> None:
         self._framer = _Framer(self.spec.format, self.spec.done_event)
 
+    @property
+    def pending_bytes(self) -> int:
+        """Bytes of the line being read: what the next line end makes the framer split."""
+        return len(self._framer._pending)
+
     def feed(self, chunk: bytes, at: float) -> None:
         for payload in self._framer.feed(chunk):
             self._event(payload, at)
