@@ -107,10 +107,17 @@ class MetricSpec:
     #: only some targets report it (streamed answers, token usage): the terminal table
     #: shows it only when a run measured it
     measured_only: bool = False
+    #: kept per run in the history store (a column of its runs table, added to an existing
+    #: store when it opens), so history's windows and the status page's trends can read it
+    history: bool = False
+    #: drawn as a trend line on the status page (needs ``history``: a restart redraws it)
+    trend: bool = False
 
     def __post_init__(self) -> None:
         if self.score is not None and self.score not in _SCORE_FIELDS:
             raise ValueError(f"metric {self.name}: {self.score!r} is not a CaseScores field")
+        if self.trend and not self.history:
+            raise ValueError(f"metric {self.name}: a trend line needs history=True")
 
     @property
     def quality(self) -> bool:
@@ -136,6 +143,8 @@ METRICS: tuple[MetricSpec, ...] = (
         pushed_as="recall_at_k",
         diagnosed=True,
         case_label="recall",
+        history=True,
+        trend=True,
     ),
     MetricSpec(
         "mrr",
@@ -148,6 +157,8 @@ METRICS: tuple[MetricSpec, ...] = (
         pushed_as="mrr",
         diagnosed=True,
         case_label="RR",
+        history=True,
+        trend=True,
     ),
     MetricSpec(
         "ndcg_at_k",
@@ -159,6 +170,7 @@ METRICS: tuple[MetricSpec, ...] = (
         shardable=True,
         pushed_as="ndcg_at_k",
         diagnosed=True,
+        history=True,
     ),
     MetricSpec(
         "citation_precision",
@@ -171,6 +183,8 @@ METRICS: tuple[MetricSpec, ...] = (
         pushed_as="citation_precision",
         diagnosed=True,
         case_label="citation precision",
+        history=True,
+        trend=True,
     ),
     MetricSpec(
         "citation_recall",
@@ -192,6 +206,8 @@ METRICS: tuple[MetricSpec, ...] = (
         shardable=True,
         pushed_as="answer_accuracy",
         diagnosed=True,
+        history=True,
+        trend=True,
     ),
     MetricSpec(
         "fact_recall",
@@ -227,6 +243,8 @@ METRICS: tuple[MetricSpec, ...] = (
         "error rate",
         lower_is_better=True,
         pushed_as="error_ratio",
+        history=True,
+        trend=True,
     ),
     MetricSpec(
         "p50_seconds",
@@ -244,6 +262,8 @@ METRICS: tuple[MetricSpec, ...] = (
         lower_is_better=True,
         gauge="rag_eval_latency_p95_seconds",
         pushed_as="latency_p95_seconds",
+        history=True,
+        trend=True,
     ),
     MetricSpec(
         "p50_ttft_seconds",

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from evaluator.history.outcome import CaseOutcome
+from evaluator.metrics import METRICS
 
 __all__ = [
     "FILENAME",
@@ -49,16 +50,9 @@ FILENAME = "history.sqlite3"
 HISTORY_ERROR_KINDS: tuple[str, ...] = ("corrupt", "locked", "io")
 SCHEMA_VERSION = 1
 
-#: Summary values kept per run, for trend lines.
-RUN_METRICS: tuple[str, ...] = (
-    "recall_at_k",
-    "mrr",
-    "ndcg_at_k",
-    "citation_precision",
-    "answer_accuracy",
-    "error_rate",
-    "p95_seconds",
-)
+#: Summary values kept per run (trend lines, drift windows): the registry's ``history``
+#: entries, in its order
+RUN_METRICS: tuple[str, ...] = tuple(m.name for m in METRICS if m.history)
 
 #: A writer waits this long for a lock held by a reader before giving up (worker thread only).
 BUSY_TIMEOUT_MS = 2000
@@ -212,6 +206,7 @@ class HistoryStore:
     def _migrate(self, conn: sqlite3.Connection) -> None:
         if self._check_version(conn) == SCHEMA_VERSION:
             conn.execute(_OUTCOMES_BY_CASE)
+            self._add_run_metrics(conn)
             return
         with conn:
             for statement in _DDL:
@@ -219,6 +214,17 @@ class HistoryStore:
             conn.execute(
                 "INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),)
             )
+
+    @staticmethod
+    def _add_run_metrics(conn: sqlite3.Connection) -> None:
+        """A metric given ``history`` in the registry since the store was made gets its
+        column (earlier runs read None for it): no schema version for a new metric."""
+        columns = {row[1] for row in conn.execute("PRAGMA table_info(runs)")}
+        missing = [m for m in RUN_METRICS if m not in columns]
+        if missing:
+            with conn:
+                for name in missing:  # registry names: identifiers, never input
+                    conn.execute(f"ALTER TABLE runs ADD COLUMN {name} REAL")
 
     def move_aside(self) -> Path | None:
         """Rename a corrupt file (and its WAL) out of the way; a fresh store starts next write.

@@ -13,17 +13,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from evaluator.metrics import METRICS
+
 __all__ = ["TREND_METRICS", "RecentRuns", "RunPoint", "Sparkline", "TrendSource", "sparkline"]
 
-#: the metrics drawn on the status page, in order
-TREND_METRICS: tuple[str, ...] = (
-    "recall_at_k",
-    "mrr",
-    "citation_precision",
-    "answer_accuracy",
-    "error_rate",
-    "p95_seconds",
-)
+#: the metrics drawn on the status page, in order: the registry's ``trend`` entries
+TREND_METRICS: tuple[str, ...] = tuple(m.name for m in METRICS if m.trend)
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,7 +14,14 @@ import pytest
 
 from evaluator.history.outcome import CaseOutcome
 from evaluator.history.recorder import HistoryRecorder, HistorySettings
-from evaluator.history.store import SCHEMA_VERSION, HistoryStore, RunRow, StoreCorrupt
+from evaluator.history.store import (
+    FILENAME,
+    RUN_METRICS,
+    SCHEMA_VERSION,
+    HistoryStore,
+    RunRow,
+    StoreCorrupt,
+)
 from evaluator.report import RunReport
 from tests.gate.factories import record, report
 from tests.support.records import replace
@@ -71,6 +78,32 @@ def test_round_trip_and_a_new_process_reads_it(tmp_path: Path) -> None:
     assert list(again.windows("t", "d", 2)) == ["a", "b"]
     assert again.runs("t", "d", since=1_000_000 + 2 * 60) == runs[:2]
     assert again.case_history("t", "d", "nope") == [] and again.runs("x", "y") == []
+
+
+def test_the_kept_metrics_are_the_registrys_history_entries() -> None:
+    from evaluator.metrics import METRICS
+    from evaluator.pages.trend import TREND_METRICS
+
+    assert RUN_METRICS == tuple(m.name for m in METRICS if m.history)
+    assert TREND_METRICS == tuple(m.name for m in METRICS if m.trend)
+    assert set(TREND_METRICS) <= set(RUN_METRICS)  # a restart redraws every trend line
+
+
+def test_a_metric_given_history_later_gets_its_column(tmp_path: Path) -> None:
+    """A store made before a metric had ``history`` gains its column when it opens: the
+    earlier runs read None for it, later runs keep it, no schema version changes."""
+    store = HistoryStore(tmp_path)
+    _write(store, 0)
+    path = tmp_path / FILENAME
+    conn = sqlite3.connect(path)
+    with conn:  # the store as an evaluator without p95_seconds in history made it
+        conn.execute("ALTER TABLE runs DROP COLUMN p95_seconds")
+    conn.close()
+    again = HistoryStore(tmp_path)
+    row = replace(_row(1), metrics={"recall_at_k": 0.5, "p95_seconds": 1.25})
+    again.record(target="t", dataset="d", run=row, outcomes=_outcomes(1), now=row.finished_at)
+    runs = again.runs("t", "d")
+    assert [(r.run_id, r.metrics["p95_seconds"]) for r in runs] == [("run1", 1.25), ("run0", None)]
 
 
 def test_store_is_wal_with_a_schema_version(tmp_path: Path) -> None:
