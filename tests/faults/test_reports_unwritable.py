@@ -2,8 +2,10 @@
 
 Tests run as root here, so permissions stop nothing: the folder is made unwritable by
 putting a regular file where a folder must be (or a folder where ``latest.json`` must be).
-The daemon runs in-process: its writes happen on the event loop, so swapping the folder
-from the test's coroutine never races a write, and the counters are read exactly.
+The daemon runs in-process and writes each report in a worker thread; the folder is
+swapped from inside the save that begins the first blocked run (the job's runs are
+serial, so every earlier run is counted by then), never racing a write, and the counters
+are read exactly.
 """
 
 from __future__ import annotations
@@ -196,10 +198,21 @@ async def _scenario(daemon: Daemon, breakage: Breakage) -> dict[str, Any]:
     def errors() -> float:
         return _sample(daemon, "rag_eval_report_write_errors_total")
 
-    await until(lambda: len(_on_disk(folder)) >= 2)
-    # runs save and count in one stretch of the event loop: none is half-saved right now
-    breakage.block(folder)
-    blocked_at = complete()
+    # the folder is blocked as the third run's save begins: the job's runs are serial, so
+    # every earlier run is saved and counted, and none is half-saved
+    store = runner.store
+    save = store.save
+    blocked: dict[str, float] = {}
+
+    def blocking_save(report: Any) -> Path:
+        if not blocked and len(_on_disk(folder)) >= 2:
+            breakage.block(folder)
+            blocked["at"] = complete()
+        return save(report)
+
+    store.save = blocking_save  # type: ignore[method-assign]
+    await until(lambda: bool(blocked))
+    blocked_at = blocked["at"]
     await until(lambda: errors() >= 3)
     assert errors() == complete() - blocked_at  # one error per blocked run, no more
     errors_then = errors()  # more runs may finish while the requests below are answered
