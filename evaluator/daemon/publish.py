@@ -14,7 +14,9 @@ What the status page, ``/cases`` and ``/reports/latest`` read is one immutable
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
+import functools
 import itertools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
@@ -240,11 +242,12 @@ class RunPublisher:
 
         In a worker thread: the write's fsyncs, temporary file and pruning scan held the
         event loop for tens of milliseconds per run, and runs ending together stalled
-        ``/healthz`` past 250 ms. A job publishes one run at a time, so its folder has one
-        writer still."""
+        ``/healthz`` past 250 ms. One thread for every job (:func:`_report_writer`), so a
+        folder has one writer."""
         pruned = self.store.pruned_for_space
         try:
-            path = await asyncio.to_thread(self.store.save, report)
+            loop = asyncio.get_running_loop()
+            path = await loop.run_in_executor(_report_writer(), self.store.save, report)
         except OSError as exc:
             self.metrics.report_write_failed(self.labels)
             self.metrics.publish_failed(self.labels, "report")
@@ -396,6 +399,19 @@ class RunPublisher:
         pending = list(self._history_pending)
         if pending:
             await asyncio.wait(pending, timeout=seconds)
+
+
+@functools.cache
+def _report_writer() -> concurrent.futures.ThreadPoolExecutor:
+    """The one thread reports are written in, one at a time, for every job.
+
+    Encoding a report is CPU under the GIL. With ``asyncio.to_thread``'s pool, 100 jobs
+    ending together encoded up to six reports at once, and the event loop took turns for the
+    GIL with all of them: a ``/metrics`` scrape then took 1.5 s and the cases measured
+    meanwhile carried it. One writer leaves the loop one contender; the reports queue
+    (tens of milliseconds each) and their freshness timestamps move as each is written.
+    """
+    return concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="evaluator-reports")
 
 
 def _gate_state(verdict: GateVerdict | None) -> GateState:

@@ -16,6 +16,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from sys import intern
 
 from evaluator.bounds import DEFAULT_TEXT_CHARS, OFF_LOOP_ANSWER_CHARS, RecordLimits
 from evaluator.errors import BadResponseError, TargetError, TargetHTTPStatusError
@@ -100,7 +101,13 @@ def _kept_texts(
 ) -> tuple[dict[str, str], frozenset[str]]:
     """Texts of the top-K ids and of the relevant ids, first occurrence, each cut to size
     (redacted first: a cut must not leave half a secret). ``ranked`` is the response's
-    ``ranked_ids``."""
+    ``ranked_ids``.
+
+    Ids and texts are interned: a corpus is finite, so the same passage comes back for many
+    cases, for every run of a job and for every job on the same service, and each parsed
+    copy was kept. At platform scale (100 jobs x 1,000 cases held at once) the copies were
+    1.5 KB of the 2 KB a case's evidence took; interned strings are freed with their last
+    record, so hostile unique texts cost what they did before."""
     keep = limits.max_text_chars
     id_chars = limits.max_id_chars
     relevance = case.relevance
@@ -123,9 +130,8 @@ def _kept_texts(
         doc_id = raw_id if len(raw_id) <= id_chars else limits.id(raw_id)
         if len(text) > keep:
             cut.add(doc_id)
-            texts[doc_id] = redactor().redact_text(text[: keep + 1024])[:keep]
-        else:
-            texts[doc_id] = text
+            text = redactor().redact_text(text[: keep + 1024])[:keep]
+        texts[intern(doc_id)] = intern(text)
     return texts, frozenset(cut) if cut else _NO_CUTS
 
 
@@ -163,7 +169,7 @@ def _record(
     return CaseRecord(
         case=case,
         outcome=outcome,
-        ranked_ids=limits.ids(ranked),
+        ranked_ids=tuple(map(intern, limits.ids(ranked))),
         answer=answer,
         citations=limits.citations(response.citations),
         latency_seconds=latency,

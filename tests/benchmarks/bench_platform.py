@@ -79,6 +79,8 @@ IDLE_SECONDS = 15.0
 #: the daemon's requests in flight: 500 cases/s x 50 ms
 BARE_CONCURRENCY = 25
 BUSY_LIMIT = 300.0
+#: requests per session of the paced bare loop (100 sessions: 20 s at 5 requests/s)
+BARE_PACED_REQUESTS = 100
 #: each target's pace: 100 x 5 = 500 cases/s, 1.5x the cycle's average of 333
 RATE = 5.0
 SHAPE = "100 jobs x 1,000 cases every 5 min, 50 ms endpoint"
@@ -120,6 +122,42 @@ async def _bare(url: str, n: int, repeats: int) -> list[float]:
         for _ in range(repeats):
             added += (await bare_loop(session, url, questions, BARE_CONCURRENCY))[1]
     return added
+
+
+async def _bare_paced(url: str, per_session: int) -> float:
+    """CPU seconds per request of the bare aiohttp loop making the daemon's requests the
+    daemon's way: ``JOBS`` sessions (one per target), ``CONCURRENCY`` in flight each, each
+    paced at ``RATE`` requests/s, every answer decoded. The floor under the CPU goal: what
+    the HTTP client and the event loop alone cost per case at this load, on this machine."""
+    questions = [c.question for c in golden_set(per_session).cases]
+
+    async def target(session: aiohttp.ClientSession) -> None:
+        due = time.monotonic()
+        pending = iter(questions)
+
+        async def worker() -> None:
+            nonlocal due
+            for question in pending:
+                now = time.monotonic()
+                wait, due = due - now, max(due, now) + 1 / RATE
+                if wait > 0:
+                    await asyncio.sleep(wait)
+                async with session.post(url, json={"question": question, "top_k": 5}) as r:
+                    json.loads(await r.read())
+
+        await asyncio.gather(*(worker() for _ in range(CONCURRENCY)))
+
+    sessions = [
+        aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=CONCURRENCY))
+        for _ in range(JOBS)
+    ]
+    try:
+        started = time.process_time()
+        await asyncio.gather(*(target(session) for session in sessions))
+        return (time.process_time() - started) / (JOBS * per_session)
+    finally:
+        for session in sessions:
+            await session.close()
 
 
 class _Sampler(threading.Thread):
@@ -246,6 +284,7 @@ def run() -> dict[str, Any]:
     rps = RATE
     with endpoint(LATENCY, log_requests=True) as url:
         bare = asyncio.run(_bare(url, 2_000, 1 if quick() else 3))
+        bare_cpu = asyncio.run(_bare_paced(url, BARE_PACED_REQUESTS))
         # the bare loop's requests are not the daemon's: start the log afresh
         got = _cycle(url, rps)
     every, during, clear, failed = _cases(got)
@@ -254,6 +293,8 @@ def run() -> dict[str, Any]:
     rest = max(INTERVAL - got["busy_wall"], 0.0)
     average = (got["busy_cpu"] + idle_rate * rest) / max(INTERVAL, got["busy_wall"])
     cases = len(every) + failed
+    per_case = got["busy_cpu"] / max(cases, 1)
+    floor = bare_cpu * JOBS * CASES / INTERVAL
     out[CPU_KEY] = figure(
         average * 100,
         "% of a core",
@@ -265,9 +306,21 @@ def run() -> dict[str, Any]:
             f"{got['busy_cpu']:.1f} CPU s ({got['busy_cpu'] / got['busy_wall']:.0%} of a core "
             f"while busy, {got['busy_cpu'] / max(cases, 1) * 1e6:.0f} µs per case); idle "
             f"{idle_rate:.2%} of a core over {got['idle_wall']:.0f} s, extrapolated to the "
-            f"rest of the {INTERVAL:g} s"
+            f"rest of the {INTERVAL:g} s. The bare aiohttp loop making the same requests "
+            f"the same way ({JOBS} sessions, {CONCURRENCY} in flight each, paced) costs "
+            f"{bare_cpu * 1e6:.0f} µs per request: {floor:.1%} of a core for a cycle's "
+            f"{JOBS * CASES:,} requests, the floor under this goal on this machine"
         ),
         digits=2,
+    )
+    out["platform: daemon CPU per case / the paced bare loop's"] = figure(
+        per_case / bare_cpu if bare_cpu > 0 else None,
+        "ratio",
+        meaning=(
+            f"the daemon's CPU per case while busy ({per_case * 1e6:.0f} µs: HTTP, scoring, "
+            f"metrics, report, history) / the bare loop's per request at the same pacing "
+            f"({bare_cpu * 1e6:.0f} µs)"
+        ),
     )
     peak = got["peak_rss"] / 2**20
     out[RSS_KEY] = figure(
@@ -340,6 +393,7 @@ def run() -> dict[str, Any]:
         "requests_per_second_per_target": rps,
         **{k: got[k] for k in ("busy_cpu", "busy_wall", "idle_cpu", "idle_wall", "runs")},
         "peak_rss_mib": peak,
+        "bare_paced_cpu_per_request_us": bare_cpu * 1e6,
         "scrape_ms": got["scrape_ms"],
         "bare_added_p50_p95_ms": [nearest_rank(bare, 50) * 1000, nearest_rank(bare, 95) * 1000],
         "daemon_added_p50_p95_ms": [nearest_rank(every, 50) * 1000, nearest_rank(every, 95) * 1000],

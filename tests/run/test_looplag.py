@@ -70,3 +70,30 @@ def test_run_reports_its_loop_lag(tmp_path: Path) -> None:
     back = read_report(tmp_path / "r.json").summary
     assert summary.event_loop_lag_p95_seconds == back.event_loop_lag_p95_seconds
     assert summary.event_loop_lag_max_seconds == back.event_loop_lag_max_seconds
+
+
+def test_runs_open_at_once_share_one_sampling_task() -> None:
+    """Many monitors open together wake the loop once per interval, not once each; each
+    keeps only the samples of its own time, and the task ends with the last one."""
+
+    def lag_tasks() -> list[asyncio.Task[object]]:
+        return [t for t in asyncio.all_tasks() if t.get_name() == "event-loop-lag"]
+
+    async def go() -> tuple[int, int, int, int]:
+        outer = LoopLagMonitor(interval=0.01)
+        async with outer:
+            inner = [LoopLagMonitor(interval=0.01) for _ in range(20)]
+            for monitor in inner:
+                await monitor.__aenter__()
+            shared = len(lag_tasks())
+            await asyncio.sleep(0.1)
+            for monitor in inner:
+                await monitor.__aexit__(None, None, None)
+            await asyncio.sleep(0.1)
+        inner_samples = max(len(m.samples) for m in inner)
+        return shared, inner_samples, len(outer.samples), len(lag_tasks())
+
+    shared, inner_samples, outer_samples, left = asyncio.run(go())
+    assert shared == 1
+    assert 0 < inner_samples < outer_samples
+    assert left == 0

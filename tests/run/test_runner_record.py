@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
+import json
 import math
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from evaluator.bounds import RecordLimits
-from evaluator.models import Case, Delivery, Retrieved, TargetResponse
-from evaluator.run.runner import _delivery_fields, _kept_texts
+from evaluator.models import Case, Dataset, Delivery, Retrieved, TargetResponse
+from evaluator.run.runner import RunOptions, _delivery_fields, _kept_texts, run_dataset
 
 LIMITS = RecordLimits(max_text_chars=8, max_id_chars=4)
 
@@ -75,3 +77,32 @@ def test_delivery_fields() -> None:
     instant = Delivery(ttft_seconds=0.0, last_byte_seconds=5e-324, output_tokens=10**308)
     assert instant.tokens_per_second is not None and not math.isfinite(instant.tokens_per_second)
     assert _delivery_fields(instant, "t") == (None, 0.0, None, None, 10**308, None, "t")
+
+
+class _FreshCopies:
+    """A target whose every answer is parsed anew: equal ids and texts, distinct objects."""
+
+    name = "fresh"
+
+    def identity(self) -> dict[str, str]:
+        return {"kind": "fresh"}
+
+    async def query(self, case: Case, k: int) -> TargetResponse:
+        body = json.loads('{"id": "doc-1", "text": "' + "passage " * 20 + '"}')
+        return TargetResponse(retrieved=(Retrieved(id=body["id"], text=body["text"]),))
+
+    async def aclose(self) -> None:
+        pass
+
+
+def test_records_share_the_evidence_that_came_back_equal() -> None:
+    """A passage retrieved for many cases is held once (interned), not once per case: at
+    platform scale the parsed copies were most of a run's memory."""
+    cases = tuple(Case(id=f"c{i}", question=f"q{i}", relevance={"doc-1": 1}) for i in range(3))
+    dataset = Dataset(path="x.jsonl", name="x", cases=cases, content_hash="0" * 64)
+    report = asyncio.run(run_dataset(dataset, _FreshCopies(), RunOptions(k=1, concurrency=1)))
+    first, *rest = report.cases
+    for record in rest:
+        assert record.texts == first.texts
+        assert record.texts["doc-1"] is first.texts["doc-1"]
+        assert record.ranked_ids[0] is first.ranked_ids[0]
