@@ -113,7 +113,7 @@ async def _triples(url: str, dataset: Dataset, triples: int) -> dict[str, Any]:
 
 
 def run() -> dict[str, Any]:
-    cases, triples = (1_000, 3) if quick() else (2_000, 9)
+    cases, triples = (1_000, 5) if quick() else (2_000, 9)
     dataset = golden_set(cases)
     with endpoint(0.0) as url:
         got = asyncio.run(_triples(url, dataset, triples))
