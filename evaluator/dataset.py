@@ -461,7 +461,23 @@ def _text(value: object) -> str | None:
     """``value`` when :func:`_usable`, as one string object for each distinct tag, id and
     fact of a golden set (the same few on 100,000 cases are one string each, not 100,000);
     else None."""
-    return sys.intern(value) if _usable(value) else None
+    if type(value) is str:
+        # a tag or fact already found usable is not checked again (half a million checks
+        # over a 100,000-case file, for a few distinct strings)
+        known = _USABLE.get(value)
+        if known is not None:
+            return known
+    if not _usable(value):
+        return None
+    text = sys.intern(value)
+    if len(_USABLE) < _MAX_USABLE:
+        _USABLE[text] = text
+    return text
+
+
+#: usable strings seen in golden sets, shared; bounded: ids are mostly one per case
+_USABLE: dict[str, str] = {}
+_MAX_USABLE = 10_000
 
 
 _TUPLES: dict[tuple[object, ...], tuple[object, ...]] = {}

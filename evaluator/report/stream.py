@@ -17,7 +17,7 @@ import dataclasses
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import ItemsView, Iterator, Mapping, ValuesView
 from pathlib import Path
 from types import MappingProxyType, TracebackType
 from typing import BinaryIO, ClassVar, Self
@@ -92,8 +92,38 @@ class _Stages(Mapping[str, float]):
     def __contains__(self, name: object) -> bool:
         return name in self._names
 
+    # the summary's stage P95s and the run's warnings read every case's values or items:
+    # Mapping's views would look each name up again through __getitem__ (a Python call
+    # and a tuple search per stage per case, 1.5 s over 100,000 cases and their tags)
+    def values(self) -> ValuesView[float]:
+        return _StageValues(self)
+
+    def items(self) -> ItemsView[str, float]:
+        return _StageItems(self)
+
     def __repr__(self) -> str:
         return repr(dict(zip(self._names, self._values, strict=True)))
+
+
+class _StageValues(ValuesView[float]):
+    """A :class:`_Stages`' values, iterated straight from its tuple."""
+
+    __slots__ = ()
+    _mapping: _Stages
+
+    def __iter__(self) -> Iterator[float]:
+        return iter(self._mapping._values)
+
+
+class _StageItems(ItemsView[str, float]):
+    """A :class:`_Stages`' (name, value) pairs, paired in C."""
+
+    __slots__ = ()
+    _mapping: _Stages
+
+    def __iter__(self) -> Iterator[tuple[str, float]]:
+        stages = self._mapping
+        return zip(stages._names, stages._values, strict=True)
 
 
 _NO_STAGES: Mapping[str, float] = MappingProxyType({})
