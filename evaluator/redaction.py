@@ -350,6 +350,11 @@ def redactor() -> Redactor:
     return cast(Redactor, process_state.redactor.get())
 
 
+def redact_registered(text: str) -> str:
+    """``text`` with every secret registered in this process so far masked."""
+    return redactor().redact_text(text)
+
+
 class RedactingStream(io.TextIOBase):
     """A text stream that redacts each write before passing it on (CLI stdout/stderr).
 

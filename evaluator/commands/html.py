@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from evaluator.errors import ConfigError, EvaluatorError
-from evaluator.redaction import redactor
+from evaluator.redaction import redact_registered
 from evaluator.report import RunReport, write_bytes_atomic
 
 if TYPE_CHECKING:
@@ -55,10 +55,7 @@ def settings_redactor(settings: Settings) -> Redact:
         except ConfigError:
             continue  # an unset variable: that secret cannot be in any report
 
-    def redact(text: str) -> str:
-        return redactor().redact_text(text)
-
-    return redact
+    return redact_registered
 
 
 def judge_labels(settings: Settings, report: RunReport) -> Path | None:

@@ -293,14 +293,6 @@ class JobRunner:
     def _shard(self) -> tuple[Case, ...]:
         return shard_cases(self.dataset.cases, self.settings.shard_index, self.settings.shard_count)
 
-    async def restore_history(self) -> None:
-        """Seed stability and drift from the store, so a restart keeps them."""
-        await self.publisher.restore_history()
-
-    async def drain_history(self, seconds: float) -> None:
-        """Wait (bounded) for queued history writes, at shutdown."""
-        await self.publisher.drain_history(seconds)
-
 
 def _flat_summary(summary: Summary) -> dict[str, Any]:
     data = summary.to_dict()

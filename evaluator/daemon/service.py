@@ -38,7 +38,7 @@ from evaluator.errors import ConfigError, EvaluatorError, ExitCode
 from evaluator.factory import build_target
 from evaluator.history.recorder import HistoryRecorder, HistorySettings
 from evaluator.models import Dataset
-from evaluator.redaction import redactor
+from evaluator.redaction import redact_registered
 from evaluator.run import otlp
 from evaluator.targets.base import Target
 
@@ -50,11 +50,6 @@ log = structlog.get_logger("evaluator.daemon")
 _STAGGER_SPREAD_SECONDS = 10.0
 #: settings a reload cannot change in a running process (logged: they need a restart)
 _RESTART_ONLY = ("listen", "histogram_buckets", "log_format", "log_level", "otlp", "server")
-
-
-def _redact(text: str) -> str:
-    """Every registered secret masked: the pages show what endpoints sent back."""
-    return redactor().redact_text(text)
 
 
 def _runtime_registry() -> CollectorRegistry:
@@ -114,7 +109,7 @@ class Daemon:
             latest_reports=lambda: {j.labels: j.store.latest for j in self.jobs},
             pages=StatusPages(
                 lambda: self.jobs,
-                redact=_redact,
+                redact=redact_registered,
                 trends=self.history.store if self.history is not None else None,
                 history=self.history.store if self.history is not None else None,
             ),
@@ -209,7 +204,7 @@ class Daemon:
             interval = interval_of(trigger, now)
             self.metrics.add_job(self._snapshot(runner, interval))
             runner.restore()
-            await runner.restore_history()
+            await runner.publisher.restore_history()
             extra: dict[str, Any] = {}
             if runner.job.run_at_start:
                 extra["next_run_time"] = start
@@ -282,7 +277,7 @@ class Daemon:
                 log.error("config_reload_failed", error=error, kept_jobs=len(self.jobs))
                 return False
             for runner in self._swap(settings, runners, built, now):
-                await runner.restore_history()
+                await runner.publisher.restore_history()
             self.metrics.config_reloaded(True)
             return True
 
@@ -365,7 +360,7 @@ class Daemon:
         if running:
             await asyncio.wait(running)
         for runner in runners:
-            await runner.drain_history(10.0)
+            await runner.publisher.drain_history(10.0)
             if runner.judge is not None:
                 await runner.judge.aclose()
         for target in targets:
@@ -410,7 +405,7 @@ class Daemon:
         if self._retiring:
             await asyncio.wait(list(self._retiring), timeout=5)
         for runner in self.jobs:
-            await runner.drain_history(10.0)
+            await runner.publisher.drain_history(10.0)
         if self.history is not None:
             await asyncio.to_thread(self.history.close)
         for target in self._targets:

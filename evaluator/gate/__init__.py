@@ -15,23 +15,7 @@ are separate modules, imported by the CLI.
 
 from __future__ import annotations
 
-from evaluator.gate.compare import Alignment, CaseChange, CaseDiff
-from evaluator.gate.diagnosis import Finding
-from evaluator.gate.rules import DEFAULT_RULES, Rule, RuleResult, load_rules, resolve_rules
-from evaluator.gate.stats import Interval
+from evaluator.gate.rules import DEFAULT_RULES, Rule, resolve_rules
 from evaluator.gate.verdict import GateResult, evaluate_gate
 
-__all__ = [
-    "DEFAULT_RULES",
-    "Alignment",
-    "CaseChange",
-    "CaseDiff",
-    "Finding",
-    "GateResult",
-    "Interval",
-    "Rule",
-    "RuleResult",
-    "evaluate_gate",
-    "load_rules",
-    "resolve_rules",
-]
+__all__ = ["DEFAULT_RULES", "GateResult", "Rule", "evaluate_gate", "resolve_rules"]

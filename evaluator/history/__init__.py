@@ -6,11 +6,3 @@
 - :mod:`~evaluator.exact`: the exact tests both use (pure).
 - :mod:`~evaluator.history.recorder`: the daemon's worker thread around the store.
 """
-
-from __future__ import annotations
-
-from evaluator.history.outcome import CaseOutcome
-from evaluator.history.stability import CaseStability, Stability
-from evaluator.history.store import FILENAME, HistoryStore, RunRow
-
-__all__ = ["FILENAME", "CaseOutcome", "CaseStability", "HistoryStore", "RunRow", "Stability"]

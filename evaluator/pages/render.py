@@ -18,20 +18,15 @@ from evaluator.pages.cases import CaseTableView
 from evaluator.pages.report_extras import ReportExtras
 from evaluator.pages.sidebyside import BaselineDiff
 from evaluator.pages.views import CaseView, JobView, Redact, ReportView
-from evaluator.redaction import redactor
+from evaluator.redaction import redact_registered
 
 __all__ = ["PageRenderer"]
-
-
-def _process_redact(text: str) -> str:
-    """The default redaction: every secret registered in this process masked."""
-    return redactor().redact_text(text)
 
 
 class PageRenderer:
     """Renders the status page, the case view and the self-contained HTML report."""
 
-    def __init__(self, redact: Redact = _process_redact) -> None:
+    def __init__(self, redact: Redact = redact_registered) -> None:
         self._redact = redact
 
         def finalize(value: Any) -> Any:

@@ -13,8 +13,9 @@ from typing import Any
 
 from evaluator.pages.report_table import CaseTableView, case_table
 from evaluator.pages.sidebyside import BaselineDiff, baseline_diff
-from evaluator.pages.views import LOWER_IS_BETTER, Redact, ReportView, _process_redact
+from evaluator.pages.views import LOWER_IS_BETTER, Redact, ReportView
 from evaluator.pages.worst import reasons, worst_cases
+from evaluator.redaction import redact_registered
 from evaluator.report import RunReport
 from evaluator.summary import TAG_COLUMNS, Summary, tag_cells
 
@@ -98,7 +99,7 @@ def report_extras(
     *,
     gate: Any | None = None,
     worst: int = 10,
-    redact: Redact = _process_redact,
+    redact: Redact = redact_registered,
 ) -> ReportExtras:
     """``gate``: the :class:`evaluator.gate.GateResult` ``view`` was made with, if any."""
     sections = {c.id: c.anchor for c in (*view.regressed, *view.worst, *view.suspects)}

@@ -13,8 +13,9 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from evaluator.models import CaseRecord
-from evaluator.pages.views import Redact, _process_redact
+from evaluator.pages.views import Redact
 from evaluator.pages.worst import reasons
+from evaluator.redaction import redact_registered
 from evaluator.repeat_summary import verdicts
 
 __all__ = [
@@ -94,7 +95,7 @@ def case_table(
     baseline: Mapping[str, CaseRecord] | None = None,
     regressed: Mapping[str, Sequence[str]] | None = None,
     improved: Collection[str] = (),
-    redact: Redact = _process_redact,
+    redact: Redact = redact_registered,
 ) -> CaseTableView:
     """Every case (up to :data:`CASE_TABLE_ROWS`) with its verdict, its baseline's, and the
     filters: failed, errored, regressed (with a baseline), improved, and one per tag.

@@ -20,10 +20,10 @@ from evaluator.pages.views import (
     RANKING_SHOWN,
     Redact,
     _citation_label,
-    _process_redact,
     _scores,
     _verdict,
 )
+from evaluator.redaction import redact_registered
 from evaluator.scoring.answer import contains_fact, normalise
 from evaluator.scoring.citation import resolve_citation
 from evaluator.scoring.labels import describe_fact
@@ -318,7 +318,7 @@ def baseline_diff(
     baseline_run: str,
     worse: tuple[str, ...] = (),
     better: tuple[str, ...] = (),
-    redact: Redact = _process_redact,
+    redact: Redact = redact_registered,
 ) -> BaselineDiff:
     """The two runs of one case side by side; ``worse``/``better``: the gate's phrases of its
     regressions and improvements (:func:`evaluator.gate.compare.record_moves`)."""

@@ -1,4 +1,4 @@
-"""Trend lines: a metric's recent values as the points of a small inline SVG polyline.
+"""Trend lines' data: a metric's recent runs, for the charts :mod:`evaluator.pages.chart` draws.
 
 Where the values come from is a :class:`TrendSource`: the history store when the daemon has
 one, else the runs this process made (:class:`RecentRuns`). Both answer ``runs()`` the same
@@ -7,7 +7,6 @@ way: rows newest first, each with its finish time, outcome and metric values.
 
 from __future__ import annotations
 
-import math
 from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -15,7 +14,7 @@ from typing import Protocol
 
 from evaluator.metrics import METRICS
 
-__all__ = ["TREND_METRICS", "RecentRuns", "RunPoint", "Sparkline", "TrendSource", "sparkline"]
+__all__ = ["TREND_METRICS", "RecentRuns", "RunPoint", "TrendSource"]
 
 #: the metrics drawn on the status page, in order: the registry's ``trend`` entries
 TREND_METRICS: tuple[str, ...] = tuple(m.name for m in METRICS if m.trend)
@@ -75,53 +74,3 @@ class RecentRuns:
     def runs(self, target: str, dataset: str, *, limit: int = 200) -> list[RunPoint]:
         points = self._runs.get((target, dataset), ())
         return list(reversed(points))[:limit]
-
-
-@dataclass(frozen=True, slots=True)
-class Sparkline:
-    """A polyline in a ``width`` x ``height`` box, with the numbers it was drawn from."""
-
-    points: str
-    width: int
-    height: int
-    count: int
-    last: float | None
-    low: float | None
-    high: float | None
-    #: x, y of the newest value: drawn as a dot
-    end: tuple[float, float] | None
-
-
-def sparkline(
-    values: Sequence[float | None],
-    *,
-    width: int = 160,
-    height: int = 32,
-    floor: float | None = None,
-    ceiling: float | None = None,
-) -> Sparkline:
-    """Points of a polyline through ``values`` (oldest first); None and non-finite skipped.
-
-    The y range is the values' own range, widened to ``floor``/``ceiling`` when given (ratios
-    pass 0 and 1 so a flat 0.9 does not look like a cliff). A single value is a flat line.
-    """
-    kept = [(i, v) for i, v in enumerate(values) if v is not None and math.isfinite(v)]
-    if not kept:
-        return Sparkline("", width, height, 0, None, None, None, None)
-    numbers = [v for _, v in kept]
-    low, high = min(numbers), max(numbers)
-    bottom = min(low, floor) if floor is not None else low
-    top = max(high, ceiling) if ceiling is not None else high
-    span = top - bottom
-    pad = 2.0
-    steps = max(len(values) - 1, 1)
-    coords: list[tuple[float, float]] = []
-    for i, v in kept:
-        x = pad + (width - 2 * pad) * (i / steps if len(values) > 1 else 1.0)
-        # a flat series (one value, or all equal without bounds) runs through the middle
-        y = pad + (height - 2 * pad) * (1 - (v - bottom) / span) if span else height / 2
-        coords.append((round(x, 1), round(y, 1)))
-    if len(coords) == 1:
-        coords.insert(0, (pad, coords[0][1]))
-    points = " ".join(f"{x:g},{y:g}" for x, y in coords)
-    return Sparkline(points, width, height, len(kept), numbers[-1], low, high, coords[-1])

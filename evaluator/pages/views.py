@@ -29,7 +29,7 @@ from evaluator.pages.highlight import Segment, segments
 from evaluator.pages.since import ChangeStart, change_start
 from evaluator.pages.trend import TREND_METRICS, RunRow
 from evaluator.pages.worst import worst_cases
-from evaluator.redaction import redactor
+from evaluator.redaction import redact_registered
 from evaluator.report import RunReport, format_timestamp
 from evaluator.scoring.answer import contains_fact, normalise
 from evaluator.scoring.citation import resolve_citation
@@ -79,11 +79,6 @@ LOWER_IS_BETTER = frozenset(s.name for s in METRICS if s.lower_is_better)
 _UNIT = {s.name: s.unit for s in METRICS}
 #: quality rows on summaries: the ratios, then errors and latency
 SUMMARY_METRICS: tuple[str, ...] = (*QUALITY_METRICS, "error_rate", "p50_seconds", "p95_seconds")
-
-
-def _process_redact(text: str) -> str:
-    """The default redaction: every secret registered in this process masked."""
-    return redactor().redact_text(text)
 
 
 class CaseOutcomeRow(Protocol):
@@ -305,7 +300,7 @@ def case_view(
     record: CaseRecord,
     *,
     k: int,
-    redact: Redact = _process_redact,
+    redact: Redact = redact_registered,
     anchor: str = "case",
     history: Sequence[CaseOutcomeRow] | None = None,
     trace_url: str | None = None,
@@ -434,7 +429,7 @@ class WorstRow:
     href: str
 
 
-def describe_case(record: CaseRecord, redact: Redact = _process_redact) -> str:
+def describe_case(record: CaseRecord, redact: Redact = redact_registered) -> str:
     s = record.outcome
     if isinstance(s, CaseError):
         return f"error {s.kind}: {redact(s.message)}"[:300]
@@ -730,7 +725,7 @@ def job_view(
     report_href: str,
     anchor: str,
     now: float | None = None,
-    redact: Redact = _process_redact,
+    redact: Redact = redact_registered,
     cases_href: str = "",
 ) -> JobView:
     """One job's section of the status page."""
@@ -865,7 +860,7 @@ def report_view(
     gate: Any | None = None,
     baseline_source: str | None = None,
     worst: int = 10,
-    redact: Redact = _process_redact,
+    redact: Redact = redact_registered,
 ) -> ReportView:
     """The HTML report: the summary, and with a gate result its rules and regressed cases.
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
-__all__ = ["ANSWER_TYPES", "expected_types", "states_type"]
+__all__ = ["expected_types", "states_type"]
 
 _QUESTION: dict[str, re.Pattern[str]] = {
     "duration": re.compile(
@@ -37,9 +37,6 @@ _EVIDENCE: dict[str, re.Pattern[str]] = {
     "count": re.compile(r"\d+\s*次|\d+\s*(?:times|wrong|failed|orders|items|gift cards)"),
     "clock": re.compile(r"\d{1,2}:\d{2}"),
 }
-
-#: every answer type known, in a stable order
-ANSWER_TYPES: tuple[str, ...] = tuple(_QUESTION)
 
 
 def _fold(text: str) -> str:

@@ -21,12 +21,11 @@ from evaluator.report.model import (
     format_timestamp,
     parse_timestamp,
 )
-from evaluator.report.read import parse_report, read_report, report_from_dict
+from evaluator.report.read import read_report, report_from_dict
 from evaluator.report.write import (
     encode_json,
     encode_report,
     fsync_folder,
-    report_chunks,
     report_to_dict,
     scores_to_dict,
     write_bytes_atomic,
@@ -42,10 +41,8 @@ __all__ = [
     "encode_report",
     "format_timestamp",
     "fsync_folder",
-    "parse_report",
     "parse_timestamp",
     "read_report",
-    "report_chunks",
     "report_from_dict",
     "report_to_dict",
     "scores_to_dict",

@@ -124,8 +124,6 @@ class Deadlines:
         self._running = 0
         self._loop: asyncio.AbstractEventLoop | None = None
         self._timer: asyncio.TimerHandle | None = None
-        #: when ``_timer`` fires (loop time)
-        self._timer_at = 0.0
 
     def new(self) -> Deadline:
         """A deadline for one call, starting when it is entered."""
@@ -158,7 +156,6 @@ class Deadlines:
 
     def _arm(self, when: float) -> None:
         assert self._loop is not None
-        self._timer_at = when
         self._timer = self._loop.call_at(when, self._fire)
 
     def _fire(self) -> None:
