@@ -28,10 +28,10 @@ from evaluator.models import Dataset
 from evaluator.report import RunReport, write_report
 from evaluator.report.stream import ReportStream
 from evaluator.run import otlp
-from evaluator.targets import offload
 from evaluator.run.runner import CaseSink, RunOptions, run_dataset
 from evaluator.scoring.labels import AuditTotals
 from evaluator.summary import id_mismatch_warning
+from evaluator.targets import offload
 
 __all__ = [
     "JobPlan",

@@ -59,11 +59,11 @@ from evaluator.errors import (
     TargetTimeout,
 )
 from evaluator.models import Case, Citation, Delivery, Retrieved, TargetResponse
+from evaluator.targets import offload
 from evaluator.targets.admission import Admission, record_received, record_trace
 from evaluator.targets.base import default_target_name, parse_default_response
 from evaluator.targets.deadline import Deadlines
 from evaluator.targets.decode import BodyDecoder, parse_content_encoding
-from evaluator.targets import offload
 from evaluator.targets.mapping import ResponseMapper
 from evaluator.targets.request import OutgoingRequest, Redactor, RequestTemplate
 from evaluator.targets.server_timing import parse_server_timing
