@@ -47,7 +47,7 @@ from typing import Any
 import aiohttp
 from aiohttp.http_exceptions import ContentLengthError, HttpProcessingError
 
-from evaluator import border
+from evaluator import border, process_state
 from evaluator.errors import (
     BadResponseError,
     ResponseMemoryError,
@@ -692,7 +692,9 @@ async def _feed(stream: StreamAssembler, chunk: bytes, at: float) -> None:
     if stream.pending_bytes + len(chunk) < OFFLOAD_BYTES:
         stream.feed(chunk, at)
     else:
-        await asyncio.get_running_loop().run_in_executor(offload.thread(), stream.feed, chunk, at)
+        # one thread frames them, one at a time (see evaluator.process_state.worker)
+        framer = process_state.worker("streams")
+        await asyncio.get_running_loop().run_in_executor(framer, stream.feed, chunk, at)
 
 
 def _over_cap(cap: int) -> ResponseTooLargeError:

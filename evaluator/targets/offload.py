@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import functools
 import multiprocessing
 import threading
 from concurrent.futures.process import BrokenProcessPool
@@ -38,11 +37,6 @@ def _decode(content: bytes) -> tuple[object, int]:
     before = border.surrogates_replaced()
     body = border.loads(content)
     return body, border.surrogates_replaced() - before
-
-
-@functools.cache
-def thread() -> concurrent.futures.ThreadPoolExecutor:
-    return concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="evaluator-bodies")
 
 
 def _executor() -> concurrent.futures.ProcessPoolExecutor:

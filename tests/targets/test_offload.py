@@ -16,6 +16,8 @@ from evaluator import border
 from evaluator.errors import ResponseMemoryError
 from evaluator.targets import offload
 
+pytestmark = pytest.mark.e2e  # each test starts the child process
+
 HOSTILE = [
     json.dumps({"answer": "\ufdfa" * 300_000, "retrieved": [{"id": "d0"}]}, ensure_ascii=False),
     json.dumps({"answer": "\ufb03" * 300_000}, ensure_ascii=False),
