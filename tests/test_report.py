@@ -577,16 +577,18 @@ def test_writing_a_report_audits_each_case_once(monkeypatch: pytest.MonkeyPatch)
     """The header's label-audit totals and each case's ``suspect_label`` come from one audit
     of the case (it normalises the case's evidence texts; twice was a fifth of the encoding)."""
     from evaluator.report import write
+    from evaluator.scoring import labels
     from tests.support.records import record, report
 
     audited: list[str] = []
-    real = write.audit_record
+    real = labels.audit_record
 
     def counting(case: Any) -> Any:
         audited.append(case.id)
         return real(case)
 
     monkeypatch.setattr(write, "audit_record", counting)
+    monkeypatch.setattr(labels, "audit_record", counting)  # what audit_run calls
     records = [
         record("ok", texts={"d1": "the fact is here"}),
         record("suspect", texts={"d1": "nothing of it"}),
