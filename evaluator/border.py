@@ -37,6 +37,7 @@ __all__ = [
     "MAX_JSON_DEPTH",
     "MAX_NUMBER",
     "MAX_SETTINGS_BYTES",
+    "count_replaced",
     "header_problem",
     "json_line",
     "loads",
@@ -62,6 +63,12 @@ def surrogates_replaced() -> int:
 
 def _count(n: int) -> None:
     process_state.surrogates_replaced.change(lambda replaced: replaced + n)
+
+
+def count_replaced(n: int) -> None:
+    """Add ``n`` surrogates replaced elsewhere: by a child process that decoded a large body
+    (:mod:`evaluator.targets.offload`), whose own counter the daemon's metric never sees."""
+    _count(n)
 
 
 def text(s: str) -> str:

@@ -1,5 +1,6 @@
 """The state this process holds for its whole life, in one place: three values every thread
-may read, each behind its own lock and replaced whole, never changed in place.
+may read, each behind its own lock and replaced whole, never changed in place, and the named
+worker threads that serve every job (:func:`worker`).
 
 - :data:`redactor`: the redactor of every secret registered so far
   (:func:`evaluator.redaction.register_secrets` adds to it, :func:`evaluator.redaction.redactor`
@@ -17,11 +18,13 @@ holds ``Any`` and its owner's accessor says the type.
 
 from __future__ import annotations
 
+import concurrent.futures
+import functools
 import threading
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
-__all__ = ["Slot", "redactor", "spans", "surrogates_replaced"]
+__all__ = ["Slot", "redactor", "spans", "surrogates_replaced", "worker"]
 
 T = TypeVar("T")
 
@@ -58,3 +61,16 @@ redactor: Slot[Any] = Slot(None)
 surrogates_replaced: Slot[int] = Slot(0)
 #: an evaluator.run.otlp.CaseSpans, or None when no export is installed
 spans: Slot[Any] = Slot(None)
+
+
+@functools.cache
+def worker(name: str) -> concurrent.futures.ThreadPoolExecutor:
+    """The one thread named ``name``, shared by every job, started on first use.
+
+    CPU-bound work off the event loop (scoring a long answer, framing a large stream line,
+    encoding a report) still holds the GIL. In ``asyncio.to_thread``'s pool several such
+    tasks at once take turns with the loop for it, and ``/healthz`` waits for all of them;
+    in one thread per kind they queue, and the loop waits for one piece at most. Its users
+    say why theirs is one of them.
+    """
+    return concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix=f"evaluator-{name}")

@@ -55,3 +55,14 @@ def test_the_otlp_export_is_the_one_in_the_process_state() -> None:
     finally:
         otlp.shutdown()
     assert otlp.active() is None is process_state.spans.get()
+
+
+def test_a_worker_is_one_thread_per_name_shared_by_every_caller() -> None:
+    """Off-loop work of one kind queues in one thread (scoring, reports, stream framing), so
+    the event loop waits for one piece of it at most, whoever submitted it."""
+    scoring = process_state.worker("scoring")
+    assert scoring is process_state.worker("scoring")
+    assert scoring is not process_state.worker("reports")
+    names = {scoring.submit(lambda: threading.current_thread().name).result() for _ in range(8)}
+    assert 1 == len(names)
+    assert names.pop().startswith("evaluator-scoring")

@@ -571,3 +571,33 @@ def test_an_error_is_decoded_as_its_record_and_range_checked() -> None:
         ReportError, match=r"field 'cases\[0\]\.error\.status': Expected `int` >= 100"
     ):
         report_from_dict(data)
+
+
+def test_writing_a_report_audits_each_case_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The header's label-audit totals and each case's ``suspect_label`` come from one audit
+    of the case (it normalises the case's evidence texts; twice was a fifth of the encoding)."""
+    from evaluator.report import write
+    from evaluator.scoring import labels
+    from tests.support.records import record, report
+
+    audited: list[str] = []
+    real = labels.audit_record
+
+    def counting(case: Any) -> Any:
+        audited.append(case.id)
+        return real(case)
+
+    monkeypatch.setattr(write, "audit_record", counting)
+    monkeypatch.setattr(labels, "audit_record", counting)  # what audit_run calls
+    records = [
+        record("ok", texts={"d1": "the fact is here"}),
+        record("suspect", texts={"d1": "nothing of it"}),
+    ]
+    data = json.loads(write.encode_report(report(records)))
+    assert ["ok", "suspect"] == audited
+    assert {"checked": 2, "suspect": 1} == {
+        k: data["label_audit"][k] for k in ("checked", "suspect")
+    }
+    assert [None, "suspect label: 'fact' is in none of the relevant evidence"] == [
+        c["suspect_label"] for c in data["cases"]
+    ]

@@ -31,6 +31,7 @@ from evaluator.run import otlp
 from evaluator.run.runner import CaseSink, RunOptions, run_dataset
 from evaluator.scoring.labels import AuditTotals
 from evaluator.summary import id_mismatch_warning
+from evaluator.targets import offload
 
 __all__ = [
     "JobPlan",
@@ -170,6 +171,7 @@ async def _run(
         )
     finally:
         await target.aclose()
+        offload.shutdown()  # the child process that decodes large bodies, if one started
         await asyncio.to_thread(otlp.shutdown)  # flush the case spans before exit
 
 

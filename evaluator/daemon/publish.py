@@ -14,9 +14,7 @@ What the status page, ``/cases`` and ``/reports/latest`` read is one immutable
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import contextlib
-import functools
 import itertools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
@@ -24,6 +22,7 @@ from typing import TYPE_CHECKING
 
 import structlog
 
+from evaluator import process_state
 from evaluator.daemon.baseline import BaselineGate, GateVerdict
 from evaluator.daemon.exporter import PUBLISH_STEPS, DriftGauge, GateState, Metrics
 from evaluator.daemon.report_store import ReportStore
@@ -242,12 +241,15 @@ class RunPublisher:
 
         In a worker thread: the write's fsyncs, temporary file and pruning scan held the
         event loop for tens of milliseconds per run, and runs ending together stalled
-        ``/healthz`` past 250 ms. One thread for every job (:func:`_report_writer`), so a
-        folder has one writer."""
+        ``/healthz`` past 250 ms. One thread for every job, so a folder has one writer: with
+        ``asyncio.to_thread``'s pool, 100 jobs ending together encoded up to six reports at
+        once (CPU under the GIL) and a ``/metrics`` scrape then took 1.5 s; now the reports
+        queue, and their freshness timestamps move as each is written."""
         pruned = self.store.pruned_for_space
         try:
             loop = asyncio.get_running_loop()
-            path = await loop.run_in_executor(_report_writer(), self.store.save, report)
+            writer = process_state.worker("reports")
+            path = await loop.run_in_executor(writer, self.store.save, report)
         except OSError as exc:
             self.metrics.report_write_failed(self.labels)
             self.metrics.publish_failed(self.labels, "report")
@@ -399,19 +401,6 @@ class RunPublisher:
         pending = list(self._history_pending)
         if pending:
             await asyncio.wait(pending, timeout=seconds)
-
-
-@functools.cache
-def _report_writer() -> concurrent.futures.ThreadPoolExecutor:
-    """The one thread reports are written in, one at a time, for every job.
-
-    Encoding a report is CPU under the GIL. With ``asyncio.to_thread``'s pool, 100 jobs
-    ending together encoded up to six reports at once, and the event loop took turns for the
-    GIL with all of them: a ``/metrics`` scrape then took 1.5 s and the cases measured
-    meanwhile carried it. One writer leaves the loop one contender; the reports queue
-    (tens of milliseconds each) and their freshness timestamps move as each is written.
-    """
-    return concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="evaluator-reports")
 
 
 def _gate_state(verdict: GateVerdict | None) -> GateState:

@@ -40,6 +40,7 @@ from evaluator.history.recorder import HistoryRecorder, HistorySettings
 from evaluator.models import Dataset
 from evaluator.redaction import redact_registered
 from evaluator.run import otlp
+from evaluator.targets import offload
 from evaluator.targets.base import Target
 
 __all__ = ["Daemon", "serve", "without_created_series"]
@@ -410,6 +411,7 @@ class Daemon:
             await asyncio.to_thread(self.history.close)
         for target in self._targets:
             await target.aclose()
+        offload.shutdown()  # the child process that decodes large bodies
         for runner in self.jobs:
             if runner.judge is not None:
                 await runner.judge.aclose()

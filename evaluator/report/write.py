@@ -19,7 +19,13 @@ from typing import Any, BinaryIO
 from evaluator.models import DELIVERY_FIELDS, CaseRecord, CaseScores
 from evaluator.redaction import redactor
 from evaluator.report.model import RunReport, format_timestamp
-from evaluator.scoring.labels import AuditTotals, LabelAudit, audit_record, audit_run
+from evaluator.scoring.labels import (
+    AuditTotals,
+    LabelAudit,
+    audit_labels,
+    audit_record,
+    audit_run,
+)
 
 __all__ = [
     "encode_json",
@@ -151,10 +157,13 @@ def report_chunks(report: RunReport) -> Iterator[str]:
     Raises:
         ValueError: a number is NaN or infinite (nothing of it should be kept).
     """
-    yield _header_chunk(_header_to_dict(report))
+    # each case audited once, for the header's totals and for its own entry
+    audits = [audit_record(case) for case in report.cases]
+    totals = audit_labels(zip((case.id for case in report.cases), audits, strict=True))
+    yield _header_chunk(_header_to_dict(report, totals))
     last = len(report.cases) - 1
     for i, case in enumerate(report.cases):
-        line = _ENCODER.encode(_case_to_dict(case))
+        line = _ENCODER.encode(_case_to_dict(case, audits[i]))
         yield _egress(line + (",\n" if i < last else "\n"))
     yield "]}\n"
 

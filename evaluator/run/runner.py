@@ -7,9 +7,7 @@ Failed cases are recorded with their error kind and stay out of the quality aver
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import dataclasses
-import functools
 import math
 import time
 import uuid
@@ -18,6 +16,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from sys import intern
 
+from evaluator import process_state
 from evaluator.bounds import DEFAULT_TEXT_CHARS, OFF_LOOP_ANSWER_CHARS, RecordLimits
 from evaluator.errors import BadResponseError, TargetError, TargetHTTPStatusError
 from evaluator.models import (
@@ -208,24 +207,23 @@ async def _answered(
 ) -> CaseRecord:
     """The record of an answered case; a long answer is scored in a worker thread, so that
     its normalisation (bounded, yet up to 0.4 s of U+FDFA) never holds the event loop, the
-    daemon's ``/healthz`` and every other job. A short one, the common case, stays inline."""
+    daemon's ``/healthz`` and every other job. A short one, the common case, stays inline.
+    One thread scores them one at a time: normalisation holds the GIL a piece at a time
+    (about 10 ms, see :mod:`evaluator.scoring.answer`); four long answers scored at once in
+    ``asyncio.to_thread``'s pool made ``/healthz`` wait 0.6 s, in one thread it waits a piece."""
     scored = None
     answer = response.answer
     if answer is not None and len(answer) > OFF_LOOP_ANSWER_CHARS:
         ranked_response = options.limits.ranking(response)
         scored = await asyncio.get_running_loop().run_in_executor(
-            _scoring_thread(), _scored, case, ranked_response, ranked_response.ranked_ids, options
+            process_state.worker("scoring"),
+            _scored,
+            case,
+            ranked_response,
+            ranked_response.ranked_ids,
+            options,
         )
     return _record(case, response, options, latency, attempts, trace_id, scored)
-
-
-@functools.cache
-def _scoring_thread() -> concurrent.futures.ThreadPoolExecutor:
-    """The one worker thread long answers are scored in, one at a time. Normalisation holds
-    the GIL a piece at a time (about 10 ms, see :mod:`evaluator.scoring.answer`); with
-    ``asyncio.to_thread``'s pool, four long answers scored at once took turns with the event
-    loop for the GIL and ``/healthz`` waited 0.6 s: with one thread it waits one piece."""
-    return concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="evaluator-scoring")
 
 
 def _delivery_fields(

@@ -89,7 +89,7 @@ class LabelAudit:
         if not all(texts.get(i) for i in evidence):
             # a fact may sit in the evidence that did not come back: nothing is proven
             return cls(checked=False, suspect=False)
-        haystacks = [normalise(texts[i]) for i in evidence]
+        haystacks = [_normalised_evidence(texts[i]) for i in evidence]
         facts = tuple(tuple(f) for f in expected_facts)
         missing = tuple(f for f in facts if not any(contains_fact(h, f) for h in haystacks))
         if len(missing) < len(facts):
@@ -98,6 +98,14 @@ class LabelAudit:
             # the fact may sit in the part that was cut away
             return cls(checked=False, suspect=False, missing=missing, evidence_ids=evidence)
         return cls(checked=True, suspect=True, missing=missing, evidence_ids=evidence)
+
+
+@functools.lru_cache(maxsize=1024)
+def _normalised_evidence(text: str) -> str:
+    """:func:`normalise` of an evidence text, cached: a corpus is finite, so the same
+    passages come back for many cases and for every run of a job, and each report audits
+    them again. Bounded by the entries (each text at most the kept characters)."""
+    return normalise(text)
 
 
 @functools.lru_cache(maxsize=4096)

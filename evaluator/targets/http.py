@@ -37,7 +37,6 @@ import dataclasses
 import email.utils
 import functools
 import ssl
-import threading
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
@@ -48,7 +47,7 @@ from typing import Any
 import aiohttp
 from aiohttp.http_exceptions import ContentLengthError, HttpProcessingError
 
-from evaluator import border
+from evaluator import border, process_state
 from evaluator.errors import (
     BadResponseError,
     ResponseMemoryError,
@@ -60,6 +59,7 @@ from evaluator.errors import (
     TargetTimeout,
 )
 from evaluator.models import Case, Citation, Delivery, Retrieved, TargetResponse
+from evaluator.targets import offload
 from evaluator.targets.admission import Admission, record_received, record_trace
 from evaluator.targets.base import default_target_name, parse_default_response
 from evaluator.targets.deadline import Deadlines
@@ -83,13 +83,10 @@ __all__ = [
 
 #: default response size cap
 MAX_RESPONSE_BYTES = 4 * 1024 * 1024
-#: bodies at least this large are parsed and mapped in a worker thread, so a heavy but
-#: legal response (350,000 ids) does not hold the event loop that serves /healthz
+#: bodies at least this large are decoded in a child process (:mod:`evaluator.targets.offload`),
+#: so a heavy but legal response (350,000 ids, 1.3 M U+FDFA) holds neither the event loop that
+#: serves /healthz nor the GIL it needs
 OFFLOAD_BYTES = 256 * 1024
-#: one offloaded parse at a time, process-wide: ``json.loads`` holds the GIL from start to
-#: end (tens of ms for 3 MB), so parses in several threads are no faster than in one, but
-#: back to back they hold the loop off for the sum of them; in turn, it runs between two
-_OFFLOADED = threading.Lock()
 #: how much of an error body is read, and how much of it a message shows
 _SNIPPET_READ = 8 * 1024
 _SNIPPET_SHOWN = 200
@@ -366,7 +363,7 @@ class HttpTarget:
         if arrival.stream is not None:
             response, tokens = self._map_stream(arrival.stream)
         elif len(content) >= OFFLOAD_BYTES:
-            response, tokens = await asyncio.to_thread(self._map_offloaded, content)
+            response, tokens = await self._map_offloaded(content)
         else:
             response, tokens = self._map(content)
         return self._delivered(
@@ -422,20 +419,29 @@ class HttpTarget:
         )
         return TargetResponse(retrieved, answer, citations, timings, delivery)
 
-    def _map_offloaded(
+    async def _map_offloaded(
         self, content: bytes
     ) -> tuple[TargetResponse, tuple[int | None, int | None]]:
-        with _OFFLOADED:
-            return self._map(content)
+        """:meth:`_map` of a large body, its JSON decoded in a child process (a thread of
+        this one held the GIL, and so the event loop, for each decode); the mapping, which
+        walks the decoded value without copying its strings, stays here."""
+        try:
+            body = await offload.decode_off_process(content)
+        except (ValueError, RecursionError) as exc:
+            raise self._not_json(exc, content) from None
+        return self._fields(body)
 
     def _map(self, content: bytes) -> tuple[TargetResponse, tuple[int | None, int | None]]:
         try:
             body = decode_json(content)
         except (ValueError, RecursionError) as exc:  # RecursionError: absurdly deep nesting
-            raise BadResponseError(
-                f"response is not valid JSON ({exc}); it starts with {self._snippet(content)!r}"
-            ) from None
+            raise self._not_json(exc, content) from None
         return self._fields(body)
+
+    def _not_json(self, exc: Exception, content: bytes) -> BadResponseError:
+        return BadResponseError(
+            f"response is not valid JSON ({exc}); it starts with {self._snippet(content)!r}"
+        )
 
     def _map_stream(
         self, stream: StreamAssembler
@@ -686,7 +692,9 @@ async def _feed(stream: StreamAssembler, chunk: bytes, at: float) -> None:
     if stream.pending_bytes + len(chunk) < OFFLOAD_BYTES:
         stream.feed(chunk, at)
     else:
-        await asyncio.to_thread(stream.feed, chunk, at)
+        # one thread frames them, one at a time (see evaluator.process_state.worker)
+        framer = process_state.worker("streams")
+        await asyncio.get_running_loop().run_in_executor(framer, stream.feed, chunk, at)
 
 
 def _over_cap(cap: int) -> ResponseTooLargeError:

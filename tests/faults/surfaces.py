@@ -634,14 +634,7 @@ def generate(seed: int, per_pair: int = 2, delivery: Delivery | None = None) -> 
 #: invariant) -> the branch that fixes it. Each generated case matching a pattern is marked
 #: ``xfail(strict=False)``: delete an entry when its fix is merged.
 _BORDER = "open in issue 24: "
-KNOWN_FAILURES: dict[str, str] = {
-    # every job of the class parses a 3 to 4 MB body at once; the parse runs in worker
-    # threads, and the event loop's thread waits for the GIL at each of its syscalls
-    "normalisation:daemon": (
-        "open in issue 24: ten 4 MB bodies parsed at once in worker threads keep the GIL "
-        "from the event loop; /healthz over 250 ms in 3 to 7 of ~280 polls (worst 330-650 ms)"
-    ),
-}
+KNOWN_FAILURES: dict[str, str] = {}
 
 
 def known_failure(key: str) -> str | None:
