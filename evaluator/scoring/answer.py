@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import functools
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 __all__ = [
     "DEFAULT_REFUSAL_PHRASES",
+    "MAX_NORMALISED_CHARS",
     "answer_correct",
     "contains_fact",
     "count_facts",
@@ -60,11 +61,24 @@ def normalise(text: str) -> str:
     Args:
         text: any text.
 
+    Text that grows under NFKC is normalised only as far as it is kept: the result is at most
+    :data:`MAX_NORMALISED_CHARS` characters, the start of what the whole text normalises to.
+
     Returns:
         The normalised text, possibly empty.
     """
-    folded = _fold(text) if len(text) <= _PIECE_CHARS else "".join(map(_fold, _pieces(text)))
-    return unicodedata.normalize("NFKC", folded)
+    if len(text) <= _PIECE_CHARS:
+        folded = _fold(text)
+    else:
+        parts, made = [], 0
+        for piece in _pieces(text):
+            part = _fold(piece)
+            parts.append(part)
+            made += len(part)
+            if made >= MAX_NORMALISED_CHARS:
+                break
+        folded = "".join(parts)
+    return unicodedata.normalize("NFKC", folded)[:MAX_NORMALISED_CHARS]
 
 
 def _fold(text: str) -> str:
@@ -73,6 +87,13 @@ def _fold(text: str) -> str:
     return folded.translate(_KEPT)
 
 
+#: characters of normalised text made at most. NFKC grows text (one U+FDFA becomes 18
+#: characters and costs about 6 µs): 65,536 U+FDFA normalised whole made 1.2 M characters and
+#: held the scoring thread for 0.35 s, while the event loop took turns with it for the GIL.
+#: Normalising stops once this much is made (about 3,700 U+FDFA, 20 ms); a fact found only
+#: past it is not found.
+MAX_NORMALISED_CHARS = 1 << 16
+
 #: characters normalised per call of the C normaliser. One call holds the GIL for all its
 #: work (U+FDFA costs about 6 µs, 18 characters after NFKC), so a long text is folded piece by
 #: piece: another thread (the daemon's event loop, when the runner scores a long answer in a
@@ -80,22 +101,21 @@ def _fold(text: str) -> str:
 _PIECE_CHARS = 1024
 
 
-def _pieces(text: str) -> list[str]:
+def _pieces(text: str) -> Iterator[str]:
     """``text`` cut into pieces of about :data:`_PIECE_CHARS` where :func:`_fold` of the
     whole is the pieces' folds joined: each cut is just before a character that starts a
-    new composition (:func:`_starts_fresh`). Without such a character a piece grows on."""
-    pieces = []
+    new composition (:func:`_starts_fresh`). Without such a character a piece grows on.
+    Cut as they are taken, so a caller that stops early cuts no further."""
     start = 0
     end = len(text)
     while end - start > _PIECE_CHARS:
         at = start + _PIECE_CHARS
         while at < end and not _starts_fresh(text[at]):
             at += 1
-        pieces.append(text[start:at])
+        yield text[start:at]
         start = at
     if start < end:
-        pieces.append(text[start:])
-    return pieces
+        yield text[start:]
 
 
 #: code point ranges whose characters never compose with a character before them (the

@@ -171,7 +171,8 @@ def test_scripted_history_end_to_end(tmp_path: Path) -> None:
             )
             text = daemon.get("/metrics").text
             assert "broken" not in text and "flip" not in text.replace("flips", "")
-            before = _runs(daemon)
+            # the 14th request is seen before its run is logged: wait for its log line
+            before = _wait(lambda: (n := _runs(daemon)) >= BREAK_AT + 4 and n, 30, "the 14th run")
         finally:
             result = daemon.stop()
         assert result.returncode == 0, result.stderr
