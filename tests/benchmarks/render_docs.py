@@ -175,15 +175,31 @@ def _platform(results: dict[str, Any]) -> list[str]:
         f"{d['requests_per_second_per_target'] * 100 / (100_000 / 300):.0f}x the cycle's "
         "average of 333 cases/s, so the latency rules are judged under more load, not less): "
         f"{d['runs']} runs in {d['busy_wall']:.0f} s, {d['busy_cpu']:.1f} CPU seconds of the "
-        f"daemon process. The idle rest is not waited for: its CPU rate is measured over "
-        f"{d['idle_wall']:.0f} s ({d['idle_cpu']:.2f} CPU s) and extrapolated to the rest of "
-        "the 300 s. Average = (busy CPU + idle rate x (300 s - busy wall)) / 300 s. Resident "
+        f"daemon process. {_platform_rest(d)} Resident "
         "memory is sampled every 0.25 s (psutil), its peak reported. A scrape of `/metrics` "
         "every 15 s (as the shipped Prometheus configuration) places each case against the "
         "scrapes' windows (the endpoint logs each request's arrival), for the latency a scrape "
         "adds to the cases it overlaps.",
         *_platform_floor(d),
     ]
+
+
+def _platform_rest(d: dict[str, Any]) -> str:
+    """How the rest of the cycle was counted: the tail measured until the daemon settled
+    (results files before it extrapolated one 15 s window right after the busy part)."""
+    if "tail_cpu" not in d:
+        return (
+            f"The idle rest is not waited for: its CPU rate is measured over "
+            f"{d['idle_wall']:.0f} s ({d['idle_cpu']:.2f} CPU s) and extrapolated to the rest "
+            "of the 300 s. Average = (busy CPU + idle rate x (300 s - busy wall)) / 300 s."
+        )
+    return (
+        f"After the last run's line the tail (its reports and history rows still being "
+        f"written) is measured in 5 s windows until one uses under 2% of a core: "
+        f"{d['tail_cpu']:.2f} CPU s over {d['tail_wall']:.0f} s; the settled window's rate "
+        f"({d['idle_rate']:.2%} of a core) is extrapolated to the rest of the 300 s. Average "
+        "= (busy CPU + tail CPU + settled rate x (300 s - busy wall - tail wall)) / 300 s."
+    )
 
 
 def _platform_floor(d: dict[str, Any]) -> list[str]:
