@@ -3,7 +3,8 @@
 What this proves: the image builds offline from the lock, runs as uid 10001 on a read-only
 root with no capability, needs no network but loopback, serves /healthz, /readyz, /metrics
 and /reports/latest, finishes a complete run of the bundled golden set against the reference
-service in a second container, passes its HEALTHCHECK and stops cleanly on SIGTERM.
+service in a second container, decodes a large body in its child process, passes its
+HEALTHCHECK and stops cleanly on SIGTERM.
 """
 
 from __future__ import annotations
@@ -99,6 +100,23 @@ def test_installed_packages_are_the_locked_versions(deployment: Deployment) -> N
     assert locked.items() <= installed.items()
     extra = set(installed) - set(locked) - {"evaluator", "pip", "setuptools", "wheel"}
     assert not extra, f"installed but not locked: {sorted(extra)}"
+
+
+def test_large_bodies_decode_in_a_child_process_in_the_image(deployment: Deployment) -> None:
+    """A body of OFFLOAD_BYTES or more is decoded in a forkserver child process
+    (evaluator.targets.offload): that child starts and answers as uid 10001 on the read-only
+    root, its socket and semaphores in the container's /tmp and /dev/shm."""
+    script = (
+        "import asyncio, json\n"
+        "from evaluator.targets import offload\n"
+        "from evaluator.targets.http import OFFLOAD_BYTES\n"
+        "body = json.dumps({'answer': 'fact ' * OFFLOAD_BYTES}).encode()\n"
+        "decoded = asyncio.run(offload.decode_off_process(body))\n"
+        "offload.shutdown()\n"
+        "print(len(body) >= OFFLOAD_BYTES, decoded['answer'] == 'fact ' * OFFLOAD_BYTES)\n"
+    )
+    out = pm.podman("exec", deployment.container("evaluator"), "python", "-c", script)
+    assert out.split() == ["True", "True"]
 
 
 def test_sigterm_stops_the_daemon_cleanly(deployment: Deployment) -> None:
