@@ -257,17 +257,14 @@ class CaseView:
     judge: JudgePanel | None = None
 
 
-def _verdict(record: CaseRecord) -> str:
+def verdict_of(record: CaseRecord) -> str:
+    """A case's verdict in words: the case view's badge and the case table's column."""
     s = record.scores
     if s is None:
         return "error"
     if s.answer_correct is None:
         return "not scored" if record.answer is None else "answer not checked"
     return "correct" if s.answer_correct else "incorrect"
-
-
-#: a case's verdict in words: the case view's badge and the case table's column
-verdict_of = _verdict
 
 
 def _citation_label(citation: Citation) -> str:
@@ -324,9 +321,7 @@ def case_view(
         fact_views = [FactView(i, describe_fact(f), False, False) for i, f in enumerate(facts)]
     missing = [f.text for f in fact_views if not f.found] if answer_text is not None else []
 
-    cited = {resolve_citation(c, record.ranked_ids) for c in record.citations[:CITATIONS_SHOWN]} - {
-        None
-    }
+    cited = cited_ids(record)
     ranking: list[RankedView] = []
     for rank, doc_id in enumerate(record.ranked_ids[:RANKING_SHOWN], start=1):
         text = record.texts.get(doc_id)
@@ -372,7 +367,7 @@ def case_view(
         missing_facts=missing,
         answer=answer_segments,
         answer_cut=answer_text is not None and len(answer_text) > ANSWER_SHOWN_CHARS,
-        verdict=_verdict(record),
+        verdict=verdict_of(record),
         refused=record.scores.refused if record.scores is not None else None,
         ranking=ranking,
         ranking_more=max(len(record.ranked_ids) - RANKING_SHOWN, 0),
@@ -383,11 +378,7 @@ def case_view(
         stages=stages,
         latency=fmt_seconds(record.latency_seconds),
         attempts=record.attempts,
-        error=(
-            f"{record.error.kind}: {redact(record.error.message)}"
-            if record.error is not None
-            else None
-        ),
+        error=error_text(record, redact),
         scores=_scores(record),
         suspect_label=audit.message,
         history=(
@@ -403,6 +394,17 @@ def case_view(
         k=k,
         changes=changes,
     )
+
+
+def cited_ids(record: CaseRecord) -> set[str]:
+    """The ids the shown citations point at."""
+    targets = (resolve_citation(c, record.ranked_ids) for c in record.citations[:CITATIONS_SHOWN])
+    return {t for t in targets if t is not None}
+
+
+def error_text(record: CaseRecord, redact: Redact) -> str | None:
+    e = record.error
+    return f"{e.kind}: {redact(e.message)}" if e is not None else None
 
 
 def _history_outcome(row: CaseOutcomeRow) -> str:
