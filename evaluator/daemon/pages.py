@@ -282,9 +282,11 @@ class StatusPages:
     def _state(self, runner: JobRunner) -> JobState:
         """The one seam between the daemon's job and the pages: everything a view reads."""
         published = runner.state  # one snapshot: every field below from the same run
-        verdict = published.verdict
         history = published.history
         runs = self._runs(published)
+        signals = job_signals(
+            published, runs, runner.judge.problem if runner.judge is not None else None
+        )
         job = runner.job
         schedule = (
             f"cron {job.cron}"
@@ -298,17 +300,11 @@ class StatusPages:
             outcome=published.outcome,
             finished_at=published.finished_at,
             baseline=runner.gate.baseline if runner.gate is not None else None,
-            gate_passing=verdict.passing if verdict is not None else None,
-            gate_failing=tuple(
-                sorted(name for name, failing in verdict.rules_failing.items() if failing)
-            )
-            if verdict is not None
-            else (),
+            gate_passing=signals.gate_passing,
+            gate_failing=signals.gate_failing,
             runs=runs,
             schedule=schedule,
-            signals=job_signals(
-                published, runs, runner.judge.problem if runner.judge is not None else None
-            ),
+            signals=signals,
             newly_failing=history.listed(Stability.NEWLY_FAILING) if history is not None else (),
             recovered=history.listed(Stability.RECOVERED) if history is not None else (),
             flaky=history.listed(Stability.FLAKY) if history is not None else (),
@@ -495,7 +491,7 @@ class StatusPages:
 
     async def case(self, request: web.Request) -> web.Response:
         q = request.query
-        target, dataset, case_id = q.get("target"), q.get("dataset"), q.get("id")
+        case_id = q.get("id")
         if not case_id:
             return _html(
                 self.renderer.bad_request("pass ?id=CASE (and ?target=..&dataset=..)"), 400
@@ -508,17 +504,10 @@ class StatusPages:
                 ),
                 400,
             )
-        if not (target and dataset):
-            labels = [r.labels for r in self._jobs()]
-            if len(labels) != 1 or target or dataset:
-                return _html(
-                    self.renderer.bad_request(
-                        f"pass ?target=..&dataset=.. (the daemon runs {len(labels)} jobs)"
-                    ),
-                    400,
-                )
-            target, dataset = labels[0]
-        status, body = await asyncio.to_thread(self.render_case, target, dataset, case_id)
+        job = self._job(q.get("target"), q.get("dataset"))
+        if isinstance(job, tuple):
+            return _html(job[1], job[0])
+        status, body = await asyncio.to_thread(self.render_case, *job.labels, case_id)
         return _html(body, status)
 
 
