@@ -831,21 +831,22 @@ class RuleView:
 class ReportView:
     title: str
     subtitle: list[str]
-    verdict: str | None
     metrics: list[MetricRow]
-    has_baseline: bool
-    rules: list[RuleView]
-    missing_ids: int
-    diagnosis: list[str]
-    regressed: list[CaseView]
-    regressed_total: int
-    improved_total: int
-    compared: int
-    worst: list[CaseView]
     audit: AuditView
     errors_by_kind: list[tuple[str, int]]
     #: suspect-label cases not already shown above, with their evidence
-    suspects: list[CaseView] = field(default_factory=list)
+    suspects: list[CaseView]
+    worst: list[CaseView] = field(default_factory=list)
+    #: with a gate: its verdict, rules and regressed cases
+    verdict: str | None = None
+    has_baseline: bool = False
+    rules: list[RuleView] = field(default_factory=list)
+    missing_ids: int = 0
+    diagnosis: list[str] = field(default_factory=list)
+    regressed: list[CaseView] = field(default_factory=list)
+    regressed_total: int = 0
+    improved_total: int = 0
+    compared: int = 0
 
 
 def _describe_report(label: str, report: RunReport, source: str) -> str:
@@ -872,8 +873,7 @@ def report_view(
     def href(case_id: str) -> str:
         return f"#{anchors.get(case_id, 'cases')}"
 
-    index = {c.id: i for i, c in enumerate(report.cases)}
-    anchors = {case_id: f"case-{i}" for case_id, i in index.items()}
+    anchors = {c.id: f"case-{i}" for i, c in enumerate(report.cases)}
     subtitle = [redact(_describe_report("report", report, source))]
 
     def suspects(shown: list[CaseView]) -> list[CaseView]:
@@ -892,26 +892,16 @@ def report_view(
         return ReportView(
             title=f"{report.dataset}: run {report.run_id}",
             subtitle=subtitle,
-            verdict=None,
             metrics=metric_rows(report.summary),
-            has_baseline=False,
-            rules=[],
-            missing_ids=0,
-            diagnosis=[],
-            regressed=[],
-            regressed_total=0,
-            improved_total=0,
-            compared=0,
-            worst=shown,
             audit=audit_view(report, href),
             errors_by_kind=sorted(report.summary.errors_by_kind.items()),
             suspects=suspects(shown),
+            worst=shown,
         )
     subtitle = [
         redact(_describe_report("baseline", gate.baseline, baseline_source or "baseline")),
         redact(_describe_report("candidate", report, source)),
     ]
-    failed = len(gate.failures)
     rules = [
         RuleView("FAIL" if not r.passed else ("PASS" if r.applicable else "n/a"), r.message)
         for r in sorted(gate.rules, key=lambda r: (r.passed, not r.applicable))
@@ -927,13 +917,11 @@ def report_view(
         for change in gate.case_diff.regressed[:worst]
         if change.id in by_id
     ]
-    verdict = "PASS" if gate.passed else "FAIL"
     state = "passed" if gate.passed else "FAILED"
-    title = f"gate {state}: {failed} of {len(gate.rules)} rules failed"
     return ReportView(
-        title=title,
+        title=f"gate {state}: {len(gate.failures)} of {len(gate.rules)} rules failed",
         subtitle=subtitle,
-        verdict=verdict,
+        verdict="PASS" if gate.passed else "FAIL",
         metrics=metric_rows(gate.candidate_summary, gate.baseline_summary),
         has_baseline=True,
         rules=rules,
@@ -943,7 +931,6 @@ def report_view(
         regressed_total=len(gate.case_diff.regressed),
         improved_total=len(gate.case_diff.improved),
         compared=gate.case_diff.compared,
-        worst=[],
         audit=audit_view(report, href),
         errors_by_kind=sorted(report.summary.errors_by_kind.items()),
         suspects=suspects(regressed),
