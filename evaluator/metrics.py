@@ -49,7 +49,6 @@ __all__ = [
     "paired_sum",
     "populations",
     "split",
-    "sum_of_differences",
     "total",
     "values",
 ]
@@ -486,12 +485,6 @@ def paired_sum(spec: MetricSpec, matching: Matching[Any]) -> tuple[float, int]:
     """The sum of :func:`paired`'s differences (added in the baseline's order: the same
     float) and how many there are, without a list of either."""
     before, after, _ = _matched_values(spec, matching)
-    return sum_of_differences(before, after)
-
-
-def sum_of_differences(before: Sequence[Any], after: Sequence[Any]) -> tuple[float, int]:
-    """``sum(after[i] - before[i])`` over the pairs where both are scored, added in order
-    (one float, however the pairs were found), and how many pairs that is."""
     if None not in before and None not in after:
         return sum(map(sub, map(float, after), map(float, before)), 0.0), len(before)
     kept = [
