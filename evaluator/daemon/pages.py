@@ -341,16 +341,15 @@ class StatusPages:
     async def status(self, _request: web.Request) -> web.Response:
         return _html(await asyncio.to_thread(self.render_status))
 
-    def render_case(self, target: str, dataset: str, case_id: str) -> tuple[int, str]:
-        runner = next((r for r in self._jobs() if r.labels == (target, dataset)), None)
-        published = runner.state if runner is not None else None
-        report = published.report if published is not None else None
+    def render_case(self, runner: JobRunner, case_id: str) -> tuple[int, str]:
+        target, dataset = runner.labels
+        published = runner.state
+        report = published.report
         record = (
             next((c for c in report.cases if c.id == case_id), None) if report is not None else None
         )
-        if published is None or report is None or record is None:
-            what = "no such job" if runner is None else "no such case in the last run"
-            return 404, self.renderer.not_found(what)
+        if report is None or record is None:
+            return 404, self.renderer.not_found("no such case in the last run")
         history = None
         if self._history is not None:
             try:
@@ -370,7 +369,7 @@ class StatusPages:
             report,
             record,
             source=f"{target} / {dataset}",
-            labels=self._known_labels(runner) if runner is not None else None,
+            labels=self._known_labels(runner),
             redact=self._redact,
         )
         if panel is not None:
@@ -386,11 +385,11 @@ class StatusPages:
         )
 
     def _against_baseline(
-        self, runner: JobRunner | None, record: CaseRecord, k: int
+        self, runner: JobRunner, record: CaseRecord, k: int
     ) -> BaselineDiff | None:
         """The job's baseline run of this case beside it, when the case moved against it
         (regressed or improved, in the gate's terms); None without a baseline or a move."""
-        gate = runner.gate if runner is not None else None
+        gate = runner.gate
         if gate is None or gate.baseline.k != k:
             return None
         before = next((c for c in gate.baseline.cases if c.id == record.id), None)
@@ -507,7 +506,7 @@ class StatusPages:
         job = self._job(q.get("target"), q.get("dataset"))
         if isinstance(job, tuple):
             return _html(job[1], job[0])
-        status, body = await asyncio.to_thread(self.render_case, *job.labels, case_id)
+        status, body = await asyncio.to_thread(self.render_case, job, case_id)
         return _html(body, status)
 
 
