@@ -57,10 +57,6 @@ class DiffPiece:
     op: str
 
 
-def _tokens(text: str) -> list[str]:
-    return _TOKEN.findall(text)
-
-
 def _append(out: list[DiffPiece], text: str, op: str) -> None:
     if not text:
         return
@@ -77,7 +73,7 @@ def word_diff(before: str, after: str) -> tuple[list[DiffPiece], list[DiffPiece]
     Word by word (characters in unspaced scripts); adjacent pieces of one kind are merged,
     and each side's pieces join back to its text.
     """
-    a, b = _tokens(before), _tokens(after)
+    a, b = _TOKEN.findall(before), _TOKEN.findall(after)
     # autojunk off: it would ignore every frequent token (spaces, 的) in a long answer
     matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
     left: list[DiffPiece] = []

@@ -756,17 +756,9 @@ def job_view(
         ],
         drift_runs=signals.drift_current_runs,
     )
-    worst = []
     digest = state.digest
     if report is not None and (digest is None or digest.report is not report):
         digest = report_digest(report)
-    if report is not None and digest is not None:
-        for record in digest.worst:
-            worst.append(
-                WorstRow(
-                    record.id, record.case.question, describe_case(record, redact), href(record.id)
-                )
-            )
     return JobView(
         target=redact(state.target),
         dataset=state.dataset,
@@ -794,7 +786,10 @@ def job_view(
             )
             for i, kind, label in hash_changes(ordered)
         ],
-        worst=worst,
+        worst=[
+            WorstRow(r.id, r.case.question, describe_case(r, redact), href(r.id))
+            for r in (digest.worst if report is not None and digest is not None else ())
+        ],
         audit=(
             audit_view(report, href, digest.audit)
             if report is not None and digest is not None
