@@ -47,7 +47,6 @@ __all__ = [
     "metric",
     "paired",
     "paired_sum",
-    "populations",
     "split",
     "total",
     "values",
@@ -348,14 +347,6 @@ def split(scored: Sequence[_T], unanswerable: Sequence[bool]) -> dict[Population
     }
 
 
-_UNANSWERABLE = attrgetter("case.unanswerable")
-
-
-def populations(scored: Sequence[CaseRecord]) -> dict[Population, Sequence[CaseRecord]]:
-    """The cases each population averages over, from the scored records of a run."""
-    return split(scored, list(map(_UNANSWERABLE, scored)))
-
-
 def _quality(spec: MetricSpec) -> str:
     if spec.score is None:
         raise ValueError(f"{spec.name} is a run-level value, not a mean of per-case values")
@@ -499,7 +490,7 @@ def values(
     spec: MetricSpec, pools: Mapping[Population, Sequence[CaseRecord]]
 ) -> list[tuple[CaseRecord, float]]:
     """Each scored record in the metric's population with a value, and that value
-    (``pools``: :func:`populations` of scored records)."""
+    (``pools``: :func:`split` of scored records)."""
     pool, found = column(spec, pools, "outcome.")
     return [
         (record, float(value))
@@ -514,7 +505,8 @@ def case_values(cases: Sequence[CaseRecord], name: str) -> dict[str, float]:
     Failed cases and cases where the metric is not scored are absent, exactly as they are
     absent from the summary's average.
     """
-    pools = populations([r for r in cases if isinstance(r.outcome, CaseScores)])
+    scored = [r for r in cases if isinstance(r.outcome, CaseScores)]
+    pools = split(scored, [r.case.unanswerable for r in scored])
     return {record.case.id: value for record, value in values(metric(name), pools)}
 
 
