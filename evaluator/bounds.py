@@ -82,6 +82,11 @@ def cut(text: str, max_chars: int) -> str:
     return f"{text[:max_chars]}{_CUT} ({len(text) - max_chars} more chars)"
 
 
+def clip(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters, the last an ellipsis (not redacted: see cut)."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def one_line(message: str, max_chars: int) -> str:
     """``message`` as one short line: whitespace runs (newlines included) become one space."""
     if len(message) > max_chars * 8:

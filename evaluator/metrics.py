@@ -47,9 +47,7 @@ __all__ = [
     "metric",
     "paired",
     "paired_sum",
-    "populations",
     "split",
-    "sum_of_differences",
     "total",
     "values",
 ]
@@ -349,14 +347,6 @@ def split(scored: Sequence[_T], unanswerable: Sequence[bool]) -> dict[Population
     }
 
 
-_UNANSWERABLE = attrgetter("case.unanswerable")
-
-
-def populations(scored: Sequence[CaseRecord]) -> dict[Population, Sequence[CaseRecord]]:
-    """The cases each population averages over, from the scored records of a run."""
-    return split(scored, list(map(_UNANSWERABLE, scored)))
-
-
 def _quality(spec: MetricSpec) -> str:
     if spec.score is None:
         raise ValueError(f"{spec.name} is a run-level value, not a mean of per-case values")
@@ -486,12 +476,6 @@ def paired_sum(spec: MetricSpec, matching: Matching[Any]) -> tuple[float, int]:
     """The sum of :func:`paired`'s differences (added in the baseline's order: the same
     float) and how many there are, without a list of either."""
     before, after, _ = _matched_values(spec, matching)
-    return sum_of_differences(before, after)
-
-
-def sum_of_differences(before: Sequence[Any], after: Sequence[Any]) -> tuple[float, int]:
-    """``sum(after[i] - before[i])`` over the pairs where both are scored, added in order
-    (one float, however the pairs were found), and how many pairs that is."""
     if None not in before and None not in after:
         return sum(map(sub, map(float, after), map(float, before)), 0.0), len(before)
     kept = [
@@ -506,7 +490,7 @@ def values(
     spec: MetricSpec, pools: Mapping[Population, Sequence[CaseRecord]]
 ) -> list[tuple[CaseRecord, float]]:
     """Each scored record in the metric's population with a value, and that value
-    (``pools``: :func:`populations` of scored records)."""
+    (``pools``: :func:`split` of scored records)."""
     pool, found = column(spec, pools, "outcome.")
     return [
         (record, float(value))
@@ -521,7 +505,8 @@ def case_values(cases: Sequence[CaseRecord], name: str) -> dict[str, float]:
     Failed cases and cases where the metric is not scored are absent, exactly as they are
     absent from the summary's average.
     """
-    pools = populations([r for r in cases if isinstance(r.outcome, CaseScores)])
+    scored = [r for r in cases if isinstance(r.outcome, CaseScores)]
+    pools = split(scored, [r.case.unanswerable for r in scored])
     return {record.case.id: value for record, value in values(metric(name), pools)}
 
 

@@ -104,8 +104,7 @@ def _jmespath(value: str | None) -> str | None:
     try:
         jmespath.compile(value)
     except JMESPathError as exc:
-        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise ValueError(f"invalid JMESPath expression {value!r}: {first}") from None
+        raise ValueError(_jmespath_problem(value, exc)) from None
     return value
 
 

@@ -11,7 +11,6 @@ from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
 import jmespath
-from jmespath.exceptions import JMESPathError
 from jmespath.parser import ParsedResult
 from pydantic import (
     Discriminator,
@@ -29,7 +28,6 @@ from evaluator.config.fields import (
     RetryConfig,
     TlsConfig,
     _jmespath,
-    _jmespath_problem,
     _seconds,
     _Strict,
     _url_problem,
@@ -127,18 +125,9 @@ class ResponseConfig(_Strict):
 
     _compiled: dict[str, ParsedResult] = PrivateAttr(default_factory=dict)
 
-    @field_validator(
+    _compiles = field_validator(
         "ids", "answer", "citations", "timings", "texts", "scores", "input_tokens", "output_tokens"
-    )
-    @classmethod
-    def _compiles(cls, value: str | None) -> str | None:
-        if value is None:
-            return None
-        try:
-            jmespath.compile(value)
-        except JMESPathError as exc:
-            raise ValueError(_jmespath_problem(value, exc)) from None
-        return value
+    )(_jmespath)
 
     @field_validator("citation_markers")
     @classmethod

@@ -30,13 +30,12 @@ from aiohttp import web
 from evaluator import border
 from evaluator.errors import ConfigError
 from evaluator.redaction import register_secrets
+from evaluator.targets.templates import ENV_REFERENCE
 
 __all__ = ["OPEN_PATHS", "Access", "host_pattern", "resolve_token"]
 
 #: always served without the token: what Prometheus and the kubelet need
 OPEN_PATHS = frozenset({"/metrics", "/healthz", "/readyz"})
-
-_ENV_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -86,7 +85,7 @@ def resolve_token(token: str | None, where: str = "server.token") -> str | None:
             raise ConfigError(f"{where}: environment variable {match.group(1)} is not set")
         return value
 
-    resolved = _ENV_REFERENCE.sub(lookup, token)
+    resolved = ENV_REFERENCE.sub(lookup, token)
     # what a client sends it in: a token no Authorization header can hold locks every page
     # (and undecodable bytes could not even be registered for redaction)
     problem = border.header_problem("Authorization", f"Bearer {resolved}")

@@ -64,12 +64,8 @@ class BaselineGate:
 
     def ratios(self) -> dict[str, float]:
         """The baseline's quality ratios, for dashboard overlays."""
-        out: dict[str, float] = {}
-        for metric in _OVERLAID:
-            value = self.baseline.summary.get(metric)
-            if value is not None:
-                out[metric] = value
-        return out
+        summary = self.baseline.summary
+        return {m: v for m in _OVERLAID if (v := summary.get(m)) is not None}
 
     def for_cases(self, cases: tuple[Case, ...], sharded: bool) -> RunReport:
         """The baseline restricted to a shard's cases: a shard can't be missing the others."""

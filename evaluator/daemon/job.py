@@ -36,16 +36,6 @@ __all__ = ["JobRunner", "classify"]
 log = structlog.get_logger("evaluator.daemon")
 
 
-def _read_dataset(path: str | Path) -> Dataset:
-    """A golden set read through the border (a regular file within its cap) and parsed.
-
-    Raises:
-        OSError: not a regular file, too large, or unreadable.
-        DatasetError: invalid.
-    """
-    return parse_dataset(border.read_file(path), str(path))
-
-
 class JobRunner:
     """Runs one job when the scheduler says so; never two runs at once (the scheduler's job).
 
@@ -135,7 +125,10 @@ class JobRunner:
         self._signature = signature
         path = self.job.dataset
         try:
-            fresh = await asyncio.to_thread(_read_dataset, path)
+            # OSError: not a regular file, too large, or unreadable; DatasetError: invalid
+            fresh = await asyncio.to_thread(
+                lambda: parse_dataset(border.read_file(path), str(path))
+            )
         except (OSError, DatasetError) as exc:
             problems = (
                 [str(p) for p in exc.problems[:5]]

@@ -165,10 +165,7 @@ class DaemonJudge:
             m.tokens.labels(*labels, "input").inc(event.input_tokens)
         if event.output_tokens:
             m.tokens.labels(*labels, "output").inc(event.output_tokens)
-        cost = (
-            (event.input_tokens or 0) * self.config.input_price
-            + (event.output_tokens or 0) * self.config.output_price
-        ) / 1e6
+        cost = self.config.cost(event.input_tokens, event.output_tokens)
         if cost:
             m.cost.labels(*labels).inc(cost)
 

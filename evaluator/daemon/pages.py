@@ -282,9 +282,11 @@ class StatusPages:
     def _state(self, runner: JobRunner) -> JobState:
         """The one seam between the daemon's job and the pages: everything a view reads."""
         published = runner.state  # one snapshot: every field below from the same run
-        verdict = published.verdict
         history = published.history
         runs = self._runs(published)
+        signals = job_signals(
+            published, runs, runner.judge.problem if runner.judge is not None else None
+        )
         job = runner.job
         schedule = (
             f"cron {job.cron}"
@@ -298,17 +300,11 @@ class StatusPages:
             outcome=published.outcome,
             finished_at=published.finished_at,
             baseline=runner.gate.baseline if runner.gate is not None else None,
-            gate_passing=verdict.passing if verdict is not None else None,
-            gate_failing=tuple(
-                sorted(name for name, failing in verdict.rules_failing.items() if failing)
-            )
-            if verdict is not None
-            else (),
+            gate_passing=signals.gate_passing,
+            gate_failing=signals.gate_failing,
             runs=runs,
             schedule=schedule,
-            signals=job_signals(
-                published, runs, runner.judge.problem if runner.judge is not None else None
-            ),
+            signals=signals,
             newly_failing=history.listed(Stability.NEWLY_FAILING) if history is not None else (),
             recovered=history.listed(Stability.RECOVERED) if history is not None else (),
             flaky=history.listed(Stability.FLAKY) if history is not None else (),
@@ -345,16 +341,15 @@ class StatusPages:
     async def status(self, _request: web.Request) -> web.Response:
         return _html(await asyncio.to_thread(self.render_status))
 
-    def render_case(self, target: str, dataset: str, case_id: str) -> tuple[int, str]:
-        runner = next((r for r in self._jobs() if r.labels == (target, dataset)), None)
-        published = runner.state if runner is not None else None
-        report = published.report if published is not None else None
+    def render_case(self, runner: JobRunner, case_id: str) -> tuple[int, str]:
+        target, dataset = runner.labels
+        published = runner.state
+        report = published.report
         record = (
             next((c for c in report.cases if c.id == case_id), None) if report is not None else None
         )
-        if published is None or report is None or record is None:
-            what = "no such job" if runner is None else "no such case in the last run"
-            return 404, self.renderer.not_found(what)
+        if report is None or record is None:
+            return 404, self.renderer.not_found("no such case in the last run")
         history = None
         if self._history is not None:
             try:
@@ -374,7 +369,7 @@ class StatusPages:
             report,
             record,
             source=f"{target} / {dataset}",
-            labels=self._known_labels(runner) if runner is not None else None,
+            labels=self._known_labels(runner),
             redact=self._redact,
         )
         if panel is not None:
@@ -390,11 +385,11 @@ class StatusPages:
         )
 
     def _against_baseline(
-        self, runner: JobRunner | None, record: CaseRecord, k: int
+        self, runner: JobRunner, record: CaseRecord, k: int
     ) -> BaselineDiff | None:
         """The job's baseline run of this case beside it, when the case moved against it
         (regressed or improved, in the gate's terms); None without a baseline or a move."""
-        gate = runner.gate if runner is not None else None
+        gate = runner.gate
         if gate is None or gate.baseline.k != k:
             return None
         before = next((c for c in gate.baseline.cases if c.id == record.id), None)
@@ -495,7 +490,7 @@ class StatusPages:
 
     async def case(self, request: web.Request) -> web.Response:
         q = request.query
-        target, dataset, case_id = q.get("target"), q.get("dataset"), q.get("id")
+        case_id = q.get("id")
         if not case_id:
             return _html(
                 self.renderer.bad_request("pass ?id=CASE (and ?target=..&dataset=..)"), 400
@@ -508,17 +503,10 @@ class StatusPages:
                 ),
                 400,
             )
-        if not (target and dataset):
-            labels = [r.labels for r in self._jobs()]
-            if len(labels) != 1 or target or dataset:
-                return _html(
-                    self.renderer.bad_request(
-                        f"pass ?target=..&dataset=.. (the daemon runs {len(labels)} jobs)"
-                    ),
-                    400,
-                )
-            target, dataset = labels[0]
-        status, body = await asyncio.to_thread(self.render_case, target, dataset, case_id)
+        job = self._job(q.get("target"), q.get("dataset"))
+        if isinstance(job, tuple):
+            return _html(job[1], job[0])
+        status, body = await asyncio.to_thread(self.render_case, job, case_id)
         return _html(body, status)
 
 

@@ -133,8 +133,7 @@ class ReportStore:
 
     def kept(self) -> Iterator[RunReport]:
         """The kept reports, newest first; unreadable ones are skipped."""
-        runs = sorted((p for p in self.folder.glob("*.json") if p.name != LATEST), reverse=True)
-        for path in runs:
+        for path in reversed(self._runs()):
             try:
                 yield read_report(path)
             except ReportError:

@@ -206,15 +206,9 @@ class Daemon:
             self.metrics.add_job(self._snapshot(runner, interval))
             runner.restore()
             await runner.publisher.restore_history()
-            extra: dict[str, Any] = {}
-            if runner.job.run_at_start:
-                extra["next_run_time"] = start
-            else:
-                # one period after the staggered start (the trigger alone would fire at it)
-                extra["next_run_time"] = trigger.get_next_fire_time(start, start)
-            scheduler.add_job(
-                self._fire, trigger, args=[runner], id=runner.key, name=runner.key, **extra
-            )
+            # else one period after the staggered start (the trigger alone would fire at it)
+            first = start if runner.job.run_at_start else trigger.get_next_fire_time(start, start)
+            self._schedule(scheduler, runner, trigger, first)
             drift = runner.judge.config.drift_interval_seconds if runner.judge else None
             if runner.judge is not None and drift is not None:
                 # judge drift on a schedule of its own, never inside a run
@@ -240,6 +234,14 @@ class Daemon:
                 }
                 for j in self.jobs
             ],
+        )
+
+    def _schedule(
+        self, scheduler: AsyncIOScheduler, runner: JobRunner, trigger: Any, first: datetime | None
+    ) -> None:
+        """The job's runs on ``trigger``, the first at ``first``."""
+        scheduler.add_job(
+            self._fire, trigger, args=[runner], id=runner.key, name=runner.key, next_run_time=first
         )
 
     def _on_max_instances(self, event: JobSubmissionEvent) -> None:
@@ -309,7 +311,6 @@ class Daemon:
             # a job kept across the reload keeps its rhythm: no extra run because of it
             trigger = build_trigger(runner.job, next_runs.get(runner.key, now))
             interval = interval_of(trigger, now)
-            extra: dict[str, Any] = {}
             if self.metrics.snapshot(runner.labels) is not None:
                 # the same series: keep the last results, take the new identity
                 fresh = self._snapshot(runner, interval)
@@ -323,17 +324,13 @@ class Daemon:
                 )
                 if previous is not None:
                     runner.publisher.carry_over(previous.publisher)
-                extra["next_run_time"] = trigger.get_next_fire_time(None, now)
+                first = trigger.get_next_fire_time(None, now)
             else:  # a new job starts as at start-up
                 self.metrics.add_job(self._snapshot(runner, interval))
                 runner.restore()
                 added.append(runner)
-                extra["next_run_time"] = now if runner.job.run_at_start else None
-                if extra["next_run_time"] is None:
-                    extra["next_run_time"] = trigger.get_next_fire_time(None, now)
-            scheduler.add_job(
-                self._fire, trigger, args=[runner], id=runner.key, name=runner.key, **extra
-            )
+                first = now if runner.job.run_at_start else trigger.get_next_fire_time(None, now)
+            self._schedule(scheduler, runner, trigger, first)
         before = self.settings
         needs_restart = [n for n in _RESTART_ONLY if getattr(settings, n) != getattr(before, n)]
         retired, self._targets = self._targets, targets

@@ -119,19 +119,6 @@ class RunRow:
     config_hash: str
     metrics: Mapping[str, float | None]
 
-    def to_dict(self) -> dict[str, object]:
-        return {
-            "run_id": self.run_id,
-            "finished_at": self.finished_at,
-            "outcome": self.outcome,
-            "case_count": self.case_count,
-            "scored_count": self.scored_count,
-            "error_count": self.error_count,
-            "dataset_hash": self.dataset_hash,
-            "config_hash": self.config_hash,
-            "metrics": dict(self.metrics),
-        }
-
 
 def _bool(value: object) -> bool | None:
     return None if value is None else bool(value)
@@ -367,9 +354,7 @@ class HistoryStore:
                 )
             ]
 
-    def runs(
-        self, target: str, dataset: str, *, limit: int = 200, since: float | None = None
-    ) -> list[RunRow]:
+    def runs(self, target: str, dataset: str, *, limit: int = 200) -> list[RunRow]:
         """The job's runs, newest first, every outcome (complete, incomplete, failed)."""
         with self._connect() as conn:
             job = self._job(conn, target, dataset)
@@ -378,8 +363,8 @@ class HistoryStore:
             rows = conn.execute(
                 f"SELECT run_id, finished_at, outcome, case_count, scored_count, error_count, "
                 f"dataset_hash, config_hash, {', '.join(RUN_METRICS)} FROM runs "
-                f"WHERE job = ? AND finished_at >= ? ORDER BY finished_at DESC, id DESC LIMIT ?",
-                (job, since if since is not None else float("-inf"), limit),
+                f"WHERE job = ? ORDER BY finished_at DESC, id DESC LIMIT ?",
+                (job, limit),
             ).fetchall()
         return [
             RunRow(
@@ -447,11 +432,6 @@ class HistoryStore:
                 }
                 out.append(outcomes)
         return out
-
-    def windows(self, target: str, dataset: str, size: int = 10) -> dict[str, list[CaseOutcome]]:
-        """Each case's outcomes over the latest ``size`` complete runs, oldest first."""
-        runs = self.complete_runs(target, dataset, size)
-        return windows_of(runs)
 
 
 def windows_of(runs: Sequence[Mapping[str, CaseOutcome]]) -> dict[str, list[CaseOutcome]]:

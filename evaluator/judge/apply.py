@@ -76,9 +76,7 @@ def trust_problem(judged: JudgedRun) -> str | None:
 def format_judged(judged: JudgedRun) -> str:
     """The judged metrics and the judge's own health, for the terminal; a metric whose check
     the named calibration does not call calibrated says so."""
-    calibrated: dict[str, bool] = {}
-    if judged.calibration is not None:
-        calibrated = dict(calibrated_checks(Path(judged.calibration)).get(judged.identity, {}))
+    calibrated = calibration_of(judged)
     lines = [f"judge: {judged.model} (prompts {judged.prompt_version})"]
     if judged.compromised:
         lines.append(

@@ -22,8 +22,7 @@ __all__ = [
     "DEFAULT_FLOOR",
     "DEFAULT_MIN_LABELS",
     "CheckCalibration",
-    "agreement_interval",
-    "bootstrap_interval",
+    "bootstrap_intervals",
     "calibrate",
     "cohen_kappa",
     "render_markdown",
@@ -52,29 +51,15 @@ def cohen_kappa(human: Sequence[bool], judge: Sequence[bool]) -> float | None:
     return (agree - chance) / (1 - chance)
 
 
-def bootstrap_interval(
+def bootstrap_intervals(
     human: Sequence[bool], judge: Sequence[bool], *, seed: int = 0, resamples: int = _RESAMPLES
-) -> tuple[float, float] | None:
-    """The 95% percentile bootstrap interval of kappa over resampled label pairs (seeded:
-    the same labels give the same interval). None with fewer than two labels."""
-    both = _bootstrap(human, judge, seed, resamples)
-    return None if both is None else both[0]
-
-
-def agreement_interval(
-    human: Sequence[bool], judge: Sequence[bool], *, seed: int = 0, resamples: int = _RESAMPLES
-) -> tuple[float, float] | None:
-    """The 95% bootstrap interval of the agreement, from the same resamples as kappa's."""
-    both = _bootstrap(human, judge, seed, resamples)
-    return None if both is None else both[1]
-
-
-def _bootstrap(
-    human: Sequence[bool], judge: Sequence[bool], seed: int, resamples: int
-) -> tuple[tuple[float, float] | None, tuple[float, float]] | None:
+) -> tuple[tuple[float, float] | None, tuple[float, float] | None]:
+    """The 95% percentile bootstrap intervals of kappa and of the agreement, from the same
+    resampled label pairs (seeded: the same labels give the same intervals). Both None with
+    fewer than two labels; kappa's None when no resample defines it."""
     n = len(human)
     if n < 2:
-        return None
+        return None, None
     a = np.asarray(human, dtype=float)
     b = np.asarray(judge, dtype=float)
     picks = np.random.default_rng(seed).integers(0, n, size=(resamples, n))
@@ -167,8 +152,7 @@ def calibrate(
         judge = [j for _, (_, j) in items]
         n = len(items)
         kappa = cohen_kappa(human, judge)
-        interval = bootstrap_interval(human, judge)
-        band = agreement_interval(human, judge)
+        interval, band = bootstrap_intervals(human, judge)
         pairs_ = list(zip(human, judge, strict=True))
         confusion = (
             (sum(h and j for h, j in pairs_), sum(h and not j for h, j in pairs_)),

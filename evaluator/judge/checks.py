@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from evaluator.judge.errors import JudgeMalformedError
 from evaluator.judge.parse import bounded_text, require_bool, require_list
@@ -192,8 +192,6 @@ class JudgedMetric:
     #: the deterministic metric it sits beside (None: no deterministic twin)
     beside: str | None
     gauge: str
-    unit: Literal["ratio"] = "ratio"
-    lower_is_better: bool = False
 
 
 #: Every judged summary metric, in report order.

@@ -9,7 +9,6 @@ shipped alert fires when agreement falls below the band ``evaluator calibrate`` 
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +16,7 @@ from pathlib import Path
 from evaluator.judge.calibrate import cohen_kappa
 from evaluator.judge.checks import CHECKS
 from evaluator.judge.client import JudgeClient
+from evaluator.judge.gating import calibration_entries
 from evaluator.judge.labels import Label, outcome_verdict
 from evaluator.judge.record import answer_hash
 from evaluator.judge.run import _Pass, subjects_of
@@ -70,15 +70,8 @@ async def rejudge_labelled(
 def agreement_floors(path: Path, model: str, prompt_version: str) -> dict[str, float]:
     """The lower bound of each check's calibrated agreement band for this judge, from a
     stored calibration (missing or unreadable: none)."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError, RecursionError):
-        return {}
     out: dict[str, float] = {}
-    checks = data.get("checks") if isinstance(data, dict) else None
-    for entry in checks if isinstance(checks, list) else []:
-        if not isinstance(entry, dict):
-            continue
+    for entry in calibration_entries(path):
         if entry.get("model") != model or entry.get("prompt_version") != prompt_version:
             continue
         band = entry.get("agreement_interval")

@@ -35,6 +35,7 @@ __all__ = [
     "JudgedGate",
     "JudgedRule",
     "calibrated_checks",
+    "calibration_entries",
     "evaluate_judged",
     "load_judged_rules",
     "parse_judged_rules",
@@ -105,18 +106,21 @@ def load_judged_rules(rules_source: str) -> tuple[JudgedRule, ...]:
     return parse_judged_rules(data, rules_source)
 
 
-def calibrated_checks(path: Path) -> dict[tuple[str, str], dict[str, bool]]:
-    """From a stored calibration: (model, prompt version) -> check -> calibrated.
-    A missing or unreadable file calibrates nothing."""
+def calibration_entries(path: Path) -> list[dict[str, Any]]:
+    """The per-check entries of a stored calibration (a missing or unreadable file: none)."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError, RecursionError):
-        return {}
-    out: dict[tuple[str, str], dict[str, bool]] = {}
+        return []
     checks = data.get("checks") if isinstance(data, dict) else None
-    for entry in checks if isinstance(checks, list) else []:
-        if not isinstance(entry, dict):
-            continue
+    return [e for e in checks if isinstance(e, dict)] if isinstance(checks, list) else []
+
+
+def calibrated_checks(path: Path) -> dict[tuple[str, str], dict[str, bool]]:
+    """From a stored calibration: (model, prompt version) -> check -> calibrated.
+    A missing or unreadable file calibrates nothing."""
+    out: dict[tuple[str, str], dict[str, bool]] = {}
+    for entry in calibration_entries(path):
         model, version, check = entry.get("model"), entry.get("prompt_version"), entry.get("check")
         if isinstance(model, str) and isinstance(version, str) and isinstance(check, str):
             out.setdefault((model, version), {})[check] = entry.get("calibrated") is True

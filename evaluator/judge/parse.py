@@ -13,6 +13,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from evaluator.bounds import clip
 from evaluator.judge.errors import JudgeMalformedError
 
 __all__ = [
@@ -165,5 +166,4 @@ def bounded_text(value: object, limit: int = 500) -> str:
     """A verdict's free text (a reason, a claim) as a one-line string of at most ``limit``."""
     if not isinstance(value, str):
         return ""
-    one_line = " ".join(value.split())
-    return one_line if len(one_line) <= limit else one_line[: limit - 1] + "…"
+    return clip(" ".join(value.split()), limit)

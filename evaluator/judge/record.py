@@ -8,6 +8,7 @@ Reading one back checks every field's type and bounds: a report is outside input
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import math
 from collections.abc import Mapping
@@ -108,16 +109,7 @@ class JudgeUsage:
     latency_seconds: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "calls": self.calls,
-            "cache_hits": self.cache_hits,
-            "skipped": self.skipped,
-            "errors": dict(sorted(self.errors.items())),
-            "input_tokens": self.input_tokens,
-            "output_tokens": self.output_tokens,
-            "cost": self.cost,
-            "latency_seconds": self.latency_seconds,
-        }
+        return {**dataclasses.asdict(self), "errors": dict(sorted(self.errors.items()))}
 
 
 @dataclass(frozen=True, slots=True)

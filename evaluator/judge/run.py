@@ -104,10 +104,7 @@ class _Pass:
         usage.latency_seconds += answered.latency_seconds
         usage.input_tokens += completion.input_tokens or 0
         usage.output_tokens += completion.output_tokens or 0
-        usage.cost += (
-            (completion.input_tokens or 0) * self.config.input_price
-            + (completion.output_tokens or 0) * self.config.output_price
-        ) / 1e6
+        usage.cost += self.config.cost(completion.input_tokens, completion.output_tokens)
 
     def _event(self, check: str, answered: Answered | None, error: JudgeError | None) -> None:
         if self.on_call is None:

@@ -61,6 +61,12 @@ class JudgeConfig(BaseModel):
             raise ValueError("url: ${...} is not resolved in the url; use headers")
         return value
 
+    def cost(self, input_tokens: int | None, output_tokens: int | None) -> float:
+        """What one call's tokens cost at the configured prices (per million tokens)."""
+        return (
+            (input_tokens or 0) * self.input_price + (output_tokens or 0) * self.output_price
+        ) / 1e6
+
 
 def merged(base: JudgeConfig | None, override: dict[str, Any] | None) -> JudgeConfig | None:
     """A job's judge: the top-level section with the job's own keys laid over it.

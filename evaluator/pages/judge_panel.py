@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from evaluator.bounds import clip
 from evaluator.errors import ReportError
 from evaluator.judge.checks import check as judged_check
 from evaluator.judge.labels import Label, LabelsError, outcome_verdict, read_labels
@@ -139,10 +140,6 @@ def judged_of(report: RunReport, source: str) -> tuple[JudgedRun | None, str | N
         return None, str(exc)
 
 
-def _cut(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
 def _value(value: float | bool) -> str:
     if isinstance(value, bool):
         return "yes" if value else "no"
@@ -170,9 +167,9 @@ def _check_view(
     if label is not None:
         human = HumanLabelView(
             "pass" if label.verdict else "fail",
-            redact(_cut(label.reviewer, REVIEWER_SHOWN_CHARS)),
-            redact(_cut(label.at, 40)),
-            redact(_cut(label.note, NOTE_SHOWN_CHARS)),
+            redact(clip(label.reviewer, REVIEWER_SHOWN_CHARS)),
+            redact(clip(label.at, 40)),
+            redact(clip(label.note, NOTE_SHOWN_CHARS)),
             None if verdict is None else verdict == label.verdict,
         )
     claims = outcome.unsupported
@@ -181,12 +178,12 @@ def _check_view(
         description=description,
         status=_status(outcome, verdict),
         values=[(name, _value(v)) for name, v in list(outcome.values.items())[:10]],
-        reason=redact(_cut(outcome.reason, REASON_SHOWN_CHARS)),
-        unsupported=[redact(_cut(c, CLAIM_SHOWN_CHARS)) for c in claims[:CLAIMS_SHOWN]],
+        reason=redact(clip(outcome.reason, REASON_SHOWN_CHARS)),
+        unsupported=[redact(clip(c, CLAIM_SHOWN_CHARS)) for c in claims[:CLAIMS_SHOWN]],
         unsupported_more=max(len(claims) - CLAIMS_SHOWN, 0),
         cached=outcome.cached,
         error=(
-            redact(_cut(f"{outcome.error_kind}: {outcome.error or ''}", ERROR_SHOWN_CHARS))
+            redact(clip(f"{outcome.error_kind}: {outcome.error or ''}", ERROR_SHOWN_CHARS))
             if outcome.status == "error"
             else None
         ),
@@ -224,8 +221,8 @@ def judge_panel(
         if not checks:
             note = "no judged check applies to this case"
     return JudgePanel(
-        model=redact(_cut(judged.model, MODEL_SHOWN_CHARS)),
-        prompt_version=redact(_cut(judged.prompt_version, MODEL_SHOWN_CHARS)),
+        model=redact(clip(judged.model, MODEL_SHOWN_CHARS)),
+        prompt_version=redact(clip(judged.prompt_version, MODEL_SHOWN_CHARS)),
         compromised=judged.compromised,
         calibration=redact(judged.calibration) if judged.calibration is not None else None,
         checks=checks,
@@ -243,7 +240,7 @@ def unreadable_panel(error: str, redact: Redact) -> JudgePanel:
         compromised=False,
         calibration=None,
         checks=[],
-        note=redact(_cut(f"the report's judge block is unreadable: {error}", 500)),
+        note=redact(clip(f"the report's judge block is unreadable: {error}", 500)),
         labels_source=None,
         labels_error=None,
     )

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from evaluator.models import CaseRecord
 from evaluator.pages.report_table import CaseTableView, case_table
 from evaluator.pages.sidebyside import BaselineDiff, baseline_diff
 from evaluator.pages.views import LOWER_IS_BETTER, Redact, ReportView
@@ -115,35 +116,32 @@ def report_extras(
         )
         for c in worst_cases(report.cases, worst)
     ]
-    if gate is None:
-        return ReportExtras(
-            tags=tag_rows(report.summary),
-            tag_labels=[label for _, label in TAG_COLUMNS],
-            has_baseline=False,
-            worst=worst_lines,
-            diffs={},
-            table=case_table(report.cases, href=section, redact=redact),
-        )
-    baseline = {c.id: c for c in gate.baseline.cases}
-    by_id = {c.id: c for c in report.cases}
-    worse = {change.id: change.changes for change in gate.case_diff.regressed}
-    diffs = {}
-    for c in view.regressed:
-        before, after = baseline.get(c.id), by_id.get(c.id)
-        if before is None or after is None:
-            continue
-        diffs[c.id] = baseline_diff(
-            before,
-            after,
-            k=report.k,
-            baseline_run=gate.baseline.run_id,
-            worse=c.changes,
-            redact=redact,
-        )
+    baseline: dict[str, CaseRecord] | None = None
+    worse: dict[str, tuple[str, ...]] = {}
+    diffs: dict[str, BaselineDiff] = {}
+    if gate is not None:
+        baseline = {c.id: c for c in gate.baseline.cases}
+        by_id = {c.id: c for c in report.cases}
+        worse = {change.id: change.changes for change in gate.case_diff.regressed}
+        for c in view.regressed:
+            before, after = baseline.get(c.id), by_id.get(c.id)
+            if before is not None and after is not None:
+                diffs[c.id] = baseline_diff(
+                    before,
+                    after,
+                    k=report.k,
+                    baseline_run=gate.baseline.run_id,
+                    worse=c.changes,
+                    redact=redact,
+                )
     return ReportExtras(
-        tags=tag_rows(gate.candidate_summary, gate.baseline_summary),
+        tags=(
+            tag_rows(report.summary)
+            if gate is None
+            else tag_rows(gate.candidate_summary, gate.baseline_summary)
+        ),
         tag_labels=[label for _, label in TAG_COLUMNS],
-        has_baseline=True,
+        has_baseline=gate is not None,
         worst=worst_lines,
         diffs=diffs,
         table=case_table(
@@ -151,7 +149,7 @@ def report_extras(
             href=section,
             baseline=baseline,
             regressed=worse,
-            improved={change.id for change in gate.case_diff.improved},
+            improved={change.id for change in gate.case_diff.improved} if gate else (),
             redact=redact,
         ),
     )

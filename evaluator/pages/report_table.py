@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 
+from evaluator.bounds import clip
 from evaluator.models import CaseRecord
 from evaluator.pages.views import Redact
 from evaluator.pages.worst import reasons
@@ -84,10 +85,6 @@ class CaseTableView:
     has_baseline: bool
 
 
-def _cut(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
 def case_table(
     cases: Sequence[CaseRecord],
     *,
@@ -136,7 +133,7 @@ def case_table(
                 index=index,
                 id=redact(record.id),
                 href=href(record.id),
-                question=redact(_cut(record.case.question, QUESTION_SHOWN)),
+                question=redact(clip(record.case.question, QUESTION_SHOWN)),
                 tags=record.case.tags,
                 baseline=(
                     case_verdict(before)
@@ -144,7 +141,7 @@ def case_table(
                     else (None if baseline is None else "absent")
                 ),
                 verdict=verdict,
-                what=redact(_cut(what, 300)),
+                what=redact(clip(what, 300)),
                 classes=" ".join(f"is-{k}" for k in keys),
             )
         )

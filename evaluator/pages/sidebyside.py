@@ -21,7 +21,9 @@ from evaluator.pages.views import (
     Redact,
     _citation_label,
     _scores,
-    _verdict,
+    cited_ids,
+    error_text,
+    verdict_of,
 )
 from evaluator.redaction import redact_registered
 from evaluator.scoring.answer import contains_fact, normalise
@@ -55,10 +57,6 @@ class DiffPiece:
     op: str
 
 
-def _tokens(text: str) -> list[str]:
-    return _TOKEN.findall(text)
-
-
 def _append(out: list[DiffPiece], text: str, op: str) -> None:
     if not text:
         return
@@ -75,7 +73,7 @@ def word_diff(before: str, after: str) -> tuple[list[DiffPiece], list[DiffPiece]
     Word by word (characters in unspaced scripts); adjacent pieces of one kind are merged,
     and each side's pieces join back to its text.
     """
-    a, b = _tokens(before), _tokens(after)
+    a, b = _TOKEN.findall(before), _TOKEN.findall(after)
     # autojunk off: it would ignore every frequent token (spaces, 的) in a long answer
     matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
     left: list[DiffPiece] = []
@@ -212,13 +210,8 @@ def _first_ranks(ranked: Sequence[str]) -> dict[str, int]:
     return ranks
 
 
-def _cited(record: CaseRecord) -> set[str]:
-    targets = (resolve_citation(c, record.ranked_ids) for c in record.citations[:CITATIONS_SHOWN])
-    return {t for t in targets if t is not None}
-
-
 def _sides(record: CaseRecord, other: dict[str, int], k: int, redact: Redact) -> list[RankSide]:
-    cited = _cited(record)
+    cited = cited_ids(record)
     return [
         RankSide(
             rank=rank,
@@ -305,11 +298,6 @@ def _score_rows(baseline: CaseRecord, candidate: CaseRecord) -> list[ScoreRow]:
     return rows
 
 
-def _error(record: CaseRecord, redact: Redact) -> str | None:
-    e = record.error
-    return f"{e.kind}: {redact(e.message)}" if e is not None else None
-
-
 def baseline_diff(
     baseline: CaseRecord,
     candidate: CaseRecord,
@@ -336,8 +324,8 @@ def baseline_diff(
         baseline_run=redact(baseline_run),
         changes=tuple(redact(c) for c in (*worse, *better)),
         regressed=bool(worse),
-        verdicts=(_verdict(baseline), _verdict(candidate)),
-        errors=(_error(baseline, redact), _error(candidate, redact)),
+        verdicts=(verdict_of(baseline), verdict_of(candidate)),
+        errors=(error_text(baseline, redact), error_text(candidate, redact)),
         answers=answers,
         answer_same=before == after,
         facts=_facts(baseline, candidate),

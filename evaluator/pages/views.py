@@ -257,17 +257,14 @@ class CaseView:
     judge: JudgePanel | None = None
 
 
-def _verdict(record: CaseRecord) -> str:
+def verdict_of(record: CaseRecord) -> str:
+    """A case's verdict in words: the case view's badge and the case table's column."""
     s = record.scores
     if s is None:
         return "error"
     if s.answer_correct is None:
         return "not scored" if record.answer is None else "answer not checked"
     return "correct" if s.answer_correct else "incorrect"
-
-
-#: a case's verdict in words: the case view's badge and the case table's column
-verdict_of = _verdict
 
 
 def _citation_label(citation: Citation) -> str:
@@ -324,9 +321,7 @@ def case_view(
         fact_views = [FactView(i, describe_fact(f), False, False) for i, f in enumerate(facts)]
     missing = [f.text for f in fact_views if not f.found] if answer_text is not None else []
 
-    cited = {resolve_citation(c, record.ranked_ids) for c in record.citations[:CITATIONS_SHOWN]} - {
-        None
-    }
+    cited = cited_ids(record)
     ranking: list[RankedView] = []
     for rank, doc_id in enumerate(record.ranked_ids[:RANKING_SHOWN], start=1):
         text = record.texts.get(doc_id)
@@ -372,7 +367,7 @@ def case_view(
         missing_facts=missing,
         answer=answer_segments,
         answer_cut=answer_text is not None and len(answer_text) > ANSWER_SHOWN_CHARS,
-        verdict=_verdict(record),
+        verdict=verdict_of(record),
         refused=record.scores.refused if record.scores is not None else None,
         ranking=ranking,
         ranking_more=max(len(record.ranked_ids) - RANKING_SHOWN, 0),
@@ -383,11 +378,7 @@ def case_view(
         stages=stages,
         latency=fmt_seconds(record.latency_seconds),
         attempts=record.attempts,
-        error=(
-            f"{record.error.kind}: {redact(record.error.message)}"
-            if record.error is not None
-            else None
-        ),
+        error=error_text(record, redact),
         scores=_scores(record),
         suspect_label=audit.message,
         history=(
@@ -403,6 +394,17 @@ def case_view(
         k=k,
         changes=changes,
     )
+
+
+def cited_ids(record: CaseRecord) -> set[str]:
+    """The ids the shown citations point at."""
+    targets = (resolve_citation(c, record.ranked_ids) for c in record.citations[:CITATIONS_SHOWN])
+    return {t for t in targets if t is not None}
+
+
+def error_text(record: CaseRecord, redact: Redact) -> str | None:
+    e = record.error
+    return f"{e.kind}: {redact(e.message)}" if e is not None else None
 
 
 def _history_outcome(row: CaseOutcomeRow) -> str:
@@ -754,17 +756,9 @@ def job_view(
         ],
         drift_runs=signals.drift_current_runs,
     )
-    worst = []
     digest = state.digest
     if report is not None and (digest is None or digest.report is not report):
         digest = report_digest(report)
-    if report is not None and digest is not None:
-        for record in digest.worst:
-            worst.append(
-                WorstRow(
-                    record.id, record.case.question, describe_case(record, redact), href(record.id)
-                )
-            )
     return JobView(
         target=redact(state.target),
         dataset=state.dataset,
@@ -792,7 +786,10 @@ def job_view(
             )
             for i, kind, label in hash_changes(ordered)
         ],
-        worst=worst,
+        worst=[
+            WorstRow(r.id, r.case.question, describe_case(r, redact), href(r.id))
+            for r in (digest.worst if report is not None and digest is not None else ())
+        ],
         audit=(
             audit_view(report, href, digest.audit)
             if report is not None and digest is not None
@@ -829,21 +826,22 @@ class RuleView:
 class ReportView:
     title: str
     subtitle: list[str]
-    verdict: str | None
     metrics: list[MetricRow]
-    has_baseline: bool
-    rules: list[RuleView]
-    missing_ids: int
-    diagnosis: list[str]
-    regressed: list[CaseView]
-    regressed_total: int
-    improved_total: int
-    compared: int
-    worst: list[CaseView]
     audit: AuditView
     errors_by_kind: list[tuple[str, int]]
     #: suspect-label cases not already shown above, with their evidence
-    suspects: list[CaseView] = field(default_factory=list)
+    suspects: list[CaseView]
+    worst: list[CaseView] = field(default_factory=list)
+    #: with a gate: its verdict, rules and regressed cases
+    verdict: str | None = None
+    has_baseline: bool = False
+    rules: list[RuleView] = field(default_factory=list)
+    missing_ids: int = 0
+    diagnosis: list[str] = field(default_factory=list)
+    regressed: list[CaseView] = field(default_factory=list)
+    regressed_total: int = 0
+    improved_total: int = 0
+    compared: int = 0
 
 
 def _describe_report(label: str, report: RunReport, source: str) -> str:
@@ -870,8 +868,7 @@ def report_view(
     def href(case_id: str) -> str:
         return f"#{anchors.get(case_id, 'cases')}"
 
-    index = {c.id: i for i, c in enumerate(report.cases)}
-    anchors = {case_id: f"case-{i}" for case_id, i in index.items()}
+    anchors = {c.id: f"case-{i}" for i, c in enumerate(report.cases)}
     subtitle = [redact(_describe_report("report", report, source))]
 
     def suspects(shown: list[CaseView]) -> list[CaseView]:
@@ -890,26 +887,16 @@ def report_view(
         return ReportView(
             title=f"{report.dataset}: run {report.run_id}",
             subtitle=subtitle,
-            verdict=None,
             metrics=metric_rows(report.summary),
-            has_baseline=False,
-            rules=[],
-            missing_ids=0,
-            diagnosis=[],
-            regressed=[],
-            regressed_total=0,
-            improved_total=0,
-            compared=0,
-            worst=shown,
             audit=audit_view(report, href),
             errors_by_kind=sorted(report.summary.errors_by_kind.items()),
             suspects=suspects(shown),
+            worst=shown,
         )
     subtitle = [
         redact(_describe_report("baseline", gate.baseline, baseline_source or "baseline")),
         redact(_describe_report("candidate", report, source)),
     ]
-    failed = len(gate.failures)
     rules = [
         RuleView("FAIL" if not r.passed else ("PASS" if r.applicable else "n/a"), r.message)
         for r in sorted(gate.rules, key=lambda r: (r.passed, not r.applicable))
@@ -925,13 +912,11 @@ def report_view(
         for change in gate.case_diff.regressed[:worst]
         if change.id in by_id
     ]
-    verdict = "PASS" if gate.passed else "FAIL"
     state = "passed" if gate.passed else "FAILED"
-    title = f"gate {state}: {failed} of {len(gate.rules)} rules failed"
     return ReportView(
-        title=title,
+        title=f"gate {state}: {len(gate.failures)} of {len(gate.rules)} rules failed",
         subtitle=subtitle,
-        verdict=verdict,
+        verdict="PASS" if gate.passed else "FAIL",
         metrics=metric_rows(gate.candidate_summary, gate.baseline_summary),
         has_baseline=True,
         rules=rules,
@@ -941,7 +926,6 @@ def report_view(
         regressed_total=len(gate.case_diff.regressed),
         improved_total=len(gate.case_diff.improved),
         compared=gate.case_diff.compared,
-        worst=[],
         audit=audit_view(report, href),
         errors_by_kind=sorted(report.summary.errors_by_kind.items()),
         suspects=suspects(regressed),

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from sklearn.metrics import cohen_kappa_score  # type: ignore[import-untyped]
 
-from evaluator.judge.calibrate import bootstrap_interval, calibrate, cohen_kappa, render_markdown
+from evaluator.judge.calibrate import bootstrap_intervals, calibrate, cohen_kappa, render_markdown
 from evaluator.judge.labels import Label, LabelsError, append_label, read_labels
 from evaluator.judge.record import CaseJudgement, CheckOutcome, JudgedRun, JudgeUsage
 
@@ -61,11 +61,11 @@ def test_kappa_is_undefined_when_both_raters_never_vary() -> None:
 
 def test_the_bootstrap_interval_holds_the_estimate_and_is_repeatable() -> None:
     a, b = _rate((40, 5, 8, 47))
-    low, high = bootstrap_interval(a, b) or (0, 0)
+    low, high = bootstrap_intervals(a, b)[0] or (0, 0)
     kappa = cohen_kappa(a, b)
     assert kappa is not None and low < kappa < high
-    assert bootstrap_interval(a, b) == (low, high)
-    assert bootstrap_interval([True], [True]) is None
+    assert bootstrap_intervals(a, b)[0] == (low, high)
+    assert bootstrap_intervals([True], [True]) == (None, None)
 
 
 def _run(verdicts: dict[str, bool], model: str = "m") -> JudgedRun:
