@@ -350,22 +350,27 @@ def _expected_facts(value: object, messages: list[str]) -> tuple[tuple[str, ...]
         return None
     before = len(messages)
     facts: list[tuple[str, ...]] = []
+    # each place is named (an f-string built) only for an item that is not a fact
     for index, item in enumerate(value, start=1):
-        if type(item) is list:
-            if not item:
-                where = f'field "expected_facts" item {index}'
-                messages.append(f"{where} is an empty list of alternatives")
-            found = [
-                _fact_or_note(
-                    alternative, f'field "expected_facts" item {index} alternative {n}', messages
-                )
-                for n, alternative in enumerate(item, start=1)
-            ]
-            alternatives = tuple(a for a in found if a is not None)
-        else:
-            fact = _fact_or_note(item, f'field "expected_facts" item {index}', messages)
-            alternatives = () if fact is None else (fact,)
-        facts.append(_shared_tuple(alternatives))
+        if type(item) is not list:
+            fact = _fact(item)
+            if fact is None:
+                _not_a_fact(item, f'field "expected_facts" item {index}', messages)
+            else:
+                facts.append((fact,))
+            continue
+        if not item:
+            messages.append(f'field "expected_facts" item {index} is an empty list of alternatives')
+        alternatives = []
+        for n, alternative in enumerate(item, start=1):
+            fact = _fact(alternative)
+            if fact is None:
+                where = f'field "expected_facts" item {index} alternative {n}'
+                _not_a_fact(alternative, where, messages)
+            else:
+                alternatives.append(fact)
+        facts.append(tuple(alternatives))
+    # one tuple for each distinct list of facts (a golden set repeats them), its facts with it
     return _shared_tuple(tuple(facts)) if len(messages) == before else None
 
 
@@ -374,14 +379,6 @@ def _fact(value: object) -> str | None:
     every answer."""
     fact = _text(value)
     return None if fact is None or _matches_everything(fact) else fact
-
-
-def _fact_or_note(value: object, where: str, messages: list[str]) -> str | None:
-    """``value`` as a fact, or None with why it is not one appended to ``messages``."""
-    fact = _fact(value)
-    if fact is None:
-        _not_a_fact(value, where, messages)
-    return fact
 
 
 def _not_a_fact(value: object, where: str, messages: list[str]) -> None:

@@ -63,8 +63,9 @@ def check_comparable(
         k=candidate.k,
         dataset=candidate.dataset,
         dataset_hash=candidate.dataset_hash,
-        # read only when the golden sets differ (to count the shared cases)
-        case_ids=[c.id for c in candidate.cases],
+        # read only when the golden sets differ (to count the shared cases): not listed
+        # for the usual pair
+        case_ids=(c.id for c in candidate.cases),
         allow_dataset_change=allow_dataset_change,
     )
 

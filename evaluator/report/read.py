@@ -121,7 +121,6 @@ class _TagSummaryFields(Struct, frozen=True, gc=False):
 # a bad value is an error naming the metric, checked in C while decoding.
 _SCORE_FIELDS = CaseScores.__struct_fields__
 _SCORE_TYPES = get_type_hints(CaseScores)
-_scores_of = attrgetter(*_SCORE_FIELDS)
 
 
 def _decoded_as(name: str) -> object:
@@ -130,7 +129,7 @@ def _decoded_as(name: str) -> object:
     return bool | None if bool in get_args(_SCORE_TYPES[name]) else Ratio | None
 
 
-if TYPE_CHECKING:  # the generated fields are read by name (getattr, attrgetter)
+if TYPE_CHECKING:  # the generated fields are read by name (getattr, msgspec.convert)
 
     class _Case(_CaseFields, frozen=True): ...
 
@@ -303,8 +302,9 @@ def _case(c: _Case, known: Mapping[str, Case]) -> CaseRecord:
     if c.error is not None:
         outcome = c.error
     else:
-        # any score may be null: retrieval when the target's ids are not mapped
-        outcome = CaseScores(**dict(zip(_SCORE_FIELDS, _scores_of(c), strict=True)))
+        # any score may be null: retrieval when the target's ids are not mapped; each
+        # score read off the decoded case by its name, in C
+        outcome = msgspec.convert(c, CaseScores, from_attributes=True)
     case = Case(
         id=c.id,
         question=c.question,
