@@ -405,19 +405,24 @@ class HttpTarget:
         cost = None
         if self._prices is not None and (input_tokens is not None or output_tokens is not None):
             cost = (input_tokens or 0) * self._prices[0] + (output_tokens or 0) * self._prices[1]
-        # positional, in field order: keyword arguments cost a third of each construction
         delivery = Delivery(
-            arrival.headers_at - started,  # ttfb_seconds
-            ttft,  # ttft_seconds
-            arrival.received_at - started,  # last_byte_seconds
-            input_tokens,
-            output_tokens,
-            counted,  # tokens_counted
-            stream is not None,  # streamed
-            trace_id,
-            cost,
+            ttfb_seconds=arrival.headers_at - started,
+            ttft_seconds=ttft,
+            last_byte_seconds=arrival.received_at - started,
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            tokens_counted=counted,
+            streamed=stream is not None,
+            trace_id=trace_id,
+            cost=cost,
         )
-        return TargetResponse(retrieved, answer, citations, timings, delivery)
+        return TargetResponse(
+            retrieved=retrieved,
+            answer=answer,
+            citations=citations,
+            timings=timings,
+            delivery=delivery,
+        )
 
     async def _map_offloaded(
         self, content: bytes
