@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import tracemalloc
 
 import pytest
 
@@ -76,3 +77,20 @@ def test_json_line_escapes_what_json_leaves_raw() -> None:
     assert not any(c in line for c in "\u2028\u2029\u0085\x7f\x9b")
     assert '"a\\u2028b\\u2029c\\u0085d\\u007f\\u009b"' in line
     assert border.json_line('{"fact": "7 天"}') == '{"fact": "7 天"}'
+
+
+@pytest.mark.parametrize("piece", [b"fact0 ", b"\\u00e9", b"x\\n"])
+def test_skipping_a_long_string_holds_no_memory(piece: bytes) -> None:
+    """A 3 MB string in a body msgspec refuses (NDJSON here): the depth scan skips it in
+    bounded memory (the regex kept a backtracking mark per character, 357 MiB; `probe` of
+    such a stream peaked at 426 MiB)."""
+    body = b'{"a": "' + piece * (3_000_000 // len(piece)) + b'"}\n{"b": [1]}'
+    tracemalloc.start()
+    try:
+        assert not border._deeper_than(body, border.MAX_JSON_DEPTH)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 1 << 20
+    with pytest.raises(ValueError):
+        border.loads(body)

@@ -298,3 +298,38 @@ dataset = "golden.jsonl"
     written = [] if (tmp_path / "out.json").exists() else ["no report written"]
     exported = [] if asked else ["the collector was never asked"]
     _check(attack, result.problems(frozenset({0})) + written + exported)
+
+
+def _one_per_pair(delivery: Delivery) -> list[object]:
+    """:func:`_params`, the first attack of each (seed, surface, block) only: a process per
+    attack, and the daemon's tier already serves every variant."""
+    seen: set[tuple[int, str, str]] = set()
+    kept = []
+    for param in _params(delivery):
+        attack = param.values[0]  # type: ignore[attr-defined]
+        assert isinstance(attack, Attack)
+        pair = (attack.seed, attack.surface.name, attack.block)
+        if pair not in seen:
+            seen.add(pair)
+            kept.append(param)
+    return kept
+
+
+@pytest.mark.parametrize("attack", _one_per_pair("target"))
+def test_probe_of_a_hostile_target(attack: Attack, tmp_path: Path) -> None:
+    """``probe`` shows what a hostile target sent, or says why it cannot: exit 0 or 1, the
+    body's control characters escaped, no secret form echoed back, no internal error, in
+    bounded time and memory."""
+    path = "/" + attack.slug
+    with ScriptedRawServer({path: list(attack.pieces)}) as server:
+        (tmp_path / "targets.toml").write_text(
+            f'[[targets]]\nname = "{attack.slug}"\nurl = "{server.url_of(path)}"\n'
+            f"{attack.surface.target_toml}\n",
+            "utf-8",
+        )
+        result = run_cli(
+            ["probe", "--target-config", "targets.toml", "--question", "q0"],
+            tmp_path,
+            key=f"probe {attack.id}",
+        )
+    _check(attack, result.problems())
