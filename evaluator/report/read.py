@@ -338,7 +338,7 @@ def _case(c: _Case, known: Mapping[str, Case]) -> CaseRecord:
     )
 
 
-def _records(source: str, head: _Report, share: RunReport | None) -> tuple[CaseRecord, ...]:
+def _records(head: _Report, share: RunReport | None) -> tuple[CaseRecord, ...]:
     """Every case's record, each decoded entry dropped once its record is built (the
     entries and the records of a large report are not held at once)."""
     known = {r.case.id: r.case for r in share.cases} if share is not None else {}
@@ -357,10 +357,7 @@ def _build(source: str, head: _Report, share: RunReport | None = None) -> RunRep
         ReportError: naming the source and the first bad field.
     """
     if head.schema_version != SCHEMA_VERSION:
-        raise ReportError(
-            f"{source}: schema_version {head.schema_version!r} is not supported "
-            f"(expected {SCHEMA_VERSION})"
-        )
+        raise _unsupported(source, head.schema_version)
     check_ids(source, [c.id for c in head.cases])
     written = head.summary
     if not head.cases:  # a summary-only report: judged on what it says
@@ -376,7 +373,7 @@ def _build(source: str, head: _Report, share: RunReport | None = None) -> RunRep
                 raise ReportError(
                     f"{source}: field {field!r} is {value} but the report holds {actual}"
                 )
-        cases = _records(source, head, share)
+        cases = _records(head, share)
         # derived from the cases; the event loop's lag is the run's, not the cases'
         summary = replace(
             summarise(cases),
@@ -404,17 +401,16 @@ def _repeats(source: str, raw: dict[str, Any] | None) -> Repeats | None:
         raise ReportError(str(exc)) from None
 
 
-def _version_error(source: str, raw: bytes | None, data: object) -> ReportError | None:
+def _version_error(source: str, raw: bytes) -> ReportError | None:
     """A clearer message when the report is of another schema version."""
     try:
-        if raw is not None:
-            version = _VERSION.decode(raw).schema_version
-        else:
-            version = data.get("schema_version") if isinstance(data, Mapping) else None
+        version = _VERSION.decode(raw).schema_version
     except (msgspec.MsgspecError, RecursionError):
         return None
-    if version == SCHEMA_VERSION:
-        return None
+    return None if version == SCHEMA_VERSION else _unsupported(source, version)
+
+
+def _unsupported(source: str, version: object) -> ReportError:
     return ReportError(
         f"{source}: schema_version {version!r} is not supported (expected {SCHEMA_VERSION})"
     )
@@ -429,7 +425,7 @@ def _decoded(raw: bytes, source: str) -> _Report:
     try:
         return _REPORT.decode(raw)
     except msgspec.ValidationError as exc:
-        raise (_version_error(source, raw, None) or _field_error(source, exc)) from None
+        raise (_version_error(source, raw) or _field_error(source, exc)) from None
     except msgspec.DecodeError as exc:
         cleaned = _through_the_border(raw)
         if cleaned is None:
@@ -439,7 +435,7 @@ def _decoded(raw: bytes, source: str) -> _Report:
     try:
         return _REPORT.decode(cleaned)
     except msgspec.ValidationError as exc:
-        raise (_version_error(source, cleaned, None) or _field_error(source, exc)) from None
+        raise (_version_error(source, cleaned) or _field_error(source, exc)) from None
 
 
 def _through_the_border(raw: bytes) -> bytes | None:
