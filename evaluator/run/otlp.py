@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import gzip
 import os
-import re
 import socket
 import ssl
 import threading
@@ -32,6 +31,7 @@ from evaluator import border, process_state
 from evaluator.errors import ConfigError
 from evaluator.models import CaseRecord
 from evaluator.redaction import redactor, register_secrets
+from evaluator.targets.templates import resolve_env
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
@@ -96,7 +96,6 @@ TRACES_PATH = "/v1/traces"
 MAX_RESPONSE_HEAD_BYTES = 16 * 1024
 #: the failure kinds counted (``rag_eval_otlp_export_errors_total{kind}``)
 FAILURE_KINDS = ("connect", "timeout", "http_status", "bad_response", "exporter_exception")
-_ENV_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
 class ExportFailed(Exception):
@@ -125,19 +124,6 @@ def parse_env_headers(value: str) -> dict[str, str]:
         if sep and name.strip():
             headers[unquote(name.strip())] = unquote(raw.strip())
     return headers
-
-
-def _resolve(value: str, where: str, found: list[str]) -> str:
-    """``value`` with its ``${NAME}`` references read; each value read goes to ``found``."""
-
-    def lookup(match: re.Match[str]) -> str:
-        resolved = os.environ.get(match.group(1))
-        if not resolved:
-            raise ConfigError(f"{where}: environment variable {match.group(1)} is not set")
-        found.append(resolved)
-        return resolved
-
-    return _ENV_REFERENCE.sub(lookup, value)
 
 
 def _read_head(sock: socket.socket, deadline: float) -> bytes:
@@ -477,7 +463,7 @@ def resolve(
         if found is not None:
             resolved = parse_env_headers(found[1])
     else:
-        resolved = {k: _resolve(v, f"otlp.headers.{k}", read) for k, v in headers.items()}
+        resolved = {k: resolve_env(v, f"otlp.headers.{k}", found=read) for k, v in headers.items()}
     for name, value in resolved.items():
         # the border's rule for a header, as for a target's (control characters, a name
         # that is no token, bytes of the environment that are not UTF-8)
