@@ -37,13 +37,11 @@ def language_of(text: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Answer:
-    """The answer text, the 1-based evidence positions it cites, and why."""
+    """The answer text, the 1-based evidence positions it cites, and whether it refused."""
 
     text: str
     citations: tuple[int, ...]
     refused: bool
-    #: coverage of the question by the quoted sentence, the value the threshold is applied to
-    evidence_score: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,15 +94,14 @@ class ExtractiveAnswerer:
         lang = language_of(question)
         pick = self._best(frozenset(query_tokens), expected_types(question), evidence)
         if pick is None or pick.coverage < self.threshold:
-            score = 0.0 if pick is None else pick.coverage
-            return Answer(REFUSALS[lang], (), refused=True, evidence_score=score)
+            return Answer(REFUSALS[lang], (), refused=True)
         sentences = self.index.sentences[evidence[pick.position - 1].index]
         quoted = list(self._quoted(sentences, pick.sentence))
         if misread:
             quoted = self._misread(sentences, pick.sentence)
         joiner = "" if lang == "zh" else " "
         text = f"{joiner.join(quoted)} [{pick.position}]"
-        return Answer(text, (pick.position,), refused=False, evidence_score=pick.coverage)
+        return Answer(text, (pick.position,), refused=False)
 
     def _best(
         self, query: frozenset[str], types: frozenset[str], evidence: Sequence[Candidate]
