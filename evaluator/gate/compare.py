@@ -10,18 +10,19 @@ both count. Either way the rules judge summaries derived from the matched cases.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import compress, count
 from operator import itemgetter, ne
 from typing import Any
 
 from evaluator.errors import GateError
+from evaluator.gate.repeats import summary_over_rounds
 from evaluator.metrics import FLOAT_TOLERANCE, METRICS
 from evaluator.models import CaseError, CaseRecord
 from evaluator.report import RunReport
 from evaluator.report.columns import SCORE_FIELDS, CaseTable
-from evaluator.summary import Summary, summarise
+from evaluator.summary import Summary
 
 __all__ = [
     "Alignment",
@@ -120,25 +121,13 @@ class Alignment:
     dataset_changed: bool
 
 
-#: how the rules' summary is made of the matched cases (the gate's repeats give each
-#: case's mean over the rounds: :func:`evaluator.gate.repeats.summary_over_rounds`)
-Summarise = Callable[[RunReport, Sequence[CaseRecord]], Summary]
-
-
-def _summary(report: RunReport, cases: Sequence[CaseRecord]) -> Summary:
-    # every case matched (the usual pair): the report's own summary, derived from them
-    return report.summary if len(cases) == len(report.cases) else summarise(cases)
-
-
 def align(
-    baseline: RunReport,
-    candidate: RunReport,
-    *,
-    allow_dataset_change: bool = False,
-    summary_of: Summarise = _summary,
+    baseline: RunReport, candidate: RunReport, *, allow_dataset_change: bool = False
 ) -> Alignment:
     """Match the cases of two comparable reports by id; the summaries the rules judge are
-    ``summary_of`` the matched cases (a report without cases: its written summary).
+    those of the matched cases (:func:`~evaluator.gate.repeats.summary_over_rounds`: with
+    repeats, each case's mean over the rounds), or a report's written summary when it has
+    no cases.
 
     Raises:
         GateError: not comparable (see :func:`check_comparable`), a candidate holding cases
@@ -179,8 +168,8 @@ def align(
     if only_cand:
         cand_cases = tuple(c for c in cand_cases if c.id in keep)
     return Alignment(
-        summary_of(baseline, base_cases) if baseline.cases else baseline.summary,
-        summary_of(candidate, cand_cases) if candidate.cases else candidate.summary,
+        summary_over_rounds(baseline, base_cases) if baseline.cases else baseline.summary,
+        summary_over_rounds(candidate, cand_cases) if candidate.cases else candidate.summary,
         CaseTable.of_records(base_cases),
         CaseTable.of_records(cand_cases),
         shared,

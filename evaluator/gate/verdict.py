@@ -18,7 +18,6 @@ from evaluator.gate.repeats import (
     flaky_ids,
     judge_repeats,
     leave_out,
-    summary_over_rounds,
 )
 from evaluator.gate.rules import (
     DEFAULT_RULES,
@@ -130,12 +129,7 @@ def evaluate_gate(
         kept_baseline, kept_candidate, left_out = leave_out(baseline, candidate, quarantine)
         repeats = judge_repeats(kept_baseline, kept_candidate, left_out, flaky)
         judged_baseline, judged_candidate = kept_baseline, kept_candidate
-    alignment = align(
-        judged_baseline,
-        judged_candidate,
-        allow_dataset_change=allow_dataset_change,
-        summary_of=summary_over_rounds,
-    )
+    alignment = align(judged_baseline, judged_candidate, allow_dataset_change=allow_dataset_change)
     intervals: dict[str, Interval] = {}
     if with_intervals:
         intervals = paired_intervals(alignment.baseline_cases, alignment.candidate_cases)
