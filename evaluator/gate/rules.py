@@ -55,6 +55,7 @@ __all__ = [
     "latency_limits",
     "load_rules",
     "parse_rules",
+    "read_gates_file",
     "resolve_rules",
 ]
 
@@ -457,6 +458,22 @@ def load_rules(path: str | Path) -> tuple[Rule, ...]:
     except ValueError as exc:  # TOMLDecodeError, or a 5,000-digit integer's digit limit
         raise ConfigError(f"{source}: invalid TOML: {exc}") from exc
     return parse_rules(data, source)
+
+
+def read_gates_file(rules_source: str) -> Mapping[str, object]:
+    """The decoded gates file :func:`resolve_rules` chose (``rules_source``), for its other
+    tables (``[quarantine]``, ``[baseline]``, ``[judged.*]``); empty for the built-in defaults.
+
+    Raises:
+        ConfigError: the file cannot be read or is not TOML.
+    """
+    path = Path(rules_source)
+    if not path.is_file():
+        return {}
+    try:
+        return tomllib.loads(border.read_file(path, border.MAX_SETTINGS_BYTES).decode("utf-8"))
+    except (OSError, ValueError) as exc:  # ValueError: bad TOML or UTF-8, int digit limit
+        raise ConfigError(f"{rules_source}: cannot read gates file: {exc}") from exc
 
 
 def resolve_rules(path: str | Path | None = None) -> tuple[tuple[Rule, ...], str]:
