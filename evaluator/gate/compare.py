@@ -301,14 +301,14 @@ def diff_cases(alignment: Alignment) -> CaseDiff:
         if not worse and not better:
             continue
         severity = bad if worse else good
-        question, relevant, ranked = base.shown(order)
+        record = base.rows[order]
         change = CaseChange(
             id=base_ids[order],
-            question=question,
+            question=record.case.question,
             severity=severity,
             changes=(*worse, *better),
-            relevant_ids=relevant,
-            baseline_ranked_ids=ranked,
+            relevant_ids=tuple(record.case.relevance),
+            baseline_ranked_ids=record.ranked_ids,
             candidate_ranked_ids=cand_rows[j].ranked_ids,
         )
         (regressed if worse else improved).append((-severity, order, change))
