@@ -423,9 +423,10 @@ def resolve(
     headers: Mapping[str, str] | None = None,
     compression: str = "none",
 ) -> dict[str, Any]:
-    """The export's settings: each left at its default gives way to OpenTelemetry's standard
-    variable (``OTEL_EXPORTER_OTLP_*``, ``OTEL_SERVICE_NAME``); ``${ENV}`` in header values
-    resolved, and every header value registered as a secret.
+    """The export's settings (:class:`CaseSpans`' arguments): each left at its default gives
+    way to OpenTelemetry's standard variable (``OTEL_EXPORTER_OTLP_*``,
+    ``OTEL_SERVICE_NAME``); ``${ENV}`` in header values resolved, and every header value
+    registered as a secret.
 
     Raises:
         ConfigError: naming the setting or variable.
@@ -505,15 +506,7 @@ def install(
             headers=headers,
             compression=compression,
         )
-        process_state.spans.swap(
-            CaseSpans(
-                settings["endpoint"],
-                settings["service_name"],
-                settings["timeout_seconds"],
-                headers=settings["headers"],
-                compression=settings["compression"],
-            )
-        )
+        process_state.spans.swap(CaseSpans(**settings))
     return active()
 
 
