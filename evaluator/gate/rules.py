@@ -39,6 +39,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_GATES_PATH",
+    "DEFAULT_LATENCY_GROWTH",
     "DEFAULT_NOISE_FLOOR_SECONDS",
     "DEFAULT_RULES",
     "GATE_METRICS",
@@ -79,7 +80,7 @@ DEFAULT_NOISE_FLOOR_SECONDS = 0.05
 #: The key of a latency table that sets its noise floor (a modifier, not a rule).
 NOISE_FLOOR_KEY = "noise_floor_seconds"
 #: The relative P95 growth the diagnosis reports when no rule says otherwise.
-_DEFAULT_LATENCY_GROWTH = 0.20
+DEFAULT_LATENCY_GROWTH = 0.20
 
 #: Where ``evaluator gate`` looks for rules when no file is configured.
 DEFAULT_GATES_PATH = Path("config/gates.toml")
@@ -212,7 +213,7 @@ def latency_limits(rules: Sequence[Rule]) -> tuple[float, float]:
     for rule in rules:
         if rule.metric == "p95_seconds" and rule.kind == "max_relative_growth":
             return rule.limit, rule.noise_floor
-    return _DEFAULT_LATENCY_GROWTH, DEFAULT_NOISE_FLOOR_SECONDS
+    return DEFAULT_LATENCY_GROWTH, DEFAULT_NOISE_FLOOR_SECONDS
 
 
 @dataclass(frozen=True, slots=True)
