@@ -29,7 +29,6 @@ __all__ = [
     "CaseChange",
     "CaseDiff",
     "align",
-    "check_comparable",
     "check_run_comparable",
     "diff_cases",
     "record_moves",
@@ -51,26 +50,6 @@ _ERROR_WEIGHT = 10.0
 _ANSWER_WEIGHT = 3.0
 
 
-def check_comparable(
-    baseline: RunReport, candidate: RunReport, *, allow_dataset_change: bool = False
-) -> None:
-    """Raise :class:`GateError` when the reports cannot be compared.
-
-    A different K is never comparable (recall@5 and recall@10 measure different things);
-    a different golden set is, with ``allow_dataset_change``.
-    """
-    check_run_comparable(
-        baseline,
-        k=candidate.k,
-        dataset=candidate.dataset,
-        dataset_hash=candidate.dataset_hash,
-        # read only when the golden sets differ (to count the shared cases): not listed
-        # for the usual pair
-        case_ids=(c.id for c in candidate.cases),
-        allow_dataset_change=allow_dataset_change,
-    )
-
-
 def check_run_comparable(
     baseline: RunReport,
     *,
@@ -80,7 +59,11 @@ def check_run_comparable(
     case_ids: Iterable[str],
     allow_dataset_change: bool = False,
 ) -> None:
-    """:func:`check_comparable` against a run not made yet (so a live gate fails early).
+    """Raise :class:`GateError` when a run of the candidate (made, or not made yet: a live
+    gate fails early) cannot be compared with ``baseline``.
+
+    A different K is never comparable (recall@5 and recall@10 measure different things);
+    a different golden set is, with ``allow_dataset_change``.
 
     Raises:
         GateError: a different K, or a different golden set without ``allow_dataset_change``.
@@ -130,11 +113,20 @@ def align(
     no cases.
 
     Raises:
-        GateError: not comparable (see :func:`check_comparable`), a candidate holding cases
+        GateError: not comparable (see :func:`check_run_comparable`), a candidate holding cases
             that the golden set its hash names does not, or a changed golden set that
             shares no case with the baseline's.
     """
-    check_comparable(baseline, candidate, allow_dataset_change=allow_dataset_change)
+    check_run_comparable(
+        baseline,
+        k=candidate.k,
+        dataset=candidate.dataset,
+        dataset_hash=candidate.dataset_hash,
+        # read only when the golden sets differ (to count the shared cases): not listed
+        # for the usual pair
+        case_ids=(c.id for c in candidate.cases),
+        allow_dataset_change=allow_dataset_change,
+    )
     base_list = [c.id for c in baseline.cases]
     cand_list = [c.id for c in candidate.cases]
     only_base: tuple[str, ...] = ()
