@@ -224,7 +224,7 @@ class _CountingExporter:
     """The SDK's span-exporter face of :class:`BoundedExporter`: encodes each batch, counts
     and logs those that did not reach the collector (by kind, with the status and URL)."""
 
-    def __init__(self, inner: BoundedExporter | Any) -> None:
+    def __init__(self, inner: BoundedExporter) -> None:
         self._inner = inner
         #: held while counting: export runs on the batch processor's thread, scrapes elsewhere
         self.lock = threading.Lock()
@@ -237,24 +237,16 @@ class _CountingExporter:
         self.quiet = False
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
         from opentelemetry.sdk.trace.export import SpanExportResult
 
         failure: ExportFailed | None = None
         try:
-            if isinstance(self._inner, BoundedExporter):
-                from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
-
-                self._inner.send(encode_spans(spans).SerializePartialToString())
-                result = SpanExportResult.SUCCESS
-            else:
-                result = self._inner.export(spans)
-                if result is not SpanExportResult.SUCCESS:
-                    failure = ExportFailed("http_status", "the exporter reported a failure")
+            self._inner.send(encode_spans(spans).SerializePartialToString())
         except ExportFailed as exc:
-            failure, result = exc, SpanExportResult.FAILURE
+            failure = exc
         except Exception as exc:  # an exporter bug must not kill the processor's thread
             failure = ExportFailed("exporter_exception", f"{type(exc).__name__}: {exc}")
-            result = SpanExportResult.FAILURE
         with self.lock:
             if failure is None:
                 self.exported_spans += len(spans)
@@ -269,10 +261,10 @@ class _CountingExporter:
                 spans=len(spans),
                 error_kind=failure.kind,
                 status=failure.status,
-                url=redactor().redact_text(getattr(self._inner, "url", "")),
+                url=redactor().redact_text(self._inner.url),
                 error=redactor().redact_text(str(failure)),
             )
-        return result
+        return SpanExportResult.SUCCESS if failure is None else SpanExportResult.FAILURE
 
     def count_failure(self, kind: str, message: str) -> None:
         """A span lost before any request (it could not be built): counted and logged."""
@@ -286,14 +278,10 @@ class _CountingExporter:
         )
 
     def shutdown(self) -> None:
-        if not isinstance(self._inner, BoundedExporter):
-            self._inner.shutdown()
+        """Nothing to stop: each batch is sent on a connection of its own."""
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
-        if isinstance(self._inner, BoundedExporter):
-            return True
-        result: bool = self._inner.force_flush(timeout_millis)
-        return result
+        return True  # nothing buffered here: the batch processor holds the queue
 
 
 class CaseSpans:
