@@ -360,7 +360,7 @@ _JOB_LABELS = ("target", "dataset")
 def _counter(
     family: Family, labels: Mapping[str, str], label: str | None = None, values: Sequence[str] = ()
 ) -> CounterCell:
-    """A job's counter (by ``label``, if any), every series of it at zero from the start:
+    """A counter (by ``label``, if any), every series of it at zero from the start:
     increase() and rate() see its first increment, and dashboards show 0 rather than no data."""
     cell = CounterCell(family, labels, () if label is None else (label,))
     for extra in [[value] for value in values] or [[]]:
@@ -536,15 +536,12 @@ class Metrics:
             ]
         )
         # process-wide: one cell each, with no job labels
-        self._config_reloads = CounterCell(config_reloads, {}, ["result"])
-        for result in ("success", "failure"):
-            self._config_reloads.create([result])
+        self._config_reloads = _counter(config_reloads, {}, "result", ("success", "failure"))
         self._last_reload_ok = GaugeCell(last_reload_ok, {})
         self._last_reload_ok.set([((), 1.0)])
         self._last_reload_at = GaugeCell(last_reload_at, {})
         self._last_reload_at.set([((), time.time())])
-        self._surrogates = CounterCell(surrogates, {})
-        self._surrogates.create()
+        self._surrogates = _counter(surrogates, {})
         self._surrogates_seen = border.surrogates_replaced()
         for family, cell in (
             (surrogates, self._surrogates),
