@@ -496,11 +496,8 @@ def read_report(path: str | os.PathLike[str], *, share: RunReport | None = None)
         ReportError: unreadable, not JSON (e.g. truncated), not a report, or inconsistent;
             the message names the file and the field.
     """
-    return parse_report(_read(path), str(path), share=share)
-
-
-def _read(path: str | os.PathLike[str]) -> bytes:
     try:
-        return border.read_file(path)
+        raw = border.read_file(path)
     except OSError as exc:
         raise ReportError(f"{path}: cannot read report: {exc.strerror or exc}") from exc
+    return parse_report(raw, str(path), share=share)

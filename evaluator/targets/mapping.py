@@ -66,14 +66,6 @@ FIELDS = (
 )
 
 
-def _mapping_error(field: str, expression: str, problem: str) -> BadResponseError:
-    return BadResponseError(
-        f"response.{field} expression {json.dumps(expression)} {problem}",
-        field=field,
-        expression=expression,
-    )
-
-
 def _kind_of(value: object) -> str:
     if value is None:
         return "null"
@@ -212,7 +204,12 @@ class ResponseMapper:
             raise self._fail(field, f"failed: {exc}") from None
 
     def _fail(self, field: str, problem: str) -> BadResponseError:
-        return _mapping_error(field, self.expressions[field].expression, problem)
+        expression = self.expressions[field].expression
+        return BadResponseError(
+            f"response.{field} expression {json.dumps(expression)} {problem}",
+            field=field,
+            expression=expression,
+        )
 
     def _typed(self, field: str, body: object, kind: type[T], expected: str) -> T:
         """The field's value, when of ``kind``; null or another type is an error."""
