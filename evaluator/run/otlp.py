@@ -338,53 +338,43 @@ class CaseSpans:
         logged, and the case goes on as measured.
         """
         try:
-            self._record(record, span_id, start_ns, end_ns, attributes)
+            from opentelemetry import trace
+            from opentelemetry.trace import Status, StatusCode
+
+            redact = redactor()
+            attrs: dict[str, Any] = {
+                f"rag_eval.{key}": redact.redact_text(v) if isinstance(v, str) else v
+                for key, v in attributes.items()
+            }
+            attrs["rag_eval.case_id"] = redact.redact_text(record.id)
+            attrs["rag_eval.attempts"] = record.attempts
+            attrs["rag_eval.outcome"] = "error" if record.error is not None else "ok"
+            if record.error is not None:
+                attrs["rag_eval.error_kind"] = record.error.kind
+            if record.trace_id is not None and span_id is not None:
+                self._ids.pending = (int(record.trace_id, 16), int(span_id, 16))
+            try:
+                span = self._tracer.start_span(CASE_SPAN, attributes=attrs, start_time=start_ns)
+            finally:
+                self._ids.pending = None
+            if record.error is not None:
+                span.set_status(Status(StatusCode.ERROR, record.error.kind))
+            parent = trace.set_span_in_context(span)
+            at = start_ns
+            for stage, seconds in record.stage_seconds.items():
+                length = max(0, round(seconds * 1e9))
+                child = self._tracer.start_span(
+                    f"{STAGE_SPAN} {stage}",
+                    context=parent,
+                    attributes={"rag_eval.stage": stage},
+                    start_time=at,
+                )
+                child.end(end_time=at + length)
+                at += length
+            span.end(end_time=end_ns)
         except Exception as exc:
             self._ids.pending = None
             self.exporter.count_failure("exporter_exception", f"{type(exc).__name__}: {exc}")
-
-    def _record(
-        self,
-        record: CaseRecord,
-        span_id: str | None,
-        start_ns: int,
-        end_ns: int,
-        attributes: Mapping[str, str | int],
-    ) -> None:
-        from opentelemetry import trace
-        from opentelemetry.trace import Status, StatusCode
-
-        redact = redactor()
-        attrs: dict[str, Any] = {
-            f"rag_eval.{key}": redact.redact_text(v) if isinstance(v, str) else v
-            for key, v in attributes.items()
-        }
-        attrs["rag_eval.case_id"] = redact.redact_text(record.id)
-        attrs["rag_eval.attempts"] = record.attempts
-        attrs["rag_eval.outcome"] = "error" if record.error is not None else "ok"
-        if record.error is not None:
-            attrs["rag_eval.error_kind"] = record.error.kind
-        if record.trace_id is not None and span_id is not None:
-            self._ids.pending = (int(record.trace_id, 16), int(span_id, 16))
-        try:
-            span = self._tracer.start_span(CASE_SPAN, attributes=attrs, start_time=start_ns)
-        finally:
-            self._ids.pending = None
-        if record.error is not None:
-            span.set_status(Status(StatusCode.ERROR, record.error.kind))
-        parent = trace.set_span_in_context(span)
-        at = start_ns
-        for stage, seconds in record.stage_seconds.items():
-            length = max(0, round(seconds * 1e9))
-            child = self._tracer.start_span(
-                f"{STAGE_SPAN} {stage}",
-                context=parent,
-                attributes={"rag_eval.stage": stage},
-                start_time=at,
-            )
-            child.end(end_time=at + length)
-            at += length
-        span.end(end_time=end_ns)
 
     def shutdown(self) -> None:
         """Send what is queued, then stop: bounded by twice the export deadline whatever the
