@@ -197,22 +197,19 @@ _AT = re.compile(r"\s*-\s*at\s*`\$(?P<path>[^`]*)`\s*$")
 _MISSING = re.compile(r"^Object missing required field `(?P<name>[^`]*)`$")
 
 
-def _field_error(source: str, exc: msgspec.ValidationError, prefix: str = "") -> ReportError:
+def _field_error(source: str, exc: msgspec.ValidationError) -> ReportError:
     """msgspec's "Expected `float` <= 1.0 - at `$.summary.mrr`" as our one line."""
     text = str(exc)
     match = _AT.search(text)
-    head = text[: match.start()].strip() if match else text
-    missing = _MISSING.match(head)
+    why = text[: match.start()].strip() if match else text
+    missing = _MISSING.match(why)
     if missing is not None:
-        path = (prefix + (match.group("path").lstrip(".") if match else "")).rstrip(".")
+        path = (match.group("path").lstrip(".") if match else "").rstrip(".")
         field = f"{path}.{missing.group('name')}" if path else missing.group("name")
         return ReportError(f"{source}: field {field!r} is missing")
-    if match is None and not prefix:
-        return ReportError(f"{source}: not a report (expected a JSON object): {text}")
     if match is None:
-        return ReportError(f"{source}: field {prefix.rstrip('.')!r}: {text}")
-    field = prefix + match.group("path").lstrip(".")
-    why = text[: match.start()].strip()
+        return ReportError(f"{source}: not a report (expected a JSON object): {text}")
+    field = match.group("path").lstrip(".")
     if why.startswith("Invalid RFC3339"):  # a time (generated_at), in the reader's words
         return ReportError(f"{source}: field {field!r} is not an ISO 8601 time (RFC 3339)")
     if not field:
