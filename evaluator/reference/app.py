@@ -71,7 +71,6 @@ def create_app(
     *,
     slow_model_seconds: float = 1.5,
     error_share: float = 0.3,
-    rag: ReferenceRag | None = None,
 ) -> Starlette:
     """Build the reference RAG service; the index is built here, once.
 
@@ -80,18 +79,15 @@ def create_app(
             :data:`~evaluator.reference.failures.KNOWN_MODES`).
         slow_model_seconds: model-stage delay under ``slow_model``.
         error_share: share of questions failing with HTTP 500 under ``server_errors``.
-        rag: a ready pipeline to serve instead of building one (then the three arguments
-            above are ignored, and its own switchboard is used).
 
     Raises:
         UnknownFailureModeError: a mode in ``modes`` is unknown.
     """
-    if rag is None:
-        rag = ReferenceRag(
-            failure_modes=FailureModes(modes),
-            slow_model_seconds=slow_model_seconds,
-            error_share=error_share,
-        )
+    rag = ReferenceRag(
+        failure_modes=FailureModes(modes),
+        slow_model_seconds=slow_model_seconds,
+        error_share=error_share,
+    )
     failure_modes = rag.failure_modes
 
     async def answer(request: Request) -> JSONResponse:
