@@ -35,7 +35,7 @@ from msgspec import Meta, Struct
 from evaluator import border
 from evaluator.errors import ReportError
 from evaluator.models import Case, CaseError, CaseRecord, CaseScores, Outcome
-from evaluator.repeat_summary import Repeats, repeats_from_dict
+from evaluator.repeat_summary import repeats_from_dict
 from evaluator.report.check import check_ids, check_summary
 from evaluator.report.model import SCHEMA_VERSION, RunHeader, RunReport, Seconds, as_utc
 from evaluator.summary import OPTIONAL_FIELDS, QUALITY_METRICS, Summary, Total, summarise
@@ -217,9 +217,9 @@ def _field_error(source: str, exc: msgspec.ValidationError) -> ReportError:
     return ReportError(f"{source}: field {field!r}: {why}")
 
 
-def _nonfinite_path(data: object, path: str = "") -> str | None:
+def _nonfinite_path(data: object) -> str | None:
     """Where the first NaN or infinity is in decoded JSON (to name the field)."""
-    stack: list[tuple[object, str]] = [(data, path)]
+    stack: list[tuple[object, str]] = [(data, "")]
     while stack:
         value, where = stack.pop()
         if isinstance(value, float) and not math.isfinite(value):
@@ -377,25 +377,13 @@ def _build(source: str, head: _Report, share: RunReport | None = None) -> RunRep
             event_loop_lag_p95_seconds=written.event_loop_lag_p95_seconds,
             event_loop_lag_max_seconds=written.event_loop_lag_max_seconds,
         )
-    header = dict(zip(_HEADER_FIELDS, _header_of(head), strict=True))
-    header["generated_at"] = as_utc(head.generated_at)
-    return RunReport(
-        **header,
-        summary=summary,
-        cases=cases,
-        repeats=_repeats(source, head.repeats),
-        judge=head.judge,
-    )
-
-
-def _repeats(source: str, raw: dict[str, Any] | None) -> Repeats | None:
-    """The optional ``repeats`` block (``--repeat N``), checked."""
-    if raw is None:
-        return None
-    try:
-        return repeats_from_dict(raw, source)
+    try:  # the optional ``repeats`` block (``--repeat N``)
+        repeats = None if head.repeats is None else repeats_from_dict(head.repeats, source)
     except ValueError as exc:
         raise ReportError(str(exc)) from None
+    header = dict(zip(_HEADER_FIELDS, _header_of(head), strict=True))
+    header["generated_at"] = as_utc(head.generated_at)
+    return RunReport(**header, summary=summary, cases=cases, repeats=repeats, judge=head.judge)
 
 
 def _version_error(source: str, raw: bytes) -> ReportError | None:
