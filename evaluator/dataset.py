@@ -78,13 +78,7 @@ def parse_dataset(data: bytes, path: str) -> Dataset:
 
 
 def load_dataset(path: str | os.PathLike[str]) -> Dataset:
-    """Read a golden-set file and parse it with :func:`parse_dataset`.
-
-    Args:
-        path: the JSONL file.
-
-    Returns:
-        The validated dataset.
+    """Read a golden-set file (JSONL) and parse it with :func:`parse_dataset`.
 
     Raises:
         DatasetError: the file cannot be read (one problem at line 0 naming the OS reason),
