@@ -244,15 +244,6 @@ def _malformed(source: str, raw: bytes, exc: msgspec.DecodeError) -> ReportError
     return ReportError(f"{source}: not valid JSON: {exc}")
 
 
-def _total_map(entry: _TagSummary) -> dict[str, Total]:
-    out: dict[str, Total] = {}
-    for name in QUALITY_METRICS:
-        total: _Total | None = getattr(entry.totals, name)
-        if total is not None:
-            out[name] = Total(total.sum, total.count)
-    return out
-
-
 def _ratios(entry: _TagSummary) -> dict[str, float | None]:
     return {name: getattr(entry, name) for name in QUALITY_METRICS}
 
@@ -262,7 +253,11 @@ def _tag_summary(entry: _TagSummary, by_tag: Mapping[str, Summary]) -> Summary:
         case_count=entry.case_count,
         scored_count=entry.scored_count,
         error_count=entry.error_count,
-        totals=_total_map(entry),
+        totals={
+            name: Total(total.sum, total.count)
+            for name in QUALITY_METRICS
+            if (total := getattr(entry.totals, name)) is not None
+        },
         error_rate=entry.error_rate,
         p50_seconds=entry.p50_seconds,
         p95_seconds=entry.p95_seconds,
