@@ -78,13 +78,7 @@ def parse_dataset(data: bytes, path: str) -> Dataset:
 
 
 def load_dataset(path: str | os.PathLike[str]) -> Dataset:
-    """Read a golden-set file and parse it with :func:`parse_dataset`.
-
-    Args:
-        path: the JSONL file.
-
-    Returns:
-        The validated dataset.
+    """Read a golden-set file (JSONL) and parse it with :func:`parse_dataset`.
 
     Raises:
         DatasetError: the file cannot be read (one problem at line 0 naming the OS reason),
@@ -138,7 +132,9 @@ def _check(data: bytes, path: str) -> tuple[list[Case], list[DatasetProblem]]:
             problems.append(DatasetProblem(path, number, parsed))
             continue
         case, case_id, messages = _build_case(parsed, number)
-        messages.extend(_duplicate_id(case_id, number, first_line_of))
+        # the first line of each id is recorded; a later one is a problem
+        if case_id is not None and (first := first_line_of.setdefault(case_id, number)) != number:
+            messages.append(f"duplicate id {_quote(case_id)} (first used on line {first})")
         problems.extend(DatasetProblem(path, number, message) for message in messages)
         if case is not None and not messages:
             cases.append(case)
@@ -146,16 +142,6 @@ def _check(data: bytes, path: str) -> tuple[list[Case], list[DatasetProblem]]:
         message = "empty golden set: no case (the file is empty or has only blank lines)"
         problems.append(DatasetProblem(path, 0, message))
     return cases, problems
-
-
-def _duplicate_id(case_id: str | None, number: int, first_line_of: dict[str, int]) -> list[str]:
-    """A problem when this case's id was used on an earlier line; records the id otherwise."""
-    if case_id is None:
-        return []
-    first = first_line_of.setdefault(case_id, number)
-    if first == number:
-        return []
-    return [f"duplicate id {_quote(case_id)} (first used on line {first})"]
 
 
 # --- one line: bytes -> JSON object -------------------------------------------------------------
@@ -227,7 +213,12 @@ def _build_case(obj: _JsonObject, number: int) -> tuple[Case | None, str | None,
         messages.extend(_unknown_field(key) for key in obj if key not in _KNOWN)
     case_id = _required_text(obj, "id", messages)
     question = _required_text(obj, "question", messages)
-    unanswerable = _unanswerable(obj, messages)
+    unanswerable = obj.get("unanswerable", False)  # None below when mistyped
+    if not isinstance(unanswerable, bool):
+        messages.append(
+            f'field "unanswerable" must be true or false (got {_describe(unanswerable)})'
+        )
+        unanswerable = None
     relevance: dict[str, int] | None = None
     graded = False
     facts: tuple[tuple[str, ...], ...] | None = None
@@ -271,15 +262,6 @@ def _required_text(obj: _JsonObject, name: str, messages: list[str]) -> str | No
         return None
     value = obj[name]
     return value if _usable(value) else _as_text(value, f"field {_quote(name)}", messages)
-
-
-def _unanswerable(obj: _JsonObject, messages: list[str]) -> bool | None:
-    """The ``unanswerable`` flag: False when absent, None when mistyped."""
-    value = obj.get("unanswerable", False)
-    if isinstance(value, bool):
-        return value
-    messages.append(f'field "unanswerable" must be true or false (got {_describe(value)})')
-    return None
 
 
 def _relevance(value: object, messages: list[str]) -> tuple[dict[str, int] | None, bool]:

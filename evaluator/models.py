@@ -66,11 +66,6 @@ class Case(msgspec.Struct, frozen=True, kw_only=True):
         """Ids with grade >= 1."""
         return frozenset(i for i, g in self.relevance.items() if g >= 1)
 
-    @property
-    def has_answer_check(self) -> bool:
-        """Whether the answer is scored: unanswerable cases, or answerable ones with facts."""
-        return self.unanswerable or bool(self.expected_facts)
-
 
 @dataclass(frozen=True, slots=True)
 class Dataset:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from evaluator.metrics import METRICS, QUALITY_METRICS, split, total
@@ -115,19 +115,9 @@ class Summary:
         return out
 
 
-#: summary values present only when measured (streaming, usage, the run's loop lag)
-OPTIONAL_FIELDS: tuple[str, ...] = (
-    "event_loop_lag_p95_seconds",
-    "event_loop_lag_max_seconds",
-    "p50_ttft_seconds",
-    "p95_ttft_seconds",
-    "p95_ttfb_seconds",
-    "p50_tokens_per_second",
-    "input_tokens_total",
-    "output_tokens_total",
-    "cost_total",
-    "cost_per_case",
-)
+#: summary values present only when measured (streaming, usage, the run's loop lag): the
+#: fields that default to None, in field order
+OPTIONAL_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(Summary) if f.default is None)
 
 
 def nearest_rank(values: Sequence[float], percentile: float) -> float | None:

@@ -208,7 +208,7 @@ class TestValidFile:
         """An answerable case without expected facts is valid and has no answer check."""
         (case,) = parse_dataset(line(id="a", question="q", relevant_ids=["d"]), "g").cases
 
-        assert (case.expected_facts, case.has_answer_check) == ((), False)
+        assert (case.expected_facts, case.unanswerable) == ((), False)
 
     def test_symbols_are_valid_facts(self) -> None:
         """Facts made of symbols such as % and $ survive normalisation, so they are valid."""

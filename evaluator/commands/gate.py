@@ -27,11 +27,11 @@ from evaluator.commands.html import (
 from evaluator.config.sources import nothing_configured
 from evaluator.errors import ConfigError, ExitCode, GateError, OutputError, PushError
 from evaluator.gate.ceiling import FLAG as CEILING_FLAG
-from evaluator.gate.ceiling import check_baseline_errors, load_baseline_ceiling
+from evaluator.gate.ceiling import check_baseline_errors, parse_baseline_ceiling
 from evaluator.gate.compare import check_run_comparable
 from evaluator.gate.render import FORMATS, GateSources, json_pieces, render, render_junit
 from evaluator.gate.repeats import Quarantine, load_quarantine
-from evaluator.gate.rules import Rule, resolve_rules
+from evaluator.gate.rules import Rule, read_gates_file, resolve_rules
 from evaluator.gate.verdict import evaluate_gate
 from evaluator.history.stability import Stability, stabilities
 from evaluator.history.store import HistoryStore, StoreCorrupt, windows_of
@@ -40,7 +40,7 @@ from evaluator.judge.gating import (
     JudgedGate,
     calibrated_checks,
     evaluate_judged,
-    load_judged_rules,
+    parse_judged_rules,
 )
 from evaluator.redaction import redactor
 from evaluator.report import RunReport, read_report
@@ -268,7 +268,7 @@ def handle(options: Options) -> int:
     quarantine = load_quarantine(rules_source)
     ceiling = options.baseline_max_error_rate
     if ceiling is None:
-        ceiling = load_baseline_ceiling(rules_source)
+        ceiling = parse_baseline_ceiling(read_gates_file(rules_source), rules_source)
     judge = partial(_judge, options, settings, rules, rules_source, quarantine, ceiling)
     if saved is None:
         with batch_gc():
@@ -370,7 +370,7 @@ def _judged_rules(
 ) -> JudgedGate:
     """The gates file's ``[judged.*]`` rules on the reports' judge blocks, printed (on
     stderr under ``--format json``, whose stdout is one JSON document)."""
-    rules = load_judged_rules(rules_source)
+    rules = parse_judged_rules(read_gates_file(rules_source), rules_source)
     if not rules:
         return JudgedGate((), False, ())
     path = settings().reports_dir / CALIBRATION_FILE

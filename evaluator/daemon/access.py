@@ -20,7 +20,6 @@ import base64
 import binascii
 import hmac
 import ipaddress
-import os
 import re
 import socket
 from collections.abc import Awaitable, Callable, Iterable
@@ -30,7 +29,7 @@ from aiohttp import web
 from evaluator import border
 from evaluator.errors import ConfigError
 from evaluator.redaction import register_secrets
-from evaluator.targets.templates import ENV_REFERENCE
+from evaluator.targets.templates import resolve_env
 
 __all__ = ["OPEN_PATHS", "Access", "host_pattern", "resolve_token"]
 
@@ -78,14 +77,7 @@ def resolve_token(token: str | None, where: str = "server.token") -> str | None:
     """
     if token is None:
         return None
-
-    def lookup(match: re.Match[str]) -> str:
-        value = os.environ.get(match.group(1))
-        if not value:
-            raise ConfigError(f"{where}: environment variable {match.group(1)} is not set")
-        return value
-
-    resolved = ENV_REFERENCE.sub(lookup, token)
+    resolved = resolve_env(token, where)
     # what a client sends it in: a token no Authorization header can hold locks every page
     # (and undecodable bytes could not even be registered for redaction)
     problem = border.header_problem("Authorization", f"Bearer {resolved}")

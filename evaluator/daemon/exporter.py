@@ -357,6 +357,17 @@ class _Collector(Collector):
 _JOB_LABELS = ("target", "dataset")
 
 
+def _counter(
+    family: Family, labels: Mapping[str, str], label: str | None = None, values: Sequence[str] = ()
+) -> CounterCell:
+    """A counter (by ``label``, if any), every series of it at zero from the start:
+    increase() and rate() see its first increment, and dashboards show 0 rather than no data."""
+    cell = CounterCell(family, labels, () if label is None else (label,))
+    for extra in [[value] for value in values] or [[]]:
+        cell.create(extra)
+    return cell
+
+
 class _Job:
     """One job's cells, one per per-job family, and the snapshot its gauges show."""
 
@@ -368,31 +379,14 @@ class _Job:
         self.case_latency.create()
         self.ttft = HistogramCell(m._ttft, labels, m.bounds)
         self.stage_latency = HistogramCell(m._stage_latency, labels, m.bounds, ["stage"])
-        self.runs = CounterCell(m._runs, labels, ["outcome"])
-        self.case_errors = CounterCell(m._case_errors, labels, ["kind"])
-        self.retries = CounterCell(m._retries, labels)
-        self.dataset_reload_errors = CounterCell(m._dataset_reload_errors, labels)
-        self.report_write_errors = CounterCell(m._report_write_errors, labels)
-        self.stage_names_folded = CounterCell(m._stage_names_folded, labels)
-        self.history_errors = CounterCell(m._history_errors, labels, ["kind"])
-        self.publish_errors = CounterCell(m._publish_errors, labels, ["step"])
-        # every counter of the job exists at zero from the start: increase() and rate() see
-        # its first increment, and dashboards show 0 rather than no data
-        for outcome in OUTCOMES:
-            self.runs.create([outcome])
-        for kind in ERROR_KINDS:
-            self.case_errors.create([kind])
-        for counter in (
-            self.retries,
-            self.dataset_reload_errors,
-            self.report_write_errors,
-            self.stage_names_folded,
-        ):
-            counter.create()
-        for kind in HISTORY_ERROR_KINDS:
-            self.history_errors.create([kind])
-        for step in PUBLISH_STEPS:
-            self.publish_errors.create([step])
+        self.runs = _counter(m._runs, labels, "outcome", OUTCOMES)
+        self.case_errors = _counter(m._case_errors, labels, "kind", ERROR_KINDS)
+        self.retries = _counter(m._retries, labels)
+        self.dataset_reload_errors = _counter(m._dataset_reload_errors, labels)
+        self.report_write_errors = _counter(m._report_write_errors, labels)
+        self.stage_names_folded = _counter(m._stage_names_folded, labels)
+        self.history_errors = _counter(m._history_errors, labels, "kind", HISTORY_ERROR_KINDS)
+        self.publish_errors = _counter(m._publish_errors, labels, "step", PUBLISH_STEPS)
         self.gauges = [
             GaugeCell(family, labels, spec.extra)
             for spec, family in zip(_JOB_GAUGES, m._gauges, strict=True)
@@ -542,15 +536,12 @@ class Metrics:
             ]
         )
         # process-wide: one cell each, with no job labels
-        self._config_reloads = CounterCell(config_reloads, {}, ["result"])
-        for result in ("success", "failure"):
-            self._config_reloads.create([result])
+        self._config_reloads = _counter(config_reloads, {}, "result", ("success", "failure"))
         self._last_reload_ok = GaugeCell(last_reload_ok, {})
         self._last_reload_ok.set([((), 1.0)])
         self._last_reload_at = GaugeCell(last_reload_at, {})
         self._last_reload_at.set([((), time.time())])
-        self._surrogates = CounterCell(surrogates, {})
-        self._surrogates.create()
+        self._surrogates = _counter(surrogates, {})
         self._surrogates_seen = border.surrogates_replaced()
         for family, cell in (
             (surrogates, self._surrogates),

@@ -9,9 +9,7 @@ unless the gates file or ``--baseline-max-error-rate`` raise it (1 accepts any b
 from __future__ import annotations
 
 import math
-import tomllib
 from collections.abc import Mapping
-from pathlib import Path
 
 from evaluator.errors import ConfigError, GateError
 
@@ -19,7 +17,6 @@ __all__ = [
     "DEFAULT_BASELINE_MAX_ERROR_RATE",
     "FLAG",
     "check_baseline_errors",
-    "load_baseline_ceiling",
     "parse_baseline_ceiling",
 ]
 
@@ -49,22 +46,6 @@ def parse_baseline_ceiling(data: Mapping[str, object], source: str) -> float:
     if not 0 <= value <= 1:
         raise ConfigError(f"{source}: baseline.{_KEY}: must be within 0..1 (got {value!r})")
     return float(value)
-
-
-def load_baseline_ceiling(rules_source: str) -> float:
-    """The ceiling of the gates file the rules came from; the default for built-in rules.
-
-    Raises:
-        ConfigError: the file's ``[baseline]`` table is invalid.
-    """
-    path = Path(rules_source)
-    if not path.is_file():
-        return DEFAULT_BASELINE_MAX_ERROR_RATE
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:  # ValueError: bad TOML, int digit limit
-        raise ConfigError(f"{rules_source}: cannot read gates file: {exc}") from exc
-    return parse_baseline_ceiling(data, rules_source)
 
 
 def check_baseline_errors(error_rate: float | None, ceiling: float, source: str) -> None:

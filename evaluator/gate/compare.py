@@ -10,25 +10,25 @@ both count. Either way the rules judge summaries derived from the matched cases.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import compress, count
 from operator import itemgetter, ne
 from typing import Any
 
 from evaluator.errors import GateError
+from evaluator.gate.repeats import summary_over_rounds
 from evaluator.metrics import FLOAT_TOLERANCE, METRICS
 from evaluator.models import CaseError, CaseRecord
 from evaluator.report import RunReport
 from evaluator.report.columns import SCORE_FIELDS, CaseTable
-from evaluator.summary import Summary, summarise
+from evaluator.summary import Summary
 
 __all__ = [
     "Alignment",
     "CaseChange",
     "CaseDiff",
     "align",
-    "check_comparable",
     "check_run_comparable",
     "diff_cases",
     "record_moves",
@@ -50,26 +50,6 @@ _ERROR_WEIGHT = 10.0
 _ANSWER_WEIGHT = 3.0
 
 
-def check_comparable(
-    baseline: RunReport, candidate: RunReport, *, allow_dataset_change: bool = False
-) -> None:
-    """Raise :class:`GateError` when the reports cannot be compared.
-
-    A different K is never comparable (recall@5 and recall@10 measure different things);
-    a different golden set is, with ``allow_dataset_change``.
-    """
-    check_run_comparable(
-        baseline,
-        k=candidate.k,
-        dataset=candidate.dataset,
-        dataset_hash=candidate.dataset_hash,
-        # read only when the golden sets differ (to count the shared cases): not listed
-        # for the usual pair
-        case_ids=(c.id for c in candidate.cases),
-        allow_dataset_change=allow_dataset_change,
-    )
-
-
 def check_run_comparable(
     baseline: RunReport,
     *,
@@ -79,7 +59,11 @@ def check_run_comparable(
     case_ids: Iterable[str],
     allow_dataset_change: bool = False,
 ) -> None:
-    """:func:`check_comparable` against a run not made yet (so a live gate fails early).
+    """Raise :class:`GateError` when a run of the candidate (made, or not made yet: a live
+    gate fails early) cannot be compared with ``baseline``.
+
+    A different K is never comparable (recall@5 and recall@10 measure different things);
+    a different golden set is, with ``allow_dataset_change``.
 
     Raises:
         GateError: a different K, or a different golden set without ``allow_dataset_change``.
@@ -120,32 +104,29 @@ class Alignment:
     dataset_changed: bool
 
 
-#: how the rules' summary is made of the matched cases (the gate's repeats give each
-#: case's mean over the rounds: :func:`evaluator.gate.repeats.summary_over_rounds`)
-Summarise = Callable[[RunReport, Sequence[CaseRecord]], Summary]
-
-
-def _summary(report: RunReport, cases: Sequence[CaseRecord]) -> Summary:
-    # every case matched (the usual pair): the report's own summary, derived from them
-    return report.summary if len(cases) == len(report.cases) else summarise(cases)
-
-
 def align(
-    baseline: RunReport,
-    candidate: RunReport,
-    *,
-    allow_dataset_change: bool = False,
-    summary_of: Summarise = _summary,
+    baseline: RunReport, candidate: RunReport, *, allow_dataset_change: bool = False
 ) -> Alignment:
     """Match the cases of two comparable reports by id; the summaries the rules judge are
-    ``summary_of`` the matched cases (a report without cases: its written summary).
+    those of the matched cases (:func:`~evaluator.gate.repeats.summary_over_rounds`: with
+    repeats, each case's mean over the rounds), or a report's written summary when it has
+    no cases.
 
     Raises:
-        GateError: not comparable (see :func:`check_comparable`), a candidate holding cases
+        GateError: not comparable (see :func:`check_run_comparable`), a candidate holding cases
             that the golden set its hash names does not, or a changed golden set that
             shares no case with the baseline's.
     """
-    check_comparable(baseline, candidate, allow_dataset_change=allow_dataset_change)
+    check_run_comparable(
+        baseline,
+        k=candidate.k,
+        dataset=candidate.dataset,
+        dataset_hash=candidate.dataset_hash,
+        # read only when the golden sets differ (to count the shared cases): not listed
+        # for the usual pair
+        case_ids=(c.id for c in candidate.cases),
+        allow_dataset_change=allow_dataset_change,
+    )
     base_list = [c.id for c in baseline.cases]
     cand_list = [c.id for c in candidate.cases]
     only_base: tuple[str, ...] = ()
@@ -179,8 +160,8 @@ def align(
     if only_cand:
         cand_cases = tuple(c for c in cand_cases if c.id in keep)
     return Alignment(
-        summary_of(baseline, base_cases) if baseline.cases else baseline.summary,
-        summary_of(candidate, cand_cases) if candidate.cases else candidate.summary,
+        summary_over_rounds(baseline, base_cases) if baseline.cases else baseline.summary,
+        summary_over_rounds(candidate, cand_cases) if candidate.cases else candidate.summary,
         CaseTable.of_records(base_cases),
         CaseTable.of_records(cand_cases),
         shared,
@@ -312,14 +293,14 @@ def diff_cases(alignment: Alignment) -> CaseDiff:
         if not worse and not better:
             continue
         severity = bad if worse else good
-        question, relevant, ranked = base.shown(order)
+        record = base.rows[order]
         change = CaseChange(
             id=base_ids[order],
-            question=question,
+            question=record.case.question,
             severity=severity,
             changes=(*worse, *better),
-            relevant_ids=relevant,
-            baseline_ranked_ids=ranked,
+            relevant_ids=tuple(record.case.relevance),
+            baseline_ranked_ids=record.ranked_ids,
             candidate_ranked_ids=cand_rows[j].ranked_ids,
         )
         (regressed if worse else improved).append((-severity, order, change))

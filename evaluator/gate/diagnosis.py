@@ -26,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from evaluator.gate.rules import DEFAULT_LATENCY_GROWTH, DEFAULT_NOISE_FLOOR_SECONDS
 from evaluator.gate.stats import Interval, PairedDifference
 from evaluator.metrics import FLOAT_TOLERANCE, METRICS
 from evaluator.summary import Summary
@@ -34,12 +35,6 @@ __all__ = ["FLAT", "Finding", "diagnose"]
 
 #: Quality moves smaller than this (absolute, on 0..1 ratios) count as flat.
 FLAT = 0.005
-#: P95 growth (relative) worth a latency finding when no rule says otherwise.
-_LATENCY_GROWTH = 0.20
-#: P95 growth (absolute) below which latency is noise, whatever the ratio: a 3 ms
-#: loopback call doubling to 6 ms says nothing about the service. The gate passes the
-#: P95 rule's own limits (evaluator.gate.rules.latency_limits), so rule and diagnosis agree.
-_LATENCY_FLOOR_SECONDS = 0.05
 #: A stage explains a P95 growth when its own P95 grew by at least this share of it.
 _STAGE_SHARE = 0.5
 #: Growth (relative) of P95, TTFT or cost that, with quality up, is a product trade-off.
@@ -90,8 +85,9 @@ def diagnose(
     candidate: Summary,
     intervals: Paired | None = None,
     *,
-    latency_growth: float = _LATENCY_GROWTH,
-    latency_floor: float = _LATENCY_FLOOR_SECONDS,
+    # the gate passes the P95 rule's own limits (latency_limits): rule and diagnosis agree
+    latency_growth: float = DEFAULT_LATENCY_GROWTH,
+    latency_floor: float = DEFAULT_NOISE_FLOOR_SECONDS,
 ) -> tuple[Finding, ...]:
     """Every row of the decision table that the deltas match.
 

@@ -40,13 +40,12 @@ def build_registry(result: GateResult) -> CollectorRegistry:
     """A new registry holding the verdict, each rule's outcome and the candidate summary."""
     registry = CollectorRegistry()
     target = result.candidate.target
-    passing = Gauge(
-        f"{PREFIX}passing",
-        "1 when the candidate passed the release gate, else 0",
-        ["target"],
-        registry=registry,
-    )
-    passing.labels(target).set(1 if result.passed else 0)
+
+    def gauge(name: str, help_text: str, value: float) -> None:
+        one = Gauge(f"{PREFIX}{name}", help_text, ["target"], registry=registry)
+        one.labels(target).set(value)
+
+    gauge("passing", "1 when the candidate passed the release gate, else 0", result.passed)
     rule_passing = Gauge(
         f"{PREFIX}rule_passing",
         "1 when the rule passed (or was not applicable), else 0",
@@ -55,30 +54,15 @@ def build_registry(result: GateResult) -> CollectorRegistry:
     )
     for r in result.rules:
         rule_passing.labels(target, r.name).set(1 if r.passed else 0)
-    Gauge(
-        f"{PREFIX}failed_rules",
-        "Rules the candidate failed",
-        ["target"],
-        registry=registry,
-    ).labels(target).set(len(result.failures))
-    Gauge(
-        f"{PREFIX}missing_cases",
-        "Baseline cases absent from the candidate report",
-        ["target"],
-        registry=registry,
-    ).labels(target).set(len(result.missing_ids))
+    gauge("failed_rules", "Rules the candidate failed", len(result.failures))
+    gauge(
+        "missing_cases", "Baseline cases absent from the candidate report", len(result.missing_ids)
+    )
     summary = result.candidate_summary
     for metric, suffix, help_text in SUMMARY_GAUGES:
         value = summary.get(metric)
-        if value is None:
-            continue  # no sample rather than a made-up 0 or NaN
-        gauge = Gauge(
-            f"{PREFIX}candidate_{suffix}",
-            f"Candidate {help_text} judged by the release gate",
-            ["target"],
-            registry=registry,
-        )
-        gauge.labels(target).set(value)
+        if value is not None:  # no sample rather than a made-up 0 or NaN
+            gauge(f"candidate_{suffix}", f"Candidate {help_text} judged by the release gate", value)
     return registry
 
 

@@ -545,13 +545,13 @@ def render_junit(result: GateResult, sources: GateSources) -> str:
             complete, "failure", message=message, type="GateCasesMissing"
         ).text = "\n".join(result.missing_ids)
     cases.append(complete)
-    counts = {
+    attrs = {
+        "name": "evaluator gate",
         "tests": str(len(cases)),
         "failures": str(failures),
         "errors": "0",
         "skipped": str(skipped),
     }
-    attrs = {"name": "evaluator gate", **counts}
     root = ET.Element("testsuites", attrs)
     suite = ET.SubElement(root, "testsuite", attrs)
     props = ET.SubElement(suite, "properties")

@@ -21,17 +21,15 @@ rules; the output always names what was left out::
 
 from __future__ import annotations
 
-import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any, cast
 
 from msgspec import structs
 
-from evaluator import border
 from evaluator.errors import ConfigError
 from evaluator.exact import fisher_drop_min_p, fisher_drop_p, tarone_threshold
+from evaluator.gate.rules import read_gates_file
 from evaluator.models import CaseRecord, CaseScores
 from evaluator.repeat_summary import summarise_repeats
 from evaluator.report import RunReport
@@ -75,14 +73,7 @@ def load_quarantine(rules_source: str) -> Quarantine:
     Raises:
         ConfigError: the file's ``[quarantine]`` table is invalid.
     """
-    path = Path(rules_source)
-    if not path.is_file():
-        return Quarantine()
-    try:
-        data = tomllib.loads(border.read_file(path, border.MAX_SETTINGS_BYTES).decode("utf-8"))
-    except (OSError, ValueError) as exc:  # ValueError: bad TOML, int digit limit
-        raise ConfigError(f"{rules_source}: cannot read gates file: {exc}") from exc
-    return parse_quarantine(data, rules_source)
+    return parse_quarantine(read_gates_file(rules_source), rules_source)
 
 
 def parse_quarantine(data: Mapping[str, object], source: str) -> Quarantine:

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_GATES_PATH",
+    "DEFAULT_LATENCY_GROWTH",
     "DEFAULT_NOISE_FLOOR_SECONDS",
     "DEFAULT_RULES",
     "GATE_METRICS",
@@ -55,6 +56,7 @@ __all__ = [
     "latency_limits",
     "load_rules",
     "parse_rules",
+    "read_gates_file",
     "resolve_rules",
 ]
 
@@ -78,7 +80,7 @@ DEFAULT_NOISE_FLOOR_SECONDS = 0.05
 #: The key of a latency table that sets its noise floor (a modifier, not a rule).
 NOISE_FLOOR_KEY = "noise_floor_seconds"
 #: The relative P95 growth the diagnosis reports when no rule says otherwise.
-_DEFAULT_LATENCY_GROWTH = 0.20
+DEFAULT_LATENCY_GROWTH = 0.20
 
 #: Where ``evaluator gate`` looks for rules when no file is configured.
 DEFAULT_GATES_PATH = Path("config/gates.toml")
@@ -90,15 +92,11 @@ _GROWTH_KINDS = frozenset({"max_growth", "max_relative_growth"})
 _SECONDS = frozenset(spec.name for spec in METRICS if spec.unit == "seconds")
 
 
-def _is_seconds(metric: str) -> bool:
-    return metric in _SECONDS
-
-
 def format_value(metric: str, value: float | None) -> str:
     """A metric value for people: ratios to 4 places, durations as every command shows them."""
     if value is None:
         return "null"
-    return format_seconds(value) if _is_seconds(metric) else f"{value:.4f}"
+    return format_seconds(value) if metric in _SECONDS else f"{value:.4f}"
 
 
 def format_difference(metric: str, baseline: float | None, candidate: float | None) -> str:
@@ -106,7 +104,7 @@ def format_difference(metric: str, baseline: float | None, candidate: float | No
     if baseline is None or candidate is None:
         return "n/a"
     diff = candidate - baseline
-    if _is_seconds(metric):
+    if metric in _SECONDS:
         text = format_seconds(diff, signed=True)
         if baseline > 0:
             text += f" ({diff / baseline:+.1%})"
@@ -215,7 +213,7 @@ def latency_limits(rules: Sequence[Rule]) -> tuple[float, float]:
     for rule in rules:
         if rule.metric == "p95_seconds" and rule.kind == "max_relative_growth":
             return rule.limit, rule.noise_floor
-    return _DEFAULT_LATENCY_GROWTH, DEFAULT_NOISE_FLOOR_SECONDS
+    return DEFAULT_LATENCY_GROWTH, DEFAULT_NOISE_FLOOR_SECONDS
 
 
 @dataclass(frozen=True, slots=True)
@@ -296,15 +294,8 @@ def check_rule(
             side = "the candidate"
         elif candidate is not None:
             side = "the baseline"
-        return RuleResult(
-            rule,
-            baseline,
-            candidate,
-            passed=True,
-            applicable=False,
-            message=f"{metric}: not applicable (null in {side}); rule: {rule.text}",
-            interval=interval,
-        )
+        message = f"{metric}: not applicable (null in {side}); rule: {rule.text}"
+        return RuleResult(rule, baseline, candidate, True, False, message, interval)
     head = (
         f"{metric}: baseline {format_value(metric, baseline)}, "
         f"candidate {format_value(metric, candidate)}, "
@@ -373,7 +364,7 @@ def _check_limit(source: str, where: str, metric: str, kind: str, value: object)
             f"{source}: {where}: {metric} is better when higher, so growth is never a "
             "regression; use max_drop"
         )
-    if kind in ("min", "max") and not _is_seconds(metric) and not 0 <= limit <= 1:
+    if kind in ("min", "max") and metric not in _SECONDS and not 0 <= limit <= 1:
         raise ConfigError(
             f"{source}: {where}: {value!r} is outside 0..1 ({metric} is a ratio, not a percentage)"
         )
@@ -430,7 +421,7 @@ def parse_rules(data: Mapping[str, object], source: str) -> tuple[Rule, ...]:
 
 
 def _did_you_mean(key: str, metric: str) -> str:
-    known = [*RULE_KINDS, *([NOISE_FLOOR_KEY] if _is_seconds(metric) else [])]
+    known = [*RULE_KINDS, *([NOISE_FLOOR_KEY] if metric in _SECONDS else [])]
     close = difflib.get_close_matches(key, known, n=1)
     hint = f"; did you mean {close[0]!r}?" if close else ""
     return f" (known: {', '.join(known)}){hint}"
@@ -438,10 +429,10 @@ def _did_you_mean(key: str, metric: str) -> str:
 
 def _noise_floor(source: str, where: str, metric: str, table: Mapping[str, object]) -> float:
     if NOISE_FLOOR_KEY not in table:
-        return DEFAULT_NOISE_FLOOR_SECONDS if _is_seconds(metric) else 0.0
+        return DEFAULT_NOISE_FLOOR_SECONDS if metric in _SECONDS else 0.0
     value = table[NOISE_FLOOR_KEY]
     key = f"{where}.{NOISE_FLOOR_KEY}"
-    if not _is_seconds(metric):
+    if metric not in _SECONDS:
         raise ConfigError(f"{source}: {key}: only latency metrics (*_seconds) have a noise floor")
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         raise ConfigError(f"{source}: {key}: must be a finite number (got {value!r})")
@@ -468,6 +459,22 @@ def load_rules(path: str | Path) -> tuple[Rule, ...]:
     except ValueError as exc:  # TOMLDecodeError, or a 5,000-digit integer's digit limit
         raise ConfigError(f"{source}: invalid TOML: {exc}") from exc
     return parse_rules(data, source)
+
+
+def read_gates_file(rules_source: str) -> Mapping[str, object]:
+    """The decoded gates file :func:`resolve_rules` chose (``rules_source``), for its other
+    tables (``[quarantine]``, ``[baseline]``, ``[judged.*]``); empty for the built-in defaults.
+
+    Raises:
+        ConfigError: the file cannot be read or is not TOML.
+    """
+    path = Path(rules_source)
+    if not path.is_file():
+        return {}
+    try:
+        return tomllib.loads(border.read_file(path, border.MAX_SETTINGS_BYTES).decode("utf-8"))
+    except (OSError, ValueError) as exc:  # ValueError: bad TOML or UTF-8, int digit limit
+        raise ConfigError(f"{rules_source}: cannot read gates file: {exc}") from exc
 
 
 def resolve_rules(path: str | Path | None = None) -> tuple[tuple[Rule, ...], str]:

@@ -120,25 +120,14 @@ def _matched(
 ) -> tuple[list[str], dict[str, _Paired]]:
     """Baseline-ordered ids matched on any metric, and each metric's paired differences."""
     base = _table(baseline)
-    paired = _paired(base, _table(candidate), metrics)
+    # each report's populations once, not once per metric (as case_values would)
+    matching = match(_pools(base), _pools(_table(candidate)))
+    paired = {m: _Paired(*paired_values(metric(m), matching)) for m in metrics}
     matched: set[str] = set()
     for m in metrics:
         matched.update(paired[m].ids)
     ids = list(dict.fromkeys([i for i in base.ids if i in matched]))
     return ids, paired
-
-
-def _paired(
-    baseline: CaseTable, candidate: CaseTable, metrics: Sequence[str]
-) -> dict[str, _Paired]:
-    """Each metric's paired differences."""
-    # each report's populations once, not once per metric (as case_values would)
-    matching = match(_pools(baseline), _pools(candidate))
-    paired: dict[str, _Paired] = {}
-    for m in metrics:
-        ids, diffs = paired_values(metric(m), matching)
-        paired[m] = _Paired(ids, diffs)
-    return paired
 
 
 def paired_differences(

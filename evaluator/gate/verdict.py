@@ -18,7 +18,6 @@ from evaluator.gate.repeats import (
     flaky_ids,
     judge_repeats,
     leave_out,
-    summary_over_rounds,
 )
 from evaluator.gate.rules import (
     DEFAULT_RULES,
@@ -124,18 +123,11 @@ def evaluate_gate(
         raise ValueError("significance=True needs with_intervals=True")
     quarantine = quarantine or Quarantine()
     flaky = tuple(dict.fromkeys((*flaky_ids(baseline, candidate), *quarantine.classed_flaky)))
-    judged_baseline, judged_candidate = baseline, candidate
-    repeats = None
+    judged_baseline, judged_candidate, repeats = baseline, candidate, None
     if baseline.repeats is not None or candidate.repeats is not None or quarantine.active:
-        kept_baseline, kept_candidate, left_out = leave_out(baseline, candidate, quarantine)
-        repeats = judge_repeats(kept_baseline, kept_candidate, left_out, flaky)
-        judged_baseline, judged_candidate = kept_baseline, kept_candidate
-    alignment = align(
-        judged_baseline,
-        judged_candidate,
-        allow_dataset_change=allow_dataset_change,
-        summary_of=summary_over_rounds,
-    )
+        judged_baseline, judged_candidate, left_out = leave_out(baseline, candidate, quarantine)
+        repeats = judge_repeats(judged_baseline, judged_candidate, left_out, flaky)
+    alignment = align(judged_baseline, judged_candidate, allow_dataset_change=allow_dataset_change)
     intervals: dict[str, Interval] = {}
     if with_intervals:
         intervals = paired_intervals(alignment.baseline_cases, alignment.candidate_cases)

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 import math
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,7 +36,6 @@ __all__ = [
     "calibrated_checks",
     "calibration_entries",
     "evaluate_judged",
-    "load_judged_rules",
     "parse_judged_rules",
 ]
 
@@ -92,18 +90,6 @@ def parse_judged_rules(data: Mapping[str, object], source: str) -> tuple[JudgedR
                 raise ConfigError(f"{source}: {where}.{kind}: {value!r} is outside 0..1")
             rules.append(JudgedRule(metric, kind, float(value), advisory))
     return tuple(rules)
-
-
-def load_judged_rules(rules_source: str) -> tuple[JudgedRule, ...]:
-    """The judged rules of the gates file the gate chose (built-in defaults: none)."""
-    path = Path(rules_source)
-    if not path.is_file():
-        return ()
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise ConfigError(f"{rules_source}: cannot read gates file: {exc}") from exc
-    return parse_judged_rules(data, rules_source)
 
 
 def calibration_entries(path: Path) -> list[dict[str, Any]]:

@@ -44,10 +44,6 @@ def _error(message: str, status: int, **extra: object) -> JSONResponse:
     return JSONResponse({"error": message, **extra}, status_code=status)
 
 
-def _modes_body(modes: FailureModes) -> dict[str, object]:
-    return {"modes": sorted(modes.active), "known": list(KNOWN_MODES)}
-
-
 async def _json_object(request: Request) -> dict[str, object]:
     try:
         body = await request.json()
@@ -75,7 +71,6 @@ def create_app(
     *,
     slow_model_seconds: float = 1.5,
     error_share: float = 0.3,
-    rag: ReferenceRag | None = None,
 ) -> Starlette:
     """Build the reference RAG service; the index is built here, once.
 
@@ -84,18 +79,15 @@ def create_app(
             :data:`~evaluator.reference.failures.KNOWN_MODES`).
         slow_model_seconds: model-stage delay under ``slow_model``.
         error_share: share of questions failing with HTTP 500 under ``server_errors``.
-        rag: a ready pipeline to serve instead of building one (then the three arguments
-            above are ignored, and its own switchboard is used).
 
     Raises:
         UnknownFailureModeError: a mode in ``modes`` is unknown.
     """
-    if rag is None:
-        rag = ReferenceRag(
-            failure_modes=FailureModes(modes),
-            slow_model_seconds=slow_model_seconds,
-            error_share=error_share,
-        )
+    rag = ReferenceRag(
+        failure_modes=FailureModes(modes),
+        slow_model_seconds=slow_model_seconds,
+        error_share=error_share,
+    )
     failure_modes = rag.failure_modes
 
     async def answer(request: Request) -> JSONResponse:
@@ -118,42 +110,29 @@ def create_app(
         active = sorted(failure_modes.active)
         return JSONResponse({"status": "ok", "chunks": len(rag.chunks), "failure_modes": active})
 
-    async def get_modes(request: Request) -> JSONResponse:
-        return JSONResponse(_modes_body(failure_modes))
-
-    async def put_modes(request: Request) -> JSONResponse:
+    async def admin(request: Request) -> JSONResponse:
+        """GET, PUT (the whole set), or POST and DELETE of one mode; then the modes."""
         try:
-            body = await _json_object(request)
-        except _BadRequestError as exc:
+            if request.method == "PUT":
+                names = (await _json_object(request)).get("modes")
+                if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+                    raise _BadRequestError('"modes" must be a list of strings')
+                failure_modes.set(names)
+            elif request.method == "DELETE":
+                failure_modes.disable(request.path_params["mode"])
+            elif request.method == "POST":
+                failure_modes.enable(request.path_params["mode"])
+        except (_BadRequestError, UnknownFailureModeError) as exc:
             return _error(str(exc), 400, known=list(KNOWN_MODES))
-        names = body.get("modes")
-        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
-            return _error('"modes" must be a list of strings', 400, known=list(KNOWN_MODES))
-        try:
-            failure_modes.set(names)
-        except UnknownFailureModeError as exc:
-            return _error(str(exc), 400, known=list(KNOWN_MODES))
-        return JSONResponse(_modes_body(failure_modes))
-
-    async def flip_mode(request: Request) -> JSONResponse:
-        mode = request.path_params["mode"]
-        try:
-            if request.method == "DELETE":
-                failure_modes.disable(mode)
-            else:
-                failure_modes.enable(mode)
-        except UnknownFailureModeError as exc:
-            return _error(str(exc), 400, known=list(KNOWN_MODES))
-        return JSONResponse(_modes_body(failure_modes))
+        return JSONResponse({"modes": sorted(failure_modes.active), "known": list(KNOWN_MODES)})
 
     app = Starlette(
         routes=[
             Route("/rag", answer, methods=["POST"]),
             Route("/v1/chat/completions", chat_completions, methods=["POST"]),
             Route("/healthz", healthz, methods=["GET"]),
-            Route("/admin/failure-modes", get_modes, methods=["GET"]),
-            Route("/admin/failure-modes", put_modes, methods=["PUT"]),
-            Route("/admin/failure-modes/{mode}", flip_mode, methods=["POST", "DELETE"]),
+            Route("/admin/failure-modes", admin, methods=["GET", "PUT"]),
+            Route("/admin/failure-modes/{mode}", admin, methods=["POST", "DELETE"]),
         ]
     )
     app.state.rag = rag

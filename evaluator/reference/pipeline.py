@@ -4,22 +4,21 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from time import perf_counter
 
 from evaluator.reference.answer_type import expected_types
 from evaluator.reference.answerer import ExtractiveAnswerer
-from evaluator.reference.corpus import Chunk, first_sentence_only, load_corpus
+from evaluator.reference.corpus import first_sentence_only, load_corpus
 from evaluator.reference.failures import FailureModes, question_fails
 from evaluator.reference.rerank import rerank
 from evaluator.reference.retriever import KeywordIndex
 from evaluator.reference.tokenize import DEGRADED, STANDARD
 
-__all__ = ["DEFAULT_THRESHOLD", "RagResult", "ReferenceRag"]
+__all__ = ["RagResult", "ReferenceRag"]
 
-#: minimum question coverage of the quoted sentence, tuned on evals/rag_cases.jsonl
-DEFAULT_THRESHOLD = 0.45
+#: how many BM25 candidates the rerank stage sees (at least ``top_k``)
+_CANDIDATES = 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,46 +44,33 @@ class RagResult:
         }
 
 
-class _Stack:
-    """An index and the answerer reading from it: one per corpus view."""
-
-    def __init__(self, index: KeywordIndex, threshold: float) -> None:
-        self.index = index
-        self.answerer = ExtractiveAnswerer(index, threshold=threshold)
-
-
 class ReferenceRag:
-    """The reference RAG service without its HTTP layer.
+    """The reference RAG service without its HTTP layer, over the bundled corpus.
 
     Both indexes (the healthy one and the one ``retrieval_degraded`` switches to) are built
-    here, once.
+    here, once, each with the answerer reading from it.
 
     Args:
-        chunks: the knowledge base; the bundled corpus by default.
         failure_modes: the switchboard consulted on every question.
         slow_model_seconds: extra model-stage time under ``slow_model``.
         error_share: share of questions answered with HTTP 500 under ``server_errors``.
-        candidates: how many BM25 candidates the rerank stage sees (at least ``top_k``).
-        threshold: the answerer's refusal threshold.
     """
 
     def __init__(
         self,
-        chunks: Sequence[Chunk] | None = None,
         *,
         failure_modes: FailureModes | None = None,
         slow_model_seconds: float = 1.5,
         error_share: float = 0.3,
-        candidates: int = 20,
-        threshold: float = DEFAULT_THRESHOLD,
     ) -> None:
-        self.chunks = tuple(load_corpus() if chunks is None else chunks)
+        self.chunks = load_corpus()
         self.failure_modes = failure_modes if failure_modes is not None else FailureModes()
         self.slow_model_seconds = slow_model_seconds
         self.error_share = error_share
-        self.candidates = candidates
-        self._healthy = _Stack(KeywordIndex(self.chunks, STANDARD), threshold)
-        self._degraded = _Stack(KeywordIndex(first_sentence_only(self.chunks), DEGRADED), threshold)
+        self._healthy = ExtractiveAnswerer(KeywordIndex(self.chunks, STANDARD))
+        self._degraded = ExtractiveAnswerer(
+            KeywordIndex(first_sentence_only(self.chunks), DEGRADED)
+        )
 
     def injects_error(self, question: str) -> bool:
         """Whether ``server_errors`` makes this question fail."""
@@ -93,8 +79,8 @@ class ReferenceRag:
     async def ask(self, question: str, top_k: int = 5) -> RagResult:
         """Retrieve ``top_k`` chunks for ``question``, answer from them, time each stage."""
         modes = self.failure_modes.active
-        stack = self._degraded if "retrieval_degraded" in modes else self._healthy
-        index = stack.index
+        answerer = self._degraded if "retrieval_degraded" in modes else self._healthy
+        index = answerer.index
         timings: dict[str, float] = {}
 
         started = perf_counter()
@@ -102,7 +88,7 @@ class ReferenceRag:
         timings["tokenize"] = perf_counter() - started
 
         started = perf_counter()
-        candidates = index.search(query, max(self.candidates, top_k))
+        candidates = index.search(query, max(_CANDIDATES, top_k))
         timings["keyword"] = perf_counter() - started
 
         started = perf_counter()
@@ -112,7 +98,7 @@ class ReferenceRag:
         timings["rerank"] = perf_counter() - started
 
         started = perf_counter()
-        answer = stack.answerer.answer(question, query, ranked, misread="answer_degraded" in modes)
+        answer = answerer.answer(question, query, ranked, misread="answer_degraded" in modes)
         citations = answer.citations
         if "citations_degraded" in modes:
             citations = tuple(c - 1 for c in citations)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import sys
-from collections.abc import Iterable
 from typing import NoReturn
 
 import uvicorn
@@ -19,7 +18,7 @@ from evaluator.reference.failures import (
     parse_modes,
 )
 
-__all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "build_server", "main"]
+__all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "main"]
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8900
@@ -76,35 +75,6 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def build_server(
-    host: str = DEFAULT_HOST,
-    port: int = DEFAULT_PORT,
-    modes: Iterable[str] = (),
-    *,
-    slow_model_seconds: float = 1.5,
-    error_share: float = 0.3,
-    log_level: str = "info",
-    access_log: bool = True,
-) -> uvicorn.Server:
-    """A uvicorn server for the reference app, not yet started (``server.run()`` or
-    ``await server.serve()``); building it builds the index.
-
-    Raises:
-        UnknownFailureModeError: a mode in ``modes`` is unknown.
-    """
-    app = create_app(modes, slow_model_seconds=slow_model_seconds, error_share=error_share)
-    config = uvicorn.Config(
-        app,
-        host=host,
-        port=port,
-        log_level=log_level,
-        access_log=access_log,
-        lifespan="off",
-        ws="none",
-    )
-    return uvicorn.Server(config)
-
-
 def main(argv: list[str] | None = None) -> int:
     """Run the reference service until interrupted.
 
@@ -121,14 +91,20 @@ def main(argv: list[str] | None = None) -> int:
         modes = modes_from_env() | parse_modes(args.failure_mode)
     except UnknownFailureModeError as exc:
         parser.error(str(exc))
-    server = build_server(
-        args.host,
-        args.port,
-        modes,
-        slow_model_seconds=args.slow_model_seconds,
-        error_share=args.error_share,
-        log_level=args.log_level,
-        access_log=args.access_log,
+    # building the app builds the index, before the server starts
+    app = create_app(
+        modes, slow_model_seconds=args.slow_model_seconds, error_share=args.error_share
+    )
+    server = uvicorn.Server(
+        uvicorn.Config(
+            app,
+            host=args.host,
+            port=args.port,
+            log_level=args.log_level,
+            access_log=args.access_log,
+            lifespan="off",
+            ws="none",
+        )
     )
     shown = ", ".join(sorted(modes)) or "none"
     print(

@@ -25,9 +25,6 @@ _SCORES: Callable[[Any], tuple[Any, ...]] = attrgetter(*SCORE_FIELDS)
 #: a failed case's scores
 _NO_SCORES = (None,) * len(SCORE_FIELDS)
 
-#: what a case diff shows of a case: its question, relevant ids and ranked ids
-Shown = tuple[str, tuple[str, ...], tuple[str, ...]]
-
 
 @dataclass(frozen=True, slots=True)
 class CaseTable:
@@ -53,14 +50,6 @@ class CaseTable:
             unanswerable=[r.case.unanswerable for r in records],
             rows=records,
         )
-
-    def shown(self, i: int) -> Shown:
-        record = self.rows[i]
-        return record.case.question, tuple(record.case.relevance), record.ranked_ids
-
-    def ranked(self, i: int) -> tuple[str, ...]:
-        """The ids case ``i`` ranked."""
-        return self.rows[i].ranked_ids
 
     def keys(self) -> list[tuple[Any, ...]]:
         """Each case's scores as one value: two cases whose values are equal have nothing

@@ -35,7 +35,7 @@ from msgspec import Meta, Struct
 from evaluator import border
 from evaluator.errors import ReportError
 from evaluator.models import Case, CaseError, CaseRecord, CaseScores, Outcome
-from evaluator.repeat_summary import Repeats, repeats_from_dict
+from evaluator.repeat_summary import repeats_from_dict
 from evaluator.report.check import check_ids, check_summary
 from evaluator.report.model import SCHEMA_VERSION, RunHeader, RunReport, Seconds, as_utc
 from evaluator.summary import OPTIONAL_FIELDS, QUALITY_METRICS, Summary, Total, summarise
@@ -197,22 +197,19 @@ _AT = re.compile(r"\s*-\s*at\s*`\$(?P<path>[^`]*)`\s*$")
 _MISSING = re.compile(r"^Object missing required field `(?P<name>[^`]*)`$")
 
 
-def _field_error(source: str, exc: msgspec.ValidationError, prefix: str = "") -> ReportError:
+def _field_error(source: str, exc: msgspec.ValidationError) -> ReportError:
     """msgspec's "Expected `float` <= 1.0 - at `$.summary.mrr`" as our one line."""
     text = str(exc)
     match = _AT.search(text)
-    head = text[: match.start()].strip() if match else text
-    missing = _MISSING.match(head)
+    why = text[: match.start()].strip() if match else text
+    missing = _MISSING.match(why)
     if missing is not None:
-        path = (prefix + (match.group("path").lstrip(".") if match else "")).rstrip(".")
+        path = (match.group("path").lstrip(".") if match else "").rstrip(".")
         field = f"{path}.{missing.group('name')}" if path else missing.group("name")
         return ReportError(f"{source}: field {field!r} is missing")
-    if match is None and not prefix:
-        return ReportError(f"{source}: not a report (expected a JSON object): {text}")
     if match is None:
-        return ReportError(f"{source}: field {prefix.rstrip('.')!r}: {text}")
-    field = prefix + match.group("path").lstrip(".")
-    why = text[: match.start()].strip()
+        return ReportError(f"{source}: not a report (expected a JSON object): {text}")
+    field = match.group("path").lstrip(".")
     if why.startswith("Invalid RFC3339"):  # a time (generated_at), in the reader's words
         return ReportError(f"{source}: field {field!r} is not an ISO 8601 time (RFC 3339)")
     if not field:
@@ -220,9 +217,9 @@ def _field_error(source: str, exc: msgspec.ValidationError, prefix: str = "") ->
     return ReportError(f"{source}: field {field!r}: {why}")
 
 
-def _nonfinite_path(data: object, path: str = "") -> str | None:
+def _nonfinite_path(data: object) -> str | None:
     """Where the first NaN or infinity is in decoded JSON (to name the field)."""
-    stack: list[tuple[object, str]] = [(data, path)]
+    stack: list[tuple[object, str]] = [(data, "")]
     while stack:
         value, where = stack.pop()
         if isinstance(value, float) and not math.isfinite(value):
@@ -247,15 +244,6 @@ def _malformed(source: str, raw: bytes, exc: msgspec.DecodeError) -> ReportError
     return ReportError(f"{source}: not valid JSON: {exc}")
 
 
-def _total_map(entry: _TagSummary) -> dict[str, Total]:
-    out: dict[str, Total] = {}
-    for name in QUALITY_METRICS:
-        total: _Total | None = getattr(entry.totals, name)
-        if total is not None:
-            out[name] = Total(total.sum, total.count)
-    return out
-
-
 def _ratios(entry: _TagSummary) -> dict[str, float | None]:
     return {name: getattr(entry, name) for name in QUALITY_METRICS}
 
@@ -265,7 +253,11 @@ def _tag_summary(entry: _TagSummary, by_tag: Mapping[str, Summary]) -> Summary:
         case_count=entry.case_count,
         scored_count=entry.scored_count,
         error_count=entry.error_count,
-        totals=_total_map(entry),
+        totals={
+            name: Total(total.sum, total.count)
+            for name in QUALITY_METRICS
+            if (total := getattr(entry.totals, name)) is not None
+        },
         error_rate=entry.error_rate,
         p50_seconds=entry.p50_seconds,
         p95_seconds=entry.p95_seconds,
@@ -288,7 +280,8 @@ def _written_summary(source: str, entry: _Summary) -> Summary:
     return summary
 
 
-#: one empty value for every case without texts or cut texts (most cases of most runs)
+#: one empty value for every case without texts or cut texts (most cases of most runs, read
+#: back or streamed): each ``frozenset()`` call is a new 216-byte object
 _NO_TEXTS: Mapping[str, str] = MappingProxyType({})
 _NO_CUTS: frozenset[str] = frozenset()
 
@@ -338,7 +331,7 @@ def _case(c: _Case, known: Mapping[str, Case]) -> CaseRecord:
     )
 
 
-def _records(source: str, head: _Report, share: RunReport | None) -> tuple[CaseRecord, ...]:
+def _records(head: _Report, share: RunReport | None) -> tuple[CaseRecord, ...]:
     """Every case's record, each decoded entry dropped once its record is built (the
     entries and the records of a large report are not held at once)."""
     known = {r.case.id: r.case for r in share.cases} if share is not None else {}
@@ -357,10 +350,7 @@ def _build(source: str, head: _Report, share: RunReport | None = None) -> RunRep
         ReportError: naming the source and the first bad field.
     """
     if head.schema_version != SCHEMA_VERSION:
-        raise ReportError(
-            f"{source}: schema_version {head.schema_version!r} is not supported "
-            f"(expected {SCHEMA_VERSION})"
-        )
+        raise _unsupported(source, head.schema_version)
     check_ids(source, [c.id for c in head.cases])
     written = head.summary
     if not head.cases:  # a summary-only report: judged on what it says
@@ -376,45 +366,32 @@ def _build(source: str, head: _Report, share: RunReport | None = None) -> RunRep
                 raise ReportError(
                     f"{source}: field {field!r} is {value} but the report holds {actual}"
                 )
-        cases = _records(source, head, share)
+        cases = _records(head, share)
         # derived from the cases; the event loop's lag is the run's, not the cases'
         summary = replace(
             summarise(cases),
             event_loop_lag_p95_seconds=written.event_loop_lag_p95_seconds,
             event_loop_lag_max_seconds=written.event_loop_lag_max_seconds,
         )
-    header = dict(zip(_HEADER_FIELDS, _header_of(head), strict=True))
-    header["generated_at"] = as_utc(head.generated_at)
-    return RunReport(
-        **header,
-        summary=summary,
-        cases=cases,
-        repeats=_repeats(source, head.repeats),
-        judge=head.judge,
-    )
-
-
-def _repeats(source: str, raw: dict[str, Any] | None) -> Repeats | None:
-    """The optional ``repeats`` block (``--repeat N``), checked."""
-    if raw is None:
-        return None
-    try:
-        return repeats_from_dict(raw, source)
+    try:  # the optional ``repeats`` block (``--repeat N``)
+        repeats = None if head.repeats is None else repeats_from_dict(head.repeats, source)
     except ValueError as exc:
         raise ReportError(str(exc)) from None
+    header = dict(zip(_HEADER_FIELDS, _header_of(head), strict=True))
+    header["generated_at"] = as_utc(head.generated_at)
+    return RunReport(**header, summary=summary, cases=cases, repeats=repeats, judge=head.judge)
 
 
-def _version_error(source: str, raw: bytes | None, data: object) -> ReportError | None:
+def _version_error(source: str, raw: bytes) -> ReportError | None:
     """A clearer message when the report is of another schema version."""
     try:
-        if raw is not None:
-            version = _VERSION.decode(raw).schema_version
-        else:
-            version = data.get("schema_version") if isinstance(data, Mapping) else None
+        version = _VERSION.decode(raw).schema_version
     except (msgspec.MsgspecError, RecursionError):
         return None
-    if version == SCHEMA_VERSION:
-        return None
+    return None if version == SCHEMA_VERSION else _unsupported(source, version)
+
+
+def _unsupported(source: str, version: object) -> ReportError:
     return ReportError(
         f"{source}: schema_version {version!r} is not supported (expected {SCHEMA_VERSION})"
     )
@@ -429,7 +406,7 @@ def _decoded(raw: bytes, source: str) -> _Report:
     try:
         return _REPORT.decode(raw)
     except msgspec.ValidationError as exc:
-        raise (_version_error(source, raw, None) or _field_error(source, exc)) from None
+        raise (_version_error(source, raw) or _field_error(source, exc)) from None
     except msgspec.DecodeError as exc:
         cleaned = _through_the_border(raw)
         if cleaned is None:
@@ -439,7 +416,7 @@ def _decoded(raw: bytes, source: str) -> _Report:
     try:
         return _REPORT.decode(cleaned)
     except msgspec.ValidationError as exc:
-        raise (_version_error(source, cleaned, None) or _field_error(source, exc)) from None
+        raise (_version_error(source, cleaned) or _field_error(source, exc)) from None
 
 
 def _through_the_border(raw: bytes) -> bytes | None:
@@ -500,11 +477,8 @@ def read_report(path: str | os.PathLike[str], *, share: RunReport | None = None)
         ReportError: unreadable, not JSON (e.g. truncated), not a report, or inconsistent;
             the message names the file and the field.
     """
-    return parse_report(_read(path), str(path), share=share)
-
-
-def _read(path: str | os.PathLike[str]) -> bytes:
     try:
-        return border.read_file(path)
+        raw = border.read_file(path)
     except OSError as exc:
         raise ReportError(f"{path}: cannot read report: {exc.strerror or exc}") from exc
+    return parse_report(raw, str(path), share=share)

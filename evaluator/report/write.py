@@ -12,7 +12,7 @@ import contextlib
 import json
 import os
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -40,12 +40,6 @@ __all__ = [
 ]
 
 
-def _relevant_json(relevance: Mapping[str, int]) -> list[str] | dict[str, int]:
-    if all(g == 1 for g in relevance.values()):
-        return list(relevance)
-    return dict(relevance)
-
-
 _SCORE_FIELDS = CaseScores.__struct_fields__
 
 
@@ -56,21 +50,16 @@ def scores_to_dict(scores: CaseScores | None) -> dict[str, Any]:
 
 def _case_to_dict(c: CaseRecord, audit: LabelAudit | None = None) -> dict[str, Any]:
     """One case's report entry (``audit``: its label audit, when already computed)."""
-    out = _case_core(c, audit or audit_record(c))
-    for name in DELIVERY_FIELDS:
-        value = getattr(c, name)
-        if value is not None:
-            out[name] = value
-    return out
-
-
-def _case_core(c: CaseRecord, audit: LabelAudit) -> dict[str, Any]:
-    return {
+    relevance = c.case.relevance
+    out: dict[str, Any] = {
         "id": c.id,
         "question": c.case.question,
         "tags": list(c.case.tags),
         "unanswerable": c.case.unanswerable,
-        "relevant_ids": _relevant_json(c.case.relevance),
+        # binary relevance as a list of ids
+        "relevant_ids": list(relevance)
+        if all(g == 1 for g in relevance.values())
+        else dict(relevance),
         "expected_facts": [list(f) if len(f) > 1 else f[0] for f in c.case.expected_facts],
         "ranked_ids": list(c.ranked_ids),
         "answer": c.answer,
@@ -86,8 +75,13 @@ def _case_core(c: CaseRecord, audit: LabelAudit) -> dict[str, Any]:
         ),
         "texts": dict(c.texts),
         "cut_texts": sorted(c.cut_texts),
-        "suspect_label": audit.message,
+        "suspect_label": (audit or audit_record(c)).message,
     }
+    for name in DELIVERY_FIELDS:
+        value = getattr(c, name)
+        if value is not None:
+            out[name] = value
+    return out
 
 
 def _header_to_dict(report: RunReport, audit: AuditTotals | None = None) -> dict[str, Any]:

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import gzip
 import os
-import re
 import socket
 import ssl
 import threading
@@ -32,6 +31,7 @@ from evaluator import border, process_state
 from evaluator.errors import ConfigError
 from evaluator.models import CaseRecord
 from evaluator.redaction import redactor, register_secrets
+from evaluator.targets.templates import resolve_env
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
@@ -96,7 +96,6 @@ TRACES_PATH = "/v1/traces"
 MAX_RESPONSE_HEAD_BYTES = 16 * 1024
 #: the failure kinds counted (``rag_eval_otlp_export_errors_total{kind}``)
 FAILURE_KINDS = ("connect", "timeout", "http_status", "bad_response", "exporter_exception")
-_ENV_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
 class ExportFailed(Exception):
@@ -125,19 +124,6 @@ def parse_env_headers(value: str) -> dict[str, str]:
         if sep and name.strip():
             headers[unquote(name.strip())] = unquote(raw.strip())
     return headers
-
-
-def _resolve(value: str, where: str, found: list[str]) -> str:
-    """``value`` with its ``${NAME}`` references read; each value read goes to ``found``."""
-
-    def lookup(match: re.Match[str]) -> str:
-        resolved = os.environ.get(match.group(1))
-        if not resolved:
-            raise ConfigError(f"{where}: environment variable {match.group(1)} is not set")
-        found.append(resolved)
-        return resolved
-
-    return _ENV_REFERENCE.sub(lookup, value)
 
 
 def _read_head(sock: socket.socket, deadline: float) -> bytes:
@@ -238,7 +224,7 @@ class _CountingExporter:
     """The SDK's span-exporter face of :class:`BoundedExporter`: encodes each batch, counts
     and logs those that did not reach the collector (by kind, with the status and URL)."""
 
-    def __init__(self, inner: BoundedExporter | Any) -> None:
+    def __init__(self, inner: BoundedExporter) -> None:
         self._inner = inner
         #: held while counting: export runs on the batch processor's thread, scrapes elsewhere
         self.lock = threading.Lock()
@@ -251,24 +237,16 @@ class _CountingExporter:
         self.quiet = False
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
         from opentelemetry.sdk.trace.export import SpanExportResult
 
         failure: ExportFailed | None = None
         try:
-            if isinstance(self._inner, BoundedExporter):
-                from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
-
-                self._inner.send(encode_spans(spans).SerializePartialToString())
-                result = SpanExportResult.SUCCESS
-            else:
-                result = self._inner.export(spans)
-                if result is not SpanExportResult.SUCCESS:
-                    failure = ExportFailed("http_status", "the exporter reported a failure")
+            self._inner.send(encode_spans(spans).SerializePartialToString())
         except ExportFailed as exc:
-            failure, result = exc, SpanExportResult.FAILURE
+            failure = exc
         except Exception as exc:  # an exporter bug must not kill the processor's thread
             failure = ExportFailed("exporter_exception", f"{type(exc).__name__}: {exc}")
-            result = SpanExportResult.FAILURE
         with self.lock:
             if failure is None:
                 self.exported_spans += len(spans)
@@ -283,10 +261,10 @@ class _CountingExporter:
                 spans=len(spans),
                 error_kind=failure.kind,
                 status=failure.status,
-                url=redactor().redact_text(getattr(self._inner, "url", "")),
+                url=redactor().redact_text(self._inner.url),
                 error=redactor().redact_text(str(failure)),
             )
-        return result
+        return SpanExportResult.SUCCESS if failure is None else SpanExportResult.FAILURE
 
     def count_failure(self, kind: str, message: str) -> None:
         """A span lost before any request (it could not be built): counted and logged."""
@@ -300,14 +278,10 @@ class _CountingExporter:
         )
 
     def shutdown(self) -> None:
-        if not isinstance(self._inner, BoundedExporter):
-            self._inner.shutdown()
+        """Nothing to stop: each batch is sent on a connection of its own."""
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
-        if isinstance(self._inner, BoundedExporter):
-            return True
-        result: bool = self._inner.force_flush(timeout_millis)
-        return result
+        return True  # nothing buffered here: the batch processor holds the queue
 
 
 class CaseSpans:
@@ -364,53 +338,43 @@ class CaseSpans:
         logged, and the case goes on as measured.
         """
         try:
-            self._record(record, span_id, start_ns, end_ns, attributes)
+            from opentelemetry import trace
+            from opentelemetry.trace import Status, StatusCode
+
+            redact = redactor()
+            attrs: dict[str, Any] = {
+                f"rag_eval.{key}": redact.redact_text(v) if isinstance(v, str) else v
+                for key, v in attributes.items()
+            }
+            attrs["rag_eval.case_id"] = redact.redact_text(record.id)
+            attrs["rag_eval.attempts"] = record.attempts
+            attrs["rag_eval.outcome"] = "error" if record.error is not None else "ok"
+            if record.error is not None:
+                attrs["rag_eval.error_kind"] = record.error.kind
+            if record.trace_id is not None and span_id is not None:
+                self._ids.pending = (int(record.trace_id, 16), int(span_id, 16))
+            try:
+                span = self._tracer.start_span(CASE_SPAN, attributes=attrs, start_time=start_ns)
+            finally:
+                self._ids.pending = None
+            if record.error is not None:
+                span.set_status(Status(StatusCode.ERROR, record.error.kind))
+            parent = trace.set_span_in_context(span)
+            at = start_ns
+            for stage, seconds in record.stage_seconds.items():
+                length = max(0, round(seconds * 1e9))
+                child = self._tracer.start_span(
+                    f"{STAGE_SPAN} {stage}",
+                    context=parent,
+                    attributes={"rag_eval.stage": stage},
+                    start_time=at,
+                )
+                child.end(end_time=at + length)
+                at += length
+            span.end(end_time=end_ns)
         except Exception as exc:
             self._ids.pending = None
             self.exporter.count_failure("exporter_exception", f"{type(exc).__name__}: {exc}")
-
-    def _record(
-        self,
-        record: CaseRecord,
-        span_id: str | None,
-        start_ns: int,
-        end_ns: int,
-        attributes: Mapping[str, str | int],
-    ) -> None:
-        from opentelemetry import trace
-        from opentelemetry.trace import Status, StatusCode
-
-        redact = redactor()
-        attrs: dict[str, Any] = {
-            f"rag_eval.{key}": redact.redact_text(v) if isinstance(v, str) else v
-            for key, v in attributes.items()
-        }
-        attrs["rag_eval.case_id"] = redact.redact_text(record.id)
-        attrs["rag_eval.attempts"] = record.attempts
-        attrs["rag_eval.outcome"] = "error" if record.error is not None else "ok"
-        if record.error is not None:
-            attrs["rag_eval.error_kind"] = record.error.kind
-        if record.trace_id is not None and span_id is not None:
-            self._ids.pending = (int(record.trace_id, 16), int(span_id, 16))
-        try:
-            span = self._tracer.start_span(CASE_SPAN, attributes=attrs, start_time=start_ns)
-        finally:
-            self._ids.pending = None
-        if record.error is not None:
-            span.set_status(Status(StatusCode.ERROR, record.error.kind))
-        parent = trace.set_span_in_context(span)
-        at = start_ns
-        for stage, seconds in record.stage_seconds.items():
-            length = max(0, round(seconds * 1e9))
-            child = self._tracer.start_span(
-                f"{STAGE_SPAN} {stage}",
-                context=parent,
-                attributes={"rag_eval.stage": stage},
-                start_time=at,
-            )
-            child.end(end_time=at + length)
-            at += length
-        span.end(end_time=end_ns)
 
     def shutdown(self) -> None:
         """Send what is queued, then stop: bounded by twice the export deadline whatever the
@@ -437,9 +401,10 @@ def resolve(
     headers: Mapping[str, str] | None = None,
     compression: str = "none",
 ) -> dict[str, Any]:
-    """The export's settings: each left at its default gives way to OpenTelemetry's standard
-    variable (``OTEL_EXPORTER_OTLP_*``, ``OTEL_SERVICE_NAME``); ``${ENV}`` in header values
-    resolved, and every header value registered as a secret.
+    """The export's settings (:class:`CaseSpans`' arguments): each left at its default gives
+    way to OpenTelemetry's standard variable (``OTEL_EXPORTER_OTLP_*``,
+    ``OTEL_SERVICE_NAME``); ``${ENV}`` in header values resolved, and every header value
+    registered as a secret.
 
     Raises:
         ConfigError: naming the setting or variable.
@@ -477,7 +442,7 @@ def resolve(
         if found is not None:
             resolved = parse_env_headers(found[1])
     else:
-        resolved = {k: _resolve(v, f"otlp.headers.{k}", read) for k, v in headers.items()}
+        resolved = {k: resolve_env(v, f"otlp.headers.{k}", found=read) for k, v in headers.items()}
     for name, value in resolved.items():
         # the border's rule for a header, as for a target's (control characters, a name
         # that is no token, bytes of the environment that are not UTF-8)
@@ -519,15 +484,7 @@ def install(
             headers=headers,
             compression=compression,
         )
-        process_state.spans.swap(
-            CaseSpans(
-                settings["endpoint"],
-                settings["service_name"],
-                settings["timeout_seconds"],
-                headers=settings["headers"],
-                compression=settings["compression"],
-            )
-        )
+        process_state.spans.swap(CaseSpans(**settings))
     return active()
 
 

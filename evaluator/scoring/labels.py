@@ -51,8 +51,6 @@ class LabelAudit:
     suspect: bool
     #: the facts found in none of the relevant texts, in label order
     missing: tuple[tuple[str, ...], ...] = ()
-    #: the relevant ids whose text was read
-    evidence_ids: tuple[str, ...] = ()
 
     @property
     def message(self) -> str | None:
@@ -93,11 +91,11 @@ class LabelAudit:
         facts = tuple(tuple(f) for f in expected_facts)
         missing = tuple(f for f in facts if not any(contains_fact(h, f) for h in haystacks))
         if len(missing) < len(facts):
-            return cls(checked=True, suspect=False, missing=missing, evidence_ids=evidence)
+            return cls(checked=True, suspect=False, missing=missing)
         if any(i in cut for i in evidence):
             # the fact may sit in the part that was cut away
-            return cls(checked=False, suspect=False, missing=missing, evidence_ids=evidence)
-        return cls(checked=True, suspect=True, missing=missing, evidence_ids=evidence)
+            return cls(checked=False, suspect=False, missing=missing)
+        return cls(checked=True, suspect=True, missing=missing)
 
 
 @functools.lru_cache(maxsize=1024)

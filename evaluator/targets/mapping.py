@@ -66,14 +66,6 @@ FIELDS = (
 )
 
 
-def _mapping_error(field: str, expression: str, problem: str) -> BadResponseError:
-    return BadResponseError(
-        f"response.{field} expression {json.dumps(expression)} {problem}",
-        field=field,
-        expression=expression,
-    )
-
-
 def _kind_of(value: object) -> str:
     if value is None:
         return "null"
@@ -212,13 +204,19 @@ class ResponseMapper:
             raise self._fail(field, f"failed: {exc}") from None
 
     def _fail(self, field: str, problem: str) -> BadResponseError:
-        return _mapping_error(field, self.expressions[field].expression, problem)
+        expression = self.expressions[field].expression
+        return BadResponseError(
+            f"response.{field} expression {json.dumps(expression)} {problem}",
+            field=field,
+            expression=expression,
+        )
 
-    def _list(self, field: str, body: object, expected: str) -> list[Any]:
+    def _typed(self, field: str, body: object, kind: type[T], expected: str) -> T:
+        """The field's value, when of ``kind``; null or another type is an error."""
         value = self.search(field, body)
         if value is None:
             raise self._fail(field, "matched nothing (null)")
-        if not isinstance(value, list):
+        if not isinstance(value, kind):
             raise self._fail(field, f"gave {_kind_of(value)}, expected {expected}")
         return value
 
@@ -228,7 +226,7 @@ class ResponseMapper:
         Raises:
             BadResponseError: a field matched nothing or has the wrong type.
         """
-        found = self._list("ids", body, "a list of ids")
+        found = self._typed("ids", body, list, "a list of ids")
         ids = self._ids(found[: self.max_ranked_ids])
         texts = self._aligned("texts", body, len(found), self._text)
         scores = self._aligned("scores", body, len(found), self._score)
@@ -236,7 +234,7 @@ class ResponseMapper:
             Retrieved(id=doc_id, score=score, text=text)
             for doc_id, text, score in zip(ids, texts, scores, strict=True)
         )
-        answer = self._answer(body)
+        answer = self._typed("answer", body, str, "a string") if "answer" in self else None
         citations = self._citations(body)
         if self.markers is not None:
             citations += self.cited_in(answer)
@@ -265,7 +263,7 @@ class ResponseMapper:
     ) -> list[T | None]:
         if field not in self:
             return [None] * len(range(count)[: self.max_ranked_ids])
-        value = self._list(field, body, f"a list of {field}")
+        value = self._typed(field, body, list, f"a list of {field}")
         if len(value) != count:
             raise self._fail(
                 field,
@@ -287,21 +285,11 @@ class ResponseMapper:
             raise self._fail(field, f"gave {_kind_of(item)} for hit {i}, expected a number")
         return number
 
-    def _answer(self, body: object) -> str | None:
-        if "answer" not in self:
-            return None
-        value = self.search("answer", body)
-        if value is None:
-            raise self._fail("answer", "matched nothing (null)")
-        if not isinstance(value, str):
-            raise self._fail("answer", f"gave {_kind_of(value)}, expected a string")
-        return value
-
     def _citations(self, body: object) -> tuple[Citation, ...]:
         if "citations" not in self:
             return ()
         out: list[Citation] = []
-        for i, item in enumerate(self._list("citations", body, "a list")):
+        for i, item in enumerate(self._typed("citations", body, list, "a list")):
             if isinstance(item, str):
                 out.append(item)
             elif isinstance(item, int | float) and not isinstance(item, bool) and item == item:
@@ -318,13 +306,8 @@ class ResponseMapper:
     def _timings(self, body: object) -> dict[str, float]:
         if "timings" not in self:
             return {}
-        value = self.search("timings", body)
-        if value is None:
-            raise self._fail("timings", "matched nothing (null)")
-        if not isinstance(value, dict):
-            raise self._fail("timings", f"gave {_kind_of(value)}, expected an object")
         out: dict[str, float] = {}
-        for stage, seconds in value.items():
+        for stage, seconds in self._typed("timings", body, dict, "an object").items():
             number = _finite(seconds)
             if number is None or number < 0:
                 raise self._fail(

@@ -20,7 +20,6 @@ Two kinds of placeholder (the grammar is in :mod:`evaluator.targets.templates`):
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -41,6 +40,7 @@ from evaluator.targets.templates import (
     PLACEHOLDER,
     render_body,
     render_text,
+    resolve_env,
 )
 
 __all__ = ["MASK", "OutgoingRequest", "Redactor", "RequestTemplate", "is_secret_name"]
@@ -71,24 +71,6 @@ def is_secret_name(name: str) -> bool:
     """
     normalised = name.lower().replace("-", "").replace("_", "")
     return normalised in _SECRET_NAMES or normalised.endswith(_SECRET_SUFFIXES)
-
-
-def _resolve_env(value: str, where: str, environ: Mapping[str, str], found: list[str]) -> str:
-    """``value`` with its ``${NAME}`` references replaced; each value read goes to ``found``."""
-
-    def lookup(match: re.Match[str]) -> str:
-        name = match.group(1)
-        resolved = environ.get(name)
-        if not resolved:
-            # name the variable, never a value
-            raise ConfigError(
-                f"{where}: environment variable {name} is not set (or empty); "
-                f"export it before starting evaluator"
-            )
-        found.append(resolved)
-        return resolved
-
-    return ENV_REFERENCE.sub(lookup, value)
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,7 +183,6 @@ class RequestTemplate:
             ConfigError: a referenced environment variable is unset or empty (the message
                 names the variable and where it is used, never a value).
         """
-        env = os.environ if environ is None else environ
         found: list[str] = []
 
         def split(
@@ -212,7 +193,13 @@ class RequestTemplate:
             for name, value in entries.items():
                 where = f"request.{section}.{name}"
                 if ENV_REFERENCE.search(value) or is_secret_name(name):
-                    value = _resolve_env(value, where, env, found)
+                    value = resolve_env(
+                        value,
+                        where,
+                        found=found,
+                        environ=environ,
+                        hint=" (or empty); export it before starting evaluator",
+                    )
                     secret.append((name, SecretStr(value)))
                 else:
                     plain.append((name, value))

@@ -139,12 +139,8 @@ class _Framer:
         self._pending = bytearray()
         if rest.strip():
             yield from self._line(rest.decode("utf-8", errors="replace"))
-        if self._sse and not self.ended:
-            if self._done_event is not None and self._event == self._done_event:
-                self.ended = True  # its blank line never came: the stream ended with it
-            elif self._data:
-                yield "\n".join(self._data)
-        self._data = []
+        if self._sse:  # the blank line that dispatches the last event never came
+            yield from self._line("")
 
 
 def frame_events(format: StreamFormat, chunks: list[bytes]) -> list[str]:

@@ -5,9 +5,13 @@ render). Dependency-free, so loading a config does not import the HTTP stack.
 
 from __future__ import annotations
 
+import os
 import re
+from collections.abc import Mapping
 
 from pydantic import JsonValue
+
+from evaluator.errors import ConfigError
 
 __all__ = [
     "DEFAULT_BODY",
@@ -17,6 +21,7 @@ __all__ = [
     "mentions_question",
     "render_body",
     "render_text",
+    "resolve_env",
 ]
 
 #: ``{question}`` or ``{k}``
@@ -33,6 +38,34 @@ def env_reference_problem(value: str) -> str | None:
     if "${" in stripped:
         return "malformed environment reference: write ${NAME} (letters, digits, underscores)"
     return None
+
+
+def resolve_env(
+    value: str,
+    where: str,
+    *,
+    found: list[str] | None = None,
+    environ: Mapping[str, str] | None = None,
+    hint: str = "",
+) -> str:
+    """``value`` with its ``${NAME}`` references read from ``environ`` (the process's when
+    None); each value read goes to ``found``.
+
+    Raises:
+        ConfigError: a variable is unset or empty: the message names it, ``where`` and
+            ``hint``, never a value.
+    """
+    env = os.environ if environ is None else environ
+
+    def lookup(match: re.Match[str]) -> str:
+        resolved = env.get(match.group(1))
+        if not resolved:
+            raise ConfigError(f"{where}: environment variable {match.group(1)} is not set{hint}")
+        if found is not None:
+            found.append(resolved)
+        return resolved
+
+    return ENV_REFERENCE.sub(lookup, value)
 
 
 def mentions_question(template: JsonValue) -> bool:

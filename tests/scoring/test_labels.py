@@ -72,7 +72,6 @@ class TestWorkedExamples:
         )
 
         assert (True, False) == (audit.checked, audit.suspect)
-        assert ("policy", "deadline") == audit.evidence_ids
 
     def test_irrelevant_texts_do_not_clear_the_label(self) -> None:
         """Grade 0 is not relevant: '七天' in it does not count."""

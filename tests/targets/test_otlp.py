@@ -178,17 +178,11 @@ class TestConfig:
     def test_an_exporter_that_raises_is_counted(self) -> None:
         """A bug inside the SDK's exporter is one failed batch, not a dead export thread."""
 
-        class Broken:
-            def export(self, spans: object) -> object:
+        class Broken(otlp.BoundedExporter):
+            def send(self, body: bytes) -> None:
                 raise RuntimeError("boom")
 
-            def shutdown(self) -> None:
-                pass
-
-            def force_flush(self, timeout_millis: int = 30000) -> bool:
-                return True
-
-        counting = otlp._CountingExporter(Broken())
+        counting = otlp._CountingExporter(Broken("http://127.0.0.1:9/", timeout_seconds=1.0))
         from opentelemetry.sdk.trace.export import SpanExportResult
 
         assert SpanExportResult.FAILURE is counting.export([object(), object()])  # type: ignore[list-item]
