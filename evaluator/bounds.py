@@ -26,7 +26,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Collection, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
+
+from msgspec.structs import replace
 
 from evaluator.models import Citation, TargetResponse
 from evaluator.redaction import redactor

@@ -9,7 +9,7 @@ a report holds per case (:class:`Case`, :class:`CaseScores`, :class:`CaseError`,
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from operator import attrgetter
 from types import MappingProxyType
 from typing import Annotated
@@ -78,8 +78,7 @@ class Dataset:
     content_hash: str
 
 
-@dataclass(frozen=True, slots=True)
-class Retrieved:
+class Retrieved(msgspec.Struct, frozen=True, gc=False):
     """One item of the target's ranked evidence."""
 
     id: str
@@ -87,8 +86,7 @@ class Retrieved:
     text: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class Delivery:
+class Delivery(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """How a response arrived and what it cost, as far as the target can tell.
 
     Times are seconds from the start of the attempt that succeeded: ``ttfb_seconds`` to the
@@ -120,8 +118,7 @@ class Delivery:
         return self.output_tokens / generating if generating > 0 else None
 
 
-@dataclass(frozen=True, slots=True)
-class TargetResponse:
+class TargetResponse(msgspec.Struct, frozen=True, kw_only=True):
     """What a target answered for one question, already mapped onto our fields.
 
     ``answer`` is None for a retrieval-only target (answer and citations are not scored).
@@ -131,7 +128,7 @@ class TargetResponse:
     retrieved: tuple[Retrieved, ...] = ()
     answer: str | None = None
     citations: tuple[Citation, ...] = ()
-    timings: Mapping[str, float] = field(default_factory=lambda: _EMPTY)
+    timings: Mapping[str, float] = _EMPTY
     #: streaming (and usage) measurements, when the target reports them
     delivery: Delivery | None = None
 

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import email.utils
 import functools
 import ssl
@@ -45,6 +44,7 @@ from random import getrandbits
 from typing import Any
 
 import aiohttp
+import msgspec
 from aiohttp.http_exceptions import ContentLengthError, HttpProcessingError
 
 from evaluator import border, process_state
@@ -461,7 +461,7 @@ class HttpTarget:
         citations = response.citations
         if self.mapper is not None and self.mapper.markers is not None:
             citations += self.mapper.cited_in(answer)
-        return dataclasses.replace(response, answer=answer, citations=citations), tokens
+        return msgspec.structs.replace(response, answer=answer, citations=citations), tokens
 
     def _fields(self, body: object) -> tuple[TargetResponse, tuple[int | None, int | None]]:
         try:

@@ -27,6 +27,7 @@ from functools import cached_property
 from typing import Any
 from urllib.parse import quote, urlsplit
 
+import msgspec
 from pydantic import JsonValue, SecretStr
 from yarl import URL
 
@@ -73,8 +74,7 @@ def is_secret_name(name: str) -> bool:
     return normalised in _SECRET_NAMES or normalised.endswith(_SECRET_SUFFIXES)
 
 
-@dataclass(frozen=True, slots=True)
-class OutgoingRequest:
+class OutgoingRequest(msgspec.Struct, frozen=True):
     """One request as built for a question, without its secrets (added as it leaves)."""
 
     method: str
