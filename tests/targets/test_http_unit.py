@@ -24,7 +24,7 @@ from evaluator.targets.http import HttpTarget, parse_retry_after
 from tests.support.loopback import LoopbackServer, Reply
 from tests.support.ports import free_port
 from tests.support.rawhttp import RawServer
-from tests.targets.helpers import GOOD_BODY, case, query_error, query_once
+from tests.targets.helpers import GOOD_BODY, case, dataset, query_error, query_once, run_config
 
 
 @pytest.mark.e2e
@@ -59,6 +59,20 @@ class TestRequests:
             query_once(config)
         assert [{"input": {"text": "How long?"}, "top_k": 4, "debug": True}] == server.requests
         assert "application/json" == server.request_headers[0]["Content-Type"]
+
+    @pytest.mark.parametrize("method", ["POST", "GET"])
+    def test_secret_param_on_every_request(self, method: str) -> None:
+        """A ${VAR} query parameter is on every request of one target: with the template's
+        one URL (POST, its wire form built once) and with a URL per question (GET)."""
+        with LoopbackServer(lambda _r: Reply(body=GOOD_BODY)) as server:
+            params = {"key": "${K}", **({"q": "{question}"} if method == "GET" else {})}
+            config = HttpTargetConfig(url=server.url, request={"method": method, "params": params})
+            report, _ = run_config(config, dataset(["one", "two", "three"]), environ={"K": "s3"})
+        assert report.summary.error_count == 0
+        keys = [line.split("?", 1)[1] for line in server.request_lines]
+        assert all("key=s3" in query for query in keys), keys
+        if method == "GET":
+            assert sorted(q for r in server.requests for q in [r["q"]]) == ["one", "three", "two"]
 
     def test_secret_header_only_on_the_wire(self) -> None:
         """A ${VAR} header reaches the server; the target keeps no copy of it in its request."""
