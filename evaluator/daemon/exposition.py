@@ -252,7 +252,9 @@ class _Histogram:
         self._bounds = bounds
         self.counts = [0.0] * len(bounds)
         self.sum = 0.0
-        self.exemplars: list[Exemplar | None] = [None] * len(bounds)
+        #: the latest exemplar per bucket as observed, (labels, value, Unix time): an
+        #: Exemplar is built only when a scrape asks for samples (seven were built per case)
+        self.exemplars: list[tuple[Mapping[str, str], float, float] | None] = [None] * len(bounds)
         self._exemplar_text = [""] * len(bounds)
         plain = _label_text(labels.items()).replace("%", "%%")
         buckets = [
@@ -277,7 +279,8 @@ class _Histogram:
         i = bisect_left(self._bounds, value)
         self.counts[i] += 1.0
         if exemplar:
-            self.exemplars[i] = Exemplar(dict(exemplar), value, time.time())
+            # kept, not copied: the exporter makes one mapping per case and never changes it
+            self.exemplars[i] = (exemplar, value, time.time())
             self._exemplar_text[i] = ""  # encoded on the next OpenMetrics scrape
 
     def cumulative(self) -> list[float]:
@@ -298,8 +301,8 @@ class _Histogram:
         texts = self._exemplar_text
         for i, exemplar in enumerate(self.exemplars):
             if exemplar is not None and not texts[i]:
-                labels = _label_text(exemplar.labels.items())
-                texts[i] = f" # {labels} {_go(exemplar.value)} {exemplar.timestamp}"
+                labels, value, timestamp = exemplar
+                texts[i] = f" # {_label_text(labels.items())} {_go(value)} {timestamp}"
         return texts
 
 
@@ -345,7 +348,8 @@ class HistogramCell(Cell):
         for key, series in self._series.items():
             labels = {**self.labels, **dict(zip(self._names, key, strict=True))}
             acc = series.cumulative()
-            for le, count, exemplar in zip(self._le, acc, series.exemplars, strict=True):
+            for le, count, kept in zip(self._le, acc, series.exemplars, strict=True):
+                exemplar = None if kept is None else Exemplar(dict(kept[0]), kept[1], kept[2])
                 yield f"{name}_bucket", {**labels, "le": le}, count, exemplar
             yield f"{name}_count", labels, acc[-1], None
             yield f"{name}_sum", labels, series.sum, None
