@@ -54,11 +54,12 @@ DEFAULT_TEXT_CHARS = 2000
 #: far beyond what a model writes (16 k output tokens are about 64 k characters), while what
 #: normalisation makes of them stays bounded. NFKC grows text (U+FDFA is one character, 18
 #: after it) and costs (about 6 µs per U+FDFA): a legal 3.9 MB answer of 1.3 M U+FDFA became
-#: 23 M characters and 10 s of one core; cut to this, at most 1.2 M characters and 0.4 s.
+#: 23 M characters and 10 s of one core; cut to this, and normalised only until 65,536
+#: characters are made (scoring.answer.MAX_NORMALISED_CHARS), about 20 ms.
 MAX_SCORED_ANSWER_CHARS = 1 << 16
 
 #: answers longer than this are scored in a worker thread, not on the daemon's event loop
-#: (the worst text, U+FDFA, costs about 50 ms at this length): the common short answer stays
+#: (the worst text, U+FDFA, costs about 20 ms at this length): the common short answer stays
 #: as cheap as before, a long one never stalls ``/healthz``
 OFF_LOOP_ANSWER_CHARS = 8192
 

@@ -206,7 +206,7 @@ async def _answered(
     trace_id: str | None,
 ) -> CaseRecord:
     """The record of an answered case; a long answer is scored in a worker thread, so that
-    its normalisation (bounded, yet up to 0.4 s of U+FDFA) never holds the event loop, the
+    its normalisation (bounded, yet about 20 ms of U+FDFA) never holds the event loop, the
     daemon's ``/healthz`` and every other job. A short one, the common case, stays inline.
     One thread scores them one at a time: normalisation holds the GIL a piece at a time
     (about 10 ms, see :mod:`evaluator.scoring.answer`); four long answers scored at once in

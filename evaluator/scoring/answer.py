@@ -58,11 +58,11 @@ def normalise(text: str) -> str:
     space used to separate it from (NFKC turns "´" into a space and a combining acute), so
     that ``normalise`` is idempotent.
 
-    Args:
-        text: any text.
-
     Text that grows under NFKC is normalised only as far as it is kept: the result is at most
     :data:`MAX_NORMALISED_CHARS` characters, the start of what the whole text normalises to.
+
+    Args:
+        text: any text.
 
     Returns:
         The normalised text, possibly empty.

@@ -87,12 +87,10 @@ class SecretInjector:
         if self._params:
             last = self._last
             if last is None or last[0] is not url:
-                last = self._last = (url, self._with_params(url))
+                wired = url.update_query({n: v.get_secret_value() for n, v in self._params})
+                last = self._last = (url, wired)
             url = last[1]
         headers = dict(request.headers)
         for name, value in self._headers:
             headers[name] = value.get_secret_value()
         return url, headers
-
-    def _with_params(self, url: URL) -> URL:
-        return url.update_query({n: v.get_secret_value() for n, v in self._params})
