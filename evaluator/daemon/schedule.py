@@ -10,20 +10,36 @@ from apscheduler.triggers.interval import IntervalTrigger
 from evaluator.config import JobConfig, cron_trigger
 from evaluator.errors import ConfigError
 
-__all__ = ["DEFAULT_INTERVAL_SECONDS", "build_trigger", "interval_of", "stagger_offsets"]
+__all__ = [
+    "DEFAULT_INTERVAL_SECONDS",
+    "STAGGER_SPREAD_SECONDS",
+    "build_trigger",
+    "interval_of",
+    "stagger_offsets",
+]
 
 DEFAULT_INTERVAL_SECONDS = 300.0
+#: first runs of several jobs are spread over at most this many seconds
+STAGGER_SPREAD_SECONDS = 10.0
+
+
+#: the golden ratio's fractional part: successive multiples of it, taken modulo 1, fill
+#: [0, 1) evenly without ever falling on a lattice (a Weyl sequence)
+_GOLDEN = (5**0.5 - 1) / 2
 
 
 def stagger_offsets(count: int, spread_seconds: float) -> list[float]:
-    """First-run offsets that spread ``count`` jobs evenly over ``spread_seconds``.
+    """First-run offsets that spread ``count`` jobs over ``spread_seconds``, first one at once.
 
-    Many jobs starting at the same second would hit shared targets all at once.
+    Many jobs starting at the same second would hit shared targets all at once. Evenly
+    spaced offsets (i x spread / count) did worse than that for paced targets: 100 jobs
+    0.1 s apart, each at 5 requests/s, sent their requests on one 0.1 s lattice, 50 at
+    a time, and the bursts queued in the service and the evaluator's loop (added latency
+    P50 5.8 ms against 0.65 ms with unaligned starts, platform benchmark). The offsets are
+    a Weyl sequence instead: as evenly spread, and out of phase with any round rate or
+    interval.
     """
-    if count <= 1:
-        return [0.0] * count
-    step = spread_seconds / count
-    return [round(i * step, 3) for i in range(count)]
+    return [round(spread_seconds * (i * _GOLDEN % 1.0), 3) for i in range(count)]
 
 
 def build_trigger(job: JobConfig, start: datetime) -> BaseTrigger:

@@ -31,7 +31,12 @@ from evaluator.daemon.job import JobRunner
 from evaluator.daemon.judging import DaemonJudge, JudgeMetrics
 from evaluator.daemon.otlp_metrics import OtlpCollector
 from evaluator.daemon.pages import StatusPages
-from evaluator.daemon.schedule import build_trigger, interval_of, stagger_offsets
+from evaluator.daemon.schedule import (
+    STAGGER_SPREAD_SECONDS,
+    build_trigger,
+    interval_of,
+    stagger_offsets,
+)
 from evaluator.daemon.server import HttpEndpoints, parse_listen
 from evaluator.dataset import load_dataset
 from evaluator.errors import ConfigError, EvaluatorError, ExitCode
@@ -47,8 +52,6 @@ __all__ = ["Daemon", "serve", "without_created_series"]
 
 log = structlog.get_logger("evaluator.daemon")
 
-#: first runs of several jobs are spread over at most this many seconds
-_STAGGER_SPREAD_SECONDS = 10.0
 #: settings a reload cannot change in a running process (logged: they need a restart)
 _RESTART_ONLY = ("listen", "histogram_buckets", "log_format", "log_level", "otlp", "server")
 
@@ -198,7 +201,7 @@ class Daemon:
                 "misfire_grace_time": None,  # late is better than silently missed
             },
         )
-        offsets = stagger_offsets(len(self.jobs), _STAGGER_SPREAD_SECONDS)
+        offsets = stagger_offsets(len(self.jobs), STAGGER_SPREAD_SECONDS)
         for runner, offset in zip(self.jobs, offsets, strict=True):
             start = now + timedelta(seconds=offset)
             trigger = build_trigger(runner.job, start)

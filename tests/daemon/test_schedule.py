@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -25,20 +26,40 @@ def _job(**schedule: object) -> JobConfig:
 
 
 class TestStaggerOffsets:
-    """First runs spread evenly over the spread, first one at once."""
+    """First runs spread over the spread, first one at once, off any round lattice."""
 
     @pytest.mark.parametrize(
         ("count", "spread", "expected"),
         [
             (0, 60.0, []),
             (1, 60.0, [0.0]),
-            (2, 60.0, [0.0, 30.0]),
-            (3, 10.0, [0.0, 3.333, 6.667]),
+            # 60 x frac(1 x 0.6180...), then 10 x frac(2 x 0.6180...) = 10 x 0.2360...
+            (2, 60.0, [0.0, 37.082]),
+            (3, 10.0, [0.0, 6.18, 2.361]),
             (4, 0.0, [0.0, 0.0, 0.0, 0.0]),
         ],
     )
     def test_offsets(self, count: int, spread: float, expected: list[float]) -> None:
         assert expected == stagger_offsets(count, spread)
+
+    @pytest.mark.parametrize("count", [10, 100, 1000])
+    def test_spread_evenly(self, count: int) -> None:
+        """Within the spread, and no gap between neighbours wider than 2.7 x an even
+        step (the golden ratio's three-gap bound)."""
+        offsets = sorted(stagger_offsets(count, 10.0))
+        assert 0.0 <= offsets[0] and offsets[-1] < 10.0
+        gaps = [b - a for a, b in zip(offsets, [*offsets[1:], 10.0], strict=True)]
+        assert max(gaps) <= 2.7 * 10.0 / count
+
+    @pytest.mark.parametrize("period", [0.1, 0.2, 0.25, 0.5, 1.0, 2.0, 3.0])
+    def test_out_of_phase_with_round_periods(self, period: float) -> None:
+        """100 jobs paced at a round rate (one request every ``period`` s) keep the phases
+        their first runs give them: no twentieth of the period holds more than twice its
+        share. Evenly spaced offsets (0.1 s apart) put 50 jobs on each of two phases of a
+        0.2 s period: 50 requests at once, every 0.1 s."""
+        phases = [offset % period for offset in stagger_offsets(100, 10.0)]
+        bins = Counter(int(phase / period * 20) for phase in phases)
+        assert max(bins.values()) <= 10
 
 
 class TestBuildTrigger:
