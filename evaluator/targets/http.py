@@ -58,7 +58,7 @@ from evaluator.errors import (
     TargetHTTPStatusError,
     TargetTimeout,
 )
-from evaluator.models import Case, Citation, Delivery, Retrieved, TargetResponse
+from evaluator.models import Case, Delivery, TargetResponse
 from evaluator.targets import offload
 from evaluator.targets.admission import Admission, record_received, record_trace
 from evaluator.targets.base import default_target_name, parse_default_response
@@ -366,30 +366,19 @@ class HttpTarget:
             response, tokens = await self._map_offloaded(content)
         else:
             response, tokens = self._map(content)
-        return self._delivered(
-            response.retrieved,
-            response.answer,
-            response.citations,
-            response.timings,
-            tokens,
-            arrival,
-            started,
-            trace_id,
-        )
+        return self._delivered(response, tokens, arrival, started, trace_id)
 
     def _delivered(
         self,
-        retrieved: tuple[Retrieved, ...],
-        answer: str | None,
-        citations: tuple[Citation, ...],
-        timings: Mapping[str, float],
+        response: TargetResponse,
         tokens: tuple[int | None, int | None],
         arrival: _Arrival,
         started: float,
         trace_id: str | None,
     ) -> TargetResponse:
-        """The response of these fields, its timings merged with the header's, and what the
-        delivery measured."""
+        """The mapped response, its timings merged with the header's, and what the delivery
+        measured."""
+        timings = response.timings
         if arrival.server_timing:
             # the body's own stage timings win over the header's for the same name
             timings = {**arrival.server_timing, **timings}
@@ -416,13 +405,7 @@ class HttpTarget:
             trace_id=trace_id,
             cost=cost,
         )
-        return TargetResponse(
-            retrieved=retrieved,
-            answer=answer,
-            citations=citations,
-            timings=timings,
-            delivery=delivery,
-        )
+        return msgspec.structs.replace(response, timings=timings, delivery=delivery)
 
     async def _map_offloaded(
         self, content: bytes
