@@ -362,10 +362,21 @@ class HttpTarget:
         content = arrival.content
         if arrival.stream is not None:
             response, tokens = self._map_stream(arrival.stream)
-        elif len(content) >= OFFLOAD_BYTES:
-            response, tokens = await self._map_offloaded(content)
         else:
-            response, tokens = self._map(content)
+            try:
+                # a large body's JSON is decoded in a child process (a thread of this one held
+                # the GIL, and so the event loop, for each decode); the mapping, which walks
+                # the decoded value without copying its strings, stays here
+                body = (
+                    await offload.decode_off_process(content)
+                    if len(content) >= OFFLOAD_BYTES
+                    else decode_json(content)
+                )
+            except (ValueError, RecursionError) as exc:  # RecursionError: absurdly deep nesting
+                raise BadResponseError(
+                    f"response is not valid JSON ({exc}); it starts with {self._snippet(content)!r}"
+                ) from None
+            response, tokens = self._fields(body)
         return self._delivered(response, tokens, arrival, started, trace_id)
 
     def _delivered(
@@ -406,30 +417,6 @@ class HttpTarget:
             cost=cost,
         )
         return msgspec.structs.replace(response, timings=timings, delivery=delivery)
-
-    async def _map_offloaded(
-        self, content: bytes
-    ) -> tuple[TargetResponse, tuple[int | None, int | None]]:
-        """:meth:`_map` of a large body, its JSON decoded in a child process (a thread of
-        this one held the GIL, and so the event loop, for each decode); the mapping, which
-        walks the decoded value without copying its strings, stays here."""
-        try:
-            body = await offload.decode_off_process(content)
-        except (ValueError, RecursionError) as exc:
-            raise self._not_json(exc, content) from None
-        return self._fields(body)
-
-    def _map(self, content: bytes) -> tuple[TargetResponse, tuple[int | None, int | None]]:
-        try:
-            body = decode_json(content)
-        except (ValueError, RecursionError) as exc:  # RecursionError: absurdly deep nesting
-            raise self._not_json(exc, content) from None
-        return self._fields(body)
-
-    def _not_json(self, exc: Exception, content: bytes) -> BadResponseError:
-        return BadResponseError(
-            f"response is not valid JSON ({exc}); it starts with {self._snippet(content)!r}"
-        )
 
     def _map_stream(
         self, stream: StreamAssembler
