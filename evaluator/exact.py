@@ -18,13 +18,6 @@ __all__ = [
 ]
 
 
-def _hypergeometric_range(before_total: int, after_total: int, passes: int) -> tuple[int, int]:
-    """Possible pass counts of the *after* sample, given the margins."""
-    low = max(0, passes - before_total)
-    high = min(after_total, passes)
-    return low, high
-
-
 def fisher_drop_p(before_pass: int, before_total: int, after_pass: int, after_total: int) -> float:
     """One-sided Fisher exact test that the *after* pass rate is lower than the *before* one.
 
@@ -36,7 +29,7 @@ def fisher_drop_p(before_pass: int, before_total: int, after_pass: int, after_to
     _check(before_pass, before_total, after_pass, after_total)
     passes = before_pass + after_pass
     total = before_total + after_total
-    low, _ = _hypergeometric_range(before_total, after_total, passes)
+    low = max(0, passes - before_total)  # the fewest passes the margins leave the after sample
     ways = sum(
         comb(passes, x) * comb(total - passes, after_total - x) for x in range(low, after_pass + 1)
     )
@@ -54,7 +47,7 @@ def fisher_drop_min_p(
     _check(before_pass, before_total, after_pass, after_total)
     passes = before_pass + after_pass
     total = before_total + after_total
-    low, _ = _hypergeometric_range(before_total, after_total, passes)
+    low = max(0, passes - before_total)  # the fewest passes the margins leave the after sample
     return comb(passes, low) * comb(total - passes, after_total - low) / comb(total, after_total)
 
 
