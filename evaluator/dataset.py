@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TypeGuard, TypeVar, cast
 
 from evaluator import border
+from evaluator.bounds import clip
 from evaluator.errors import DatasetError, DatasetProblem
 from evaluator.models import Case, Dataset
 
@@ -500,7 +501,7 @@ def _describe(value: object) -> str:
     if isinstance(value, bool):
         return f"boolean {json.dumps(value)}"
     if isinstance(value, int | float):
-        return f"number {_shorten(repr(value))}"
+        return f"number {clip(repr(value), _MAX_SHOWN)}"
     if isinstance(value, str):
         return f"string {_quote(value)}"
     if isinstance(value, list):
@@ -510,14 +511,10 @@ def _describe(value: object) -> str:
 
 def _quote(text: str) -> str:
     """``text`` quoted on one printable line, shortened if long; invisible characters escaped."""
-    quoted = json.dumps(_shorten(text), ensure_ascii=False)
+    quoted = json.dumps(clip(text, _MAX_SHOWN), ensure_ascii=False)
     return "".join(char if char.isprintable() else _escape(char) for char in quoted)
 
 
 def _escape(char: str) -> str:
     code = ord(char)
     return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
-
-
-def _shorten(text: str) -> str:
-    return text if len(text) <= _MAX_SHOWN else text[: _MAX_SHOWN - 1] + "…"
