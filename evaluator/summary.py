@@ -208,11 +208,9 @@ def _summary(records: Sequence[CaseRecord]) -> Summary:
     )
 
 
-def summarise(records: Sequence[CaseRecord], *, with_tags: bool = True) -> Summary:
+def summarise(records: Sequence[CaseRecord]) -> Summary:
     """Aggregate per-case records into a :class:`Summary` (and one per tag)."""
     whole = _summary(records)
-    if not with_tags:
-        return whole
     tagged: dict[str, list[CaseRecord]] = {}
     for record in records:
         for tag in dict.fromkeys(record.case.tags):
