@@ -32,7 +32,6 @@ def make_session(
     connect_timeout: float,
     read_timeout: float | None,
     verify: ssl.SSLContext | bool = True,
-    trace_configs: Sequence[aiohttp.TraceConfig] = (),
 ) -> aiohttp.ClientSession:
     """The production session; call inside the event loop that will use it.
 
@@ -54,7 +53,6 @@ def make_session(
         auto_decompress=False,
         trust_env=False,
         raise_for_status=False,
-        trace_configs=list(trace_configs) or None,
     )
 
 
