@@ -208,13 +208,10 @@ def number(x: object, what: str, *, low: float = 0.0, high: float = MAX_NUMBER) 
     except OverflowError:
         raise ValueError(f"{what} is beyond float range") from None
     if not math.isfinite(f) or not low <= f <= high:
-        raise ValueError(f"{what} is {_short(x)}, expected a number from {low:g} to {high:g}")
+        shown = repr(x)
+        shown = shown if len(shown) <= 40 else f"{shown[:40]}..."
+        raise ValueError(f"{what} is {shown}, expected a number from {low:g} to {high:g}")
     return f
-
-
-def _short(x: object) -> str:
-    shown = repr(x)
-    return shown if len(shown) <= 40 else f"{shown[:40]}..."
 
 
 # C0 controls but tab, DEL, C1 controls, and the line and paragraph separators a terminal
