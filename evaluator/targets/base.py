@@ -171,10 +171,6 @@ def parse_timings(value: object) -> dict[str, float]:
     return out
 
 
-def _is_number(value: object) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
 def _as_float(value: object) -> float | None:
     """``value`` as a float; None for a non-number (bools included) or an int beyond float range."""
     if isinstance(value, bool) or not isinstance(value, int | float):
@@ -192,6 +188,6 @@ def _type_name(value: object) -> str:
     for t, name in names.items():
         if isinstance(value, t):
             return name
-    if _is_number(value):
+    if isinstance(value, int | float):  # a bool is named above
         return "a number"
     return type(value).__name__
