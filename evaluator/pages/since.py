@@ -82,11 +82,6 @@ def flip_index(verdicts: Sequence[bool | None]) -> int | None:
     return next(i for i, v in scored if i > last_pass)
 
 
-def _metric_words(limit: Limit) -> str:
-    side = "above" if limit.bad_above else "below"
-    return f"{limit.metric} {side} {limit.label}"
-
-
 def change_start(
     rows: Sequence[RunRow],
     *,
@@ -118,9 +113,8 @@ def change_start(
         at = streak_start(series, limit)
         if at is not None:
             run = series[at]
-            onsets.append(
-                (position[run.run_id], Onset(_metric_words(limit), run.run_id, run.finished_at))
-            )
+            words = f"{limit.metric} {'above' if limit.bad_above else 'below'} {limit.label}"
+            onsets.append((position[run.run_id], Onset(words, run.run_id, run.finished_at)))
     window = complete[-window_runs:] if window_runs else []
     starts: dict[int, int] = {}
     for verdicts in (newly_failing or {}).values():
