@@ -140,10 +140,12 @@ def align(
         only_cand = tuple(i for i in cand_list if i not in base_ids)
     same_set = baseline.dataset_hash == candidate.dataset_hash
     if same_set and only_cand and baseline.cases:
+        listed = ", ".join(repr(i) for i in only_cand[:5])
+        more = f" and {len(only_cand) - 5} more" if len(only_cand) > 5 else ""
         raise GateError(
             f"{candidate.dataset}: the candidate holds {len(only_cand)} case(s) that the "
             f"golden set it names (dataset_hash {baseline.dataset_hash[:12]}, the "
-            f"baseline's) does not have: {_listed(only_cand)}; a report's cases must be "
+            f"baseline's) does not have: {listed}{more}; a report's cases must be "
             "those of its golden set"
         )
     if not same_set and not shared:
@@ -170,11 +172,6 @@ def align(
         added_ids=() if same_set else only_cand,
         dataset_changed=not same_set,
     )
-
-
-def _listed(ids: Sequence[str], shown: int = 5) -> str:
-    more = f" and {len(ids) - shown} more" if len(ids) > shown else ""
-    return ", ".join(repr(i) for i in ids[:shown]) + more
 
 
 @dataclass(frozen=True, slots=True)
