@@ -31,6 +31,7 @@ __all__ = [
     "configure_logging",
     "redact_line",
     "redact_secrets",
+    "use_colour",
 ]
 
 #: the longest string value a log event carries; the rest is cut (a target's 3 MB error
@@ -141,7 +142,8 @@ def _library_record(
     return event_dict
 
 
-def _colour_wanted(stream: TextIO) -> bool:
+def use_colour(stream: TextIO) -> bool:
+    """Whether ``stream`` is a terminal that should get colour (the logs' and the gate's)."""
     # https://no-color.org: any non-empty NO_COLOR turns colour off
     if os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb":
         return False
@@ -181,7 +183,7 @@ def configure_logging(
         readable_floats,
     ]
     renderer: structlog.typing.Processor = (
-        structlog.dev.ConsoleRenderer(colors=_colour_wanted(out))
+        structlog.dev.ConsoleRenderer(colors=use_colour(out))
         if use_console
         else structlog.processors.JSONRenderer(ensure_ascii=False)
     )

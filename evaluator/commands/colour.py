@@ -6,12 +6,9 @@ tests compare plain text (https://no-color.org: any non-empty NO_COLOR turns it 
 
 from __future__ import annotations
 
-import os
 import re
-from collections.abc import Mapping
-from typing import TextIO
 
-__all__ = ["colour_verdicts", "use_colour"]
+__all__ = ["colour_verdicts"]
 
 _RED, _GREEN, _BOLD, _RESET = "\033[31m", "\033[32m", "\033[1m", "\033[0m"
 
@@ -23,15 +20,6 @@ _RULES = (
     (re.compile(r"^(verdict: FAIL)( .*)$"), _BOLD + _RED),
     (re.compile(r"^(verdict: PASS)( .*)$"), _BOLD + _GREEN),
 )
-
-
-def use_colour(stream: TextIO, env: Mapping[str, str] | None = None) -> bool:
-    """Whether ``stream`` is a terminal that should get colour."""
-    environ = os.environ if env is None else env
-    if environ.get("NO_COLOR") or environ.get("TERM") == "dumb":
-        return False
-    isatty = getattr(stream, "isatty", None)
-    return bool(isatty and isatty())
 
 
 def colour_verdicts(text: str) -> str:

@@ -15,7 +15,7 @@ from functools import cache, partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from evaluator.commands.colour import colour_verdicts, use_colour
+from evaluator.commands.colour import colour_verdicts
 from evaluator.commands.flags import CommonOptions, TargetFlags, add_repeat_flag, add_target_flags
 from evaluator.commands.gcpolicy import batch_gc
 from evaluator.commands.html import (
@@ -42,6 +42,7 @@ from evaluator.judge.gating import (
     evaluate_judged,
     parse_judged_rules,
 )
+from evaluator.logs import use_colour
 from evaluator.redaction import redactor
 from evaluator.report import RunReport, read_report
 
