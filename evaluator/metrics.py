@@ -347,12 +347,6 @@ def split(scored: Sequence[_T], unanswerable: Sequence[bool]) -> dict[Population
     }
 
 
-def _quality(spec: MetricSpec) -> str:
-    if spec.score is None:
-        raise ValueError(f"{spec.name} is a run-level value, not a mean of per-case values")
-    return spec.score
-
-
 def column(
     spec: MetricSpec, pools: Mapping[Population, Sequence[Any]], path: str = ""
 ) -> tuple[Sequence[Any], list[float | bool | None]]:
@@ -363,8 +357,10 @@ def column(
     they are scored :class:`CaseRecord`\\ s). Values are read in C, one
     ``operator.attrgetter`` over the population, not a Python call per case.
     """
+    if spec.score is None:
+        raise ValueError(f"{spec.name} is a run-level value, not a mean of per-case values")
     pool = pools[spec.population]
-    return pool, list(map(attrgetter(path + _quality(spec)), pool))
+    return pool, list(map(attrgetter(path + spec.score), pool))
 
 
 def total(spec: MetricSpec, pools: Mapping[Population, Sequence[Any]]) -> tuple[float, int]:
