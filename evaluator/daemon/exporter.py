@@ -16,6 +16,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from operator import methodcaller
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from prometheus_client import CollectorRegistry
@@ -159,11 +160,6 @@ def _one(value: Callable[[JobSnapshot], float | bool | None]) -> _Samples:
     return samples
 
 
-def _summary_value(name: str) -> _Samples:
-    # a summary read back may lack a total: no series then
-    return _one(lambda j: None if j.last_complete is None else j.last_complete.get(name))
-
-
 def _complete(value: Callable[[Summary], float | None]) -> _Samples:
     return _one(lambda j: None if j.last_complete is None else value(j.last_complete))
 
@@ -193,8 +189,9 @@ def _drift_cases(job: JobSnapshot) -> Iterable[tuple[Sequence[str], float]]:
 #: Every gauge served from the job snapshots, in exposition order; the summary gauges come
 #: from the metric registry, so a metric with a gauge name is exported without an edit here.
 _JOB_GAUGES: tuple[_JobGauge, ...] = (
+    # a summary read back may lack a total: no series then
     *(
-        _JobGauge(name, _gauge_help(metric_spec(m)), _summary_value(m))
+        _JobGauge(name, _gauge_help(metric_spec(m)), _complete(methodcaller("get", m)))
         for m, name in GAUGES_BY_METRIC.items()
     ),
     _JobGauge(
