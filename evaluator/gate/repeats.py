@@ -227,7 +227,6 @@ def judge_repeats(
     candidate: RunReport,
     left_out: Mapping[str, str],
     flaky: tuple[str, ...],
-    alpha: float = ALPHA,
 ) -> RepeatVerdict:
     """Which shared cases regressed beyond what the repeats can tell apart.
 
@@ -244,7 +243,7 @@ def judge_repeats(
         if cid in base and base[cid][1] and cand[cid][1]
     ]
     threshold, _ = tarone_threshold(
-        [fisher_drop_min_p(bp, bt, cp, ct) for _, bp, bt, cp, ct in rows], alpha
+        [fisher_drop_min_p(bp, bt, cp, ct) for _, bp, bt, cp, ct in rows], ALPHA
     )
     regressed = tuple(
         CaseRegression(cid, bp, bt, cp, ct, p)
@@ -259,7 +258,7 @@ def judge_repeats(
         candidate_means=_averaged(candidate),
         baseline_runs=nb,
         candidate_runs=nc,
-        alpha=alpha,
+        alpha=ALPHA,
         threshold=threshold,
         regressed=regressed,
         flaky=flaky,

@@ -130,12 +130,8 @@ def _matched(
     return ids, paired
 
 
-def paired_differences(
-    baseline: Cases,
-    candidate: Cases,
-    metrics: Sequence[str] = QUALITY_METRICS,
-) -> dict[str, PairedDifference]:
-    """The paired mean difference of each metric with at least :data:`MIN_PAIRS` pairs.
+def paired_differences(baseline: Cases, candidate: Cases) -> dict[str, PairedDifference]:
+    """The paired mean difference of each quality metric with at least :data:`MIN_PAIRS` pairs.
 
     The same ``mean_difference`` as :func:`paired_intervals` gives, without resampling.
     """
@@ -144,7 +140,7 @@ def paired_differences(
     # fewer pairs than that)
     matching = match(_pools(_table(baseline)), _pools(_table(candidate)))
     out: dict[str, PairedDifference] = {}
-    for m in metrics:
+    for m in QUALITY_METRICS:
         added, pairs = paired_sum(metric(m), matching)
         if pairs >= MIN_PAIRS:
             # the same float as _Paired.mean: the differences added in baseline order
@@ -159,7 +155,6 @@ def paired_intervals(
     *,
     resamples: int = RESAMPLES,
     seed: int = SEED,
-    confidence: float = CONFIDENCE,
 ) -> dict[str, Interval]:
     """Paired bootstrap intervals of ``candidate - baseline`` for each metric.
 
@@ -170,7 +165,6 @@ def paired_intervals(
         metrics: quality metrics to compute.
         resamples: bootstrap resamples.
         seed: generator seed.
-        confidence: two-sided level, e.g. 0.95.
 
     Returns:
         An :class:`Interval` per metric with at least :data:`MIN_PAIRS` matched cases.
@@ -205,7 +199,7 @@ def paired_intervals(
         counts[start : start + rows] = w @ mask
     with np.errstate(invalid="ignore", divide="ignore"):
         means = sums / counts
-    tail = (1 - confidence) / 2 * 100
+    tail = (1 - CONFIDENCE) / 2 * 100
     out: dict[str, Interval] = {}
     for j, m in enumerate(metrics):
         pairs = int(mask[:, j].sum())
@@ -222,6 +216,5 @@ def paired_intervals(
             mean_difference=matched[m].mean(),
             low=float(low),
             high=float(high),
-            confidence=confidence,
         )
     return out
