@@ -411,20 +411,16 @@ def parse_rules(data: Mapping[str, object], source: str) -> tuple[Rule, ...]:
             )
         for kind in kinds:
             if kind not in RULE_KINDS:
+                known = [*RULE_KINDS, *([NOISE_FLOOR_KEY] if metric in _SECONDS else [])]
+                close = difflib.get_close_matches(kind, known, n=1)
+                hint = f"; did you mean {close[0]!r}?" if close else ""
                 raise ConfigError(
-                    f"{source}: {where}.{kind}: unknown key{_did_you_mean(kind, metric)}"
+                    f"{source}: {where}.{kind}: unknown key (known: {', '.join(known)}){hint}"
                 )
             limit = _check_limit(source, f"{where}.{kind}", metric, kind, table[kind])
             growth = kind in _GROWTH_KINDS
             rules.append(Rule(metric, kind, limit, noise_floor=floor if growth else 0.0))
     return tuple(rules)
-
-
-def _did_you_mean(key: str, metric: str) -> str:
-    known = [*RULE_KINDS, *([NOISE_FLOOR_KEY] if metric in _SECONDS else [])]
-    close = difflib.get_close_matches(key, known, n=1)
-    hint = f"; did you mean {close[0]!r}?" if close else ""
-    return f" (known: {', '.join(known)}){hint}"
 
 
 def _noise_floor(source: str, where: str, metric: str, table: Mapping[str, object]) -> float:
