@@ -427,10 +427,6 @@ def _cell(text: str) -> str:
 _ICONS = {"pass": "✅ pass", "fail": "❌ **fail**", "n/a": "➖ n/a"}
 
 
-def _ci(iv: Interval | None) -> str:
-    return "" if iv is None else f"{iv.low:+.4f} … {iv.high:+.4f}"
-
-
 def _case_table(changes: Sequence[CaseChange], worst: int) -> list[str]:
     lines = ["| case | question | changes |", "|---|---|---|"]
     for c in changes[:worst]:
@@ -455,10 +451,12 @@ def render_markdown(result: GateResult, sources: GateSources, *, worst: int = 10
         "|---|---|---|---:|---:|---:|---|",
     ]
     for r in _ordered(result):
+        iv = r.interval
+        ci = "" if iv is None else f"{iv.low:+.4f} … {iv.high:+.4f}"
         lines.append(
             f"| {_ICONS[r.status]} | `{r.metric}` | {r.rule.text} "
             f"| {format_value(r.metric, r.baseline)} | {format_value(r.metric, r.candidate)} "
-            f"| {format_difference(r.metric, r.baseline, r.candidate)} | {_ci(r.interval)} |"
+            f"| {format_difference(r.metric, r.baseline, r.candidate)} | {ci} |"
         )
     if result.missing_ids:
         lines += ["", f"❌ **{_cell(_missing_line(result))}**"]
