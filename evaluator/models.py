@@ -4,6 +4,12 @@ per-case scores and the per-case record kept in reports.
 All records are frozen: built once, by keyword, and passed around, never mutated. The four
 a report holds per case (:class:`Case`, :class:`CaseScores`, :class:`CaseError`,
 :class:`CaseRecord`) are ``msgspec.Struct``\ s, which the report reader decodes into.
+
+Every Struct here is ``gc=False``: the garbage collector does not track it. They hold only
+strings, numbers, tuples, frozensets, other records and mappings of those, so they cannot
+form a reference cycle, and their reference counts free them. Tracked, a daemon's golden
+sets and latest reports (100 jobs x 1,000 cases) made every full collection walk 200,000
+objects: 71-78 ms with the event loop stopped, in the middle of cases being timed.
 """
 
 from __future__ import annotations
@@ -40,7 +46,7 @@ _EMPTY_TEXTS: Mapping[str, str] = MappingProxyType({})
 _ID = attrgetter("id")
 
 
-class Case(msgspec.Struct, frozen=True, kw_only=True):
+class Case(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """One golden-set question with its evidence and expected facts.
 
     ``relevance`` maps each relevant id to its grade (1 for binary relevance).
@@ -118,7 +124,7 @@ class Delivery(msgspec.Struct, frozen=True, kw_only=True, gc=False):
         return self.output_tokens / generating if generating > 0 else None
 
 
-class TargetResponse(msgspec.Struct, frozen=True, kw_only=True):
+class TargetResponse(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """What a target answered for one question, already mapped onto our fields.
 
     ``answer`` is None for a retrieval-only target (answer and citations are not scored).
@@ -172,7 +178,7 @@ class CaseError(msgspec.Struct, frozen=True, kw_only=True, gc=False):
 Outcome = CaseScores | CaseError
 
 
-class CaseRecord(msgspec.Struct, frozen=True, kw_only=True):
+class CaseRecord(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """One case as kept in a report: the case, what the target answered, and its outcome.
 
     ``outcome`` is the case's scores or, for a failed case, its error: never both, never

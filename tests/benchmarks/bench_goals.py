@@ -72,7 +72,9 @@ def _sizes() -> dict[str, int]:
     if quick():
         return {
             "cases": 500,
-            "pairs": 2,
+            # a 500-case pair at 50 ms takes about 0.5 s; two spread 1.05-1.58 at P50
+            # (2026-12-05): five, as for the zero-latency pairs
+            "pairs": 5,
             "zero_cases": 1_000,
             # a zero-latency pair takes well under a second; three spread 1.03-1.38 and
             # 0.69-2.14 in earlier runs, so quick mode takes five as bench_border does
