@@ -38,8 +38,8 @@ def test_built_records_are_not_tracked() -> None:
         timings={"model": 0.2},
         delivery=Delivery(ttfb_seconds=0.1),
     )
-    built = [record("q1"), record("q2", error="timeout"), response]
-    built += [r.outcome for r in built[:2]] + [r.case for r in built[:2]]
+    records = [record("q1"), record("q2", error="timeout")]
+    built = [response, *records, *(r.outcome for r in records), *(r.case for r in records)]
     assert not any(gc.is_tracked(x) for x in built)
 
 
