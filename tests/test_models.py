@@ -1,4 +1,4 @@
-"""The records' contract with the garbage collector (evaluator.models): none is tracked.
+"""Records and the garbage collector (evaluator.models, the history's rows): none is tracked.
 
 A daemon keeps every job's golden set and latest report: 100 jobs x 1,000 cases made each
 full collection walk 200,000 records, 71-78 ms with the event loop stopped. The records
@@ -13,6 +13,8 @@ import tracemalloc
 from pathlib import Path
 
 from evaluator.dataset import parse_dataset
+from evaluator.history.outcome import CaseOutcome
+from evaluator.history.stability import CaseStability, Stability
 from evaluator.models import Delivery, Retrieved, TargetResponse
 from evaluator.report import read_report, write_report
 from tests.support.records import record, report
@@ -69,3 +71,11 @@ def test_records_are_freed_by_their_reference_counts() -> None:
         gc.enable()
     # one such report holds about 3 KiB: a leak would be 3 MiB
     assert after - before < 64 * 1024
+
+
+def test_history_rows_are_not_tracked() -> None:
+    """The history keeps a window of outcomes and a stability per case of every job."""
+    outcome = CaseOutcome("run-1", 0.0, True, True, 1.0, 1.0)
+    stability = CaseStability("q1", Stability.STABLE_PASS, 1, 1, 0, 1.0, 1.0, 1.0, 0, True, (True,))
+    assert not gc.is_tracked(outcome)
+    assert not gc.is_tracked(stability)

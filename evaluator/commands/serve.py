@@ -8,6 +8,7 @@ from typing import Any
 
 from evaluator.commands.common import settings_from_flags
 from evaluator.commands.flags import CommonOptions, TargetFlags, add_target_flags
+from evaluator.commands.gcpolicy import freeze_startup
 from evaluator.config import Settings
 from evaluator.daemon import serve
 from evaluator.logs import configure_logging
@@ -36,6 +37,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def handle(options: Options) -> int:
     settings = _settings(options)
     configure_logging(settings.log_format, settings.log_level)
+    freeze_startup()
     # SIGHUP reads the same file, environment and flags again
     return serve(settings, reload=lambda: _settings(options))
 

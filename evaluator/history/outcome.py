@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import msgspec
 
 from evaluator.models import CaseError, CaseRecord
 from evaluator.repeat_summary import verdicts
@@ -10,8 +10,10 @@ from evaluator.repeat_summary import verdicts
 __all__ = ["CaseOutcome", "outcome_of"]
 
 
-@dataclass(frozen=True, slots=True)
-class CaseOutcome:
+# gc=False, as the report's records (see evaluator.models): strings, numbers and tuples of
+# those, no cycle. A daemon with 100 jobs of 1,000 cases holds 30,000 of each; tracked, they
+# were most of what each full collection walked (20-28 ms with the event loop stopped).
+class CaseOutcome(msgspec.Struct, frozen=True, gc=False):
     """One case in one run.
 
     ``answer`` is the answer check (None: the case has none, or the target is retrieval-only);
