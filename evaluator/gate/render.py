@@ -149,18 +149,6 @@ def _ordered(result: GateResult) -> list[RuleResult]:
     return sorted(result.rules, key=lambda r: rank[r.status])
 
 
-def _case_lines(change: CaseChange) -> list[str]:
-    # ids and questions come from outside: one terminal line each, whatever they hold
-    relevant = ", ".join(map(printable, change.relevant_ids)) or "-"
-    before = ", ".join(map(printable, change.baseline_ranked_ids[:5])) or "-"
-    after = ", ".join(map(printable, change.candidate_ranked_ids[:5])) or "-"
-    return [
-        f"  {printable(change.id)}: {'; '.join(change.changes)}",
-        f"      q: {printable(change.question)}",
-        f"      relevant: {relevant}  baseline: {before}  candidate: {after}",
-    ]
-
-
 def render_text(result: GateResult, sources: GateSources, *, worst: int = 10) -> str:
     """The plain-text report (the default): verdict, every rule, CIs, diagnosis, cases."""
     lines = [
@@ -205,7 +193,15 @@ def render_text(result: GateResult, sources: GateSources, *, worst: int = 10) ->
             continue
         lines.append(title)
         for change in changes[:worst]:
-            lines += _case_lines(change)
+            # ids and questions come from outside: one terminal line each, whatever they hold
+            relevant = ", ".join(map(printable, change.relevant_ids)) or "-"
+            before = ", ".join(map(printable, change.baseline_ranked_ids[:5])) or "-"
+            after = ", ".join(map(printable, change.candidate_ranked_ids[:5])) or "-"
+            lines += [
+                f"  {printable(change.id)}: {'; '.join(change.changes)}",
+                f"      q: {printable(change.question)}",
+                f"      relevant: {relevant}  baseline: {before}  candidate: {after}",
+            ]
         if len(changes) > worst:
             lines.append(f"  ... and {len(changes) - worst} more (--worst N, or --format json)")
     code = int(ExitCode.OK if result.passed else ExitCode.GATE_FAILED)
@@ -270,25 +266,6 @@ def _report_dict(report: RunReport, path: str) -> dict[str, Any]:
     }
 
 
-def _rule_dict(r: RuleResult) -> dict[str, Any]:
-    return {
-        "name": r.name,
-        "metric": r.metric,
-        "kind": r.rule.kind,
-        "limit": r.rule.limit,
-        "rule": r.rule.text,
-        "status": r.status,
-        "passed": r.passed,
-        "applicable": r.applicable,
-        "baseline": r.baseline,
-        "candidate": r.candidate,
-        "difference": r.difference,
-        "judged_by": r.judged_by,
-        "interval": _interval_dict(r.interval),
-        "message": r.message,
-    }
-
-
 def _change_dict(c: CaseChange) -> dict[str, Any]:
     return {
         "id": c.id,
@@ -323,7 +300,25 @@ def _head_dict(result: GateResult, sources: GateSources) -> dict[str, Any]:
         "rules_source": sources.rules,
         "baseline": _report_dict(result.baseline, sources.baseline),
         "candidate": _report_dict(result.candidate, sources.candidate),
-        "rules": [_rule_dict(r) for r in result.rules],
+        "rules": [
+            {
+                "name": r.name,
+                "metric": r.metric,
+                "kind": r.rule.kind,
+                "limit": r.rule.limit,
+                "rule": r.rule.text,
+                "status": r.status,
+                "passed": r.passed,
+                "applicable": r.applicable,
+                "baseline": r.baseline,
+                "candidate": r.candidate,
+                "difference": r.difference,
+                "judged_by": r.judged_by,
+                "interval": _interval_dict(r.interval),
+                "message": r.message,
+            }
+            for r in result.rules
+        ],
         "missing_case_ids": list(result.missing_ids),
         "repeats": result.repeats.to_dict() if result.repeats is not None else None,
         "dataset_change": {
@@ -427,15 +422,6 @@ def _cell(text: str) -> str:
 _ICONS = {"pass": "✅ pass", "fail": "❌ **fail**", "n/a": "➖ n/a"}
 
 
-def _case_table(changes: Sequence[CaseChange], worst: int) -> list[str]:
-    lines = ["| case | question | changes |", "|---|---|---|"]
-    for c in changes[:worst]:
-        lines.append(f"| `{_cell(c.id)}` | {_cell(c.question)} | {_cell('; '.join(c.changes))} |")
-    if len(changes) > worst:
-        lines.append(f"| … | {len(changes) - worst} more | |")
-    return lines
-
-
 def render_markdown(result: GateResult, sources: GateSources, *, worst: int = 10) -> str:
     """Markdown for a CI step summary or a merge-request comment."""
     icon = "✅" if result.passed else "❌"
@@ -511,7 +497,14 @@ def render_markdown(result: GateResult, sources: GateSources, *, worst: int = 10
     ):
         if changes:
             lines += ["", f"<details><summary>{len(changes)} {title}</summary>", ""]
-            lines += [*_case_table(changes, worst), "", "</details>"]
+            lines += ["| case | question | changes |", "|---|---|---|"]
+            lines += [
+                f"| `{_cell(c.id)}` | {_cell(c.question)} | {_cell('; '.join(c.changes))} |"
+                for c in changes[:worst]
+            ]
+            if len(changes) > worst:
+                lines.append(f"| … | {len(changes) - worst} more | |")
+            lines += ["", "</details>"]
     return "\n".join(lines) + "\n"
 
 
