@@ -116,12 +116,6 @@ def regressions(
     return {c.id: c.changes for c in diff.regressed}, ""
 
 
-def stability_of(history: JobHistory | None) -> dict[str, str] | None:
-    if history is None:
-        return None
-    return {c.case_id: c.stability.value for c in history.cases}
-
-
 def _mean(rows: Sequence[RunRow], metric: str) -> float | None:
     values = [v for r in rows if (v := r.metrics.get(metric)) is not None]
     return sum(values) / len(values) if values else None
@@ -375,13 +369,20 @@ class StatusPages:
         if panel is not None:
             view = dataclasses.replace(view, judge=panel)
         age = fmt_age(time.time() - published.finished_at) if published.finished_at else ""
+        # the case's stability class for its view: (value, words, badge colour)
+        classed = published.history.cases if published.history is not None else ()
+        found = next((c.stability.value for c in classed if c.case_id == case_id), None)
         return 200, self.renderer.case(
             view,
             job=f"{target} / {dataset}",
             run_id=report.run_id,
             run_age=age,
             diff=diff,
-            stability=_badge(published.history, case_id),
+            stability=(
+                None
+                if found is None
+                else (found, STABILITY_LABELS.get(found, found), STABILITY_BADGE.get(found, "na"))
+            ),
         )
 
     def _against_baseline(
@@ -422,7 +423,11 @@ class StatusPages:
             return case_table(
                 report,
                 regressed=regressed,
-                stability=stability_of(history),
+                stability=(
+                    None
+                    if history is None
+                    else {c.case_id: c.stability.value for c in history.cases}
+                ),
                 redact=self._redact,
                 baseline_note=note,
             )
@@ -508,13 +513,3 @@ class StatusPages:
             return _html(job[1], job[0])
         status, body = await asyncio.to_thread(self.render_case, job, case_id)
         return _html(body, status)
-
-
-def _badge(history: JobHistory | None, case_id: str) -> tuple[str, str, str] | None:
-    """A case's stability class for its view: (value, words, badge colour)."""
-    if history is None:
-        return None
-    found = next((c.stability.value for c in history.cases if c.case_id == case_id), None)
-    if found is None:
-        return None
-    return found, STABILITY_LABELS.get(found, found), STABILITY_BADGE.get(found, "na")
