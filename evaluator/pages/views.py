@@ -639,34 +639,6 @@ def exported_note(state: JobState, now: float) -> ExportedNote | None:
     return ExportedNote(fmt_age(now - complete.finished_at), rows)
 
 
-def signals_of(state: JobState) -> JobSignals:
-    """The health's inputs from what the state holds (history's, when the daemon has one)."""
-    if state.signals is not None:
-        return state.signals
-    summary = state.report.summary if state.report is not None else None
-    return JobSignals(
-        outcome=state.outcome,
-        scored_cases=summary.scored_count if summary is not None else 0,
-        error_ratio=summary.error_rate if summary is not None else None,
-        gate_passing=state.gate_passing,
-        gate_failing=state.gate_failing,
-        newly_failing=len(state.newly_failing),
-    )
-
-
-def chart_limits(state: JobState) -> list[Limit]:
-    """Every line the trend charts draw: the baseline's values, the gate's limits against
-    them, and the shipped alerts' thresholds."""
-    limits: list[Limit] = []
-    if state.baseline is not None:
-        summary = state.baseline.summary
-        for metric in TREND_METRICS:
-            value = summary.get(metric)
-            if value is not None:
-                limits.append(Limit(metric, value, "baseline", "the baseline"))
-    return [*limits, *state.gate_limits, *alert_limits()]
-
-
 def trend_views(
     runs: Sequence[RunRow], limits: Sequence[Limit] = (), began: str | None = None
 ) -> list[TrendView]:
@@ -739,9 +711,29 @@ def job_view(
     def href(case_id: str) -> str:
         return case_href(state.target, state.dataset, case_id)
 
-    signals = signals_of(state)
+    # the health's inputs from what the state holds (history's, when the daemon has one)
+    signals = state.signals
+    if signals is None:
+        signals = JobSignals(
+            outcome=state.outcome,
+            scored_cases=summary.scored_count if summary is not None else 0,
+            error_ratio=summary.error_rate if summary is not None else None,
+            gate_passing=state.gate_passing,
+            gate_failing=state.gate_failing,
+            newly_failing=len(state.newly_failing),
+        )
     drift = drift_rows(signals)
-    limits = chart_limits(state)
+    # every line the trend charts draw: the baseline's values, the gate's limits against
+    # them, and the shipped alerts' thresholds
+    limits = [
+        *(
+            Limit(metric, value, "baseline", "the baseline")
+            for metric in TREND_METRICS
+            if baseline is not None and (value := baseline.get(metric)) is not None
+        ),
+        *state.gate_limits,
+        *alert_limits(),
+    ]
     ordered = list(state.runs[:TREND_RUNS])[::-1]
     start = change_start(
         ordered,
