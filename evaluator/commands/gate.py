@@ -70,12 +70,6 @@ class Options(CommonOptions):
     worst: int
     baseline_max_error_rate: float | None
 
-    def live_flags(self) -> list[str]:
-        """The flags given that only apply when the candidate is run now."""
-        given = self.target_flags.given()
-        given += ["--output"] if self.output is not None else []
-        return given + (["--repeat"] if self.repeat != 1 else [])
-
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
@@ -235,28 +229,22 @@ def _classed_flaky(settings: Settings, target: str, dataset: str) -> tuple[str, 
     return tuple(c.case_id for c in stabilities(windows) if c.stability is Stability.FLAKY)
 
 
-def _saved_files(options: Options) -> tuple[Path, str] | None:
-    """With ``--candidate FILE``: the baseline and candidate files to judge; None when the
-    job runs now.
-
-    Raises:
-        ConfigError: a flag of a live run given with --candidate, or no --baseline.
-    """
-    if options.candidate is None:
-        return None
-    given = options.live_flags()
-    if given:
-        flags = ", ".join(given)
-        raise ConfigError(f"{flags} only apply without --candidate (when the job runs now)")
-    if options.baseline is None:
-        raise ConfigError("--baseline FILE is required")
-    return Path(options.baseline), options.candidate
-
-
 def handle(options: Options) -> int:
     if options.worst < 0:
         raise ConfigError("--worst must be >= 0")
-    saved = _saved_files(options)
+    # with --candidate FILE: the baseline and candidate files to judge; None: the job runs now
+    saved: tuple[Path, str] | None = None
+    if options.candidate is not None:
+        # the flags given that only apply when the candidate is run now
+        given = options.target_flags.given()
+        given += ["--output"] if options.output is not None else []
+        given += ["--repeat"] if options.repeat != 1 else []
+        if given:
+            flags = ", ".join(given)
+            raise ConfigError(f"{flags} only apply without --candidate (when the job runs now)")
+        if options.baseline is None:
+            raise ConfigError("--baseline FILE is required")
+        saved = Path(options.baseline), options.candidate
     settings: Callable[[], Settings]
     if saved is None:
         from evaluator.commands.common import settings_from_flags
