@@ -37,7 +37,6 @@ from evaluator.history.stability import Stability, stabilities
 from evaluator.history.store import HistoryStore, StoreCorrupt, windows_of
 from evaluator.judge.gating import (
     CALIBRATION_FILE,
-    JudgedGate,
     calibrated_checks,
     evaluate_judged,
     parse_judged_rules,
@@ -340,31 +339,17 @@ def _judge(
         except PushError as exc:
             # monitoring must not decide a release: the verdict stands, the push is reported
             print(f"evaluator: warning: {exc}", file=sys.stderr)
-    judged = _judged_rules(
-        rules_source, baseline, candidate, settings, to_stderr=options.format == "json"
+    # the gates file's [judged.*] rules on the reports' judge blocks, printed (on stderr
+    # under --format json, whose stdout is one JSON document)
+    judged_rules = parse_judged_rules(read_gates_file(rules_source), rules_source)
+    if not judged_rules:
+        return ExitCode.OK if result.passed else ExitCode.GATE_FAILED
+    path = settings().reports_dir / CALIBRATION_FILE
+    judged = evaluate_judged(
+        judged_rules, baseline.judge, candidate.judge, calibrated_checks(path), str(path)
     )
+    print("\n".join(judged.lines), file=sys.stderr if options.format == "json" else sys.stdout)
     if judged.refused:
         raise ConfigError("judged rule refused: " + "; ".join(judged.refused))
     passed = result.passed and not judged.failed
     return ExitCode.OK if passed else ExitCode.GATE_FAILED
-
-
-def _judged_rules(
-    rules_source: str,
-    baseline: RunReport,
-    candidate: RunReport,
-    settings: Callable[[], Settings],
-    *,
-    to_stderr: bool,
-) -> JudgedGate:
-    """The gates file's ``[judged.*]`` rules on the reports' judge blocks, printed (on
-    stderr under ``--format json``, whose stdout is one JSON document)."""
-    rules = parse_judged_rules(read_gates_file(rules_source), rules_source)
-    if not rules:
-        return JudgedGate((), False, ())
-    path = settings().reports_dir / CALIBRATION_FILE
-    judged = evaluate_judged(
-        rules, baseline.judge, candidate.judge, calibrated_checks(path), str(path)
-    )
-    print("\n".join(judged.lines), file=sys.stderr if to_stderr else sys.stdout)
-    return judged
