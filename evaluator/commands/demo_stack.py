@@ -31,6 +31,7 @@ from pathlib import Path
 import structlog
 
 from evaluator.commands.common import plan_job, streamed_run
+from evaluator.commands.gcpolicy import freeze_startup
 from evaluator.config import HttpTargetConfig, JobConfig, Settings
 from evaluator.daemon import Daemon
 from evaluator.daemon.publish import classify
@@ -332,6 +333,7 @@ def run_demo(options: DemoOptions) -> int:
             if baseline.path is not None:
                 settings = _settings(options, baseline.path)
             prometheus = _start_prometheus(options, Path(tmp), children)
+            freeze_startup()  # the daemon's collector policy, as `evaluator serve` has it
             asyncio.run(_serve(settings, options, prometheus, baseline))
         finally:
             for child in reversed(children):

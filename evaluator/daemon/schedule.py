@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
 from apscheduler.triggers.base import BaseTrigger
@@ -12,15 +13,17 @@ from evaluator.errors import ConfigError
 
 __all__ = [
     "DEFAULT_INTERVAL_SECONDS",
-    "STAGGER_SPREAD_SECONDS",
+    "STAGGER_STEP_SECONDS",
     "build_trigger",
     "interval_of",
     "stagger_offsets",
+    "stagger_spread",
 ]
 
 DEFAULT_INTERVAL_SECONDS = 300.0
-#: first runs of several jobs are spread over at most this many seconds
-STAGGER_SPREAD_SECONDS = 10.0
+#: first runs of several jobs are spread over this many seconds per job (two starts a
+#: second on average), at most the shortest interval
+STAGGER_STEP_SECONDS = 0.5
 
 
 #: the golden ratio's fractional part: successive multiples of it, taken modulo 1, fill
@@ -40,6 +43,25 @@ def stagger_offsets(count: int, spread_seconds: float) -> list[float]:
     interval.
     """
     return [round(spread_seconds * (i * _GOLDEN % 1.0), 3) for i in range(count)]
+
+
+def stagger_spread(jobs: Sequence[JobConfig]) -> float:
+    """Seconds over which the jobs' first runs are spread: :data:`STAGGER_STEP_SECONDS` per
+    job, at most the shortest interval of the interval jobs (so every job has run once
+    before the quickest runs again; cron jobs keep their own times).
+
+    Per job rather than one fixed window, because what the spread bounds is how many runs
+    start, and end, together. Runs of the same size end as they started: 100 jobs started
+    within 10 s ended within 10 s, and each end's summary, report and history (about 50 ms
+    of CPU for 1,000 cases) took the GIL from the cases still being timed. With 100 jobs x
+    1,000 cases paced at 5 requests/s, the cases of those last 10 s had added latency P95
+    11-16 ms, against 1.2 ms in the rest of the cycle (platform benchmark); spread over
+    50 s, 1.7 ms. A few jobs start within a second or two, as before.
+    """
+    intervals = [
+        job.interval_seconds or DEFAULT_INTERVAL_SECONDS for job in jobs if job.cron is None
+    ]
+    return min([STAGGER_STEP_SECONDS * len(jobs), *intervals])
 
 
 def build_trigger(job: JobConfig, start: datetime) -> BaseTrigger:

@@ -32,10 +32,10 @@ from evaluator.daemon.judging import DaemonJudge, JudgeMetrics
 from evaluator.daemon.otlp_metrics import OtlpCollector
 from evaluator.daemon.pages import StatusPages
 from evaluator.daemon.schedule import (
-    STAGGER_SPREAD_SECONDS,
     build_trigger,
     interval_of,
     stagger_offsets,
+    stagger_spread,
 )
 from evaluator.daemon.server import HttpEndpoints, parse_listen
 from evaluator.dataset import load_dataset
@@ -201,7 +201,7 @@ class Daemon:
                 "misfire_grace_time": None,  # late is better than silently missed
             },
         )
-        offsets = stagger_offsets(len(self.jobs), STAGGER_SPREAD_SECONDS)
+        offsets = stagger_offsets(len(self.jobs), stagger_spread([r.job for r in self.jobs]))
         for runner, offset in zip(self.jobs, offsets, strict=True):
             start = now + timedelta(seconds=offset)
             trigger = build_trigger(runner.job, start)

@@ -19,6 +19,16 @@ from pathlib import Path
 import aiohttp
 
 
+async def added_latency(session: aiohttp.ClientSession, url: str, question: str) -> float:
+    """One request's latency minus the sleep the endpoint reports: what the client added."""
+    started = time.perf_counter()
+    async with session.post(url, json={"question": question, "top_k": 5}) as response:
+        body = await response.read()
+    latency = time.perf_counter() - started
+    slept: float = json.loads(body).get("timings", {}).get("sleep", 0.0)
+    return latency - slept
+
+
 async def bare_loop(
     session: aiohttp.ClientSession, url: str, questions: list[str], concurrency: int
 ) -> tuple[float, list[float]]:
@@ -28,12 +38,7 @@ async def bare_loop(
 
     async def worker() -> None:
         for question in pending:
-            started = time.perf_counter()
-            async with session.post(url, json={"question": question, "top_k": 5}) as response:
-                body = await response.read()
-            latency = time.perf_counter() - started
-            slept = json.loads(body).get("timings", {}).get("sleep", 0.0)
-            added.append(latency - slept)
+            added.append(await added_latency(session, url, question))
 
     started = time.perf_counter()
     async with asyncio.TaskGroup() as group:

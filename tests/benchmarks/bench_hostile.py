@@ -166,7 +166,7 @@ def _attack(name: str, neighbour_url: str) -> dict[str, Any]:
         ) as daemon:
             daemon.wait_ready()
             assert daemon.proc is not None
-            # the daemon staggers first runs over 10 s: the window opens once both jobs run
+            # the daemon staggers first runs: the window opens once both jobs run
             daemon.wait_for_log(_is_run("neighbour"), timeout=60)
             before = len(daemon.logs())
             window_opened = time.time()

@@ -5,15 +5,16 @@ Goals (issue 25, new): the daemon uses at most 10% of one core on average and at
 bare loop's); and, for the scrape while runs are in flight, the latency a scrape adds to
 any case being measured is at most 5 ms.
 
-How time is scaled. The daemon starts its jobs' first runs within 10 s of each other (its
-stagger spread) and every job fires every 300 s after its first run, so each 5-minute
-cycle is a busy part, when the 100 runs go, and an idle part. The benchmark runs ONE full
-cycle of the real configuration: ``evaluator serve`` with 100 jobs (one target each, all
-on ``tests.benchmarks.endpoint`` in its own process, 50 ms per answer), 1,000 cases per
-job, ``interval_seconds = 300``, concurrency 2. Each target is paced by
-``requests_per_second`` (5, quick mode too) so that the busy part lasts about 200 s at
-about 500 cases/s, 1.5 times the cycle's average rate (100,000 cases / 300 s = 333
-cases/s): the latency rules are judged under that load, not an easier one. After the
+How time is scaled. The daemon starts its jobs' first runs within 50 s of each other (its
+stagger spread: 0.5 s a job) and every job fires every 300 s after its first run, so each
+5-minute cycle is a busy part, when the 100 runs go, and an idle part. The benchmark runs
+ONE full cycle of the real configuration: ``evaluator serve`` with 100 jobs (one target
+each, all on ``tests.benchmarks.endpoint`` in its own process, 50 ms per answer), 1,000
+cases per job, ``interval_seconds = 300``, concurrency 2. Each target is paced by
+``requests_per_second`` (5, quick mode too) so that each run lasts about 200 s and all
+100 go at once for about 150 s at about 500 cases/s, 1.5 times the cycle's average rate
+(100,000 cases / 300 s = 333 cases/s): the latency rules are judged under that load, not
+an easier one. After the
 busy part the daemon's CPU is read in 5 s windows until one uses under 2% of a core (its
 last reports and history rows are written in that tail: an earlier version extrapolated
 one 15 s window of it, 16% of a core, to the whole rest of the cycle, where the daemon
@@ -58,8 +59,10 @@ import aiohttp
 import httpx
 import psutil
 
-from evaluator.daemon.schedule import STAGGER_SPREAD_SECONDS, stagger_offsets
+from evaluator.config import JobConfig
+from evaluator.daemon.schedule import stagger_offsets, stagger_spread
 from evaluator.report import read_report
+from tests.benchmarks.bare_loop import added_latency
 from tests.benchmarks.support import (
     REPO,
     endpoint,
@@ -135,10 +138,16 @@ async def _bare_paced(url: str, per_session: int) -> tuple[float, list[float]]:
 
     The phases matter as much as the pace: 100 sessions started together send 100 requests
     at once every 0.2 s, and that burst queues (about 5 ms added at P50) while each wake-up
-    serves many requests (half the CPU per request of spread ones, on this machine)."""
+    serves many requests (half the CPU per request of spread ones, on this machine).
+
+    No warm-up: the daemon is measured from its first case too."""
     questions = [c.question for c in golden_set(per_session).cases]
     period = 1 / RATE
-    phases = [offset % period for offset in stagger_offsets(JOBS, STAGGER_SPREAD_SECONDS)]
+    jobs = [
+        JobConfig(target=f"job-{j}", dataset=Path("golden.jsonl"), interval_seconds=INTERVAL)
+        for j in range(JOBS)
+    ]
+    phases = [offset % period for offset in stagger_offsets(JOBS, stagger_spread(jobs))]
     added: list[float] = []
 
     async def target(session: aiohttp.ClientSession, phase: float) -> None:
@@ -153,11 +162,7 @@ async def _bare_paced(url: str, per_session: int) -> tuple[float, list[float]]:
                 wait, due = due - now, max(due, now) + period
                 if wait > 0:
                     await asyncio.sleep(wait)
-                started = time.perf_counter()
-                async with session.post(url, json={"question": question, "top_k": 5}) as r:
-                    body = await r.read()
-                latency = time.perf_counter() - started
-                added.append(latency - json.loads(body).get("timings", {}).get("sleep", 0.0))
+                added.append(await added_latency(session, url, question))
 
         await asyncio.gather(*(worker() for _ in range(CONCURRENCY)))
 

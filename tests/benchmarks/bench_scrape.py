@@ -244,7 +244,7 @@ def _http_scrapes() -> dict[str, Any]:
         }
         with DaemonProcess(["--config", str(config)], workdir=Path(tmp), env=env) as daemon:
             daemon.wait_ready(timeout=60)
-            # first runs are staggered over 10 s: wait for all 15 (bounded)
+            # first runs are staggered (0.5 s a job): wait for all 15 (bounded)
             jobs = TARGETS * DATASETS
             deadline = time.monotonic() + 60
             done = 0
@@ -309,7 +309,7 @@ def _overlapping_scrapes(jobs: int, cases: int, seconds: float) -> dict[str, Any
         }
         with DaemonProcess(["--config", str(config)], workdir=Path(tmp), env=env) as daemon:
             daemon.wait_ready(timeout=60)
-            time.sleep(12)  # every job's first run has started (staggered over 10 s)
+            time.sleep(12)  # every job's first run has started (staggered over its 2 s interval)
             timings: list[float] = []
             healthz: list[float] = []
             size = 0

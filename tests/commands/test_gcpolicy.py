@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from evaluator.commands import demo_stack
 from evaluator.commands import serve as serve_command
 from evaluator.commands.gcpolicy import freeze_startup
 
@@ -42,4 +43,24 @@ def test_serve_freezes_after_start_up_before_the_daemon(monkeypatch: pytest.Monk
     monkeypatch.setattr(serve_command, "configure_logging", lambda *args: None)
     monkeypatch.setattr(serve_command, "serve", serve)
     assert serve_command.handle(SimpleNamespace()) == 0  # type: ignore[arg-type]
+    assert frozen_when_served and frozen_when_served[0] > 10_000
+
+
+@pytest.mark.usefixtures("unfrozen")
+def test_demo_freezes_before_its_daemon(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`evaluator demo` runs a daemon too: the same policy, applied before it starts."""
+    frozen_when_served: list[int] = []
+
+    async def serve(*args: Any) -> None:
+        frozen_when_served.append(gc.get_freeze_count())
+
+    baseline = SimpleNamespace(path=None)
+    monkeypatch.setattr(demo_stack, "_settings", lambda options, baseline=None: object())
+    monkeypatch.setattr(demo_stack, "_start_reference", lambda options, children: None)
+    monkeypatch.setattr(demo_stack, "record_baseline", lambda settings, folder: baseline)
+    monkeypatch.setattr(demo_stack, "_start_prometheus", lambda options, tmp, children: None)
+    monkeypatch.setattr(demo_stack, "_serve", serve)
+    monkeypatch.setattr(demo_stack, "without_created_series", lambda: None)
+    options = SimpleNamespace(reports_dir=None)
+    assert demo_stack.run_demo(options) == 0  # type: ignore[arg-type]
     assert frozen_when_served and frozen_when_served[0] > 10_000

@@ -16,6 +16,7 @@ from evaluator.daemon.schedule import (
     build_trigger,
     interval_of,
     stagger_offsets,
+    stagger_spread,
 )
 
 START = datetime(2026, 1, 2, 10, 30, tzinfo=UTC)  # a Friday
@@ -60,6 +61,27 @@ class TestStaggerOffsets:
         phases = [offset % period for offset in stagger_offsets(100, 10.0)]
         bins = Counter(int(phase / period * 20) for phase in phases)
         assert max(bins.values()) <= 10
+
+
+class TestStaggerSpread:
+    """Half a second a job, at most the shortest interval; cron jobs set no bound."""
+
+    @pytest.mark.parametrize(
+        ("schedules", "expected"),
+        [
+            ([], 0.0),
+            ([{}], 0.5),
+            # 100 jobs at the default 300 s: 50 s, so 100 runs of one size do not end together
+            ([{}] * 100, 50.0),
+            ([{"interval_seconds": 300}] * 2, 1.0),
+            # the quickest job runs again after 20 s: every first run comes before that
+            ([{"interval_seconds": 20}] + [{}] * 99, 20.0),
+            ([{"cron": "*/15 * * * *"}] * 4, 2.0),
+            ([{"cron": "* * * * *"}] * 200, 100.0),
+        ],
+    )
+    def test_spread(self, schedules: list[dict[str, object]], expected: float) -> None:
+        assert expected == stagger_spread([_job(**s) for s in schedules])
 
 
 class TestBuildTrigger:
