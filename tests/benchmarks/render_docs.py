@@ -212,7 +212,8 @@ def _platform_floor(d: dict[str, Any]) -> list[str]:
     cases = 100 * d["runs"] and d["busy_cpu"] / max(d["runs"] * 1_000, 1) * 1e6
     return [
         "",
-        "The floor under the CPU goal: before the daemon starts, the bare aiohttp loop makes "
+        "The floor under the CPU goal: before the daemon starts and again after its cycle, "
+        "the bare aiohttp loop makes "
         "the daemon's requests the daemon's way (100 sessions, 2 in flight each, each paced at "
         f"{d['requests_per_second_per_target']:g} requests/s from the phase the daemon's "
         "stagger gives its job, every answer decoded) and costs "
