@@ -172,7 +172,7 @@ def _platform(results: dict[str, Any]) -> list[str]:
         "a busy part and an idle rest. The benchmark runs one whole cycle's busy part, each "
         f"target paced at {d['requests_per_second_per_target']:g} requests/s (about "
         f"{d['requests_per_second_per_target'] * 100:,.0f} cases/s, "
-        f"{d['requests_per_second_per_target'] * 100 / (100_000 / 300):.0f}x the cycle's "
+        f"{d['requests_per_second_per_target'] * 100 / (100_000 / 300):.1f}x the cycle's "
         "average of 333 cases/s, so the latency rules are judged under more load, not less): "
         f"{d['runs']} runs in {d['busy_wall']:.0f} s, {d['busy_cpu']:.1f} CPU seconds of the "
         f"daemon process. {_platform_rest(d)} Resident "
@@ -232,7 +232,10 @@ def _platform_floor(d: dict[str, Any]) -> list[str]:
         "159-168 µs per request (each wake-up serves many) and added 4.7-5.0 ms at P50 (each "
         "request queues behind the burst); spread, 283-316 µs and 0.58-0.64 ms (2026-12-05). "
         "Until 6c7dfca the daemon staggered its jobs by equal steps, which made such bursts: "
-        "9.9% of a core then, with added latency 5x the bare loop's at P50.",
+        "9.9% of a core then, with added latency 5x the bare loop's at P50. Until 4b6fc48 "
+        "the first runs were spread over a fixed 10 s, so the 100 runs also ended within "
+        "10 s, and their summaries, reports and history rows (about 50 ms of CPU each) added "
+        "9-16 ms at P95 to the cases of those last 10 s; spread over 50 s, 1.7 ms.",
     ]
 
 
