@@ -15,9 +15,11 @@ __all__ = [
     "DEFAULT_INTERVAL_SECONDS",
     "STAGGER_STEP_SECONDS",
     "build_trigger",
+    "first_run",
     "interval_of",
     "stagger_offsets",
     "stagger_spread",
+    "staggered_starts",
 ]
 
 DEFAULT_INTERVAL_SECONDS = 300.0
@@ -62,6 +64,20 @@ def stagger_spread(jobs: Sequence[JobConfig]) -> float:
         job.interval_seconds or DEFAULT_INTERVAL_SECONDS for job in jobs if job.cron is None
     ]
     return min([STAGGER_STEP_SECONDS * len(jobs), *intervals])
+
+
+def staggered_starts(jobs: Sequence[JobConfig], now: datetime) -> list[datetime]:
+    """When each of ``jobs``, starting together at ``now``, begins its schedule: the
+    :func:`stagger_offsets` over the :func:`stagger_spread`, in the jobs' order."""
+    offsets = stagger_offsets(len(jobs), stagger_spread(jobs))
+    return [now + timedelta(seconds=offset) for offset in offsets]
+
+
+def first_run(job: JobConfig, trigger: BaseTrigger, start: datetime) -> datetime | None:
+    """The first run of a job whose schedule begins at ``start`` (its trigger built from
+    it): ``start`` itself with ``run_at_start``, else the trigger's next fire after it (an
+    interval job one interval later, a cron job its next time)."""
+    return start if job.run_at_start else trigger.get_next_fire_time(start, start)
 
 
 def build_trigger(job: JobConfig, start: datetime) -> BaseTrigger:

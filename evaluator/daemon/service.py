@@ -8,7 +8,7 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import replace
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
 import structlog
@@ -31,12 +31,7 @@ from evaluator.daemon.job import JobRunner
 from evaluator.daemon.judging import DaemonJudge, JudgeMetrics
 from evaluator.daemon.otlp_metrics import OtlpCollector
 from evaluator.daemon.pages import StatusPages
-from evaluator.daemon.schedule import (
-    build_trigger,
-    interval_of,
-    stagger_offsets,
-    stagger_spread,
-)
+from evaluator.daemon.schedule import build_trigger, first_run, interval_of, staggered_starts
 from evaluator.daemon.server import HttpEndpoints, parse_listen
 from evaluator.dataset import load_dataset
 from evaluator.errors import ConfigError, EvaluatorError, ExitCode
@@ -201,17 +196,14 @@ class Daemon:
                 "misfire_grace_time": None,  # late is better than silently missed
             },
         )
-        offsets = stagger_offsets(len(self.jobs), stagger_spread([r.job for r in self.jobs]))
-        for runner, offset in zip(self.jobs, offsets, strict=True):
-            start = now + timedelta(seconds=offset)
+        starts = staggered_starts([r.job for r in self.jobs], now)
+        for runner, start in zip(self.jobs, starts, strict=True):
             trigger = build_trigger(runner.job, start)
             interval = interval_of(trigger, now)
             self.metrics.add_job(self._snapshot(runner, interval))
             runner.restore()
             await runner.publisher.restore_history()
-            # else one period after the staggered start (the trigger alone would fire at it)
-            first = start if runner.job.run_at_start else trigger.get_next_fire_time(start, start)
-            self._schedule(scheduler, runner, trigger, first)
+            self._schedule(scheduler, runner, trigger, first_run(runner.job, trigger, start))
             drift = runner.judge.config.drift_interval_seconds if runner.judge else None
             if runner.judge is not None and drift is not None:
                 # judge drift on a schedule of its own, never inside a run
@@ -300,6 +292,11 @@ class Daemon:
         old = {r.key: r for r in self.jobs}
         fresh_labels = {r.labels for r in runners}
         next_runs: dict[str, datetime] = {}
+        # jobs new to the daemon start as at start-up: staggered among themselves
+        newcomers = [r for r in runners if self.metrics.snapshot(r.labels) is None]
+        starts = dict(
+            zip(newcomers, staggered_starts([r.job for r in newcomers], now), strict=True)
+        )
         added: list[JobRunner] = []
         for runner in old.values():
             scheduled = scheduler.get_job(runner.key)
@@ -312,9 +309,10 @@ class Daemon:
         for runner in runners:
             previous = old.get(runner.key)
             # a job kept across the reload keeps its rhythm: no extra run because of it
-            trigger = build_trigger(runner.job, next_runs.get(runner.key, now))
+            start = starts.get(runner) or next_runs.get(runner.key, now)
+            trigger = build_trigger(runner.job, start)
             interval = interval_of(trigger, now)
-            if self.metrics.snapshot(runner.labels) is not None:
+            if runner not in starts:
                 # the same series: keep the last results, take the new identity
                 fresh = self._snapshot(runner, interval)
                 self.metrics.job_reconfigured(
@@ -332,7 +330,7 @@ class Daemon:
                 self.metrics.add_job(self._snapshot(runner, interval))
                 runner.restore()
                 added.append(runner)
-                first = now if runner.job.run_at_start else trigger.get_next_fire_time(None, now)
+                first = first_run(runner.job, trigger, start)
             self._schedule(scheduler, runner, trigger, first)
         before = self.settings
         needs_restart = [n for n in _RESTART_ONLY if getattr(settings, n) != getattr(before, n)]

@@ -6,9 +6,11 @@ loopback endpoint, with a fresh metrics registry per daemon, bounded to a few se
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +23,7 @@ from aiohttp import web
 from evaluator.config import HttpTargetConfig, JobConfig, RetryConfig, Settings, load_settings
 from evaluator.daemon import Daemon
 from evaluator.daemon.report_store import LATEST
+from evaluator.daemon.schedule import stagger_offsets
 from evaluator.errors import ERROR_KINDS, ConfigError
 from tests.support.contract import QUALITY_GAUGES as QUALITY
 from tests.support.inprocess import run_bounded, running, until
@@ -275,6 +278,39 @@ class TestSchedule:
                 assert daemon._scheduler is not None
                 soonest = min(job.next_run_time.timestamp() for job in daemon._scheduler.get_jobs())
                 assert soonest - time.time() > 3000  # an hour away, not the stagger offset
+
+        run_bounded(body)
+
+    def test_jobs_a_reload_adds_start_as_at_start_up(
+        self, tmp_path: Path, endpoint: Endpoint
+    ) -> None:
+        """A reload's new jobs are staggered among themselves and, with run_at_start false,
+        wait an interval (they used to run at once); a kept job keeps its next run."""
+        base = _settings(tmp_path, endpoint.url)
+        more = [base.jobs[0].model_copy(update={"dataset_label": f"more-{i}"}) for i in range(3)]
+        grown = base.model_copy(update={"jobs": (base.jobs[0], *more)})
+
+        async def body() -> None:
+            daemon = Daemon(base, reload=lambda: grown)
+            await daemon.start()
+            try:
+                scheduler = daemon._scheduler
+                assert scheduler is not None
+                kept = daemon.jobs[0].key
+                kept_next = scheduler.get_job(kept).next_run_time
+                before = datetime.now(UTC)
+                assert await daemon.reload()
+                after = datetime.now(UTC)
+                assert kept_next == scheduler.get_job(kept).next_run_time
+                added = [scheduler.get_job(r.key).next_run_time for r in daemon.jobs[1:]]
+                # three newcomers over 1.5 s (0.5 s a job), each one interval after its start
+                for at, offset in zip(added, stagger_offsets(3, 1.5), strict=True):
+                    wait = timedelta(seconds=3600 + offset)
+                    assert before + wait <= at <= after + wait
+                await asyncio.sleep(0.3)  # a run fired at once would have asked by now
+                assert [] == endpoint.requests
+            finally:
+                await daemon.stop()
 
         run_bounded(body)
 

@@ -14,9 +14,11 @@ from evaluator.config import JobConfig
 from evaluator.daemon.schedule import (
     DEFAULT_INTERVAL_SECONDS,
     build_trigger,
+    first_run,
     interval_of,
     stagger_offsets,
     stagger_spread,
+    staggered_starts,
 )
 
 START = datetime(2026, 1, 2, 10, 30, tzinfo=UTC)  # a Friday
@@ -82,6 +84,32 @@ class TestStaggerSpread:
     )
     def test_spread(self, schedules: list[dict[str, object]], expected: float) -> None:
         assert expected == stagger_spread([_job(**s) for s in schedules])
+
+
+class TestFirstRun:
+    """Where a job's schedule begins, its first run: at once, or one period later."""
+
+    def test_staggered_starts(self) -> None:
+        """Three jobs over 1.5 s from ``START``, in the jobs' order."""
+        starts = staggered_starts([_job()] * 3, START)
+        offsets = [(at - START).total_seconds() for at in starts]
+        assert [0.0, 0.927, 0.354] == offsets
+
+    @pytest.mark.parametrize(
+        ("schedule", "expected"),
+        [
+            ({"interval_seconds": 60}, START),
+            (
+                {"interval_seconds": 60, "run_at_start": False},
+                datetime(2026, 1, 2, 10, 31, tzinfo=UTC),
+            ),
+            ({"cron": "0 * * * *"}, START),
+            ({"cron": "0 * * * *", "run_at_start": False}, datetime(2026, 1, 2, 11, tzinfo=UTC)),
+        ],
+    )
+    def test_first_run(self, schedule: dict[str, object], expected: datetime) -> None:
+        job = _job(**schedule)
+        assert expected == first_run(job, build_trigger(job, START), START)
 
 
 class TestBuildTrigger:
