@@ -58,7 +58,7 @@ def stagger_spread(jobs: Sequence[JobConfig]) -> float:
     of CPU for 1,000 cases) took the GIL from the cases still being timed. With 100 jobs x
     1,000 cases paced at 5 requests/s, the cases of those last 10 s had added latency P95
     11-16 ms, against 1.2 ms in the rest of the cycle (platform benchmark); spread over
-    50 s, 1.7 ms. A few jobs start within a second or two, as before.
+    50 s, 1.7 ms. A few jobs start within a second or two.
     """
     intervals = [
         job.interval_seconds or DEFAULT_INTERVAL_SECONDS for job in jobs if job.cron is None
