@@ -17,6 +17,7 @@ from pathlib import Path
 
 from evaluator.commands.flags import CommonOptions
 from evaluator.errors import ConfigError, ExitCode
+from evaluator.judge.checks import check as judged_check
 from evaluator.judge.labels import Label, append_label, now, read_labels
 from evaluator.judge.record import judged_run_from_dict
 from evaluator.judge.review import ReviewItem, review_queue
@@ -25,11 +26,6 @@ from evaluator.report import read_report
 
 __all__ = ["Options", "configure", "handle"]
 
-_QUESTIONS = {
-    "fact_support": "Does the answer state every expected fact (any wording)?",
-    "groundedness": "Is every claim of the answer supported by the evidence shown?",
-    "refusal": "Is the answer a refusal (it declines to answer)?",
-}
 _EVIDENCE_SHOWN = 3
 _EVIDENCE_CHARS = 400
 
@@ -79,7 +75,7 @@ def _show(item: ReviewItem, position: int, total: int, colour: bool) -> None:
         print(f"  unsupported: {claim}")
     if item.deterministic is not None:
         print(f"deterministic check: {'pass' if item.deterministic else 'fail'}")
-    print(_QUESTIONS[outcome.check])
+    print(judged_check(outcome.check).question)
 
 
 def handle(options: Options) -> int:

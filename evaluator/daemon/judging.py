@@ -21,7 +21,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from evaluator.config import JobConfig, Settings
 from evaluator.judge.apply import calibration_of, trust_problem, with_calibration
-from evaluator.judge.checks import JUDGED_METRICS
+from evaluator.judge.checks import judged_metrics
 from evaluator.judge.client import JudgeClient
 from evaluator.judge.drift import agreement_floors, rejudge_labelled
 from evaluator.judge.errors import JUDGE_ERROR_KINDS
@@ -98,7 +98,7 @@ class JudgeMetrics:
         )
         self.judged = {
             m.name: Gauge(m.gauge, m.description, _LABELS, registry=registry)
-            for m in JUDGED_METRICS
+            for m in judged_metrics()
         }
         self.agreement = Gauge(
             "rag_eval_judge_agreement",

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from evaluator.judge.checks import CHECKS
+from evaluator.judge.checks import check_names
 from evaluator.judge.labels import Label, judge_says
 from evaluator.judge.record import JudgedRun
 
@@ -143,7 +143,7 @@ def calibrate(
             group = pairs.setdefault((run.model, run.prompt_version, check), {})
             group[(case_id, answer)] = (label.verdict, verdict)
     out = []
-    order = {c.name: i for i, c in enumerate(CHECKS)}
+    order = {name: i for i, name in enumerate(check_names())}
     for (model, version, check), group in sorted(
         pairs.items(), key=lambda kv: (kv[0][0], kv[0][1], order[kv[0][2]])
     ):

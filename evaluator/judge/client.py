@@ -20,6 +20,7 @@ import aiohttp
 
 from evaluator._version import __version__
 from evaluator.errors import ConfigError
+from evaluator.judge.checks import check as judged_check
 from evaluator.judge.errors import (
     JudgeConnectError,
     JudgeError,
@@ -29,7 +30,7 @@ from evaluator.judge.errors import (
     JudgeTooLargeError,
 )
 from evaluator.judge.parse import Completion, extract_object, parse_completion
-from evaluator.judge.prompts import SCHEMAS, messages
+from evaluator.judge.prompts import messages
 from evaluator.judge.settings import JudgeConfig
 from evaluator.redaction import redactor
 from evaluator.targets.request import RequestTemplate
@@ -111,7 +112,7 @@ class JudgeClient:
         if schema:
             body["response_format"] = {
                 "type": "json_schema",
-                "json_schema": {"name": f"{check}_verdict", "schema": SCHEMAS[check]},
+                "json_schema": {"name": f"{check}_verdict", "schema": judged_check(check).schema},
             }
         return json.dumps(body, ensure_ascii=False).encode()
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from evaluator.judge.calibrate import cohen_kappa
-from evaluator.judge.checks import CHECKS
+from evaluator.judge.checks import judged_checks
 from evaluator.judge.client import JudgeClient
 from evaluator.judge.gating import calibration_entries
 from evaluator.judge.labels import Label, outcome_verdict
@@ -40,11 +40,11 @@ async def rejudge_labelled(
 ) -> list[DriftPoint]:
     """Judge again every check of ``report`` that a label covers; compare per check."""
     judged = _Pass(client, None, None)
-    pairs: dict[str, list[tuple[bool, bool]]] = {c.name: [] for c in CHECKS}
+    pairs: dict[str, list[tuple[bool, bool]]] = {c.name: [] for c in judged_checks()}
     jobs = []
     for subject in subjects_of(report.cases):
         digest = answer_hash(subject.answer)
-        for check in CHECKS:
+        for check in judged_checks():
             label = labels.get((subject.case_id, digest, check.name))
             if label is not None and check.applies(subject):
                 jobs.append((check, subject, label))
@@ -56,7 +56,7 @@ async def rejudge_labelled(
         if verdict is not None:
             pairs[check.name].append((label.verdict, verdict))
     points = []
-    for check in CHECKS:
+    for check in judged_checks():
         got = pairs[check.name]
         if not got:
             continue

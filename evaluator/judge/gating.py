@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from evaluator.errors import ConfigError
-from evaluator.judge.checks import JUDGED_METRICS, judged_metric
+from evaluator.judge.checks import judged_metric, judged_metrics
 
 __all__ = [
     "CALIBRATION_FILE",
@@ -65,7 +65,7 @@ def parse_judged_rules(data: Mapping[str, object], source: str) -> tuple[JudgedR
     if not isinstance(tables, Mapping):
         raise ConfigError(f"{source}: judged: expected [judged.METRIC] tables")
     rules = []
-    known = ", ".join(m.name for m in JUDGED_METRICS)
+    known = ", ".join(m.name for m in judged_metrics())
     for metric, table in tables.items():
         where = f"judged.{metric}"
         if judged_metric(metric) is None:

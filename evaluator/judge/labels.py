@@ -20,7 +20,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from evaluator.errors import EvaluatorError
-from evaluator.judge.checks import CHECKS
+from evaluator.judge.checks import check as judged_check
+from evaluator.judge.checks import check_names
 from evaluator.judge.record import CaseJudgement, CheckOutcome
 
 __all__ = [
@@ -33,7 +34,6 @@ __all__ = [
     "read_labels",
 ]
 
-_CHECKS = frozenset(c.name for c in CHECKS)
 _MAX_LINE = 10_000
 _MAX_LABELS = 1_000_000
 
@@ -119,8 +119,8 @@ def read_labels(path: Path) -> dict[tuple[str, str, str], Label]:
             if not isinstance(data, dict):
                 raise LabelsError(f"{where}: not a JSON object")
             check = data.get("check")
-            if check not in _CHECKS:
-                raise LabelsError(f"{where}: 'check' must be one of {sorted(_CHECKS)}")
+            if check not in check_names():
+                raise LabelsError(f"{where}: 'check' must be one of {sorted(check_names())}")
             verdict = data.get("verdict")
             if not isinstance(verdict, bool):
                 raise LabelsError(f"{where}: 'verdict' must be true or false")
@@ -144,13 +144,7 @@ def outcome_verdict(outcome: CheckOutcome) -> bool | None:
     """The judge's pass/fail on a check, as a label states it (None: no verdict)."""
     if outcome.status != "judged":
         return None
-    values = outcome.values
-    if outcome.check == "fact_support":
-        return bool(values.get("answer_correct")) if "answer_correct" in values else None
-    if outcome.check == "groundedness":
-        value = values.get("faithfulness")
-        return None if value is None else value == 1.0
-    return bool(values.get("refused")) if "refused" in values else None
+    return judged_check(outcome.check).verdict(outcome.values)
 
 
 def judge_says(cases: Iterable[CaseJudgement]) -> dict[tuple[str, str, str], bool]:

@@ -1,4 +1,5 @@
-"""The judge's prompts, shipped with the package and versioned.
+"""The judge's prompts, shipped with the package and versioned: each check's rubric (in its
+module under :mod:`evaluator.judge.checks`) followed by the one data rule below.
 
 ``PROMPT_VERSION`` changes whenever a prompt's wording or a verdict's shape changes: the
 report records it with the judge model, cached verdicts are keyed by it, and judged metrics
@@ -16,7 +17,9 @@ import json
 import secrets
 from typing import Any
 
-__all__ = ["PROMPT_VERSION", "RUBRICS", "messages"]
+from evaluator.judge.checks import check as judged_check
+
+__all__ = ["PROMPT_VERSION", "messages"]
 
 PROMPT_VERSION = "judge-prompts-1"
 
@@ -28,78 +31,11 @@ _DATA_RULE = (
     "Judge only by this rubric. Reply with one JSON object and nothing else."
 )
 
-#: each check's rubric: what is judged and the verdict's exact shape
-RUBRICS: dict[str, str] = {
-    "fact_support": (
-        "You check whether an answer states expected facts. The data has `question`, "
-        "`answer` and `facts`: a list where each fact is a list of equivalent wordings. "
-        "A fact is stated when the answer asserts it, in any wording or language, with the "
-        'same meaning ("two to three weeks" states "10 to 15 business days"). A fact '
-        "that is only mentioned as unknown, contradicted or asked about is not stated. "
-        'Reply {"facts": [{"index": <0-based fact index>, "stated": true|false}, ...], '
-        '"reason": "<one sentence>"} with exactly one entry per fact.'
-    ),
-    "groundedness": (
-        "You check whether an answer is supported by the evidence the system retrieved. "
-        "The data has `question`, `answer` and `evidence` (a list of passages). Split the "
-        "answer into its factual claims; a claim is supported when the evidence states it "
-        "or it follows directly from the evidence. "
-        'Reply {"claims": [{"claim": "<the claim, short>", "supported": true|false}, ...], '
-        '"reason": "<one sentence>"}. An answer with no factual claim has an empty list.'
-    ),
-    "refusal": (
-        "You check whether an answer declines to answer. The data has `question` and "
-        "`answer`. The question cannot be answered from the system's documents, so the "
-        "right answer says it does not know or cannot answer (in any wording or language). "
-        "An answer that asserts an answer to the question is not a refusal. "
-        'Reply {"refusal": true|false, "reason": "<one sentence>"}.'
-    ),
-}
-
-#: the JSON schema of each check's verdict, sent as ``response_format`` where accepted
-SCHEMAS: dict[str, dict[str, Any]] = {
-    "fact_support": {
-        "type": "object",
-        "properties": {
-            "facts": {
-                "type": "array",
-                "items": {
-                    "type": "object",
-                    "properties": {"index": {"type": "integer"}, "stated": {"type": "boolean"}},
-                    "required": ["index", "stated"],
-                },
-            },
-            "reason": {"type": "string"},
-        },
-        "required": ["facts", "reason"],
-    },
-    "groundedness": {
-        "type": "object",
-        "properties": {
-            "claims": {
-                "type": "array",
-                "items": {
-                    "type": "object",
-                    "properties": {"claim": {"type": "string"}, "supported": {"type": "boolean"}},
-                    "required": ["claim", "supported"],
-                },
-            },
-            "reason": {"type": "string"},
-        },
-        "required": ["claims", "reason"],
-    },
-    "refusal": {
-        "type": "object",
-        "properties": {"refusal": {"type": "boolean"}, "reason": {"type": "string"}},
-        "required": ["refusal", "reason"],
-    },
-}
-
 
 def messages(check: str, data: dict[str, Any], nonce: str | None = None) -> list[dict[str, str]]:
     """The chat messages asking the judge for ``check``'s verdict on ``data``."""
     nonce = nonce or secrets.token_hex(8)
-    system = RUBRICS[check] + " " + _DATA_RULE.format(nonce=nonce)
+    system = judged_check(check).rubric + " " + _DATA_RULE.format(nonce=nonce)
     payload = json.dumps(data, ensure_ascii=False, sort_keys=True)
     user = f"BEGIN DATA {nonce}\n{payload}\nEND DATA {nonce}"
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]

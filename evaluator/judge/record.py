@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from evaluator.errors import ReportError
-from evaluator.judge.checks import CHECKS, JUDGED_METRICS
+from evaluator.judge.checks import check_names, judged_metrics
 from evaluator.judge.errors import JUDGE_ERROR_KINDS
 
 __all__ = [
@@ -31,7 +31,6 @@ __all__ = [
 
 Status = Literal["judged", "error", "skipped"]
 _STATUSES = ("judged", "error", "skipped")
-_CHECK_NAMES = frozenset(c.name for c in CHECKS)
 _KINDS = frozenset(JUDGE_ERROR_KINDS)
 
 
@@ -206,8 +205,8 @@ class _Reader:
 def _outcome(r: _Reader, raw: object, where: str) -> CheckOutcome:
     data = r.obj(raw, where)
     check = data.get("check")
-    if check not in _CHECK_NAMES:
-        raise r.fail(f"{where}.check", f"is not a judged check ({sorted(_CHECK_NAMES)})")
+    if check not in check_names():
+        raise r.fail(f"{where}.check", f"is not a judged check ({sorted(check_names())})")
     status = data.get("status")
     if status not in _STATUSES:
         raise r.fail(f"{where}.status", f"is not one of {list(_STATUSES)}")
@@ -262,7 +261,7 @@ def judged_run_from_dict(raw: object, source: str) -> JudgedRun:
     )
     metrics_raw = r.obj(data.get("metrics"), "metrics")
     metrics = {
-        m.name: r.ratio(metrics_raw.get(m.name), f"metrics.{m.name}") for m in JUDGED_METRICS
+        m.name: r.ratio(metrics_raw.get(m.name), f"metrics.{m.name}") for m in judged_metrics()
     }
     canaries = []
     for i, c in enumerate(r.lst(data.get("canaries"), "canaries")):

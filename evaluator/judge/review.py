@@ -10,6 +10,7 @@ import random
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from evaluator.judge.checks import check as judged_check
 from evaluator.judge.labels import Label, outcome_verdict
 from evaluator.judge.record import CheckOutcome, JudgedRun
 from evaluator.models import CaseRecord
@@ -37,13 +38,7 @@ class ReviewItem:
 def deterministic_verdict(record: CaseRecord, check: str) -> bool | None:
     """The deterministic scoring's pass/fail on the same question (None: it has none)."""
     scores = record.scores
-    if scores is None:
-        return None
-    if check == "fact_support":
-        return scores.answer_correct
-    if check == "refusal":
-        return scores.refused
-    return None  # groundedness has no deterministic twin (citations are not claims)
+    return None if scores is None else judged_check(check).deterministic(scores)
 
 
 def review_queue(

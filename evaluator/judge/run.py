@@ -16,8 +16,8 @@ from typing import Any
 import structlog
 
 from evaluator.judge.cache import VerdictCache, cache_key
-from evaluator.judge.canary import canary_subjects, fooled
-from evaluator.judge.checks import CHECKS, JUDGED_METRICS, CheckValues, JudgedCheck, Subject
+from evaluator.judge.canary import canary_subjects
+from evaluator.judge.checks import CheckValues, JudgedCheck, Subject, judged_checks, judged_metrics
 from evaluator.judge.client import Answered, JudgeClient
 from evaluator.judge.errors import JudgeError
 from evaluator.judge.prompts import PROMPT_VERSION
@@ -32,7 +32,7 @@ from evaluator.judge.record import (
 from evaluator.models import CaseRecord
 from evaluator.report import RunReport
 
-__all__ = ["CallEvent", "judge_report", "judged_metrics", "subjects_of"]
+__all__ = ["CallEvent", "judge_report", "metric_means", "subjects_of"]
 
 log = structlog.get_logger("evaluator.judge")
 
@@ -160,10 +160,10 @@ def _judged(check: str, values: CheckValues, cached: bool = False) -> CheckOutco
     )
 
 
-def judged_metrics(cases: tuple[CaseJudgement, ...]) -> dict[str, float | None]:
+def metric_means(cases: tuple[CaseJudgement, ...]) -> dict[str, float | None]:
     """Each judged metric's mean over the cases judged for its check (None: no case)."""
     out: dict[str, float | None] = {}
-    for metric in JUDGED_METRICS:
+    for metric in judged_metrics():
         values = [
             float(o.values[metric.value])
             for c in cases
@@ -172,6 +172,49 @@ def judged_metrics(cases: tuple[CaseJudgement, ...]) -> dict[str, float | None]:
         ]
         out[metric.name] = sum(values) / len(values) if values else None
     return out
+
+
+async def _judge_canaries(
+    judged: _Pass, subjects: list[Subject], count: int
+) -> tuple[CanaryResult, ...]:
+    """Each canary judged, never from the cache (a cached verdict would hide a judge that
+    changed), and read by its own check's rule for a fooled verdict."""
+    results = []
+    for check, subject in canary_subjects(subjects, count):
+        assert check.canary is not None  # canary_subjects deals only canaried checks
+        outcome = await judged.verdict(check, subject, use_cache=False)
+        fooled = check.canary.fooled(outcome.values) if outcome.status == "judged" else None
+        results.append(CanaryResult(check.name, subject.case_id, fooled, outcome.reason))
+    return tuple(results)
+
+
+async def _judge_cases(
+    judged: _Pass, subjects: list[Subject], cache: VerdictCache | None
+) -> tuple[CaseJudgement, ...]:
+    """Every applicable check of every case, at once (the client bounds the calls)."""
+
+    async def one(subject: Subject) -> CaseJudgement:
+        checks = [c for c in judged_checks() if c.applies(subject)]
+        outcomes = await asyncio.gather(*(judged.verdict(c, subject) for c in checks))
+        return CaseJudgement(subject.case_id, answer_hash(subject.answer), tuple(outcomes))
+
+    try:
+        return tuple(await asyncio.gather(*(one(s) for s in subjects)))
+    finally:
+        # the run's new verdicts in one write, kept even when the pass was interrupted
+        if cache is not None:
+            cache.flush()
+
+
+def _warn_compromised(model: str, run_id: str, canaries: tuple[CanaryResult, ...]) -> None:
+    log.warning(
+        "judge_compromised",
+        model=model,
+        prompt_version=PROMPT_VERSION,
+        run_id=run_id,
+        canaries=[c.case_id for c in canaries if c.fooled],
+        message="a canary answer was judged supported: judged metrics are advisory",
+    )
 
 
 async def judge_report(
@@ -183,49 +226,21 @@ async def judge_report(
 ) -> JudgedRun:
     """Judge every scored case of ``report`` (read back with its evidence texts).
 
-    Canaries go first, never from the cache (a cached verdict would hide a judge that
-    changed), and count against the budget like any call.
+    Canaries go first, and count against the budget like any call.
     """
     judged = _Pass(client, cache, on_call)
     subjects = subjects_of(report.cases)
-    canaries: list[CanaryResult] = []
-    for check_name, subject in canary_subjects(subjects, client.config.canaries):
-        check = next(c for c in CHECKS if c.name == check_name)
-        outcome = await judged.verdict(check, subject, use_cache=False)
-        was_fooled = (
-            fooled(check_name, CheckValues(outcome.values, outcome.reason))
-            if outcome.status == "judged"
-            else None
-        )
-        canaries.append(CanaryResult(check_name, subject.case_id, was_fooled, outcome.reason))
-
-    async def one(subject: Subject) -> CaseJudgement:
-        checks = [c for c in CHECKS if c.applies(subject)]
-        outcomes = await asyncio.gather(*(judged.verdict(c, subject) for c in checks))
-        return CaseJudgement(subject.case_id, answer_hash(subject.answer), tuple(outcomes))
-
-    try:
-        cases = tuple(await asyncio.gather(*(one(s) for s in subjects)))
-    finally:
-        # the run's new verdicts in one write, kept even when the pass was interrupted
-        if cache is not None:
-            cache.flush()
+    canaries = await _judge_canaries(judged, subjects, client.config.canaries)
+    cases = await _judge_cases(judged, subjects, cache)
     compromised = any(c.fooled for c in canaries)
     if compromised:
-        log.warning(
-            "judge_compromised",
-            model=client.config.model,
-            prompt_version=PROMPT_VERSION,
-            run_id=report.run_id,
-            canaries=[c.case_id for c in canaries if c.fooled],
-            message="a canary answer was judged supported: judged metrics are advisory",
-        )
+        _warn_compromised(client.config.model, report.run_id, canaries)
     return JudgedRun(
         model=client.config.model,
         prompt_version=PROMPT_VERSION,
-        metrics=judged_metrics(cases),
+        metrics=metric_means(cases),
         usage=judged.usage,
-        canaries=tuple(canaries),
+        canaries=canaries,
         cases=cases,
         compromised=compromised,
     )

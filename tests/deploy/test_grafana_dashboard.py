@@ -386,7 +386,7 @@ def test_the_judge_contract_is_what_the_daemon_registers() -> None:
     from prometheus_client import CollectorRegistry
 
     from evaluator.daemon.judging import JudgeMetrics
-    from evaluator.judge.checks import JUDGED_METRICS
+    from evaluator.judge.checks import judged_metrics
     from evaluator.judge.errors import JUDGE_ERROR_KINDS
     from tests.deploy.deploy_support import (
         CONTRACT,
@@ -404,16 +404,16 @@ def test_the_judge_contract_is_what_the_daemon_registers() -> None:
     judge_names = {n for n in CONTRACT if n.startswith(("rag_eval_judge_", "rag_eval_judged_"))}
     assert registered == judge_names
     assert ("ok", *JUDGE_ERROR_KINDS) == JUDGE_OUTCOMES
-    assert {m.check for m in JUDGED_METRICS} == set(JUDGE_CHECKS)
-    assert tuple(m.gauge.removeprefix("rag_eval_") for m in JUDGED_METRICS) == JUDGED_RATIOS
+    assert {m.check for m in judged_metrics()} == set(JUDGE_CHECKS)
+    assert tuple(m.gauge.removeprefix("rag_eval_") for m in judged_metrics()) == JUDGED_RATIOS
 
 
 def test_each_judged_metric_sits_beside_its_deterministic_one() -> None:
     """Every judged gauge has one panel, which also shows the deterministic metric the
     judged one sits beside (the registry's ``beside``), dashed."""
-    from evaluator.judge.checks import JUDGED_METRICS
+    from evaluator.judge.checks import judged_metrics
 
-    for metric in JUDGED_METRICS:
+    for metric in judged_metrics():
         panels = [p for p in _panels() if any(f"{metric.gauge}{{" in e for e in _exprs(p))]
         assert 1 == len(panels), metric.gauge
         (panel,) = panels

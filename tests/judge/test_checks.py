@@ -1,0 +1,146 @@
+"""The judged-check registry: each shipped check's verdict rule, deterministic counterpart
+and canary, and a check added through the registry alone reaching every reader."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from evaluator.judge.calibrate import calibrate
+from evaluator.judge.canary import canary_subjects
+from evaluator.judge.checks import (
+    check,
+    check_names,
+    judged_checks,
+    judged_metric,
+    judged_metrics,
+)
+from evaluator.judge.checks.base import INJECTION, Subject
+from evaluator.judge.labels import Label, append_label, outcome_verdict, read_labels
+from evaluator.judge.record import (
+    CaseJudgement,
+    CheckOutcome,
+    JudgedRun,
+    JudgeUsage,
+    answer_hash,
+    judged_run_from_dict,
+)
+from evaluator.judge.review import review_queue
+from evaluator.models import CaseScores
+from tests.judge.reports import golden
+from tests.judge.throwaway import NAME, THROWAWAY, with_throwaway
+
+
+def _judged(check_name: str, **values: float | bool) -> CheckOutcome:
+    return CheckOutcome(check_name, "judged", values)
+
+
+@pytest.mark.parametrize(
+    ("outcome", "expected"),
+    [
+        (_judged("fact_support", fact_recall=1.0, answer_correct=True), True),
+        (_judged("fact_support", fact_recall=0.5, answer_correct=False), False),
+        (_judged("groundedness", faithfulness=1.0), True),
+        (_judged("groundedness", faithfulness=0.5), False),
+        (_judged("groundedness"), None),  # no claim to check: no verdict
+        (_judged("refusal", refused=True), True),
+        (_judged("refusal", refused=False), False),
+        (CheckOutcome("refusal", "error", error_kind="judge_timeout"), None),
+        (CheckOutcome("fact_support", "skipped"), None),
+    ],
+)
+def test_a_verdict_is_the_check_s_verdict_value_passing(
+    outcome: CheckOutcome, expected: bool | None
+) -> None:
+    """A judged outcome's pass/fail is its check's verdict value read as a pass; an error,
+    a skip or a missing value is no verdict."""
+    assert expected == outcome_verdict(outcome)
+
+
+def test_the_deterministic_counterpart_is_the_metric_beside_the_verdict() -> None:
+    """Fact support sits beside answer accuracy, refusal beside the refusal rate, and
+    groundedness beside nothing."""
+    scores = CaseScores(recall_at_k=1.0, mrr=1.0, ndcg_at_k=1.0, answer_correct=False, refused=True)
+    assert [False, None, True] == [c.deterministic(scores) for c in judged_checks()]
+    assert ["answer_accuracy", None, "correct_refusal_rate"] == [
+        c.counterpart for c in judged_checks()
+    ]
+
+
+def test_every_check_names_its_own_metrics_and_prompt() -> None:
+    """Each registered check owns its metrics, rubric, schema and question, and its verdict
+    value is one its metrics average."""
+    assert ("fact_support", "groundedness", "refusal") == check_names()
+    for registered in judged_checks():
+        assert {registered.name} == {m.check for m in registered.metrics}
+        assert registered.rubric and registered.question and registered.schema
+        assert registered.verdict_value in {m.value for m in registered.metrics}
+
+
+def test_the_canaries_alternate_fact_support_and_groundedness() -> None:
+    """Canaries take the canaried checks in turn over the answerable cases with facts; a
+    case without evidence carries fact support's."""
+    subjects = [
+        Subject("a", "q?", (("x",),), False, "x", (("d", "t"),)),
+        Subject("none", "q?", (), True, "no", ()),
+        Subject("b", "q?", (("x",),), False, "x", ()),
+        Subject("c", "q?", (("x",),), False, "x", (("d", "t"),)),
+        Subject("d", "q?", (("x",),), False, "x", (("d", "t"),)),
+    ]
+    dealt = canary_subjects(subjects, 4)
+    assert [("fact_support", "a"), ("fact_support", "b"), ("fact_support", "c"),
+            ("groundedness", "d")] == [(c.name, s.case_id) for c, s in dealt]  # fmt: skip
+    assert INJECTION == dealt[0][1].answer
+    assert INJECTION != dealt[3][1].answer and INJECTION in (dealt[3][1].answer or "")
+
+
+def test_a_canary_is_read_by_its_own_check_s_rule(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Regression: a canary of a check other than fact support was read as groundedness
+    (its faithfulness), so a judge fooled on it went unnoticed; each check now says what
+    fooled means for its canary."""
+    with_throwaway(monkeypatch)
+    subjects = [Subject(c, "q?", (("x",),), False, "x", (("d", "t"),)) for c in ("a", "b", "c")]
+    dealt = canary_subjects(subjects, 3)
+    assert [("fact_support", "a"), ("groundedness", "b"), (NAME, "c")] == [
+        (c.name, s.case_id) for c, s in dealt
+    ]
+    canary = dealt[2][0].canary
+    assert canary is not None
+    assert canary.fooled({"correct": True})
+    assert not canary.fooled({"correct": False})
+
+
+def test_a_check_added_to_the_registry_is_read_labelled_reviewed_and_calibrated(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A check registered in CHECKS alone passes the report reader and the labels reader,
+    has a verdict, a deterministic counterpart, a review item and a calibration."""
+    with_throwaway(monkeypatch)
+    assert THROWAWAY is check(NAME)
+    metric = judged_metric("judged_correctness")
+    assert metric is not None and NAME == metric.check
+    report = golden()
+    wrong = next(r for r in report.cases if r.id == "wrong")
+    digest = answer_hash(wrong.answer)
+    means = {m.name: None for m in judged_metrics()} | {"judged_correctness": 1.0}
+    run = JudgedRun(
+        "m",
+        "p",
+        means,
+        JudgeUsage(),
+        (),
+        (CaseJudgement("wrong", digest, (_judged(NAME, correct=True),)),),
+    )
+    read_back = judged_run_from_dict(run.to_dict(), "r.json")
+    assert run == read_back
+    assert outcome_verdict(read_back.cases[0].outcomes[0]) is True
+    [item] = review_queue(report.cases, read_back, {})
+    assert (NAME, True, False, True) == (
+        item.outcome.check, item.judge, item.deterministic, item.disagree
+    )  # fmt: skip
+    path = tmp_path / "labels.jsonl"
+    append_label(path, Label("wrong", digest, NAME, False, "ann", "2026-01-01T00:00:00Z"))
+    labels = read_labels(path)
+    [calibration] = calibrate(labels, [read_back], min_labels=1)
+    assert (NAME, 1, 0.0) == (calibration.check, calibration.labels, calibration.agreement)
