@@ -157,14 +157,16 @@ class ResponseConfig(_Strict):
 class StreamingConfig(_Strict):
     """A streamed response: SSE or NDJSON events assembled into the answer.
 
-    ``content`` finds each event's piece of answer text; the response mapping reads the last
-    event (or the last one where ``fields_from`` is true).
+    ``content`` finds each event's piece of answer text; each field of the response mapping
+    is read from the last event where it matches (among those where ``fields_from`` is true).
     """
 
     format: Literal["sse", "ndjson"] = Field(description="server-sent events or NDJSON")
     content: str = Field(description="JMESPath: the answer text in one event ('delta')")
     fields_from: str | None = Field(
-        None, description="JMESPath: true for the event the mapping reads; default the last"
+        None,
+        description="JMESPath: true for the events the mapping reads (each field from the "
+        "last one where it matches); default every event",
     )
     done: str | None = Field(None, description="data that ends the stream ('[DONE]')")
     finish: str | None = Field(

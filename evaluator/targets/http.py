@@ -64,7 +64,7 @@ from evaluator.targets.admission import Admission, record_received, record_trace
 from evaluator.targets.base import default_target_name, parse_default_response
 from evaluator.targets.deadline import Deadlines
 from evaluator.targets.decode import BodyDecoder, parse_content_encoding
-from evaluator.targets.mapping import ResponseMapper
+from evaluator.targets.mapping import NOWHERE, ResponseMapper
 from evaluator.targets.request import OutgoingRequest, Redactor, RequestTemplate
 from evaluator.targets.server_timing import parse_server_timing
 from evaluator.targets.streaming import StreamAssembler, StreamSpec
@@ -73,6 +73,7 @@ from evaluator.targets.transport import SecretInjector, make_session
 __all__ = [
     "MAX_RESPONSE_BYTES",
     "OFFLOAD_BYTES",
+    "STREAM_STEP",
     "HttpOptions",
     "HttpTarget",
     "ProbeResult",
@@ -92,6 +93,9 @@ _SNIPPET_READ = 8 * 1024
 _SNIPPET_SHOWN = 200
 #: decoded pieces (of at most decode.STEP bytes) between two yields to the event loop
 _PIECES_PER_YIELD = 4
+#: bytes of a stream framed and parsed on the event loop between two yields to it: 16 kB of
+#: the tiniest events (``data: {}``, 10 bytes) are 1,600 events, a few milliseconds of work
+STREAM_STEP = 16 * 1024
 
 
 def parse_retry_after(value: str | None, now: datetime | None = None) -> float | None:
@@ -256,12 +260,16 @@ class HttpTarget:
         self._trace_header = trace_header
         #: price per input token and per output token
         self._prices = None if prices is None else (prices[0] / 1000, prices[1] / 1000)
-        self._parse: Callable[[object], TargetResponse] = self.mapper or functools.partial(
+        #: the default contract's parser (a target without a mapping)
+        self._parse: Callable[[object], TargetResponse] = functools.partial(
             parse_default_response, max_ranked_ids=self.options.max_ranked_ids
         )
+        #: the mapping the fields are read with: the target's, without its answer when
+        #: streamed (None: the default contract)
+        self._fields_mapper = self.mapper
         if streaming is not None and self.mapper is not None and "answer" in self.mapper:
             # a streamed answer is the assembled content, whatever the mapping says
-            self._parse = self.mapper.without("answer")
+            self._fields_mapper = self.mapper.without("answer")
         self._redact = Redactor(self.template.secrets())
         self._admission = Admission(self.options.max_connections, self.options.requests_per_second)
         self._deadlines = Deadlines(self.options.deadline)
@@ -426,17 +434,25 @@ class HttpTarget:
             raise BadResponseError(
                 f"no stream event matched streaming.fields_from after {stream.events} event(s)"
             )
-        response, tokens = self._fields(event)
+        response, tokens = self._fields(event, stream.found)
         answer = stream.answer
         citations = response.citations
         if self.mapper is not None and self.mapper.markers is not None:
             citations += self.mapper.cited_in(answer)
         return msgspec.structs.replace(response, answer=answer, citations=citations), tokens
 
-    def _fields(self, body: object) -> tuple[TargetResponse, tuple[int | None, int | None]]:
+    def _fields(
+        self, body: object, found: Mapping[str, object] = NOWHERE
+    ) -> tuple[TargetResponse, tuple[int | None, int | None]]:
+        """The mapped fields of ``body``; a field in ``found`` (a stream's field -> the last
+        event where it matched) is read from its event."""
+        mapper = self._fields_mapper
+        tokens: tuple[int | None, int | None]
         try:
-            response = self._parse(body)
-            tokens = self.mapper.tokens(body) if self.mapper is not None else (None, None)
+            if mapper is None:
+                response, tokens = self._parse(body), (None, None)
+            else:
+                response, tokens = mapper(body, found), mapper.tokens(body, found)
         except BadResponseError as exc:
             redacted = self._redact(exc.message)
             if redacted == exc.message:
@@ -470,7 +486,14 @@ class HttpTarget:
                 if self._server_timing
                 else {}
             )
-            stream = None if self.streaming is None else StreamAssembler(self.streaming)
+            stream = (
+                None
+                if self.streaming is None
+                else StreamAssembler(
+                    self.streaming,
+                    None if self._fields_mapper is None else self._fields_mapper.matching,
+                )
+            )
             try:
                 content, received_at = await self._read_capped(response, stream)
             except TargetError:
@@ -660,16 +683,36 @@ def _body_cut_short(exc: aiohttp.ClientPayloadError) -> bool:
 
 
 async def _feed(stream: StreamAssembler, chunk: bytes, at: float) -> None:
-    """``stream.feed``, in a worker thread once the line being read is large: a line ends
-    in one split, decode and JSON parse of all of it (a 3 MB event held the event loop for
-    tens of milliseconds, ten of them together /healthz for 380 ms), as a large plain body
-    is mapped off the loop (:data:`OFFLOAD_BYTES`)."""
-    if stream.pending_bytes + len(chunk) < OFFLOAD_BYTES:
-        stream.feed(chunk, at)
-    else:
-        # one thread frames them, one at a time (see evaluator.process_state.worker)
-        framer = process_state.worker("streams")
-        await asyncio.get_running_loop().run_in_executor(framer, stream.feed, chunk, at)
+    """``stream.feed``, in steps of :data:`STREAM_STEP` bytes with the event loop let run
+    between two steps, and a step that ends a large line in a worker thread.
+
+    A read can bring a quarter of a megabyte at once and the next read return at once:
+    190,000 tiny events framed and parsed in one go held /healthz for 1.25 s. A line ends in
+    one split, decode and JSON parse of all of it (a 3 MB event held the event loop for tens
+    of milliseconds), so the step that ends a line of :data:`OFFLOAD_BYTES` or more is framed
+    off the loop, as a large plain body is mapped off it.
+    """
+    start = 0
+    while start < len(chunk):
+        room = STREAM_STEP - stream.unpaced
+        step = chunk[start : start + room] if start or len(chunk) > room else chunk
+        start += len(step)
+        if stream.pending_bytes + len(step) >= OFFLOAD_BYTES and _ends_a_line(step):
+            # one thread frames them, one at a time (see evaluator.process_state.worker)
+            framer = process_state.worker("streams")
+            await asyncio.get_running_loop().run_in_executor(framer, stream.feed, step, at)
+        else:
+            stream.feed(step, at)
+        if stream.finished:
+            return
+        stream.unpaced += len(step)
+        if stream.unpaced >= STREAM_STEP:
+            stream.unpaced = 0
+            await asyncio.sleep(0)
+
+
+def _ends_a_line(data: bytes) -> bool:
+    return b"\n" in data or b"\r" in data
 
 
 def _over_cap(cap: int) -> ResponseTooLargeError:

@@ -21,6 +21,10 @@ tokens
 ``citation_markers`` reads citations written in the answer text (``[1]``, ``[refund-policy]``;
 :mod:`evaluator.targets.markers`), after those of ``citations`` when both are set.
 
+A streamed response is mapped event by event: each field is read from the last event in which
+its expression matches (:meth:`ResponseMapper.matching`), since services send their sources
+with the first chunk and their usage with the last.
+
 A field whose expression matches nothing (null) or gives the wrong type is a
 :class:`~evaluator.errors.BadResponseError` naming the field and the expression; write
 ``expr || `[]``` to accept a missing list. A projection at the top of an expression
@@ -34,6 +38,7 @@ import copy
 import json
 import math
 from collections.abc import Callable, Mapping
+from types import MappingProxyType
 from typing import Any, TypeVar
 
 from jmespath import visitor
@@ -45,9 +50,12 @@ from evaluator.errors import BadResponseError
 from evaluator.models import Citation, Retrieved, TargetResponse
 from evaluator.targets.markers import CitationMarkers
 
-__all__ = ["FIELDS", "ResponseMapper"]
+__all__ = ["FIELDS", "NOWHERE", "ResponseMapper", "truthy"]
 
 T = TypeVar("T")
+
+#: no field read from another body than the one given (:meth:`ResponseMapper.__call__`)
+NOWHERE: Mapping[str, object] = MappingProxyType({})
 
 #: most tokens one response may report: beyond any real call, far from overflowing the cost
 #: and the run's sums (1e308 tokens stopped every run with an OverflowError)
@@ -80,6 +88,46 @@ def _kind_of(value: object) -> str:
     if isinstance(value, dict):
         return "an object"
     return type(value).__name__
+
+
+#: node types whose value is null when their first child's is (a projection, filter,
+#: flatten or index of null is null)
+_NULL_CHAINS = frozenset(
+    {"index_expression", "projection", "value_projection", "filter_projection", "flatten"}
+)
+#: node types whose value on a null input is null
+_NULL_ON_NULL = frozenset({"field", "multi_select_list", "multi_select_dict"})
+
+
+def _null_on_null(node: Mapping[str, Any]) -> bool:
+    """Whether ``node`` evaluated on null is surely null."""
+    kind = node["type"]
+    if kind in _NULL_ON_NULL:
+        return True
+    children = node["children"]
+    if kind == "subexpression":
+        return _null_on_null(children[0]) and _null_on_null(children[1])
+    return kind in _NULL_CHAINS and _null_on_null(children[0])
+
+
+def _root_key(node: Mapping[str, Any]) -> str | None:
+    """The key without which (in an object body) the expression is surely null, if any.
+
+    ``sources[].id`` needs ``sources``; ``a || `[]``` or a function need none. Lets a streamed
+    event that lacks the key skip the evaluation: most events hold a piece of text only.
+    """
+    kind = node["type"]
+    if kind == "field":
+        return str(node["value"])
+    children = node["children"]
+    if kind == "subexpression":
+        return _root_key(children[0]) if _null_on_null(children[1]) else None
+    return _root_key(children[0]) if kind in _NULL_CHAINS else None
+
+
+def truthy(value: object) -> bool:
+    """JMESPath's truth: false, null and empty strings, lists and objects are false."""
+    return value is not None and value is not False and value not in ("", [], {})
 
 
 def _finite(value: object) -> float | None:
@@ -120,6 +168,10 @@ class ResponseMapper:
         #: citations written in the answer text
         self.markers = markers
         self._interpreter = visitor.TreeInterpreter()
+        #: field -> the key an object body needs for the field to match (None: any body)
+        self._root_keys = {
+            name: _root_key(compiled.parsed) for name, compiled in self.expressions.items()
+        }
 
     @property
     def retrieval_only(self) -> bool:
@@ -165,9 +217,34 @@ class ResponseMapper:
         mapper.max_ranked_ids = max_ranked_ids
         return mapper
 
-    def tokens(self, body: object) -> tuple[int | None, int | None]:
-        """Input and output tokens, None where not mapped or null."""
-        return self._count("input_tokens", body), self._count("output_tokens", body)
+    def matching(self, body: object) -> list[str]:
+        """The fields whose expression finds something in ``body``: a value JMESPath holds
+        true (not null, false or empty).
+
+        A streamed field is read from the last event where it matches, so ``sources[].id ||
+        `[]``` keeps the sources of the one event that has them. An expression that fails
+        on this body (a function given the wrong types) does not match it.
+        """
+        found = []
+        for name, key in self._root_keys.items():
+            if key is not None and not (isinstance(body, dict) and key in body):
+                continue
+            try:
+                if truthy(self.search(name, body)):
+                    found.append(name)
+            except BadResponseError:
+                continue
+        return found
+
+    def tokens(
+        self, body: object, found: Mapping[str, object] = NOWHERE
+    ) -> tuple[int | None, int | None]:
+        """Input and output tokens, None where not mapped or null (``found``: as in
+        :meth:`__call__`)."""
+        return (
+            self._count("input_tokens", found.get("input_tokens", body)),
+            self._count("output_tokens", found.get("output_tokens", body)),
+        )
 
     def _count(self, field: str, body: object) -> int | None:
         if field not in self:
@@ -199,7 +276,8 @@ class ResponseMapper:
                 if not isinstance(base, list):
                     return None
                 return [self._interpreter.visit(right, item) for item in base]
-            return compiled.search(body)
+            # not compiled.search: it makes an interpreter per call, a reference cycle each
+            return self._interpreter.visit(node, body)
         except JMESPathError as exc:  # a function given the wrong types: sort_by on mixed scores
             raise self._fail(field, f"failed: {exc}") from None
 
@@ -220,29 +298,34 @@ class ResponseMapper:
             raise self._fail(field, f"gave {_kind_of(value)}, expected {expected}")
         return value
 
-    def __call__(self, body: object) -> TargetResponse:
-        """Map ``body``.
+    def __call__(self, body: object, found: Mapping[str, object] = NOWHERE) -> TargetResponse:
+        """Map ``body``; a field named in ``found`` is read from the body given there
+        instead (a stream's event where that field matched).
 
         Raises:
             BadResponseError: a field matched nothing or has the wrong type.
         """
-        found = self._typed("ids", body, list, "a list of ids")
-        ids = self._ids(found[: self.max_ranked_ids])
-        texts = self._aligned("texts", body, len(found), self._text)
-        scores = self._aligned("scores", body, len(found), self._score)
+        hits = self._typed("ids", found.get("ids", body), list, "a list of ids")
+        ids = self._ids(hits[: self.max_ranked_ids])
+        texts = self._aligned("texts", found.get("texts", body), len(hits), self._text)
+        scores = self._aligned("scores", found.get("scores", body), len(hits), self._score)
         retrieved = tuple(
             Retrieved(id=doc_id, score=score, text=text)
             for doc_id, text, score in zip(ids, texts, scores, strict=True)
         )
-        answer = self._typed("answer", body, str, "a string") if "answer" in self else None
-        citations = self._citations(body)
+        answer = (
+            self._typed("answer", found.get("answer", body), str, "a string")
+            if "answer" in self
+            else None
+        )
+        citations = self._citations(found.get("citations", body))
         if self.markers is not None:
             citations += self.cited_in(answer)
         return TargetResponse(
             retrieved=retrieved,
             answer=answer,
             citations=citations,
-            timings=self._timings(body),
+            timings=self._timings(found.get("timings", body)),
         )
 
     def _ids(self, value: list[Any]) -> list[str]:

@@ -2,10 +2,13 @@
 
 A streaming endpoint sends its answer piece by piece. Each event is a JSON object; the
 configured ``content`` expression (JMESPath) finds the piece of answer text in it (OpenAI's
-``choices[0].delta.content``), and the answer is the pieces joined. The event the response
-mapping reads (ids, citations, timings, usage) is the last event, or the last one matching
-the ``fields_from`` expression. The time of the first event with non-empty content is the
-time to first token.
+``choices[0].delta.content``), and the answer is the pieces joined. Each field of the
+response mapping (ids, citations, timings, usage) is read from the last event in which its
+expression matches (gives a value that is not null or empty), among the events the
+``fields_from`` expression selects (all when it is unset): services send their sources with
+the first chunk, their usage with the last. A field that matches in no event is read from
+the last selected event, where it is the mapping's error. The time of the first event with
+non-empty content is the time to first token.
 
 Framing follows the specifications: SSE (WHATWG HTML, "server-sent events") dispatches an
 event at a blank line, joins its ``data:`` lines with newlines, ignores comments (``:``) and
@@ -24,19 +27,30 @@ Lines are bounded (the response cap bounds the whole), and a data that is not JS
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from jmespath import visitor
 from jmespath.exceptions import JMESPathError
 from jmespath.parser import ParsedResult
 
 from evaluator import border
 from evaluator.errors import BadResponseError, StreamInterruptedError
+from evaluator.targets.mapping import truthy
 
 __all__ = ["StreamAssembler", "StreamSpec", "frame_events"]
 
 StreamFormat = Literal["sse", "ndjson"]
+
+#: one interpreter for every event: ``ParsedResult.search`` makes one per call, and each is
+#: a reference cycle (its method cache holds its bound methods), so 190,000 events left as
+#: many cycles to the garbage collector, whose passes held the event loop
+_INTERPRETER = visitor.TreeInterpreter()
+
+
+def _search(expression: ParsedResult, event: object) -> Any:
+    return _INTERPRETER.visit(expression.parsed, event)
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,22 +166,30 @@ def frame_events(format: StreamFormat, chunks: list[bytes]) -> list[str]:
 
 @dataclass
 class StreamAssembler:
-    """Consumes a stream's bytes; keeps the answer pieces, the fields event and the times.
+    """Consumes a stream's bytes; keeps the answer pieces, the fields' events and the times.
 
     ``feed(chunk, at)`` with ``at`` the ``time.perf_counter()`` when the chunk arrived.
     ``finished`` turns true at the ``done`` sentinel: the answer is complete there, whether
-    or not the server closes the connection.
+    or not the server closes the connection. ``matching(event)`` names the mapped fields an
+    event holds (:meth:`evaluator.targets.mapping.ResponseMapper.matching`).
     """
 
     spec: StreamSpec
+    matching: Callable[[Any], Iterable[str]] | None = None
     pieces: list[str] = field(default_factory=list)
     events: int = 0
     content_events: int = 0
     first_token_at: float | None = None
+    #: the last event ``fields_from`` selected (every event when it is unset)
     fields_event: Any = None
+    #: field -> the last selected event in which it matched
+    found: dict[str, Any] = field(default_factory=dict)
     finished: bool = False
     #: an event matched the ``finish`` expression (OpenAI's ``finish_reason``)
     finish_seen: bool = False
+    #: bytes fed since the reader last let the event loop run (its pacing:
+    #: :func:`evaluator.targets.http._feed`)
+    unpaced: int = 0
     _framer: _Framer = field(init=False)
 
     def __post_init__(self) -> None:
@@ -245,9 +267,9 @@ class StreamAssembler:
                 f"stream event {self.events} is not valid JSON ({exc}): {shown!r}"
             ) from None
         try:
-            piece = self.spec.content.search(event)
-            selected = self.spec.fields_from is None or bool(self.spec.fields_from.search(event))
-            if self.spec.finish is not None and _truthy(self.spec.finish.search(event)):
+            piece = _search(self.spec.content, event)
+            selected = self.spec.fields_from is None or bool(_search(self.spec.fields_from, event))
+            if self.spec.finish is not None and truthy(_search(self.spec.finish, event)):
                 self.finish_seen = True
         except JMESPathError as exc:
             raise BadResponseError(f"stream event {self.events}: {exc}") from None
@@ -263,8 +285,6 @@ class StreamAssembler:
             )
         if selected:
             self.fields_event = event
-
-
-def _truthy(value: object) -> bool:
-    """JMESPath's truth: false, null and empty strings, lists and objects are false."""
-    return value is not None and value is not False and value not in ("", [], {})
+            if self.matching is not None:
+                for name in self.matching(event):
+                    self.found[name] = event

@@ -236,6 +236,9 @@ STREAM_ATTACKS: dict[str, StreamAttack] = {
         None,
     ),
     "usage-null-everywhere": StreamAttack((*_PIECES, _FINISH, _chunk(usage=None)), None),
+    "sources-with-the-first-chunk": StreamAttack(
+        (_chunk("it is ", sources=[{"id": "d0"}]), _chunk("fact0"), _chunk(None, "stop")), None
+    ),
     # cuts: never a scored answer
     "closed-before-finish": StreamAttack(_PIECES, "stream_interrupted"),
     "closed-inside-an-event": StreamAttack(

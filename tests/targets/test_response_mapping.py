@@ -7,13 +7,15 @@ from typing import Any
 
 import jmespath
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from evaluator.commands.run import mapping_diagnosis
 from evaluator.errors import BadResponseError
 from evaluator.models import CaseError, CaseRecord, CaseScores, Retrieved, TargetResponse
 from evaluator.report import RunReport
 from evaluator.targets.base import parse_default_response
-from evaluator.targets.mapping import ResponseMapper
+from evaluator.targets.mapping import ResponseMapper, truthy
 from tests.support.records import record, replace, report
 
 
@@ -328,3 +330,54 @@ class TestDiagnosis:
     )
     def test_no_diagnosis(self, errors: tuple[CaseError | None, ...]) -> None:
         assert mapping_diagnosis(_report(*errors)) is None
+
+
+#: expressions of every shape the quick "key absent" test must judge soundly, one per field
+_MATCHED = mapper(
+    ids="sources[].id",
+    answer="a.to_string(@)",
+    citations="a.[b, c]",
+    timings="a.b[0]",
+    texts="a || `[]`",
+    scores="a[?b].c",
+    input_tokens="a.*.b | [0]",
+    output_tokens="usage.prompt_tokens",
+)
+_KEYS = st.sampled_from(["a", "b", "c", "sources", "usage", "id", "prompt_tokens"])
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-2, 2) | st.text(max_size=2),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_KEYS, inner, max_size=4),
+    max_leaves=12,
+)
+
+
+class TestMatching:
+    """``matching`` names the fields a streamed event holds, skipping the evaluation of an
+    expression whose first key the event lacks."""
+
+    @given(body=_JSON)
+    def test_same_as_evaluating_every_expression(self, body: Any) -> None:
+        """The quick test never changes the answer: it equals evaluating each expression."""
+        expected = []
+        for name in _MATCHED.expressions:
+            try:
+                value = _MATCHED.search(name, body)
+            except BadResponseError:
+                continue
+            if truthy(value):
+                expected.append(name)
+        assert expected == _MATCHED.matching(body)
+
+    def test_empty_and_null_do_not_match(self) -> None:
+        """Null, false and empty values are not a match; a value is."""
+        m = mapper(ids="sources[].id || `[]`", input_tokens="usage.prompt_tokens")
+        assert [] == m.matching({"usage": None, "choices": []})
+        assert [] == m.matching({"sources": []})
+        assert ["ids"] == m.matching({"sources": [{"id": "a"}]})
+        assert ["input_tokens"] == m.matching({"usage": {"prompt_tokens": 0}})
+
+    def test_found_bodies_win(self) -> None:
+        """A field named in ``found`` is read from its own body, the rest from the one given."""
+        m = mapper(ids="hits[].id", timings="took")
+        response = m({"took": {"model": 1}}, {"ids": {"hits": [{"id": "a"}]}})
+        assert (("a",), {"model": 1.0}) == (response.ranked_ids, dict(response.timings))

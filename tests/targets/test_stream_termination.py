@@ -6,15 +6,20 @@ finish marker or inside an event; and the framing's work is linear in the bytes 
 
 from __future__ import annotations
 
+import asyncio
 import json
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
 from evaluator.config import HttpTargetConfig
-from evaluator.targets.streaming import _Framer
+from evaluator.factory import build_target
+from evaluator.models import TargetResponse
+from evaluator.targets import http
+from evaluator.targets.http import STREAM_STEP
+from evaluator.targets.streaming import StreamAssembler, _Framer
 from tests.support.streams import Chunk, StreamServer, ndjson, sse
-from tests.targets.helpers import query_error, query_once
+from tests.targets.helpers import case, query_error, query_once
 
 BASE = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "model": "rag"}
 
@@ -195,3 +200,42 @@ class TestNamedEndEvent:
         framer = _Framer("sse", "end")
         assert ["{}"] == list(framer.feed(b"event: metadata\ndata: {}\n\n"))
         assert not framer.ended
+
+
+class _Watched(StreamAssembler):
+    """The assembler the target builds, kept where the test can read its event count."""
+
+    made: ClassVar[list[StreamAssembler]] = []
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _Watched.made.append(self)
+
+
+@pytest.mark.e2e
+def test_many_tiny_events_yield_the_loop(monkeypatch: pytest.MonkeyPatch) -> None:
+    """190,000 tiny events sent at once are read in bounded steps: between two turns of
+    another task on the event loop, at most one step's events are handled (all of them
+    once held /healthz for 1.25 s)."""
+    monkeypatch.setattr(http, "StreamAssembler", _Watched)
+    _Watched.made.clear()
+    body = b"data: {}\n\n" * 190_000 + b"".join(_vllm_like(["7 days"], ["refund-policy"]))
+    most_per_turn = 0
+
+    async def go() -> TargetResponse:
+        nonlocal most_per_turn
+        target = build_target(_config(server.url))
+        call = asyncio.ensure_future(target.query(case("How long?"), 4))
+        seen = 0
+        while not call.done():
+            await asyncio.sleep(0)
+            now = _Watched.made[0].events if _Watched.made else 0
+            most_per_turn, seen = max(most_per_turn, now - seen), now
+        await target.aclose()
+        return call.result()
+
+    with StreamServer(lambda _r: [Chunk(0, body)]) as server:
+        response = asyncio.run(go())
+    assert "7 days" == response.answer
+    assert 190_000 + 3 == _Watched.made[0].events
+    assert most_per_turn <= STREAM_STEP // len(b"data: {}\n\n") + 1

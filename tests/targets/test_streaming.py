@@ -226,3 +226,96 @@ def test_daemon_exports_ttft_histogram_and_gauges(tmp_path: Path) -> None:
     assert summary.cost_total == registry.get_sample_value("rag_eval_run_cost", labels)
     assert 6 == registry.get_sample_value("rag_eval_run_output_tokens", labels)
     assert 15 == registry.get_sample_value("rag_eval_run_input_tokens", labels)
+
+
+@pytest.mark.e2e
+class TestFieldsFromTheirOwnEvent:
+    """Each mapped field is read from the last event in which its expression matches, as
+    chat services that send their sources with the first chunk need."""
+
+    def test_sources_in_the_first_chunk_usage_in_the_last(self) -> None:
+        """Sources only in the role chunk, usage only in the final one: both are read."""
+        base = {"object": "chat.completion.chunk"}
+        events = sse(
+            {**base, "choices": [{"delta": {"role": "assistant"}}], "sources": [{"id": "faq"}]},
+            {**base, "choices": [{"delta": {"content": "7 days"}}]},
+            {**base, "choices": [{"delta": {}, "finish_reason": "stop"}]},
+            {**base, "choices": [], "usage": {"prompt_tokens": 12, "completion_tokens": 3}},
+            done=True,
+        )
+        with StreamServer(lambda _r: [Chunk(0, e) for e in events]) as server:
+            response = query_once(TestOpenAIStream()._config(server.url))
+        assert ("7 days", ("faq",)) == (response.answer, response.ranked_ids)
+        d = response.delivery
+        assert d is not None and (12, 3) == (d.input_tokens, d.output_tokens)
+
+    def test_the_last_matching_event_wins(self) -> None:
+        """Sources sent twice: the later list is the one scored."""
+        events = ndjson(
+            {"delta": "7 ", "hits": [{"id": "draft"}]},
+            {"delta": "days", "hits": [{"id": "refund-policy"}, {"id": "faq"}]},
+            {"done": True},
+        )
+        with StreamServer(
+            lambda _r: [Chunk(0, e) for e in events], content_type="application/x-ndjson"
+        ) as server:
+            config = HttpTargetConfig(
+                url=server.url,
+                streaming={"format": "ndjson", "content": "delta"},
+                response={"ids": "hits[].id"},
+            )
+            response = query_once(config)
+        assert ("7 days", ("refund-policy", "faq")) == (response.answer, response.ranked_ids)
+
+    def test_only_events_fields_from_selects(self) -> None:
+        """With fields_from set, a field is read from the last selected event where it
+        matches; a match in an event fields_from does not select is not read."""
+        events = sse(
+            {"type": "meta", "hits": [{"id": "refund-policy"}], "took": {"retrieve": 5}},
+            {"type": "token", "text": "7 days", "hits": [{"id": "ignored"}]},
+            {"type": "final", "took": {"model": 20}},
+            {"type": "final"},
+        )
+        with StreamServer(lambda _r: [Chunk(0, e) for e in events], path="/rag") as server:
+            config = HttpTargetConfig(
+                url=server.url,
+                streaming={
+                    "format": "sse",
+                    "content": "text",
+                    "fields_from": "type == 'meta' || type == 'final'",
+                },
+                response={"ids": "hits[].id", "timings": "took", "timings_unit": "milliseconds"},
+            )
+            response = query_once(config)
+        assert ("refund-policy",) == response.ranked_ids
+        assert {"model": pytest.approx(0.02)} == dict(response.timings)
+
+    def test_a_default_keeps_the_event_that_has_sources(self) -> None:
+        """``sources[].id || `[]``` reads the one event with sources, not the last event's
+        default."""
+        events = ndjson({"delta": "7 days", "sources": [{"id": "faq"}]}, {"done": True})
+        with StreamServer(
+            lambda _r: [Chunk(0, e) for e in events], content_type="application/x-ndjson"
+        ) as server:
+            config = HttpTargetConfig(
+                url=server.url,
+                streaming={"format": "ndjson", "content": "delta"},
+                response={"ids": "sources[].id || `[]`"},
+            )
+            response = query_once(config)
+        assert ("faq",) == response.ranked_ids
+
+    def test_a_field_in_no_event_is_an_error(self) -> None:
+        """A field that matches in no event fails the case, naming the field."""
+        events = ndjson({"delta": "7 days"}, {"done": True})
+        with StreamServer(
+            lambda _r: [Chunk(0, e) for e in events], content_type="application/x-ndjson"
+        ) as server:
+            config = HttpTargetConfig(
+                url=server.url,
+                streaming={"format": "ndjson", "content": "delta"},
+                response={"ids": "hits[].id"},
+            )
+            error = query_error(config)
+        assert "bad_response" == error.kind
+        assert 'response.ids expression "hits[].id" matched nothing (null)' == error.message
