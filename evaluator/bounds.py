@@ -36,8 +36,10 @@ from evaluator.redaction import redactor
 __all__ = [
     "DEFAULT_MAX_STAGES",
     "DEFAULT_TEXT_CHARS",
+    "MAX_HISTORY_BYTES",
     "MAX_LABEL_CHARS",
     "MAX_SCORED_ANSWER_CHARS",
+    "MAX_TURNS",
     "OFF_LOOP_ANSWER_CHARS",
     "OTHER_STAGE",
     "RecordLimits",
@@ -62,6 +64,15 @@ MAX_SCORED_ANSWER_CHARS = 1 << 16
 #: (the worst text, U+FDFA, costs about 20 ms at this length): the common short answer stays
 #: as cheap as before, a long one never stalls ``/healthz``
 OFF_LOOP_ANSWER_CHARS = 8192
+
+#: turns one conversation of a golden set may hold: every turn sends all the earlier ones
+#: again, so what a conversation sends grows with the square of its length
+MAX_TURNS = 16
+
+#: UTF-8 bytes of a conversation's scripted text in a golden set (its questions and
+#: scripted answers). What a turn sends as history is bounded by this plus the target's
+#: own earlier answers, each cut to ``RecordLimits.max_answer_chars`` as it is stored
+MAX_HISTORY_BYTES = 64 * 1024
 
 #: what marks a cut
 _CUT = "..."

@@ -1,9 +1,18 @@
 """Golden-set loading and validation: JSONL bytes in, a typed ``Dataset`` or every problem out.
 
-Each non-blank line holds one case::
+Each non-blank line holds one case, a question::
 
     {"id": "refund-deadline", "question": "退款申请有期限吗？", "relevant_ids": ["refund-policy"],
      "expected_facts": ["七天"], "unanswerable": false, "tags": ["refund"]}
+
+or a scripted conversation, whose turns each hold a question's fields (and optionally the
+scripted ``assistant`` answer that later turns may be sent instead of the target's)::
+
+    {"id": "refund-arrival", "tags": ["refund"], "turns": [
+      {"question": "退款退到银行卡要多久？", "relevant_ids": ["refund-policy-zh-2"],
+       "expected_facts": ["3-5个工作日"], "assistant": "通常需要3-5个工作日到账。"},
+      {"question": "那退到支付宝呢？", "relevant_ids": ["refund-policy-zh-2"],
+       "expected_facts": ["24小时"]}]}
 
 The whole file is checked before anything is reported: :class:`~evaluator.errors.DatasetError`
 carries one :class:`~evaluator.errors.DatasetProblem` per problem, each at its physical line.
@@ -23,18 +32,36 @@ import os
 import sys
 from collections import Counter
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeGuard, TypeVar, cast
 
+from msgspec.structs import replace
+
 from evaluator import border
-from evaluator.bounds import clip
+from evaluator.bounds import MAX_HISTORY_BYTES, MAX_TURNS, clip
 from evaluator.errors import DatasetError, DatasetProblem
-from evaluator.models import Case, Dataset
+from evaluator.models import (
+    TURN_SEPARATOR,
+    Case,
+    Conversation,
+    Dataset,
+    GoldenCase,
+    Turn,
+    turn_id,
+)
 
 # one normal form for "this fact would match every answer" and for scoring itself
 from evaluator.scoring.answer import normalise
 
-__all__ = ["KNOWN_FIELDS", "check_files", "load_dataset", "parse_dataset"]
+__all__ = [
+    "CONVERSATION_FIELDS",
+    "KNOWN_FIELDS",
+    "TURN_FIELDS",
+    "check_files",
+    "load_dataset",
+    "parse_dataset",
+]
 
 #: Every field a case may have; anything else is reported (a typo must not be ignored).
 KNOWN_FIELDS: tuple[str, ...] = (
@@ -44,9 +71,22 @@ KNOWN_FIELDS: tuple[str, ...] = (
     "expected_facts",
     "unanswerable",
     "tags",
+    "turns",
+)
+#: The fields of a conversation (a case with ``turns``) ...
+CONVERSATION_FIELDS: tuple[str, ...] = ("id", "turns", "tags")
+#: ... and of each of its turns.
+TURN_FIELDS: tuple[str, ...] = (
+    "question",
+    "relevant_ids",
+    "expected_facts",
+    "unanswerable",
+    "assistant",
 )
 
 _KNOWN = frozenset(KNOWN_FIELDS)
+_CONVERSATION = frozenset(CONVERSATION_FIELDS)
+_TURN = frozenset(TURN_FIELDS)
 _BOM = "\ufeff"
 _MAX_SHOWN = 60  # characters of a user value quoted in a message
 #: highest relevance grade: nDCG divides grades as floats, and a 400-digit grade overflowed
@@ -116,9 +156,9 @@ def check_files(paths: Iterable[str | os.PathLike[str]]) -> list[DatasetProblem]
 # --- whole file -------------------------------------------------------------------------------
 
 
-def _check(data: bytes, path: str) -> tuple[list[Case], list[DatasetProblem]]:
+def _check(data: bytes, path: str) -> tuple[list[GoldenCase], list[DatasetProblem]]:
     """Every valid case and every problem of one file."""
-    cases: list[Case] = []
+    cases: list[GoldenCase] = []
     problems: list[DatasetProblem] = []
     first_line_of: dict[str, int] = {}
     saw_content = False
@@ -132,10 +172,11 @@ def _check(data: bytes, path: str) -> tuple[list[Case], list[DatasetProblem]]:
         if isinstance(parsed, str):
             problems.append(DatasetProblem(path, number, parsed))
             continue
-        case, case_id, messages = _build_case(parsed, number)
+        case, ids, messages = _build_case(parsed, number)
         # the first line of each id is recorded; a later one is a problem
-        if case_id is not None and (first := first_line_of.setdefault(case_id, number)) != number:
-            messages.append(f"duplicate id {_quote(case_id)} (first used on line {first})")
+        for case_id in ids:
+            if (first := first_line_of.setdefault(case_id, number)) != number:
+                messages.append(f"duplicate id {_quote(case_id)} (first used on line {first})")
         problems.extend(DatasetProblem(path, number, message) for message in messages)
         if case is not None and not messages:
             cases.append(case)
@@ -206,45 +247,231 @@ def _read_line(raw: bytes, *, first: bool) -> _JsonObject | str | None:
 # --- one JSON object -> Case ------------------------------------------------------------------
 
 
-def _build_case(obj: _JsonObject, number: int) -> tuple[Case | None, str | None, list[str]]:
-    """The case on line ``number`` (or None), its id (None when unusable), and every problem
-    found in it (in field order, then the rules across fields)."""
+def _build_case(obj: _JsonObject, number: int) -> tuple[GoldenCase | None, list[str], list[str]]:
+    """The case on line ``number`` (or None), the ids it takes (none when unusable: a
+    conversation takes its own and each turn's), and every problem found in it (in field
+    order, then the rules across fields)."""
     messages = [f"field {_quote(key)} is given more than once" for key in obj.repeated_keys]
+    if "turns" in obj:
+        return _build_conversation(obj, number, messages)
     if not _KNOWN.issuperset(obj):
         messages.extend(_unknown_field(key) for key in obj if key not in _KNOWN)
     case_id = _required_text(obj, "id", messages)
+    asked = _asked(obj, messages)
+    tags: tuple[str, ...] | None = None
+    if "tags" in obj:
+        tags = _tags(obj["tags"], messages)
+    if asked is not None:  # the rules across fields need a valid flag
+        messages.extend(_consistency(obj, asked))
+    ids = [] if case_id is None else [case_id]
+    if messages or case_id is None or asked is None or asked.question is None:
+        return None, ids, messages
+    case = Case(
+        id=case_id,
+        question=asked.question,
+        relevance=asked.relevance or {},
+        expected_facts=asked.facts or (),
+        unanswerable=asked.unanswerable,
+        tags=tags or (),
+        line=number,
+        graded=asked.graded,
+    )
+    return case, ids, messages
+
+
+@dataclass(frozen=True, slots=True)
+class _Asked:
+    """The fields of one question (a case of its own, or a turn), each None where missing
+    or invalid; ``unanswerable`` is valid (a mistyped flag makes no ``_Asked``)."""
+
+    question: str | None
+    unanswerable: bool
+    relevance: dict[str, int] | None
+    graded: bool
+    facts: tuple[tuple[str, ...], ...] | None
+
+
+def _asked(obj: _JsonObject, messages: list[str]) -> _Asked | None:
+    """The question's fields; None when its ``unanswerable`` flag is mistyped (the rules
+    across fields cannot be checked then). Problems are appended in field order."""
     question = _required_text(obj, "question", messages)
-    unanswerable = obj.get("unanswerable", False)  # None below when mistyped
+    unanswerable = obj.get("unanswerable", False)
     if not isinstance(unanswerable, bool):
         messages.append(
             f'field "unanswerable" must be true or false (got {_describe(unanswerable)})'
         )
-        unanswerable = None
     relevance: dict[str, int] | None = None
     graded = False
     facts: tuple[tuple[str, ...], ...] | None = None
-    tags: tuple[str, ...] | None = None
     if "relevant_ids" in obj:
         relevance, graded = _relevance(obj["relevant_ids"], messages)
     if "expected_facts" in obj:
         facts = _expected_facts(obj["expected_facts"], messages)
+    if not isinstance(unanswerable, bool):
+        return None
+    return _Asked(question, unanswerable, relevance, graded, facts)
+
+
+def _consistency(obj: _JsonObject, asked: _Asked) -> list[str]:
+    """Rules across a question's fields (``relevance`` and ``facts`` None where absent or
+    invalid)."""
+    relevance, facts = asked.relevance, asked.facts
+    if asked.unanswerable:
+        problems = []
+        if relevance:
+            problems.append(
+                'unanswerable case has relevant ids: remove "relevant_ids" '
+                '(or set "unanswerable": false)'
+            )
+        if facts:
+            problems.append(
+                'unanswerable case has expected facts: remove "expected_facts" '
+                '(or set "unanswerable": false)'
+            )
+        return problems
+    if "relevant_ids" not in obj:
+        return ['missing required field "relevant_ids" (required unless "unanswerable" is true)']
+    if relevance == {}:
+        return [
+            'answerable case has no relevant ids: "relevant_ids" is empty '
+            '(set "unanswerable": true if the knowledge base holds no evidence)'
+        ]
+    return []
+
+
+# --- one JSON object with "turns" -> Conversation ----------------------------------------------
+
+
+def _build_conversation(
+    obj: _JsonObject, number: int, messages: list[str]
+) -> tuple[Conversation | None, list[str], list[str]]:
+    """The conversation on line ``number`` (or None), the ids it takes (its own and each
+    turn's), and every problem: the conversation's own first, then each turn's, prefixed
+    ``turn N:``, then its bounds."""
+    messages.extend(_misplaced(key) for key in obj if key not in _CONVERSATION)
+    conversation_id = _required_text(obj, "id", messages)
+    if conversation_id is not None and TURN_SEPARATOR in conversation_id:
+        messages.append(
+            f'field "id" of a conversation must not hold {_quote(TURN_SEPARATOR)}: its turns '
+            f"are known as {turn_id('<id>', 1)}, {turn_id('<id>', 2)}..."
+        )
+        conversation_id = None
+    tags: tuple[str, ...] | None = None
     if "tags" in obj:
         tags = _tags(obj["tags"], messages)
-    if unanswerable is not None:  # the rules across fields need a valid flag
-        messages.extend(_consistency(unanswerable, "relevant_ids" in obj, relevance, facts))
-    if messages or case_id is None or question is None:
-        return None, case_id, messages
-    case = Case(
-        id=case_id,
-        question=question,
-        relevance=relevance or {},
-        expected_facts=facts or (),
-        unanswerable=bool(unanswerable),
-        tags=tags or (),
-        line=number,
-        graded=graded,
+    turns = _turns(obj["turns"], conversation_id, tags or (), number, messages)
+    ids = [] if conversation_id is None else [conversation_id]
+    if turns is not None and conversation_id is not None:
+        ids.extend(turn.id for turn in turns)
+    if messages or conversation_id is None or turns is None:
+        return None, ids, messages
+    conversation = Conversation(id=conversation_id, turns=turns, tags=tags or (), line=number)
+    return conversation, ids, messages
+
+
+def _misplaced(key: str) -> str:
+    """The problem for a field a conversation does not take."""
+    if key in _TURN:
+        return f'field {_quote(key)} belongs in each turn when "turns" is given'
+    close = difflib.get_close_matches(key.lower(), CONVERSATION_FIELDS, n=1)
+    if close:
+        return f"unknown field {_quote(key)} (did you mean {_quote(close[0])}?)"
+    return (
+        f"unknown field {_quote(key)} (a conversation's fields: {', '.join(CONVERSATION_FIELDS)})"
     )
-    return case, case_id, messages
+
+
+def _turns(
+    value: object,
+    conversation_id: str | None,
+    tags: tuple[str, ...],
+    number: int,
+    messages: list[str],
+) -> tuple[Case, ...] | None:
+    """The conversation's turns as cases (None when any is invalid), within the bounds."""
+    if type(value) is not list:
+        messages.append(f'field "turns" must be a list of turns (got {_describe(value)})')
+        return None
+    if not value:
+        messages.append('field "turns" is empty: a conversation has at least one turn')
+        return None
+    if len(value) > MAX_TURNS:
+        # not read further: each turn would send every earlier one again
+        messages.append(
+            f'field "turns" holds {len(value)} turns: a conversation holds at most {MAX_TURNS}'
+        )
+        return None
+    before = len(messages)
+    turns = []
+    for position, item in enumerate(value, start=1):
+        found: list[str] = []
+        turn = _turn(item, conversation_id or "", position, position == len(value), found)
+        messages.extend(f"turn {position}: {message}" for message in found)
+        if turn is not None:
+            turns.append(replace(turn, tags=tags, line=number))
+    if len(messages) > before:
+        return None
+    scripted = _scripted_bytes(turns)
+    if scripted > MAX_HISTORY_BYTES:
+        messages.append(
+            f"the conversation's questions and scripted answers are {scripted} bytes: "
+            f"at most {MAX_HISTORY_BYTES} (it is sent again as history in every later turn)"
+        )
+        return None
+    return tuple(turns)
+
+
+def _scripted_bytes(turns: list[Case]) -> int:
+    """UTF-8 bytes of the turns' questions and scripted answers."""
+    total = 0
+    for turn in turns:
+        total += len(turn.question.encode())
+        if turn.turn is not None and turn.turn.assistant is not None:
+            total += len(turn.turn.assistant.encode())
+    return total
+
+
+def _turn(
+    obj: object, conversation_id: str, position: int, last: bool, messages: list[str]
+) -> Case | None:
+    """Turn ``position`` of a conversation as its case (tags and line set by the caller)."""
+    if not isinstance(obj, _JsonObject):
+        messages.append(f"not a JSON object (got {_describe(obj)}): each turn is an object")
+        return None
+    messages.extend(f"field {_quote(key)} is given more than once" for key in obj.repeated_keys)
+    messages.extend(_unknown_turn_field(key) for key in obj if key not in _TURN)
+    asked = _asked(obj, messages)
+    assistant: str | None = None
+    if "assistant" in obj:
+        assistant = _as_text(obj["assistant"], 'field "assistant"', messages)
+        if last:
+            messages.append(
+                'field "assistant" on the last turn is never sent: a scripted answer stands '
+                "in for the target's in later turns only"
+            )
+    if asked is not None:
+        messages.extend(_consistency(obj, asked))
+    if messages or asked is None or asked.question is None:
+        return None
+    return Case(
+        id=turn_id(conversation_id, position),
+        question=asked.question,
+        relevance=asked.relevance or {},
+        expected_facts=asked.facts or (),
+        unanswerable=asked.unanswerable,
+        graded=asked.graded,
+        turn=Turn(conversation=conversation_id, position=position, assistant=assistant),
+    )
+
+
+def _unknown_turn_field(key: str) -> str:
+    """The problem for a field a turn does not take, suggesting the closest turn field."""
+    if key in _CONVERSATION:
+        return f"field {_quote(key)} belongs to the conversation, not to a turn"
+    close = difflib.get_close_matches(key.lower(), TURN_FIELDS, n=1)
+    if close:
+        return f"unknown field {_quote(key)} (did you mean {_quote(close[0])}?)"
+    return f"unknown field {_quote(key)} (a turn's fields: {', '.join(TURN_FIELDS)})"
 
 
 def _unknown_field(key: str) -> str:
@@ -392,36 +619,6 @@ def _tags(value: object, messages: list[str]) -> tuple[str, ...] | None:
         is not None
     )
     return _shared_tuple(tags) if len(messages) == before else None
-
-
-def _consistency(
-    unanswerable: bool,
-    has_relevance: bool,
-    relevance: dict[str, int] | None,
-    facts: tuple[tuple[str, ...], ...] | None,
-) -> list[str]:
-    """Rules across fields (``relevance`` and ``facts`` None where absent or invalid)."""
-    if unanswerable:
-        problems = []
-        if relevance:
-            problems.append(
-                'unanswerable case has relevant ids: remove "relevant_ids" '
-                '(or set "unanswerable": false)'
-            )
-        if facts:
-            problems.append(
-                'unanswerable case has expected facts: remove "expected_facts" '
-                '(or set "unanswerable": false)'
-            )
-        return problems
-    if not has_relevance:
-        return ['missing required field "relevant_ids" (required unless "unanswerable" is true)']
-    if relevance == {}:
-        return [
-            'answerable case has no relevant ids: "relevant_ids" is empty '
-            '(set "unanswerable": true if the knowledge base holds no evidence)'
-        ]
-    return []
 
 
 # --- small helpers ------------------------------------------------------------------------------

@@ -18,7 +18,9 @@ CLI can print its message as one line and exit with :class:`ExitCode` ``ERROR``:
     │   ├── ResponseTooLargeError  kind "response_too_large"
     │   ├── ResponseMemoryError    kind "out_of_memory" (memory ran out reading a response)
     │   ├── StreamInterruptedError kind "stream_interrupted" (a streamed answer cut mid-way)
-    │   └── TargetExceptionError   kind "target_exception" (a callable target raised)
+    │   ├── TargetExceptionError   kind "target_exception" (a callable target raised)
+    │   └── SkippedAfterError      kind "skipped_after_error" (an earlier turn of the
+    │                              conversation failed: this one was never asked)
     ├── GateError              two reports that cannot be compared
     └── PageQueryError         a status page's query parameter the page cannot serve (400)
 
@@ -48,6 +50,7 @@ __all__ = [
     "ReportError",
     "ResponseMemoryError",
     "ResponseTooLargeError",
+    "SkippedAfterError",
     "StreamInterruptedError",
     "TargetConnectError",
     "TargetError",
@@ -222,6 +225,16 @@ class TargetExceptionError(TargetError):
     kind = "target_exception"
 
 
+class SkippedAfterError(TargetError):
+    """A conversation's turn was not asked: an earlier turn failed, and a follow-up sent
+    without its context would be scored against a question the script never asks.
+
+    Never raised: the runner records the turns after a failed one with this kind. They
+    count as failed cases (the error rate), never as scored ones, and no latency."""
+
+    kind = "skipped_after_error"
+
+
 #: The errors a case can end in, in the order their kinds are listed.
 CASE_ERRORS: tuple[type[TargetError], ...] = (
     TargetTimeout,
@@ -232,6 +245,7 @@ CASE_ERRORS: tuple[type[TargetError], ...] = (
     ResponseMemoryError,
     StreamInterruptedError,
     TargetExceptionError,
+    SkippedAfterError,
 )
 
 #: Every error kind a case can end in: bounded, so safe as a Prometheus label value.

@@ -48,7 +48,12 @@ def build_target(
             an unreadable CA bundle.
     """
     if isinstance(config, CallableTargetConfig):
-        return CallableTarget(config.callable, name=config.label, timeout=config.timeout_seconds)
+        return CallableTarget(
+            config.callable,
+            name=config.label,
+            timeout=config.timeout_seconds,
+            history=config.history,
+        )
     return build_http_target(config, environ=environ)
 
 
@@ -105,6 +110,7 @@ def build_http_target(
         trace_header=config.trace.header if config.trace.enabled else None,
         prices=None if prices is None else (prices.input_per_1k, prices.output_per_1k),
         kind=config.kind,
+        history=config.history,
     )
 
 

@@ -14,26 +14,34 @@ objects: 71-78 ms with the event loop stopped, in the middle of cases being time
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from operator import attrgetter
 from types import MappingProxyType
-from typing import Annotated
+from typing import Annotated, Literal
 
 import msgspec
 
 __all__ = [
     "DELIVERY_FIELDS",
+    "TURN_SEPARATOR",
     "Case",
     "CaseError",
     "CaseRecord",
     "CaseScores",
     "Citation",
+    "Conversation",
     "Dataset",
     "Delivery",
+    "Dialogue",
+    "GoldenCase",
+    "Message",
     "Outcome",
     "Retrieved",
     "TargetResponse",
+    "Turn",
+    "questions_of",
+    "turn_id",
 ]
 
 #: A citation is a 1-based position in ``retrieved`` (int) or a document id (str).
@@ -46,8 +54,35 @@ _EMPTY_TEXTS: Mapping[str, str] = MappingProxyType({})
 _ID = attrgetter("id")
 
 
+#: joins a conversation's id and a turn's position into the turn's case id (``refund#2``)
+TURN_SEPARATOR = "#"
+
+
+def turn_id(conversation: str, position: int) -> str:
+    """The case id of a conversation's turn: ``refund-arrival#2`` for its second turn.
+
+    Reports, the gate, history and pages know a turn by this id alone, so a turn pairs with
+    the same turn of the same conversation in another run, as a question pairs by its id.
+    """
+    return f"{conversation}{TURN_SEPARATOR}{position}"
+
+
+class Turn(msgspec.Struct, frozen=True, kw_only=True, gc=False):
+    """Where a case stands in a scripted conversation of the golden set."""
+
+    #: the conversation's id (the golden-set line's ``id``)
+    conversation: str
+    #: 1 for the first turn
+    position: int
+    #: the golden set's scripted answer to this turn: what the target's earlier answer is
+    #: replaced with in later turns when its ``history`` is ``"scripted"``
+    assistant: str | None = None
+
+
 class Case(msgspec.Struct, frozen=True, kw_only=True, gc=False):
-    """One golden-set question with its evidence and expected facts.
+    """One question with its evidence and expected facts: a golden-set line of its own, or
+    one turn of a :class:`Conversation` (then ``turn`` says where, and ``id`` is
+    :func:`turn_id`).
 
     ``relevance`` maps each relevant id to its grade (1 for binary relevance).
     ``expected_facts`` is a tuple of facts; each fact is a tuple of alternatives, any one of
@@ -62,6 +97,8 @@ class Case(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     tags: tuple[str, ...] = ()
     line: int = 0
     graded: bool = False
+    #: None for a question of its own
+    turn: Turn | None = None
 
     @property
     def answerable(self) -> bool:
@@ -73,15 +110,82 @@ class Case(msgspec.Struct, frozen=True, kw_only=True, gc=False):
         return frozenset(i for i, g in self.relevance.items() if g >= 1)
 
 
+class Conversation(msgspec.Struct, frozen=True, kw_only=True, gc=False):
+    """A scripted conversation of the golden set: questions asked in order, each a later one
+    answered with the earlier turns as its history. Each turn is a :class:`Case` of its own
+    (scored on its own, recorded as ``id#position``) whose ``turn`` points back here."""
+
+    id: str
+    #: at least one; turn ``n`` has ``turn.position == n``
+    turns: tuple[Case, ...]
+    tags: tuple[str, ...] = ()
+    line: int = 0
+
+
+#: One golden-set line: a question, or a conversation. Exactly one, by construction.
+GoldenCase = Case | Conversation
+
+
 @dataclass(frozen=True, slots=True)
 class Dataset:
     """A loaded golden set: its cases in file order, its name and content hash."""
 
     path: str
     name: str
-    cases: tuple[Case, ...]
+    cases: tuple[GoldenCase, ...]
     #: sha256 of the file's bytes, hex; identifies the golden set across reports
     content_hash: str
+
+    @property
+    def questions(self) -> tuple[Case, ...]:
+        """Every question a run asks, in file order: each case of its own, and each turn of
+        each conversation (what a report holds one record for)."""
+        if not any(isinstance(case, Conversation) for case in self.cases):
+            return self.cases  # type: ignore[return-value]
+        return tuple(questions_of(self.cases))
+
+
+def questions_of(cases: Iterable[GoldenCase]) -> list[Case]:
+    """The questions of golden-set cases, in order: a conversation's turns in its place."""
+    out: list[Case] = []
+    for case in cases:
+        if isinstance(case, Conversation):
+            out.extend(case.turns)
+        else:
+            out.append(case)
+    return out
+
+
+class Message(msgspec.Struct, frozen=True, gc=False):
+    """One earlier message of a conversation, as chat APIs take them."""
+
+    role: Literal["user", "assistant"]
+    content: str
+
+
+class Dialogue(msgspec.Struct, frozen=True, kw_only=True, gc=False):
+    """What a conversation's turn is sent besides its question: the conversation so far."""
+
+    #: the earlier turns, oldest first: each question as a ``user`` message, each answer
+    #: (the target's, or the golden set's scripted one) as an ``assistant`` message
+    history: tuple[Message, ...] = ()
+    #: fresh per conversation and per run: ``{conversation_id}`` in a request template
+    id: str
+    #: the conversation id a stateful service gave in an earlier turn's response (None
+    #: before it gave one)
+    service_id: str | None = None
+
+    def after(self, question: str, answer: str | None, service_id: str | None) -> Dialogue:
+        """The dialogue of the next turn: this one's question and answer (none for a
+        target that answers nothing) added, and the service's id when it gave one."""
+        added: tuple[Message, ...] = (Message("user", question),)
+        if answer is not None:
+            added += (Message("assistant", answer),)
+        return Dialogue(
+            history=self.history + added,
+            id=self.id,
+            service_id=service_id if service_id is not None else self.service_id,
+        )
 
 
 class Retrieved(msgspec.Struct, frozen=True, gc=False):
@@ -137,6 +241,9 @@ class TargetResponse(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     timings: Mapping[str, float] = _EMPTY
     #: streaming (and usage) measurements, when the target reports them
     delivery: Delivery | None = None
+    #: the conversation id a stateful service returned (mapped by ``conversation_id``),
+    #: sent back with the conversation's later turns
+    conversation_id: str | None = None
 
     @property
     def ranked_ids(self) -> tuple[str, ...]:
@@ -194,6 +301,7 @@ class CaseRecord(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     citations: tuple[Citation, ...]
     latency_seconds: float
     stage_seconds: Mapping[str, float]
+    #: calls made; 0 for a conversation's turn not asked (``skipped_after_error``)
     attempts: int = 1
     #: evidence text kept for read-back (label audit, case view): id -> text, for the top-K
     #: ids and the relevant ids that came back with text, each cut to ``TEXT_KEEP_CHARS``
@@ -227,6 +335,12 @@ class CaseRecord(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     def error(self) -> CaseError | None:
         """Why the case failed; None for a scored one."""
         return self.outcome if isinstance(self.outcome, CaseError) else None
+
+    @property
+    def asked(self) -> bool:
+        """Whether the question was sent: False for a conversation's turn skipped after an
+        earlier turn failed (it has no latency, no delivery, nothing the target did)."""
+        return self.attempts > 0
 
 
 #: A record's delivery measurements, in field order: only some targets report them

@@ -193,7 +193,8 @@ def _summary(records: Sequence[CaseRecord]) -> Summary:
     kinds = [r.outcome.kind for r in records if isinstance(r.outcome, CaseError)]
     pools = split([r.outcome for r in scored], [r.case.unanswerable for r in scored])
     n = len(records)
-    latencies = sorted([r.latency_seconds for r in records])
+    # a turn never asked (skipped after an earlier one failed) took no time
+    latencies = sorted([r.latency_seconds for r in records if r.attempts])
     return Summary(
         case_count=n,
         scored_count=len(scored),

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from evaluator import border
-from evaluator.dataset import KNOWN_FIELDS, check_files, load_dataset, parse_dataset
+from evaluator.dataset import KNOWN_FIELDS, TURN_FIELDS, check_files, load_dataset, parse_dataset
 from evaluator.errors import DatasetError, DatasetProblem
 from evaluator.models import Case
 
@@ -75,7 +75,7 @@ INVALID_PROBLEMS = [
     (
         18,
         'unknown field "colour" '
-        "(known fields: id, question, relevant_ids, expected_facts, unanswerable, tags)",
+        "(known fields: id, question, relevant_ids, expected_facts, unanswerable, tags, turns)",
     ),
     (18, MISSING_RELEVANT_IDS),
     (19, 'duplicate id "ok-first" (first used on line 1)'),
@@ -182,7 +182,7 @@ class TestValidFile:
         """An object of integer grades is kept as graded relevance."""
         data = line(id="a", question="q", relevant_ids={"doc-1": 3, "doc-2": 1})
 
-        (case,) = parse_dataset(data, "g.jsonl").cases
+        (case,) = parse_dataset(data, "g.jsonl").questions
 
         assert (dict(case.relevance), case.graded) == ({"doc-1": 3, "doc-2": 1}, True)
 
@@ -190,7 +190,7 @@ class TestValidFile:
         """A list of ids gives each grade 1 and is not graded."""
         data = line(id="a", question="q", relevant_ids=["doc-1", "doc-2"])
 
-        (case,) = parse_dataset(data, "g.jsonl").cases
+        (case,) = parse_dataset(data, "g.jsonl").questions
 
         assert (dict(case.relevance), case.graded) == ({"doc-1": 1, "doc-2": 1}, False)
 
@@ -200,13 +200,13 @@ class TestValidFile:
             id="a", question="q", relevant_ids=["d"], expected_facts=["七天", ["7 days", "一周"]]
         )
 
-        (case,) = parse_dataset(data, "g.jsonl").cases
+        (case,) = parse_dataset(data, "g.jsonl").questions
 
         assert case.expected_facts == (("七天",), ("7 days", "一周"))
 
     def test_retrieval_only_case_is_valid(self) -> None:
         """An answerable case without expected facts is valid and has no answer check."""
-        (case,) = parse_dataset(line(id="a", question="q", relevant_ids=["d"]), "g").cases
+        (case,) = parse_dataset(line(id="a", question="q", relevant_ids=["d"]), "g").questions
 
         assert (case.expected_facts, case.unanswerable) == ((), False)
 
@@ -214,7 +214,7 @@ class TestValidFile:
         """Facts made of symbols such as % and $ survive normalisation, so they are valid."""
         data = line(id="a", question="q", relevant_ids=["d"], expected_facts=["%", "$", "5%"])
 
-        (case,) = parse_dataset(data, "g.jsonl").cases
+        (case,) = parse_dataset(data, "g.jsonl").questions
 
         assert case.expected_facts == (("%",), ("$",), ("5%",))
 
@@ -222,13 +222,13 @@ class TestValidFile:
         """Empty relevant ids and facts on an unanswerable case are not evidence."""
         data = line(id="a", question="q", relevant_ids={}, expected_facts=[], unanswerable=True)
 
-        (case,) = parse_dataset(data, "g.jsonl").cases
+        (case,) = parse_dataset(data, "g.jsonl").questions
 
         assert (case.unanswerable, dict(case.relevance), case.expected_facts) == (True, {}, ())
 
     def test_values_are_kept_verbatim(self) -> None:
         """Ids and questions are checked after strip but stored as written."""
-        (case,) = parse_dataset(line(id=" a ", question=" q ", relevant_ids=[" d"]), "g").cases
+        (case,) = parse_dataset(line(id=" a ", question=" q ", relevant_ids=[" d"]), "g").questions
 
         assert (case.id, case.question, dict(case.relevance)) == (" a ", " q ", {" d": 1})
 
@@ -431,7 +431,7 @@ class TestExampleGoldenSet:
 
     def test_example_is_valid_and_varied(self) -> None:
         """Eight tagged cases: two unanswerable, graded, alternative facts, retrieval-only."""
-        cases = load_dataset(EXAMPLE).cases
+        cases = load_dataset(EXAMPLE).questions
 
         assert len(cases) == 8
         assert sum(c.unanswerable for c in cases) == 2
@@ -468,8 +468,18 @@ BASE_CASES = [
         "tags": ["refund"],
     },
     {"id": "c", "question": "比特币？", "unanswerable": True},
+    {
+        "id": "d",
+        "tags": ["refund"],
+        "turns": [
+            {"question": "退款多久到账？", "relevant_ids": ["r"], "assistant": "3-5个工作日。"},
+            {"question": "那支付宝呢？", "relevant_ids": ["r"], "expected_facts": ["24小时"]},
+        ],
+    },
 ]
-FIELD_NAMES = st.sampled_from([*KNOWN_FIELDS, "relevent_ids", "ID", ""]) | st.text(max_size=6)
+FIELD_NAMES = st.sampled_from([*KNOWN_FIELDS, *TURN_FIELDS, "relevent_ids", "ID", ""]) | st.text(
+    max_size=6
+)
 
 
 @st.composite
@@ -519,6 +529,7 @@ def check_outcome(data: bytes) -> None:
         return
     assert dataset.cases
     lines = [case.line for case in dataset.cases]
+    assert all(turn.line in lines for turn in dataset.questions)
     assert sorted(set(lines)) == lines
     assert all(1 <= n <= physical_lines for n in lines)
 

@@ -55,6 +55,7 @@ class TestKinds:
             "out_of_memory",
             "stream_interrupted",
             "target_exception",
+            "skipped_after_error",
         ) == ERROR_KINDS
 
     def test_every_case_error_class_is_listed(self) -> None:

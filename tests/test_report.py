@@ -21,6 +21,7 @@ from evaluator.models import (
     CaseRecord,
     CaseScores,
     Dataset,
+    Dialogue,
     Retrieved,
     TargetResponse,
 )
@@ -489,7 +490,7 @@ class _StaticTarget:
     def identity(self) -> Mapping[str, Any]:
         return self._identity
 
-    async def query(self, case: Case, k: int) -> TargetResponse:
+    async def query(self, case: Case, k: int, dialogue: Dialogue | None = None) -> TargetResponse:
         return TargetResponse(retrieved=(Retrieved("doc"),), answer="doc says so", citations=(1,))
 
     async def aclose(self) -> None:

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from evaluator.dataset import parse_dataset
-from evaluator.models import Case, CaseRecord, Dataset, Retrieved, TargetResponse
+from evaluator.models import Case, CaseRecord, Dataset, Dialogue, Retrieved, TargetResponse
 from evaluator.redaction import register_secrets
 from evaluator.report import RunReport, encode_report, read_report
 from evaluator.report.stream import ReportStream, without_texts
@@ -48,7 +48,7 @@ class _Target:
     def identity(self) -> Mapping[str, Any]:
         return {"name": self.name}
 
-    async def query(self, case: Case, k: int) -> TargetResponse:
+    async def query(self, case: Case, k: int, dialogue: Dialogue | None = None) -> TargetResponse:
         number = int(case.id[1:])
         await asyncio.sleep((number * 7 % 5) / 1000)
         texts = {

@@ -92,7 +92,7 @@ def _resolve(options: Options) -> tuple[TargetConfig, Case, int]:
     if options.question is not None:
         case = Case(id="probe", question=options.question, relevance={})
     elif dataset is not None:
-        cases = load_dataset(dataset).cases
+        cases = load_dataset(dataset).questions
         if not cases:
             raise ConfigError(f"{dataset}: no case to take a question from")
         case = cases[0]

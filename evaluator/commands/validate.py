@@ -42,7 +42,7 @@ def audit_against(dataset: Dataset, report: RunReport) -> tuple[int, int, list[s
     """
     records = {r.id: r for r in report.cases}
     checked, absent, lines = 0, 0, []
-    for case in dataset.cases:
+    for case in dataset.questions:
         record = records.get(case.id)
         if record is None:
             absent += 1

@@ -32,7 +32,7 @@ from evaluator.config.fields import (
     _Strict,
     _url_problem,
 )
-from evaluator.targets.base import default_target_name
+from evaluator.targets.base import HistorySource, default_target_name
 from evaluator.targets.markers import compile_markers
 from evaluator.targets.presets import KINDS as PRESET_KINDS
 from evaluator.targets.presets import preset_response, preset_streaming
@@ -235,6 +235,13 @@ class _TargetBase(_Strict):
     )
     retry: RetryConfig = RetryConfig()
     """Retries of transient failures (connect errors, 429, 502-504)."""
+    history: HistorySource = Field(
+        "service",
+        description=(
+            "a conversation's earlier answers as sent with a later turn: 'service' (the "
+            "target's own) or 'scripted' (the golden set's, where a turn has one)"
+        ),
+    )
 
     def limits(self) -> RecordLimits:
         """How much of each response a case record keeps."""

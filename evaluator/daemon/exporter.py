@@ -641,7 +641,8 @@ class Metrics:
         """Histograms (with a run/case exemplar) and the error counter for one finished case."""
         job = self._job(labels)
         exemplar = _exemplar(run_id, record.case.id, record.trace_id)
-        job.case_latency.observe(record.latency_seconds, exemplar)
+        if record.asked:  # a turn skipped after an earlier one failed took no time
+            job.case_latency.observe(record.latency_seconds, exemplar)
         if record.ttft_seconds is not None:
             job.ttft.observe(record.ttft_seconds, exemplar)
         for stage, seconds in record.stage_seconds.items():

@@ -25,7 +25,7 @@ from evaluator.daemon.shard import shard_cases
 from evaluator.dataset import parse_dataset
 from evaluator.errors import DatasetError
 from evaluator.history.recorder import HistoryRecorder
-from evaluator.models import DELIVERY_FIELDS, Case, CaseRecord, Dataset
+from evaluator.models import DELIVERY_FIELDS, CaseRecord, Dataset, GoldenCase, questions_of
 from evaluator.report import scores_to_dict
 from evaluator.run.runner import RetryEvent, config_hash_for, run_dataset
 from evaluator.summary import Summary, id_mismatch_warning
@@ -75,7 +75,7 @@ class JobRunner:
             error_ratio_limit=settings.error_ratio_limit,
             gate=gate,
             history=history,
-            judge_cases=lambda: (self._shard(), self.settings.shard_count > 1),
+            judge_cases=lambda: (tuple(questions_of(self._shard())), self.settings.shard_count > 1),
             clock=clock,
         )
         #: the job's LLM judge (None: not judged)
@@ -283,7 +283,7 @@ class JobRunner:
         self.publisher.broken(time.perf_counter() - started)
         log.error("run", job=self.key, outcome="failed", reason=reason)
 
-    def _shard(self) -> tuple[Case, ...]:
+    def _shard(self) -> tuple[GoldenCase, ...]:
         return shard_cases(self.dataset.cases, self.settings.shard_index, self.settings.shard_count)
 
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
+from typing import TypeVar
 
-from evaluator.models import Case
+from evaluator.models import GoldenCase
 
 __all__ = ["shard_cases", "shard_of"]
 
@@ -19,8 +20,12 @@ def shard_of(case_id: str, shard_count: int) -> int:
     return int.from_bytes(digest[:8], "big") % shard_count
 
 
-def shard_cases(cases: Sequence[Case], shard_index: int, shard_count: int) -> tuple[Case, ...]:
-    """The cases of shard ``shard_index`` out of ``shard_count``, in golden-set order."""
+_C = TypeVar("_C", bound=GoldenCase)
+
+
+def shard_cases(cases: Sequence[_C], shard_index: int, shard_count: int) -> tuple[_C, ...]:
+    """The cases of shard ``shard_index`` out of ``shard_count``, in golden-set order (a
+    conversation is one case: its turns stay together, on the shard of its id)."""
     if shard_count < 1 or not 0 <= shard_index < shard_count:
         raise ValueError(f"shard {shard_index} of {shard_count} is out of range")
     if shard_count == 1:

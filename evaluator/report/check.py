@@ -16,10 +16,12 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 
+from evaluator.bounds import MAX_TURNS
 from evaluator.errors import ReportError
+from evaluator.models import turn_id
 from evaluator.summary import QUALITY_METRICS, Summary
 
-__all__ = ["check_ids", "check_summary", "close"]
+__all__ = ["check_ids", "check_summary", "check_turn", "close"]
 
 #: Relative and absolute slack when comparing floats: a summary written by a different
 #: evaluator version may have added the same values in another order.
@@ -110,3 +112,25 @@ def check_ids(source: str, ids: Sequence[str]) -> None:
         if case_id in seen:
             raise _fail(source, f"cases[{i}].id", f"repeats the case id {case_id!r}")
         seen.add(case_id)
+
+
+def check_turn(
+    source: str, index: int, case_id: str, conversation: str | None, turn: int | None
+) -> None:
+    """A conversation's turn names its conversation and position together, within the
+    bounds, and its id is theirs (``conversation#turn``): the gate pairs turns by id.
+
+    Raises:
+        ReportError: naming the case's field that is wrong.
+    """
+    if conversation is None and turn is None:
+        return
+    where = f"cases[{index}]"
+    if conversation is None or turn is None:
+        missing = "conversation" if conversation is None else "turn"
+        raise _fail(source, f"{where}.{missing}", "is missing: a turn names both")
+    if not 1 <= turn <= MAX_TURNS:
+        raise _fail(source, f"{where}.turn", f"is {turn}: a turn is 1 to {MAX_TURNS}")
+    expected = turn_id(conversation, turn)
+    if case_id != expected:
+        raise _fail(source, f"{where}.id", f"is {case_id!r}, not its turn's id {expected!r}")

@@ -34,9 +34,9 @@ from msgspec import Meta, Struct
 
 from evaluator import border
 from evaluator.errors import ReportError
-from evaluator.models import Case, CaseError, CaseRecord, CaseScores, Outcome
+from evaluator.models import Case, CaseError, CaseRecord, CaseScores, Outcome, Turn
 from evaluator.repeat_summary import repeats_from_dict
-from evaluator.report.check import check_ids, check_summary
+from evaluator.report.check import check_ids, check_summary, check_turn
 from evaluator.report.model import SCHEMA_VERSION, RunHeader, RunReport, Seconds, as_utc
 from evaluator.summary import OPTIONAL_FIELDS, QUALITY_METRICS, Summary, Total, summarise
 
@@ -50,7 +50,8 @@ Ratio = Annotated[float, Meta(ge=0.0, le=1.0)]
 Amount = Annotated[float, Meta(ge=0.0, le=border.MAX_NUMBER)]
 Count = Annotated[int, Meta(ge=0, le=_MAX_INT)]
 Grade = Annotated[int, Meta(ge=0, le=1_000_000)]
-Attempts = Annotated[int, Meta(ge=1, le=1_000_000)]
+# 0: a conversation's turn skipped after an earlier one failed (never asked)
+Attempts = Annotated[int, Meta(ge=0, le=1_000_000)]
 Citation = Annotated[int, Meta(ge=-_MAX_INT, le=_MAX_INT)] | str
 
 
@@ -85,6 +86,10 @@ class _CaseFields(Struct, frozen=True, gc=False):
     output_tokens: Count | None = None
     cost: Amount | None = None
     trace_id: str | None = None
+    # a conversation's turn: both or neither (checked by check_turn)
+    conversation: str | None = None
+    turn: int | None = None
+    assistant: str | None = None
 
 
 class _Total(Struct, frozen=True, gc=False):
@@ -181,6 +186,9 @@ class _Report(RunHeader, frozen=True, gc=False, kw_only=True):
     judge: dict[str, Any] | None = None
     cases: list[_Case]
 
+
+_conversation_of = attrgetter("conversation")
+_turn_of = attrgetter("turn")
 
 #: the header's fields, read from a decoded report as they are
 _HEADER_FIELDS = RunHeader.__struct_fields__
@@ -298,6 +306,9 @@ def _case(c: _Case, known: Mapping[str, Case]) -> CaseRecord:
         # any score may be null: retrieval when the target's ids are not mapped; each
         # score read off the decoded case by its name, in C
         outcome = msgspec.convert(c, CaseScores, from_attributes=True)
+    turn = None
+    if c.conversation is not None and c.turn is not None:
+        turn = Turn(conversation=c.conversation, position=c.turn, assistant=c.assistant)
     case = Case(
         id=c.id,
         question=c.question,
@@ -305,6 +316,7 @@ def _case(c: _Case, known: Mapping[str, Case]) -> CaseRecord:
         expected_facts=facts,
         unanswerable=c.unanswerable,
         tags=c.tags,
+        turn=turn,
     )
     # two reports of one golden set hold its cases once (see parse_report's ``share``)
     shared = known.get(c.id)
@@ -352,6 +364,9 @@ def _build(source: str, head: _Report, share: RunReport | None = None) -> RunRep
     if head.schema_version != SCHEMA_VERSION:
         raise _unsupported(source, head.schema_version)
     check_ids(source, [c.id for c in head.cases])
+    if any(map(_conversation_of, head.cases)) or any(map(_turn_of, head.cases)):
+        for index, entry in enumerate(head.cases):  # only a report with conversations
+            check_turn(source, index, entry.id, entry.conversation, entry.turn)
     written = head.summary
     if not head.cases:  # a summary-only report: judged on what it says
         summary = _written_summary(source, written)

@@ -81,6 +81,12 @@ def _case_to_dict(c: CaseRecord, audit: LabelAudit | None = None) -> dict[str, A
         value = getattr(c, name)
         if value is not None:
             out[name] = value
+    turn = c.case.turn
+    if turn is not None:  # a question of its own keeps the entry it always had
+        out["conversation"] = turn.conversation
+        out["turn"] = turn.position
+        if turn.assistant is not None:
+            out["assistant"] = turn.assistant
     return out
 
 

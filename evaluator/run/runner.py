@@ -8,24 +8,34 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import math
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from sys import intern
+from typing import NamedTuple
 
 from evaluator import process_state
 from evaluator.bounds import DEFAULT_TEXT_CHARS, OFF_LOOP_ANSWER_CHARS, RecordLimits
-from evaluator.errors import BadResponseError, TargetError, TargetHTTPStatusError
+from evaluator.errors import (
+    BadResponseError,
+    SkippedAfterError,
+    TargetError,
+    TargetHTTPStatusError,
+)
 from evaluator.models import (
     Case,
     CaseError,
     CaseRecord,
     CaseScores,
+    Conversation,
     Dataset,
     Delivery,
+    Dialogue,
+    GoldenCase,
     Retrieved,
     TargetResponse,
 )
@@ -48,6 +58,7 @@ __all__ = [
     "RetryEvent",
     "RunOptions",
     "config_hash_for",
+    "new_conversation_id",
     "new_run_id",
     "run_dataset",
 ]
@@ -269,25 +280,36 @@ class _SpanContext:
     attributes: dict[str, str | int]
 
 
+class _Asked(NamedTuple):
+    """A case's record, and what the next turn of its conversation needs from the call."""
+
+    record: CaseRecord
+    #: the OTLP span id of the call (None when it was not traced)
+    span_id: str | None = None
+    #: the conversation id the service returned (stateful services)
+    service_id: str | None = None
+
+
 async def _run_case(
     case: Case,
     target: Target,
     options: RunOptions,
     on_retry: RetryCallback | None,
     spans: _SpanContext | None = None,
-) -> CaseRecord:
+    dialogue: Dialogue | None = None,
+) -> _Asked:
     if spans is None:
-        return (await _attempt_case(case, target, options, on_retry))[0]
+        return await _attempt_case(case, target, options, on_retry, dialogue)
     start_ns = time.time_ns()
-    record, span_id = await _attempt_case(case, target, options, on_retry)
+    asked = await _attempt_case(case, target, options, on_retry, dialogue)
     spans.spans.record(
-        record,
-        span_id=span_id,
+        asked.record,
+        span_id=asked.span_id,
         start_ns=start_ns,
         end_ns=time.time_ns(),
         attributes=spans.attributes,
     )
-    return record
+    return asked
 
 
 async def _attempt_case(
@@ -295,30 +317,125 @@ async def _attempt_case(
     target: Target,
     options: RunOptions,
     on_retry: RetryCallback | None,
-) -> tuple[CaseRecord, str | None]:
+    dialogue: Dialogue | None = None,
+) -> _Asked:
     limits = options.limits
 
     def retried(attempt: int, exc: TargetError, sleep: float) -> None:
         if on_retry is not None:
             on_retry(RetryEvent(case.id, attempt, exc.kind, limits.message(exc.message), sleep))
 
+    def call() -> Awaitable[TargetResponse]:
+        # a question of its own is asked as it always was: targets that hold no
+        # conversation need not take a dialogue
+        if dialogue is None:
+            return target.query(case, options.k)
+        return target.query(case, options.k, dialogue)
+
     # time queued behind the target's own limits (rate, connections) is not its latency
     with measure_queue_wait() as queued:
         started = time.perf_counter()
         try:
-            response, attempts = await call_with_retries(
-                lambda: target.query(case, options.k), options.retry, on_retry=retried
-            )
+            response, attempts = await call_with_retries(call, options.retry, on_retry=retried)
         except TargetError as exc:
             latency = time.perf_counter() - started - queued.seconds
             error = _case_error(exc, limits.message(exc.message))
             record = _record(case, error, options, latency, exc.attempts, queued.trace_id)
-            return record, queued.span_id
+            return _Asked(record, queued.span_id)
     # ends at the last byte when the target says when it came (parsing is not its latency)
     ended = queued.received_at if queued.received_at is not None else time.perf_counter()
     latency = ended - started - queued.seconds
     record = await _answered(case, response, options, latency, attempts, queued.trace_id)
-    return record, queued.span_id
+    return _Asked(record, queued.span_id, response.conversation_id)
+
+
+#: what a finished case is handed to: its position in the report and its record
+_Finished = Callable[[int, CaseRecord], None]
+
+
+async def _run_conversation(
+    conversation: Conversation,
+    target: Target,
+    options: RunOptions,
+    on_retry: RetryCallback | None,
+    spans: _SpanContext | None,
+    finished: _Finished,
+) -> None:
+    """Ask a conversation's turns in order, each with the conversation so far; hand each
+    turn's record to ``finished`` with its position in the conversation (0-based).
+
+    A turn that fails ends the conversation: the later turns are recorded as
+    ``skipped_after_error``, never asked (a follow-up without its context asks another
+    question than the script's)."""
+    scripted = getattr(target, "history", "service") == "scripted"
+    dialogue = Dialogue(id=new_conversation_id())
+    turns = conversation.turns
+    for index, turn in enumerate(turns):
+        asked = await _run_case(turn, target, options, on_retry, spans, dialogue)
+        record = asked.record
+        finished(index, record)
+        if record.error is not None:
+            for later in range(index + 1, len(turns)):
+                finished(later, _skipped(turns[later], record))
+            return
+        dialogue = dialogue.after(turn.question, _said(turn, record, scripted), asked.service_id)
+
+
+def _said(turn: Case, record: CaseRecord, scripted: bool) -> str | None:
+    """The assistant's answer to ``turn`` as later turns are sent it: the golden set's
+    scripted answer under ``history = "scripted"`` (when the turn has one), else the
+    target's answer as it was stored (bounded, redacted)."""
+    if scripted and turn.turn is not None and turn.turn.assistant is not None:
+        return turn.turn.assistant
+    return record.answer
+
+
+def _skipped(turn: Case, failed: CaseRecord) -> CaseRecord:
+    """The record of a turn not asked because the turn of ``failed`` failed."""
+    kind = failed.error.kind if failed.error is not None else "error"
+    message = f"not asked: turn {failed.case.id} of its conversation failed ({kind})"
+    return CaseRecord(
+        case=turn,
+        outcome=CaseError(kind=SkippedAfterError.kind, message=message),
+        ranked_ids=(),
+        answer=None,
+        citations=(),
+        latency_seconds=0.0,
+        stage_seconds={},
+        attempts=0,
+    )
+
+
+def new_conversation_id() -> str:
+    """A conversation's id for one run (``{conversation_id}``): fresh per conversation and
+    per run, so a stateful service never mixes two runs' histories."""
+    return uuid.uuid4().hex
+
+
+def _questions(case: GoldenCase) -> int:
+    """How many records a golden case makes: one, or one per turn."""
+    return len(case.turns) if isinstance(case, Conversation) else 1
+
+
+def _report_positions(cases: tuple[GoldenCase, ...]) -> list[int]:
+    """Where each golden case's first record goes in the report (its turns follow it)."""
+    starts, at = [], 0
+    for case in cases:
+        starts.append(at)
+        at += _questions(case)
+    return starts
+
+
+def _shifted(
+    finished: Callable[[int, int, CaseRecord], None],
+    r: int,
+    start: int,
+    index: int,
+    record: CaseRecord,
+) -> None:
+    """``finished`` for a conversation's turn ``index`` of round ``r``: its report position
+    is the conversation's ``start`` plus ``index``."""
+    finished(r, start + index, record)
 
 
 def _now_to_the_millisecond() -> datetime:
@@ -335,7 +452,7 @@ async def run_dataset(
     on_case: CaseCallback | None = None,
     on_retry: RetryCallback | None = None,
     run_id: str | None = None,
-    cases: tuple[Case, ...] | None = None,
+    cases: tuple[GoldenCase, ...] | None = None,
     repeats: int = 1,
     keep_partial: bool = False,
     sink: CaseSink | None = None,
@@ -349,7 +466,10 @@ async def run_dataset(
         on_case: called as each case finishes (logs, histograms), in completion order.
         on_retry: called before each retry of a transient failure.
         run_id: identifies the run in logs and exemplars; a new one by default.
-        cases: the cases to run, in report order; all of the dataset's by default.
+        cases: the cases to run, in report order; all of the dataset's by default. A
+            conversation's turns run in order, each with the earlier ones as its history;
+            conversations run concurrently like cases, and each turn is a record of the
+            report (``id#position``).
         repeats: run each case this many times. The repeats are interleaved (every case
             once, then every case again), never back to back, so a case's runs are spread
             over the whole run and not all answered by one warm cache. The report's cases
@@ -377,9 +497,13 @@ async def run_dataset(
         scoring = dataclasses.replace(options.scoring, retrieval=False)
         options = dataclasses.replace(options, scoring=scoring)
     todo = dataset.cases if cases is None else cases
-    rounds: list[list[CaseRecord | None]] = [[None] * len(todo) for _ in range(repeats)]
+    starts = _report_positions(todo)
+    size = starts[-1] + _questions(todo[-1]) if todo else 0
+    rounds: list[list[CaseRecord | None]] = [[None] * size for _ in range(repeats)]
     records = rounds[0]
-    queue = ((r, index, case) for r in range(repeats) for index, case in enumerate(todo))
+    queue = (
+        (r, start, case) for r in range(repeats) for start, case in zip(starts, todo, strict=True)
+    )
     started = time.perf_counter()
     run_id = run_id or new_run_id()
     exporter = active_spans()
@@ -393,13 +517,26 @@ async def run_dataset(
         }
         spans = _SpanContext(exporter, attributes)
 
+    def finished(r: int, index: int, record: CaseRecord) -> None:
+        if on_case is not None:
+            on_case(record)
+        rounds[r][index] = record if sink is None or r else sink(index, record)
+
     async def worker() -> None:
         # a fixed pool of workers pulls cases: memory stays flat for large golden sets
-        for r, index, case in queue:
-            record = await _run_case(case, target, options, on_retry, spans)
-            if on_case is not None:
-                on_case(record)
-            rounds[r][index] = record if sink is None or r else sink(index, record)
+        for r, start, case in queue:
+            if isinstance(case, Case):
+                asked = await _run_case(case, target, options, on_retry, spans)
+                finished(r, start, asked.record)
+                continue
+            await _run_conversation(
+                case,
+                target,
+                options,
+                on_retry,
+                spans,
+                functools.partial(_shifted, finished, r, start),
+            )
 
     interrupted = False
     try:

@@ -4,13 +4,19 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 from urllib.parse import urlsplit
 
 from evaluator.errors import BadResponseError
-from evaluator.models import Case, Citation, Retrieved, TargetResponse
+from evaluator.models import Case, Citation, Dialogue, Retrieved, TargetResponse
 
-__all__ = ["Target", "default_target_name", "parse_default_response"]
+__all__ = ["HistorySource", "Target", "default_target_name", "parse_default_response"]
+
+#: Where the answers in a conversation's history come from: the target's own earlier
+#: answers (``service``, what a user sees) or the golden set's scripted ones (``scripted``,
+#: so one wrong early answer does not fail every later turn; a turn without one falls back
+#: to the target's). A target without the attribute is ``service``.
+HistorySource = Literal["service", "scripted"]
 
 
 def default_target_name(url: str) -> str:
@@ -33,8 +39,9 @@ class Target(Protocol):
         """What identifies the target for the config hash: never a secret."""
         ...
 
-    async def query(self, case: Case, k: int) -> TargetResponse:
-        """Send the case's question, asking for the top ``k`` items."""
+    async def query(self, case: Case, k: int, dialogue: Dialogue | None = None) -> TargetResponse:
+        """Send the case's question, asking for the top ``k`` items; a conversation's turn
+        comes with ``dialogue``, the conversation so far, to send as the target says."""
         ...
 
     async def aclose(self) -> None:

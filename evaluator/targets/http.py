@@ -58,10 +58,10 @@ from evaluator.errors import (
     TargetHTTPStatusError,
     TargetTimeout,
 )
-from evaluator.models import Case, Delivery, TargetResponse
+from evaluator.models import Case, Delivery, Dialogue, TargetResponse
 from evaluator.targets import offload
 from evaluator.targets.admission import Admission, record_received, record_trace
-from evaluator.targets.base import default_target_name, parse_default_response
+from evaluator.targets.base import HistorySource, default_target_name, parse_default_response
 from evaluator.targets.deadline import Deadlines
 from evaluator.targets.decode import BodyDecoder, parse_content_encoding
 from evaluator.targets.mapping import NOWHERE, ResponseMapper
@@ -232,6 +232,7 @@ class HttpTarget:
         request: how a question becomes a request; default the default contract.
         mapper: where the fields sit in the response; default the default contract.
         options: timeouts and limits.
+        history: where a conversation's history takes its answers from.
     """
 
     def __init__(
@@ -247,6 +248,7 @@ class HttpTarget:
         trace_header: str | None = "traceparent",
         prices: tuple[float, float] | None = None,
         kind: str = "http",
+        history: HistorySource = "service",
     ) -> None:
         self.url = url
         self.name = name or default_target_name(url)
@@ -256,6 +258,8 @@ class HttpTarget:
         self.mapper = None if mapper is None else mapper.limited(self.options.max_ranked_ids)
         self.streaming = streaming
         self.kind = kind
+        #: where a conversation's history takes its answers from
+        self.history: HistorySource = history
         self._server_timing = server_timing
         self._trace_header = trace_header
         #: price per input token and per output token
@@ -297,15 +301,19 @@ class HttpTarget:
 
     def identity(self) -> Mapping[str, Any]:
         out: dict[str, Any] = {"kind": self.kind, **self.template.identity()}
+        if self.history != "service":  # the default leaves every earlier hash as it was
+            out["history"] = self.history
         if self.mapper is not None:
             out["response"] = self.mapper.identity()
         if self.streaming is not None:
             out["streaming"] = self.streaming.identity()
         return out
 
-    def query(self, case: Case, k: int) -> Coroutine[Any, Any, TargetResponse]:
+    def query(
+        self, case: Case, k: int, dialogue: Dialogue | None = None
+    ) -> Coroutine[Any, Any, TargetResponse]:
         # the call's own coroutine, not one awaiting it: a frame less on every case
-        return self._call(case, k, _SILENT)
+        return self._call(case, k, _SILENT, dialogue)
 
     async def probe(self, case: Case, k: int) -> ProbeResult:
         """One call, keeping the request, raw response and mapped fields for display."""
@@ -337,8 +345,10 @@ class HttpTarget:
             )
         return session
 
-    async def _call(self, case: Case, k: int, observer: _Observer) -> TargetResponse:
-        request = self.template.build(case.question, k)
+    async def _call(
+        self, case: Case, k: int, observer: _Observer, dialogue: Dialogue | None = None
+    ) -> TargetResponse:
+        request = self.template.build(case.question, k, dialogue)
         trace_id: str | None = None
         if self._trace_header is not None:
             # a fresh trace per case attempt, sampled: the service's trace of this golden case

@@ -34,6 +34,7 @@ from yarl import URL
 from evaluator import border
 from evaluator._version import __version__
 from evaluator.errors import ConfigError
+from evaluator.models import Dialogue
 from evaluator.redaction import MASK, Redactor, derived_secrets, register_secrets
 from evaluator.targets.templates import (
     DEFAULT_BODY,
@@ -136,6 +137,18 @@ def split_body(template: JsonValue) -> tuple[tuple[str, ...], tuple[bool, ...]] 
         return None
     parts = re.split(f"({re.escape(question)}|{re.escape(k)})", text)
     return tuple(parts[0::2]), tuple(p == question for p in parts[1::2])
+
+
+def default_turn_body(question: str, k: int, dialogue: Dialogue) -> dict[str, object]:
+    """The default contract's body for a conversation's turn: the question and K as for any
+    question, the earlier turns as ``history`` (``[{"role", "content"}]``, oldest first) and
+    the run's ``conversation_id`` for the conversation."""
+    return {
+        "question": question,
+        "top_k": k,
+        "history": [{"role": m.role, "content": m.content} for m in dialogue.history],
+        "conversation_id": dialogue.id,
+    }
 
 
 #: what every request accepts: the codings :mod:`evaluator.targets.decode` decodes, bounded
@@ -260,10 +273,16 @@ class RequestTemplate:
     def _body_pieces(self) -> tuple[tuple[str, ...], tuple[bool, ...]] | None:
         return None if self.body is None else split_body(self.body)
 
-    def render_content(self, question: str, k: int) -> bytes | None:
-        """The request body for one question (None without a body template)."""
+    def render_content(
+        self, question: str, k: int, dialogue: Dialogue | None = None
+    ) -> bytes | None:
+        """The request body for one question (None without a body template); a
+        conversation's turn under the default contract also carries its ``history`` and
+        ``conversation_id``."""
         if self.body is None:
             return None
+        if dialogue is not None and self.body == DEFAULT_BODY:
+            return _encode_json(default_turn_body(question, k, dialogue)).encode()
         split = self._body_pieces
         if split is None:
             return _encode_json(render_body(self.body, question, k)).encode()
@@ -278,14 +297,15 @@ class RequestTemplate:
             out.append(piece)
         return "".join(out).encode()
 
-    def build(self, question: str, k: int) -> OutgoingRequest:
-        """The request for one question, without its secrets (the transport adds them)."""
+    def build(self, question: str, k: int, dialogue: Dialogue | None = None) -> OutgoingRequest:
+        """The request for one question (a conversation's turn: with its ``dialogue``),
+        without its secrets (the transport adds them)."""
         url = self._url
         if self.params:
             url = url.extend_query(
                 [(name, render_text(value, question, k)) for name, value in self.params]
             )
-        content = self.render_content(question, k)
+        content = self.render_content(question, k, dialogue)
         return OutgoingRequest(self.method, url, dict(self._static_headers), content)
 
     def describe(self, request: OutgoingRequest) -> str:

@@ -80,7 +80,7 @@ async def _bare(session: aiohttp.ClientSession, url: str, dataset: Dataset) -> f
     work on two more headers and a query string (8 us per case)."""
     wired = str(URL(url).update_query(api_key=SECRETS["api_key"]))
     cpu = time.process_time()
-    await bare_loop(session, wired, [c.question for c in dataset.cases], CONCURRENCY)
+    await bare_loop(session, wired, [c.question for c in dataset.questions], CONCURRENCY)
     return time.process_time() - cpu
 
 

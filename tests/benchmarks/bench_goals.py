@@ -110,7 +110,7 @@ async def _evaluator(target: Target, dataset: Dataset) -> tuple[float, list[floa
 async def _bare(
     session: aiohttp.ClientSession, url: str, dataset: Dataset
 ) -> tuple[float, list[float], float]:
-    questions = [c.question for c in dataset.cases]
+    questions = [c.question for c in dataset.questions]
     cpu = time.process_time()
     wall, added = await bare_loop(session, url, questions, CONCURRENCY)
     return wall, added, time.process_time() - cpu

@@ -143,7 +143,7 @@ async def _bare_paced(url: str, per_session: int) -> tuple[float, list[float]]:
     serves many requests (half the CPU per request of spread ones, on this machine).
 
     No warm-up: the daemon is measured from its first case too."""
-    questions = [c.question for c in golden_set(per_session).cases]
+    questions = [c.question for c in golden_set(per_session).questions]
     period = 1 / RATE
     jobs = [
         JobConfig(target=f"job-{j}", dataset=Path("golden.jsonl"), interval_seconds=INTERVAL)

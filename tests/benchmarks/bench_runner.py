@@ -33,7 +33,7 @@ import aiohttp
 from evaluator.config import HttpTargetConfig
 from evaluator.errors import TargetConnectError, TargetHTTPStatusError
 from evaluator.factory import build_target
-from evaluator.models import Case, Dataset, TargetResponse
+from evaluator.models import Case, Dataset, Dialogue, TargetResponse
 from evaluator.run.runner import RunOptions, run_dataset
 from evaluator.targets.base import Target, parse_default_response
 from tests.benchmarks.support import (
@@ -76,7 +76,7 @@ class WhatIfAiohttpTarget:
     def identity(self) -> dict[str, Any]:
         return {"kind": "what-if", "url": self.url}
 
-    async def query(self, case: Case, k: int) -> TargetResponse:
+    async def query(self, case: Case, k: int, dialogue: Dialogue | None = None) -> TargetResponse:
         if self._session is None:
             self._session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=self._limit))
         payload = {"question": case.question, "top_k": k}
@@ -118,9 +118,9 @@ async def _latency_levels(url: str, dataset: Dataset) -> dict[str, Any]:
     target = _target(url)
     out: dict[str, Any] = {}
     try:
-        await _timed(dataset, target, dataset.cases[:100], 50)  # warm-up: connections
+        await _timed(dataset, target, dataset.questions[:100], 50)  # warm-up: connections
         for concurrency, count in LEVELS:
-            cases = dataset.cases[:count]
+            cases = dataset.questions[:count]
             walls, overhead, errors = [], [], 0
             for _ in range(REPEATS):
                 wall, extra, failed = await _timed(dataset, target, cases, concurrency)
@@ -144,9 +144,9 @@ async def _latency_levels(url: str, dataset: Dataset) -> dict[str, Any]:
     # nothing else runs) and at 50 (as many repeats as evaluator's own target)
     what_if = WhatIfAiohttpTarget(url)
     try:
-        await _timed(dataset, what_if, dataset.cases[:100], 50)
+        await _timed(dataset, what_if, dataset.questions[:100], 50)
         for concurrency, count, repeats in ((1, 100, 1), (50, 1_000, REPEATS)):
-            cases = dataset.cases[:count]
+            cases = dataset.questions[:count]
             ideal = count * LATENCY / concurrency
             walls, overhead, errors = [], [], 0
             for _ in range(repeats):
@@ -166,9 +166,9 @@ async def _latency_levels(url: str, dataset: Dataset) -> dict[str, Any]:
     # the floor of this machine: a bare aiohttp loop, 1,000 requests at concurrency 50
     connector = aiohttp.TCPConnector(limit=50)
     async with aiohttp.ClientSession(connector=connector) as session:
-        await _bare_aiohttp(session, url, dataset.cases[:100], 50)
+        await _bare_aiohttp(session, url, dataset.questions[:100], 50)
         ideal = 1_000 * LATENCY / 50
-        rates = [await _bare_aiohttp(session, url, dataset.cases[:1_000], 50) for _ in range(3)]
+        rates = [await _bare_aiohttp(session, url, dataset.questions[:1_000], 50) for _ in range(3)]
     out["bare_50"] = {"ratios": [1_000 / rate / ideal for rate in rates]}
     return out
 
@@ -193,7 +193,7 @@ async def _bare_aiohttp(
 
 
 async def _zero_latency(url: str, dataset: Dataset) -> dict[str, Any]:
-    cases = dataset.cases[:ZERO_CASES]
+    cases = dataset.questions[:ZERO_CASES]
     target = _target(url)
     connector = aiohttp.TCPConnector(limit=ZERO_CONCURRENCY)
     what_if = WhatIfAiohttpTarget(url)
@@ -233,9 +233,9 @@ def _profile_run(url: str, dataset: Dataset, concurrency: int) -> dict[str, Any]
     async def once() -> dict[str, Any]:
         target = _target(url)
         try:
-            await _timed(dataset, target, dataset.cases[:200], concurrency)  # warm
+            await _timed(dataset, target, dataset.questions[:200], concurrency)  # warm
             with Profile() as p:
-                await _timed(dataset, target, dataset.cases[:ZERO_CASES], concurrency)
+                await _timed(dataset, target, dataset.questions[:ZERO_CASES], concurrency)
         finally:
             await target.aclose()
         return p.result

@@ -87,6 +87,7 @@ ERROR_KINDS = (
     "out_of_memory",
     "stream_interrupted",
     "target_exception",
+    "skipped_after_error",
 )
 GATE_RULES = (*QUALITY_METRICS, "p95_seconds", "error_rate")
 # the history store's verdicts (docs/history.md), written out literally like the rest

@@ -471,8 +471,8 @@ def test_configmap_golden_set_is_valid_and_mounted_where_the_job_reads_it() -> N
     assert dataset.parent == Path("/etc/evaluator")
     assert dataset.name in data
     parsed = parse_dataset(data[dataset.name].encode("utf-8"), dataset.name)
-    assert len(parsed.cases) >= 5
-    assert any(case.unanswerable for case in parsed.cases)
+    assert len(parsed.questions) >= 5
+    assert any(case.unanswerable for case in parsed.questions)
 
 
 def test_service_selects_the_pods_and_the_servicemonitor_the_service() -> None:

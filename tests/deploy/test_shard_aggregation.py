@@ -233,7 +233,7 @@ class TestShards:
         dataset = load_dataset(stack.golden)
         ids = [[c["id"] for c in r["cases"]] for r in stack.shard_reports]
         for index, shard_ids in enumerate(ids):
-            assert [c.id for c in shard_cases(dataset.cases, index, SHARDS)] == shard_ids
+            assert [c.id for c in shard_cases(dataset.questions, index, SHARDS)] == shard_ids
         assert sorted(c["id"] for c in CASES) == sorted(i for shard in ids for i in shard)
         assert [c["id"] for c in CASES] == [c["id"] for c in stack.whole_report["cases"]]
         sizes = sorted(len(shard) for shard in ids)

@@ -225,6 +225,20 @@ def _golden(f: Mapping[str, str]) -> Rendered:
     return Rendered((good, line))
 
 
+def _golden_turns(f: Mapping[str, str]) -> Rendered:
+    # the hostile fragments inside a conversation's turns: its id, each turn's question,
+    # relevance, facts, scripted answer, and the conversation's tags
+    line = (
+        f'{{"id": {f["id"]}, "tags": [{f["citation"]}], "turns": ['
+        f'{{"question": "q1", "relevant_ids": ["d0"], "assistant": {f["answer"]}}}, '
+        f'{{"question": {f["answer"]}, "relevant_ids": {{{f["text"]}: {f["score"]}}}, '
+        f'"expected_facts": [{f["stage"]}], "assistant": {f["text"]}}}, '
+        f'{{"question": {f["stage"]}, "unanswerable": true}}]}}'
+    )
+    good = '{"id": "c-ok", "question": "q", "relevant_ids": ["d0"]}'
+    return Rendered((good, line))
+
+
 def _collector(f: Mapping[str, str]) -> Rendered:
     # an OTLP/HTTP JSON-shaped partial-success reply: what a collector may say back
     body = f'{{"partialSuccess": {{"rejectedSpans": {f["score"]}, "errorMessage": {f["answer"]}}}}}'
@@ -396,6 +410,29 @@ timings = "timings"
             "score": "1",
         },
         render=_golden,
+    ),
+    Surface(
+        name="golden-turns",
+        delivery="golden",
+        blocks=("unicode", "control", "numbers", "bodies", "normalisation"),
+        doc="a conversation's turns in a golden set, read by evaluator validate and run",
+        slots={
+            "id": "text",
+            "answer": "text",
+            "text": "text",
+            "stage": "text",
+            "citation": "text",
+            "score": "number",
+        },
+        defaults={
+            "id": '"c1"',
+            "answer": '"q1"',
+            "text": '"d0"',
+            "stage": '"fact0"',
+            "citation": '"tag"',
+            "score": "1",
+        },
+        render=_golden_turns,
     ),
     Surface(
         name="report",

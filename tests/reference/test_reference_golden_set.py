@@ -13,7 +13,7 @@ from evaluator.scoring.labels import LabelAudit
 def test_has_enough_cases_of_every_kind(golden: Dataset) -> None:
     """>= 80 cases, >= 15 unanswerable, some graded, some with alternative facts,
     some retrieval-only, in both languages."""
-    cases = golden.cases
+    cases = golden.questions
 
     assert len(cases) >= 80
     assert sum(c.unanswerable for c in cases) >= 15
@@ -27,14 +27,14 @@ def test_has_enough_cases_of_every_kind(golden: Dataset) -> None:
 
 def test_every_case_is_tagged_with_a_topic(golden: Dataset) -> None:
     """Besides its language each case has a topic tag, for slicing results."""
-    for case in golden.cases:
+    for case in golden.questions:
         assert set(case.tags) - {"zh", "en", "unanswerable", "confuser", "paraphrase"}, case.id
 
 
 def test_relevant_ids_exist_and_share_the_question_language(golden: Dataset) -> None:
     """Every relevant id is a chunk of the corpus, in the question's language."""
     chunks = {c.id: c for c in load_corpus()}
-    for case in golden.cases:
+    for case in golden.questions:
         for chunk_id in case.relevance:
             assert chunk_id in chunks, (case.id, chunk_id)
             assert chunks[chunk_id].lang in case.tags, (case.id, chunk_id)
@@ -49,7 +49,7 @@ def test_expected_facts_are_quoted_by_the_evidence(golden: Dataset) -> None:
     """An extractive answer quoting the evidence can contain each fact: no mislabels like
     "退款多久到账" labelled with the application deadline, except the one planted on purpose."""
     texts = {c.id: normalise(c.text) for c in load_corpus()}
-    for case in golden.cases:
+    for case in golden.questions:
         if case.id == MISLABELLED:
             continue
         evidence = [texts[i] for i in case.relevant_ids]
@@ -62,7 +62,7 @@ def test_expected_facts_are_quoted_by_the_evidence(golden: Dataset) -> None:
 
 def test_refund_arrival_is_not_labelled_with_the_deadline(golden: Dataset) -> None:
     """The classic labelling trap: "退款多久到账" expects the arrival time, not "七天"."""
-    case = next(c for c in golden.cases if c.question == "退款多久到账？")
+    case = next(c for c in golden.questions if c.question == "退款多久到账？")
 
     assert ("七天",) not in case.expected_facts
     assert any("3-5个工作日" in fact for fact in case.expected_facts)
@@ -73,7 +73,7 @@ def test_the_label_audit_finds_exactly_the_planted_mislabel(golden: Dataset) -> 
     texts = {c.id: c.text for c in load_corpus()}
     suspect = {
         case.id: audit.message
-        for case in golden.cases
+        for case in golden.questions
         if (
             audit := LabelAudit.of(
                 unanswerable=case.unanswerable,
@@ -85,5 +85,5 @@ def test_the_label_audit_finds_exactly_the_planted_mislabel(golden: Dataset) -> 
     }
 
     assert {MISLABELLED: "suspect label: '七天' is in none of the relevant evidence"} == suspect
-    case = next(c for c in golden.cases if c.id == MISLABELLED)
+    case = next(c for c in golden.questions if c.id == MISLABELLED)
     assert "mislabelled" in case.tags

@@ -32,14 +32,14 @@ README_BASELINE = {
 def baseline(reference_server: ReferenceServer, golden: Dataset) -> Run:
     reference_server.failure_modes.set([])
     with httpx.Client(base_url=reference_server.url, timeout=10) as http:
-        return evaluate(http, golden.cases)
+        return evaluate(http, golden.questions)
 
 
 def run_with(
     reference_server: ReferenceServer, golden: Dataset, client: httpx.Client, *modes: str
 ) -> Run:
     reference_server.failure_modes.set(modes)
-    return evaluate(client, golden.cases)
+    return evaluate(client, golden.questions)
 
 
 class TestBaseline:
@@ -129,7 +129,7 @@ class TestFailureModes:
         self, reference_server: ReferenceServer, golden: Dataset, client: httpx.Client
     ) -> None:
         """P95 up: every call takes the model-stage delay longer, and the timing shows it."""
-        questions = [c.question for c in golden.cases[:4]]
+        questions = [c.question for c in golden.questions[:4]]
         fast = [ask(client, q).json()["timings"]["model"] for q in questions]
         reference_server.failure_modes.set(["slow_model"])
         slow = [ask(client, q).json()["timings"]["model"] for q in questions]
@@ -146,7 +146,7 @@ class TestFailureModes:
     ) -> None:
         """Error rate up: about 30% of questions get HTTP 500, the same ones every time."""
         first = run_with(reference_server, golden, client, "server_errors")
-        second = evaluate(client, golden.cases)
+        second = evaluate(client, golden.questions)
 
         assert 0.2 <= first.error_rate <= 0.45
         assert {500} == {status for _, status in first.failed}

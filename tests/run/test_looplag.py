@@ -6,7 +6,7 @@ import asyncio
 import time
 from pathlib import Path
 
-from evaluator.models import Case, Dataset, TargetResponse
+from evaluator.models import Case, Dataset, Dialogue, TargetResponse
 from evaluator.report import read_report, write_report
 from evaluator.run.looplag import LoopLagMonitor
 from evaluator.run.runner import RunOptions, run_dataset
@@ -23,7 +23,7 @@ class _Hogging:
     def identity(self) -> dict[str, str]:
         return {"kind": "hog"}
 
-    async def query(self, case: Case, k: int) -> TargetResponse:
+    async def query(self, case: Case, k: int, dialogue: Dialogue | None = None) -> TargetResponse:
         await asyncio.sleep(0.03)
         time.sleep(self.hold)  # noqa: ASYNC251 - holding the loop is the point
         return TargetResponse()

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from evaluator.bounds import RecordLimits
-from evaluator.models import Case, Dataset, Delivery, Retrieved, TargetResponse
+from evaluator.models import Case, Dataset, Delivery, Dialogue, Retrieved, TargetResponse
 from evaluator.run.runner import RunOptions, _delivery_fields, _kept_texts, run_dataset
 
 LIMITS = RecordLimits(max_text_chars=8, max_id_chars=4)
@@ -87,7 +87,7 @@ class _FreshCopies:
     def identity(self) -> dict[str, str]:
         return {"kind": "fresh"}
 
-    async def query(self, case: Case, k: int) -> TargetResponse:
+    async def query(self, case: Case, k: int, dialogue: Dialogue | None = None) -> TargetResponse:
         body = json.loads('{"id": "doc-1", "text": "' + "passage " * 20 + '"}')
         return TargetResponse(retrieved=(Retrieved(id=body["id"], text=body["text"]),))
 

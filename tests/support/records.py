@@ -15,11 +15,20 @@ from typing import Any, TypeVar
 
 import msgspec
 
-from evaluator.models import Case, CaseError, CaseRecord, CaseScores, Citation, Outcome
+from evaluator.models import (
+    Case,
+    CaseError,
+    CaseRecord,
+    CaseScores,
+    Citation,
+    Outcome,
+    Turn,
+    turn_id,
+)
 from evaluator.report import RunReport, parse_timestamp
 from evaluator.summary import summarise
 
-__all__ = ["record", "replace", "report"]
+__all__ = ["record", "replace", "report", "turn"]
 
 _T = TypeVar("_T")
 
@@ -47,6 +56,7 @@ def record(
     citations: tuple[Citation, ...] = (1,),
     latency: float = 0.1,
     stages: Mapping[str, float] | None = None,
+    case_turn: Turn | None = None,
     **fields: Any,
 ) -> CaseRecord:
     """One case record.
@@ -55,7 +65,8 @@ def record(
     ranking, and without either the scores are ``recall``, ``rr``, ``ndcg`` (default: the
     recall), ``precision`` and ``correct`` (None: no answer check, no expected facts).
     ``relevance`` defaults to ``{"d1": 1}``, ``facts`` to one fact when ``correct`` is not
-    None; ``fields`` are the record's other fields (``texts``, ``ttft_seconds``, ...).
+    None; ``case_turn`` makes it a conversation's turn (see :func:`turn`); ``fields`` are
+    the record's other fields (``texts``, ``ttft_seconds``, ...).
     """
     if outcome is None:
         if error is not None:
@@ -81,6 +92,7 @@ def record(
             expected_facts=facts,
             unanswerable=unanswerable,
             tags=tags,
+            turn=case_turn,
         ),
         outcome=outcome,
         ranked_ids=tuple(ranked) if error is None else (),
@@ -90,6 +102,14 @@ def record(
         stage_seconds=dict(stages or {}),
         **fields,
     )
+
+
+def turn(conversation: str, position: int, **kwargs: Any) -> CaseRecord:
+    """The record of turn ``position`` of ``conversation`` (id ``conversation#position``);
+    ``assistant`` is its scripted answer, the other keywords are :func:`record`'s."""
+    assistant = kwargs.pop("assistant", None)
+    place = Turn(conversation=conversation, position=position, assistant=assistant)
+    return record(turn_id(conversation, position), case_turn=place, **kwargs)
 
 
 def report(

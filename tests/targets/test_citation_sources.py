@@ -336,7 +336,7 @@ def _file_dataset() -> Any:
             relevance={"file-refund": 1},
             expected_facts=c.expected_facts,
         )
-        for c in base.cases
+        for c in base.questions
     )
     return type(base)(path=base.path, name=base.name, cases=cases, content_hash=base.content_hash)
 
