@@ -2,15 +2,18 @@
 
 It is NOT a language model. It exists so that ``make demo`` and the tests show judged
 metrics with no model installed. It reads the one JSON data block of the request (the
-lines ``BEGIN DATA <nonce>`` ... ``END DATA <nonce>``), works out the check from the keys
-the data has, and judges by token overlap with the reference service's own bilingual
+lines ``BEGIN DATA <nonce>`` ... ``END DATA <nonce>``), answers the check its ``check``
+field names, and judges by token overlap with the reference service's own bilingual
 tokeniser:
 
-- ``facts`` (fact support): a fact is stated when one of its wordings is in the answer,
+- ``fact_support``: a fact is stated when one of its wordings is in the answer,
   normalised, or 80% of its tokens are;
-- ``evidence`` (groundedness): each sentence of the answer is a claim, supported when 70%
-  of its tokens occur in the evidence;
-- otherwise (refusal): the answer holds a refusal phrase.
+- ``groundedness``: each sentence of the answer is a claim, supported when 70% of its
+  tokens occur in the evidence;
+- ``refusal``: the answer holds a refusal phrase.
+
+Any other check is refused (HTTP 400 on the route): the evaluator's judged checks are
+spelled out here on purpose, as the reference service shares no code with the evaluator.
 
 Instructions inside the data have no effect on it by construction: it never reads them as
 anything but tokens. Its agreement with human labels is whatever ``evaluator calibrate``
@@ -22,6 +25,7 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
+from collections.abc import Callable
 from typing import Any
 
 from evaluator.reference.tokenize import tokenize
@@ -105,6 +109,28 @@ def _refusal_check(data: dict[str, Any]) -> dict[str, Any]:
     return {"refusal": refused, "reason": "a refusal phrase" if refused else "no refusal phrase"}
 
 
+#: the checks the demo judge answers, by the name the data block's ``check`` gives
+_CHECKS: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
+    "fact_support": _fact_support,
+    "groundedness": _groundedness,
+    "refusal": _refusal_check,
+}
+
+
+def _judge(data: dict[str, Any]) -> dict[str, Any]:
+    """The verdict of the check the data names.
+
+    Raises:
+        DemoJudgeError: the data names no check, or one the demo judge does not answer.
+    """
+    name = data.get("check")
+    judge = _CHECKS.get(name) if isinstance(name, str) else None
+    if judge is None:
+        shown = repr(name)[:80]
+        raise DemoJudgeError(f"check {shown} is not one of {', '.join(_CHECKS)}")
+    return judge(data)
+
+
 def judge_completion(body: object) -> dict[str, Any]:
     """The chat completion answering one judge request.
 
@@ -125,12 +151,7 @@ def judge_completion(body: object) -> dict[str, Any]:
         raise DemoJudgeError("the data block is not JSON") from None
     if not isinstance(data, dict):
         raise DemoJudgeError("the data block is not a JSON object")
-    if "facts" in data:
-        verdict = _fact_support(data)
-    elif "evidence" in data:
-        verdict = _groundedness(data)
-    else:
-        verdict = _refusal_check(data)
+    verdict = _judge(data)
     content = json.dumps(verdict, ensure_ascii=False)
     prompt_tokens = len(text) // 4
     completion_tokens = len(content) // 4

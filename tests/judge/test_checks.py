@@ -3,10 +3,15 @@ and canary, and a check added through the registry alone reaching every reader."
 
 from __future__ import annotations
 
+import asyncio
+import json
 from pathlib import Path
+from typing import Any
 
+import msgspec
 import pytest
 
+from evaluator.commands import review
 from evaluator.judge.calibrate import calibrate
 from evaluator.judge.canary import canary_subjects
 from evaluator.judge.checks import (
@@ -17,7 +22,9 @@ from evaluator.judge.checks import (
     judged_metrics,
 )
 from evaluator.judge.checks.base import INJECTION, Subject
+from evaluator.judge.client import JudgeClient
 from evaluator.judge.labels import Label, append_label, outcome_verdict, read_labels
+from evaluator.judge.prompts import messages
 from evaluator.judge.record import (
     CaseJudgement,
     CheckOutcome,
@@ -27,9 +34,13 @@ from evaluator.judge.record import (
     judged_run_from_dict,
 )
 from evaluator.judge.review import review_queue
+from evaluator.judge.run import judge_report
+from evaluator.judge.settings import JudgeConfig
 from evaluator.models import CaseScores
+from evaluator.report import read_report, write_report
 from tests.judge.reports import golden
 from tests.judge.throwaway import NAME, THROWAWAY, with_throwaway
+from tests.support.judges import LoopbackJudge
 
 
 def _judged(check_name: str, **values: float | bool) -> CheckOutcome:
@@ -144,3 +155,85 @@ def test_a_check_added_to_the_registry_is_read_labelled_reviewed_and_calibrated(
     labels = read_labels(path)
     [calibration] = calibrate(labels, [read_back], min_labels=1)
     assert (NAME, 1, 0.0) == (calibration.check, calibration.labels, calibration.agreement)
+
+
+def test_a_check_s_data_may_not_hold_the_check_name() -> None:
+    """The data block's ``check`` names the check asked for; a check's data with a key of
+    that name is refused rather than overwritten."""
+    with pytest.raises(ValueError, match="may not hold a 'check' key"):
+        messages("refusal", {"answer": "a", "check": "fact_support"})
+
+
+def _correct(data: dict[str, Any]) -> dict[str, Any]:
+    """The throwaway check's honest verdict: correct when it states the golden fact."""
+    return {"correct": "business days" in data["answer"].lower(), "reason": "substring"}
+
+
+def _judged_report(judge: LoopbackJudge, path: Path | None = None, canaries: int = 3) -> JudgedRun:
+    """The golden report judged by ``judge`` (written to ``path`` when given)."""
+    report = golden()
+    config = JudgeConfig(url=judge.url, model="m", canaries=canaries)
+
+    async def go() -> JudgedRun:
+        async with JudgeClient(config) as client:
+            return await judge_report(report, client)
+
+    judged = asyncio.run(go())
+    if path is not None:
+        write_report(msgspec.structs.replace(report, judge=judged.to_dict()), path)
+    return judged
+
+
+@pytest.mark.e2e
+def test_a_check_added_to_the_registry_is_judged_canaried_reviewed_and_calibrated(
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A check registered in CHECKS alone is asked of the judge by name, averaged into its
+    metric, given a canary, put to the reviewer with its question and calibrated."""
+    with_throwaway(monkeypatch)
+    report_path = tmp_path / "r.json"
+    with LoopbackJudge(verdicts={NAME: _correct}) as judge:
+        judged = _judged_report(judge, report_path)
+    assert 0.75 == judged.metrics["judged_correctness"]  # "wrong" states no fact
+    asked = [_data_block(r) for r in judge.requests]
+    assert 4 + 1 == sum(NAME == d["check"] for d in asked)  # four cases and one canary
+    assert [("fact_support", False), ("groundedness", False), (NAME, False)] == [
+        (c.check, c.fooled) for c in judged.canaries
+    ]
+    labels_path = tmp_path / "labels.jsonl"
+    replies = iter(["p"] * 20)
+    monkeypatch.setattr("builtins.input", lambda _prompt: next(replies))
+    options = review.Options(None, str(report_path), str(labels_path), "ann", None)
+    assert 0 == review.handle(options)
+    assert THROWAWAY.question in capsys.readouterr().out
+    labels = read_labels(labels_path)
+    assert 4 == sum(NAME == key[2] for key in labels)
+    read_back = judged_run_from_dict(read_report(report_path).judge, "r.json")
+    calibrations = {c.check: c for c in calibrate(labels, [read_back], min_labels=1)}
+    # the reviewer passed every answer; the judge failed "wrong"
+    assert (4, 0.75) == (calibrations[NAME].labels, calibrations[NAME].agreement)
+
+
+@pytest.mark.e2e
+def test_a_judge_fooled_on_a_new_check_s_canary_is_compromised(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Regression: a judge fooled on the canary of a check other than fact support and
+    groundedness marks the run compromised (its canary was read as groundedness)."""
+    with_throwaway(monkeypatch)
+    always = {NAME: lambda data: {"correct": True, "reason": "verified"}}
+    with LoopbackJudge(verdicts=always) as judge:
+        judged = _judged_report(judge)
+    assert [("fact_support", False), ("groundedness", False), (NAME, True)] == [
+        (c.check, c.fooled) for c in judged.canaries
+    ]
+    assert judged.compromised
+
+
+def _data_block(request: dict[str, Any]) -> dict[str, Any]:
+    """The JSON object between a judge request's data markers."""
+    lines = request["messages"][1]["content"].split("\n")
+    data: dict[str, Any] = json.loads(lines[1])
+    return data

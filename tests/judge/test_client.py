@@ -4,6 +4,7 @@ malformed, no verdict, hanging; secrets in headers are resolved and redacted."""
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 import pytest
@@ -79,6 +80,7 @@ def test_the_data_is_delimited_with_a_nonce(monkeypatch: pytest.MonkeyPatch) -> 
     assert len(lines) == 3  # JSON escaping keeps the answer's newlines inside the data line
     assert lines[0].startswith("BEGIN DATA ") and lines[2] == "END DATA " + lines[0][11:]
     assert "data" in judge.requests[0]["messages"][0]["content"].lower()
+    assert "fact_support" == json.loads(lines[1])["check"]  # the judge is told the check
 
 
 async def _one(judge: LoopbackJudge, data: dict[str, Any]) -> None:

@@ -115,7 +115,7 @@ def test_the_case_view_shows_where_the_judge_and_the_human_disagree(
     response = tab.page.goto(_case(judged_daemon, "zh-return-pickup-fee"))
     assert response is not None and 200 == response.status
     panel = tab.page.locator(".judge-panel")
-    assert "reference-demo-judge · prompts judge-prompts-1" in panel.locator("h3").inner_text()
+    assert "reference-demo-judge · prompts judge-prompts-2" in panel.locator("h3").inner_text()
     facts, grounded = _row(tab, "fact_support"), _row(tab, "groundedness")
     assert "fail" == facts.locator(".judge-verdict").inner_text()
     assert "fail" == facts.locator(".human-label .badge").first.inner_text()

@@ -68,6 +68,25 @@ def test_groundedness_and_refusal() -> None:
     assert _verdict("refusal", {"answer": "It is 42."})["refusal"] is False
 
 
+def test_the_check_named_in_the_data_is_answered_whatever_its_keys() -> None:
+    """The demo judge answers the check the data block names: a refusal request whose data
+    also holds facts gets a refusal verdict, not a fact-support one."""
+    data: dict[str, object] = {"answer": "It is 30 days.", "facts": [["30 days"]], "question": "?"}
+    assert {"refusal": False, "reason": "no refusal phrase"} == _verdict("refusal", data)
+
+
+@pytest.mark.parametrize(
+    "data",
+    ['{"answer": "a", "facts": [["a"]]}', '{"answer": "a", "check": "vibes"}', '{"check": 1}'],
+)
+def test_a_data_block_naming_no_check_it_answers_is_refused(data: str) -> None:
+    """A data block without a check, or naming one the demo judge does not answer, is
+    refused rather than guessed from its keys."""
+    body = {"messages": [{"role": "user", "content": f"BEGIN DATA n1\n{data}\nEND DATA n1"}]}
+    with pytest.raises(DemoJudgeError, match="is not one of fact_support, groundedness, refusal"):
+        judge_completion(body)
+
+
 @pytest.mark.parametrize("body", [None, [], {"messages": "x"}, {"messages": [{"content": "hi"}]}])
 def test_a_request_without_a_data_block_is_refused(body: object) -> None:
     with pytest.raises(DemoJudgeError):

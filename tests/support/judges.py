@@ -3,8 +3,8 @@ that judge honestly, return malformed JSON, hang, are fooled by an injected answ
 change their behaviour mid-way, or refuse ``response_format``.
 
 The honest judge reads the data block the evaluator sends (the JSON between the BEGIN/END
-DATA lines) and judges by normalised substring matching: simple, deterministic, and
-enough to tell a canary (no expected fact) from a real answer.
+DATA lines), answers the check it names, and judges by normalised substring matching:
+simple, deterministic, and enough to tell a canary (no expected fact) from a real answer.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from aiohttp import web
@@ -29,20 +30,15 @@ def _norm(text: str) -> str:
 
 
 def _data(body: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-    system = body["messages"][0]["content"]
+    """The check the data block names, and the data block."""
     match = _DATA.search(body["messages"][1]["content"])
     assert match is not None, "the evaluator always sends a delimited data block"
-    check = (
-        "fact_support"
-        if "expected facts" in system
-        else "groundedness"
-        if "supported by the evidence" in system
-        else "refusal"
-    )
-    return check, json.loads(match.group(2))
+    data = json.loads(match.group(2))
+    return data["check"], data
 
 
 def honest_verdict(check: str, data: dict[str, Any]) -> dict[str, Any]:
+    """The verdict of a shipped check by normalised substring matching."""
     answer = _norm(data.get("answer", ""))
     if check == "fact_support":
         facts = [
@@ -59,6 +55,7 @@ def honest_verdict(check: str, data: dict[str, Any]) -> dict[str, Any]:
             ],
             "reason": "sentences found in the evidence",
         }
+    assert check == "refusal", f"no honest verdict for {check!r}: pass it in verdicts="
     return {"refusal": any(r in answer for r in _REFUSALS), "reason": "refusal phrase"}
 
 
@@ -79,11 +76,20 @@ class LoopbackJudge(ThreadedApp):
     JSON content), ``no_verdict`` (a JSON object of the wrong shape), ``hang`` (never
     answers), ``fooled`` (passes everything), ``no_schema`` (400 on ``response_format``,
     then honest), ``flip_after`` (honest for ``flip_after`` calls, then inverts every
-    boolean: a model changed behind the same name). Switch ``mode`` between runs freely."""
+    boolean: a model changed behind the same name). Switch ``mode`` between runs freely.
+    ``verdicts``: the verdict of each further check by name (a check a test registered),
+    from the data block; the judge answers each request by the check its data names."""
 
-    def __init__(self, mode: str = "good", *, flip_after: int | None = None) -> None:
+    def __init__(
+        self,
+        mode: str = "good",
+        *,
+        flip_after: int | None = None,
+        verdicts: Mapping[str, Callable[[dict[str, Any]], dict[str, Any]]] | None = None,
+    ) -> None:
         self.mode = mode
         self.flip_after = flip_after
+        self.verdicts = dict(verdicts or {})
         self.calls = 0
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
@@ -122,7 +128,12 @@ class LoopbackJudge(ThreadedApp):
             await self._released.wait()
             return web.json_response({"error": "stopped"}, status=503)
         check, data = _data(body)
-        verdict = _fooled_verdict(check, data) if mode == "fooled" else honest_verdict(check, data)
+        if check in self.verdicts:
+            verdict = self.verdicts[check](data)
+        elif mode == "fooled":
+            verdict = _fooled_verdict(check, data)
+        else:
+            verdict = honest_verdict(check, data)
         if self.flip_after is not None and self.calls > self.flip_after:
             verdict = _inverted(verdict)
         content = json.dumps(verdict)
