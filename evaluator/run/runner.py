@@ -47,7 +47,7 @@ from evaluator.run.looplag import LoopLagMonitor
 from evaluator.run.otlp import CaseSpans
 from evaluator.run.otlp import active as active_spans
 from evaluator.run_options import RunOptions
-from evaluator.scoring.case import score_ranked
+from evaluator.scoring.case import score_case
 from evaluator.summary import summarise
 from evaluator.targets.admission import measure_queue_wait
 from evaluator.targets.base import Target
@@ -204,7 +204,7 @@ def _scored(
     grows with the answer (normalisation, redaction), pure, so a worker thread may do them.
     ``response`` has its ranking cut already, ``ranked`` is its ``ranked_ids``."""
     limits = options.limits
-    scores = score_ranked(case, limits.scored(response), ranked, options.k, options.scoring)
+    scores = score_case(case, limits.scored(response), options.k, options.scoring, ranked)
     return scores, limits.answer(response.answer)
 
 

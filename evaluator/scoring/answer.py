@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import functools
 import unicodedata
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 __all__ = [
     "DEFAULT_REFUSAL_PHRASES",
     "MAX_NORMALISED_CHARS",
     "answer_correct",
+    "contains_any",
     "contains_fact",
     "count_facts",
     "fact_recall",
@@ -169,6 +170,21 @@ def needles(alternatives: Sequence[str]) -> tuple[str, ...]:
     return tuple(n for n in map(_normalised_needle, alternatives) if n)
 
 
+def contains_any(normalised_text: str, normalised_needles: Iterable[str]) -> bool:
+    """Whether any needle occurs in the text, both already normalised (:func:`normalise`,
+    :func:`needles`): the one substring test behind facts and refusals.
+
+    ``found = any(needle in normalised_text for needle in normalised_needles)``; an empty
+    needle would match every text, which is why :func:`needles` leaves them out.
+    """
+    # a loop, not any() over a generator: 0.27 against 0.46 µs, and this runs for every
+    # fact and the refusal phrases of every scored case
+    for needle in normalised_needles:  # noqa: SIM110
+        if needle in normalised_text:
+            return True
+    return False
+
+
 def contains_fact(normalised_answer: str, alternatives: Sequence[str]) -> bool:
     """Whether any alternative of one fact occurs in an already normalised answer.
 
@@ -184,15 +200,18 @@ def contains_fact(normalised_answer: str, alternatives: Sequence[str]) -> bool:
     """
     if isinstance(alternatives, str):
         alternatives = (alternatives,)
-    for alternative in alternatives:
-        needle = _normalised_needle(alternative)
-        if needle and needle in normalised_answer:
-            return True
-    return False
+    return contains_any(normalised_answer, _needles_of(tuple(alternatives)))
+
+
+@functools.lru_cache(maxsize=8192)
+def _needles_of(alternatives: tuple[str, ...]) -> tuple[str, ...]:
+    """:func:`needles` of one fact's alternatives: the same few facts, every case."""
+    return needles(alternatives)
 
 
 def count_facts(normalised_answer: str, expected_facts: Sequence[Sequence[str]]) -> int:
-    """How many expected facts an already normalised answer contains (one alternative each).
+    """How many expected facts an already normalised answer contains: :func:`contains_fact`
+    of each (one alternative of a fact is enough).
 
     Raises:
         ValueError: ``expected_facts`` is empty.
@@ -202,14 +221,10 @@ def count_facts(normalised_answer: str, expected_facts: Sequence[Sequence[str]])
         raise TypeError("expected_facts must be a sequence of facts, not one string")
     if not expected_facts:
         raise ValueError("expected_facts is empty: the answer has nothing to be checked against")
-    # contains_fact of each fact, inline: once per scored case
     found = 0
     for fact in expected_facts:
-        for alternative in (fact,) if isinstance(fact, str) else fact:
-            needle = _normalised_needle(alternative)
-            if needle and needle in normalised_answer:
-                found += 1
-                break
+        if contains_fact(normalised_answer, fact):
+            found += 1
     return found
 
 

@@ -8,14 +8,15 @@ from functools import cached_property
 from evaluator.models import Case, CaseScores, TargetResponse
 from evaluator.scoring.answer import (
     DEFAULT_REFUSAL_PHRASES,
+    contains_any,
     count_facts,
     needles,
     normalise,
 )
 from evaluator.scoring.citation import precision_of_resolved, recall_of_resolved, resolve_all
-from evaluator.scoring.retrieval import _check_k, relevant_ids, retrieval_of_unique
+from evaluator.scoring.retrieval import check_k, relevant_ids, retrieval_of_unique
 
-__all__ = ["ScoringSettings", "score_case", "score_ranked"]
+__all__ = ["ScoringSettings", "score_case"]
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,7 @@ def score_case(
     response: TargetResponse,
     k: int,
     settings: ScoringSettings = ScoringSettings(),
+    ranked: tuple[str, ...] | None = None,
 ) -> CaseScores:
     """Score one response: retrieval, citations and answer, each value in [0, 1] or None.
 
@@ -59,11 +61,17 @@ def score_case(
     ``citation_recall`` scored; answerable without facts → answer fields None except
     ``refused`` (a false refusal), citation metrics scored.
 
+    Each step calls the documented metric's own implementation with its inputs computed
+    once per case (the ranking without duplicates, the resolved citations, the normalised
+    answer), so the scores are those functions' by construction.
+
     Args:
         case: the golden-set case.
         response: what the target returned for ``case.question``.
         k: retrieval cutoff, >= 1.
         settings: scoring knobs (refusal phrases).
+        ranked: ``response.ranked_ids`` when the caller has them already (the runner keeps
+            them for the record too); computed here otherwise.
 
     Returns:
         The case's scores.
@@ -71,80 +79,16 @@ def score_case(
     Raises:
         ValueError: ``k`` is below 1.
     """
-    return score_ranked(case, response, response.ranked_ids, k, settings)
-
-
-def score_ranked(
-    case: Case,
-    response: TargetResponse,
-    ranked: tuple[str, ...],
-    k: int,
-    settings: ScoringSettings = ScoringSettings(),
-) -> CaseScores:
-    """:func:`score_case` with ``ranked`` the response's ``ranked_ids`` already computed (the
-    runner keeps them too)."""
-    _check_k(k)
-    # the metric functions of retrieval, citation and answer, each input computed once:
-    # the ranking without duplicates, the resolved citations, the normalised answer (each
-    # public function would recompute them), retrieval in one pass over the ranking
-    relevance = case.relevance
-    unanswerable = case.unanswerable
-    relevant = 0
-    recall: float | None
-    rr: float | None
-    ndcg: float | None
-    if not settings.retrieval:
-        recall, rr, ndcg = None, None, None
-    elif unanswerable:
-        empty = 1.0 if not ranked else 0.0
-        recall, rr, ndcg = empty, empty, empty
-    else:
-        recall, rr, ndcg, relevant = retrieval_of_unique(ranked, relevance, k)
+    check_k(k)
+    if ranked is None:
+        ranked = response.ranked_ids
+    recall, rr, ndcg = _retrieval_scores(case, ranked, k, settings)
     if response.answer is None:
         return CaseScores(recall_at_k=recall, mrr=rr, ndcg_at_k=ndcg)
-
-    citations = response.citations
-    retrieved = response.retrieved
-    # the ids in the order returned, duplicates kept: the ranking itself when it has none
-    ids = ranked if len(ranked) == len(retrieved) else [r.id for r in retrieved]
-    resolved = resolve_all(citations, ids)
-    valid: bool | None = None not in resolved
-    precision: float | None
-    cited_recall: float | None
-    if not settings.citations:
-        precision, cited_recall, valid = None, None, None
-    elif valid:
-        # every citation resolved (the usual answer): the distinct targets are the distinct
-        # ids cited, and the supported ones are also the relevant ids cited
-        supported = 0
-        if resolved:
-            cited = set(resolved)
-            for doc_id in cited:
-                if relevance.get(doc_id, 0) >= 1:  # type: ignore[arg-type]
-                    supported += 1
-            precision = supported / len(cited)
-        else:
-            precision = 1.0 if unanswerable else 0.0
-        cited_recall = None if unanswerable else (supported / relevant if relevant else 0.0)
-    else:
-        precision = precision_of_resolved(citations, resolved, relevance, unanswerable=unanswerable)
-        cited_recall = (
-            None if unanswerable else recall_of_resolved(resolved, relevant_ids(relevance))
-        )
+    precision, cited_recall, valid = _citation_scores(case, response, ranked, settings)
     normalised = normalise(response.answer)
-    refused = False
-    for needle in settings.refusal_needles:
-        if needle in normalised:
-            refused = True
-            break
-    correct: bool | None = None
-    facts: float | None = None
-    if unanswerable:
-        correct = refused
-    elif case.expected_facts:
-        found = count_facts(normalised, case.expected_facts)
-        correct = found == len(case.expected_facts)
-        facts = found / len(case.expected_facts)
+    refused = contains_any(normalised, settings.refusal_needles)
+    correct, facts = _answer_scores(case, normalised, refused)
     return CaseScores(
         recall_at_k=recall,
         mrr=rr,
@@ -156,3 +100,52 @@ def score_ranked(
         fact_recall=facts,
         refused=refused,
     )
+
+
+_Retrieved = tuple[float | None, float | None, float | None]
+
+
+def _retrieval_scores(
+    case: Case, ranked: tuple[str, ...], k: int, settings: ScoringSettings
+) -> _Retrieved:
+    """(recall@K, reciprocal rank, nDCG@K): None when the target's ids are not mapped; for an
+    unanswerable case 1.0 each when nothing was retrieved, else 0.0."""
+    if not settings.retrieval:
+        return None, None, None
+    if case.unanswerable:
+        empty = 1.0 if not ranked else 0.0
+        return empty, empty, empty
+    recall, rr, ndcg, _ = retrieval_of_unique(ranked, case.relevance, k)
+    return recall, rr, ndcg
+
+
+def _citation_scores(
+    case: Case, response: TargetResponse, ranked: tuple[str, ...], settings: ScoringSettings
+) -> tuple[float | None, float | None, bool | None]:
+    """(citation precision, citation recall, citations valid): None each when the target's
+    citations are not mapped; recall None for an unanswerable case."""
+    if not settings.citations:
+        return None, None, None
+    citations = response.citations
+    retrieved = response.retrieved
+    # positions point into the ids as returned, duplicates kept: the ranking itself when it
+    # has none
+    ids = ranked if len(ranked) == len(retrieved) else [r.id for r in retrieved]
+    resolved = resolve_all(citations, ids)
+    relevance = case.relevance
+    unanswerable = case.unanswerable
+    precision = precision_of_resolved(citations, resolved, relevance, unanswerable=unanswerable)
+    recall = None if unanswerable else recall_of_resolved(resolved, relevant_ids(relevance))
+    return precision, recall, None not in resolved
+
+
+def _answer_scores(case: Case, normalised: str, refused: bool) -> tuple[bool | None, float | None]:
+    """(answer correct, fact recall) of a normalised answer: a refusal is the right answer to
+    an unanswerable case; an answerable one needs every expected fact (None without any)."""
+    if case.unanswerable:
+        return refused, None
+    facts = case.expected_facts
+    if not facts:
+        return None, None
+    found = count_facts(normalised, facts)
+    return found == len(facts), found / len(facts)

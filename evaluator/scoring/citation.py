@@ -106,16 +106,7 @@ def precision_of_resolved(
 ) -> float:
     """:func:`citation_precision` with each citation already resolved (:func:`resolve_all`)."""
     if None not in resolved:
-        # every citation resolved (the usual answer): its distinct targets are the
-        # distinct ids, and the share is the same whatever order they are counted in
-        if not resolved:
-            return 1.0 if unanswerable else 0.0
-        cited = set(resolved)
-        supported = 0
-        for doc_id in cited:
-            if relevance.get(doc_id, 0) >= 1:  # type: ignore[arg-type]
-                supported += 1
-        return supported / len(cited)
+        return _precision_of_ids(resolved, relevance, unanswerable)  # type: ignore[arg-type]
     targets = _distinct_targets(citations, resolved)
     if not targets:
         return 1.0 if unanswerable else 0.0
@@ -124,6 +115,22 @@ def precision_of_resolved(
         if doc_id is not None and relevance.get(doc_id, 0) >= 1:
             supported += 1
     return supported / len(targets)
+
+
+def _precision_of_ids(
+    resolved: Sequence[str], relevance: Mapping[str, int], unanswerable: bool
+) -> float:
+    """:func:`precision_of_resolved` when every citation resolved (the usual answer): the
+    distinct targets are the distinct ids, and the share is the same whatever order they are
+    counted in (``tests/scoring/test_formulas.py`` holds it to the formula)."""
+    if not resolved:
+        return 1.0 if unanswerable else 0.0
+    cited = set(resolved)
+    supported = 0
+    for doc_id in cited:
+        if relevance.get(doc_id, 0) >= 1:
+            supported += 1
+    return supported / len(cited)
 
 
 def citation_recall(

@@ -81,21 +81,41 @@ class LabelAudit:
         Returns:
             The audit; ``checked`` False when there was nothing to check.
         """
-        evidence = tuple(i for i, g in relevance.items() if g >= 1)
-        if unanswerable or not expected_facts or not evidence:
+        evidence = _checkable_evidence(unanswerable, expected_facts, relevance, texts)
+        if evidence is None:
             return cls(checked=False, suspect=False)
-        if not all(texts.get(i) for i in evidence):
-            # a fact may sit in the evidence that did not come back: nothing is proven
-            return cls(checked=False, suspect=False)
-        haystacks = [_normalised_evidence(texts[i]) for i in evidence]
         facts = tuple(tuple(f) for f in expected_facts)
-        missing = tuple(f for f in facts if not any(contains_fact(h, f) for h in haystacks))
+        missing = _missing_facts(facts, [_normalised_evidence(texts[i]) for i in evidence])
         if len(missing) < len(facts):
             return cls(checked=True, suspect=False, missing=missing)
         if any(i in cut for i in evidence):
             # the fact may sit in the part that was cut away
             return cls(checked=False, suspect=False, missing=missing)
         return cls(checked=True, suspect=True, missing=missing)
+
+
+def _checkable_evidence(
+    unanswerable: bool,
+    expected_facts: Sequence[Sequence[str]],
+    relevance: Mapping[str, int],
+    texts: Mapping[str, str],
+) -> tuple[str, ...] | None:
+    """The relevant ids whose texts the audit reads, or None when the case cannot be checked:
+    unanswerable, without facts or relevant ids, or with a relevant text missing (a fact may
+    sit in the evidence that did not come back: nothing is proven)."""
+    evidence = tuple(i for i, g in relevance.items() if g >= 1)
+    if unanswerable or not expected_facts or not evidence:
+        return None
+    if not all(texts.get(i) for i in evidence):
+        return None
+    return evidence
+
+
+def _missing_facts(
+    facts: tuple[tuple[str, ...], ...], haystacks: Sequence[str]
+) -> tuple[tuple[str, ...], ...]:
+    """The facts found in none of the normalised texts, in label order."""
+    return tuple(f for f in facts if not any(contains_fact(h, f) for h in haystacks))
 
 
 @functools.lru_cache(maxsize=1024)

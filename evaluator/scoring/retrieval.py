@@ -15,11 +15,9 @@ from typing import NamedTuple
 
 __all__ = [
     "Retrieval",
+    "check_k",
     "ndcg_at_k",
-    "ndcg_of_unique",
-    "rank_of_unique",
     "recall_at_k",
-    "recall_of_unique",
     "reciprocal_rank",
     "relevant_ids",
     "retrieval_of_unique",
@@ -30,7 +28,8 @@ def _dedupe(ranked: Sequence[str]) -> list[str]:
     return list(dict.fromkeys(ranked))
 
 
-def _check_k(k: int) -> None:
+def check_k(k: int) -> None:
+    """Raise ValueError unless ``k`` is an integer >= 1 (a bool is not one)."""
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
         raise ValueError(f"k must be an integer >= 1, got {k!r}")
 
@@ -44,6 +43,7 @@ def recall_at_k(ranked: Sequence[str], relevance: Mapping[str, int], k: int) -> 
     """Share of the relevant ids that appear in the top ``k`` of the ranking.
 
     ``recall@K = |{relevant ids in top K}| / |{relevant ids}|``, as trec_eval's ``recall_K``.
+    A view of :func:`retrieval_of_unique`.
 
     Args:
         ranked: ids best first; later duplicates are ignored.
@@ -56,23 +56,15 @@ def recall_at_k(ranked: Sequence[str], relevance: Mapping[str, int], k: int) -> 
     Raises:
         ValueError: ``k`` is below 1.
     """
-    _check_k(k)
-    return recall_of_unique(_dedupe(ranked), relevant_ids(relevance), k)
-
-
-def recall_of_unique(unique: Sequence[str], relevant: set[str], k: int) -> float:
-    """:func:`recall_at_k` of a ranking already without duplicates, ``relevant`` the ids
-    graded >= 1 (:func:`evaluator.scoring.score_case` computes both once per case)."""
-    if not relevant:
-        return 0.0
-    # ``unique`` holds each id once: the relevant ones among its first k, counted in C
-    return len(relevant.intersection(unique[:k])) / len(relevant)
+    check_k(k)
+    return retrieval_of_unique(_dedupe(ranked), relevance, k).recall
 
 
 def reciprocal_rank(ranked: Sequence[str], relevance: Mapping[str, int]) -> float:
     """Reciprocal of the rank of the first relevant id, over the whole ranking (no cutoff).
 
     ``RR = 1 / rank(first relevant id)``, ranks 1-based; as trec_eval's ``recip_rank``.
+    A view of :func:`retrieval_of_unique` (whose reciprocal rank ignores its cutoff).
 
     Args:
         ranked: ids best first; later duplicates are ignored.
@@ -81,15 +73,7 @@ def reciprocal_rank(ranked: Sequence[str], relevance: Mapping[str, int]) -> floa
     Returns:
         A value in (0, 1], or 0.0 when no relevant id is ranked.
     """
-    return rank_of_unique(_dedupe(ranked), relevance)
-
-
-def rank_of_unique(unique: Sequence[str], relevance: Mapping[str, int]) -> float:
-    """:func:`reciprocal_rank` of a ranking already without duplicates."""
-    for rank, doc_id in enumerate(unique, start=1):
-        if relevance.get(doc_id, 0) >= 1:
-            return 1.0 / rank
-    return 0.0
+    return retrieval_of_unique(_dedupe(ranked), relevance, 1).reciprocal_rank
 
 
 def ndcg_at_k(ranked: Sequence[str], relevance: Mapping[str, int], k: int) -> float:
@@ -97,7 +81,8 @@ def ndcg_at_k(ranked: Sequence[str], relevance: Mapping[str, int], k: int) -> fl
 
     ``DCG@K = sum over ranks r = 1..K of grade(r) / log2(r + 1)``;
     ``nDCG@K = DCG@K / IDCG@K``, where IDCG@K is the DCG@K of the grades sorted descending.
-    Ids absent from ``relevance`` or graded below 1 gain 0.
+    Ids absent from ``relevance`` or graded below 1 gain 0. A view of
+    :func:`retrieval_of_unique`.
 
     Args:
         ranked: ids best first; later duplicates are ignored.
@@ -110,30 +95,8 @@ def ndcg_at_k(ranked: Sequence[str], relevance: Mapping[str, int], k: int) -> fl
     Raises:
         ValueError: ``k`` is below 1.
     """
-    _check_k(k)
-    return ndcg_of_unique(_dedupe(ranked), relevance, k)
-
-
-def ndcg_of_unique(unique: Sequence[str], relevance: Mapping[str, int], k: int) -> float:
-    """:func:`ndcg_at_k` of a ranking already without duplicates."""
-    grades = [g for g in relevance.values() if g >= 1]
-    if not grades:
-        return 0.0
-    if max(grades) == 1 and len(grades) < _TABLED:
-        # binary relevance (every grade 1): the ideal DCG of n relevant ids, from the table
-        ideal = _IDEAL_BINARY[min(len(grades), k)]
-    else:
-        ideal = _dcg(sorted(grades, reverse=True)[:k])
-    if ideal <= 0.0:
-        return 0.0
-    # the gains of _dcg, added in rank order: the same float as _dcg of the gain list
-    dcg: float = 0
-    for rank, doc_id in enumerate(unique[:k], start=1):
-        g = relevance.get(doc_id, 0)
-        if g >= 1:
-            dcg += g / (_LOG2[rank] if rank < _TABLED else math.log2(rank + 1))
-    # DCG <= IDCG in exact arithmetic; the clamp only guards against rounding.
-    return min(1.0, dcg / ideal)
+    check_k(k)
+    return retrieval_of_unique(_dedupe(ranked), relevance, k).ndcg
 
 
 class Retrieval(NamedTuple):
@@ -146,36 +109,52 @@ class Retrieval(NamedTuple):
 
 
 def retrieval_of_unique(unique: Sequence[str], relevance: Mapping[str, int], k: int) -> Retrieval:
-    """:func:`recall_of_unique`, :func:`rank_of_unique` and :func:`ndcg_of_unique` of one
-    ranking in one pass over it (what :func:`evaluator.scoring.score_case` needs per case),
-    with the number of relevant ids: the same values, each from the same float operations in
-    the same order as those functions (``tests/scoring/test_fast_paths.py``)."""
+    """The retrieval metrics of a ranking without duplicates, in one pass over it: the one
+    implementation, of which :func:`recall_at_k`, :func:`reciprocal_rank` and
+    :func:`ndcg_at_k` are views (their docstrings give the formulas), and what
+    :func:`evaluator.scoring.score_case` calls once per case.
+
+    Args:
+        unique: ids best first, each once (``TargetResponse.ranked_ids``).
+        relevance: id -> grade; ids with grade >= 1 are relevant.
+        k: cutoff, >= 1 (not checked here: the callers check it once). The reciprocal rank
+            is over the whole ranking whatever ``k``.
+
+    Returns:
+        Recall@K, reciprocal rank, nDCG@K, and the number of relevant ids.
+    """
     grades = [g for g in relevance.values() if g >= 1]
     relevant = len(grades)
     if not relevant:
         # nothing to find: every metric 0.0 (no id is relevant, so no rank either)
         return Retrieval(0.0, 0.0, 0.0, 0)
-    if max(grades) == 1 and relevant < _TABLED:
-        ideal = _IDEAL_BINARY[min(relevant, k)]
-    else:
-        ideal = _dcg(sorted(grades, reverse=True)[:k])
+    ideal = _ideal_dcg(grades, k)
     hits = 0
     rr = 0.0
     dcg: float = 0
-    for rank, doc_id in enumerate(unique, start=1):
-        if rank > k and rr:
-            break  # past the cutoff only the first relevant rank was still wanted
+    for rank, doc_id in enumerate(unique[:k], start=1):
         g = relevance.get(doc_id, 0)
         if g >= 1:
+            hits += 1
+            # the gains of _dcg, added in rank order: the same float as _dcg of them
+            dcg += _gain(g, rank)
             if not rr:
                 rr = 1.0 / rank
-            if rank <= k:
-                hits += 1
-                dcg += g / (_LOG2[rank] if rank < _TABLED else math.log2(rank + 1))
+    if not rr:
+        rr = _reciprocal_rank_after(unique, relevance, k)
     # relevance's ids are distinct and so are the ranking's: the hits are the relevant ids
-    # in the top k, the intersection recall_of_unique counts
+    # in the top k. DCG <= IDCG in exact arithmetic; the clamp only guards against rounding.
     ndcg = min(1.0, dcg / ideal) if ideal > 0.0 else 0.0
     return Retrieval(hits / relevant, rr, ndcg, relevant)
+
+
+def _reciprocal_rank_after(unique: Sequence[str], relevance: Mapping[str, int], k: int) -> float:
+    """1 / the rank of the first relevant id past rank ``k``, 0.0 when there is none (the
+    reciprocal rank has no cutoff)."""
+    for rank in range(k + 1, len(unique) + 1):
+        if relevance.get(unique[rank - 1], 0) >= 1:
+            return 1.0 / rank
+    return 0.0
 
 
 #: ranks (and relevant-id counts) with a precomputed value
@@ -184,13 +163,26 @@ _TABLED = 64
 _LOG2 = tuple(math.log2(rank + 1) for rank in range(_TABLED))
 
 
+def _gain(grade: int, rank: int) -> float:
+    """What an id of ``grade`` at ``rank`` adds to the DCG: ``grade / log2(rank + 1)``."""
+    return grade / (_LOG2[rank] if rank < _TABLED else math.log2(rank + 1))
+
+
 def _dcg(gains: Sequence[int]) -> float:
-    # the terms added in rank order from 0, as sum() over them would: the same float
+    """DCG of grades in rank order: the terms added from 0, as sum() over them would."""
     total: float = 0
     for rank, g in enumerate(gains, start=1):
         if g:
-            total += g / (_LOG2[rank] if rank < _TABLED else math.log2(rank + 1))
+            total += _gain(g, rank)
     return total
+
+
+def _ideal_dcg(grades: list[int], k: int) -> float:
+    """IDCG@K of the relevant ids' grades (each >= 1, at least one): the DCG of the best
+    ``k`` grades, best first; for binary relevance read from the table."""
+    if max(grades) == 1 and len(grades) < _TABLED:
+        return _IDEAL_BINARY[min(len(grades), k)]
+    return _dcg(sorted(grades, reverse=True)[:k])
 
 
 #: the ideal DCG of n ids graded 1 (n < _TABLED): computed by _dcg itself, so the same floats

@@ -351,15 +351,15 @@ class TestLongAnswers:
 
     @staticmethod
     def _threads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-        """The thread each case is scored in, recorded by a wrapper of score_ranked."""
+        """The thread each case is scored in, recorded by a wrapper of score_case."""
         seen: list[str] = []
-        real = runner.score_ranked  # type: ignore[attr-defined]
+        real = runner.score_case  # type: ignore[attr-defined]
 
         def recording(*args: Any, **kwargs: Any) -> Any:
             seen.append(threading.current_thread().name)
             return real(*args, **kwargs)
 
-        monkeypatch.setattr(runner, "score_ranked", recording)
+        monkeypatch.setattr(runner, "score_case", recording)
         return seen
 
     @pytest.mark.parametrize(
