@@ -188,8 +188,7 @@ class CaseChange:
     severity: float
     changes: tuple[str, ...]
     relevant_ids: tuple[str, ...]
-    # named (and ordered) as the gate's JSON names a change's fields: the JSON encodes
-    # these dataclasses as they are, no dict per changed case
+    # named (and ordered) as the gate's JSON names a change's fields (render._change_dict)
     baseline_ranked_ids: tuple[str, ...]
     candidate_ranked_ids: tuple[str, ...]
 

@@ -10,10 +10,7 @@ import json
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from operator import attrgetter
 from typing import Any
-
-import msgspec
 
 from evaluator.border import json_line, printable
 from evaluator.errors import ExitCode
@@ -282,15 +279,22 @@ def _change_dict(c: CaseChange) -> dict[str, Any]:
 def result_to_dict(result: GateResult, sources: GateSources) -> dict[str, Any]:
     """The whole result as a JSON-ready dict (``--format json``)."""
     data = _head_dict(result, sources)
-    diff = result.case_diff
-    data["cases"]["regressed"] = [_change_dict(c) for c in diff.regressed]
-    data["cases"]["improved"] = [_change_dict(c) for c in diff.improved]
+    data["cases"] = {
+        **_case_counts(result),
+        "regressed": [_change_dict(c) for c in result.case_diff.regressed],
+        "improved": [_change_dict(c) for c in result.case_diff.improved],
+    }
     return data
 
 
+def _case_counts(result: GateResult) -> dict[str, int]:
+    """The members of the result's ``cases`` before its two lists."""
+    return {"compared": result.case_diff.compared, "unchanged": result.case_diff.unchanged}
+
+
 def _head_dict(result: GateResult, sources: GateSources) -> dict[str, Any]:
-    """:func:`result_to_dict` with both case lists empty."""
-    a, diff = result.alignment, result.case_diff
+    """:func:`result_to_dict` but its last member, ``cases``."""
+    a = result.alignment
     return {
         "passed": result.passed,
         "verdict": "pass" if result.passed else "fail",
@@ -336,12 +340,6 @@ def _head_dict(result: GateResult, sources: GateSources) -> dict[str, Any]:
         "diagnosis": [
             {"area": f.area, "signal": f.signal, "look_at": f.look_at} for f in result.diagnosis
         ],
-        "cases": {
-            "compared": diff.compared,
-            "unchanged": diff.unchanged,
-            "regressed": [],
-            "improved": [],
-        },
     }
 
 
@@ -360,56 +358,37 @@ def _encode(value: object) -> str:
 
 #: Changed cases encoded per piece: one encoder call each, well under a MB of text.
 _PIECE_CASES = 1000
-#: How the whole result's text ends when both case lists are empty (``cases`` is the last
-#: key of the result and its two lists are the last keys of ``cases``).
-_LISTS_TAIL = '"regressed": [], "improved": []}}'
-#: Floats msgspec writes as Python's ``repr`` does (the shortest round-trip digits; outside
-#: this range ``repr`` takes an exponent, ``1e-05``, where msgspec writes ``0.00001``).
-_PLAIN_FLOATS = (1e-4, 1e16)
-_SEVERITY = attrgetter("severity")
-
-
-def _encode_changes(changes: Sequence[CaseChange]) -> str:
-    """``_encode([_change_dict(c) for c in changes])``, the same text, encoded in C.
-
-    msgspec encodes a :class:`CaseChange` as the object of its fields, in field order
-    (named as the JSON names them), with json's escapes; its compact separators are
-    spaced as json's by ``msgspec.json.format``, which reads strings as JSON (so text in
-    them is left alone). A severity whose ``repr`` has an exponent (a case that moved by
-    less than 0.0001 in all), or a string msgspec refuses, takes ``json``.
-    """
-    severities = list(map(_SEVERITY, changes))
-    low, high = _PLAIN_FLOATS
-    if severities and low <= min(severities) and max(severities) < high:
-        try:
-            return json_line(msgspec.json.format(msgspec.json.encode(changes), indent=0).decode())
-        except (msgspec.EncodeError, UnicodeError):
-            pass
-    return _encode([_change_dict(c) for c in changes])
 
 
 def json_pieces(result: GateResult, sources: GateSources) -> Iterator[str]:
-    """:func:`render_json`'s text in pieces that add up to it exactly: the result without
-    its case lists, then the changed cases a thousand at a time, whole JSON objects.
+    """:func:`render_json`'s text in pieces that add up to it exactly: the JSON object of
+    :func:`result_to_dict` written member by member, each value by :func:`_encode`, and its
+    last member's two lists of changed cases a thousand at a time, whole JSON objects.
 
     Written piece by piece, a 100,000-case gate never holds its whole JSON text (tens of
     MB, twice that as one str with any non-ASCII character) nor the encoder's list of
     fragments of it. A piece boundary is never inside a JSON string.
     """
     diff = result.case_diff
-    head = _encode(_head_dict(result, sources))
-    if not head.endswith(_LISTS_TAIL):  # the layout above changed: encode it whole
-        yield _encode(result_to_dict(result, sources))
-        return
-    yield head[: -len(_LISTS_TAIL)] + '"regressed": ['
-    for name, changes in (("regressed", diff.regressed), ("improved", diff.improved)):
-        if name == "improved":
-            yield '], "improved": ['
-        for start in range(0, len(changes), _PIECE_CASES):
-            # a list's text without its brackets is its items joined by ", "
-            items = _encode_changes(changes[start : start + _PIECE_CASES])[1:-1]
-            yield (", " if start else "") + items
+    yield "{" + _members(_head_dict(result, sources))
+    yield '"cases": {' + _members(_case_counts(result)) + '"regressed": ['
+    yield from _change_pieces(diff.regressed)
+    yield '], "improved": ['
+    yield from _change_pieces(diff.improved)
     yield "]}}"
+
+
+def _members(members: dict[str, Any]) -> str:
+    """JSON object members, each followed by the separator of the member after them."""
+    return "".join(f"{_encode(name)}: {_encode(value)}, " for name, value in members.items())
+
+
+def _change_pieces(changes: Sequence[CaseChange]) -> Iterator[str]:
+    """The items of a JSON list of changed cases, :data:`_PIECE_CASES` at a time."""
+    for start in range(0, len(changes), _PIECE_CASES):
+        # a list's text without its brackets is its items joined by ", "
+        items = _encode([_change_dict(c) for c in changes[start : start + _PIECE_CASES]])[1:-1]
+        yield (", " if start else "") + items
 
 
 # --- Markdown -----------------------------------------------------------------------------

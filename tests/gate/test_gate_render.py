@@ -7,6 +7,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
+from evaluator.border import json_line
 from evaluator.gate import DEFAULT_RULES, GateResult, Rule, evaluate_gate
 from evaluator.gate.render import (
     GateSources,
@@ -15,6 +16,7 @@ from evaluator.gate.render import (
     render_junit,
     render_markdown,
     render_text,
+    result_to_dict,
 )
 from tests.gate.factories import record, report
 
@@ -93,6 +95,20 @@ class TestJson:
         assert ["c", "a"] == [c["id"] for c in data["cases"]["regressed"]]
         assert "reports/base.json" == data["baseline"]["path"]
         assert {"mrr", "answer_accuracy"} <= set(data["intervals"])
+
+    def test_one_line_escaped_as_the_json_module_and_the_border_do(self) -> None:
+        """Text a terminal breaks lines at (U+2028, NEL) in a changed case is escaped: the
+        output is json.dumps of the result's dict through border.json_line, on one line."""
+        b = report([record("a", question="refund\u2028deadline\x85?"), record("b")])
+        c = report([record("a", rr=0.5), record("b")], run_id="run-2")
+        result = evaluate_gate(b, c, RULES)
+        expected = json_line(
+            json.dumps(result_to_dict(result, SOURCES), ensure_ascii=False, allow_nan=False)
+        )
+        text = render_json(result, SOURCES)
+        assert expected == text
+        assert [text] == text.splitlines()
+        assert "refund\u2028deadline\x85?" == json.loads(text)["cases"]["regressed"][0]["question"]
 
 
 class TestMarkdown:
