@@ -114,7 +114,7 @@ def test_shards_partition_the_golden_set(ids: list[str], shard_count: int) -> No
 def test_any_question_renders_to_valid_json(question: str, k: int) -> None:
     """Whatever the question holds (quotes, backslashes, control characters), the rendered
     body encodes as JSON and carries the question unchanged."""
-    body = render_body(DEFAULT_BODY, question, k)
+    body = render_body(DEFAULT_BODY, {"question": question, "k": k})
     decoded = json.loads(json.dumps(body))
     assert question in _strings(decoded)
 

@@ -2,12 +2,13 @@
 
 Two kinds of placeholder (the grammar is in :mod:`evaluator.targets.templates`):
 
-- ``{question}`` and ``{k}``, in query-parameter values and in the strings of the JSON body
-  template. A body value that is exactly ``"{k}"`` becomes the integer K and exactly
-  ``"{question}"`` the question string; inside a longer string both are substituted as text
-  (``"top-{k}"`` gives ``"top-5"``). Substitution is a single pass over the parsed template
-  and the body is serialised with :func:`json.dumps` afterwards, so a question holding quotes,
-  backslashes or ``{k}`` can neither break the JSON nor be substituted again.
+- ``{question}`` and ``{k}`` (the table ``PLACEHOLDERS``), in query-parameter values and in
+  the strings of the JSON body template. A body value that is exactly ``"{k}"`` becomes the
+  integer K and exactly ``"{question}"`` the question string; inside a longer string both
+  are substituted as text (``"top-{k}"`` gives ``"top-5"``). Substitution is a single pass
+  over the parsed template and the body is serialised as JSON afterwards, so a question
+  holding quotes, backslashes or ``{k}`` can neither break the JSON nor be substituted
+  again.
 - ``${NAME}``, in header and query-parameter values: the environment variable ``NAME``, read
   once when the target is built. Such values, and every value of a header or parameter whose
   name looks secret (``Authorization``, ``api_key``...), are secrets: held as
@@ -20,7 +21,6 @@ Two kinds of placeholder (the grammar is in :mod:`evaluator.targets.templates`):
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -39,7 +39,7 @@ from evaluator.redaction import MASK, Redactor, derived_secrets, register_secret
 from evaluator.targets.templates import (
     DEFAULT_BODY,
     ENV_REFERENCE,
-    PLACEHOLDER,
+    placeholder_values,
     render_body,
     render_text,
     resolve_env,
@@ -84,59 +84,9 @@ class OutgoingRequest(msgspec.Struct, frozen=True):
     content: bytes | None = None
 
 
-#: json.dumps(..., ensure_ascii=False) without building an encoder per call
-_encode_json = json.JSONEncoder(ensure_ascii=False).encode
-#: what _encode_json gives for a str (the encoder's own function, in C), without the
-#: method call and type checks around it: once per request
-_encode_str = json.encoder.encode_basestring
-
-#: stand-ins for the values that are exactly "{question}" / "{k}" while a body template is
-#: encoded once (NUL never survives JSON encoding unescaped, so no text can mimic them)
-_QUESTION_MARK = "\x00evaluator:question\x00"
-_K_MARK = "\x00evaluator:k\x00"
-
-
-class _Partial(Exception):
-    """A template string holds a placeholder inside longer text."""
-
-
-def _marked(template: JsonValue) -> JsonValue:
-    if isinstance(template, str):
-        if template == "{question}":
-            return _QUESTION_MARK
-        if template == "{k}":
-            return _K_MARK
-        if PLACEHOLDER.search(template):
-            raise _Partial
-        return template
-    if isinstance(template, list):
-        return [_marked(v) for v in template]
-    if isinstance(template, dict):
-        return {key: _marked(v) for key, v in template.items()}
-    return template
-
-
-def split_body(template: JsonValue) -> tuple[tuple[str, ...], tuple[bool, ...]] | None:
-    """A body template's JSON text, encoded once, cut where the question and K go.
-
-    Returns ``(pieces, slots)``: ``slots[i]`` (True for the question, False for K) goes
-    between ``pieces[i]`` and ``pieces[i + 1]``; the encoded question and ``str(k)``
-    put there give exactly ``json.dumps(render_body(template, question, k),
-    ensure_ascii=False)`` (JSON encoding is compositional), without encoding the whole
-    template per request. None when a string holds a placeholder inside longer text
-    (``"top-{k}"``), or the template already holds a marker's text: such bodies are
-    rendered whole each time.
-    """
-    question, k = _encode_json(_QUESTION_MARK), _encode_json(_K_MARK)
-    plain = _encode_json(template)
-    if question in plain or k in plain:
-        return None
-    try:
-        text = _encode_json(_marked(template))
-    except _Partial:
-        return None
-    parts = re.split(f"({re.escape(question)}|{re.escape(k)})", text)
-    return tuple(parts[0::2]), tuple(p == question for p in parts[1::2])
+#: json.dumps(..., ensure_ascii=False) without building an encoder per call; a template
+#: parsed from a configuration holds no cycle, so none is looked for
+_encode_json = json.JSONEncoder(ensure_ascii=False, check_circular=False).encode
 
 
 def default_turn_body(question: str, k: int, dialogue: Dialogue) -> dict[str, object]:
@@ -269,10 +219,6 @@ class RequestTemplate:
             headers.setdefault("Content-Type", "application/json")
         return headers
 
-    @cached_property
-    def _body_pieces(self) -> tuple[tuple[str, ...], tuple[bool, ...]] | None:
-        return None if self.body is None else split_body(self.body)
-
     def render_content(
         self, question: str, k: int, dialogue: Dialogue | None = None
     ) -> bytes | None:
@@ -283,27 +229,16 @@ class RequestTemplate:
             return None
         if dialogue is not None and self.body == DEFAULT_BODY:
             return _encode_json(default_turn_body(question, k, dialogue)).encode()
-        split = self._body_pieces
-        if split is None:
-            return _encode_json(render_body(self.body, question, k)).encode()
-        pieces, slots = split
-        encoded_question = (
-            _encode_str(question) if type(question) is str else _encode_json(question)
-        )
-        encoded_k = str(k) if type(k) is int else _encode_json(k)
-        out = [pieces[0]]
-        for is_question, piece in zip(slots, pieces[1:], strict=True):
-            out.append(encoded_question if is_question else encoded_k)
-            out.append(piece)
-        return "".join(out).encode()
+        return _encode_json(render_body(self.body, placeholder_values(question, k))).encode()
 
     def build(self, question: str, k: int, dialogue: Dialogue | None = None) -> OutgoingRequest:
         """The request for one question (a conversation's turn: with its ``dialogue``),
         without its secrets (the transport adds them)."""
         url = self._url
         if self.params:
+            values = placeholder_values(question, k)
             url = url.extend_query(
-                [(name, render_text(value, question, k)) for name, value in self.params]
+                [(name, render_text(value, values)) for name, value in self.params]
             )
         content = self.render_content(question, k, dialogue)
         return OutgoingRequest(self.method, url, dict(self._static_headers), content)

@@ -1,13 +1,21 @@
-"""The request template grammar: ``{question}``/``{k}`` placeholders and ``${NAME}``
+"""The request template grammar: the placeholders (``{question}``, ``{k}``) and ``${NAME}``
 environment references, shared by the configuration (to validate) and the HTTP target (to
 render). Dependency-free, so loading a config does not import the HTTP stack.
+
+A placeholder is an entry of :data:`PLACEHOLDERS`; a request gives each its value
+(:meth:`evaluator.targets.request.RequestTemplate.build`). A body string that is exactly
+``"{name}"`` becomes the value itself (``"{k}"`` the integer K); inside longer text the
+value's text is substituted (``"top-{k}"`` gives ``"top-5"``), a string as it is and any
+other value as its JSON.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections.abc import Mapping
+from types import MappingProxyType
 
 from pydantic import JsonValue
 
@@ -17,15 +25,31 @@ __all__ = [
     "DEFAULT_BODY",
     "ENV_REFERENCE",
     "PLACEHOLDER",
+    "PLACEHOLDERS",
+    "Values",
     "env_reference_problem",
     "mentions_question",
+    "placeholder_values",
     "render_body",
     "render_text",
     "resolve_env",
 ]
 
-#: ``{question}`` or ``{k}``
-PLACEHOLDER = re.compile(r"\{(question|k)\}")
+#: every placeholder of a request template: its name -> what it stands for. A new one is an
+#: entry here and its value in :func:`placeholder_values`.
+PLACEHOLDERS: Mapping[str, str] = MappingProxyType(
+    {
+        "question": "the case's question, a string",
+        "k": "the retrieval cutoff K, an integer",
+    }
+)
+
+#: a placeholder in a template string, ``{question}``, its name the first group
+PLACEHOLDER = re.compile(r"\{(" + "|".join(map(re.escape, PLACEHOLDERS)) + r")\}")
+#: a template string that is exactly one placeholder -> the placeholder's name
+_WHOLE: Mapping[str, str] = MappingProxyType({f"{{{name}}}": name for name in PLACEHOLDERS})
+#: the values of one request's placeholders, by name
+Values = Mapping[str, JsonValue]
 #: ``${NAME}``: an environment variable
 ENV_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 #: the default contract's request body
@@ -79,24 +103,33 @@ def mentions_question(template: JsonValue) -> bool:
     return False
 
 
-def render_text(template: str, question: str, k: int) -> str:
-    """Substitute ``{question}`` and ``{k}`` in one string, in a single pass."""
-    return PLACEHOLDER.sub(lambda m: question if m.group(1) == "question" else str(k), template)
+def placeholder_values(question: str, k: int) -> Values:
+    """The value of each placeholder of :data:`PLACEHOLDERS` for one request."""
+    return {"question": question, "k": k}
 
 
-def render_body(template: JsonValue, question: str, k: int) -> JsonValue:
-    """The body for one question: placeholders substituted in every string value.
+def render_text(template: str, values: Values) -> str:
+    """Substitute every placeholder in one string with its value's text, in a single pass."""
+    return PLACEHOLDER.sub(lambda m: _text(values[m.group(1)]), template)
+
+
+def _text(value: JsonValue) -> str:
+    """A value as text inside a longer string: a string as it is, anything else its JSON."""
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def render_body(template: JsonValue, values: Values) -> JsonValue:
+    """The body for one request: placeholders substituted in every string value.
 
     Object keys are left alone; numbers, booleans and nulls pass through unchanged.
     """
     if isinstance(template, str):
-        if template == "{k}":
-            return k
-        if template == "{question}":
-            return question
-        return render_text(template, question, k)
+        whole = _WHOLE.get(template)
+        if whole is not None:
+            return values[whole]
+        return render_text(template, values)
     if isinstance(template, list):
-        return [render_body(v, question, k) for v in template]
+        return [render_body(v, values) for v in template]
     if isinstance(template, dict):
-        return {key: render_body(v, question, k) for key, v in template.items()}
+        return {key: render_body(v, values) for key, v in template.items()}
     return template

@@ -5,8 +5,6 @@ from __future__ import annotations
 import json
 
 import pytest
-from hypothesis import assume, given, settings
-from hypothesis import strategies as st
 from pydantic import JsonValue
 
 from evaluator.errors import ConfigError
@@ -16,7 +14,6 @@ from evaluator.targets.request import (
     Redactor,
     RequestTemplate,
     is_secret_name,
-    split_body,
 )
 from evaluator.targets.templates import DEFAULT_BODY, render_body, render_text
 
@@ -39,7 +36,7 @@ class TestRenderBody:
 
     def test_whole_value_placeholders_keep_their_type(self) -> None:
         """ "{k}" alone becomes an int, "{question}" alone the question; other types pass."""
-        rendered = render_body(CHAT_BODY, "How long?", 7)
+        rendered = render_body(CHAT_BODY, {"question": "How long?", "k": 7})
         assert {
             "model": "rag-large",
             "messages": [{"role": "user", "content": "How long?"}],
@@ -52,17 +49,27 @@ class TestRenderBody:
     def test_hostile_question_is_data(self) -> None:
         """Quotes, backslashes, braces and a literal {k} in the question survive verbatim."""
         question = 'say "hi"\\n {k} {question} }"]'
-        body = json.loads(json.dumps(render_body(CHAT_BODY, question, 3)))
+        body = json.loads(json.dumps(render_body(CHAT_BODY, {"question": question, "k": 3})))
         assert question == body["messages"][0]["content"]
         assert f"top-3 for {question}" == body["label"]
 
     def test_keys_and_unknown_braces_untouched(self) -> None:
         """Object keys are not templates; {other} is not a placeholder."""
-        assert {"{k}": "{other} 5"} == render_body({"{k}": "{other} {k}"}, "q", 5)
+        values: dict[str, JsonValue] = {"question": "q", "k": 5}
+        assert {"{k}": "{other} 5"} == render_body({"{k}": "{other} {k}"}, values)
 
     def test_render_text(self) -> None:
         """Parameter values are text: K becomes its decimal string."""
-        assert "q=refund&n=5" == render_text("q={question}&n={k}", "refund", 5)
+        assert "q=refund&n=5" == render_text("q={question}&n={k}", {"question": "refund", "k": 5})
+
+    def test_body_is_the_rendered_template_as_json(self) -> None:
+        """The request's bytes: the rendered body as json.dumps writes it, UTF-8, with
+        non-ASCII text as it is."""
+        template = RequestTemplate(method="POST", url="http://127.0.0.1:1/rag", body=CHAT_BODY)
+        question = '退款多久到账？ "7 天"\n'
+        rendered = render_body(CHAT_BODY, {"question": question, "k": 4})
+        expected = json.dumps(rendered, ensure_ascii=False).encode()
+        assert expected == _build(template, question, 4).content
 
 
 class TestSecrets:
@@ -214,48 +221,3 @@ class TestDescribeAndIdentity:
         identity = template.identity()
         assert [("api_key", MASK), ("q", "{question}")] == identity["params"]
         assert "k-123" not in json.dumps(identity)
-
-
-class TestBodyEncodedOnce:
-    """The body template is encoded once and the question put into the pieces: the bytes
-    are exactly those of encoding the rendered body whole."""
-
-    def test_default_and_exact_placeholders_are_split(self) -> None:
-        assert split_body(DEFAULT_BODY) is not None
-        assert split_body({"a": ["{question}", {"k": "{k}"}], "n": 1.5}) is not None
-        # a placeholder inside longer text: rendered whole each time
-        assert split_body(CHAT_BODY) is None
-        # a template that already holds a marker's text cannot be cut safely
-        assert split_body({"x": "\x00evaluator:question\x00"}) is None
-
-    @settings(max_examples=400, database=None)
-    @given(
-        template=st.recursive(
-            st.none()
-            | st.booleans()
-            | st.integers()
-            | st.floats(allow_nan=False)
-            | st.sampled_from(["{question}", "{k}", "top-{k}", "x{question}y", "{", "}"])
-            | st.text(max_size=8),
-            lambda inner: (
-                st.lists(inner, max_size=4)
-                | st.dictionaries(st.text(max_size=6), inner, max_size=4)
-            ),
-            max_leaves=12,
-        ),
-        question=st.text(max_size=40),
-        k=st.integers(min_value=1, max_value=1000),
-    )
-    def test_bytes_equal_encoding_the_rendered_body(
-        self, template: JsonValue, question: str, k: int
-    ) -> None:
-        assume(template is not None)  # no template: no body at all
-        request = RequestTemplate(method="POST", url="http://127.0.0.1:1/rag", body=template)
-        expected = json.dumps(render_body(template, question, k), ensure_ascii=False)
-        try:
-            wire = expected.encode()
-        except UnicodeEncodeError:  # a lone surrogate: neither way can send it
-            with pytest.raises(UnicodeEncodeError):
-                request.render_content(question, k)
-            return
-        assert wire == request.render_content(question, k)
