@@ -26,10 +26,10 @@ from evaluator.judge.client import JudgeClient
 from evaluator.judge.drift import agreement_floors, rejudge_labelled
 from evaluator.judge.errors import JUDGE_ERROR_KINDS
 from evaluator.judge.gating import CALIBRATION_FILE
+from evaluator.judge.judged_pass import CallEvent, judge_report
 from evaluator.judge.labels import LabelsError, read_labels
 from evaluator.judge.prompts import PROMPT_VERSION
 from evaluator.judge.record import JudgedRun
-from evaluator.judge.run import CallEvent, judge_report
 from evaluator.judge.settings import JudgeConfig
 from evaluator.judge.store import VerdictStore
 from evaluator.report import RunReport

@@ -14,8 +14,8 @@ import msgspec
 from evaluator.judge.checks import judged_metric
 from evaluator.judge.client import JudgeClient
 from evaluator.judge.gating import CALIBRATION_FILE, calibrated_checks
+from evaluator.judge.judged_pass import judge_report
 from evaluator.judge.record import JudgedRun
-from evaluator.judge.run import judge_report
 from evaluator.judge.settings import JudgeConfig
 from evaluator.judge.store import VerdictStore
 from evaluator.report import RunReport, read_report, write_report

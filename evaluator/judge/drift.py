@@ -17,9 +17,9 @@ from evaluator.judge.calibrate import cohen_kappa
 from evaluator.judge.checks import judged_checks
 from evaluator.judge.client import JudgeClient
 from evaluator.judge.gating import calibration_entries
+from evaluator.judge.judged_pass import JudgedPass, subjects_of
 from evaluator.judge.labels import Label, outcome_verdict
 from evaluator.judge.record import answer_hash
-from evaluator.judge.run import _Pass, subjects_of
 from evaluator.report import RunReport
 
 __all__ = ["DriftPoint", "agreement_floors", "rejudge_labelled"]
@@ -39,7 +39,7 @@ async def rejudge_labelled(
     report: RunReport, client: JudgeClient, labels: Mapping[tuple[str, str, str], Label]
 ) -> list[DriftPoint]:
     """Judge again every check of ``report`` that a label covers; compare per check."""
-    judged = _Pass(client, None, None)
+    judged = JudgedPass(client, None, None)
     pairs: dict[str, list[tuple[bool, bool]]] = {c.name: [] for c in judged_checks()}
     jobs = []
     for subject in subjects_of(report.cases):

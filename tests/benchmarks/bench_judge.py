@@ -35,7 +35,7 @@ from typing import Any
 
 from evaluator.judge.apply import judge_file
 from evaluator.judge.client import JudgeClient
-from evaluator.judge.run import judge_report
+from evaluator.judge.judged_pass import judge_report
 from evaluator.judge.settings import JudgeConfig
 from evaluator.judge.store import VerdictStore
 from evaluator.models import Dataset

@@ -23,6 +23,7 @@ from evaluator.judge.checks import (
 )
 from evaluator.judge.checks.base import INJECTION, Subject
 from evaluator.judge.client import JudgeClient
+from evaluator.judge.judged_pass import judge_report
 from evaluator.judge.labels import Label, append_label, outcome_verdict, read_labels
 from evaluator.judge.prompts import messages
 from evaluator.judge.record import (
@@ -34,7 +35,6 @@ from evaluator.judge.record import (
     judged_run_from_dict,
 )
 from evaluator.judge.review import review_queue
-from evaluator.judge.run import judge_report
 from evaluator.judge.settings import JudgeConfig
 from evaluator.models import CaseScores
 from evaluator.report import read_report, write_report

@@ -16,8 +16,8 @@ import pytest
 from evaluator.errors import ConfigError
 from evaluator.judge.client import JudgeClient
 from evaluator.judge.gating import CALIBRATION_FILE, parse_judged_rules
+from evaluator.judge.judged_pass import judge_report
 from evaluator.judge.prompts import PROMPT_VERSION
-from evaluator.judge.run import judge_report
 from evaluator.judge.settings import JudgeConfig
 from evaluator.report import RunReport, write_report
 from tests.judge.reports import golden, record, report

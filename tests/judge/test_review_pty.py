@@ -16,8 +16,8 @@ import msgspec
 import pytest
 
 from evaluator.judge.client import JudgeClient
+from evaluator.judge.judged_pass import judge_report
 from evaluator.judge.labels import read_labels
-from evaluator.judge.run import judge_report
 from evaluator.judge.settings import JudgeConfig
 from evaluator.report import write_report
 from tests.judge.reports import golden

@@ -12,8 +12,8 @@ import pytest
 
 from evaluator.judge import store as store_module
 from evaluator.judge.client import JudgeClient
+from evaluator.judge.judged_pass import judge_report
 from evaluator.judge.record import JudgedRun
-from evaluator.judge.run import judge_report
 from evaluator.judge.settings import JudgeConfig
 from evaluator.judge.store import FILENAME, VerdictStore
 from tests.judge.reports import golden

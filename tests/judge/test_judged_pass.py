@@ -10,9 +10,9 @@ import pytest
 import structlog
 
 from evaluator.judge.client import JudgeClient
+from evaluator.judge.judged_pass import CallEvent, judge_report
 from evaluator.judge.prompts import PROMPT_VERSION
 from evaluator.judge.record import JudgedRun, judged_run_from_dict
-from evaluator.judge.run import CallEvent, judge_report
 from evaluator.judge.settings import JudgeConfig
 from evaluator.report import RunReport
 from tests.judge.reports import golden

@@ -32,7 +32,7 @@ from evaluator.judge.record import (
 from evaluator.models import CaseRecord
 from evaluator.report import RunReport
 
-__all__ = ["CallEvent", "judge_report", "metric_means", "subjects_of"]
+__all__ = ["CallEvent", "JudgedPass", "judge_report", "metric_means", "subjects_of"]
 
 log = structlog.get_logger("evaluator.judge")
 
@@ -77,7 +77,10 @@ class _Budget:
         return True
 
 
-class _Pass:
+class JudgedPass:
+    """One pass's judge calls: each check of a case asked once (or read from the cache),
+    within the run's concurrency and budget, its usage counted."""
+
     def __init__(
         self,
         client: JudgeClient,
@@ -123,35 +126,52 @@ class _Pass:
     async def verdict(
         self, check: JudgedCheck, subject: Subject, use_cache: bool = True
     ) -> CheckOutcome:
+        """The check's outcome on one case: from the cache when it holds a verdict of the
+        check's shape, else asked of the judge (and then kept in the cache)."""
         data = check.data(subject)
         key = cache_key(self.config.model, PROMPT_VERSION, check.name, data)
-        cached: dict[str, Any] | None = None
-        if use_cache and self.cache is not None:
-            cached = self.cache.get(key)
-        if cached is not None:
-            try:
-                values = check.read(subject, cached)
-            except JudgeError:
-                cached = None  # a stored verdict of another shape: ask again
-            else:
-                self.usage.cache_hits += 1
-                return _judged(check.name, values, cached=True)
+        cache = self.cache if use_cache else None
+        hit = None if cache is None else self._cached(check, subject, cache.get(key))
+        if hit is not None:
+            return hit
+        outcome, verdict = await self._asked(check, subject, data)
+        if cache is not None and verdict is not None:
+            cache.put(key, verdict)
+        return outcome
+
+    def _cached(
+        self, check: JudgedCheck, subject: Subject, stored: dict[str, Any] | None
+    ) -> CheckOutcome | None:
+        """A stored verdict read as the check's (None: none, or one of another shape)."""
+        if stored is None:
+            return None
+        try:
+            values = check.read(subject, stored)
+        except JudgeError:
+            return None  # a stored verdict of another shape: ask again
+        self.usage.cache_hits += 1
+        return _judged(check.name, values, cached=True)
+
+    async def _asked(
+        self, check: JudgedCheck, subject: Subject, data: dict[str, Any]
+    ) -> tuple[CheckOutcome, dict[str, Any] | None]:
+        """The judge asked within the pass's slots and budget: the outcome, and the verdict
+        object to keep (None: skipped or failed, nothing to keep)."""
         try:
             async with self._slots:
                 if not self.budget.take():
                     self.usage.skipped += 1
-                    return CheckOutcome(check.name, "skipped")
+                    return CheckOutcome(check.name, "skipped"), None
                 answered = await self.client.ask(check.name, data)
             self._count(answered)
             values = check.read(subject, answered.verdict)
         except JudgeError as exc:
             self.usage.errors[exc.kind] = self.usage.errors.get(exc.kind, 0) + 1
             self._event(check.name, None, exc)
-            return CheckOutcome(check.name, "error", error_kind=exc.kind, error=exc.message[:300])
+            error = CheckOutcome(check.name, "error", error_kind=exc.kind, error=exc.message[:300])
+            return error, None
         self._event(check.name, answered, None)
-        if use_cache and self.cache is not None:
-            self.cache.put(key, answered.verdict)
-        return _judged(check.name, values)
+        return _judged(check.name, values), answered.verdict
 
 
 def _judged(check: str, values: CheckValues, cached: bool = False) -> CheckOutcome:
@@ -175,7 +195,7 @@ def metric_means(cases: tuple[CaseJudgement, ...]) -> dict[str, float | None]:
 
 
 async def _judge_canaries(
-    judged: _Pass, subjects: list[Subject], count: int
+    judged: JudgedPass, subjects: list[Subject], count: int
 ) -> tuple[CanaryResult, ...]:
     """Each canary judged, never from the cache (a cached verdict would hide a judge that
     changed), and read by its own check's rule for a fooled verdict."""
@@ -189,7 +209,7 @@ async def _judge_canaries(
 
 
 async def _judge_cases(
-    judged: _Pass, subjects: list[Subject], cache: VerdictCache | None
+    judged: JudgedPass, subjects: list[Subject], cache: VerdictCache | None
 ) -> tuple[CaseJudgement, ...]:
     """Every applicable check of every case, at once (the client bounds the calls)."""
 
@@ -228,7 +248,7 @@ async def judge_report(
 
     Canaries go first, and count against the budget like any call.
     """
-    judged = _Pass(client, cache, on_call)
+    judged = JudgedPass(client, cache, on_call)
     subjects = subjects_of(report.cases)
     canaries = await _judge_canaries(judged, subjects, client.config.canaries)
     cases = await _judge_cases(judged, subjects, cache)
