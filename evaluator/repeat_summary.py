@@ -25,7 +25,16 @@ from typing import Any
 from evaluator.metrics import METRICS
 from evaluator.models import CaseRecord, CaseScores
 
-__all__ = ["CaseRepeats", "Repeats", "repeats_from_dict", "summarise_repeats", "verdicts"]
+__all__ = [
+    "VERDICT_PASSED",
+    "VERDICT_WORDS",
+    "CaseRepeats",
+    "Repeats",
+    "repeats_from_dict",
+    "summarise_repeats",
+    "verdict_word",
+    "verdicts",
+]
 
 
 def verdicts(record: CaseRecord) -> tuple[bool | None, bool | None]:
@@ -36,6 +45,42 @@ def verdicts(record: CaseRecord) -> tuple[bool | None, bool | None]:
     recall = scores.recall_at_k
     hit = None if record.case.unanswerable or recall is None else recall > 0
     return scores.answer_correct, hit
+
+
+#: A case's verdict in words, worst first: the one vocabulary of the case view, the daemon's
+#: case table and the HTML report's. It names what decided, as :func:`verdicts` takes it: the
+#: answer check ("correct", "incorrect"), else retrieval ("relevant retrieved", "relevant
+#: missed": a retrieval-only case), else nothing ("not checked"); a failed call is "error".
+VERDICT_WORDS: tuple[str, ...] = (
+    "error",
+    "incorrect",
+    "relevant missed",
+    "not checked",
+    "relevant retrieved",
+    "correct",
+)
+#: what each verdict word says of the case: passed (True), failed (False) or neither (None:
+#: an error is neither a pass nor a fail, docs/history.md)
+VERDICT_PASSED: Mapping[str, bool | None] = {
+    "error": None,
+    "incorrect": False,
+    "relevant missed": False,
+    "not checked": None,
+    "relevant retrieved": True,
+    "correct": True,
+}
+
+
+def verdict_word(record: CaseRecord) -> str:
+    """``record``'s verdict, one of :data:`VERDICT_WORDS`."""
+    if record.scores is None:
+        return "error"
+    answer, hit = verdicts(record)
+    if answer is not None:
+        return "correct" if answer else "incorrect"
+    if hit is not None:
+        return "relevant retrieved" if hit else "relevant missed"
+    return "not checked"
 
 
 @dataclass(frozen=True, slots=True)

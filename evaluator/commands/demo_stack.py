@@ -34,7 +34,7 @@ from evaluator.commands.common import plan_job, streamed_run
 from evaluator.commands.gcpolicy import freeze_startup
 from evaluator.config import HttpTargetConfig, JobConfig, Settings
 from evaluator.daemon import Daemon
-from evaluator.daemon.publish import classify
+from evaluator.daemon.publish import run_outcome
 from evaluator.daemon.server import parse_listen
 from evaluator.daemon.service import without_created_series
 from evaluator.errors import ConfigError, EvaluatorError, ExitCode
@@ -259,7 +259,7 @@ def record_baseline(settings: Settings, folder: Path) -> Baseline:
     if report.interrupted:
         path.unlink(missing_ok=True)
         raise KeyboardInterrupt
-    outcome = classify(report.summary, settings.error_ratio_limit)
+    outcome = run_outcome(report.summary, settings.error_ratio_limit)
     if outcome != "complete":
         path.unlink(missing_ok=True)
         return Baseline(None, f"none: the first run was {outcome}, so runs are not gated")

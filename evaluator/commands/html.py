@@ -19,7 +19,7 @@ from evaluator.report import RunReport, write_bytes_atomic
 
 if TYPE_CHECKING:
     from evaluator.config import Settings
-    from evaluator.pages.views import Redact
+    from evaluator.pages.formatting import Redact
 
 __all__ = ["add_html_flag", "judge_labels", "settings_redactor", "write_html_report"]
 
@@ -90,11 +90,21 @@ def write_html_report(
     """
     # the pages (jinja2, the views) only when a page is written: a quarter of the start-up
     # of every run, gate and report command otherwise
-    from evaluator.pages.judge_panel import read_known_labels, with_judge_panels
+    from evaluator.pages.judge_panel import read_known_labels, report_panels
     from evaluator.pages.render import PageRenderer
+    from evaluator.pages.report import report_view
     from evaluator.pages.report_extras import report_extras
-    from evaluator.pages.views import report_view
 
+    panels = (
+        report_panels(
+            report,
+            source=source,
+            labels=read_known_labels(labels) if labels is not None else None,
+            redact=redact,
+        )
+        if report.judge is not None
+        else None
+    )
     view = report_view(
         report,
         source=source,
@@ -102,15 +112,8 @@ def write_html_report(
         baseline_source=baseline_source,
         worst=worst,
         redact=redact,
+        panels=panels,
     )
-    if report.judge is not None:
-        view = with_judge_panels(
-            view,
-            report,
-            source=source,
-            labels=read_known_labels(labels) if labels is not None else None,
-            redact=redact,
-        )
     extras = report_extras(view, report, gate=gate, worst=worst, redact=redact)
     html = PageRenderer(redact).report(view, extras)
     try:

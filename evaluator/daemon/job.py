@@ -19,7 +19,7 @@ from evaluator.config import JobConfig, Settings
 from evaluator.daemon.baseline import BaselineGate
 from evaluator.daemon.exporter import Metrics
 from evaluator.daemon.judging import DaemonJudge
-from evaluator.daemon.publish import JobState, RunPublisher, classify
+from evaluator.daemon.publish import JobState, RunPublisher, run_outcome
 from evaluator.daemon.report_store import ReportStore
 from evaluator.daemon.shard import shard_cases
 from evaluator.dataset import parse_dataset
@@ -31,7 +31,7 @@ from evaluator.run.runner import RetryEvent, config_hash_for, run_dataset
 from evaluator.summary import Summary, id_mismatch_warning
 from evaluator.targets.base import Target
 
-__all__ = ["JobRunner", "classify"]
+__all__ = ["JobRunner"]
 
 log = structlog.get_logger("evaluator.daemon")
 
@@ -255,7 +255,7 @@ class JobRunner:
             log.exception("run_failed", job=self.key)
             self._finish_broken(started, f"{type(exc).__name__}: {exc}")
             return "failed"
-        outcome = classify(report.summary, self.settings.error_ratio_limit)
+        outcome = run_outcome(report.summary, self.settings.error_ratio_limit)
         if self.judge is not None and outcome == "complete":
             # the target's figures are final before the judge is called: judge traffic
             # never counts in them

@@ -4,13 +4,13 @@
 Both are rendered on the server (no script at all: the Content-Security-Policy forbids it),
 from snapshots of each job's last run; rendering runs in a worker thread so the event loop
 keeps timing the cases in flight. What they show is bounded whatever the jobs hold (see
-:mod:`evaluator.pages.views`), and every endpoint-supplied string is redacted.
+:mod:`evaluator.pages.status` and :mod:`evaluator.pages.case`), and every
+endpoint-supplied string is redacted.
 """
 
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -22,12 +22,13 @@ from aiohttp import web
 
 from evaluator.daemon.baseline import BaselineGate
 from evaluator.daemon.job import JobRunner
-from evaluator.daemon.publish import JobState as PublishedState
+from evaluator.daemon.publish import JobState
 from evaluator.errors import GateError, PageQueryError
 from evaluator.gate.compare import align, diff_cases, record_moves
 from evaluator.history.job import JobHistory
 from evaluator.history.stability import Stability
 from evaluator.models import CaseRecord
+from evaluator.pages.case import CaseOutcomeRow, case_view
 from evaluator.pages.cases import (
     STABILITY_BADGE,
     STABILITY_LABELS,
@@ -37,21 +38,13 @@ from evaluator.pages.cases import (
     table_view,
 )
 from evaluator.pages.chart import Limit
+from evaluator.pages.formatting import Redact, fmt_age
 from evaluator.pages.health import DRIFT_METRIC, DriftSignal, JobSignals
-from evaluator.pages.judge_panel import KnownLabels, case_panel, read_known_labels
+from evaluator.pages.judge_panel import KnownLabels, read_known_labels, report_panels
 from evaluator.pages.render import PageRenderer
 from evaluator.pages.sidebyside import BaselineDiff, baseline_diff
-from evaluator.pages.trend import TREND_METRICS, RunRow, TrendSource
-from evaluator.pages.views import (
-    CaseOutcomeRow,
-    JobState,
-    Redact,
-    ReportDigest,
-    case_view,
-    fmt_age,
-    job_view,
-    report_digest,
-)
+from evaluator.pages.status import JobPage, ReportDigest, job_view, report_digest
+from evaluator.pages.trend import TREND_METRICS, TrendRun, TrendSource
 from evaluator.report import RunReport
 
 __all__ = ["CaseHistorySource", "StatusPages"]
@@ -116,13 +109,13 @@ def regressions(
     return {c.id: c.changes for c in diff.regressed}, ""
 
 
-def _mean(rows: Sequence[RunRow], metric: str) -> float | None:
+def _mean(rows: Sequence[TrendRun], metric: str) -> float | None:
     values = [v for r in rows if (v := r.metrics.get(metric)) is not None]
     return sum(values) / len(values) if values else None
 
 
 def job_signals(
-    state: PublishedState, runs: Sequence[RunRow], judge_problem: str | None = None
+    state: JobState, runs: Sequence[TrendRun], judge_problem: str | None = None
 ) -> JobSignals:
     """What the health reads of a job: its last run, gate verdict and history verdict.
 
@@ -266,14 +259,14 @@ class StatusPages:
                         del self._built[gone]
         return hit[1]  # type: ignore[return-value]
 
-    def _runs(self, state: PublishedState) -> Sequence[RunRow]:
+    def _runs(self, state: JobState) -> Sequence[TrendRun]:
         source: TrendSource = self._trends if self._trends is not None else state
         try:
             return source.runs(*state.labels, limit=60)
         except Exception:  # a broken history store must not take the page down
             return state.runs(*state.labels, limit=60)
 
-    def _state(self, runner: JobRunner) -> JobState:
+    def _page(self, runner: JobRunner) -> JobPage:
         """The one seam between the daemon's job and the pages: everything a view reads."""
         published = runner.state  # one snapshot: every field below from the same run
         history = published.history
@@ -287,7 +280,7 @@ class StatusPages:
             if job.cron
             else (f"every {job.interval_seconds:g} s" if job.interval_seconds else "")
         )
-        return JobState(
+        return JobPage(
             target=runner.labels[0],
             dataset=runner.labels[1],
             report=published.report,
@@ -318,7 +311,7 @@ class StatusPages:
         now = time.time()
         views = [
             job_view(
-                self._state(r),
+                self._page(r),
                 case_href=case_href,
                 report_href=report_href(*r.labels),
                 cases_href=cases_href(*r.labels),
@@ -351,6 +344,12 @@ class StatusPages:
             except Exception:  # the case view stands without its history
                 history = None
         diff = self._against_baseline(runner, record, report.k)
+        panels = report_panels(
+            report,
+            source=f"{target} / {dataset}",
+            labels=self._known_labels(runner),
+            redact=self._redact,
+        )
         view = case_view(
             record,
             k=report.k,
@@ -358,16 +357,8 @@ class StatusPages:
             history=history,
             trace_url=self._trace_url,
             changes=diff.changes if diff is not None and diff.regressed else (),
+            judge=panels(record),
         )
-        panel = case_panel(
-            report,
-            record,
-            source=f"{target} / {dataset}",
-            labels=self._known_labels(runner),
-            redact=self._redact,
-        )
-        if panel is not None:
-            view = dataclasses.replace(view, judge=panel)
         age = fmt_age(time.time() - published.finished_at) if published.finished_at else ""
         # the case's stability class for its view: (value, words, badge colour)
         classed = published.history.cases if published.history is not None else ()

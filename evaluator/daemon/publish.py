@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from evaluator.models import Case
     from evaluator.report import RunReport
 
-__all__ = ["PUBLISH_STEPS", "RECENT_RUNS", "JobState", "RunPublisher", "classify"]
+__all__ = ["PUBLISH_STEPS", "RECENT_RUNS", "JobState", "RunPublisher", "run_outcome"]
 
 log = structlog.get_logger("evaluator.daemon")
 
@@ -48,7 +48,7 @@ RECENT_RUNS = 60
 Labels = tuple[str, str]
 
 
-def classify(summary: Summary, error_ratio_limit: float) -> str:
+def run_outcome(summary: Summary, error_ratio_limit: float) -> str:
     """A finished run's outcome: ``complete``, ``incomplete`` or ``failed`` (docs/daemon.md)."""
     if summary.scored_count == 0:
         return "failed"
@@ -291,7 +291,7 @@ class RunPublisher:
             (
                 r
                 for r in itertools.chain((report,), self.store.kept())  # lazily, newest first
-                if r.dataset_hash == dataset_hash and classify(r.summary, limit) == "complete"
+                if r.dataset_hash == dataset_hash and run_outcome(r.summary, limit) == "complete"
             ),
             None,
         )
@@ -307,7 +307,7 @@ class RunPublisher:
             complete_at=None if complete is None else _timestamp(complete),
             gate=None if complete is None or self.gate is None else _gate_state(verdict),
         )
-        outcome, at = classify(report.summary, limit), _timestamp(report)
+        outcome, at = run_outcome(report.summary, limit), _timestamp(report)
         self._swap(
             report=report,
             outcome=outcome,

@@ -13,15 +13,15 @@ the parameter and what it accepts.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
 from evaluator.border import printable
 from evaluator.errors import PageQueryError
-from evaluator.models import CaseError
-from evaluator.pages.views import Redact, fmt_seconds, verdict_of
-from evaluator.repeat_summary import verdicts
+from evaluator.models import CaseError, CaseRecord
+from evaluator.pages.formatting import Redact, fmt_seconds
+from evaluator.repeat_summary import VERDICT_PASSED, VERDICT_WORDS, verdict_word
 from evaluator.report import RunReport
 
 __all__ = [
@@ -93,17 +93,7 @@ STABILITY_BADGE: Mapping[str, str] = {
 #: worst first: the order of ``sort=stability``
 _STABILITY_RANK = {name: i for i, name in enumerate(STABILITY_LABELS)}
 #: worst first: the order of ``sort=verdict``
-_VERDICT_RANK = {
-    "error": 0,
-    "incorrect": 1,
-    "relevant missed": 2,
-    "answer not checked": 3,
-    "not scored": 4,
-    "relevant retrieved": 5,
-}
-#: the verdicts shown green and red (the rest grey)
-GOOD_VERDICTS = frozenset({"correct", "relevant retrieved"})
-BAD_VERDICTS = frozenset({"incorrect", "error", "relevant missed"})
+_VERDICT_RANK = {word: i for i, word in enumerate(VERDICT_WORDS)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,15 +142,9 @@ def _number(name: str, value: str) -> int:
     return number
 
 
-def parse_query(pairs: Iterable[tuple[str, str]]) -> CaseQuery:
-    """The table's parameters from a URL's ``(name, value)`` pairs.
-
-    An empty value is the default (what a form sends for a field left blank); the job's
-    ``target`` and ``dataset`` are skipped. Raises PageQueryError for an unknown or repeated
-    name, a value not in its list, a search over :data:`MAX_SEARCH_CHARS` characters or a
-    page that is not a whole number from 1. Whether the page and tag exist is the table's to
-    say (:func:`table_view`).
-    """
+def _named(pairs: Iterable[tuple[str, str]]) -> dict[str, str]:
+    """The table's parameters by name (the job's skipped); an unknown or repeated name
+    raises PageQueryError."""
     seen: dict[str, str] = {}
     for name, value in pairs:
         if name in JOB_PARAMS:
@@ -170,6 +154,30 @@ def parse_query(pairs: Iterable[tuple[str, str]]) -> CaseQuery:
         if name in seen:
             raise PageQueryError(f"{name}: given more than once")
         seen[name] = value
+    return seen
+
+
+def _search(seen: Mapping[str, str]) -> str:
+    """The text search, stripped: at most :data:`MAX_SEARCH_CHARS` printable characters."""
+    text = seen.get("q", "").strip()
+    if len(text) > MAX_SEARCH_CHARS:
+        raise PageQueryError(f"q: at most {MAX_SEARCH_CHARS} characters")
+    if printable(text) != text:
+        # the search is echoed in the form: a control character has no business in it
+        raise PageQueryError("q: holds a control character or a lone surrogate")
+    return text
+
+
+def parse_query(pairs: Iterable[tuple[str, str]]) -> CaseQuery:
+    """The table's parameters from a URL's ``(name, value)`` pairs.
+
+    An empty value is the default (what a form sends for a field left blank); the job's
+    ``target`` and ``dataset`` are skipped. Raises PageQueryError for an unknown or repeated
+    name, a value not in its list, a search over :data:`MAX_SEARCH_CHARS` characters or a
+    page that is not a whole number from 1. Whether the page and tag exist is the table's to
+    say (:func:`table_view`).
+    """
+    seen = _named(pairs)
     query = CaseQuery()
     changes: dict[str, object] = {}
     if show := seen.get("show"):
@@ -182,13 +190,7 @@ def parse_query(pairs: Iterable[tuple[str, str]]) -> CaseQuery:
         changes["size"] = int(_choice("size", size, (str(s) for s in PAGE_SIZES)))
     if page := seen.get("page"):
         changes["page"] = _number("page", page)
-    text = seen.get("q", "").strip()
-    if len(text) > MAX_SEARCH_CHARS:
-        raise PageQueryError(f"q: at most {MAX_SEARCH_CHARS} characters")
-    if printable(text) != text:
-        # the search is echoed in the form: a control character has no business in it
-        raise PageQueryError("q: holds a control character or a lone surrogate")
-    if text:
+    if text := _search(seen):
         changes["q"] = text
     if tag := seen.get("tag"):
         changes["tag"] = tag  # checked against the job's tags by table_view
@@ -251,6 +253,50 @@ def _keeps(show: str) -> Callable[[CaseRow], bool]:
     }[show]
 
 
+def _case_row(
+    record: CaseRecord,
+    changes: tuple[str, ...],
+    klass: str | None,
+    redact: Redact,
+) -> CaseRow:
+    """One case as the table lists it: its verdict (and whether that is a pass), error
+    kind, RR, recall, latency, stability class and changes against the baseline."""
+    scores = record.outcome
+    verdict = verdict_word(record)
+    case_id = redact(record.id)
+    question = record.case.question[:QUESTION_SHOWN]
+    rr = recall = None
+    if not isinstance(scores, CaseError):
+        rr, recall = scores.mrr, scores.recall_at_k
+    return CaseRow(
+        case_id,
+        question,
+        record.case.tags,
+        verdict,
+        VERDICT_PASSED[verdict],
+        scores.kind if isinstance(scores, CaseError) else None,
+        rr,
+        recall,
+        record.latency_seconds,
+        klass,
+        tuple(map(redact, changes)),
+        f"{case_id}\n{question}".casefold(),
+    )
+
+
+def _counts(rows: Sequence[CaseRow]) -> dict[str, int]:
+    """How many rows each ``show`` filter keeps (as :func:`_keeps` does), in one pass."""
+    counts = dict.fromkeys(SHOW, 0)
+    counts["all"] = len(rows)
+    for r in rows:
+        counts["failed"] += r.passed is False
+        counts["errored"] += r.error_kind is not None
+        counts["regressed"] += bool(r.changes)
+        if r.stability is not None and r.stability in _HISTORY_SHOWS:
+            counts[r.stability] += 1
+    return counts
+
+
 def case_table(
     report: RunReport,
     *,
@@ -265,60 +311,22 @@ def case_table(
     (None: no comparable baseline, ``baseline_note`` says why); ``stability`` each case to
     its class (None: no history verdict yet).
     """
-    rows = []
-    counts = dict.fromkeys(SHOW, 0)
-    counts["all"] = len(report.cases)
-    tags: set[str] = set()
-    for record in report.cases:
-        scores = record.outcome
-        verdict = verdict_of(record)
-        case_id = redact(record.id)
-        question = record.case.question[:QUESTION_SHOWN]
-        tags.update(record.case.tags)
-        changes = regressed.get(record.id, ()) if regressed is not None else ()
-        if changes:
-            changes = tuple(map(redact, changes))
-            counts["regressed"] += 1
-        klass = stability.get(record.id) if stability is not None else None
-        if klass in counts:
-            counts[klass] += 1
-        if isinstance(scores, CaseError):
-            error_kind: str | None = scores.kind
-            passed = rr = recall = None
-            counts["errored"] += 1
-        else:
-            answer, hit = verdicts(record)
-            passed = answer if answer is not None else hit
-            error_kind, rr, recall = None, scores.mrr, scores.recall_at_k
-            counts["failed"] += passed is False
-            if answer is None and hit is not None:  # judged by retrieval, as history does
-                verdict = "relevant retrieved" if hit else "relevant missed"
-        rows.append(
-            CaseRow(
-                case_id,
-                question,
-                record.case.tags,
-                verdict,
-                passed,
-                error_kind,
-                rr,
-                recall,
-                record.latency_seconds,
-                klass,
-                changes,
-                f"{case_id}\n{question}".casefold(),
-            )
-        )
+    changes = regressed or {}
+    classes = stability or {}
+    rows = tuple(
+        _case_row(record, changes.get(record.id, ()), classes.get(record.id), redact)
+        for record in report.cases
+    )
     return CaseTable(
         target=report.target,
         dataset=report.dataset,
         run_id=report.run_id,
-        rows=tuple(rows),
-        tags=tuple(sorted(tags)),
+        rows=rows,
+        tags=tuple(sorted({t for record in report.cases for t in record.case.tags})),
         has_baseline=regressed is not None,
         baseline_note=baseline_note,
         has_history=stability is not None,
-        counts=counts,
+        counts=_counts(rows),
     )
 
 
@@ -332,7 +340,6 @@ class RowView:
     question: str
     tags: tuple[str, ...]
     verdict: str
-    verdict_badge: str
     error_kind: str | None
     rr: str
     recall: str
@@ -409,6 +416,83 @@ def _ratio(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.2f}"
 
 
+def _kept(table: CaseTable, query: CaseQuery) -> list[CaseRow]:
+    """The rows ``query``'s filter, tag and text search keep, in the report's order; a tag
+    the job has not raises PageQueryError."""
+    if query.tag and query.tag not in table.tags:
+        known = ", ".join(table.tags) or "none"
+        raise PageQueryError(f"tag: {_shown(query.tag)} is no tag of this job (its tags: {known})")
+    rows: Iterable[CaseRow] = table.rows
+    if query.show != "all":
+        rows = filter(_keeps(query.show), rows)
+    if query.tag:
+        rows = (r for r in rows if query.tag in r.tags)
+    if query.q:
+        needle = query.q.casefold()
+        rows = (r for r in rows if needle in r.folded)
+    return list(rows)
+
+
+def _page_count(query: CaseQuery, kept: int) -> int:
+    """Pages of ``kept`` rows (at least one); a page asked beyond them raises PageQueryError."""
+    pages = max(1, -(-kept // query.size))
+    if query.page > pages:
+        raise PageQueryError(
+            f"page: {query.page} is beyond the last page ({pages}) of {kept} cases"
+        )
+    return pages
+
+
+def _column_heads(query: CaseQuery, link: Callable[..., str]) -> dict[str, ColumnHead]:
+    """Each sortable column's head, linking to the table sorted by it (flipped when it is
+    the sort already)."""
+    columns = {}
+    for name, label in SORTS.items():
+        active = query.sort == name
+        flipped = "desc" if active and query.order == "asc" else "asc"
+        columns[name] = ColumnHead(
+            label, link(sort=name, order=flipped, page=1), query.order if active else ""
+        )
+    return columns
+
+
+def _row_view(r: CaseRow, case_href: Callable[[str], str]) -> RowView:
+    """One row as the page writes it, linked to its case view."""
+    return RowView(
+        id=r.id,
+        href=case_href(r.id),
+        question=r.question,
+        tags=r.tags,
+        verdict=r.verdict,
+        error_kind=r.error_kind,
+        rr=_ratio(r.rr),
+        recall=_ratio(r.recall),
+        latency=fmt_seconds(r.latency),
+        stability=r.stability,
+        stability_label=STABILITY_LABELS.get(r.stability, "") if r.stability else "",
+        stability_badge=STABILITY_BADGE.get(r.stability, "na") if r.stability else "na",
+        changes="; ".join(r.changes)[:CHANGES_SHOWN],
+    )
+
+
+def _filter_links(table: CaseTable, query: CaseQuery, link: Callable[..., str]) -> list[FilterLink]:
+    """The ``show`` filters with their counts; regressed only with a baseline, the history
+    classes only with a history verdict."""
+    return [
+        FilterLink(
+            show,
+            label,
+            table.counts.get(show, 0),
+            link(show=show, page=1),
+            query.show == show,
+            dict(_SOURCES.get(show, {})),
+        )
+        for show, label in SHOW.items()
+        if (show != "regressed" or table.has_baseline)
+        and (show not in _HISTORY_SHOWS or table.has_history)
+    ]
+
+
 def table_view(
     table: CaseTable,
     query: CaseQuery,
@@ -422,23 +506,8 @@ def table_view(
     ``case_href`` a case's view. Raises PageQueryError for a tag the job has not or a page
     beyond the last.
     """
-    if query.tag and query.tag not in table.tags:
-        known = ", ".join(table.tags) or "none"
-        raise PageQueryError(f"tag: {_shown(query.tag)} is no tag of this job (its tags: {known})")
-    rows: Iterable[CaseRow] = table.rows
-    if query.show != "all":
-        rows = filter(_keeps(query.show), rows)
-    if query.tag:
-        rows = (r for r in rows if query.tag in r.tags)
-    if query.q:
-        needle = query.q.casefold()
-        rows = (r for r in rows if needle in r.folded)
-    kept = list(rows)
-    pages = max(1, -(-len(kept) // query.size))
-    if query.page > pages:
-        raise PageQueryError(
-            f"page: {query.page} is beyond the last page ({pages}) of {len(kept)} cases"
-        )
+    kept = _kept(table, query)
+    pages = _page_count(query, len(kept))
     ordered = _sorted(kept, query.sort, query.order == "desc")
     first = (query.page - 1) * query.size
     shown = ordered[first : first + query.size]
@@ -446,60 +515,19 @@ def table_view(
     def link(**changes: object) -> str:
         return href(query.params(**changes))
 
-    columns = {}
-    for name, label in SORTS.items():
-        active = query.sort == name
-        flipped = "desc" if active and query.order == "asc" else "asc"
-        columns[name] = ColumnHead(
-            label, link(sort=name, order=flipped, page=1), query.order if active else ""
-        )
     return CaseTableView(
         target=table.target,
         dataset=table.dataset,
         run_id=table.run_id,
         query=query,
-        rows=[
-            RowView(
-                id=r.id,
-                href=case_href(r.id),
-                question=r.question,
-                tags=r.tags,
-                verdict=r.verdict,
-                verdict_badge=(
-                    "ok"
-                    if r.verdict in GOOD_VERDICTS
-                    else ("bad" if r.verdict in BAD_VERDICTS else "na")
-                ),
-                error_kind=r.error_kind,
-                rr=_ratio(r.rr),
-                recall=_ratio(r.recall),
-                latency=fmt_seconds(r.latency),
-                stability=r.stability,
-                stability_label=STABILITY_LABELS.get(r.stability, "") if r.stability else "",
-                stability_badge=STABILITY_BADGE.get(r.stability, "na") if r.stability else "na",
-                changes="; ".join(r.changes)[:CHANGES_SHOWN],
-            )
-            for r in shown
-        ],
+        rows=[_row_view(r, case_href) for r in shown],
         total=len(table.rows),
         matched=len(kept),
         first=first + 1 if shown else 0,
         page=query.page,
         pages=pages,
-        filters=[
-            FilterLink(
-                show,
-                label,
-                table.counts.get(show, 0),
-                link(show=show, page=1),
-                query.show == show,
-                dict(_SOURCES.get(show, {})),
-            )
-            for show, label in SHOW.items()
-            if (show != "regressed" or table.has_baseline)
-            and (show not in _HISTORY_SHOWS or table.has_history)
-        ],
-        columns=columns,
+        filters=_filter_links(table, query, link),
+        columns=_column_heads(query, link),
         tags=table.tags,
         shows=list(SHOW.items()),
         sorts=list(SORTS.items()),

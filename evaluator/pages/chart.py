@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Literal
 
-from evaluator.pages.trend import RunRow
+from evaluator.pages.trend import TrendRun
 
 __all__ = [
     "Chart",
@@ -128,7 +128,7 @@ def _time(at: float, *, with_date: bool, with_seconds: bool = False) -> str:
     return moment.strftime("%H:%M:%S" if with_seconds else "%H:%M")
 
 
-def _window(rows: Sequence[RunRow]) -> str:
+def _window(rows: Sequence[TrendRun]) -> str:
     if not rows:
         return ""
     first, last = rows[0].finished_at, rows[-1].finished_at
@@ -144,7 +144,7 @@ def _window(rows: Sequence[RunRow]) -> str:
     return f"{runs}, {span}"
 
 
-def hash_changes(rows: Sequence[RunRow]) -> list[tuple[int, Literal["config", "dataset"], str]]:
+def hash_changes(rows: Sequence[TrendRun]) -> list[tuple[int, Literal["config", "dataset"], str]]:
     """Where the configuration or the golden set changed: (index, kind, words), oldest first.
 
     A run whose dataset hash differs from the run before it changed the golden set (its config
@@ -201,7 +201,7 @@ def _ticks(xs: Sequence[float], times: Sequence[float]) -> list[Tick]:
 
 def trend_chart(
     metric: str,
-    rows: Sequence[RunRow],
+    rows: Sequence[TrendRun],
     *,
     fmt: Callable[[float | None], str],
     limits: Sequence[Limit] = (),

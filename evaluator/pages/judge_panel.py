@@ -10,8 +10,7 @@ truth: beside it stands the human label, and whether the two agree.
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,7 +26,7 @@ from evaluator.judge.record import (
     judged_run_from_dict,
 )
 from evaluator.models import CaseRecord
-from evaluator.pages.views import CaseView, Redact, ReportView
+from evaluator.pages.formatting import Redact
 from evaluator.report import RunReport
 
 __all__ = [
@@ -35,12 +34,11 @@ __all__ = [
     "JudgePanel",
     "JudgedCheckView",
     "KnownLabels",
-    "case_panel",
     "judge_panel",
     "judged_of",
     "read_known_labels",
+    "report_panels",
     "unreadable_panel",
-    "with_judge_panels",
 ]
 
 #: characters of the judge's reason shown (a verdict's reason is a sentence or two)
@@ -246,55 +244,20 @@ def unreadable_panel(error: str, redact: Redact) -> JudgePanel:
     )
 
 
-def case_panel(
+def report_panels(
     report: RunReport,
-    record: CaseRecord,
     *,
     source: str,
     labels: KnownLabels | None,
     redact: Redact,
-) -> JudgePanel | None:
-    """The panel of one case of ``report`` (None: the report was not judged)."""
+) -> Callable[[CaseRecord], JudgePanel | None]:
+    """The panel of each case of ``report``, its judge block read once: for the HTML
+        report's case sections (:func:`evaluator.pages.report.report_view`'s ``panels``) and the
+    daemon's case view."""
     judged, error = judged_of(report, source)
     if error is not None:
-        return unreadable_panel(error, redact)
+        unreadable = unreadable_panel(error, redact)
+        return lambda _record: unreadable
     if judged is None:
-        return None
-    return judge_panel(judged, record, labels=labels, redact=redact)
-
-
-def with_judge_panels(
-    view: ReportView,
-    report: RunReport,
-    *,
-    source: str,
-    labels: KnownLabels | None,
-    redact: Redact,
-) -> ReportView:
-    """``view`` with the judge's panel in every case view it shows (``report`` judged)."""
-    judged, error = judged_of(report, source)
-    if judged is None and error is None:
-        return view
-    by_id = {c.id: c for c in report.cases}
-
-    def panelled(cases: list[CaseView]) -> list[CaseView]:
-        out = []
-        for c in cases:
-            record = by_id.get(c.id)
-            if record is None:
-                out.append(c)
-                continue
-            panel = (
-                judge_panel(judged, record, labels=labels, redact=redact)
-                if judged is not None
-                else unreadable_panel(error or "unreadable", redact)
-            )
-            out.append(dataclasses.replace(c, judge=panel))
-        return out
-
-    return dataclasses.replace(
-        view,
-        worst=panelled(view.worst),
-        regressed=panelled(view.regressed),
-        suspects=panelled(view.suspects),
-    )
+        return lambda _record: None
+    return lambda record: judge_panel(judged, record, labels=labels, redact=redact)

@@ -14,10 +14,13 @@ import jinja2
 import markupsafe
 
 from evaluator._version import __version__
+from evaluator.pages.case import CaseView
 from evaluator.pages.cases import CaseTableView
+from evaluator.pages.formatting import Redact, verdict_badge
+from evaluator.pages.report import ReportView
 from evaluator.pages.report_extras import ReportExtras
 from evaluator.pages.sidebyside import BaselineDiff
-from evaluator.pages.views import CaseView, JobView, Redact, ReportView
+from evaluator.pages.status import JobView
 from evaluator.redaction import redact_registered
 
 __all__ = ["PageRenderer"]
@@ -43,6 +46,8 @@ class PageRenderer:
             trim_blocks=True,
             lstrip_blocks=True,
         )
+        # a verdict word's colour, the one mapping of every case table and case view
+        self.env.filters["verdict_badge"] = verdict_badge
 
     def _render(self, name: str, *, refresh: int | None = None, **context: Any) -> str:
         generated = datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")

@@ -2,7 +2,7 @@
 terminal's, baseline beside candidate), the worst cases with their reasons in words, the
 regressed cases' baseline beside their candidate, and the filterable table of every case.
 
-Built from a :class:`~evaluator.pages.views.ReportView` (which cases have a section, and
+Built from a :class:`~evaluator.pages.report.ReportView` (which cases have a section, and
 their anchors) and the same inputs, so the report view itself stays as it is.
 """
 
@@ -12,9 +12,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from evaluator.models import CaseRecord
-from evaluator.pages.report_table import CaseTableView, case_table
+from evaluator.pages.formatting import LOWER_IS_BETTER, Redact
+from evaluator.pages.report import ReportView
+from evaluator.pages.report_table import ReportCaseTable, report_case_table
 from evaluator.pages.sidebyside import BaselineDiff, baseline_diff
-from evaluator.pages.views import LOWER_IS_BETTER, Redact, ReportView
 from evaluator.pages.worst import reasons, worst_cases
 from evaluator.redaction import redact_registered
 from evaluator.report import RunReport
@@ -91,7 +92,7 @@ class ReportExtras:
     worst: list[WorstLine]
     #: case id -> the baseline beside the candidate, for each regressed case with a section
     diffs: dict[str, BaselineDiff]
-    table: CaseTableView
+    table: ReportCaseTable
 
 
 def report_extras(
@@ -144,7 +145,7 @@ def report_extras(
         has_baseline=gate is not None,
         worst=worst_lines,
         diffs=diffs,
-        table=case_table(
+        table=report_case_table(
             report.cases,
             href=section,
             baseline=baseline,

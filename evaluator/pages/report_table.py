@@ -4,7 +4,8 @@ The file has no script (it is opened from disk or a CI artifact), so the filters
 inputs and CSS: each row carries one class per filter it passes (``is-failed``,
 ``tag-3``...), and the stylesheet hides the rows without the checked filter's class. Tags
 come from the golden set: they are named by their index in classes and ids, never by their
-text, so no tag can write CSS or break an attribute.
+text, so no tag can write CSS or break an attribute. A row's verdict is in the words of the
+case view and the daemon's case table (:data:`evaluator.repeat_summary.VERDICT_WORDS`).
 """
 
 from __future__ import annotations
@@ -14,19 +15,18 @@ from dataclasses import dataclass
 
 from evaluator.bounds import clip
 from evaluator.models import CaseRecord
-from evaluator.pages.views import Redact
+from evaluator.pages.formatting import Redact
 from evaluator.pages.worst import reasons
 from evaluator.redaction import redact_registered
-from evaluator.repeat_summary import verdicts
+from evaluator.repeat_summary import VERDICT_PASSED, verdict_word
 
 __all__ = [
     "CASE_TABLE_ROWS",
     "TAG_FILTERS",
-    "CaseRow",
-    "CaseTableView",
     "Filter",
-    "case_table",
-    "case_verdict",
+    "ReportCaseRow",
+    "ReportCaseTable",
+    "report_case_table",
 ]
 
 #: rows of the table (a larger golden set is counted, and its JSON report has every case)
@@ -35,19 +35,6 @@ CASE_TABLE_ROWS = 10_000
 TAG_FILTERS = 40
 #: characters of a question in a row (the case's section has it whole)
 QUESTION_SHOWN = 160
-
-
-def case_verdict(record: CaseRecord) -> str:
-    """``pass``, ``fail``, ``error`` or ``not judged``: the case's verdict as history and
-    repeats take it (:func:`evaluator.repeat_summary.verdicts`: its answer check, else whether a
-    relevant id reached the top K)."""
-    if record.error is not None:
-        return "error"
-    answer, hit = verdicts(record)
-    passed = answer if answer is not None else hit
-    if passed is None:
-        return "not judged"
-    return "pass" if passed else "fail"
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,14 +46,16 @@ class Filter:
 
 
 @dataclass(frozen=True, slots=True)
-class CaseRow:
+class ReportCaseRow:
     index: int
     id: str
     #: the case's section in the report, when it has one
     href: str | None
     question: str
     tags: tuple[str, ...]
+    #: the baseline's verdict of the case ("absent": not in the baseline; None: no baseline)
     baseline: str | None
+    #: one of :data:`evaluator.repeat_summary.VERDICT_WORDS`
     verdict: str
     #: regressions (with a baseline) or the reasons the case went bad, in words
     what: str
@@ -75,8 +64,8 @@ class CaseRow:
 
 
 @dataclass(frozen=True, slots=True)
-class CaseTableView:
-    rows: list[CaseRow]
+class ReportCaseTable:
+    rows: list[ReportCaseRow]
     total: int
     filters: list[Filter]
     tag_filters: list[Filter]
@@ -85,7 +74,47 @@ class CaseTableView:
     has_baseline: bool
 
 
-def case_table(
+def _row_keys(
+    record: CaseRecord,
+    verdict: str,
+    regressed: Mapping[str, Sequence[str]],
+    improved: Collection[str],
+    tag_key: Mapping[str, str],
+) -> list[str]:
+    """The filters a case passes: failed (its verdict is a fail), errored, regressed,
+    improved, and its tags that have a filter."""
+    keys = []
+    if VERDICT_PASSED.get(verdict) is False:
+        keys.append("failed")
+    if verdict == "error":
+        keys.append("errored")
+    if record.id in regressed:
+        keys.append("regressed")
+    if record.id in improved:
+        keys.append("improved")
+    keys += [tag_key[t] for t in dict.fromkeys(record.case.tags) if t in tag_key]
+    return keys
+
+
+def _baseline_verdict(record: CaseRecord, baseline: Mapping[str, CaseRecord] | None) -> str | None:
+    """The baseline's verdict of the case: "absent" when it lacks it, None without one."""
+    if baseline is None:
+        return None
+    before = baseline.get(record.id)
+    return verdict_word(before) if before is not None else "absent"
+
+
+def _filters(counts: Mapping[str, int], has_baseline: bool) -> list[Filter]:
+    """The outcome filters with their counts (regressed and improved with a baseline)."""
+    filters = [Filter("failed", "failed", counts.get("failed", 0))]
+    filters.append(Filter("errored", "errored", counts.get("errored", 0)))
+    if has_baseline:
+        filters.append(Filter("regressed", "regressed", counts.get("regressed", 0)))
+        filters.append(Filter("improved", "improved", counts.get("improved", 0)))
+    return filters
+
+
+def report_case_table(
     cases: Sequence[CaseRecord],
     *,
     href: Callable[[str], str | None],
@@ -93,7 +122,7 @@ def case_table(
     regressed: Mapping[str, Sequence[str]] | None = None,
     improved: Collection[str] = (),
     redact: Redact = redact_registered,
-) -> CaseTableView:
+) -> ReportCaseTable:
     """Every case (up to :data:`CASE_TABLE_ROWS`) with its verdict, its baseline's, and the
     filters: failed, errored, regressed (with a baseline), improved, and one per tag.
 
@@ -107,53 +136,30 @@ def case_table(
     counts: dict[str, int] = {}
     rows = []
     for index, record in enumerate(cases):
-        verdict = case_verdict(record)
-        keys = []
-        if verdict == "fail":
-            keys.append("failed")
-        if verdict == "error":
-            keys.append("errored")
-        if record.id in regressed:
-            keys.append("regressed")
-        if record.id in improved:
-            keys.append("improved")
-        keys += [tag_key[t] for t in dict.fromkeys(record.case.tags) if t in tag_key]
+        verdict = verdict_word(record)
+        keys = _row_keys(record, verdict, regressed, improved, tag_key)
         for key in keys:
             counts[key] = counts.get(key, 0) + 1
         if index >= CASE_TABLE_ROWS:
             continue  # counted in the filters, not drawn
-        before = baseline.get(record.id) if baseline is not None else None
-        what = (
-            "; ".join(regressed[record.id])
-            if record.id in regressed
-            else "; ".join(reasons(record))
-        )
+        what = regressed[record.id] if record.id in regressed else reasons(record)
         rows.append(
-            CaseRow(
+            ReportCaseRow(
                 index=index,
                 id=redact(record.id),
                 href=href(record.id),
                 question=redact(clip(record.case.question, QUESTION_SHOWN)),
                 tags=record.case.tags,
-                baseline=(
-                    case_verdict(before)
-                    if before is not None
-                    else (None if baseline is None else "absent")
-                ),
+                baseline=_baseline_verdict(record, baseline),
                 verdict=verdict,
-                what=redact(clip(what, 300)),
+                what=redact(clip("; ".join(what), 300)),
                 classes=" ".join(f"is-{k}" for k in keys),
             )
         )
-    filters = [Filter("failed", "failed", counts.get("failed", 0))]
-    filters.append(Filter("errored", "errored", counts.get("errored", 0)))
-    if baseline is not None:
-        filters.append(Filter("regressed", "regressed", counts.get("regressed", 0)))
-        filters.append(Filter("improved", "improved", counts.get("improved", 0)))
-    return CaseTableView(
+    return ReportCaseTable(
         rows=rows,
         total=len(cases),
-        filters=filters,
+        filters=_filters(counts, baseline is not None),
         tag_filters=[Filter(key, tag, counts.get(key, 0)) for tag, key in tag_key.items()],
         tags_more=max(len(tags) - TAG_FILTERS, 0),
         has_baseline=baseline is not None,

@@ -1,7 +1,7 @@
 """The baseline beside the candidate for one case: what each run answered, ranked and cited,
 with the differences marked.
 
-Pure view models, as :mod:`evaluator.pages.views`: every string from an endpoint is redacted
+Pure view models, as :mod:`evaluator.pages.case`: every string from an endpoint is redacted
 here before it is diffed or cut (so no secret is split across two pieces), and every list is
 bounded by the case view's own limits.
 """
@@ -14,18 +14,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from evaluator.models import CaseRecord
-from evaluator.pages.views import (
+from evaluator.pages.case import (
     ANSWER_SHOWN_CHARS,
     CITATIONS_SHOWN,
     RANKING_SHOWN,
-    Redact,
-    _citation_label,
-    _scores,
+    case_scores,
+    citation_label,
     cited_ids,
     error_text,
-    verdict_of,
 )
+from evaluator.pages.formatting import Redact
 from evaluator.redaction import redact_registered
+from evaluator.repeat_summary import verdict_word
 from evaluator.scoring.answer import contains_fact, normalise
 from evaluator.scoring.citation import resolve_citation
 from evaluator.scoring.labels import describe_fact
@@ -253,7 +253,7 @@ def _citations(baseline: CaseRecord, candidate: CaseRecord, redact: Redact) -> l
         out: dict[str, tuple[str, str | None]] = {}
         for citation in record.citations[:CITATIONS_SHOWN]:
             target = resolve_citation(citation, record.ranked_ids)
-            label = _citation_label(citation)
+            label = citation_label(citation)
             out.setdefault(
                 f"id:{target}" if target is not None else f"label:{label}", (label, target)
             )
@@ -282,7 +282,7 @@ def _score_rows(baseline: CaseRecord, candidate: CaseRecord) -> list[ScoreRow]:
     """Each per-case score of both runs as the case view writes it, and which way it moved:
     up is better for every score but ``refused``, which is better up only for a case that
     should be refused (an unanswerable one)."""
-    before, after = dict(_scores(baseline)), dict(_scores(candidate))
+    before, after = dict(case_scores(baseline)), dict(case_scores(candidate))
     raw = (baseline.scores, candidate.scores)
     rows = []
     for name in dict.fromkeys([*before, *after]):
@@ -324,7 +324,7 @@ def baseline_diff(
         baseline_run=redact(baseline_run),
         changes=tuple(redact(c) for c in (*worse, *better)),
         regressed=bool(worse),
-        verdicts=(verdict_of(baseline), verdict_of(candidate)),
+        verdicts=(verdict_word(baseline), verdict_word(candidate)),
         errors=(error_text(baseline, redact), error_text(candidate, redact)),
         answers=answers,
         answer_same=before == after,

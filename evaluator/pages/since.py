@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from evaluator.pages.chart import Limit
-from evaluator.pages.trend import RunRow
+from evaluator.pages.trend import TrendRun
 
 __all__ = ["ChangeStart", "Onset", "beyond", "change_start", "flip_index", "streak_start"]
 
@@ -53,7 +53,7 @@ def beyond(limit: Limit, value: float | None) -> bool:
     return value < limit.value - _TOLERANCE
 
 
-def streak_start(rows: Sequence[RunRow], limit: Limit) -> int | None:
+def streak_start(rows: Sequence[TrendRun], limit: Limit) -> int | None:
     """Index of the oldest run of the streak beyond ``limit`` that ends at the latest run
     with a value of the metric; None when that run is on the good side."""
     start: int | None = None
@@ -83,7 +83,7 @@ def flip_index(verdicts: Sequence[bool | None]) -> int | None:
 
 
 def change_start(
-    rows: Sequence[RunRow],
+    rows: Sequence[TrendRun],
     *,
     limits: Sequence[Limit] = (),
     newly_failing: Mapping[str, Sequence[bool | None]] | None = None,

@@ -13,7 +13,7 @@ from typing import Protocol
 
 from evaluator.metrics import METRICS
 
-__all__ = ["TREND_METRICS", "RunPoint", "TrendSource"]
+__all__ = ["TREND_METRICS", "RunPoint", "TrendRun", "TrendSource"]
 
 #: the metrics drawn on the status page, in order: the registry's ``trend`` entries
 TREND_METRICS: tuple[str, ...] = tuple(m.name for m in METRICS if m.trend)
@@ -32,7 +32,7 @@ class RunPoint:
     dataset_hash: str = ""
 
 
-class RunRow(Protocol):
+class TrendRun(Protocol):
     """What a trend reads from a run row (history's ``RunRow`` and :class:`RunPoint`)."""
 
     @property
@@ -57,4 +57,4 @@ class RunRow(Protocol):
 class TrendSource(Protocol):
     """Runs of a job, newest first; the history store's read API has this method."""
 
-    def runs(self, target: str, dataset: str, *, limit: int = 200) -> Sequence[RunRow]: ...
+    def runs(self, target: str, dataset: str, *, limit: int = 200) -> Sequence[TrendRun]: ...

@@ -33,8 +33,8 @@ from evaluator.pages.cases import CaseTable, case_table, parse_query, table_view
 from evaluator.pages.chart import Limit
 from evaluator.pages.health import DriftSignal, JobSignals
 from evaluator.pages.render import PageRenderer
+from evaluator.pages.status import JobPage, job_view, report_digest
 from evaluator.pages.trend import RunPoint
-from evaluator.pages.views import JobState, job_view, report_digest
 from evaluator.report import RunReport
 from evaluator.summary import summarise
 from tests.benchmarks.support import figure, quick
@@ -74,7 +74,7 @@ def _record(i: int, *, healthy: bool = False) -> CaseRecord:
     )
 
 
-def _state() -> JobState:
+def _state() -> JobPage:
     cases = [_record(i) for i in range(CASES)]
     report = RunReport(
         run_id="bench",
@@ -104,7 +104,7 @@ def _state() -> JobState:
         drift_current_runs=3,
         newly_failing=2000,
     )
-    return JobState(
+    return JobPage(
         "reference", "bench", report, "complete", now, baseline=report, gate_passing=False,
         gate_failing=("mrr.max_drop",), runs=runs, signals=signals,
         newly_failing=ids[:2000], flaky=ids[2000:2500],
@@ -150,7 +150,7 @@ def _table_page(
     return renderer.case_table(view, run_age="1 s ago")
 
 
-def _case_table_figures(state: JobState, renderer: PageRenderer) -> dict[str, Any]:
+def _case_table_figures(state: JobPage, renderer: PageRenderer) -> dict[str, Any]:
     report = state.report
     assert report is not None
     healthy = [_record(i, healthy=True) for i in range(CASES)]
@@ -201,7 +201,7 @@ def _case_table_figures(state: JobState, renderer: PageRenderer) -> dict[str, An
     }
 
 
-def _status_page(renderer: PageRenderer, state: JobState) -> str:
+def _status_page(renderer: PageRenderer, state: JobPage) -> str:
     view = job_view(state, case_href=lambda t, d, c: f"/case?id={c}", report_href="/r",
                     cases_href="/case-table", anchor="job-0")  # fmt: skip
     return renderer.status([view])

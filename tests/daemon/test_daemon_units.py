@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from evaluator.daemon.job import classify
+from evaluator.daemon.publish import run_outcome
 from evaluator.daemon.server import parse_listen
 from evaluator.errors import ConfigError
 from evaluator.summary import Summary
@@ -43,7 +43,7 @@ class TestClassify:
     def test_outcome(
         self, cases: int, scored: int, errors: int, limit: float, expected: str
     ) -> None:
-        assert expected == classify(_summary(cases, scored, errors), limit)
+        assert expected == run_outcome(_summary(cases, scored, errors), limit)
 
 
 class TestParseListen:

@@ -213,7 +213,7 @@ def test_a_firing_alert_held_its_condition_which_the_page_shows_red(
 def test_the_status_page_shows_the_state_its_reasons_and_the_changed_cases_linked() -> None:
     from evaluator.models import CaseRecord
     from evaluator.pages.render import PageRenderer
-    from evaluator.pages.views import CHANGED_SHOWN, JobState, job_view
+    from evaluator.pages.status import CHANGED_SHOWN, JobPage, job_view
     from tests.pages.test_views import RECORD, _report
 
     record: CaseRecord = RECORD
@@ -226,7 +226,7 @@ def test_the_status_page_shows_the_state_its_reasons_and_the_changed_cases_linke
         newly_failing=len(newly),
     )
     view = job_view(
-        JobState(
+        JobPage(
             "t",
             "golden",
             _report(record),
@@ -258,8 +258,8 @@ def test_the_status_page_shows_the_state_its_reasons_and_the_changed_cases_linke
 
 def test_after_an_incomplete_run_the_page_says_metrics_shows_the_last_complete_one() -> None:
     from evaluator.pages.render import PageRenderer
+    from evaluator.pages.status import JobPage, job_view
     from evaluator.pages.trend import RunPoint
-    from evaluator.pages.views import JobState, job_view
     from tests.pages.test_views import RECORD, _report
 
     report = _report(RECORD)
@@ -268,7 +268,7 @@ def test_after_an_incomplete_run_the_page_says_metrics_shows_the_last_complete_o
         RunPoint("r1", 900.0, "complete", {"mrr": 0.75, "recall_at_k": 1.0}),
     ]
     view = job_view(
-        JobState("t", "golden", report, "incomplete", 990.0, runs=runs),
+        JobPage("t", "golden", report, "incomplete", 990.0, runs=runs),
         case_href=lambda t, d, c: f"/case?id={c}",
         report_href="/r",
         anchor="job-0",
@@ -281,7 +281,7 @@ def test_after_an_incomplete_run_the_page_says_metrics_shows_the_last_complete_o
     assert ("mrr", f"{mrr:.4f}", "0.7500") in view.exported.rows
     assert "Not what /metrics shows:</b> the last run was incomplete" in html
     complete = job_view(
-        JobState("t", "golden", report, "complete", 990.0, runs=runs),
+        JobPage("t", "golden", report, "complete", 990.0, runs=runs),
         case_href=lambda t, d, c: "",
         report_href="/r",
         anchor="job-0",

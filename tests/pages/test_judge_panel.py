@@ -4,7 +4,6 @@ an error page (no browser needed; the live pages are in test_judge_pages.py)."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from pathlib import Path
 
@@ -19,16 +18,16 @@ from evaluator.judge.record import (
     answer_hash,
 )
 from evaluator.models import CaseError
+from evaluator.pages.case import case_view
 from evaluator.pages.judge_panel import (
     CLAIMS_SHOWN,
     KnownLabels,
-    case_panel,
     judge_panel,
     read_known_labels,
-    with_judge_panels,
+    report_panels,
 )
 from evaluator.pages.render import PageRenderer
-from evaluator.pages.views import case_view, report_view
+from evaluator.pages.report import report_view
 from evaluator.redaction import Redactor
 from tests.judge.reports import record, report
 from tests.support.records import replace
@@ -161,11 +160,11 @@ def test_claims_and_texts_are_bounded() -> None:
 def test_a_report_judge_block_that_cannot_be_read_is_said_on_the_page() -> None:
     wrong = record("wrong", WRONG, FACT)
     broken = msgspec.structs.replace(report(wrong), judge={"model": 7})
-    panel = case_panel(broken, wrong, source="r.json", labels=None, redact=_redact)
+    panel = report_panels(broken, source="r.json", labels=None, redact=_redact)(wrong)
     assert panel is not None and panel.checks == []
     assert panel.note is not None
     assert panel.note.startswith("the report's judge block is unreadable")
-    assert case_panel(report(wrong), wrong, source="r.json", labels=None, redact=_redact) is None
+    assert report_panels(report(wrong), source="r.json", labels=None, redact=_redact)(wrong) is None
 
 
 def test_a_labels_file_that_cannot_be_read_is_said_and_a_missing_one_is_empty(
@@ -191,12 +190,11 @@ def test_the_html_report_shows_the_panel_escaped_and_redacted() -> None:
     judged_report = msgspec.structs.replace(report(wrong), judge=judged.to_dict())
     labels = _labels(_label("wrong", WRONG, "groundedness", True, "<b>fine</b>"))
     redact = Redactor([SECRET]).redact_text
-    view = with_judge_panels(
-        report_view(judged_report, source="r.json", redact=redact),
+    view = report_view(
         judged_report,
         source="r.json",
-        labels=labels,
         redact=redact,
+        panels=report_panels(judged_report, source="r.json", labels=labels, redact=redact),
     )
     (shown,) = view.worst
     assert shown.judge is not None and shown.judge.compromised
@@ -208,7 +206,8 @@ def test_the_html_report_shows_the_panel_escaped_and_redacted() -> None:
     assert "human labels from" in html and "labels.jsonl" in html
     # an unjudged report has no panel at all
     plain = report_view(report(wrong), source="r.json", redact=redact)
-    assert with_judge_panels(plain, report(wrong), source="r", labels=None, redact=redact) == plain
+    unjudged = report_panels(report(wrong), source="r", labels=None, redact=redact)
+    assert plain == report_view(report(wrong), source="r.json", redact=redact, panels=unjudged)
     assert "judge-panel" not in PageRenderer(redact).report(plain)
 
 
@@ -216,7 +215,7 @@ def test_the_daemon_case_page_lays_the_panel_out_under_the_citations() -> None:
     wrong = record("wrong", WRONG, FACT)
     judged = _judged(CaseJudgement("wrong", answer_hash(WRONG), _outcomes()))
     panel = judge_panel(judged, wrong, labels=None, redact=_redact)
-    view = dataclasses.replace(case_view(wrong, k=5, redact=_redact), judge=panel)
+    view = case_view(wrong, k=5, redact=_redact, judge=panel)
     html = PageRenderer(_redact).case(view, job="t / golden", run_id="run1", run_age="now")
     assert html.index("<h3>Citations</h3>") < html.index("judge-panel") < html.index("Scores")
     assert "no labels file configured" in html

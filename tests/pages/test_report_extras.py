@@ -8,9 +8,9 @@ import re
 from evaluator.gate import GateResult, evaluate_gate
 from evaluator.gate.compare import record_moves
 from evaluator.pages.render import PageRenderer
+from evaluator.pages.report import report_view
 from evaluator.pages.report_extras import report_extras, tag_rows
-from evaluator.pages.report_table import TAG_FILTERS, case_table, case_verdict
-from evaluator.pages.views import report_view
+from evaluator.pages.report_table import TAG_FILTERS, report_case_table
 from evaluator.report import RunReport
 from evaluator.summary import summarise
 from tests.support.records import record, replace, report
@@ -42,19 +42,9 @@ def _gate() -> tuple[GateResult, RunReport]:
     return evaluate_gate(base, cand, with_intervals=False), cand
 
 
-class TestCaseVerdict:
-    def test_answer_check_else_retrieval_else_not_judged(self) -> None:
-        assert "pass" == case_verdict(record("x"))
-        assert "fail" == case_verdict(record("x", correct=False))
-        assert "error" == case_verdict(record("x", error="timeout"))
-        # no answer check: retrieval decides; an unanswerable case without one is not judged
-        assert "fail" == case_verdict(record("x", correct=None, recall=0.0))
-        assert "not judged" == case_verdict(record("x", correct=None, unanswerable=True))
-
-
 class TestCaseTable:
     def test_rows_carry_the_classes_of_the_filters_they_pass(self) -> None:
-        table = case_table(
+        table = report_case_table(
             CANDIDATE,
             href=lambda i: "#case-0" if i == "a" else None,
             baseline={c.id: c for c in BASELINE},
@@ -71,7 +61,7 @@ class TestCaseTable:
         ]
         rows = {r.id: r for r in table.rows}
         assert "is-failed is-regressed is-tag-2 is-tag-1" == rows["a"].classes
-        assert ("pass", "fail", "#case-0") == (
+        assert ("correct", "incorrect", "#case-0") == (
             rows["a"].baseline,
             rows["a"].verdict,
             rows["a"].href,
@@ -82,14 +72,14 @@ class TestCaseTable:
             rows["c"].classes,
             rows["c"].what,
         )
-        assert ("fail", "pass", "is-improved is-tag-0") == (
+        assert ("incorrect", "correct", "is-improved is-tag-0") == (
             rows["d"].baseline,
             rows["d"].verdict,
             rows["d"].classes,
         )
 
     def test_without_a_baseline_there_is_no_regressed_filter(self) -> None:
-        table = case_table(CANDIDATE, href=lambda _: None)
+        table = report_case_table(CANDIDATE, href=lambda _: None)
 
         assert ["failed", "errored"] == [f.key for f in table.filters]
         assert {None} == {r.baseline for r in table.rows}
@@ -98,7 +88,7 @@ class TestCaseTable:
         """A tag is text from the golden set: it never reaches a class or an id, and only the
         first TAG_FILTERS get a filter (the rest are counted)."""
         cases = [record(f"c{i}", tags=(f'"><style>{i:03}',)) for i in range(TAG_FILTERS + 5)]
-        table = case_table(cases, href=lambda _: None)
+        table = report_case_table(cases, href=lambda _: None)
 
         assert (TAG_FILTERS, 5) == (len(table.tag_filters), table.tags_more)
         assert all(re.fullmatch(r"tag-\d+", f.key) for f in table.tag_filters)

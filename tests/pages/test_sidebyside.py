@@ -7,9 +7,9 @@ from itertools import pairwise
 import pytest
 
 from evaluator.models import CaseError
+from evaluator.pages.case import case_view
 from evaluator.pages.render import PageRenderer
 from evaluator.pages.sidebyside import DiffPiece, baseline_diff, word_diff
-from evaluator.pages.views import case_view
 from evaluator.redaction import Redactor
 from tests.support.records import record, replace
 

@@ -8,8 +8,8 @@ from evaluator.daemon.baseline import BaselineGate
 from evaluator.daemon.pages import gate_limits
 from evaluator.gate import Rule
 from evaluator.pages.render import PageRenderer
+from evaluator.pages.status import JobPage, JobView, job_view
 from evaluator.pages.trend import RunPoint
-from evaluator.pages.views import JobState, JobView, job_view
 from tests.support.records import record, report
 
 #: 2026-01-01 00:00 UTC
@@ -38,7 +38,7 @@ def _runs() -> list[RunPoint]:
 
 def _view(**changes: object) -> JobView:
     gate = BaselineGate(BASELINE, RULES, "test")
-    state = JobState(
+    state = JobPage(
         "rag",
         "golden",
         BASELINE,

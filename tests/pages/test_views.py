@@ -3,16 +3,12 @@
 from __future__ import annotations
 
 from evaluator.models import Case, CaseError, CaseRecord, CaseScores
+from evaluator.pages.case import RANKING_SHOWN, case_view
+from evaluator.pages.metric_rows import metric_rows
 from evaluator.pages.render import PageRenderer
+from evaluator.pages.report import report_view
+from evaluator.pages.status import JobPage, job_view
 from evaluator.pages.trend import RunPoint
-from evaluator.pages.views import (
-    RANKING_SHOWN,
-    JobState,
-    case_view,
-    job_view,
-    metric_rows,
-    report_view,
-)
 from evaluator.redaction import Redactor
 from evaluator.report import RunReport
 from evaluator.summary import summarise
@@ -177,7 +173,7 @@ def test_a_status_page_of_many_jobs_is_bounded_and_draws_trends() -> None:
     runs = [RunPoint(f"r{i}", 1000.0 - i, "complete", {"mrr": 0.5 + i / 100}) for i in range(10)]
     views = [
         job_view(
-            JobState(f"t{i}", "golden", report, "complete", 990.0, runs=runs),
+            JobPage(f"t{i}", "golden", report, "complete", 990.0, runs=runs),
             case_href=lambda t, d, c: f"/case?id={c}",
             report_href="/r",
             anchor=f"job-{i}",
@@ -196,7 +192,7 @@ def test_a_status_page_of_many_jobs_is_bounded_and_draws_trends() -> None:
 def test_the_pages_read_direction_and_unit_from_the_registry() -> None:
     """A metric's registry entry decides which way is worse and how its numbers read."""
     from evaluator.metrics import METRICS
-    from evaluator.pages.views import LOWER_IS_BETTER, fmt_value
+    from evaluator.pages.formatting import LOWER_IS_BETTER, fmt_value
 
     assert {s.name for s in METRICS if s.lower_is_better} == LOWER_IS_BETTER
     assert "250.0ms" == fmt_value("p95_ttft_seconds", 0.25)  # seconds by unit, no name guess
