@@ -12,7 +12,7 @@ it refuses with a refusal phrase in the question's language instead of guessing.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from evaluator.reference.answer_type import expected_types, states_type
@@ -72,18 +72,23 @@ class ExtractiveAnswerer:
     def answer(
         self,
         question: str,
-        query_tokens: Sequence[str],
+        query_tokens: Collection[str] | Mapping[str, float],
         evidence: Sequence[Candidate],
         *,
         misread: bool = False,
+        types: frozenset[str] | None = None,
     ) -> Answer:
         """Answer ``question`` from ``evidence`` (ranked, best first).
 
+        ``query_tokens`` are the question's terms, or each term's weight (a follow-up read
+        with its context, whose ``types`` of fact asked for may come from an earlier turn).
         ``misread`` is the ``answer_degraded`` failure: the right chunk is chosen and cited,
         but the quoted sentence is the one after the best (or half of a lone sentence).
         """
         lang = language_of(question)
-        pick = self._best(frozenset(query_tokens), expected_types(question), evidence)
+        query = query_tokens if isinstance(query_tokens, Mapping) else frozenset(query_tokens)
+        asked = expected_types(question) if types is None else types
+        pick = self._best(query, asked, evidence)
         if pick is None or pick.coverage < self.threshold:
             return Answer(REFUSALS[lang], (), refused=True)
         sentences = self.index.sentences[evidence[pick.position - 1].index]
@@ -95,7 +100,10 @@ class ExtractiveAnswerer:
         return Answer(text, (pick.position,), refused=False)
 
     def _best(
-        self, query: frozenset[str], types: frozenset[str], evidence: Sequence[Candidate]
+        self,
+        query: Collection[str] | Mapping[str, float],
+        types: frozenset[str],
+        evidence: Sequence[Candidate],
     ) -> _Pick | None:
         best: _Pick | None = None
         for position, candidate in enumerate(evidence[: self.depth], start=1):

@@ -3,7 +3,17 @@
 Routes::
 
     POST   /rag                          {"question": "...", "top_k": 5} -> answer, retrieved,
-                                         citations, timings (the default target contract)
+                                         citations, timings (the default target contract);
+                                         a conversation's turn adds "history" (the earlier
+                                         [{"role", "content"}]) and "conversation_id"
+    POST   /rag/v1/chat/completions      the same RAG, OpenAI-compatible: the last user
+                                         message is the question, the earlier ones its
+                                         history; the answer in choices[0].message.content,
+                                         the evidence in "sources", plus "citations"
+    POST   /rag/session                  {"question", "top_k"}: the service keeps the
+                                         conversation; without X-Conversation-Id a new one
+                                         starts, its id in the answer's "conversation_id";
+                                         a later turn sends that id back in the header
     POST   /v1/chat/completions          OpenAI-compatible demo judge (deterministic, not a
                                          model: see evaluator/reference/judge.py)
     GET    /healthz                      200 {"status": "ok", ...}
@@ -18,6 +28,8 @@ Unknown failure modes are answered with 400 and the list of known ones.
 from __future__ import annotations
 
 import json
+import secrets
+import time
 from collections.abc import Iterable
 
 from starlette.applications import Starlette
@@ -25,15 +37,21 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
+from evaluator.reference.conversations import ConversationStore, UnknownConversationError
 from evaluator.reference.failures import KNOWN_MODES, FailureModes, UnknownFailureModeError
 from evaluator.reference.judge import DemoJudgeError, judge_completion
-from evaluator.reference.pipeline import ReferenceRag
+from evaluator.reference.pipeline import RagResult, ReferenceRag
 
-__all__ = ["MAX_TOP_K", "create_app"]
+__all__ = ["CONVERSATION_HEADER", "MAX_TOP_K", "create_app"]
 
 #: the largest ``top_k`` a request may ask for
 MAX_TOP_K = 100
 _MAX_QUESTION_CHARS = 2000
+#: a conversation's history: messages, characters per message (an earlier answer may be
+#: long), and the header a stateful conversation's id comes back in
+_MAX_MESSAGES = 64
+_MAX_MESSAGE_CHARS = 20_000
+CONVERSATION_HEADER = "X-Conversation-Id"
 
 
 class _BadRequestError(Exception):
@@ -54,16 +72,92 @@ async def _json_object(request: Request) -> dict[str, object]:
     return body
 
 
-def _parse_rag_request(body: dict[str, object]) -> tuple[str, int]:
-    question = body.get("question")
-    if not isinstance(question, str) or not question.strip():
-        raise _BadRequestError('"question" must be a non-empty string')
-    if len(question) > _MAX_QUESTION_CHARS:
-        raise _BadRequestError(f'"question" is longer than {_MAX_QUESTION_CHARS} characters')
+def _question(value: object, where: str = '"question"') -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise _BadRequestError(f"{where} must be a non-empty string")
+    if len(value) > _MAX_QUESTION_CHARS:
+        raise _BadRequestError(f"{where} is longer than {_MAX_QUESTION_CHARS} characters")
+    return value
+
+
+def _top_k(body: dict[str, object]) -> int:
     top_k = body.get("top_k", 5)
     if not isinstance(top_k, int) or isinstance(top_k, bool) or not 1 <= top_k <= MAX_TOP_K:
         raise _BadRequestError(f'"top_k" must be an integer from 1 to {MAX_TOP_K}')
-    return question, top_k
+    return top_k
+
+
+def _messages(value: object, where: str) -> list[tuple[str, str]]:
+    """``[{"role", "content"}]`` as (role, content) pairs, checked and bounded."""
+    if not isinstance(value, list):
+        raise _BadRequestError(f"{where} must be a list of messages")
+    if len(value) > _MAX_MESSAGES:
+        raise _BadRequestError(f"{where} holds more than {_MAX_MESSAGES} messages")
+    pairs = []
+    for i, message in enumerate(value):
+        role = message.get("role") if isinstance(message, dict) else None
+        content = message.get("content") if isinstance(message, dict) else None
+        if role not in ("system", "user", "assistant") or not isinstance(content, str):
+            raise _BadRequestError(
+                f'{where}[{i}] must be {{"role": "system", "user" or "assistant", '
+                '"content": a string}'
+            )
+        if len(content) > _MAX_MESSAGE_CHARS:
+            raise _BadRequestError(f"{where}[{i}] is longer than {_MAX_MESSAGE_CHARS} characters")
+        pairs.append((role, content))
+    return pairs
+
+
+def _parse_rag_request(body: dict[str, object]) -> tuple[str, int, tuple[str, ...]]:
+    """The question, top_k and the earlier user questions of its conversation (none for a
+    question of its own)."""
+    question = _question(body.get("question"))
+    history = body.get("history")
+    earlier = () if history is None else _asked_before(_messages(history, '"history"'))
+    conversation_id = body.get("conversation_id")
+    if conversation_id is not None and not isinstance(conversation_id, str):
+        raise _BadRequestError('"conversation_id" must be a string')
+    return question, _top_k(body), earlier
+
+
+def _asked_before(messages: list[tuple[str, str]]) -> tuple[str, ...]:
+    return tuple(content for role, content in messages if role == "user")
+
+
+def _parse_chat_request(body: dict[str, object]) -> tuple[str, str, int, tuple[str, ...]]:
+    """The model, question (the last message, a user's), top_k and earlier user questions
+    of an OpenAI-compatible chat request."""
+    model = body.get("model", "reference-rag")
+    if not isinstance(model, str):
+        raise _BadRequestError('"model" must be a string')
+    if body.get("stream", False) is not False:
+        raise _BadRequestError('"stream": the reference RAG answers in one body only')
+    messages = _messages(body.get("messages"), '"messages"')
+    if not messages or messages[-1][0] != "user":
+        raise _BadRequestError('"messages" must end with the user\'s question')
+    question = _question(messages[-1][1], "the last message")
+    return model, question, _top_k(body), _asked_before(messages[:-1])
+
+
+def _chat_completion(model: str, result: RagResult) -> dict[str, object]:
+    """An OpenAI chat completion holding the answer, with the evidence beside it."""
+    body = result.to_json()
+    return {
+        "id": f"chatcmpl-{secrets.token_hex(8)}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": result.answer},
+                "finish_reason": "stop",
+            }
+        ],
+        "sources": body["retrieved"],
+        "citations": body["citations"],
+        "timings": body["timings"],
+    }
 
 
 def create_app(
@@ -90,15 +184,43 @@ def create_app(
     )
     failure_modes = rag.failure_modes
 
+    kept = ConversationStore()
+
     async def answer(request: Request) -> JSONResponse:
         try:
-            question, top_k = _parse_rag_request(await _json_object(request))
+            question, top_k, earlier = _parse_rag_request(await _json_object(request))
         except _BadRequestError as exc:
             return _error(str(exc), 400)
         if rag.injects_error(question):
             return _error("injected failure: server_errors is on", 500)
-        result = await rag.ask(question, top_k)
+        result = await rag.ask(question, top_k, earlier)
         return JSONResponse(result.to_json())
+
+    async def chat(request: Request) -> JSONResponse:
+        try:
+            model, question, top_k, earlier = _parse_chat_request(await _json_object(request))
+        except _BadRequestError as exc:
+            return _error(str(exc), 400)
+        if rag.injects_error(question):
+            return _error("injected failure: server_errors is on", 500)
+        return JSONResponse(_chat_completion(model, await rag.ask(question, top_k, earlier)))
+
+    async def session(request: Request) -> JSONResponse:
+        try:
+            body = await _json_object(request)
+            question, top_k = _question(body.get("question")), _top_k(body)
+        except _BadRequestError as exc:
+            return _error(str(exc), 400)
+        conversation_id = request.headers.get(CONVERSATION_HEADER) or kept.start()
+        try:
+            earlier = kept.earlier(conversation_id)
+        except UnknownConversationError:
+            return _error(f"unknown conversation: {CONVERSATION_HEADER} is not one given", 404)
+        if rag.injects_error(question):
+            return _error("injected failure: server_errors is on", 500)
+        result = await rag.ask(question, top_k, earlier)
+        kept.asked(conversation_id, question)
+        return JSONResponse({**result.to_json(), "conversation_id": conversation_id})
 
     async def chat_completions(request: Request) -> JSONResponse:
         try:
@@ -129,6 +251,8 @@ def create_app(
     app = Starlette(
         routes=[
             Route("/rag", answer, methods=["POST"]),
+            Route("/rag/v1/chat/completions", chat, methods=["POST"]),
+            Route("/rag/session", session, methods=["POST"]),
             Route("/v1/chat/completions", chat_completions, methods=["POST"]),
             Route("/healthz", healthz, methods=["GET"]),
             Route("/admin/failure-modes", admin, methods=["GET", "PUT"]),

@@ -11,6 +11,9 @@
 - ``slow_model``: the model stage sleeps (1.5 s by default). P95 up.
 - ``server_errors``: a fixed share of questions (30 % by default, chosen by a hash of the
   question) is answered with HTTP 500. Error rate up.
+- ``history_ignored``: a conversation's follow-up is read without the earlier turns it was
+  sent (or that the service keeps for it), as a chat front end that drops the history
+  would. First turns unchanged; follow-ups and conversation success down.
 
 Several may be on at once. :class:`FailureModes` is the switchboard; it is safe to flip from
 any thread while requests are served.
@@ -40,6 +43,7 @@ KNOWN_MODES: tuple[str, ...] = (
     "citations_degraded",
     "slow_model",
     "server_errors",
+    "history_ignored",
 )
 
 #: comma-separated failure modes to switch on at start, read by ``python -m evaluator.reference``

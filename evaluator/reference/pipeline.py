@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from time import perf_counter
 
-from evaluator.reference.answer_type import expected_types
 from evaluator.reference.answerer import ExtractiveAnswerer
+from evaluator.reference.context import read_question
 from evaluator.reference.corpus import first_sentence_only, load_corpus
 from evaluator.reference.failures import FailureModes, question_fails
 from evaluator.reference.rerank import rerank
@@ -76,29 +77,38 @@ class ReferenceRag:
         """Whether ``server_errors`` makes this question fail."""
         return "server_errors" in self.failure_modes and question_fails(question, self.error_share)
 
-    async def ask(self, question: str, top_k: int = 5) -> RagResult:
-        """Retrieve ``top_k`` chunks for ``question``, answer from them, time each stage."""
+    async def ask(self, question: str, top_k: int = 5, earlier: Sequence[str] = ()) -> RagResult:
+        """Retrieve ``top_k`` chunks for ``question``, answer from them, time each stage.
+
+        ``earlier`` are the earlier user questions of its conversation, oldest first: a
+        follow-up is read with them (:mod:`evaluator.reference.context`), unless
+        ``history_ignored`` is on.
+        """
         modes = self.failure_modes.active
         answerer = self._degraded if "retrieval_degraded" in modes else self._healthy
         index = answerer.index
         timings: dict[str, float] = {}
+        if "history_ignored" in modes:
+            earlier = ()
 
         started = perf_counter()
-        query = index.tokenizer(question)
+        query = read_question(question, earlier, index.tokenizer)
         timings["tokenize"] = perf_counter() - started
 
         started = perf_counter()
-        candidates = index.search(query, max(_CANDIDATES, top_k))
+        candidates = index.search(query.tokens, max(_CANDIDATES, top_k))
         timings["keyword"] = perf_counter() - started
 
         started = perf_counter()
-        ranked = rerank(query, candidates, index, expected_types(question))[:top_k]
+        ranked = rerank(query.terms, candidates, index, query.types)[:top_k]
         if "rerank_degraded" in modes:
             random.Random(question).shuffle(ranked)  # same noise for the same question
         timings["rerank"] = perf_counter() - started
 
         started = perf_counter()
-        answer = answerer.answer(question, query, ranked, misread="answer_degraded" in modes)
+        answer = answerer.answer(
+            question, query.terms, ranked, misread="answer_degraded" in modes, types=query.types
+        )
         citations = answer.citations
         if "citations_degraded" in modes:
             citations = tuple(c - 1 for c in citations)

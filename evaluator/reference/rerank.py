@@ -12,7 +12,7 @@ where ``coverage(x)`` is the IDF-weighted share of the question's distinct terms
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 from evaluator.reference.answer_type import states_type
 from evaluator.reference.retriever import Candidate, KeywordIndex
@@ -20,8 +20,20 @@ from evaluator.reference.retriever import Candidate, KeywordIndex
 __all__ = ["coverage", "rerank"]
 
 
-def coverage(query_terms: Collection[str], terms: Collection[str], index: KeywordIndex) -> float:
-    """IDF-weighted share of ``query_terms`` present in ``terms``, in [0, 1]."""
+def coverage(
+    query_terms: Collection[str] | Mapping[str, float],
+    terms: Collection[str],
+    index: KeywordIndex,
+) -> float:
+    """IDF-weighted share of ``query_terms`` present in ``terms``, in [0, 1]; a mapping
+    gives each query term a weight of its own too (a follow-up's context terms count less:
+    :mod:`evaluator.reference.context`)."""
+    if isinstance(query_terms, Mapping):
+        weighed = sum(index.idf(t) * w for t, w in query_terms.items())
+        if weighed <= 0.0:
+            return 0.0
+        found = sum(index.idf(t) * w for t, w in query_terms.items() if t in terms)
+        return found / weighed
     total = sum(index.idf(t) for t in query_terms)
     if total <= 0.0:
         return 0.0
@@ -29,19 +41,20 @@ def coverage(query_terms: Collection[str], terms: Collection[str], index: Keywor
 
 
 def rerank(
-    query_tokens: Sequence[str],
+    query_tokens: Collection[str] | Mapping[str, float],
     candidates: Sequence[Candidate],
     index: KeywordIndex,
     answer_types: frozenset[str] = frozenset(),
 ) -> list[Candidate]:
     """Rescore and reorder ``candidates`` (best first); ties keep BM25 order.
 
-    ``answer_types`` are the kinds of fact the question asks for
+    ``query_tokens`` are the question's terms, or each term's weight (a follow-up read
+    with its context); ``answer_types`` are the kinds of fact the question asks for
     (:func:`~evaluator.reference.answer_type.expected_types`).
     """
     if not candidates:
         return []
-    query = frozenset(query_tokens)
+    query = query_tokens if isinstance(query_tokens, Mapping) else frozenset(query_tokens)
     best_bm25 = max(c.score for c in candidates) or 1.0
     rescored: list[Candidate] = []
     for candidate in candidates:
