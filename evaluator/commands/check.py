@@ -2,7 +2,9 @@
 
 Loads the configuration (file and environment), then for every job: its golden set, its
 target (request template, ``${NAME}`` variables, response mapping, CA bundle, or the
-import of a ``module:function``), its baseline report; and the gates file. Every problem
+import of a ``module:function``), its baseline report; the gates file; and every SLO
+(what it counts, its burn-rate alerts and how they differ from the SRE workbook's; a
+judged SLO needs a judge calibrated for its check). Every problem
 is listed, one line each, and the exit code is 1 when there is any: a deploy pipeline can
 run it before starting the daemon.
 """
@@ -17,11 +19,14 @@ from pathlib import Path
 
 from evaluator.commands.flags import CommonOptions
 from evaluator.commands.target_warnings import check_warnings
-from evaluator.config import CallableTargetConfig, TargetConfig
+from evaluator.config import CallableTargetConfig, Settings, TargetConfig
+from evaluator.config.slo import SloConfig
 from evaluator.dataset import load_dataset
 from evaluator.errors import EvaluatorError, ExitCode
 from evaluator.factory import build_target
 from evaluator.gate.rules import resolve_rules
+from evaluator.judge.gating import CALIBRATION_FILE, calibrated_checks
+from evaluator.judge.prompts import PROMPT_VERSION
 from evaluator.report import read_report
 
 __all__ = ["Options", "configure", "handle"]
@@ -47,6 +52,42 @@ def _check(what: str, action: Callable[[], str], problems: list[str]) -> None:
     except EvaluatorError as exc:
         problems.append(f"{what}: {exc}")
         print(f"FAIL  {what}: {exc}")
+
+
+def _slo_line(settings: Settings, slo: SloConfig) -> str:
+    """What the SLO counts and the alerts it gets; a judged SLO whose jobs' judge is not
+    calibrated for its check fails (the daemon would count none of its events)."""
+    jobs = settings.slo_jobs(slo)
+    if slo.check is not None:
+        for job in jobs:
+            judge = settings.judge_for(job)
+            assert judge is not None  # a judged SLO's jobs have a judge (checked at load)
+            calibrated = calibrated_checks(settings.reports_dir / CALIBRATION_FILE)
+            if not calibrated.get((judge.model, PROMPT_VERSION), {}).get(slo.check, False):
+                raise EvaluatorError(
+                    f"the judge of job {job.key} ({judge.model}) is not calibrated for "
+                    f"{slo.check}: its events would not be counted (run evaluator calibrate)"
+                )
+    plan = settings.burn_plan(slo)
+    alerts = ", ".join(f"{a.severity} {a.long}/{a.short} at {a.factor:g}x" for a in plan.alerts)
+    names = ", ".join(j.key for j in jobs)
+    return (
+        f"{slo.indicator}, objective {slo.objective:g} over {slo.window} of {names}; "
+        f"alerts: {alerts}"
+    )
+
+
+def _slo_notes(settings: Settings, slo: SloConfig) -> list[str]:
+    """How the SLO's alerts differ from the workbook's, as `evaluator slo rules` says."""
+    try:
+        plan = settings.burn_plan(slo)
+    except ValueError:
+        return []
+    return [
+        *plan.notes,
+        *(f"{a.severity} {a.long}/{a.short}: {n}" for a in plan.alerts for n in a.notes),
+        *(f"left out: {why}" for why in plan.left_out),
+    ]
 
 
 def handle(options: Options) -> int:
@@ -88,6 +129,14 @@ def handle(options: Options) -> int:
         return f"{source}, {len(rules)} rules"
 
     _check("gate rules", gates, problems)
+    for slo in settings.slos:
+
+        def described(slo: SloConfig = slo) -> str:
+            return _slo_line(settings, slo)
+
+        _check(f"slo {slo.name}", described, problems)
+        for note in _slo_notes(settings, slo):
+            print(f"note  slo {slo.name}: {note}")
     if problems:
         print(f"{len(problems)} problem(s); nothing was sent to any target")
         return ExitCode.ERROR

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -15,7 +15,21 @@ from evaluator.targets.templates import env_reference_problem
 if TYPE_CHECKING:
     from apscheduler.triggers.cron import CronTrigger
 
-__all__ = ["HistoryConfig", "JobConfig", "OtlpConfig", "ServerConfig", "cron_trigger"]
+__all__ = [
+    "DEFAULT_INTERVAL_SECONDS",
+    "HistoryConfig",
+    "JobConfig",
+    "OtlpConfig",
+    "ServerConfig",
+    "cron_trigger",
+]
+
+#: how often a job with neither `interval_seconds` nor `cron` runs
+DEFAULT_INTERVAL_SECONDS = 300.0
+#: a cron schedule's longest gap is looked for over this long (a week and a day: weekly
+#: patterns, a weekend without runs) or this many runs, whichever comes first
+_CRON_HORIZON = timedelta(days=8)
+_CRON_RUNS = 2000
 
 
 class OtlpConfig(_Strict):
@@ -177,6 +191,29 @@ class JobConfig(_Strict):
             if trigger.get_next_fire_time(None, datetime.now(UTC)) is None:
                 raise ValueError(f"cron {self.cron!r} never fires (no such date)")
         return self
+
+    @property
+    def longest_gap_seconds(self) -> float:
+        """The longest time between two of the job's runs: its interval (or the longest gap
+        of its cron schedule over the next eight days) plus its jitter; inf when a cron
+        schedule does not fire twice."""
+        if self.cron is None:
+            return (self.interval_seconds or DEFAULT_INTERVAL_SECONDS) + self.jitter_seconds
+        trigger = cron_trigger(self.cron)
+        now = datetime.now(UTC)
+        previous = trigger.get_next_fire_time(None, now)
+        longest = -1.0
+        for _ in range(_CRON_RUNS):
+            if previous is None:
+                break
+            following = trigger.get_next_fire_time(previous, previous + timedelta(seconds=1))
+            if following is None:
+                break
+            longest = max(longest, (following - previous).total_seconds())
+            if following - now > _CRON_HORIZON:
+                break
+            previous = following
+        return longest + self.jitter_seconds if longest > 0 else float("inf")
 
     @property
     def dataset_name(self) -> str:

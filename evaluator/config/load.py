@@ -227,9 +227,28 @@ def load_settings(
     except SettingsError as exc:
         # an EVALUATOR_ variable that is not valid JSON (EVALUATOR_TARGETS='[{bad')
         raise ConfigError(_env_problem(exc)) from None
-    if path is None or file_data is None:
+    if path is not None and file_data is not None:
+        settings = _relative_to_file(settings, file_data, path.parent, set(overrides or {}))
+    return _with_openslo(settings)
+
+
+def _with_openslo(settings: Settings) -> Settings:
+    """``settings`` with the SLOs of its OpenSLO files added to ``[[slos]]``, each checked
+    against the jobs as a ``[[slos]]`` table is, naming the file's field when it fails."""
+    if not settings.openslo_files:
         return settings
-    return _relative_to_file(settings, file_data, path.parent, set(overrides or {}))
+    # here, not at the top: PyYAML only for a configuration that names an OpenSLO file
+    from evaluator.config.openslo import read_openslo
+    from evaluator.config.slo import MAX_SLOS
+
+    read = [found for path in settings.openslo_files for found in read_openslo(path)]
+    if len(settings.slos) + len(read) > MAX_SLOS:
+        raise ConfigError(f"invalid configuration: slos: more than {MAX_SLOS} SLOs")
+    slos = tuple(found.slo for found in read)
+    problem = settings.slo_problem(slos, lambda i, field: read[i].where(field))
+    if problem is not None:
+        raise ConfigError(f"invalid configuration: {problem}")
+    return settings.model_copy(update={"slos": (*settings.slos, *slos)})
 
 
 def _from_file(file_data: Mapping[str, Any], overridden: set[str], *loc: str | int) -> bool:
@@ -260,6 +279,8 @@ def _relative_to_file(
         value = getattr(settings, name)
         if value is not None and _from_file(file_data, overridden, name):
             top[name] = _against(base, value)
+    if _from_file(file_data, overridden, "openslo_files"):
+        top["openslo_files"] = tuple(_against(base, p) for p in settings.openslo_files)
     jobs = []
     for index, job in enumerate(settings.jobs):
         update = {

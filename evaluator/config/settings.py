@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -17,11 +18,13 @@ from pydantic_settings import (
 
 from evaluator.config.fields import DEFAULT_BUCKETS, ScoringConfig, _seconds
 from evaluator.config.jobs import HistoryConfig, JobConfig, OtlpConfig, ServerConfig
+from evaluator.config.slo import MAX_SLOS, SloConfig, burn_plan, resolve_jobs, slo_problems
 from evaluator.config.sources import ENV_PREFIX
 from evaluator.config.target import TargetConfig
 from evaluator.errors import ConfigError
 from evaluator.judge.settings import JudgeConfig, merged
 from evaluator.run_options import RunOptions
+from evaluator.slo.burn import BurnPlan
 
 __all__ = ["Settings"]
 
@@ -91,6 +94,10 @@ class Settings(BaseSettings):
     """The (target, golden set) pairs the daemon runs on a schedule (`[[jobs]]`)."""
     judge: JudgeConfig | None = None
     """The LLM judge (`[judge]`, off by default): an OpenAI-compatible chat endpoint."""
+    slos: tuple[SloConfig, ...] = Field((), max_length=MAX_SLOS)
+    """Quality SLOs (`[[slos]]`): error budgets and burn-rate alerts (docs/slo.md)."""
+    openslo_files: tuple[Path, ...] = ()
+    """OpenSLO v1 files (YAML) whose SLOs join `[[slos]]` (the subset docs/slo.md names)."""
 
     @field_validator("histogram_buckets")
     @classmethod
@@ -146,7 +153,37 @@ class Settings(BaseSettings):
                 problem = exc.errors()[0]
                 where = ".".join(str(p) for p in problem["loc"])
                 raise ValueError(f"jobs.{i}.judge.{where}: {problem['msg']}") from None
+        slo_problem = self.slo_problem(self.slos, lambda i, field: f"slos.{i}.{field}")
+        if slo_problem is not None:
+            raise ValueError(slo_problem)
         return self
+
+    def slo_problem(
+        self, slos: Sequence[SloConfig], where: Callable[[int, str], str]
+    ) -> str | None:
+        """The first problem of ``slos`` against this configuration's jobs and SLOs (besides
+        ``slos`` themselves), as ``where(index, field): problem``; None when they are sound.
+        ``where`` names the field as the user wrote it (``slos.0.window``, or an OpenSLO
+        file's field)."""
+        seen = {s.name for s in self.slos if s not in slos}
+        for i, slo in enumerate(slos):
+            if slo.name in seen:
+                return f"{where(i, 'name')}: another SLO is called {slo.name!r}"
+            seen.add(slo.name)
+        judged = [self.judge_for(job) is not None for job in self.jobs]
+        for i, slo in enumerate(slos):
+            found = slo_problems(slo, self.jobs, judged)
+            if found is not None:
+                return f"{where(i, found[0])}: {found[1]}"
+        return None
+
+    def slo_jobs(self, slo: SloConfig) -> list[JobConfig]:
+        """The jobs ``slo`` counts (it was checked when the settings were built)."""
+        return resolve_jobs(slo.jobs, self.jobs)
+
+    def burn_plan(self, slo: SloConfig) -> BurnPlan:
+        """``slo``'s burn-rate alerts, sized for the jobs it counts."""
+        return burn_plan(slo, self.slo_jobs(slo))
 
     def judge_for(self, job: JobConfig | None) -> JudgeConfig | None:
         """``job``'s judge: the `[judge]` section with the job's own keys over it."""

@@ -9,6 +9,7 @@ from apscheduler.triggers.base import BaseTrigger
 from apscheduler.triggers.interval import IntervalTrigger
 
 from evaluator.config import JobConfig, cron_trigger
+from evaluator.config.jobs import DEFAULT_INTERVAL_SECONDS
 from evaluator.errors import ConfigError
 
 __all__ = [
@@ -22,7 +23,6 @@ __all__ = [
     "staggered_starts",
 ]
 
-DEFAULT_INTERVAL_SECONDS = 300.0
 #: first runs of several jobs are spread over this many seconds per job (two starts a
 #: second on average), at most the shortest interval
 STAGGER_STEP_SECONDS = 0.5

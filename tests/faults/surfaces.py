@@ -15,7 +15,9 @@ Deliveries:
   ``target_toml`` is the rest of the job's ``[[targets]]`` table;
 - ``collector``: what an OTLP collector replies to ``evaluator run`` exporting its spans;
 - ``golden``, ``report``, ``config``: a file (or an environment value) fed to a real CLI
-  (``evaluator validate``, ``evaluator gate``, ``evaluator check``).
+  (``evaluator validate``, ``evaluator gate``, ``evaluator check``);
+- ``openslo``, ``slo_config``: an OpenSLO file and a ``[[slos]]`` table, fed to
+  ``evaluator check``.
 
 Every attack is a pure function of its seed: :func:`generate` draws with
 ``random.Random(f"{seed}:{surface}:{block}")``, so one failing attack reproduces from the
@@ -51,7 +53,7 @@ __all__ = [
     "seeds",
 ]
 
-Delivery = Literal["target", "collector", "golden", "report", "config"]
+Delivery = Literal["target", "collector", "golden", "report", "config", "openslo", "slo_config"]
 Frame = Literal["body", "sse", "ndjson", "header"]
 
 
@@ -237,6 +239,36 @@ def _golden_turns(f: Mapping[str, str]) -> Rendered:
     )
     good = '{"id": "c-ok", "question": "q", "relevant_ids": ["d0"]}'
     return Rendered((good, line))
+
+
+def _openslo(f: Mapping[str, str]) -> Rendered:
+    """An OpenSLO v1 SLO in YAML's flow style (JSON is YAML), one fragment in a slot."""
+    source = (
+        f'{{"type": "evaluator", "spec": {{"sli": {f["sli"]}, '
+        f'"threshold_seconds": {f["threshold"]}}}}}'
+    )
+    document = (
+        f'{{"apiVersion": "openslo/v1", "kind": "SLO", "metadata": {{"name": {f["name"]}}}, '
+        f'"spec": {{"service": {f["service"]}, "budgetingMethod": "Occurrences", '
+        f'"timeWindow": [{{"duration": {f["duration"]}, "isRolling": true}}], '
+        f'"objectives": [{{"target": {f["target"]}}}], "indicator": {{"metadata": '
+        f'{{"name": "i"}}, "spec": {{"ratioMetric": {{"counter": true, '
+        f'"good": {{"metricSource": {source}}}, "total": {{"metricSource": {source}}}}}}}}}}}}}'
+    )
+    return Rendered((document,))
+
+
+def _slo_table(f: Mapping[str, str]) -> Rendered:
+    """A ``[[slos]]`` table (TOML's basic strings read JSON's escapes), one fragment in a
+    slot; TOML spells JSON's NaN and infinities in lower case."""
+    toml = {"NaN": "nan", "Infinity": "inf", "-Infinity": "-inf"}
+    number = {k: toml.get(f[k], f[k]) for k in ("objective", "threshold")}
+    table = (
+        f'[[slos]]\nname = {f["name"]}\njob = {f["service"]}\nsli = "latency"\n'
+        f"objective = {number['objective']}\nwindow = {f['duration']}\n"
+        f"threshold_seconds = {number['threshold']}\n"
+    )
+    return Rendered((table,))
 
 
 def _collector(f: Mapping[str, str]) -> Rendered:
@@ -452,6 +484,50 @@ timings = "timings"
         render=lambda f: Rendered(()),  # the report is rendered from a real one (the test)
     ),
     Surface(
+        name="openslo",
+        delivery="openslo",
+        blocks=("unicode", "control", "numbers", "bodies", "normalisation"),
+        doc="an OpenSLO v1 file read by evaluator check (names, durations, targets, the SLI)",
+        slots={
+            "name": "text",
+            "service": "text",
+            "duration": "text",
+            "sli": "text",
+            "target": "number",
+            "threshold": "number",
+        },
+        defaults={
+            "name": '"answers"',
+            "service": '"t"',
+            "duration": '"28d"',
+            "sli": '"latency"',
+            "target": "0.99",
+            "threshold": "2.5",
+        },
+        render=_openslo,
+    ),
+    Surface(
+        name="slo-table",
+        delivery="slo_config",
+        blocks=("unicode", "control", "numbers"),
+        doc="a [[slos]] table read by evaluator check (name, job, window, objective, threshold)",
+        slots={
+            "name": "text",
+            "service": "text",
+            "duration": "text",
+            "objective": "number",
+            "threshold": "number",
+        },
+        defaults={
+            "name": '"answers"',
+            "service": '"t"',
+            "duration": '"28d"',
+            "objective": "0.99",
+            "threshold": "2.5",
+        },
+        render=_slo_table,
+    ),
+    Surface(
         name="config",
         delivery="config",
         blocks=("unicode", "control", "numbers"),
@@ -611,6 +687,12 @@ def build(surface: Surface, block: Block, variant: str, seed: int) -> Attack:
             data = events[0].encode() + b"\n" + value + b"\n"
         else:
             data = "".join(e + "\n" for e in events).encode("utf-8", "surrogatepass")
+        return Attack(surface, block.name, variant, slot, seed, data=data)
+    if surface.delivery in ("openslo", "slo_config"):
+        if block.kind == "body":
+            assert isinstance(value, bytes)
+            return Attack(surface, block.name, variant, "body", seed, data=value)
+        data = events[0].encode("utf-8", "surrogatepass")
         return Attack(surface, block.name, variant, slot, seed, data=data)
     if surface.delivery in ("report", "config"):
         data = value if isinstance(value, bytes) else str(value).encode("utf-8", "surrogatepass")

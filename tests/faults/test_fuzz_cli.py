@@ -5,7 +5,9 @@ subprocess per attack (:mod:`tests.faults.surfaces`, deliveries other than ``tar
 - ``report``: a candidate report (a real one, one field replaced) given to ``evaluator gate``;
 - ``config``: a header value through ``${ENV}``, ``EVALUATOR_K``, a TOML number, given to
   ``evaluator check``;
-- ``collector``: the reply of an OTLP collector to ``evaluator run``'s span export.
+- ``collector``: the reply of an OTLP collector to ``evaluator run``'s span export;
+- ``openslo``, ``slo_config``: an OpenSLO file and a ``[[slos]]`` table given to
+  ``evaluator check``.
 
 Per attack: a documented exit code (0 or 1; 2 only from the gate), no ``internal error`` or
 traceback, no secret form, no control character in what reaches the terminal (at most one
@@ -265,6 +267,43 @@ dataset = "golden.jsonl"
     ):
         refused = [f"a header value with a control character: check exit {result.returncode}"]
     _check(attack, result.problems() + refused)
+
+
+_SLO_JOBS = """[[targets]]
+name = "t"
+url = "http://127.0.0.1:9/rag"
+request.headers = { Authorization = "Bearer ${FUZZ_TOKEN}" }
+[[jobs]]
+target = "t"
+dataset = "golden.jsonl"
+interval_seconds = 60
+"""
+
+
+@pytest.mark.parametrize("attack", _params("openslo"))
+def test_openslo_file(attack: Attack, tmp_path: Path) -> None:
+    """``check`` reads the OpenSLO file or stops naming the field, without crashing, in
+    bounded time and memory, echoing no secret and no control character."""
+    (tmp_path / "golden.jsonl").write_text(GOLDEN, "utf-8")
+    (tmp_path / "slos.yaml").write_bytes(attack.data)
+    (tmp_path / "evaluator.toml").write_text(
+        f'openslo_files = ["slos.yaml"]\nreports_dir = "{tmp_path / "reports"}"\n{_SLO_JOBS}',
+        "utf-8",
+    )
+    result = run_cli(["check", "--config", "evaluator.toml"], tmp_path, key=f"check {attack.id}")
+    _check(attack, result.problems())
+
+
+@pytest.mark.parametrize("attack", _params("slo_config"))
+def test_slo_table(attack: Attack, tmp_path: Path) -> None:
+    """``check`` reads the ``[[slos]]`` table or stops naming the field, as for any setting."""
+    (tmp_path / "golden.jsonl").write_text(GOLDEN, "utf-8")
+    table = attack.data.decode("utf-8", "surrogatepass")
+    (tmp_path / "evaluator.toml").write_text(
+        f'reports_dir = "{tmp_path / "reports"}"\n{_SLO_JOBS}{table}', "utf-8", "surrogatepass"
+    )
+    result = run_cli(["check", "--config", "evaluator.toml"], tmp_path, key=f"check {attack.id}")
+    _check(attack, result.problems())
 
 
 @pytest.mark.parametrize("attack", _params("collector"))
