@@ -24,6 +24,7 @@ import msgspec
 
 __all__ = [
     "DELIVERY_FIELDS",
+    "OUT_OF_RANGE_FIELDS",
     "TURN_SEPARATOR",
     "Case",
     "CaseError",
@@ -36,6 +37,7 @@ __all__ = [
     "Dialogue",
     "GoldenCase",
     "Message",
+    "OutOfRange",
     "Outcome",
     "Retrieved",
     "TargetResponse",
@@ -46,6 +48,12 @@ __all__ = [
 
 #: A citation is a 1-based position in ``retrieved`` (int) or a document id (str).
 Citation = int | str
+
+#: The optional figures a target reports: one out of range (1e308 tokens, a negative stage)
+#: is dropped and named, never the case's error (:mod:`evaluator.targets.figures`).
+OutOfRange = Literal["timings", "scores", "input_tokens", "output_tokens"]
+#: the same names, in the order they are shown
+OUT_OF_RANGE_FIELDS: tuple[OutOfRange, ...] = ("timings", "scores", "input_tokens", "output_tokens")
 
 _EMPTY: Mapping[str, float] = MappingProxyType({})
 _EMPTY_TEXTS: Mapping[str, str] = MappingProxyType({})
@@ -244,6 +252,9 @@ class TargetResponse(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     #: the conversation id a stateful service returned (mapped by ``conversation_id``),
     #: sent back with the conversation's later turns
     conversation_id: str | None = None
+    #: optional figures the target reported out of range and that were dropped, in
+    #: :data:`OUT_OF_RANGE_FIELDS` order
+    out_of_range: tuple[OutOfRange, ...] = ()
 
     @property
     def ranked_ids(self) -> tuple[str, ...]:
@@ -318,6 +329,8 @@ class CaseRecord(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     cost: float | None = None
     #: the W3C trace id the request carried (``traceparent``)
     trace_id: str | None = None
+    #: optional figures the target reported out of range: not reported (dropped)
+    out_of_range: tuple[OutOfRange, ...] = ()
 
     # Views of the one outcome: filters over many records read better as
     # ``r.scores is not None`` than as an isinstance test, and exactly one is not None.

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from evaluator.metrics import METRICS, QUALITY_METRICS, split, total
-from evaluator.models import CaseError, CaseRecord, CaseScores
+from evaluator.models import OUT_OF_RANGE_FIELDS, CaseError, CaseRecord, CaseScores, OutOfRange
 
 __all__ = [
     "OPTIONAL_FIELDS",
@@ -24,6 +24,7 @@ __all__ = [
     "Total",
     "id_mismatch_warning",
     "nearest_rank",
+    "out_of_range_warning",
     "relevant_never_retrieved",
     "stage_p95",
     "summarise",
@@ -57,6 +58,9 @@ class Summary:
     stage_p95_seconds: Mapping[str, float]
     errors_by_kind: Mapping[str, int]
     by_tag: Mapping[str, Summary] = field(default_factory=dict)
+    #: cases whose optional figure was not reported because out of range, per field (in
+    #: OUT_OF_RANGE_FIELDS order; a field no case dropped is absent)
+    out_of_range: Mapping[OutOfRange, int] = field(default_factory=dict)
     #: how late the event loop ran timers during the run (P95, max), seconds: a P95 latency
     #: that grew with these is the evaluator's own doing. None when not measured (a tag's
     #: summary, an older report); a property of the run, not recomputed from its cases
@@ -110,6 +114,8 @@ class Summary:
             value = getattr(self, name)
             if value is not None:
                 out[name] = value
+        if self.out_of_range:
+            out["out_of_range"] = dict(self.out_of_range)
         if self.by_tag:
             out["by_tag"] = {tag: s.to_dict() for tag, s in sorted(self.by_tag.items())}
         return out
@@ -205,8 +211,15 @@ def _summary(records: Sequence[CaseRecord]) -> Summary:
         p95_seconds=nearest_rank(latencies, 95),
         stage_p95_seconds=stage_p95(r.stage_seconds for r in records),
         errors_by_kind=dict(sorted(Counter(kinds).items())),
+        out_of_range=_out_of_range(scored),
         **_delivery(scored),
     )
+
+
+def _out_of_range(scored: Sequence[CaseRecord]) -> dict[OutOfRange, int]:
+    """Per field, the cases whose figure was out of range (dropped: not reported)."""
+    counts = Counter(name for r in scored if r.out_of_range for name in r.out_of_range)
+    return {name: counts[name] for name in OUT_OF_RANGE_FIELDS if counts[name]}
 
 
 def summarise(records: Sequence[CaseRecord]) -> Summary:
@@ -253,6 +266,19 @@ def id_mismatch_warning(records: Sequence[CaseRecord]) -> str | None:
         f"no relevant id was retrieved in any of the {count} answerable case(s): do your "
         "golden set's ids match the service's? (compare relevant_ids with the ids "
         "`evaluator probe` shows)"
+    )
+
+
+def out_of_range_warning(records: Sequence[CaseRecord]) -> str | None:
+    """The warning after a run in which some optional figure was out of range: how many
+    cases, and per field how many were not reported."""
+    dropped = sum(1 for r in records if r.out_of_range)
+    if not dropped:
+        return None
+    counts = ", ".join(f"{name} {n}" for name, n in _out_of_range(records).items())
+    return (
+        f"not reported (out of range) in {dropped} of {len(records)} case(s): {counts}; the "
+        f"values were dropped and the cases scored"
     )
 
 

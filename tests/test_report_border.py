@@ -65,3 +65,25 @@ def test_invalid_json_is_still_refused() -> None:
         parse_report(raw, "candidate.json")
     with pytest.raises(ReportError, match="not a finite number"):
         parse_report(json.dumps({**_report(), "duration_seconds": float("nan")}).encode())
+
+
+def test_out_of_range_names_are_read_back_and_checked() -> None:
+    """A case's ``out_of_range`` reads back as written, is summed again from the cases, and
+    a name the evaluator never writes is refused naming the field."""
+    data = _report()
+    data["cases"][1]["out_of_range"] = ["timings", "input_tokens"]
+    read = parse_report(json.dumps(data).encode(), "candidate.json")
+    assert ("timings", "input_tokens") == read.cases[1].out_of_range
+    assert {"timings": 1, "input_tokens": 1} == dict(read.summary.out_of_range)
+    data["cases"][1]["out_of_range"] = ["answer"]
+    with pytest.raises(ReportError, match=re.escape("field 'cases[1].out_of_range[0]'")):
+        parse_report(json.dumps(data).encode(), "candidate.json")
+
+
+def test_a_summary_only_report_cannot_drop_more_cases_than_it_scored() -> None:
+    """In a report without cases, an ``out_of_range`` count above scored_count is refused."""
+    data = _report()
+    data["cases"] = []
+    data["summary"]["out_of_range"] = {"scores": data["summary"]["scored_count"] + 1}
+    with pytest.raises(ReportError, match=re.escape("summary.out_of_range.scores")):
+        parse_report(json.dumps(data).encode(), "candidate.json")

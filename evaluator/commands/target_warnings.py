@@ -15,6 +15,7 @@ from operator import itemgetter
 
 from evaluator.config import HttpTargetConfig, TargetConfig
 from evaluator.models import CaseRecord
+from evaluator.summary import out_of_range_warning
 
 __all__ = [
     "UNIT_LIE_FACTOR",
@@ -112,6 +113,10 @@ def timings_unit_warning(target: str, records: Sequence[CaseRecord]) -> str | No
     )
 
 
+def _labelled(target: str, warning: str | None) -> str | None:
+    return None if warning is None else f"target {target!r}: {warning}"
+
+
 def target_warnings(
     target: TargetConfig, records: Sequence[CaseRecord], *, mapping: bool = True
 ) -> list[str]:
@@ -121,5 +126,6 @@ def target_warnings(
         citations_warning(target),
         mapping_failure_warning(records) if mapping else None,
         timings_unit_warning(target.label, records),
+        _labelled(target.label, out_of_range_warning(records)),
     ]
     return [warning for warning in found if warning is not None]

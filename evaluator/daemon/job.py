@@ -28,7 +28,7 @@ from evaluator.history.recorder import HistoryRecorder
 from evaluator.models import DELIVERY_FIELDS, CaseRecord, Dataset, GoldenCase, questions_of
 from evaluator.report import scores_to_dict
 from evaluator.run.runner import RetryEvent, config_hash_for, run_dataset
-from evaluator.summary import Summary, id_mismatch_warning
+from evaluator.summary import Summary, id_mismatch_warning, out_of_range_warning
 from evaluator.targets.base import Target
 
 __all__ = ["JobRunner"]
@@ -181,6 +181,7 @@ class JobRunner:
         for name in DELIVERY_FIELDS:
             value = getattr(record, name)
             fields[name] = round(value, 6) if isinstance(value, float) else value
+        fields["out_of_range"] = list(record.out_of_range)
         if self.settings.log_answers and record.answer is not None:
             # cut() redacts first: a plain slice could halve a secret beyond recognition
             fields["answer"] = cut(record.answer, self.settings.log_answer_max_chars)
@@ -277,6 +278,14 @@ class JobRunner:
         warning = id_mismatch_warning(report.cases)
         if warning is not None:
             log.warning("no_relevant_id_retrieved", job=self.key, message=warning)
+        warning = out_of_range_warning(report.cases)
+        if warning is not None:
+            log.warning(
+                "figures_out_of_range",
+                job=self.key,
+                message=warning,
+                out_of_range=dict(report.summary.out_of_range),
+            )
         return outcome
 
     def _finish_broken(self, started: float, reason: str) -> None:

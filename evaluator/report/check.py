@@ -94,6 +94,13 @@ def check_summary(
             f"adds up to {sum(summary.errors_by_kind.values())}, "
             f"not error_count ({summary.error_count})",
         )
+    for name, count in summary.out_of_range.items():
+        if count > summary.scored_count:
+            raise _fail(
+                source,
+                f"{where}out_of_range.{name}",
+                f"({count}) is above scored_count ({summary.scored_count})",
+            )
     p50, p95 = summary.p50_seconds, summary.p95_seconds
     if p50 is not None and p95 is not None and p50 > p95 * (1 + _TOLERANCE):
         raise _fail(source, f"{where}p50_seconds", f"({p50:g}) is above p95_seconds ({p95:g})")

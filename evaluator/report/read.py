@@ -34,7 +34,7 @@ from msgspec import Meta, Struct
 
 from evaluator import border
 from evaluator.errors import ReportError
-from evaluator.models import Case, CaseError, CaseRecord, CaseScores, Outcome, Turn
+from evaluator.models import Case, CaseError, CaseRecord, CaseScores, Outcome, OutOfRange, Turn
 from evaluator.repeat_summary import repeats_from_dict
 from evaluator.report.check import check_ids, check_summary, check_turn
 from evaluator.report.model import SCHEMA_VERSION, RunHeader, RunReport, Seconds, as_utc
@@ -90,6 +90,8 @@ class _CaseFields(Struct, frozen=True, gc=False):
     conversation: str | None = None
     turn: int | None = None
     assistant: str | None = None
+    # optional figures the target reported out of range (each name checked in C)
+    out_of_range: tuple[OutOfRange, ...] = ()
 
 
 class _Total(Struct, frozen=True, gc=False):
@@ -109,6 +111,7 @@ class _TagSummaryFields(Struct, frozen=True, gc=False):
     p95_seconds: Seconds | None = None
     stage_p95_seconds: dict[str, Seconds] = {}
     errors_by_kind: dict[str, Count] = {}
+    out_of_range: dict[OutOfRange, Count] = {}
     event_loop_lag_p95_seconds: Seconds | None = None
     event_loop_lag_max_seconds: Seconds | None = None
     p50_ttft_seconds: Seconds | None = None
@@ -271,6 +274,7 @@ def _tag_summary(entry: _TagSummary, by_tag: Mapping[str, Summary]) -> Summary:
         p95_seconds=entry.p95_seconds,
         stage_p95_seconds=dict(entry.stage_p95_seconds),
         errors_by_kind=dict(entry.errors_by_kind),
+        out_of_range=dict(entry.out_of_range),
         by_tag=by_tag,
         **{name: getattr(entry, name) for name in OPTIONAL_FIELDS},
     )
@@ -340,6 +344,7 @@ def _case(c: _Case, known: Mapping[str, Case]) -> CaseRecord:
         output_tokens=c.output_tokens,
         cost=c.cost,
         trace_id=c.trace_id,
+        out_of_range=c.out_of_range,
     )
 
 

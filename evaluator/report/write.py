@@ -87,6 +87,8 @@ def _case_to_dict(c: CaseRecord, audit: LabelAudit | None = None) -> dict[str, A
         out["turn"] = turn.position
         if turn.assistant is not None:
             out["assistant"] = turn.assistant
+    if c.out_of_range:
+        out["out_of_range"] = list(c.out_of_range)
     return out
 
 

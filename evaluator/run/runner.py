@@ -194,6 +194,7 @@ def _record(
         output_tokens=tokens_out,
         cost=cost,
         trace_id=trace,
+        out_of_range=response.out_of_range,
     )
 
 

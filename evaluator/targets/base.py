@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from typing import Any, Literal, Protocol
 from urllib.parse import urlsplit
 
+from evaluator.border import MAX_NUMBER
 from evaluator.errors import BadResponseError
-from evaluator.models import Case, Citation, Dialogue, Retrieved, TargetResponse
+from evaluator.models import Case, Citation, Dialogue, OutOfRange, Retrieved, TargetResponse
+from evaluator.targets import figures
 
 __all__ = ["HistorySource", "Target", "default_target_name", "parse_default_response"]
 
@@ -17,6 +18,15 @@ __all__ = ["HistorySource", "Target", "default_target_name", "parse_default_resp
 #: so one wrong early answer does not fail every later turn; a turn without one falls back
 #: to the target's). A target without the attribute is ``service``.
 HistorySource = Literal["service", "scripted"]
+
+
+#: out_of_range by (timings dropped, scores dropped)
+_DROPS: Mapping[tuple[bool, bool], tuple[OutOfRange, ...]] = {
+    (False, False): (),
+    (True, False): ("timings",),
+    (False, True): ("scores",),
+    (True, True): ("timings", "scores"),
+}
 
 
 def default_target_name(url: str) -> str:
@@ -67,7 +77,8 @@ def parse_default_response(body: object, *, max_ranked_ids: int | None = None) -
         raise BadResponseError(
             f"response is {_type_name(body)}, expected a JSON object", field="response"
         )
-    retrieved = _parse_retrieved(body.get("retrieved", []), max_ranked_ids)
+    retrieved, scores_dropped = _parse_retrieved(body.get("retrieved", []), max_ranked_ids)
+    timings, timings_dropped = _parse_timings(body.get("timings", {}))
     answer = body.get("answer")
     if answer is not None and not isinstance(answer, str):
         raise BadResponseError(
@@ -76,14 +87,19 @@ def parse_default_response(body: object, *, max_ranked_ids: int | None = None) -
     return TargetResponse(
         retrieved=retrieved,
         answer=answer,
-        citations=parse_citations(body.get("citations", [])),
-        timings=parse_timings(body.get("timings", {})),
+        citations=_parse_citations(body.get("citations", [])),
+        timings=timings,
+        out_of_range=_DROPS[timings_dropped, scores_dropped],
     )
 
 
-def _parse_retrieved(value: object, max_ranked_ids: int | None) -> tuple[Retrieved, ...]:
+def _parse_retrieved(
+    value: object, max_ranked_ids: int | None
+) -> tuple[tuple[Retrieved, ...], bool]:
+    """The ranked items, and whether a score out of range was dropped (a score that is not
+    a number is None, as the contract allows)."""
     if value is None:
-        return ()
+        return (), False
     if not isinstance(value, list):
         raise BadResponseError(
             f"field 'retrieved' is {_type_name(value)}, expected a list", field="retrieved"
@@ -91,6 +107,7 @@ def _parse_retrieved(value: object, max_ranked_ids: int | None) -> tuple[Retriev
     if max_ranked_ids is not None:
         value = value[:max_ranked_ids]
     items: list[Retrieved] = []
+    dropped = False
     for i, item in enumerate(value):
         # exact-type checks first: JSON gives dict, str, float; the ABC checks are the
         # fallback for other mappings (a mapped target's own objects)
@@ -99,12 +116,10 @@ def _parse_retrieved(value: object, max_ranked_ids: int | None) -> tuple[Retriev
             score = item.get("score")
             text = item.get("text")
             if type(doc_id) is str:
+                if type(score) is not float or not -MAX_NUMBER <= score <= MAX_NUMBER:
+                    score, dropped = _score(score, dropped)
                 items.append(
-                    Retrieved(
-                        id=doc_id,
-                        score=score if type(score) is float else _as_float(score),
-                        text=text if type(text) is str else None,
-                    )
+                    Retrieved(id=doc_id, score=score, text=text if type(text) is str else None)
                 )
                 continue
         elif isinstance(item, str):
@@ -120,19 +135,24 @@ def _parse_retrieved(value: object, max_ranked_ids: int | None) -> tuple[Retriev
             raise BadResponseError(
                 f"field 'retrieved[{i}].id' is missing or not a string", field="retrieved"
             )
-        score = item.get("score")
+        score, dropped = _score(item.get("score"), dropped)
         text = item.get("text")
         items.append(
-            Retrieved(
-                id=str(doc_id),
-                score=_as_float(score),
-                text=text if isinstance(text, str) else None,
-            )
+            Retrieved(id=str(doc_id), score=score, text=text if isinstance(text, str) else None)
         )
-    return tuple(items)
+    return tuple(items), dropped
 
 
-def parse_citations(value: object) -> tuple[Citation, ...]:
+def _score(value: object, dropped: bool) -> tuple[float | None, bool]:
+    """A hit's score (None when it is not a number), and whether a score was dropped so
+    far: a number out of range (:func:`evaluator.targets.figures.score`) is."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None, dropped
+    score = figures.score(value)
+    return score, dropped or score is None
+
+
+def _parse_citations(value: object) -> tuple[Citation, ...]:
     """Citations: a list of 1-based positions (ints) or doc ids (strings)."""
     if value is None:
         return ()
@@ -157,35 +177,29 @@ def parse_citations(value: object) -> tuple[Citation, ...]:
     return tuple(out)
 
 
-def parse_timings(value: object) -> dict[str, float]:
-    """Stage timings: stage name -> seconds; negative or non-finite values are rejected."""
+def _parse_timings(value: object) -> tuple[dict[str, float], bool]:
+    """Stage timings: stage name -> seconds, and whether a stage out of range (negative,
+    not finite, longer than a day) was dropped; a stage that is not a number is an error."""
     if value is None:
-        return {}
+        return {}, False
     if type(value) is not dict and not isinstance(value, Mapping):
         raise BadResponseError(
             f"field 'timings' is {_type_name(value)}, expected an object", field="timings"
         )
     out: dict[str, float] = {}
-    for stage, seconds in value.items():
-        as_float = seconds if type(seconds) is float else _as_float(seconds)
-        if as_float is None or not math.isfinite(as_float) or as_float < 0:
+    dropped = False
+    for stage, figure in value.items():
+        if isinstance(figure, bool) or not isinstance(figure, int | float):
             raise BadResponseError(
-                f"field 'timings.{stage}' is {seconds!r}, "
-                "expected a non-negative number of seconds",
+                f"field 'timings.{stage}' is {_type_name(figure)}, expected a number of seconds",
                 field="timings",
             )
-        out[str(stage)] = as_float
-    return out
-
-
-def _as_float(value: object) -> float | None:
-    """``value`` as a float; None for a non-number (bools included) or an int beyond float range."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    try:
-        return float(value)
-    except OverflowError:  # JSON allows integers of any size: 10**400 must not crash the run
-        return None
+        seconds = figures.stage_seconds(figure)
+        if seconds is None:
+            dropped = True
+        else:
+            out[str(stage)] = seconds
+    return out, dropped
 
 
 def _type_name(value: object) -> str:

@@ -59,12 +59,12 @@ from evaluator.errors import (
     TargetTimeout,
 )
 from evaluator.models import Case, Delivery, Dialogue, TargetResponse
-from evaluator.targets import offload
+from evaluator.targets import figures, offload
 from evaluator.targets.admission import Admission, record_received, record_trace
 from evaluator.targets.base import HistorySource, default_target_name, parse_default_response
 from evaluator.targets.deadline import Deadlines
 from evaluator.targets.decode import BodyDecoder, parse_content_encoding
-from evaluator.targets.mapping import NOWHERE, ResponseMapper
+from evaluator.targets.mapping import NOWHERE, ResponseMapper, Usage
 from evaluator.targets.request import OutgoingRequest, Redactor, RequestTemplate
 from evaluator.targets.server_timing import parse_server_timing
 from evaluator.targets.streaming import StreamAssembler, StreamSpec
@@ -88,6 +88,8 @@ MAX_RESPONSE_BYTES = 4 * 1024 * 1024
 #: so a heavy but legal response (350,000 ids, 1.3 M U+FDFA) holds neither the event loop that
 #: serves /healthz nor the GIL it needs
 OFFLOAD_BYTES = 256 * 1024
+#: the usage of a response whose tokens are not mapped
+_NO_USAGE = Usage(None, None)
 #: how much of an error body is read, and how much of it a message shows
 _SNIPPET_READ = 8 * 1024
 _SNIPPET_SHOWN = 200
@@ -379,7 +381,7 @@ class HttpTarget:
         record_received(arrival.received_at)
         content = arrival.content
         if arrival.stream is not None:
-            response, tokens = self._map_stream(arrival.stream)
+            response, usage = self._map_stream(arrival.stream)
         else:
             try:
                 # a large body's JSON is decoded in a child process (a thread of this one held
@@ -394,13 +396,13 @@ class HttpTarget:
                 raise BadResponseError(
                     f"response is not valid JSON ({exc}); it starts with {self._snippet(content)!r}"
                 ) from None
-            response, tokens = self._fields(body)
-        return self._delivered(response, tokens, arrival, started, trace_id)
+            response, usage = self._fields(body)
+        return self._delivered(response, usage, arrival, started, trace_id)
 
     def _delivered(
         self,
         response: TargetResponse,
-        tokens: tuple[int | None, int | None],
+        usage: Usage,
         arrival: _Arrival,
         started: float,
         trace_id: str | None,
@@ -411,7 +413,7 @@ class HttpTarget:
         if arrival.server_timing:
             # the body's own stage timings win over the header's for the same name
             timings = {**arrival.server_timing, **timings}
-        input_tokens, output_tokens = tokens
+        input_tokens, output_tokens, tokens_out_of_range = usage
         counted = False
         stream = arrival.stream
         ttft = None
@@ -434,41 +436,44 @@ class HttpTarget:
             trace_id=trace_id,
             cost=cost,
         )
-        return msgspec.structs.replace(response, timings=timings, delivery=delivery)
+        out_of_range = response.out_of_range
+        if tokens_out_of_range:
+            out_of_range = figures.in_order((*out_of_range, *tokens_out_of_range))
+        return msgspec.structs.replace(
+            response, timings=timings, delivery=delivery, out_of_range=out_of_range
+        )
 
-    def _map_stream(
-        self, stream: StreamAssembler
-    ) -> tuple[TargetResponse, tuple[int | None, int | None]]:
+    def _map_stream(self, stream: StreamAssembler) -> tuple[TargetResponse, Usage]:
         event = stream.fields_event
         if event is None:
             raise BadResponseError(
                 f"no stream event matched streaming.fields_from after {stream.events} event(s)"
             )
-        response, tokens = self._fields(event, stream.found)
+        response, usage = self._fields(event, stream.found)
         answer = stream.answer
         citations = response.citations
         if self.mapper is not None and self.mapper.markers is not None:
             citations += self.mapper.cited_in(answer)
-        return msgspec.structs.replace(response, answer=answer, citations=citations), tokens
+        return msgspec.structs.replace(response, answer=answer, citations=citations), usage
 
     def _fields(
         self, body: object, found: Mapping[str, object] = NOWHERE
-    ) -> tuple[TargetResponse, tuple[int | None, int | None]]:
+    ) -> tuple[TargetResponse, Usage]:
         """The mapped fields of ``body``; a field in ``found`` (a stream's field -> the last
         event where it matched) is read from its event."""
         mapper = self._fields_mapper
-        tokens: tuple[int | None, int | None]
+        usage: Usage
         try:
             if mapper is None:
-                response, tokens = self._parse(body), (None, None)
+                response, usage = self._parse(body), _NO_USAGE
             else:
-                response, tokens = mapper(body, found), mapper.tokens(body, found)
+                response, usage = mapper(body, found), mapper.tokens(body, found)
         except BadResponseError as exc:
             redacted = self._redact(exc.message)
             if redacted == exc.message:
                 raise
             raise BadResponseError(redacted) from None
-        return response, tokens
+        return response, usage
 
     async def _exchange(self, request: OutgoingRequest, observer: _Observer) -> _Arrival:
         url, headers = self._secrets.wire(request)

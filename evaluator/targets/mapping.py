@@ -25,6 +25,8 @@ A streamed response is mapped event by event: each field is read from the last e
 its expression matches (:meth:`ResponseMapper.matching`), since services send their sources
 with the first chunk and their usage with the last.
 
+Timings, scores and token counts are optional figures: a number out of range is dropped and
+named in the response's ``out_of_range`` (:mod:`evaluator.targets.figures`), never an error.
 A field whose expression matches nothing (null) or gives the wrong type is a
 :class:`~evaluator.errors.BadResponseError` naming the field and the expression; write
 ``expr || `[]``` to accept a missing list. A projection at the top of an expression
@@ -36,30 +38,25 @@ from __future__ import annotations
 
 import copy
 import json
-import math
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeGuard, TypeVar
 
 from jmespath import visitor
 from jmespath.exceptions import JMESPathError
 from jmespath.parser import ParsedResult
 
-from evaluator import border
 from evaluator.errors import BadResponseError
-from evaluator.models import Citation, Retrieved, TargetResponse
+from evaluator.models import Citation, OutOfRange, Retrieved, TargetResponse
+from evaluator.targets import figures
 from evaluator.targets.markers import CitationMarkers
 
-__all__ = ["FIELDS", "NOWHERE", "ResponseMapper", "truthy"]
+__all__ = ["FIELDS", "NOWHERE", "ResponseMapper", "Usage", "truthy"]
 
 T = TypeVar("T")
 
 #: no field read from another body than the one given (:meth:`ResponseMapper.__call__`)
 NOWHERE: Mapping[str, object] = MappingProxyType({})
-
-#: most tokens one response may report: beyond any real call, far from overflowing the cost
-#: and the run's sums (1e308 tokens stopped every run with an OverflowError)
-MAX_TOKENS = 1e12
 
 #: the fields a response mapping may set, in the order they are shown
 FIELDS = (
@@ -130,14 +127,24 @@ def truthy(value: object) -> bool:
     return value is not None and value is not False and value not in ("", [], {})
 
 
-def _finite(value: object) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    try:
-        number = float(value)
-    except OverflowError:  # JSON integers have no size limit
-        return None
-    return number if math.isfinite(number) else None
+def _is_number(value: object) -> TypeGuard[int | float]:
+    """A JSON number (booleans are not)."""
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+class _Dropped:
+    """A figure out of range, dropped (:mod:`evaluator.targets.figures`)."""
+
+
+_DROPPED = _Dropped()
+
+
+class Usage(NamedTuple):
+    """A response's token counts, and which were out of range (then None)."""
+
+    input_tokens: int | None
+    output_tokens: int | None
+    out_of_range: tuple[OutOfRange, ...] = ()
 
 
 class ResponseMapper:
@@ -236,31 +243,28 @@ class ResponseMapper:
                 continue
         return found
 
-    def tokens(
-        self, body: object, found: Mapping[str, object] = NOWHERE
-    ) -> tuple[int | None, int | None]:
-        """Input and output tokens, None where not mapped or null (``found``: as in
-        :meth:`__call__`)."""
-        return (
-            self._count("input_tokens", found.get("input_tokens", body)),
-            self._count("output_tokens", found.get("output_tokens", body)),
+    def tokens(self, body: object, found: Mapping[str, object] = NOWHERE) -> Usage:
+        """Input and output tokens, None where not mapped, null or out of range (``found``:
+        as in :meth:`__call__`)."""
+        drops: list[OutOfRange] = []
+        return Usage(
+            self._count("input_tokens", found.get("input_tokens", body), drops),
+            self._count("output_tokens", found.get("output_tokens", body), drops),
+            tuple(drops),
         )
 
-    def _count(self, field: str, body: object) -> int | None:
+    def _count(self, field: OutOfRange, body: object, drops: list[OutOfRange]) -> int | None:
         if field not in self:
             return None
         value = self.search(field, body)
         if value is None:
             return None
-        try:
-            number = border.number(value, field, high=MAX_TOKENS)
-        except ValueError:
-            number = None
-        if number is None or not number.is_integer():
-            raise self._fail(
-                field, f"gave {_kind_of(value)}, expected a count of tokens up to {MAX_TOKENS:g}"
-            )
-        return int(number)
+        if not _is_number(value):
+            raise self._fail(field, f"gave {_kind_of(value)}, expected a count of tokens")
+        tokens = figures.count(value)
+        if tokens is None:
+            drops.append(field)
+        return tokens
 
     def __contains__(self, field: str) -> bool:
         return field in self.expressions
@@ -300,17 +304,21 @@ class ResponseMapper:
 
     def __call__(self, body: object, found: Mapping[str, object] = NOWHERE) -> TargetResponse:
         """Map ``body``; a field named in ``found`` is read from the body given there
-        instead (a stream's event where that field matched).
+        instead (a stream's event where that field matched). Timings and scores out of
+        range are dropped and named in ``out_of_range`` (:mod:`evaluator.targets.figures`).
 
         Raises:
             BadResponseError: a field matched nothing or has the wrong type.
         """
+        drops: list[OutOfRange] = []
         hits = self._typed("ids", found.get("ids", body), list, "a list of ids")
         ids = self._ids(hits[: self.max_ranked_ids])
         texts = self._aligned("texts", found.get("texts", body), len(hits), self._text)
         scores = self._aligned("scores", found.get("scores", body), len(hits), self._score)
+        if _DROPPED in scores:
+            drops.append("scores")
         retrieved = tuple(
-            Retrieved(id=doc_id, score=score, text=text)
+            Retrieved(id=doc_id, score=None if isinstance(score, _Dropped) else score, text=text)
             for doc_id, text, score in zip(ids, texts, scores, strict=True)
         )
         answer = (
@@ -321,11 +329,13 @@ class ResponseMapper:
         citations = self._citations(found.get("citations", body))
         if self.markers is not None:
             citations += self.cited_in(answer)
+        timings = self._timings(found.get("timings", body), drops)
         return TargetResponse(
             retrieved=retrieved,
             answer=answer,
             citations=citations,
-            timings=self._timings(found.get("timings", body)),
+            timings=timings,
+            out_of_range=figures.in_order(drops),
         )
 
     def _ids(self, value: list[Any]) -> list[str]:
@@ -360,13 +370,13 @@ class ResponseMapper:
             return item
         raise self._fail(field, f"gave {_kind_of(item)} for hit {i}, expected a string")
 
-    def _score(self, field: str, i: int, item: object) -> float | None:
+    def _score(self, field: str, i: int, item: object) -> float | _Dropped | None:
         if item is None:
             return None
-        number = _finite(item)
-        if number is None:
+        if not _is_number(item):
             raise self._fail(field, f"gave {_kind_of(item)} for hit {i}, expected a number")
-        return number
+        number = figures.score(item)
+        return _DROPPED if number is None else number
 
     def _citations(self, body: object) -> tuple[Citation, ...]:
         if "citations" not in self:
@@ -386,15 +396,18 @@ class ResponseMapper:
                 )
         return tuple(out)
 
-    def _timings(self, body: object) -> dict[str, float]:
+    def _timings(self, body: object, drops: list[OutOfRange]) -> dict[str, float]:
         if "timings" not in self:
             return {}
         out: dict[str, float] = {}
-        for stage, seconds in self._typed("timings", body, dict, "an object").items():
-            number = _finite(seconds)
-            if number is None or number < 0:
+        for stage, value in self._typed("timings", body, dict, "an object").items():
+            if not _is_number(value):
                 raise self._fail(
-                    "timings", f"gave {_kind_of(seconds)} for stage {stage!r}, expected seconds"
+                    "timings", f"gave {_kind_of(value)} for stage {stage!r}, expected seconds"
                 )
-            out[str(stage)] = number * self.timings_scale
+            seconds = figures.stage_seconds(value, self.timings_scale)
+            if seconds is None:
+                drops.append("timings")
+            else:
+                out[str(stage)] = seconds
         return out

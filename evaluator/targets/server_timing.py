@@ -14,6 +14,7 @@ import re
 from collections.abc import Iterable
 
 from evaluator import border
+from evaluator.targets.figures import MAX_STAGE_SECONDS
 
 __all__ = ["MAX_DUR_MS", "MAX_ENTRIES", "parse_server_timing"]
 
@@ -22,9 +23,9 @@ MAX_ENTRIES = 64
 _TOKEN = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
 
 
-#: longest stage one response may report, in milliseconds (a day): a ``dur`` beyond it is
-#: not a timing, and would sit in the stage histograms' +Inf bucket and sums for ever
-MAX_DUR_MS = 86_400_000.0
+#: longest stage one response may report, in milliseconds: the body's bound
+#: (:data:`evaluator.targets.figures.MAX_STAGE_SECONDS`, a day)
+MAX_DUR_MS = MAX_STAGE_SECONDS * 1000
 #: a ``dur`` as RFC 9110 writes a number (``float()`` alone also takes ``nan``, ``inf``,
 #: ``1_000`` and a 10,000-digit string), at most 32 characters
 _NUMBER = re.compile(r"-?[0-9]{1,20}(?:\.[0-9]{1,20})?(?:[eE][-+]?[0-9]{1,3})?")

@@ -165,11 +165,6 @@ class TestStrictTypes:
             ),
             (
                 {"ids": "ids", "timings": "t"},
-                {"ids": [], "t": {"model": -1}},
-                "gave a number for stage 'model', expected seconds",
-            ),
-            (
-                {"ids": "ids", "timings": "t"},
                 {"ids": [], "t": {"model": "fast"}},
                 "gave a string for stage 'model'",
             ),
@@ -215,11 +210,22 @@ class TestStrictTypes:
         ).limited(1)
         assert "gave 1 value(s) for 3 id(s)" in _error(misaligned, body)
 
-    def test_non_finite_score(self) -> None:
-        """NaN and numbers beyond float range are not scores."""
-        m = mapper(ids="[].id", scores="[].s")
-        assert "for hit 0" in _error(m, [{"id": "a", "s": math.inf}])
-        assert "for hit 0" in _error(m, [{"id": "a", "s": 10**400}])
+    @pytest.mark.parametrize("score", [math.inf, -math.inf, 10**400, 1e300])
+    def test_score_out_of_range_is_dropped(self, score: float) -> None:
+        """An infinite score, or one beyond float or the border's range, is dropped and named."""
+        response = mapper(ids="[].id", scores="[].s")(
+            [{"id": "a", "s": score}, {"id": "b", "s": 2}]
+        )
+        assert ((None, 2.0), ("scores",)) == (
+            tuple(r.score for r in response.retrieved),
+            response.out_of_range,
+        )
+
+    @pytest.mark.parametrize("seconds", [-1, math.inf, 86_401])
+    def test_stage_out_of_range_is_dropped(self, seconds: float) -> None:
+        """A stage out of range is dropped and named; the other stages are kept."""
+        response = mapper(ids="ids", timings="t")({"ids": [], "t": {"model": seconds, "db": 1}})
+        assert ({"db": 1.0}, ("timings",)) == (dict(response.timings), response.out_of_range)
 
     def test_function_type_error(self) -> None:
         """A JMESPath function failing on the data is a bad_response naming the expression."""
