@@ -121,6 +121,10 @@ class CheckCalibration:
         }
 
 
+#: (model, prompt version, check) -> (case id, answer hash) -> (human, judge) verdicts
+_Pairs = dict[tuple[str, str, str], dict[tuple[str, str], tuple[bool, bool]]]
+
+
 def calibrate(
     labels: Mapping[tuple[str, str, str], Label],
     runs: Iterable[JudgedRun],
@@ -128,12 +132,23 @@ def calibrate(
     floor: float = DEFAULT_FLOOR,
     min_labels: int = DEFAULT_MIN_LABELS,
 ) -> list[CheckCalibration]:
-    """One calibration per (judge, check) over the labels whose answer the runs judged.
+    """One calibration per (judge, check) over the labels whose answer the runs judged, by
+    judge and then in registry order of the checks.
 
     A label pairs with a verdict only for the same case *and* the same answer hash: a label
     of another answer says nothing about this one.
     """
-    pairs: dict[tuple[str, str, str], dict[tuple[str, str], tuple[bool, bool]]] = {}
+    order = {name: i for i, name in enumerate(check_names())}
+    groups = sorted(_pairs(labels, runs).items(), key=lambda kv: (*kv[0][:2], order[kv[0][2]]))
+    return [
+        _calibration(model, version, check, group, floor, min_labels)
+        for (model, version, check), group in groups
+    ]
+
+
+def _pairs(labels: Mapping[tuple[str, str, str], Label], runs: Iterable[JudgedRun]) -> _Pairs:
+    """Each judge's verdict beside the human label of the same case, answer and check."""
+    pairs: _Pairs = {}
     for run in runs:
         for key, verdict in judge_says(run.cases).items():
             label = labels.get(key)
@@ -142,40 +157,47 @@ def calibrate(
             case_id, answer, check = key
             group = pairs.setdefault((run.model, run.prompt_version, check), {})
             group[(case_id, answer)] = (label.verdict, verdict)
-    out = []
-    order = {name: i for i, name in enumerate(check_names())}
-    for (model, version, check), group in sorted(
-        pairs.items(), key=lambda kv: (kv[0][0], kv[0][1], order[kv[0][2]])
-    ):
-        items = sorted(group.items())
-        human = [h for _, (h, _) in items]
-        judge = [j for _, (_, j) in items]
-        n = len(items)
-        kappa = cohen_kappa(human, judge)
-        interval, band = bootstrap_intervals(human, judge)
-        pairs_ = list(zip(human, judge, strict=True))
-        confusion = (
-            (sum(h and j for h, j in pairs_), sum(h and not j for h, j in pairs_)),
-            (sum(j and not h for h, j in pairs_), sum(not h and not j for h, j in pairs_)),
-        )
-        out.append(
-            CheckCalibration(
-                check=check,
-                model=model,
-                prompt_version=version,
-                labels=n,
-                agreement=sum(h == j for h, j in pairs_) / n,
-                kappa=kappa,
-                interval=interval,
-                agreement_band=band,
-                confusion=confusion,
-                disagreements=tuple((c, h, j) for (c, _), (h, j) in items if h != j),
-                calibrated=interval is not None and interval[0] >= floor and n >= min_labels,
-                floor=floor,
-                min_labels=min_labels,
-            )
-        )
-    return out
+    return pairs
+
+
+def _confusion(pairs: Sequence[tuple[bool, bool]]) -> tuple[tuple[int, int], tuple[int, int]]:
+    """[[human pass & judge pass, human pass & judge fail], [human fail & judge pass, both
+    fail]]."""
+    return (
+        (sum(h and j for h, j in pairs), sum(h and not j for h, j in pairs)),
+        (sum(j and not h for h, j in pairs), sum(not h and not j for h, j in pairs)),
+    )
+
+
+def _calibration(
+    model: str,
+    version: str,
+    check: str,
+    group: Mapping[tuple[str, str], tuple[bool, bool]],
+    floor: float,
+    min_labels: int,
+) -> CheckCalibration:
+    """One judge's calibration for one check from its (human, judge) pairs."""
+    items = sorted(group.items())
+    human = [h for _, (h, _) in items]
+    judge = [j for _, (_, j) in items]
+    pairs = list(zip(human, judge, strict=True))
+    interval, band = bootstrap_intervals(human, judge)
+    return CheckCalibration(
+        check=check,
+        model=model,
+        prompt_version=version,
+        labels=len(items),
+        agreement=sum(h == j for h, j in pairs) / len(items),
+        kappa=cohen_kappa(human, judge),
+        interval=interval,
+        agreement_band=band,
+        confusion=_confusion(pairs),
+        disagreements=tuple((c, h, j) for (c, _), (h, j) in items if h != j),
+        calibrated=interval is not None and interval[0] >= floor and len(items) >= min_labels,
+        floor=floor,
+        min_labels=min_labels,
+    )
 
 
 def _num(value: float | None) -> str:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from evaluator.judge.calibrate import cohen_kappa
-from evaluator.judge.checks import judged_checks
+from evaluator.judge.checks import JudgedCheck, Subject, judged_checks
 from evaluator.judge.client import JudgeClient
 from evaluator.judge.gating import calibration_entries
 from evaluator.judge.judged_pass import JudgedPass, subjects_of
@@ -35,12 +35,30 @@ class DriftPoint:
     kappa: float | None
 
 
+#: one check of one case to judge again, with the human label of its answer
+_Job = tuple[JudgedCheck, Subject, Label]
+
+
 async def rejudge_labelled(
     report: RunReport, client: JudgeClient, labels: Mapping[tuple[str, str, str], Label]
 ) -> list[DriftPoint]:
     """Judge again every check of ``report`` that a label covers; compare per check."""
     judged = JudgedPass(client, None, None)
+    jobs = _labelled(report, labels)
+    outcomes = await asyncio.gather(
+        *(judged.verdict(check, subject, use_cache=False) for check, subject, _ in jobs)
+    )
     pairs: dict[str, list[tuple[bool, bool]]] = {c.name: [] for c in judged_checks()}
+    for (check, _, label), outcome in zip(jobs, outcomes, strict=True):
+        verdict = outcome_verdict(outcome)
+        if verdict is not None:
+            pairs[check.name].append((label.verdict, verdict))
+    return [_point(name, got) for name, got in pairs.items() if got]
+
+
+def _labelled(report: RunReport, labels: Mapping[tuple[str, str, str], Label]) -> list[_Job]:
+    """The checks of the report's cases that apply and that a label of the same answer
+    covers."""
     jobs = []
     for subject in subjects_of(report.cases):
         digest = answer_hash(subject.answer)
@@ -48,23 +66,15 @@ async def rejudge_labelled(
             label = labels.get((subject.case_id, digest, check.name))
             if label is not None and check.applies(subject):
                 jobs.append((check, subject, label))
-    outcomes = await asyncio.gather(
-        *(judged.verdict(check, subject, use_cache=False) for check, subject, _ in jobs)
-    )
-    for (check, _, label), outcome in zip(jobs, outcomes, strict=True):
-        verdict = outcome_verdict(outcome)
-        if verdict is not None:
-            pairs[check.name].append((label.verdict, verdict))
-    points = []
-    for check in judged_checks():
-        got = pairs[check.name]
-        if not got:
-            continue
-        human = [h for h, _ in got]
-        judge = [j for _, j in got]
-        agreement = sum(h == j for h, j in got) / len(got)
-        points.append(DriftPoint(check.name, len(got), agreement, cohen_kappa(human, judge)))
-    return points
+    return jobs
+
+
+def _point(check: str, pairs: list[tuple[bool, bool]]) -> DriftPoint:
+    """One check's agreement and kappa over its (human, judge) pairs."""
+    human = [h for h, _ in pairs]
+    judge = [j for _, j in pairs]
+    agreement = sum(h == j for h, j in pairs) / len(pairs)
+    return DriftPoint(check, len(pairs), agreement, cohen_kappa(human, judge))
 
 
 def agreement_floors(path: Path, model: str, prompt_version: str) -> dict[str, float]:

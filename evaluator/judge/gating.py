@@ -64,32 +64,39 @@ def parse_judged_rules(data: Mapping[str, object], source: str) -> tuple[JudgedR
         return ()
     if not isinstance(tables, Mapping):
         raise ConfigError(f"{source}: judged: expected [judged.METRIC] tables")
-    rules = []
-    known = ", ".join(m.name for m in judged_metrics())
-    for metric, table in tables.items():
-        where = f"judged.{metric}"
-        if judged_metric(metric) is None:
-            raise ConfigError(f"{source}: {where}: unknown judged metric (known: {known})")
-        if not isinstance(table, Mapping):
-            raise ConfigError(f"{source}: {where}: expected a table")
-        advisory = table.get("advisory", False)
-        if not isinstance(advisory, bool):
-            raise ConfigError(f"{source}: {where}.advisory: must be true or false")
-        kinds = [k for k in table if k != "advisory"]
-        if not kinds:
-            raise ConfigError(f"{source}: {where}: add one of {', '.join(_KINDS)}")
-        for kind in kinds:
-            if kind not in _KINDS:
-                raise ConfigError(
-                    f"{source}: {where}.{kind}: unknown key (known: {', '.join(_KINDS)}, advisory)"
-                )
-            value = table[kind]
-            if isinstance(value, bool) or not isinstance(value, int | float):
-                raise ConfigError(f"{source}: {where}.{kind}: must be a number")
-            if not math.isfinite(value) or not 0 <= value <= 1:
-                raise ConfigError(f"{source}: {where}.{kind}: {value!r} is outside 0..1")
-            rules.append(JudgedRule(metric, kind, float(value), advisory))
-    return tuple(rules)
+    return tuple(rule for metric, table in tables.items() for rule in _rules(metric, table, source))
+
+
+def _rules(metric: str, table: object, source: str) -> list[JudgedRule]:
+    """The rules of one ``[judged.METRIC]`` table: one per limit it sets."""
+    where = f"judged.{metric}"
+    if judged_metric(metric) is None:
+        known = ", ".join(m.name for m in judged_metrics())
+        raise ConfigError(f"{source}: {where}: unknown judged metric (known: {known})")
+    if not isinstance(table, Mapping):
+        raise ConfigError(f"{source}: {where}: expected a table")
+    advisory = table.get("advisory", False)
+    if not isinstance(advisory, bool):
+        raise ConfigError(f"{source}: {where}.advisory: must be true or false")
+    kinds = [k for k in table if k != "advisory"]
+    if not kinds:
+        raise ConfigError(f"{source}: {where}: add one of {', '.join(_KINDS)}")
+    return [
+        JudgedRule(metric, kind, _limit(kind, table[kind], f"{source}: {where}.{kind}"), advisory)
+        for kind in kinds
+    ]
+
+
+def _limit(kind: str, value: object, where: str) -> float:
+    """The limit of a ``min`` or ``max_drop`` key: a number in 0..1 (``where`` names the
+    file and the key)."""
+    if kind not in _KINDS:
+        raise ConfigError(f"{where}: unknown key (known: {', '.join(_KINDS)}, advisory)")
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ConfigError(f"{where}: must be a number")
+    if not math.isfinite(value) or not 0 <= value <= 1:
+        raise ConfigError(f"{where}: {value!r} is outside 0..1")
+    return float(value)
 
 
 def calibration_entries(path: Path) -> list[dict[str, Any]]:
@@ -135,6 +142,91 @@ def _value(block: Mapping[str, Any] | None, metric: str) -> float | None:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
+@dataclass(frozen=True, slots=True)
+class _Applied:
+    """One judged rule applied: ``pass``, ``fail``, ``n/a`` or ``not compared``, and what
+    its line says."""
+
+    status: str
+    text: str
+
+    def line(self, hard: bool) -> str:
+        return f"  {self.status.upper()}{'' if hard else ' (advisory)'} {self.text}"
+
+
+def _status(passed: bool | None) -> str:
+    return "n/a" if passed is None else ("pass" if passed else "fail")
+
+
+@dataclass(frozen=True, slots=True)
+class _JudgedReports:
+    """The two reports' ``judge`` blocks and what every judged rule is applied with."""
+
+    baseline: Mapping[str, Any] | None
+    candidate: Mapping[str, Any]
+    #: the candidate's judge (model, prompt version)
+    identity: tuple[str, str]
+    #: the candidate's judge passed a canary: every judged rule is advisory
+    compromised: bool
+    #: check -> whether the candidate's judge is calibrated for it
+    calibrated: Mapping[str, bool]
+    calibration_source: str
+
+    def hard(self, rule: JudgedRule) -> bool:
+        return not rule.advisory and not self.compromised
+
+    def apply(self, rule: JudgedRule) -> _Applied:
+        if rule.kind == "min":
+            return self._minimum(rule)
+        return self._drop(rule)
+
+    def _minimum(self, rule: JudgedRule) -> _Applied:
+        value = _value(self.candidate, rule.metric)
+        passed = None if value is None else value + _TOLERANCE >= rule.limit
+        return _Applied(_status(passed), f"{rule.metric} >= {rule.limit}: {_show(value)}")
+
+    def _drop(self, rule: JudgedRule) -> _Applied:
+        """A drop compares only between reports of the same judge and prompts."""
+        head = f"{rule.metric} drop <= {rule.limit}"
+        other = _identity(self.baseline)
+        if other != self.identity:
+            return _Applied(
+                "not compared",
+                f"{head}: baseline judged by {_ident(other)}, candidate by {_ident(self.identity)}",
+            )
+        base, value = _value(self.baseline, rule.metric), _value(self.candidate, rule.metric)
+        passed = None if base is None or value is None else base - value <= rule.limit + _TOLERANCE
+        return _Applied(_status(passed), f"{head}: {_show(base)} -> {_show(value)}")
+
+    def refusal(self, rule: JudgedRule, applied: _Applied) -> str | None:
+        """Why a hard rule cannot be applied (None: it can, or it is advisory)."""
+        spec = judged_metric(rule.metric)
+        assert spec is not None  # parse_judged_rules checked it
+        if not self.hard(rule):
+            return None
+        if not self.calibrated.get(spec.check, False):
+            return (
+                f"{rule.metric}: the judge {_ident(self.identity)} is not calibrated for "
+                f"{spec.check} ({self.calibration_source}); run `evaluator calibrate` or mark "
+                f"the rule advisory = true"
+            )
+        if applied.status == "not compared":
+            return f"{rule.metric}: judged by another judge or prompt version"
+        return None
+
+
+_HEADER = "judged metrics (deterministic rules above are the hard rules by default):"
+
+
+def _unjudged(rules: tuple[JudgedRule, ...]) -> JudgedGate:
+    """A candidate without a ``judge`` block: no rule applies; each hard one is refused."""
+    lines = (_HEADER, "  the candidate was not judged: judged rules not applied")
+    refused = tuple(
+        f"{r.metric}: the candidate report has no judged metrics" for r in rules if not r.advisory
+    )
+    return JudgedGate(lines, False, refused)
+
+
 def evaluate_judged(
     rules: tuple[JudgedRule, ...],
     baseline: Mapping[str, Any] | None,
@@ -145,55 +237,29 @@ def evaluate_judged(
     """Apply the judged rules to the reports' ``judge`` blocks."""
     if not rules:
         return JudgedGate((), False, ())
-    lines = ["judged metrics (deterministic rules above are the hard rules by default):"]
+    identity = _identity(candidate)
+    if candidate is None or identity is None:
+        return _unjudged(rules)
+    reports = _JudgedReports(
+        baseline,
+        candidate,
+        identity,
+        bool(candidate.get("compromised")),
+        calibration.get(identity, {}),
+        calibration_source,
+    )
+    lines = [_HEADER]
+    if reports.compromised:
+        lines.append("  the candidate's judge passed a canary (compromised): judged rules advisory")
     refused: list[str] = []
     failed = False
-    identity = _identity(candidate)
-    if identity is None:
-        lines.append("  the candidate was not judged: judged rules not applied")
-        hard_rules = [r for r in rules if not r.advisory]
-        refused += [f"{r.metric}: the candidate report has no judged metrics" for r in hard_rules]
-        return JudgedGate(tuple(lines), False, tuple(refused))
-    compromised = bool(candidate and candidate.get("compromised"))
-    if compromised:
-        lines.append("  the candidate's judge passed a canary (compromised): judged rules advisory")
-    same_judge = _identity(baseline) == identity
-    calibrated = calibration.get(identity, {})
     for rule in rules:
-        spec = judged_metric(rule.metric)
-        assert spec is not None  # parse_judged_rules checked it
-        hard = not rule.advisory and not compromised
-        value = _value(candidate, rule.metric)
-        if rule.kind == "min":
-            status = (
-                "n/a" if value is None else ("pass" if value + _TOLERANCE >= rule.limit else "fail")
-            )
-            text = f"{rule.metric} >= {rule.limit}: {_show(value)}"
-        elif not same_judge:
-            status = "not compared"
-            text = (
-                f"{rule.metric} drop <= {rule.limit}: baseline judged by "
-                f"{_ident(_identity(baseline))}, candidate by {_ident(identity)}"
-            )
-        else:
-            base = _value(baseline, rule.metric)
-            drop = None if base is None or value is None else base - value
-            status = (
-                "n/a" if drop is None else ("pass" if drop <= rule.limit + _TOLERANCE else "fail")
-            )
-            text = f"{rule.metric} drop <= {rule.limit}: {_show(base)} -> {_show(value)}"
-        if hard and not calibrated.get(spec.check, False):
-            refused.append(
-                f"{rule.metric}: the judge {_ident(identity)} is not calibrated for "
-                f"{spec.check} ({calibration_source}); run `evaluator calibrate` or mark the "
-                f"rule advisory = true"
-            )
-        elif hard and status == "not compared":
-            refused.append(f"{rule.metric}: judged by another judge or prompt version")
-        if hard and status == "fail":
-            failed = True
-        tag = "" if hard else " (advisory)"
-        lines.append(f"  {status.upper()}{tag} {text}")
+        applied = reports.apply(rule)
+        problem = reports.refusal(rule, applied)
+        if problem is not None:
+            refused.append(problem)
+        failed = failed or (reports.hard(rule) and applied.status == "fail")
+        lines.append(applied.line(reports.hard(rule)))
     return JudgedGate(tuple(lines), failed, tuple(dict.fromkeys(refused)))
 
 

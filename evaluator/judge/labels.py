@@ -107,37 +107,45 @@ def read_labels(path: Path) -> dict[tuple[str, str, str], Label]:
             where = f"{path}:{number}"
             if number > _MAX_LABELS:
                 raise LabelsError(f"{where}: more than {_MAX_LABELS} labels")
-            if not line.strip():
-                continue
-            if len(line) > _MAX_LINE:
-                raise LabelsError(f"{where}: a label line is longer than {_MAX_LINE} characters")
-            try:
-                data = json.loads(line)
-            except (ValueError, RecursionError):
-                # a line cut by a crash mid-write is the last line: say so
-                raise LabelsError(f"{where}: not a JSON object") from None
-            if not isinstance(data, dict):
-                raise LabelsError(f"{where}: not a JSON object")
-            check = data.get("check")
-            if check not in check_names():
-                raise LabelsError(f"{where}: 'check' must be one of {sorted(check_names())}")
-            verdict = data.get("verdict")
-            if not isinstance(verdict, bool):
-                raise LabelsError(f"{where}: 'verdict' must be true or false")
-            note = data.get("note", "")
-            if not isinstance(note, str) or len(note) > 2000:
-                raise LabelsError(f"{where}: 'note' must be a string of at most 2000")
-            label = Label(
-                _text(data, "case_id", where),
-                _text(data, "answer_hash", where, 64),
-                str(check),
-                verdict,
-                _text(data, "reviewer", where, 200),
-                _text(data, "at", where, 40),
-                note,
-            )
-            out[label.key] = label
+            if line.strip():
+                label = _label(line, where)
+                out[label.key] = label
     return out
+
+
+def _label(line: str, where: str) -> Label:
+    """One line of a labels file, checked field by field.
+
+    Raises:
+        LabelsError: the line is too long, not a JSON object, or a field is wrong (named).
+    """
+    if len(line) > _MAX_LINE:
+        raise LabelsError(f"{where}: a label line is longer than {_MAX_LINE} characters")
+    try:
+        data = json.loads(line)
+    except (ValueError, RecursionError):
+        # a line cut by a crash mid-write is the last line: say so
+        raise LabelsError(f"{where}: not a JSON object") from None
+    if not isinstance(data, dict):
+        raise LabelsError(f"{where}: not a JSON object")
+    check = data.get("check")
+    if check not in check_names():
+        raise LabelsError(f"{where}: 'check' must be one of {sorted(check_names())}")
+    verdict = data.get("verdict")
+    if not isinstance(verdict, bool):
+        raise LabelsError(f"{where}: 'verdict' must be true or false")
+    note = data.get("note", "")
+    if not isinstance(note, str) or len(note) > 2000:
+        raise LabelsError(f"{where}: 'note' must be a string of at most 2000")
+    return Label(
+        _text(data, "case_id", where),
+        _text(data, "answer_hash", where, 64),
+        str(check),
+        verdict,
+        _text(data, "reviewer", where, 200),
+        _text(data, "at", where, 40),
+        note,
+    )
 
 
 def outcome_verdict(outcome: CheckOutcome) -> bool | None:

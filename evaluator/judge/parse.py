@@ -67,6 +67,19 @@ def parse_completion(body: bytes) -> Completion:
         raise JudgeMalformedError("judge response is not JSON") from None
     if not isinstance(data, dict):
         raise JudgeMalformedError("judge response is not a JSON object")
+    usage = data.get("usage")
+    usage = usage if isinstance(usage, dict) else {}
+    return Completion(
+        _content(data), _count(usage.get("prompt_tokens")), _count(usage.get("completion_tokens"))
+    )
+
+
+def _content(data: dict[str, Any]) -> str:
+    """The first choice's message text, bounded.
+
+    Raises:
+        JudgeMalformedError: no choice, no message text, or too much of it.
+    """
     choices = data.get("choices")
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
         raise JudgeMalformedError("judge response has no choices")
@@ -76,11 +89,7 @@ def parse_completion(body: bytes) -> Completion:
         raise JudgeMalformedError("judge response has no message content")
     if len(content) > MAX_CONTENT_CHARS:
         raise JudgeMalformedError(f"judge content is longer than {MAX_CONTENT_CHARS} characters")
-    usage = data.get("usage")
-    usage = usage if isinstance(usage, dict) else {}
-    return Completion(
-        content, _count(usage.get("prompt_tokens")), _count(usage.get("completion_tokens"))
-    )
+    return content
 
 
 def _balanced_end(text: str, start: int) -> int | None:
@@ -91,30 +100,38 @@ def _balanced_end(text: str, start: int) -> int | None:
         _TooDeep: it nests deeper than :data:`MAX_DEPTH`.
     """
     depth = 0
-    in_string = False
-    escaped = False
-    for i in range(start, len(text)):
+    i = start
+    while i < len(text):
         char = text[i]
-        if in_string:
-            if escaped:
-                escaped = False
-            elif char == "\\":
-                escaped = True
-            elif char == '"':
-                in_string = False
-            continue
         if char == '"':
-            in_string = True
-        elif char in "{[":
+            after = _string_end(text, i + 1)
+            if after is None:
+                return None
+            i = after
+            continue
+        if char in "{[":
             depth += 1
             if depth > MAX_DEPTH:
                 raise _TooDeep
         elif char in "}]":
             depth -= 1
-            if depth == 0:
-                return i + 1
-            if depth < 0:
-                return None
+            if depth <= 0:
+                return i + 1 if depth == 0 else None
+        i += 1
+    return None
+
+
+def _string_end(text: str, start: int) -> int | None:
+    """The index after the ``"`` closing a JSON string whose characters begin at ``start``
+    (backslash escapes respected), or None when it is not closed."""
+    escaped = False
+    for i in range(start, len(text)):
+        if escaped:
+            escaped = False
+        elif text[i] == "\\":
+            escaped = True
+        elif text[i] == '"':
+            return i + 1
     return None
 
 

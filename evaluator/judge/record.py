@@ -203,6 +203,7 @@ class _Reader:
 
 
 def _outcome(r: _Reader, raw: object, where: str) -> CheckOutcome:
+    """One check of one case: judged with its values, failed with its kind, or skipped."""
     data = r.obj(raw, where)
     check = data.get("check")
     if check not in check_names():
@@ -217,25 +218,72 @@ def _outcome(r: _Reader, raw: object, where: str) -> CheckOutcome:
         return CheckOutcome(check, "error", error_kind=kind, error=r.text(data.get("error"), where))
     if status == "skipped":
         return CheckOutcome(check, "skipped")
-    values: dict[str, float | bool] = {}
-    for key, value in r.obj(data.get("values"), f"{where}.values").items():
-        if isinstance(value, bool):
-            values[key] = value
-        else:
-            ratio = r.ratio(value, f"{where}.values.{key}")
-            if ratio is None:
-                raise r.fail(f"{where}.values.{key}", "is null")
-            values[key] = ratio
     unsupported = tuple(
         r.text(c, f"{where}.unsupported") for c in r.lst(data.get("unsupported", []), where)
     )
     return CheckOutcome(
         check,
         "judged",
-        values,
+        _values(r, data.get("values"), f"{where}.values"),
         r.text(data.get("reason"), f"{where}.reason", optional=True),
         unsupported,
         cached=data.get("cached") is True,
+    )
+
+
+def _values(r: _Reader, raw: object, where: str) -> dict[str, float | bool]:
+    """A judged check's values: each a flag or a ratio in 0..1."""
+    values: dict[str, float | bool] = {}
+    for key, value in r.obj(raw, where).items():
+        if isinstance(value, bool):
+            values[key] = value
+            continue
+        ratio = r.ratio(value, f"{where}.{key}")
+        if ratio is None:
+            raise r.fail(f"{where}.{key}", "is null")
+        values[key] = ratio
+    return values
+
+
+def _usage(r: _Reader, raw: object) -> JudgeUsage:
+    usage = r.obj(raw, "usage")
+    errors = r.obj(usage.get("errors", {}), "usage.errors")
+    return JudgeUsage(
+        calls=r.count(usage.get("calls"), "usage.calls"),
+        cache_hits=r.count(usage.get("cache_hits"), "usage.cache_hits"),
+        skipped=r.count(usage.get("skipped"), "usage.skipped"),
+        errors={str(k)[:40]: r.count(v, f"usage.errors.{k}") for k, v in errors.items()},
+        input_tokens=r.count(usage.get("input_tokens"), "usage.input_tokens"),
+        output_tokens=r.count(usage.get("output_tokens"), "usage.output_tokens"),
+        cost=r.number(usage.get("cost"), "usage.cost"),
+        latency_seconds=r.number(usage.get("latency_seconds"), "usage.latency_seconds"),
+    )
+
+
+def _canary(r: _Reader, raw: object, index: int) -> CanaryResult:
+    where = f"canaries.{index}"
+    c = r.obj(raw, where)
+    fooled = c.get("fooled")
+    if fooled is not None and not isinstance(fooled, bool):
+        raise r.fail(f"{where}.fooled", "is not true, false or null")
+    return CanaryResult(
+        r.text(c.get("check"), f"{where}.check"),
+        r.text(c.get("case_id"), f"{where}.case_id"),
+        fooled,
+        r.text(c.get("reason"), f"{where}.reason", optional=True),
+    )
+
+
+def _case(r: _Reader, raw: object, index: int) -> CaseJudgement:
+    where = f"cases.{index}"
+    c = r.obj(raw, where)
+    return CaseJudgement(
+        r.text(c.get("case_id"), f"{where}.case_id"),
+        r.text(c.get("answer_hash"), f"{where}.answer_hash"),
+        tuple(
+            _outcome(r, o, f"{where}.checks.{j}")
+            for j, o in enumerate(r.lst(c.get("checks"), f"{where}.checks"))
+        ),
     )
 
 
@@ -247,49 +295,15 @@ def judged_run_from_dict(raw: object, source: str) -> JudgedRun:
     """
     r = _Reader(source)
     data = r.obj(raw, "")
-    usage_raw = r.obj(data.get("usage"), "usage")
-    errors = r.obj(usage_raw.get("errors", {}), "usage.errors")
-    usage = JudgeUsage(
-        calls=r.count(usage_raw.get("calls"), "usage.calls"),
-        cache_hits=r.count(usage_raw.get("cache_hits"), "usage.cache_hits"),
-        skipped=r.count(usage_raw.get("skipped"), "usage.skipped"),
-        errors={str(k)[:40]: r.count(v, f"usage.errors.{k}") for k, v in errors.items()},
-        input_tokens=r.count(usage_raw.get("input_tokens"), "usage.input_tokens"),
-        output_tokens=r.count(usage_raw.get("output_tokens"), "usage.output_tokens"),
-        cost=r.number(usage_raw.get("cost"), "usage.cost"),
-        latency_seconds=r.number(usage_raw.get("latency_seconds"), "usage.latency_seconds"),
-    )
+    usage = _usage(r, data.get("usage"))
     metrics_raw = r.obj(data.get("metrics"), "metrics")
     metrics = {
         m.name: r.ratio(metrics_raw.get(m.name), f"metrics.{m.name}") for m in judged_metrics()
     }
-    canaries = []
-    for i, c in enumerate(r.lst(data.get("canaries"), "canaries")):
-        c = r.obj(c, f"canaries.{i}")
-        fooled = c.get("fooled")
-        if fooled is not None and not isinstance(fooled, bool):
-            raise r.fail(f"canaries.{i}.fooled", "is not true, false or null")
-        canaries.append(
-            CanaryResult(
-                r.text(c.get("check"), f"canaries.{i}.check"),
-                r.text(c.get("case_id"), f"canaries.{i}.case_id"),
-                fooled,
-                r.text(c.get("reason"), f"canaries.{i}.reason", optional=True),
-            )
-        )
-    cases = []
-    for i, c in enumerate(r.lst(data.get("cases"), "cases")):
-        c = r.obj(c, f"cases.{i}")
-        cases.append(
-            CaseJudgement(
-                r.text(c.get("case_id"), f"cases.{i}.case_id"),
-                r.text(c.get("answer_hash"), f"cases.{i}.answer_hash"),
-                tuple(
-                    _outcome(r, o, f"cases.{i}.checks.{j}")
-                    for j, o in enumerate(r.lst(c.get("checks"), f"cases.{i}.checks"))
-                ),
-            )
-        )
+    canaries = tuple(
+        _canary(r, c, i) for i, c in enumerate(r.lst(data.get("canaries"), "canaries"))
+    )
+    cases = tuple(_case(r, c, i) for i, c in enumerate(r.lst(data.get("cases"), "cases")))
     compromised = data.get("compromised")
     if not isinstance(compromised, bool):
         raise r.fail("compromised", "is not true or false")
@@ -299,8 +313,8 @@ def judged_run_from_dict(raw: object, source: str) -> JudgedRun:
         prompt_version=r.text(data.get("prompt_version"), "prompt_version"),
         metrics=metrics,
         usage=usage,
-        canaries=tuple(canaries),
-        cases=tuple(cases),
+        canaries=canaries,
+        cases=cases,
         compromised=compromised,
         calibration=None if calibration is None else r.text(calibration, "calibration"),
     )

@@ -49,6 +49,19 @@ def review_queue(
     seed: int = 0,
 ) -> list[ReviewItem]:
     """The unlabelled judged checks of a report, disagreements first, then stratified."""
+    items = _unlabelled(records, judged, labelled)
+    return [i for i in items if i.disagree] + _stratified(
+        [i for i in items if not i.disagree], seed
+    )
+
+
+def _unlabelled(
+    records: tuple[CaseRecord, ...],
+    judged: JudgedRun,
+    labelled: Mapping[tuple[str, str, str], Label],
+) -> list[ReviewItem]:
+    """Every judge verdict (an outcome with a pass or fail) of a case the report holds and
+    no label covers, in the judged run's order."""
     by_id = {r.id: r for r in records}
     items = []
     for case in judged.cases:
@@ -57,29 +70,26 @@ def review_queue(
             continue
         for outcome in case.outcomes:
             verdict = outcome_verdict(outcome)
-            if verdict is None:
+            if verdict is None or (case.case_id, case.answer_hash, outcome.check) in labelled:
                 continue
-            item = ReviewItem(
-                record,
-                case.answer_hash,
-                outcome,
-                verdict,
-                deterministic_verdict(record, outcome.check),
-            )
-            if item.key not in labelled:
-                items.append(item)
-    first = [i for i in items if i.disagree]
+            deterministic = deterministic_verdict(record, outcome.check)
+            items.append(ReviewItem(record, case.answer_hash, outcome, verdict, deterministic))
+    return items
+
+
+def _stratified(items: list[ReviewItem], seed: int) -> list[ReviewItem]:
+    """Round-robin over the strata (check x judge verdict, sorted), each shuffled with
+    ``seed``: both verdicts of every check come early."""
     strata: dict[tuple[str, bool], list[ReviewItem]] = {}
     for item in items:
-        if not item.disagree:
-            strata.setdefault((item.outcome.check, item.judge), []).append(item)
+        strata.setdefault((item.outcome.check, item.judge), []).append(item)
     shuffler = random.Random(seed)
     for stratum in strata.values():
         shuffler.shuffle(stratum)
-    rest = []
+    out = []
     queues = [strata[k] for k in sorted(strata)]
     while any(queues):
         for queue in queues:
             if queue:
-                rest.append(queue.pop())
-    return first + rest
+                out.append(queue.pop())
+    return out

@@ -1,0 +1,97 @@
+"""Judged rules applied to two reports' judge blocks, as a pure function: each line, the
+hard failures and the refusals, by worked example."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from evaluator.judge.gating import JudgedGate, JudgedRule, evaluate_judged
+
+HEADER = "judged metrics (deterministic rules above are the hard rules by default):"
+MIN = JudgedRule("judged_fact_recall", "min", 0.7, advisory=False)
+DROP = JudgedRule("judged_fact_recall", "max_drop", 0.05, advisory=False)
+CALIBRATED = {("m", "p"): {"fact_support": True}}
+
+
+def _block(value: float | None, model: str = "m", **extra: Any) -> dict[str, Any]:
+    """A report's judge block by judge ``model`` with prompts ``p``."""
+    return {"model": model, "prompt_version": "p", "metrics": {"judged_fact_recall": value}} | extra
+
+
+def _gate(
+    baseline: dict[str, Any] | None,
+    candidate: dict[str, Any] | None,
+    *rules: JudgedRule,
+    calibration: dict[tuple[str, str], dict[str, bool]] = CALIBRATED,
+) -> JudgedGate:
+    return evaluate_judged(rules, baseline, candidate, calibration, "cal.json")
+
+
+def test_no_rule_says_nothing() -> None:
+    """Without judged rules the gate prints no judged section."""
+    assert JudgedGate((), False, ()) == _gate(None, None)
+
+
+def test_calibrated_rules_pass_and_fail_hard() -> None:
+    """A calibrated judge's rules are hard: a minimum within tolerance passes and a drop
+    past its allowance fails the gate."""
+    gate = _gate(_block(0.8), _block(0.7 - 1e-12), MIN, DROP)
+    assert (
+        JudgedGate(
+            (
+                HEADER,
+                "  PASS judged_fact_recall >= 0.7: 0.700",
+                "  FAIL judged_fact_recall drop <= 0.05: 0.800 -> 0.700",
+            ),
+            True,
+            (),
+        )
+        == gate
+    )
+
+
+def test_an_unjudged_candidate_refuses_each_hard_rule() -> None:
+    """A candidate without a judge block applies no rule and refuses each hard one, an
+    advisory one silently skipped."""
+    advisory = JudgedRule("judged_refusal_rate", "min", 0.5, advisory=True)
+    refusal = "judged_fact_recall: the candidate report has no judged metrics"
+    assert JudgedGate(
+        (HEADER, "  the candidate was not judged: judged rules not applied"),
+        False,
+        (refusal, refusal),
+    ) == _gate(_block(0.8), None, MIN, DROP, advisory)
+
+
+def test_a_compromised_candidate_makes_every_rule_advisory() -> None:
+    """A candidate whose judge passed a canary fails and refuses nothing."""
+    gate = _gate(_block(0.9), _block(0.1, compromised=True), MIN, DROP, calibration={})
+    assert (
+        JudgedGate(
+            (
+                HEADER,
+                "  the candidate's judge passed a canary (compromised): judged rules advisory",
+                "  FAIL (advisory) judged_fact_recall >= 0.7: 0.100",
+                "  FAIL (advisory) judged_fact_recall drop <= 0.05: 0.900 -> 0.100",
+            ),
+            False,
+            (),
+        )
+        == gate
+    )
+
+
+def test_another_judge_is_not_compared_and_an_uncalibrated_one_is_refused() -> None:
+    """A drop between two judges is not compared (refused when hard), and a hard rule on a
+    judge without a calibration for the check is refused, naming the calibration file."""
+    gate = _gate(_block(0.9, model="other"), _block(0.8), DROP)
+    assert (
+        ("  NOT COMPARED judged_fact_recall drop <= 0.05: baseline judged by other (p), "
+         "candidate by m (p)"),
+        ("judged_fact_recall: judged by another judge or prompt version",),
+    ) == (gate.lines[1], gate.refused)  # fmt: skip
+    uncalibrated = _gate(_block(0.9), _block(0.9), MIN, calibration={})
+    assert (
+        "judged_fact_recall: the judge m (p) is not calibrated for fact_support (cal.json); "
+        "run `evaluator calibrate` or mark the rule advisory = true",
+    ) == uncalibrated.refused
+    assert not uncalibrated.failed
