@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from evaluator import border
 from evaluator.commands.common import target_from_flags
 from evaluator.commands.flags import CommonOptions
-from evaluator.commands.target_warnings import citations_warning, unit_lie
+from evaluator.commands.target_warnings import citations_warning, markers_warning, unit_lie
 from evaluator.config import CallableTargetConfig, Settings, TargetConfig, load_settings
 from evaluator.dataset import load_dataset
 from evaluator.errors import ConfigError, EvaluatorError, ExitCode, TargetError
@@ -192,6 +192,9 @@ def _warnings(config: TargetConfig, response: TargetResponse, seconds: float) ->
     unmapped = citations_warning(config)
     if unmapped is not None:
         out.append(unmapped)
+    missed = markers_warning(config, [response.answer])
+    if missed is not None:
+        out.append(missed)
     lie = unit_lie(response.timings, seconds)
     if lie is not None:
         stage, value = lie

@@ -13,9 +13,11 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from operator import itemgetter
 
+from evaluator import border
 from evaluator.config import HttpTargetConfig, TargetConfig
 from evaluator.models import CaseRecord
 from evaluator.summary import out_of_range_warning
+from evaluator.targets.markers import compile_markers, first_bracketed
 
 __all__ = [
     "UNIT_LIE_FACTOR",
@@ -23,6 +25,7 @@ __all__ = [
     "citations_warning",
     "ids_warning",
     "mapping_failure_warning",
+    "markers_warning",
     "target_warnings",
     "timings_unit_warning",
     "unit_lie",
@@ -57,6 +60,30 @@ def ids_warning(target: TargetConfig) -> str | None:
         f"target {target.label!r}: no response.ids: the {target.kind} preset returns no ids, "
         f"so the retrieval metrics say nothing about the service; set response.ids to where "
         f"it puts its sources (docs/targets.md)"
+    )
+
+
+def markers_warning(target: TargetConfig, answers: Sequence[str | None]) -> str | None:
+    """The warning when ``citation_markers`` found no marker in any answer while some hold
+    markers of a built-in style: its citations would silently count none."""
+    if not isinstance(target, HttpTargetConfig) or target.response is None:
+        return None
+    style = target.response.citation_markers
+    if style is None:
+        return None
+    markers = compile_markers(style)
+    given = [a for a in answers if a]
+    if any(markers(a) for a in given):
+        return None
+    bracketed = [b for a in given if (b := first_bracketed(a)) is not None]
+    if not bracketed:
+        return None
+    example = border.printable(bracketed[0][:40])
+    return (
+        f"citation_markers {style!r} found no marker in any of {len(given)} answer(s), yet "
+        f"{len(bracketed)} hold bracketed markers such as {example!r}: citation metrics count "
+        f"no citation from the answer; set the style that matches them ('numbers' for [1], "
+        f"'ids' for [doc-id])"
     )
 
 
@@ -126,6 +153,7 @@ def target_warnings(
         citations_warning(target),
         mapping_failure_warning(records) if mapping else None,
         timings_unit_warning(target.label, records),
+        _labelled(target.label, markers_warning(target, [r.answer for r in records])),
         _labelled(target.label, out_of_range_warning(records)),
     ]
     return [warning for warning in found if warning is not None]

@@ -120,7 +120,7 @@ class ResponseConfig(_Strict):
     citation_markers: str | None = Field(
         None,
         description="citations written in the answer: 'numbers' ([1], [1, 3], [^1], 【1】), "
-        "'ids' ([refund-policy]) or a regex whose group is the marker",
+        "'ids' ([refund-policy]) or a regex with exactly one group, around the marker",
     )
 
     _compiled: dict[str, ParsedResult] = PrivateAttr(default_factory=dict)

@@ -12,9 +12,13 @@ style       matches                                           each marker is
                                                               the returned evidence
 ``ids``     ``[refund-policy]``, ``[a, b]`` (not a Markdown   a document id
             link ``[text](url)``)
-a regex     its first group (or the whole match), split on   digits: a position;
-            commas: ``\\{\\{cite:([^}]+)\\}\\}``                  else an id
+a regex     its one group, split on commas:                   digits: a position;
+            ``\\{\\{cite:([^}]+)\\}\\}``                          else an id
 =========== ================================================= =========================
+
+A pattern must have exactly one group, around the marker: a mistyped style (``"number"``)
+compiles as a pattern with none and would read the word as a citation, so it is refused
+(with the style it was likely meant to be).
 
 The answer is hostile text: the built-in patterns are linear (bounded repetitions, no
 nested quantifiers), and at most :data:`MAX_MARKERS` markers are read from one answer.
@@ -22,12 +26,13 @@ nested quantifiers), and at most :data:`MAX_MARKERS` markers are read from one a
 
 from __future__ import annotations
 
+import difflib
 import re
 from dataclasses import dataclass
 
 from evaluator.models import Citation
 
-__all__ = ["MAX_MARKERS", "STYLES", "CitationMarkers", "compile_markers"]
+__all__ = ["MAX_MARKERS", "STYLES", "CitationMarkers", "compile_markers", "first_bracketed"]
 
 #: most markers read from one answer (a million ``[1]`` is a legal 3 MB answer)
 MAX_MARKERS = 1000
@@ -71,7 +76,7 @@ def compile_markers(style: str) -> CitationMarkers:
     """The markers of ``style``: ``numbers``, ``ids`` or a regular expression.
 
     Raises:
-        ValueError: the expression does not compile, or has more than one group.
+        ValueError: the expression does not compile, or has not exactly one group.
     """
     if style in STYLES:
         return CitationMarkers(style, STYLES[style])
@@ -82,9 +87,25 @@ def compile_markers(style: str) -> CitationMarkers:
             f"citation_markers {style!r} is neither 'numbers', 'ids' nor a valid regular "
             f"expression ({exc})"
         ) from None
+    if pattern.groups == 0:
+        close = difflib.get_close_matches(style, STYLES, n=1, cutoff=0.6)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise ValueError(
+            f"citation_markers {style!r} has no group: the pattern needs exactly one group "
+            f"around the marker{hint}"
+        )
     if pattern.groups > 1:
         raise ValueError(
             f"citation_markers {style!r} has {pattern.groups} groups: use one group for the "
             f"marker (or (?:...) for the others)"
         )
     return CitationMarkers("pattern", pattern)
+
+
+def first_bracketed(answer: str) -> str | None:
+    """The first marker of a built-in style in ``answer`` (``[1]``, ``【2】``,
+    ``[refund-policy]``), as written: what a style that found nothing may have missed."""
+    found = [m for m in (p.search(answer) for p in STYLES.values()) if m is not None]
+    if not found:
+        return None
+    return min(found, key=lambda m: m.start()).group(0)

@@ -12,7 +12,7 @@ import pytest
 
 from evaluator.config import HttpTargetConfig
 from evaluator.errors import TargetError
-from evaluator.targets.markers import MAX_MARKERS, compile_markers
+from evaluator.targets.markers import MAX_MARKERS, compile_markers, first_bracketed
 from tests.faults.hostile import ANNOTATION_BODIES, MARKER_ANSWERS, STREAM_ATTACKS
 from tests.support.loopback import LoopbackServer, Reply
 from tests.support.streams import Chunk, StreamServer
@@ -61,6 +61,13 @@ def test_marker_answer(name: str, style: str) -> None:
             assert 0 <= marker < 10**6
         else:
             assert 0 < len(marker) <= 200
+
+
+@pytest.mark.parametrize("name", sorted(MARKER_ANSWERS))
+def test_first_bracketed_marker(name: str) -> None:
+    """The example a markers warning shows is one bounded marker of the hostile answer."""
+    example = first_bracketed(MARKER_ANSWERS[name])
+    assert example is None or (example in MARKER_ANSWERS[name] and len(example) <= 52 * 202)
 
 
 @pytest.mark.e2e

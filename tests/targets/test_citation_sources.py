@@ -396,3 +396,76 @@ def test_probe_shows_the_markers(capsys: pytest.CaptureFixture[str], tmp_path: P
     out = capsys.readouterr().out
     assert "citations  markers 'numbers' in the answer\n             -> [2, 1]" in out
     assert "citations are not mapped" not in out
+
+
+class TestMistypedMarkers:
+    """A ``citation_markers`` pattern that cannot name a marker is refused, and one that
+    finds no marker in answers that hold bracketed markers is reported."""
+
+    @pytest.mark.parametrize(
+        ("style", "hint"),
+        [
+            ("number", " (did you mean 'numbers'?)"),
+            ("id", " (did you mean 'ids'?)"),
+            (r"\[\d+\]", ""),
+        ],
+    )
+    def test_a_pattern_without_a_group_is_refused(self, style: str, hint: str) -> None:
+        """A pattern with no group (a mistyped style compiles as one) is an error naming
+        the setting, where it silently scored the wrong citations."""
+        with pytest.raises(ValueError) as info:
+            compile_markers(style)
+        assert (
+            f"citation_markers {style!r} has no group: the pattern needs exactly one group "
+            f"around the marker{hint}"
+        ) == str(info.value)
+
+    def test_check_refuses_the_mistyped_style(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """`evaluator check` fails on ``citation_markers = "number"``, naming the field."""
+        config = tmp_path / "evaluator.toml"
+        config.write_text(
+            '[[targets]]\nname = "m"\nurl = "http://127.0.0.1:9/rag"\n[targets.response]\n'
+            'ids = "hits[].id"\nanswer = "answer"\ncitation_markers = "number"\n',
+            encoding="utf-8",
+        )
+        assert 1 == main(["check", "--config", str(config)])
+        err = capsys.readouterr().err
+        assert "citation_markers" in err and "did you mean 'numbers'?" in err
+
+    @pytest.mark.e2e
+    def test_run_and_probe_say_when_no_marker_was_found(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """A pattern of one group that matches nothing while the answers cite with [n]:
+        `run` and `probe` warn, naming the setting and an example marker."""
+        golden = tmp_path / "golden.jsonl"
+        golden.write_text(
+            "".join(
+                json.dumps({"id": q, "question": q, "relevant_ids": ["faq"]}) + "\n" for q in "ab"
+            ),
+            encoding="utf-8",
+        )
+        body = {"answer": "Within 7 days [3].", "hits": SOURCES}
+        with LoopbackServer(lambda _r: Reply(body=body)) as srv:
+            toml = tmp_path / "t.toml"
+            toml.write_text(
+                f'[[targets]]\nname = "m"\nurl = "{srv.url}"\n[targets.response]\n'
+                f'ids = "hits[].id"\nanswer = "answer"\n'
+                f"citation_markers = '\\{{\\{{cite:([^}}]+)\\}}\\}}'\n\n"
+                f'[[jobs]]\ntarget = "m"\ndataset = "{golden}"\n',
+                encoding="utf-8",
+            )
+            assert 0 == main(["run", "--config", str(toml), "--output", str(tmp_path / "r.json")])
+            run_err = capsys.readouterr().err
+            assert 0 == main(["probe", "--config", str(toml), "--question", "q"])
+            probe_out = capsys.readouterr().out
+        expected = (
+            "citation_markers '\\\\{\\\\{cite:([^}]+)\\\\}\\\\}' found no marker in any of 2 "
+            "answer(s), yet 2 hold bracketed markers such as '[3]': citation metrics count no "
+            "citation from the answer; set the style that matches them ('numbers' for [1], "
+            "'ids' for [doc-id])"
+        )
+        assert f"evaluator: warning: target 'm': {expected}\n" in run_err
+        assert expected.replace("2 answer(s), yet 2 hold", "1 answer(s), yet 1 hold") in probe_out
