@@ -10,17 +10,19 @@ CLI can print its message as one line and exit with :class:`ExitCode` ``ERROR``:
     ├── ReportError            a report file that is unreadable, corrupt or incompatible
     ├── OutputError            a report or JUnit file that cannot be written
     ├── PushError              the Pushgateway is unreachable or refused the gate's metrics
-    ├── TargetError            one call to the system under test failed (has a ``kind``)
-    │   ├── TargetTimeout          kind "timeout"
-    │   ├── TargetConnectError     kind "connect"
-    │   ├── TargetHTTPStatusError  kind "http_status" (with the ``status`` code)
-    │   ├── BadResponseError       kind "bad_response" (with the ``field`` and ``expression``)
-    │   ├── ResponseTooLargeError  kind "response_too_large"
-    │   ├── ResponseMemoryError    kind "out_of_memory" (memory ran out reading a response)
-    │   ├── StreamInterruptedError kind "stream_interrupted" (a streamed answer cut mid-way)
-    │   ├── TargetExceptionError   kind "target_exception" (a callable target raised)
-    │   └── SkippedAfterError      kind "skipped_after_error" (an earlier turn of the
-    │                              conversation failed: this one was never asked)
+    ├── CallError              one call to a service failed: ``kind``, ``transient``, ``attempts``
+    │   ├── TargetError            one call to the system under test failed
+    │   │   ├── TargetTimeout          kind "timeout"
+    │   │   ├── TargetConnectError     kind "connect"
+    │   │   ├── TargetHTTPStatusError  kind "http_status" (the ``status``, ``retry_after``)
+    │   │   ├── BadResponseError       kind "bad_response" (the ``field``, ``expression``)
+    │   │   ├── ResponseTooLargeError  kind "response_too_large"
+    │   │   ├── ResponseMemoryError    kind "out_of_memory" (memory ran out reading)
+    │   │   ├── StreamInterruptedError kind "stream_interrupted" (a stream cut mid-way)
+    │   │   ├── TargetExceptionError   kind "target_exception" (a callable target raised)
+    │   │   └── SkippedAfterError      kind "skipped_after_error" (an earlier turn of the
+    │   │                              conversation failed: this one was never asked)
+    │   └── JudgeError             one call to the LLM judge failed (evaluator/judge/errors.py)
     ├── GateError              two reports that cannot be compared
     └── PageQueryError         a status page's query parameter the page cannot serve (400)
 
@@ -38,6 +40,7 @@ __all__ = [
     "CASE_ERRORS",
     "ERROR_KINDS",
     "BadResponseError",
+    "CallError",
     "ConfigError",
     "DatasetError",
     "DatasetProblem",
@@ -129,7 +132,27 @@ class GateError(EvaluatorError):
     """Two reports cannot be compared (different golden set or K)."""
 
 
-class TargetError(EvaluatorError):
+class CallError(EvaluatorError):
+    """One call to a service evaluator depends on (a target, the judge) failed: what
+    :func:`evaluator.retry.call_with_retries` retries.
+
+    ``kind`` is a bounded label; ``transient`` says whether repeating the same call may
+    succeed; ``attempts`` how many calls were made before giving up (set by the retry
+    policy); ``retry_after`` the seconds the service asked to wait (``Retry-After``), or None.
+    """
+
+    kind = "call_error"
+    transient: bool = False
+    retry_after: float | None = None
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+        #: attempts made before giving up (set by the retry policy)
+        self.attempts = 1
+
+
+class TargetError(CallError):
     """One call to the target failed; ``kind`` is the error taxonomy key used everywhere.
 
     Only its subclasses are raised (each has a kind in :data:`ERROR_KINDS`). ``transient``
@@ -149,10 +172,7 @@ class TargetError(EvaluatorError):
 
     def __init__(self, message: str, *, transient: bool | None = None) -> None:
         super().__init__(message)
-        self.message = message
         self.transient = self.transient_by_default if transient is None else transient
-        #: attempts made before giving up (set by the retry policy)
-        self.attempts = 1
 
 
 class TargetTimeout(TargetError):

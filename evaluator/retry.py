@@ -1,4 +1,6 @@
-"""Retry policy for transient target failures, on tenacity (exponential backoff with jitter)."""
+"""Retry policy for transient failures of a call to a target or the judge, on tenacity
+(exponential backoff with jitter, a ``Retry-After`` honoured up to its cap): the one retry
+loop of evaluator."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ from typing import TypeVar
 
 import tenacity
 
-from evaluator.errors import TargetError, TargetHTTPStatusError
+from evaluator.errors import CallError
 from evaluator.run_options import RetryPolicy
 
 __all__ = ["RetryPolicy", "call_with_retries"]
@@ -17,7 +19,7 @@ T = TypeVar("T")
 
 
 def _is_transient(exc: BaseException) -> bool:
-    return isinstance(exc, TargetError) and exc.transient
+    return isinstance(exc, CallError) and exc.transient
 
 
 def _wait(policy: RetryPolicy) -> Callable[[tenacity.RetryCallState], float]:
@@ -28,7 +30,7 @@ def _wait(policy: RetryPolicy) -> Callable[[tenacity.RetryCallState], float]:
     def wait(state: tenacity.RetryCallState) -> float:
         outcome = state.outcome
         exc = outcome.exception() if outcome is not None else None
-        if isinstance(exc, TargetHTTPStatusError) and exc.retry_after is not None:
+        if isinstance(exc, CallError) and exc.retry_after is not None:
             return min(max(exc.retry_after, 0.0), policy.backoff_max)
         return float(jittered(state))
 
@@ -39,10 +41,10 @@ async def call_with_retries(
     call: Callable[[], Awaitable[T]],
     policy: RetryPolicy,
     *,
-    on_retry: Callable[[int, TargetError, float], None] | None = None,
+    on_retry: Callable[[int, CallError, float], None] | None = None,
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
 ) -> tuple[T, int]:
-    """Run ``call``, retrying transient :class:`TargetError`s per ``policy``.
+    r"""Run ``call``, retrying transient :class:`CallError`\ s per ``policy``.
 
     ``sleep`` waits between attempts; tests pass a recorder to assert exact waits without
     waiting, as the rate limiter's clock and sleep are injected.
@@ -51,17 +53,17 @@ async def call_with_retries(
         The result and the number of attempts made.
 
     Raises:
-        TargetError: the last attempt's error, with ``attempts`` set on it.
+        CallError: the last attempt's error, with ``attempts`` set on it.
     """
     # The first attempt runs bare: nearly every call succeeds at once, and tenacity's
     # machinery cost more per call than scoring a case (tests/benchmarks/bench_scoring.py).
     try:
         return await call(), 1
-    except TargetError as exc:
+    except CallError as exc:
         if policy.retries < 1 or not _is_transient(exc):
             exc.attempts = 1
             raise
-        replay: TargetError | None = exc
+        replay: CallError | None = exc
 
     async def attempt_call() -> T:
         # tenacity's first attempt replays the failure above, so waits, callbacks and
@@ -76,7 +78,7 @@ async def call_with_retries(
 
     def before_sleep(state: tenacity.RetryCallState) -> None:
         exc = state.outcome.exception() if state.outcome is not None else None
-        if on_retry is not None and isinstance(exc, TargetError):
+        if on_retry is not None and isinstance(exc, CallError):
             sleep = state.next_action.sleep if state.next_action is not None else 0.0
             on_retry(state.attempt_number, exc, sleep)
 
@@ -93,7 +95,7 @@ async def call_with_retries(
             with attempt:
                 attempts = attempt.retry_state.attempt_number
                 result = await attempt_call()
-    except TargetError as exc:
+    except CallError as exc:
         exc.attempts = attempts
         raise
     return result, attempts

@@ -1,4 +1,5 @@
-"""The retry policy: only transient target errors are retried, Retry-After is honoured."""
+"""The retry policy: only transient errors of a call (a target's, the judge's) are retried,
+Retry-After is honoured."""
 
 from __future__ import annotations
 
@@ -9,12 +10,19 @@ import pytest
 
 from evaluator.errors import (
     BadResponseError,
+    CallError,
     ResponseTooLargeError,
     TargetConnectError,
     TargetError,
     TargetExceptionError,
     TargetHTTPStatusError,
     TargetTimeout,
+)
+from evaluator.judge.errors import (
+    JudgeConnectError,
+    JudgeHTTPStatusError,
+    JudgeMalformedError,
+    JudgeTimeout,
 )
 from evaluator.retry import RetryPolicy, call_with_retries
 
@@ -53,7 +61,7 @@ def _run(
 ) -> tuple[tuple[str, int], list[Retry]]:
     seen: list[Retry] = []
 
-    def on_retry(attempt: int, exc: TargetError, sleep: float) -> None:
+    def on_retry(attempt: int, exc: CallError, sleep: float) -> None:
         seen.append((attempt, exc.kind, sleep))
 
     sleep = sleeps if sleeps is not None else _Sleeps()
@@ -101,6 +109,16 @@ class TestRetried:
             _run(script)
         assert (3, 3, "refused 2") == (info.value.attempts, script.calls, info.value.message)
 
+    @pytest.mark.parametrize(
+        "error",
+        [JudgeConnectError("refused"), *(JudgeHTTPStatusError("x", status=s) for s in (429, 503))],
+        ids=lambda e: f"{e.kind}{getattr(e, 'status', '')}",
+    )
+    def test_transient_judge_errors(self, error: CallError) -> None:
+        """The judge's transient failures take the same policy: retried, attempts counted."""
+        result, seen = _run(_Script([error]))
+        assert (("ok", 2), [error.kind]) == (result, [k for _, k, _ in seen])
+
     def test_zero_retries(self) -> None:
         """retries=0 makes exactly one attempt."""
         script = _Script([TargetConnectError("refused"), TargetConnectError("refused")])
@@ -132,8 +150,24 @@ class TestNotRetried:
             asyncio.run(call_with_retries(script, FAST, on_retry=lambda a, e, s: seen.append(a)))
         assert (1, 1, []) == (info.value.attempts, script.calls, seen)
 
+    @pytest.mark.parametrize(
+        "error",
+        [
+            JudgeTimeout("slow"),
+            JudgeMalformedError("no verdict"),
+            JudgeHTTPStatusError("x", status=400),
+        ],
+        ids=lambda e: e.kind,
+    )
+    def test_permanent_judge_errors(self, error: CallError) -> None:
+        """A judge timeout, a malformed verdict or a 400: one attempt, raised at once."""
+        script = _Script([error])
+        with pytest.raises(type(error)) as info:
+            _run(script)
+        assert (1, 1) == (info.value.attempts, script.calls)
+
     def test_other_exceptions_propagate(self) -> None:
-        """A non-TargetError is not the policy's business: raised after one attempt."""
+        """A non-CallError is not the policy's business: raised after one attempt."""
         script = _Script([KeyError("bug")])
         with pytest.raises(KeyError):
             _run(script)
@@ -156,6 +190,14 @@ class TestRetryAfter:
         policy = RetryPolicy(retries=1, backoff_initial=0.001, backoff_max=0.02)
         _, seen = _run(_Script([_status(503, retry_after=600.0)]), policy)
         assert [(1, "http_status", 0.02)] == seen
+
+    def test_judges_honoured(self) -> None:
+        """The judge's 429 with Retry-After waits what it asked, as a target's does."""
+        policy = RetryPolicy(retries=1, backoff_initial=0.001, backoff_max=1.0)
+        sleeps = _Sleeps()
+        error = JudgeHTTPStatusError("HTTP 429", status=429, retry_after=0.25)
+        result, _ = _run(_Script([error]), policy, sleeps)
+        assert (("ok", 2), [0.25]) == (result, sleeps.waits)
 
     def test_negative_is_zero(self) -> None:
         """A negative Retry-After means no wait."""

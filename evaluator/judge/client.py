@@ -1,5 +1,7 @@
 """The judge's HTTP client: OpenAI-compatible chat completions over the product's one HTTP
-client (aiohttp), with its own connection pool, concurrency limit, timeout and retries.
+client (aiohttp), with its own connection pool, concurrency limit, timeout and retry policy;
+the retries are the product's one retry loop (:mod:`evaluator.retry`) and the body is read by
+its one capped reader (:mod:`evaluator.targets.body`).
 
 Judge traffic never shares the target's session, limits or metrics. Each request asks for
 the verdict's JSON schema as ``response_format``; a server that refuses it (400 or 422 with
@@ -19,11 +21,10 @@ from typing import Any
 import aiohttp
 
 from evaluator._version import __version__
-from evaluator.errors import ConfigError
+from evaluator.errors import ConfigError, ResponseTooLargeError
 from evaluator.judge.checks import check as judged_check
 from evaluator.judge.errors import (
     JudgeConnectError,
-    JudgeError,
     JudgeHTTPStatusError,
     JudgeMalformedError,
     JudgeTimeout,
@@ -33,12 +34,18 @@ from evaluator.judge.parse import Completion, extract_object, parse_completion
 from evaluator.judge.prompts import messages
 from evaluator.judge.settings import JudgeConfig
 from evaluator.redaction import redactor
+from evaluator.retry import call_with_retries
+from evaluator.run_options import RetryPolicy
+from evaluator.targets.body import check_declared_length, read_body
+from evaluator.targets.decode import BodyDecoder
+from evaluator.targets.http import parse_retry_after
 from evaluator.targets.request import RequestTemplate
 
-__all__ = ["Answered", "JudgeClient", "judge_headers"]
+__all__ = ["Answered", "JudgeClient", "judge_headers", "retry_policy"]
 
-#: back-off before retry n (seconds): short, a judge call is retried at most a few times
-_BACKOFF = (0.2, 0.5, 1.0, 2.0)
+#: the first back-off's scale and the longest wait between two judge calls (seconds)
+_BACKOFF_INITIAL = 0.2
+_BACKOFF_MAX = 2.0
 
 
 def judge_headers(config: JudgeConfig) -> dict[str, str]:
@@ -79,6 +86,7 @@ class JudgeClient:
             **(judge_headers(config) if headers is None else headers),
         }
         self._limit = asyncio.Semaphore(config.concurrency)
+        self._retry = retry_policy(config)
         self._session: aiohttp.ClientSession | None = None
         #: False once the server refused ``response_format``
         self.schema_accepted = True
@@ -117,32 +125,32 @@ class JudgeClient:
         return json.dumps(body, ensure_ascii=False).encode()
 
     async def ask(self, check: str, data: dict[str, Any]) -> Answered:
-        """The judge's verdict object for ``check`` on ``data``, retried when transient.
+        """The judge's verdict object for ``check`` on ``data``, retried when transient
+        (:func:`evaluator.retry.call_with_retries` with the judge's :func:`retry_policy`).
 
         Raises:
             JudgeError: the call failed (its kind says how), or no JSON object came back.
         """
         async with self._limit:
-            attempt = 0
-            while True:
-                attempt += 1
-                started = time.perf_counter()
-                try:
-                    completion = await self._call(check, data)
-                    verdict = extract_object(completion.content)
-                except JudgeError as exc:
-                    if not exc.transient or attempt > self.config.retries:
-                        raise
-                    await asyncio.sleep(_BACKOFF[min(attempt - 1, len(_BACKOFF) - 1)])
-                    continue
-                return Answered(verdict, completion, time.perf_counter() - started, attempt)
+            (verdict, completion, seconds), attempts = await call_with_retries(
+                lambda: self._attempt(check, data), self._retry
+            )
+        return Answered(verdict, completion, seconds, attempts)
+
+    async def _attempt(
+        self, check: str, data: dict[str, Any]
+    ) -> tuple[dict[str, Any], Completion, float]:
+        """One call: the verdict object, the completion, and the call's seconds."""
+        started = time.perf_counter()
+        completion = await self._call(check, data)
+        return extract_object(completion.content), completion, time.perf_counter() - started
 
     async def _call(self, check: str, data: dict[str, Any]) -> Completion:
         try:
-            status, content = await self._post(self._body(check, data, self.schema_accepted))
-            if status in (400, 422) and self.schema_accepted and b"response_format" in content:
+            reply = await self._post(self._body(check, data, self.schema_accepted))
+            if reply.refuses_schema and self.schema_accepted:
                 self.schema_accepted = False  # and for every later call of this client
-                status, content = await self._post(self._body(check, data, False))
+                reply = await self._post(self._body(check, data, False))
         except TimeoutError:
             raise JudgeTimeout(
                 f"judge did not answer within {self.config.timeout_seconds} s"
@@ -151,27 +159,49 @@ class JudgeClient:
             raise JudgeConnectError(
                 redactor().redact_text(f"judge unreachable: {type(exc).__name__}: {exc}")[:300]
             ) from None
-        if not 200 <= status < 300:
-            snippet = redactor().redact_text(content[:200].decode("utf-8", "replace"))
+        if not 200 <= reply.status < 300:
+            snippet = redactor().redact_text(reply.content[:200].decode("utf-8", "replace"))
             raise JudgeHTTPStatusError(
-                f"judge answered HTTP {status}: {' '.join(snippet.split())}", status=status
+                f"judge answered HTTP {reply.status}: {' '.join(snippet.split())}",
+                status=reply.status,
+                retry_after=reply.retry_after,
             )
-        return parse_completion(content)
+        return parse_completion(reply.content)
 
-    async def _post(self, body: bytes) -> tuple[int, bytes]:
+    async def _post(self, body: bytes) -> _Reply:
         cap = self.config.max_response_bytes
         async with self._open().post(self.config.url, data=body, headers=self._headers) as r:
-            declared = r.headers.get("Content-Length", "")
-            if declared.isdigit() and int(declared) > cap:
-                raise JudgeTooLargeError(f"judge response is larger than {cap} bytes")
             if r.headers.get("Content-Encoding", "identity").lower() not in ("identity", ""):
-                # asked for identity: a compressed body is not decoded past the cap here
+                # asked for identity: a judge that compresses anyway is not one to trust
                 raise JudgeMalformedError("judge response is compressed though not asked to be")
-            chunks: list[bytes] = []
-            size = 0
-            while chunk := await r.content.readany():
-                size += len(chunk)
-                if size > cap:
-                    raise JudgeTooLargeError(f"judge response is larger than {cap} bytes")
-                chunks.append(chunk)
-            return r.status, b"".join(chunks)
+            try:
+                check_declared_length(r.headers, cap)
+                content, _ = await read_body(r.content, BodyDecoder((), cap), cap)
+            except ResponseTooLargeError:
+                raise JudgeTooLargeError(f"judge response is larger than {cap} bytes") from None
+            return _Reply(r.status, content, parse_retry_after(r.headers.get("Retry-After")))
+
+
+@dataclass(frozen=True, slots=True)
+class _Reply:
+    """What one POST to the judge brought back."""
+
+    status: int
+    content: bytes
+    #: the seconds its ``Retry-After`` asked to wait, or None
+    retry_after: float | None
+
+    @property
+    def refuses_schema(self) -> bool:
+        """A 400 or 422 naming ``response_format``: the server does not take the schema
+        (llama.cpp's older servers, some proxies)."""
+        return self.status in (400, 422) and b"response_format" in self.content
+
+
+def retry_policy(config: JudgeConfig) -> RetryPolicy:
+    """How the judge's transient failures are retried: ``retries`` extra attempts, waits
+    from 0.2 s growing to at most 2 s (a judge call is retried a few times at most), a
+    ``Retry-After`` honoured up to that."""
+    return RetryPolicy(
+        retries=config.retries, backoff_initial=_BACKOFF_INITIAL, backoff_max=_BACKOFF_MAX
+    )

@@ -6,7 +6,7 @@ the check (the case stays out of the judged averages, counted by kind).
 
 from __future__ import annotations
 
-from evaluator.errors import EvaluatorError
+from evaluator.errors import CallError
 
 __all__ = [
     "JUDGE_ERROR_KINDS",
@@ -19,15 +19,11 @@ __all__ = [
 ]
 
 
-class JudgeError(EvaluatorError):
+class JudgeError(CallError):
     """One judge call failed; ``kind`` is a bounded label (safe as a Prometheus label)."""
 
     kind = "judge_error"
     transient = False
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.message = message
 
 
 class JudgeTimeout(JudgeError):
@@ -44,14 +40,16 @@ class JudgeConnectError(JudgeError):
 
 
 class JudgeHTTPStatusError(JudgeError):
-    """The judge answered with a non-2xx status; 429 and 5xx gateways are retried."""
+    """The judge answered with a non-2xx status; 429 and 5xx gateways are retried, after the
+    ``Retry-After`` the judge asked for (up to the back-off's cap)."""
 
     kind = "judge_http_status"
 
-    def __init__(self, message: str, *, status: int) -> None:
+    def __init__(self, message: str, *, status: int, retry_after: float | None = None) -> None:
         super().__init__(message)
         self.status = status
         self.transient = status in {429, 500, 502, 503, 504}
+        self.retry_after = retry_after
 
 
 class JudgeTooLargeError(JudgeError):

@@ -32,7 +32,8 @@ class JudgeConfig(BaseModel):
     concurrency: int = Field(2, ge=1, le=256)
     """Judge calls in flight, apart from the target's own limit."""
     retries: int = Field(1, ge=0, le=10)
-    """Extra attempts after a transient failure (connect, 429, 5xx)."""
+    """Extra attempts after a transient failure (connect, 429, 5xx), each after a jittered
+    back-off from 0.2 s to at most 2 s (a `Retry-After` is honoured up to 2 s)."""
     max_calls: int | None = Field(None, ge=1)
     """Judge calls a run may make; the cases after that are `judge_skipped` (counted)."""
     max_cost: float | None = Field(None, gt=0)

@@ -22,6 +22,7 @@ from evaluator import process_state
 from evaluator.bounds import DEFAULT_TEXT_CHARS, OFF_LOOP_ANSWER_CHARS, RecordLimits
 from evaluator.errors import (
     BadResponseError,
+    CallError,
     SkippedAfterError,
     TargetError,
     TargetHTTPStatusError,
@@ -322,7 +323,7 @@ async def _attempt_case(
 ) -> _Asked:
     limits = options.limits
 
-    def retried(attempt: int, exc: TargetError, sleep: float) -> None:
+    def retried(attempt: int, exc: CallError, sleep: float) -> None:
         if on_retry is not None:
             on_retry(RetryEvent(case.id, attempt, exc.kind, limits.message(exc.message), sleep))
 

@@ -15,7 +15,7 @@ servers send it), ``br`` (the ``brotli`` package) and ``identity``; at most
 from __future__ import annotations
 
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Protocol
 
 import brotli
@@ -141,12 +141,13 @@ class BodyDecoder:
 
     Every layer's output is capped at ``limit`` (an intermediate layer beyond it is a bomb
     too), and each piece yielded is at most :data:`STEP` bytes, so a caller can yield to its
-    event loop between pieces.
+    event loop between pieces. Without a coding it is the identity: each chunk comes back as
+    it is (the one path for encoded and unencoded bodies, as httpx's ``IdentityDecoder``).
     """
 
     def __init__(self, codings: tuple[str, ...], limit: int) -> None:
         # decoding undoes the codings in reverse order of application
-        self._layers: list[_Layer] = [_LAYERS[c](c) for c in reversed(codings)]
+        self._layers: list[_Layer] = [_LAYERS[c](c) for c in reversed(codings)] if codings else []
         self._codings = codings
         self._limit = limit
         self._produced = [0] * len(self._layers)
@@ -156,14 +157,16 @@ class BodyDecoder:
         """Whether there is nothing to decode."""
         return not self._layers
 
-    def feed(self, data: bytes) -> Iterator[bytes]:
-        """Decoded pieces for the next raw ``data``.
+    def feed(self, data: bytes) -> Iterable[bytes]:
+        """Decoded pieces for the next raw ``data``: ``data`` itself without a coding.
 
-        Raises:
+        Raises (as the pieces are taken):
             ResponseTooLargeError: a layer's output went beyond the limit.
             BadResponseError: a layer's data is corrupt.
         """
-        yield from self._through(0, data)
+        if not self._layers:
+            return (data,)
+        return self._through(0, data)
 
     def _through(self, index: int, data: bytes) -> Iterator[bytes]:
         if index == len(self._layers):
@@ -184,6 +187,7 @@ class BodyDecoder:
         Raises:
             BadResponseError: the body ended inside a compressed stream.
         """
-        for layer, coding in zip(self._layers, reversed(self._codings), strict=True):
+        for index, layer in enumerate(self._layers):
             if not layer.finished():
-                raise BadResponseError(f"{coding} body is truncated")
+                # the layers undo the codings last applied first
+                raise BadResponseError(f"{self._codings[-1 - index]} body is truncated")

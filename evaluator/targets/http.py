@@ -51,7 +51,6 @@ from evaluator import border, process_state
 from evaluator.errors import (
     BadResponseError,
     ResponseMemoryError,
-    ResponseTooLargeError,
     StreamInterruptedError,
     TargetConnectError,
     TargetError,
@@ -62,6 +61,7 @@ from evaluator.models import Case, Delivery, Dialogue, TargetResponse
 from evaluator.targets import figures, offload
 from evaluator.targets.admission import Admission, record_received, record_trace
 from evaluator.targets.base import HistorySource, default_target_name, parse_default_response
+from evaluator.targets.body import check_declared_length, read_body
 from evaluator.targets.deadline import Deadlines
 from evaluator.targets.decode import BodyDecoder, parse_content_encoding
 from evaluator.targets.mapping import NOWHERE, ResponseMapper, Usage
@@ -93,8 +93,6 @@ _NO_USAGE = Usage(None, None)
 #: how much of an error body is read, and how much of it a message shows
 _SNIPPET_READ = 8 * 1024
 _SNIPPET_SHOWN = 200
-#: decoded pieces (of at most decode.STEP bytes) between two yields to the event loop
-_PIECES_PER_YIELD = 4
 #: bytes of a stream framed and parsed on the event loop between two yields to it: 16 kB of
 #: the tiniest events (``data: {}``, 10 bytes) are 1,600 events, a few milliseconds of work
 STREAM_STEP = 16 * 1024
@@ -536,53 +534,11 @@ class HttpTarget:
         """
         cap = self.options.max_response_bytes
         headers = response.headers
-        declared = headers.get("Content-Length", "")
-        if declared.isdigit() and int(declared) > cap:
-            raise ResponseTooLargeError(
-                f"response of {int(declared)} bytes is larger than max_response_bytes ({cap})"
-            )
-        codings = parse_content_encoding(headers.get("Content-Encoding"))
-        if not codings and stream is None:
-            return _read_plain(response.content, cap)
-        return self._read_decoded(response.content, codings, cap, stream)
-
-    async def _read_decoded(
-        self,
-        content: aiohttp.StreamReader,
-        codings: tuple[str, ...],
-        cap: int,
-        stream: StreamAssembler | None,
-    ) -> tuple[bytes, float]:
-        """An encoded or streamed body: decoded within ``cap``, a stream's events fed."""
-        decoder = BodyDecoder(codings, cap)
-        received = bytearray()
-        raw = 0
-        received_at = time.perf_counter()
-        while chunk := await content.readany():
-            received_at = time.perf_counter()
-            raw += len(chunk)
-            if raw > cap:
-                raise _over_cap(cap)
-            if decoder.identity:
-                received += chunk
-                if stream is not None:
-                    await _feed(stream, chunk, received_at)
-                    if stream.finished:
-                        # complete at its end marker, whether or not the server closes
-                        return bytes(received), received_at
-                continue
-            for count, piece in enumerate(decoder.feed(chunk), 1):
-                received += piece
-                if stream is not None:
-                    await _feed(stream, piece, received_at)
-                    if stream.finished:
-                        return bytes(received), received_at
-                if count % _PIECES_PER_YIELD == 0:
-                    await asyncio.sleep(0)  # a large decode must not hold the loop
-        decoder.close()
-        if stream is not None:
-            stream.close(received_at)
-        return bytes(received), received_at
+        check_declared_length(headers, cap)
+        decoder = BodyDecoder(parse_content_encoding(headers.get("Content-Encoding")), cap)
+        if stream is None:
+            return read_body(response.content, decoder, cap)
+        return _read_stream(response.content, decoder, cap, stream)
 
     async def _status_error(
         self, response: aiohttp.ClientResponse, observer: _Observer
@@ -730,25 +686,20 @@ def _ends_a_line(data: bytes) -> bool:
     return b"\n" in data or b"\r" in data
 
 
-def _over_cap(cap: int) -> ResponseTooLargeError:
-    return ResponseTooLargeError(
-        f"response is larger than max_response_bytes ({cap}); stopped reading"
-    )
+async def _read_stream(
+    content: aiohttp.StreamReader, decoder: BodyDecoder, cap: int, stream: StreamAssembler
+) -> tuple[bytes, float]:
+    """A streamed body: read as any body, each piece fed to ``stream``, the read complete at
+    the stream's end marker; a body that ends first closes the stream (a cut unless it ended
+    after its finish marker)."""
 
+    async def fed(piece: bytes, at: float) -> bool:
+        await _feed(stream, piece, at)
+        return stream.finished
 
-async def _read_plain(content: aiohttp.StreamReader, cap: int) -> tuple[bytes, float]:
-    """A body without ``Content-Encoding``, not streamed: its bytes within ``cap`` and when
-    the last one arrived (the common case, without a decoder; usually one chunk)."""
-    chunks: list[bytes] = []
-    raw = 0
-    received_at = time.perf_counter()
-    while chunk := await content.readany():
-        received_at = time.perf_counter()
-        raw += len(chunk)
-        if raw > cap:
-            raise _over_cap(cap)
-        chunks.append(chunk)
-    return b"".join(chunks), received_at
+    body, received_at = await read_body(content, decoder, cap, fed)
+    stream.close(received_at)  # nothing to do when it finished at its end marker
+    return body, received_at
 
 
 def decode_json(content: bytes) -> object:

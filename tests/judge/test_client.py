@@ -10,10 +10,11 @@ from typing import Any
 import pytest
 
 from evaluator.errors import ConfigError
-from evaluator.judge.client import JudgeClient, judge_headers
-from evaluator.judge.errors import JudgeMalformedError, JudgeTimeout
+from evaluator.judge.client import JudgeClient, judge_headers, retry_policy
+from evaluator.judge.errors import JudgeHTTPStatusError, JudgeMalformedError, JudgeTimeout
 from evaluator.judge.settings import JudgeConfig
 from evaluator.redaction import redactor
+from evaluator.run_options import RetryPolicy
 from tests.support.judges import LoopbackJudge
 
 _DATA = {"question": "q?", "answer": "It takes 5 business days.", "facts": [["5 business days"]]}
@@ -116,3 +117,27 @@ def test_the_headers_go_out_with_each_call(monkeypatch: pytest.MonkeyPatch) -> N
     with LoopbackJudge() as judge:
         _ask(judge, headers={"Authorization": "Bearer ${JUDGE_TEST_KEY2}"})
     assert judge.headers[0]["Authorization"] == "Bearer sk-judge-other-0043"
+
+
+@pytest.mark.e2e
+def test_a_busy_judge_is_asked_again_after_its_retry_after() -> None:
+    """A 503 with Retry-After is retried through the product's retry policy: the verdict
+    of the second call, two attempts counted."""
+    with LoopbackJudge("busy_once", retry_after="0.05") as judge:
+        answered, _ = _ask(judge)
+    assert (2, 2) == (answered.attempts, judge.calls)
+    assert [{"index": 0, "stated": True}] == answered.verdict["facts"]
+
+
+@pytest.mark.e2e
+def test_a_judge_busy_for_good_gives_up_after_its_retries() -> None:
+    """retries = 2: three calls, then the 503 is the error, with its attempts."""
+    with LoopbackJudge("busy") as judge, pytest.raises(JudgeHTTPStatusError) as caught:
+        _ask(judge, retries=2)
+    assert (3, 3, 503) == (caught.value.attempts, judge.calls, caught.value.status)
+
+
+def test_the_retry_policy_comes_from_the_judge_config() -> None:
+    """retries from the config; waits from 0.2 s up to 2 s, a Retry-After honoured up to 2 s."""
+    config = JudgeConfig(url="http://127.0.0.1:1/v1", model="m", retries=3)
+    assert RetryPolicy(retries=3, backoff_initial=0.2, backoff_max=2.0) == retry_policy(config)

@@ -76,7 +76,9 @@ class LoopbackJudge(ThreadedApp):
     JSON content), ``no_verdict`` (a JSON object of the wrong shape), ``hang`` (never
     answers), ``fooled`` (passes everything), ``no_schema`` (400 on ``response_format``,
     then honest), ``flip_after`` (honest for ``flip_after`` calls, then inverts every
-    boolean: a model changed behind the same name). Switch ``mode`` between runs freely.
+    boolean: a model changed behind the same name), ``busy`` (503 with ``Retry-After:
+    retry_after`` to every call), ``busy_once`` (that to the first call, then honest).
+    Switch ``mode`` between runs freely.
     ``verdicts``: the verdict of each further check by name (a check a test registered),
     from the data block; the judge answers each request by the check its data names."""
 
@@ -86,9 +88,11 @@ class LoopbackJudge(ThreadedApp):
         *,
         flip_after: int | None = None,
         verdicts: Mapping[str, Callable[[dict[str, Any]], dict[str, Any]]] | None = None,
+        retry_after: str = "0",
     ) -> None:
         self.mode = mode
         self.flip_after = flip_after
+        self.retry_after = retry_after
         self.verdicts = dict(verdicts or {})
         self.calls = 0
         self.requests: list[dict[str, Any]] = []
@@ -123,6 +127,10 @@ class LoopbackJudge(ThreadedApp):
         self.calls += 1
         if mode in _HOSTILE:
             return _HOSTILE[mode](self, request)
+        if mode == "busy" or (mode == "busy_once" and self.calls == 1):
+            return web.json_response(
+                {"error": "overloaded"}, status=503, headers={"Retry-After": self.retry_after}
+            )
         if mode == "hang":
             # until the server stops (its cleanup would otherwise wait on this handler)
             await self._released.wait()

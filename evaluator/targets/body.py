@@ -1,0 +1,75 @@
+"""Reading a response body within its size cap: the one reader of every body evaluator reads
+over HTTP, a target's and the judge's.
+
+The body arrives in chunks; each is counted against the cap as it comes and decoded through
+its ``Content-Encoding`` chain by a :class:`~evaluator.targets.decode.BodyDecoder` (which,
+for a body without a coding, hands each chunk back as it is: httpx's identity decoder), so
+neither the bytes on the wire nor the decoded ones ever pass the cap. A streamed body's
+decoded pieces go to a sink as they arrive, which may end the read at the stream's end
+marker whether or not the server closes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable, Mapping
+
+import aiohttp
+
+from evaluator.errors import ResponseTooLargeError
+from evaluator.targets.decode import BodyDecoder
+
+__all__ = ["Sink", "check_declared_length", "read_body"]
+
+#: decoded pieces (of at most decode.STEP bytes) between two yields to the event loop
+_PIECES_PER_YIELD = 4
+
+#: takes each decoded piece with the time its chunk arrived; True: the body is complete
+Sink = Callable[[bytes, float], Awaitable[bool]]
+
+
+def check_declared_length(headers: Mapping[str, str], cap: int) -> None:
+    """Refuse a body whose ``Content-Length`` is beyond the cap before reading any of it.
+
+    Raises:
+        ResponseTooLargeError: the declared length is larger than ``cap``.
+    """
+    declared = headers.get("Content-Length", "")
+    if declared.isdigit() and int(declared) > cap:
+        raise ResponseTooLargeError(
+            f"response of {int(declared)} bytes is larger than max_response_bytes ({cap})"
+        )
+
+
+async def read_body(
+    content: aiohttp.StreamReader, decoder: BodyDecoder, cap: int, sink: Sink | None = None
+) -> tuple[bytes, float]:
+    """The decoded body within ``cap``, and the ``time.perf_counter()`` when its last byte
+    arrived (when the sink said it was complete, the last byte it needed).
+
+    A large decode yields to the event loop every few pieces, so it never holds the loop
+    for long.
+
+    Raises:
+        ResponseTooLargeError: more than ``cap`` bytes arrived, or a layer decoded to more.
+        BadResponseError: the encoded data is corrupt, or ends inside a compressed stream.
+    """
+    pieces: list[bytes] = []
+    raw = 0
+    received_at = time.perf_counter()
+    while chunk := await content.readany():
+        received_at = time.perf_counter()
+        raw += len(chunk)
+        if raw > cap:
+            raise ResponseTooLargeError(
+                f"response is larger than max_response_bytes ({cap}); stopped reading"
+            )
+        for count, piece in enumerate(decoder.feed(chunk), 1):
+            pieces.append(piece)
+            if sink is not None and await sink(piece, received_at):
+                return b"".join(pieces), received_at
+            if count % _PIECES_PER_YIELD == 0:
+                await asyncio.sleep(0)  # a large decode must not hold the loop
+    decoder.close()
+    return b"".join(pieces), received_at
