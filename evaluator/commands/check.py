@@ -24,7 +24,7 @@ from evaluator.config.slo import SloConfig
 from evaluator.dataset import load_dataset
 from evaluator.errors import EvaluatorError, ExitCode
 from evaluator.factory import build_target
-from evaluator.gate.rules import resolve_rules
+from evaluator.gate.rules import load_gates
 from evaluator.judge.gating import CALIBRATION_FILE, calibrated_checks
 from evaluator.judge.prompts import PROMPT_VERSION
 from evaluator.report import read_report
@@ -125,8 +125,8 @@ def handle(options: Options) -> int:
             _check(f"job {job.key}: baseline", baseline, problems)
 
     def gates() -> str:
-        rules, source = resolve_rules(settings.gates_file)
-        return f"{source}, {len(rules)} rules"
+        gates = load_gates(settings.gates_file)
+        return f"{gates.source}, {len(gates.rules)} rules"
 
     _check("gate rules", gates, problems)
     for slo in settings.slos:

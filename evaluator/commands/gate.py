@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import sqlite3
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from functools import cache, partial
 from pathlib import Path
@@ -27,20 +27,15 @@ from evaluator.commands.html import (
 from evaluator.config.sources import nothing_configured
 from evaluator.errors import ConfigError, ExitCode, GateError, OutputError, PushError
 from evaluator.gate.ceiling import FLAG as CEILING_FLAG
-from evaluator.gate.ceiling import check_baseline_errors, parse_baseline_ceiling
+from evaluator.gate.ceiling import check_baseline_errors
 from evaluator.gate.compare import check_run_comparable
 from evaluator.gate.render import FORMATS, GateSources, json_pieces, render, render_junit
-from evaluator.gate.repeats import Quarantine, load_quarantine
-from evaluator.gate.rules import Rule, read_gates_file, resolve_rules
-from evaluator.gate.verdict import evaluate_gate
+from evaluator.gate.repeats import Quarantine
+from evaluator.gate.rules import GatesFile, load_gates
+from evaluator.gate.verdict import GateResult, evaluate_gate
 from evaluator.history.stability import Stability, stabilities
 from evaluator.history.store import HistoryStore, StoreCorrupt, windows_of
-from evaluator.judge.gating import (
-    CALIBRATION_FILE,
-    calibrated_checks,
-    evaluate_judged,
-    parse_judged_rules,
-)
+from evaluator.judge.gating import CALIBRATION_FILE, JudgedGate, calibrated_checks, evaluate_judged
 from evaluator.logs import use_colour
 from evaluator.redaction import redactor
 from evaluator.report import RunReport, read_report
@@ -48,7 +43,7 @@ from evaluator.report import RunReport, read_report
 if TYPE_CHECKING:
     from evaluator.config import Settings
 
-__all__ = ["Options", "configure", "handle"]
+__all__ = ["GateRun", "Options", "configure", "handle"]
 
 
 @dataclass(frozen=True)
@@ -228,128 +223,213 @@ def _classed_flaky(settings: Settings, target: str, dataset: str) -> tuple[str, 
     return tuple(c.case_id for c in stabilities(windows) if c.stability is Stability.FLAKY)
 
 
+def _ceiling(options: Options, gates: GatesFile) -> float:
+    """The most a baseline may have failed: ``--baseline-max-error-rate``, else the gates
+    file's ``[baseline] max_error_rate``, else the default."""
+    flag = options.baseline_max_error_rate
+    return gates.ceiling if flag is None else flag
+
+
+def _saved_baseline(options: Options) -> Path:
+    """With ``--candidate FILE``: the ``--baseline FILE`` to judge it against; a flag that
+    only applies when the job runs now is refused."""
+    given = options.target_flags.given()
+    given += ["--output"] if options.output is not None else []
+    given += ["--repeat"] if options.repeat != 1 else []
+    if given:
+        flags = ", ".join(given)
+        raise ConfigError(f"{flags} only apply without --candidate (when the job runs now)")
+    if options.baseline is None:
+        raise ConfigError("--baseline FILE is required")
+    return Path(options.baseline)
+
+
 def handle(options: Options) -> int:
+    """Judge a saved candidate (``--candidate``) or the configured job run now."""
     if options.worst < 0:
         raise ConfigError("--worst must be >= 0")
-    # with --candidate FILE: the baseline and candidate files to judge; None: the job runs now
-    saved: tuple[Path, str] | None = None
-    if options.candidate is not None:
-        # the flags given that only apply when the candidate is run now
-        given = options.target_flags.given()
-        given += ["--output"] if options.output is not None else []
-        given += ["--repeat"] if options.repeat != 1 else []
-        if given:
-            flags = ", ".join(given)
-            raise ConfigError(f"{flags} only apply without --candidate (when the job runs now)")
-        if options.baseline is None:
-            raise ConfigError("--baseline FILE is required")
-        saved = Path(options.baseline), options.candidate
-    settings: Callable[[], Settings]
-    if saved is None:
-        from evaluator.commands.common import settings_from_flags
+    if options.candidate is None:
+        return _gate_live(options)
+    return _gate_saved(options, options.candidate)
 
-        live_settings = settings_from_flags(options.config, options.target_flags)
-        gates_file, settings = live_settings.gates_file, lambda: live_settings
-    else:
-        gates_file, settings = _saved_settings(options.config)
-    rules, rules_source = resolve_rules(options.gates or gates_file)
-    quarantine = load_quarantine(rules_source)
-    ceiling = options.baseline_max_error_rate
-    if ceiling is None:
-        ceiling = parse_baseline_ceiling(read_gates_file(rules_source), rules_source)
-    judge = partial(_judge, options, settings, rules, rules_source, quarantine, ceiling)
-    if saved is None:
-        with batch_gc():
-            return judge(*_live_candidate(options, live_settings, ceiling))
+
+def _gate_live(options: Options) -> int:
+    """Run the job now, and gate its report against the baseline."""
+    from evaluator.commands.common import settings_from_flags
+
+    settings = settings_from_flags(options.config, options.target_flags)
+    gates = load_gates(options.gates or settings.gates_file)
+    with batch_gc():
+        baseline, baseline_path, candidate, candidate_source = _live_candidate(
+            options, settings, _ceiling(options, gates)
+        )
+        run = GateRun(
+            options, lambda: settings, gates, baseline, baseline_path, candidate, candidate_source
+        )
+        return run.judge()
+
+
+def _gate_saved(options: Options, candidate_source: str) -> int:
+    """Gate two saved reports."""
+    baseline_path = _saved_baseline(options)
+    gates_file, settings = _saved_settings(options.config)
+    gates = load_gates(options.gates or gates_file)
     with batch_gc(cycles=False):  # decoding and judging saved reports make no cycle
-        baseline_path, candidate_source = saved
         baseline = read_report(baseline_path)
         # the candidate shares the baseline's golden-set cases: held once
         candidate = read_report(candidate_source, share=baseline)
         _refuse_partial(candidate, candidate_source)
-        return judge(baseline, baseline_path, candidate, candidate_source)
-
-
-def _judge(
-    options: Options,
-    settings: Callable[[], Settings],
-    rules: Sequence[Rule],
-    rules_source: str,
-    quarantine: Quarantine,
-    ceiling: float,
-    baseline: RunReport,
-    baseline_path: Path,
-    candidate: RunReport,
-    candidate_source: str,
-) -> int:
-    """The verdict on the two reports, written in every format asked for; the exit code."""
-    _refuse_partial(baseline, str(baseline_path))
-    check_baseline_errors(baseline.summary.error_rate, ceiling, str(baseline_path))
-
-    if quarantine.flaky:
-        quarantine = replace(
-            quarantine,
-            classed_flaky=_classed_flaky(settings(), candidate.target, candidate.dataset),
+        run = GateRun(
+            options, settings, gates, baseline, baseline_path, candidate, candidate_source
         )
-    result = evaluate_gate(
-        baseline,
-        candidate,
-        rules,
-        allow_dataset_change=options.allow_dataset_change,
-        significance=options.significance,
-        # the bootstrap (2,000 resamples) only when asked: 4 s of a 100,000-case gate
-        with_intervals=options.significance,
-        quarantine=quarantine,
-    )
-    sources = GateSources(str(baseline_path), candidate_source, rules_source)
-    if options.format == "json":
-        # piece by piece (each a whole JSON value, so the redacting stdout sees every
-        # string whole): a 100,000-case gate's JSON is tens of MB, held twice as one text
-        for piece in json_pieces(result, sources):
-            sys.stdout.write(piece)
-        sys.stdout.write("\n")
-    else:
-        text = render(result, sources, options.format, worst=options.worst)
-        if options.format == "text" and use_colour(sys.stdout):
+        return run.judge()
+
+
+@dataclass(frozen=True)
+class GateRun:
+    """One gate of a candidate report against its baseline, as the command was asked for it.
+
+    :meth:`judge` takes the steps in order: the baseline checked, the rules evaluated, the
+    outputs written, the judged rules applied, then :meth:`verdict`, the one step that turns
+    what was found into the exit code.
+    """
+
+    options: Options
+    #: the settings, loaded when a step asks for them (a page, the history store, the
+    #: calibration): judging two saved reports needs none
+    settings: Callable[[], Settings]
+    gates: GatesFile
+    baseline: RunReport
+    baseline_path: Path
+    candidate: RunReport
+    candidate_source: str
+
+    def judge(self) -> int:
+        """The verdict on the two reports, written in every format asked for; the exit code."""
+        self.check_baseline()
+        result = self.evaluate()
+        self.write_outputs(result)
+        return self.verdict(result, self.judged())
+
+    def check_baseline(self) -> None:
+        """Refuse an interrupted baseline, or one that failed above the ceiling."""
+        source = str(self.baseline_path)
+        _refuse_partial(self.baseline, source)
+        ceiling = _ceiling(self.options, self.gates)
+        check_baseline_errors(self.baseline.summary.error_rate, ceiling, source)
+
+    def quarantine(self) -> Quarantine:
+        """The gates file's quarantine, with the cases history classes flaky when it leaves
+        flaky cases out."""
+        quarantine = self.gates.quarantine
+        if not quarantine.flaky:
+            return quarantine
+        flaky = _classed_flaky(self.settings(), self.candidate.target, self.candidate.dataset)
+        return replace(quarantine, classed_flaky=flaky)
+
+    def evaluate(self) -> GateResult:
+        """Every rule on the two reports (with repeats and the quarantine)."""
+        significance = self.options.significance
+        return evaluate_gate(
+            self.baseline,
+            self.candidate,
+            self.gates.rules,
+            allow_dataset_change=self.options.allow_dataset_change,
+            significance=significance,
+            # the bootstrap (2,000 resamples) only when asked: 4 s of a 100,000-case gate
+            with_intervals=significance,
+            quarantine=self.quarantine(),
+        )
+
+    @property
+    def sources(self) -> GateSources:
+        """Where the baseline, the candidate and the rules came from, as the outputs say."""
+        return GateSources(str(self.baseline_path), self.candidate_source, self.gates.source)
+
+    def write_outputs(self, result: GateResult) -> None:
+        """stdout in the format asked for, then each file and push asked for."""
+        self.print_result(result)
+        if self.options.junit:
+            self.write_junit(result, self.options.junit)
+        if self.options.html:
+            self.write_html(result, self.options.html)
+        if self.options.pushgateway:
+            self.push(result, self.options.pushgateway)
+
+    def print_result(self, result: GateResult) -> None:
+        """The result on stdout: text (coloured on a terminal), markdown or JSON."""
+        fmt = self.options.format
+        if fmt == "json":
+            # piece by piece (each a whole JSON value, so the redacting stdout sees every
+            # string whole): a 100,000-case gate's JSON is tens of MB, held twice as one text
+            for piece in json_pieces(result, self.sources):
+                sys.stdout.write(piece)
+            sys.stdout.write("\n")
+            return
+        text = render(result, self.sources, fmt, worst=self.options.worst)
+        if fmt == "text" and use_colour(sys.stdout):
             text = colour_verdicts(text)
         print(text)
-    if options.junit:
+
+    def write_junit(self, result: GateResult, path: str) -> None:
+        """JUnit XML, one test case per rule, redacted (a file leaving the process)."""
         try:
-            Path(options.junit).parent.mkdir(parents=True, exist_ok=True)
-            junit = redactor().redact_text(render_junit(result, sources))  # a file leaving us
-            Path(options.junit).write_text(junit, encoding="utf-8")
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            junit = redactor().redact_text(render_junit(result, self.sources))
+            Path(path).write_text(junit, encoding="utf-8")
         except OSError as exc:
-            raise OutputError(f"cannot write {options.junit}: {exc.strerror or exc}") from exc
-    if options.html:
+            raise OutputError(f"cannot write {path}: {exc.strerror or exc}") from exc
+
+    def write_html(self, result: GateResult, path: str) -> None:
+        """The self-contained HTML report of the gate."""
+        settings = self.settings()
         write_html_report(
-            options.html,
-            candidate,
-            source=candidate_source,
-            redact=settings_redactor(settings()),
+            path,
+            self.candidate,
+            source=self.candidate_source,
+            redact=settings_redactor(settings),
             gate=result,
-            baseline_source=str(baseline_path),
-            worst=options.worst,
-            labels=judge_labels(settings(), candidate),
+            baseline_source=str(self.baseline_path),
+            worst=self.options.worst,
+            labels=judge_labels(settings, self.candidate),
         )
-    if options.pushgateway:
+
+    def push(self, result: GateResult, url: str) -> None:
+        """The verdict and the candidate's summary to a Pushgateway; a failed push is a
+        warning (monitoring must not decide a release: the verdict stands)."""
         from evaluator.gate.push import push_result
 
         try:
-            push_result(options.pushgateway, result)
+            push_result(url, result)
         except PushError as exc:
-            # monitoring must not decide a release: the verdict stands, the push is reported
             print(f"evaluator: warning: {exc}", file=sys.stderr)
-    # the gates file's [judged.*] rules on the reports' judge blocks, printed (on stderr
-    # under --format json, whose stdout is one JSON document)
-    judged_rules = parse_judged_rules(read_gates_file(rules_source), rules_source)
-    if not judged_rules:
-        return ExitCode.OK if result.passed else ExitCode.GATE_FAILED
-    path = settings().reports_dir / CALIBRATION_FILE
-    judged = evaluate_judged(
-        judged_rules, baseline.judge, candidate.judge, calibrated_checks(path), str(path)
-    )
-    print("\n".join(judged.lines), file=sys.stderr if options.format == "json" else sys.stdout)
-    if judged.refused:
-        raise ConfigError("judged rule refused: " + "; ".join(judged.refused))
-    passed = result.passed and not judged.failed
-    return ExitCode.OK if passed else ExitCode.GATE_FAILED
+
+    def judged(self) -> JudgedGate | None:
+        """The gates file's ``[judged.*]`` rules on the reports' judge blocks, printed (on
+        stderr under ``--format json``, whose stdout is one JSON document); None without
+        judged rules.
+
+        Raises:
+            ConfigError: a hard judged rule could not be applied (no calibration, another
+                judge).
+        """
+        if not self.gates.judged:
+            return None
+        path = self.settings().reports_dir / CALIBRATION_FILE
+        judged = evaluate_judged(
+            self.gates.judged,
+            self.baseline.judge,
+            self.candidate.judge,
+            calibrated_checks(path),
+            str(path),
+        )
+        out = sys.stderr if self.options.format == "json" else sys.stdout
+        print("\n".join(judged.lines), file=out)
+        if judged.refused:
+            raise ConfigError("judged rule refused: " + "; ".join(judged.refused))
+        return judged
+
+    def verdict(self, result: GateResult, judged: JudgedGate | None) -> int:
+        """The exit code: 0 when every rule passed (the judged ones too), 2 otherwise."""
+        passed = result.passed and (judged is None or not judged.failed)
+        return ExitCode.OK if passed else ExitCode.GATE_FAILED

@@ -22,7 +22,7 @@ from evaluator.commands.html import (
 from evaluator.config import load_settings
 from evaluator.errors import ConfigError, ExitCode
 from evaluator.gate.render import GateSources, render
-from evaluator.gate.rules import resolve_rules
+from evaluator.gate.rules import load_gates
 from evaluator.gate.verdict import evaluate_gate
 from evaluator.report import read_report
 
@@ -65,12 +65,12 @@ def handle(options: Options) -> int:
     report = read_report(options.report)
     gate = None
     if options.baseline is not None:
-        rules, rules_source = resolve_rules(options.gates or settings.gates_file)
+        gates = load_gates(options.gates or settings.gates_file)
         baseline = read_report(options.baseline)
         gate = evaluate_gate(
-            baseline, report, rules, allow_dataset_change=options.allow_dataset_change
+            baseline, report, gates.rules, allow_dataset_change=options.allow_dataset_change
         )
-        sources = GateSources(options.baseline, options.report, rules_source)
+        sources = GateSources(options.baseline, options.report, gates.source)
         text = render(gate, sources, "text", worst=options.worst)
         # the gate's own last line names its exit code; this command always exits 0
         print(

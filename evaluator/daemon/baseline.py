@@ -14,8 +14,8 @@ import msgspec
 import structlog
 
 from evaluator.errors import ConfigError, GateError, ReportError
-from evaluator.gate import Rule, evaluate_gate, resolve_rules
-from evaluator.gate.repeats import Quarantine, load_quarantine
+from evaluator.gate import Rule, evaluate_gate, load_gates
+from evaluator.gate.repeats import Quarantine
 from evaluator.metrics import METRICS
 from evaluator.models import Case
 from evaluator.report import RunReport, read_report
@@ -59,8 +59,8 @@ class BaselineGate:
             baseline = read_report(path)
         except ReportError as exc:
             raise ConfigError(f"baseline: {exc}") from exc
-        rules, source = resolve_rules(gates_file)
-        return cls(baseline, rules, source, load_quarantine(source))
+        gates = load_gates(gates_file)
+        return cls(baseline, gates.rules, gates.source, gates.quarantine)
 
     def ratios(self) -> dict[str, float]:
         """The baseline's quality ratios, for dashboard overlays."""

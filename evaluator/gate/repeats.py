@@ -29,7 +29,6 @@ from msgspec import structs
 
 from evaluator.errors import ConfigError
 from evaluator.exact import fisher_drop_min_p, fisher_drop_p, tarone_threshold
-from evaluator.gate.rules import read_gates_file
 from evaluator.models import CaseRecord, CaseScores
 from evaluator.repeat_summary import summarise_repeats
 from evaluator.report import RunReport
@@ -43,7 +42,6 @@ __all__ = [
     "flaky_ids",
     "judge_repeats",
     "leave_out",
-    "load_quarantine",
     "parse_quarantine",
     "summary_over_rounds",
 ]
@@ -66,18 +64,9 @@ class Quarantine:
         return bool(self.cases) or self.flaky
 
 
-def load_quarantine(rules_source: str) -> Quarantine:
-    """The quarantine of the gates file :func:`~evaluator.gate.rules.resolve_rules` chose
-    (``rules_source``); the built-in defaults have none.
-
-    Raises:
-        ConfigError: the file's ``[quarantine]`` table is invalid.
-    """
-    return parse_quarantine(read_gates_file(rules_source), rules_source)
-
-
 def parse_quarantine(data: Mapping[str, object], source: str) -> Quarantine:
-    """The ``[quarantine]`` table of a decoded gates file (absent: nothing left out).
+    """The ``[quarantine]`` table of a decoded gates file (absent: nothing left out); read
+    with the rest of the file by :func:`evaluator.gate.rules.read_gates`.
 
     Raises:
         ConfigError: naming the file and the bad key.

@@ -25,12 +25,15 @@ import difflib
 import math
 import tomllib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, get_args
 
 from evaluator import border
 from evaluator.errors import ConfigError
+from evaluator.gate.ceiling import DEFAULT_BASELINE_MAX_ERROR_RATE, parse_baseline_ceiling
+from evaluator.gate.repeats import Quarantine, parse_quarantine
+from evaluator.judge.gating import JudgedRule, parse_judged_rules
 from evaluator.metrics import FLOAT_TOLERANCE, METRICS, format_seconds
 from evaluator.summary import Summary
 
@@ -38,6 +41,7 @@ if TYPE_CHECKING:
     from evaluator.gate.stats import Interval
 
 __all__ = [
+    "DEFAULT_GATES",
     "DEFAULT_GATES_PATH",
     "DEFAULT_LATENCY_GROWTH",
     "DEFAULT_NOISE_FLOOR_SECONDS",
@@ -46,6 +50,7 @@ __all__ = [
     "LOWER_IS_BETTER",
     "RULE_KINDS",
     "TOLERANCE",
+    "GatesFile",
     "Rule",
     "RuleKind",
     "RuleResult",
@@ -54,10 +59,9 @@ __all__ = [
     "format_difference",
     "format_value",
     "latency_limits",
-    "load_rules",
+    "load_gates",
     "parse_rules",
-    "read_gates_file",
-    "resolve_rules",
+    "read_gates",
 ]
 
 RuleKind = Literal["min", "max", "max_drop", "max_growth", "max_relative_growth"]
@@ -437,11 +441,32 @@ def _noise_floor(source: str, where: str, metric: str, table: Mapping[str, objec
     return float(value)
 
 
-def load_rules(path: str | Path) -> tuple[Rule, ...]:
-    """Read a gates file (TOML).
+@dataclass(frozen=True, slots=True)
+class GatesFile:
+    """One gates file, read and parsed once: every table a gate reads from it.
+
+    ``rules`` (``[rules.*]``), ``quarantine`` (``[quarantine]``,
+    :mod:`evaluator.gate.repeats`), ``ceiling`` (``[baseline] max_error_rate``,
+    :mod:`evaluator.gate.ceiling`) and ``judged`` (``[judged.*]``,
+    :mod:`evaluator.judge.gating`); ``source`` is the file, or ``"built-in defaults"``.
+    """
+
+    source: str
+    rules: tuple[Rule, ...]
+    quarantine: Quarantine = field(default_factory=Quarantine)
+    ceiling: float = DEFAULT_BASELINE_MAX_ERROR_RATE
+    judged: tuple[JudgedRule, ...] = ()
+
+
+#: The gate when no gates file exists: the built-in rules, nothing else.
+DEFAULT_GATES = GatesFile("built-in defaults", DEFAULT_RULES)
+
+
+def _read_toml(path: str | Path) -> Mapping[str, object]:
+    """The decoded gates file (bounded read, UTF-8, TOML).
 
     Raises:
-        ConfigError: unreadable, invalid TOML, or an invalid rule; one line naming the file.
+        ConfigError: missing, unreadable or invalid TOML; one line naming the file.
     """
     source = str(path)
     try:
@@ -451,39 +476,36 @@ def load_rules(path: str | Path) -> tuple[Rule, ...]:
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{source}: cannot read gates file: {exc}") from exc
     try:
-        data = tomllib.loads(text)
+        return tomllib.loads(text)
     except ValueError as exc:  # TOMLDecodeError, or a 5,000-digit integer's digit limit
         raise ConfigError(f"{source}: invalid TOML: {exc}") from exc
-    return parse_rules(data, source)
 
 
-def read_gates_file(rules_source: str) -> Mapping[str, object]:
-    """The decoded gates file :func:`resolve_rules` chose (``rules_source``), for its other
-    tables (``[quarantine]``, ``[baseline]``, ``[judged.*]``); empty for the built-in defaults.
+def read_gates(path: str | Path) -> GatesFile:
+    """Read one gates file (TOML) and parse every table of it, rules first.
 
     Raises:
-        ConfigError: the file cannot be read or is not TOML.
+        ConfigError: unreadable, invalid TOML, or an invalid table; one line naming the file
+            and the key.
     """
-    path = Path(rules_source)
-    if not path.is_file():
-        return {}
-    try:
-        return tomllib.loads(border.read_file(path, border.MAX_SETTINGS_BYTES).decode("utf-8"))
-    except (OSError, ValueError) as exc:  # ValueError: bad TOML or UTF-8, int digit limit
-        raise ConfigError(f"{rules_source}: cannot read gates file: {exc}") from exc
+    source = str(path)
+    data = _read_toml(path)
+    return GatesFile(
+        source,
+        parse_rules(data, source),
+        parse_quarantine(data, source),
+        parse_baseline_ceiling(data, source),
+        parse_judged_rules(data, source),
+    )
 
 
-def resolve_rules(path: str | Path | None = None) -> tuple[tuple[Rule, ...], str]:
-    """The rules to apply and where they came from.
-
-    ``path`` (a ``--gates`` flag or the ``gates_file`` setting) must exist when given;
-    otherwise ``config/gates.toml`` is used when present, else :data:`DEFAULT_RULES`.
-
-    Returns:
-        ``(rules, source)``, ``source`` being the file or ``"built-in defaults"``.
+def load_gates(path: str | Path | None = None) -> GatesFile:
+    """The gates file to apply: ``path`` (a ``--gates`` flag or the ``gates_file`` setting)
+    must exist when given; otherwise ``config/gates.toml`` when present, else
+    :data:`DEFAULT_GATES` (the built-in :data:`DEFAULT_RULES`).
     """
     if path is not None:
-        return load_rules(path), str(path)
+        return read_gates(path)
     if DEFAULT_GATES_PATH.is_file():
-        return load_rules(DEFAULT_GATES_PATH), str(DEFAULT_GATES_PATH)
-    return DEFAULT_RULES, "built-in defaults"
+        return read_gates(DEFAULT_GATES_PATH)
+    return DEFAULT_GATES

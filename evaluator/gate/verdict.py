@@ -102,7 +102,7 @@ def evaluate_gate(
     Args:
         baseline: the approved report.
         candidate: the report to judge.
-        rules: the gate rules (:func:`evaluator.gate.rules.resolve_rules`).
+        rules: the gate rules (a :class:`evaluator.gate.rules.GatesFile`'s).
         allow_dataset_change: compare reports of different golden sets on their shared cases.
         significance: a drop rule fails only when its paired confidence interval lies
             entirely beyond the allowance (needs ``with_intervals``).

@@ -17,7 +17,7 @@ import httpx
 import pytest
 
 from evaluator.commands.demo_stack import BASELINE_FILE, DEMO_GATES
-from evaluator.gate.rules import load_rules
+from evaluator.gate.rules import read_gates
 from evaluator.report import read_report
 from tests.demo.test_demo_command import GOLDEN_SET, Demo, _golden_set_size, run_demo
 
@@ -85,7 +85,7 @@ def test_the_first_complete_run_is_the_baseline_and_a_failure_mode_turns_red(
 
         assert "red" == state, text[:3000]
         # one of the demo's gate rules says which: rerank moves MRR
-        assert "mrr.max_drop" in {r.key for r in load_rules(DEMO_GATES)}
+        assert "mrr.max_drop" in {r.key for r in read_gates(DEMO_GATES).rules}
         assert re.search(r"gate against the baseline fails: [\w., ]*mrr\.max_drop", text), text
         assert "Change began at run" in text
         code, _ = demo.ctrl_c()

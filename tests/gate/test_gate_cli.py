@@ -229,6 +229,30 @@ class TestBadInput:
         proc = _gate("--baseline", b, "--candidate", c, "--gates", str(gates), cwd=tmp_path)
         assert f"{gates}: rules.mrr.max_dorp: unknown key" in _one_error_line(proc)
 
+    @pytest.mark.parametrize(
+        ("table", "key"),
+        [
+            ('[judged.judged_fact_recall]\nmin = "high"\n', "judged.judged_fact_recall.min"),
+            ("[baseline]\nmax_error_rate = 2\n", "baseline.max_error_rate"),
+        ],
+    )
+    def test_a_bad_table_beside_the_rules_stops_the_gate_before_any_output(
+        self, tmp_path: Path, table: str, key: str
+    ) -> None:
+        """The gates file is read and parsed once, before anything is judged: a bad
+        [judged.*] table no longer lets the verdict and its files be written first, and a
+        bad [baseline] table is refused even when the flag sets the ceiling."""
+        gates = tmp_path / "gates.toml"
+        gates.write_text("[rules.mrr]\nmax_drop = 0.5\n" + table)
+        junit = tmp_path / "junit.xml"
+        b, c = _pair(tmp_path, _dict(report([record("a")])), _dict(report([record("a")])))
+        proc = _gate(
+            "--baseline", b, "--candidate", c, "--gates", str(gates), "--junit", str(junit),
+            "--baseline-max-error-rate", "0.5", cwd=tmp_path,
+        )  # fmt: skip
+        assert f"{gates}: {key}" in _one_error_line(proc)
+        assert ("", False) == (proc.stdout, junit.exists())
+
     def test_gates_file_from_config(self, tmp_path: Path) -> None:
         """config/gates.toml in the working directory replaces the defaults."""
         (tmp_path / "config").mkdir()

@@ -7,19 +7,23 @@ from pathlib import Path
 import pytest
 
 from evaluator.errors import ConfigError
+from evaluator.gate.repeats import Quarantine
 from evaluator.gate.rules import (
+    DEFAULT_GATES,
     DEFAULT_RULES,
     GATE_METRICS,
+    GatesFile,
     Rule,
     check_rule,
     evaluate_rules,
     format_difference,
     format_value,
-    load_rules,
+    load_gates,
     parse_rules,
-    resolve_rules,
+    read_gates,
 )
 from evaluator.gate.stats import Interval
+from evaluator.judge.gating import JudgedRule
 from evaluator.report import report_from_dict
 from tests.gate.factories import EXERCISE_BASELINE, EXERCISE_CANDIDATE, summary_report
 
@@ -44,7 +48,7 @@ class TestDefaults:
     def test_shipped_file_is_the_defaults_with_a_floor_the_reference_service_holds(self) -> None:
         """config/gates.toml is the built-in rules, except the citation-precision floor: the
         reference service cites at about 0.79, so 0.97 would fail it against itself."""
-        shipped = load_rules(REPO / "config" / "gates.toml")
+        shipped = read_gates(REPO / "config" / "gates.toml").rules
         floor = Rule("citation_precision", "min", 0.75)
         assert [floor if r.key == "citation_precision.min" else r for r in DEFAULT_RULES] == list(
             shipped
@@ -53,24 +57,62 @@ class TestDefaults:
     def test_no_file_uses_defaults(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         """Without a configured file and without config/gates.toml, the defaults apply."""
         monkeypatch.chdir(tmp_path)
-        assert (DEFAULT_RULES, "built-in defaults") == resolve_rules(None)
+        assert GatesFile("built-in defaults", DEFAULT_RULES) == load_gates(None) == DEFAULT_GATES
 
     def test_config_gates_toml_found(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         """config/gates.toml in the working directory is used when no file is configured."""
         (tmp_path / "config").mkdir()
         (tmp_path / "config" / "gates.toml").write_text("[rules.mrr]\nmax_drop = 0.05\n")
         monkeypatch.chdir(tmp_path)
-        assert ((Rule("mrr", "max_drop", 0.05),), "config/gates.toml") == resolve_rules(None)
+        assert GatesFile("config/gates.toml", (Rule("mrr", "max_drop", 0.05),)) == load_gates(None)
 
     def test_explicit_file_must_exist(self, tmp_path: Path) -> None:
         """A configured gates file that does not exist is an error, not the defaults."""
         missing = tmp_path / "nope.toml"
         with pytest.raises(ConfigError, match=r"nope\.toml: gates file does not exist"):
-            resolve_rules(missing)
+            load_gates(missing)
 
 
 class TestLoading:
     """A bad gates file stops the gate with one line naming the file and the key."""
+
+    def test_every_table_is_parsed_from_one_read(self, tmp_path: Path) -> None:
+        """One read gives the rules, the quarantine, the baseline ceiling and the judged
+        rules, each parsed by its own module."""
+        path = tmp_path / "g.toml"
+        path.write_text(
+            "[rules.mrr]\nmax_drop = 0.01\n"
+            '[quarantine]\ncases = ["c1"]\nflaky = true\n'
+            "[baseline]\nmax_error_rate = 0.5\n"
+            "[judged.judged_fact_recall]\nmin = 0.7\nadvisory = true\n",
+            encoding="utf-8",
+        )
+        expected = GatesFile(
+            str(path),
+            (Rule("mrr", "max_drop", 0.01),),
+            Quarantine(("c1",), True),
+            0.5,
+            (JudgedRule("judged_fact_recall", "min", 0.7, True),),
+        )
+        assert expected == read_gates(path)
+
+    @pytest.mark.parametrize(
+        ("text", "message"),
+        [
+            ('[rules.mrr]\nmin = 0.5\n[quarantine]\nflaky = "yes"\n', "quarantine.flaky"),
+            ("[rules.mrr]\nmin = 0.5\n[baseline]\nmax_error_rate = 2\n", "baseline.max_error"),
+            ("[rules.mrr]\nmin = 0.5\n[judged.nope]\nmin = 0.5\n", "judged.nope: unknown"),
+        ],
+    )
+    def test_a_bad_table_beside_the_rules_stops_the_read(
+        self, tmp_path: Path, text: str, message: str
+    ) -> None:
+        """A bad [quarantine], [baseline] or [judged.*] table is refused with the rules, at
+        the read, naming the file and the key."""
+        path = tmp_path / "g.toml"
+        path.write_text(text, encoding="utf-8")
+        with pytest.raises(ConfigError, match=rf"g\.toml: {message}"):
+            read_gates(path)
 
     def test_several_rules_per_metric(self) -> None:
         """Each key of a metric's table is one rule, in file order."""
@@ -114,7 +156,7 @@ class TestLoading:
         path = tmp_path / "g.toml"
         path.write_text(text, encoding="utf-8")
         with pytest.raises(ConfigError) as info:
-            load_rules(path)
+            read_gates(path)
         error = str(info.value)
         assert "\n" not in error
         assert error.startswith(str(tmp_path)), error

@@ -14,7 +14,8 @@ import pytest
 
 from evaluator.errors import ConfigError, ReportError
 from evaluator.gate.render import GateSources, render_text, result_to_dict
-from evaluator.gate.repeats import Quarantine, load_quarantine, parse_quarantine
+from evaluator.gate.repeats import Quarantine, parse_quarantine
+from evaluator.gate.rules import DEFAULT_GATES, read_gates
 from evaluator.gate.verdict import evaluate_gate
 from evaluator.models import Case, Dataset
 from evaluator.repeat_summary import CaseRepeats, Repeats, summarise_repeats
@@ -190,7 +191,7 @@ def test_quarantine_leaves_cases_out_and_says_so(tmp_path: Path) -> None:
         '[quarantine]\ncases = ["broke"]\nflaky = true\n',
         "utf-8",
     )
-    quarantine = load_quarantine(str(gates))
+    quarantine = read_gates(gates).quarantine
     assert quarantine == Quarantine(("broke",), True)
     # without the quarantine, the first round's accuracy drop fails the rule
     assert not evaluate_gate(baseline, candidate).passed
@@ -215,7 +216,7 @@ def test_quarantine_file_errors_name_the_key() -> None:
         parse_quarantine({"quarantine": {"case": []}}, "g.toml")
     with pytest.raises(ConfigError, match=r"quarantine\.cases: expected a list"):
         parse_quarantine({"quarantine": {"cases": "x"}}, "g.toml")
-    assert load_quarantine("built-in defaults") == Quarantine()
+    assert DEFAULT_GATES.quarantine == Quarantine()
 
 
 def test_single_runs_never_regress_a_case_by_themselves() -> None:
