@@ -59,7 +59,9 @@ def job_history(
         runs: complete runs, oldest first (``window + recent`` of them, or fewer so far).
     """
     latest = runs[-window:]
-    cases = tuple(stabilities(windows_of(latest), min(MIN_RUNS, window)))
+    # the drift test's runs before the window: a case that failed there is not newly failing
+    earlier = windows_of(runs[-(window + recent) : -window]) if len(runs) > window else {}
+    cases = tuple(stabilities(windows_of(latest), min(MIN_RUNS, window), earlier))
     drift = compute_drift(runs[-(window + recent) :], recent, alpha)
     return JobHistory(window, len(latest), cases, drift, class_counts(cases))
 

@@ -5,14 +5,21 @@ The class reads the case's verdict (:attr:`CaseOutcome.passed`) in each run wher
 scored; runs where it failed with an error are left out (an outage is not a quality
 verdict) and counted apart.
 
+Newly failing means failing now and passing in the drift test's reference window: a case
+that failed before the window, passed in its first runs and fails again (an earlier
+incident, a degradation that happened to fix it, has ended) has flipped twice, and is
+flaky rather than newly failing. So the runs before the window that the drift test reads
+(``earlier``) are read too, for that class only.
+
 =================  ==========================================================
 class              the scored verdicts in the window
 =================  ==========================================================
 ``stable_pass``    every one passed
 ``stable_fail``    every one failed
-``newly_failing``  passed, then failed from some run on (one flip, to fail)
+``newly_failing``  passed, then failed from some run on (one flip, to fail), and
+                   failed in none of the earlier runs the drift test reads
 ``recovered``      failed, then passed from some run on (one flip, to pass)
-``flaky``          two flips or more
+``flaky``          two flips or more (the earlier runs included)
 ``insufficient``   fewer than :data:`MIN_RUNS` scored runs so far
 =================  ==========================================================
 """
@@ -111,17 +118,24 @@ class CaseStability(msgspec.Struct, frozen=True, gc=False):
 
 
 def case_stability(
-    case_id: str, window: Sequence[CaseOutcome], min_runs: int = MIN_RUNS
+    case_id: str,
+    window: Sequence[CaseOutcome],
+    min_runs: int = MIN_RUNS,
+    earlier: Sequence[CaseOutcome] = (),
 ) -> CaseStability:
-    """Stability of one case over ``window`` (its outcomes, oldest first)."""
+    """Stability of one case over ``window`` (its outcomes, oldest first); ``earlier``: its
+    outcomes in the drift test's runs before the window."""
     verdicts = tuple(o.passed for o in window)
     scored = [v for v in verdicts if v is not None]
+    stability = classify(scored, min_runs)
+    if stability is Stability.NEWLY_FAILING and any(o.passed is False for o in earlier):
+        stability = Stability.FLAKY  # failed before its passes: back where it was
     pass_rate, _ = _rate(scored)
     answer_rate, _ = _rate(o.answer for o in window)
     hit_rate, _ = _rate(o.hit for o in window)
     return CaseStability(
         case_id=case_id,
-        stability=classify(scored, min_runs),
+        stability=stability,
         runs=len(window),
         scored_runs=len(scored),
         errors=sum(1 for o in window if o.error_kind is not None),
@@ -135,10 +149,16 @@ def case_stability(
 
 
 def stabilities(
-    windows: Mapping[str, Sequence[CaseOutcome]], min_runs: int = MIN_RUNS
+    windows: Mapping[str, Sequence[CaseOutcome]],
+    min_runs: int = MIN_RUNS,
+    earlier: Mapping[str, Sequence[CaseOutcome]] | None = None,
 ) -> list[CaseStability]:
-    """Every case's stability, by case id."""
-    return [case_stability(cid, w, min_runs) for cid, w in sorted(windows.items())]
+    """Every case's stability, by case id (``earlier``: each case's outcomes in the drift
+    test's runs before the window)."""
+    before = earlier or {}
+    return [
+        case_stability(cid, w, min_runs, before.get(cid, ())) for cid, w in sorted(windows.items())
+    ]
 
 
 def class_counts(cases: Iterable[CaseStability]) -> dict[Stability, int]:

@@ -74,3 +74,25 @@ def test_counts_include_every_class() -> None:
     assert counts[Stability.STABLE_PASS] == 1
     assert set(counts) == set(Stability)
     assert sum(counts.values()) == 1
+
+
+@pytest.mark.parametrize(
+    ("earlier", "expected"),
+    [
+        ([], Stability.NEWLY_FAILING),
+        ([P, P, P], Stability.NEWLY_FAILING),
+        ([P, None, P], Stability.NEWLY_FAILING),  # an errored run is no verdict
+        ([F, F, F], Stability.FLAKY),  # passed only during an earlier incident
+        ([F, P, P], Stability.FLAKY),
+    ],
+)
+def test_newly_failing_reads_the_drift_tests_earlier_runs(
+    earlier: list[bool | None], expected: Stability
+) -> None:
+    """A window of passes then fails is newly failing only if the case failed in none of the
+    drift test's runs before the window: else it is back where it was, and flaky."""
+    window = [_outcome(i, v, v) for i, v in enumerate([P, P, F, F, F, F], start=len(earlier))]
+    before = [
+        _outcome(i, v, v, None if v is not None else "timeout") for i, v in enumerate(earlier)
+    ]
+    assert expected is case_stability("c", window, earlier=before).stability
