@@ -16,6 +16,8 @@ def record(
     unanswerable: bool = False,
     evidence: dict[str, str] | None = None,
 ) -> CaseRecord:
+    """One scored case record as a run writes it: the case, the deterministic scoring of ``answer``,
+    and the evidence texts the report keeps."""
     case = Case(
         id=case_id,
         question=f"question of {case_id}?",
@@ -41,6 +43,7 @@ def record(
 
 
 def report(*records: CaseRecord) -> RunReport:
+    """A run report holding ``records``."""
     return support_report(records)
 
 

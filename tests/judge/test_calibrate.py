@@ -36,11 +36,13 @@ def _rate(table: tuple[int, int, int, int]) -> tuple[list[bool], list[bool]]:
     ],
 )
 def test_worked_examples(table: tuple[int, int, int, int], expected: float) -> None:
+    """Cohen's kappa of two raters matches the worked examples of its definition."""
     a, b = _rate(table)
     assert cohen_kappa(a, b) == pytest.approx(expected)
 
 
 def test_kappa_agrees_with_scikit_learn() -> None:
+    """Kappa agrees with scikit-learn's on random rating pairs."""
     rng = random.Random(7)
     for _ in range(200):
         n = rng.randint(2, 80)
@@ -55,11 +57,14 @@ def test_kappa_agrees_with_scikit_learn() -> None:
 
 
 def test_kappa_is_undefined_when_both_raters_never_vary() -> None:
+    """Kappa is None when both raters give one and the same verdict throughout, or rate nothing."""
     assert cohen_kappa([True] * 5, [True] * 5) is None
     assert cohen_kappa([], []) is None
 
 
 def test_the_bootstrap_interval_holds_the_estimate_and_is_repeatable() -> None:
+    """The bootstrap interval contains the kappa estimate, is the same on a second call, and is None
+    under two labels."""
     a, b = _rate((40, 5, 8, 47))
     low, high = bootstrap_intervals(a, b)[0] or (0, 0)
     kappa = cohen_kappa(a, b)
@@ -92,6 +97,8 @@ def _labels(verdicts: dict[str, bool]) -> dict[tuple[str, str, str], Label]:
 
 
 def test_calibrated_only_above_the_floor_over_enough_labels() -> None:
+    """A judge is calibrated when kappa's lower bound reaches the floor over at least the minimum
+    number of labels, with its confusion matrix and disagreements reported."""
     human = {f"c{i}": i % 3 != 0 for i in range(60)}
     judge = dict(human)
     judge["c1"] = not judge["c1"]  # one disagreement in 60
@@ -105,6 +112,7 @@ def test_calibrated_only_above_the_floor_over_enough_labels() -> None:
 
 
 def test_a_label_of_another_answer_does_not_pair() -> None:
+    """A label pairs with no verdict on a different answer of the same case."""
     labels = _labels({"c1": True})
     run = _run({"c1": True})
     other = JudgedRun("m", "p1", {}, JudgeUsage(), (), (
@@ -113,6 +121,8 @@ def test_a_label_of_another_answer_does_not_pair() -> None:
 
 
 def test_labels_append_and_read_back_latest_wins(tmp_path: Path) -> None:
+    """Labels are appended as sorted-key JSON lines and read back with the latest label of a key
+    winning."""
     path = tmp_path / "labels.jsonl"
     first = Label("c1", "h1", "refusal", True, "ann", "2026-01-01T00:00:00Z")
     append_label(path, first)
@@ -138,6 +148,7 @@ def test_labels_append_and_read_back_latest_wins(tmp_path: Path) -> None:
     ],
 )
 def test_a_bad_label_line_is_named(tmp_path: Path, line: str) -> None:
+    """A labels file line that is not a label is an error naming the file and line number."""
     path = tmp_path / "labels.jsonl"
     path.write_text(line + "\n")
     with pytest.raises(LabelsError, match=r"labels\.jsonl:1: "):

@@ -83,6 +83,8 @@ def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 
 
 def test_run_judges_and_the_report_carries_the_verdicts(tmp_path: Path) -> None:
+    """``evaluator run`` with a judge prints the judged metrics and writes the verdicts, unsupported
+    claims included, into the report."""
     with LoopbackServer(_REPLIES) as rag, LoopbackJudge() as judge:
         config = _setup(tmp_path, rag, judge)
         out = tmp_path / "r.json"
@@ -121,6 +123,8 @@ def test_run_judges_and_the_report_carries_the_verdicts(tmp_path: Path) -> None:
 
 
 def test_judge_command_marks_a_fooled_judge_compromised(tmp_path: Path) -> None:
+    """A judge fooled by the canaries makes ``evaluator run`` print COMPROMISED and mark the report
+    compromised."""
     with LoopbackServer(_REPLIES) as rag, LoopbackJudge("fooled") as judge:
         config = _setup(tmp_path, rag, judge)
         out = tmp_path / "r.json"
@@ -135,6 +139,8 @@ def test_judge_command_marks_a_fooled_judge_compromised(tmp_path: Path) -> None:
 
 
 def test_judge_command_with_a_budget(tmp_path: Path) -> None:
+    """The call budget skips the remaining checks and counts them, in ``evaluator run`` and in
+    ``evaluator judge`` of the saved report."""
     with LoopbackServer(_REPLIES) as rag, LoopbackJudge() as judge:
         config = _setup(tmp_path, rag, judge, max_calls=4, concurrency=1)
         out = tmp_path / "r.json"
@@ -151,6 +157,8 @@ def test_judge_command_with_a_budget(tmp_path: Path) -> None:
 
 
 def test_a_hanging_judge_never_fails_the_run(tmp_path: Path) -> None:
+    """A judge that never answers costs each check a judge_timeout and leaves the run and its
+    deterministic metrics unharmed."""
     with LoopbackServer(_REPLIES) as rag, LoopbackJudge("hang") as judge:
         config = _setup(tmp_path, rag, judge, timeout_seconds=0.3, concurrency=8)
         out = tmp_path / "r.json"

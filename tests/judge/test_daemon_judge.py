@@ -46,6 +46,8 @@ def _labels(path: Path) -> None:
 
 @pytest.mark.e2e
 def test_the_daemon_judges_and_the_drift_gauge_moves(tmp_path: Path) -> None:
+    """The daemon judges each run, exports the judged gauges and the judge's calibration, and its
+    drift gauges fall when the judge changes behaviour behind the same name."""
     labels = tmp_path / "labels.jsonl"
     _labels(labels)
     (tmp_path / "reports").mkdir()

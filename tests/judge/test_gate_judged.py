@@ -72,6 +72,8 @@ def _calibrate(tmp: Path, model: str, calibrated: bool) -> None:
 
 
 def test_uncalibrated_hard_rule_is_refused_advisory_is_not(tmp_path: Path) -> None:
+    """A hard judged rule without a calibrated judge makes the gate exit 1 naming the calibration,
+    while the same rule marked advisory only reports."""
     base, cand = tmp_path / "b.json", tmp_path / "c.json"
     _judged(golden(), base)
     _judged(_worse(), cand)
@@ -88,6 +90,8 @@ def test_uncalibrated_hard_rule_is_refused_advisory_is_not(tmp_path: Path) -> No
 
 
 def test_a_calibrated_judge_gates(tmp_path: Path) -> None:
+    """With a calibrated judge a judged drop past its allowance fails the gate (exit 2) and a looser
+    rule passes."""
     base, cand = tmp_path / "b.json", tmp_path / "c.json"
     _judged(golden(), base)
     _judged(_worse(), cand)
@@ -102,6 +106,8 @@ def test_a_calibrated_judge_gates(tmp_path: Path) -> None:
 
 
 def test_another_judge_is_not_compared(tmp_path: Path) -> None:
+    """Judged metrics of reports by different judges are not compared (a hard rule exits 1), while
+    the deterministic rules still are."""
     base, cand = tmp_path / "b.json", tmp_path / "c.json"
     _judged(golden(), base, model="old-judge")
     _judged(golden(), cand, model="new-judge")
@@ -127,5 +133,6 @@ def test_another_judge_is_not_compared(tmp_path: Path) -> None:
     ],
 )
 def test_bad_judged_rules_name_the_key(table: dict[str, object]) -> None:
+    """A bad ``[judged.METRIC]`` table is a configuration error naming the file and the key."""
     with pytest.raises(ConfigError, match=r"gates\.toml: judged\.judged_"):
         parse_judged_rules(table, "gates.toml")

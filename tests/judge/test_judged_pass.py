@@ -57,6 +57,8 @@ def _judge(
 
 @pytest.mark.e2e
 def test_a_good_judge_scores_every_check() -> None:
+    """An honest judge scores every applicable check of every case, canaries included, and the run's
+    metrics, unsupported claims and usage follow."""
     with LoopbackJudge() as judge:
         run = _judge(judge)
     assert run.model == "demo" and run.prompt_version == PROMPT_VERSION
@@ -76,6 +78,8 @@ def test_a_good_judge_scores_every_check() -> None:
 
 @pytest.mark.e2e
 def test_a_fooled_judge_is_compromised() -> None:
+    """A judge that passes the canaries marks the run compromised and advisory, with one
+    judge_compromised warning."""
     with LoopbackJudge("fooled") as judge, structlog.testing.capture_logs() as logs:
         run = _judge(judge)
     assert [e["event"] for e in logs if e["log_level"] == "warning"] == ["judge_compromised"]
@@ -89,6 +93,8 @@ def test_a_fooled_judge_is_compromised() -> None:
 )
 @pytest.mark.e2e
 def test_a_bad_judge_scores_nothing(mode: str, kind: str) -> None:
+    """A judge whose every verdict is malformed leaves every judged metric None, every check an
+    error of that kind, and no canary fooled."""
     with LoopbackJudge(mode) as judge:
         run = _judge(judge)
     assert all(v is None for v in run.metrics.values())
@@ -100,6 +106,7 @@ def test_a_bad_judge_scores_nothing(mode: str, kind: str) -> None:
 
 @pytest.mark.e2e
 def test_a_hanging_judge_costs_each_check_a_timeout() -> None:
+    """A judge that never answers costs each check one judge_timeout and yields no judged metric."""
     with LoopbackJudge("hang") as judge:
         run = _judge(judge, timeout_seconds=0.2, concurrency=8)
     assert run.usage.errors == {"judge_timeout": 11}
@@ -108,6 +115,7 @@ def test_a_hanging_judge_costs_each_check_a_timeout() -> None:
 
 @pytest.mark.e2e
 def test_the_budget_skips_the_rest_and_counts_them() -> None:
+    """Once the call budget is spent the remaining checks are skipped and counted."""
     with LoopbackJudge() as judge:
         run = _judge(judge, max_calls=5, concurrency=1)
     assert judge.calls == 5 and run.usage.calls == 5
@@ -118,6 +126,8 @@ def test_the_budget_skips_the_rest_and_counts_them() -> None:
 
 @pytest.mark.e2e
 def test_the_cost_budget_stops_spending() -> None:
+    """Once the cost budget is reached no further call is made, the overshoot bounded by the calls
+    in flight."""
     # 100 input + 20 output tokens a call at 1,000,000 a million: 120 a call
     with LoopbackJudge() as judge:
         run = _judge(judge, max_cost=300, input_price=1e6, output_price=1e6, concurrency=1)
@@ -127,6 +137,8 @@ def test_the_cost_budget_stops_spending() -> None:
 
 @pytest.mark.e2e
 def test_the_cache_saves_every_call_but_the_canaries() -> None:
+    """A second pass over the same answers takes every verdict from the cache but the canaries',
+    with the same metrics and one flush a pass."""
     cache = _DictCache()
     with LoopbackJudge() as judge:
         first = _judge(judge, cache=cache)
@@ -139,6 +151,7 @@ def test_the_cache_saves_every_call_but_the_canaries() -> None:
 
 @pytest.mark.e2e
 def test_call_events_feed_the_judge_metrics() -> None:
+    """Each judge call ends in one call event carrying its outcome and tokens."""
     events: list[CallEvent] = []
     with LoopbackJudge() as judge:
         _judge(judge, events=events)
@@ -147,6 +160,7 @@ def test_call_events_feed_the_judge_metrics() -> None:
 
 @pytest.mark.e2e
 def test_the_judged_run_reads_back() -> None:
+    """A judged run written as a report block reads back equal."""
     with LoopbackJudge() as judge:
         run = _judge(judge)
     assert judged_run_from_dict(run.to_dict(), "r.json") == run

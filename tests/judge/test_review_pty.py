@@ -50,6 +50,8 @@ class Terminal:
         self.output = ""
 
     def expect(self, text: str, timeout: float = 30) -> None:
+        """Read the child's output until ``text`` shows, failing after ``timeout`` seconds or at its
+        end."""
         deadline = time.monotonic() + timeout
         while text not in self.output:
             remaining = deadline - time.monotonic()
@@ -66,15 +68,19 @@ class Terminal:
                 self.output += chunk.decode(errors="replace")
 
     def send(self, keys: str) -> None:
+        """Type ``keys`` into the terminal."""
         os.write(self.fd, keys.encode())
 
     def wait(self) -> int:
+        """The child's exit code, once it ends."""
         _, status = os.waitpid(self.pid, 0)
         os.close(self.fd)
         return os.waitstatus_to_exitcode(status)
 
 
 def test_review_labels_resumes_and_survives_ctrl_c(tmp_path: Path) -> None:
+    """``evaluator review`` appends each label as given, asks again on a bad reply, loses nothing on
+    Ctrl-C and resumes where it stopped."""
     report = tmp_path / "r.json"
     labels = tmp_path / "labels.jsonl"
     _judged_report(report)
@@ -108,6 +114,8 @@ def test_review_labels_resumes_and_survives_ctrl_c(tmp_path: Path) -> None:
 
 
 def test_a_disagreement_with_the_deterministic_check_comes_first(tmp_path: Path) -> None:
+    """A verdict on which the judge and the deterministic check disagree is reviewed first, with
+    both shown."""
     report = tmp_path / "r.json"
     # a judge that passes everything disagrees with the deterministic check on "wrong"
     _judged_report(report, mode="fooled")
@@ -123,6 +131,8 @@ def test_a_disagreement_with_the_deterministic_check_comes_first(tmp_path: Path)
 
 
 def test_facts_are_highlighted_in_the_answer(tmp_path: Path) -> None:
+    """On a terminal the expected facts are highlighted in the answer as the case view marks
+    them."""
     report = tmp_path / "r.json"
     _judged_report(report)
     term = Terminal("review", str(report), "--labels", str(tmp_path / "l.jsonl"))

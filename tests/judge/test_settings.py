@@ -40,17 +40,20 @@ def _load(tmp: Path, text: str) -> object:
 )
 @pytest.mark.e2e
 def test_a_bad_judge_names_the_field(tmp_path: Path, section: str, field: str) -> None:
+    """A bad ``[judge]`` setting stops the configuration naming the field."""
     with pytest.raises(ConfigError, match=field.replace(".", r"\.")):
         _load(tmp_path, section + _BASE)
 
 
 def test_a_jobs_override_is_checked_and_named(tmp_path: Path) -> None:
+    """A job's judge override is validated and a bad one named by its job."""
     text = '[judge]\nurl = "http://x/v1"\nmodel = "m"\n' + _BASE + "judge = {concurrency = 0}\n"
     with pytest.raises(ConfigError, match=r"jobs\.0\.judge\.concurrency"):
         _load(tmp_path, text)
 
 
 def test_a_jobs_override_is_laid_over_the_section(tmp_path: Path) -> None:
+    """A job's judge override replaces only the keys it sets, over the top-level section."""
     text = (
         '[judge]\nurl = "http://x/v1"\nmodel = "m"\nmax_calls = 10\n'
         'drift_labels = "labels/golden.jsonl"\n' + _BASE + 'judge = {model = "big"}\n'

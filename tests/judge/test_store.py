@@ -38,6 +38,8 @@ def _rows(folder: Path) -> int:
 
 @pytest.mark.e2e
 def test_a_pass_stores_its_verdicts_in_one_transaction(tmp_path: Path) -> None:
+    """A judged pass writes its new verdicts in one transaction and a later pass, in another store,
+    reads them back."""
     first_store = VerdictStore(tmp_path)
     with LoopbackJudge() as judge:
         first = _pass(judge, first_store)
@@ -56,6 +58,8 @@ def test_a_pass_stores_its_verdicts_in_one_transaction(tmp_path: Path) -> None:
 
 
 def test_a_verdict_put_is_read_back_before_it_is_written(tmp_path: Path) -> None:
+    """A verdict put is read back before it is flushed, written by one transaction, and a flush with
+    nothing pending writes nothing."""
     store = VerdictStore(tmp_path)
     verdict: dict[str, Any] = {"refusal": True, "reason": "declines"}
     store.put("k1", verdict)
@@ -69,6 +73,7 @@ def test_a_verdict_put_is_read_back_before_it_is_written(tmp_path: Path) -> None
 
 
 def test_a_replaced_verdict_keeps_the_latest(tmp_path: Path) -> None:
+    """A verdict put again under the same key replaces the stored one."""
     store = VerdictStore(tmp_path)
     store.put("k", {"refusal": False})
     store.flush()
@@ -78,6 +83,7 @@ def test_a_replaced_verdict_keeps_the_latest(tmp_path: Path) -> None:
 
 
 def test_held_verdicts_are_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Verdicts held before a flush are bounded: a full batch is written at once."""
     monkeypatch.setattr(store_module, "MAX_PENDING", 3)
     store = VerdictStore(tmp_path)
     for i in range(7):
@@ -88,6 +94,7 @@ def test_held_verdicts_are_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPat
 
 
 def test_an_oversized_verdict_is_not_kept(tmp_path: Path) -> None:
+    """A verdict above the size bound is not kept."""
     store = VerdictStore(tmp_path)
     store.put("big", {"reason": "x" * 70_000})
     assert store.get("big") is None
@@ -97,6 +104,8 @@ def test_an_oversized_verdict_is_not_kept(tmp_path: Path) -> None:
 
 @pytest.mark.e2e
 def test_a_store_it_cannot_use_is_a_miss_never_a_failure(tmp_path: Path) -> None:
+    """A store whose folder cannot be used misses and counts its errors, and the judged pass goes
+    on."""
     blocked = tmp_path / "not-a-folder"
     blocked.write_text("a file where the reports folder should be")
     store = VerdictStore(blocked)
@@ -110,6 +119,7 @@ def test_a_store_it_cannot_use_is_a_miss_never_a_failure(tmp_path: Path) -> None
 
 
 def test_a_corrupt_row_is_a_miss(tmp_path: Path) -> None:
+    """A stored verdict that is not JSON is a miss."""
     store = VerdictStore(tmp_path)
     store.put("k", {"refusal": True})
     store.flush()
