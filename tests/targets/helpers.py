@@ -39,6 +39,7 @@ def case(question: str, case_id: str | None = None) -> Case:
 
 
 def dataset(questions: Iterable[str], name: str = "failures") -> Dataset:
+    """A dataset of one case a question."""
     cases = tuple(case(q) for q in questions)
     return Dataset(path=f"{name}.jsonl", name=name, cases=cases, content_hash="0" * 64)
 
@@ -52,6 +53,8 @@ class Sequenced:
         self.calls: dict[str, int] = {}
 
     def __call__(self, request: dict[str, Any]) -> Reply:
+        """The next scripted reply to the request's question (the last one repeats; a good body
+        when none is scripted)."""
         question = str(request.get(self.question_key, ""))
         n = self.calls.get(question, 0)
         self.calls[question] = n + 1

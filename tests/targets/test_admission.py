@@ -22,9 +22,11 @@ class FakeClock:
         self.sleeps: list[float] = []
 
     def __call__(self) -> float:
+        """The clock's current time."""
         return self.now
 
     async def sleep(self, seconds: float) -> None:
+        """Record the sleep and, when the clock advances, move time on by it."""
         self.sleeps.append(round(seconds, 6))
         if self.advance:
             self.now += seconds
@@ -34,6 +36,7 @@ class TestRateLimiter:
     """Requests are spaced 1/rate apart; an idle limiter lets the next one through."""
 
     def test_spacing(self) -> None:
+        """Successive calls are spaced by one over the rate."""
         clock = FakeClock()
         limiter = RateLimiter(4.0, clock=clock, sleep=clock.sleep)
 
@@ -45,6 +48,7 @@ class TestRateLimiter:
         assert [0.25, 0.25] == clock.sleeps
 
     def test_concurrent_callers_get_distinct_slots(self) -> None:
+        """Callers waiting at the same time each get their own slot, one interval apart."""
         clock = FakeClock(advance=False)
         limiter = RateLimiter(10.0, clock=clock, sleep=clock.sleep)
 
@@ -55,6 +59,7 @@ class TestRateLimiter:
         assert [0.1, 0.2, 0.3] == sorted(clock.sleeps)
 
     def test_idle_resets(self) -> None:
+        """After an idle spell longer than the interval the next call does not wait."""
         clock = FakeClock()
         limiter = RateLimiter(2.0, clock=clock, sleep=clock.sleep)
 
@@ -67,6 +72,7 @@ class TestRateLimiter:
         assert [] == clock.sleeps
 
     def test_rate_must_be_positive(self) -> None:
+        """A rate of zero is refused."""
         with pytest.raises(ValueError):
             RateLimiter(0)
 
@@ -75,6 +81,8 @@ class TestAdmission:
     """At most max_concurrent in flight; the wait is recorded for the case."""
 
     def test_concurrency_bounded_and_waits_recorded(self) -> None:
+        """No more calls than the limit are in flight at once, and the time each waited for its
+        slot is measured."""
         admission = Admission(2)
         in_flight, peak = 0, 0
 
@@ -102,6 +110,8 @@ class TestLatencyExcludesOwnLimits:
     """Cases queued behind the target's rate limit report the target's latency only."""
 
     def test_rate_limited_run(self) -> None:
+        """A rate-limited run holds its rate, and the time cases wait in the evaluator's own
+        queue is not counted as their latency."""
         with LoopbackServer(lambda _r: Reply(body=GOOD_BODY)) as server:
             config = HttpTargetConfig(url=server.url, requests_per_second=20, max_connections=2)
             started = time.perf_counter()

@@ -40,6 +40,8 @@ class TestMarkers:
         ],
     )
     def test_numbers(self, answer: str, expected: tuple[int, ...]) -> None:
+        """The ``numbers`` marker style reads the answer's bracketed numbers as citation
+        positions, in order."""
         assert expected == compile_markers("numbers")(answer)
 
     @pytest.mark.parametrize(
@@ -52,6 +54,7 @@ class TestMarkers:
         ],
     )
     def test_ids(self, answer: str, expected: tuple[str, ...]) -> None:
+        """The ``ids`` marker style reads the answer's bracketed document ids, in order."""
         assert expected == compile_markers("ids")(answer)
 
     def test_own_pattern(self) -> None:
@@ -60,6 +63,8 @@ class TestMarkers:
         assert (3, "faq") == markers("7 days {{cite:3}} {{cite:faq}}")
 
     def test_bad_pattern_names_the_setting(self) -> None:
+        """A marker pattern that does not compile, or has more than one group, is refused naming
+        the setting."""
         with pytest.raises(ValueError, match="citation_markers"):
             compile_markers("([a-z]")
         with pytest.raises(ValueError, match="2 groups"):
@@ -70,6 +75,8 @@ class TestMarkers:
         assert MAX_MARKERS == len(compile_markers("numbers")("[1]" * 1_000_000))
 
     def test_config_rejects_a_bad_pattern(self) -> None:
+        """A target configuration with a bad marker pattern is refused naming
+        ``citation_markers``."""
         with pytest.raises(ValueError, match="citation_markers"):
             HttpTargetConfig(url="http://h/rag", response={"ids": "a", "citation_markers": "("})
 
@@ -92,6 +99,7 @@ def _chat(answer: str, **message: Any) -> Reply:
 @pytest.mark.e2e
 class TestInlineOverHttp:
     def test_numbered_markers_are_positions(self) -> None:
+        """Numbered markers in a chat answer become the case's citations as positions."""
         with LoopbackServer(lambda _r: _chat("Within 7 days [3][1]."), path="/v1/chat") as srv:
             config = HttpTargetConfig(
                 url=srv.url,
@@ -253,6 +261,9 @@ def _responses_body(question: str) -> dict[str, Any]:
 class TestResponsesPreset:
     @pytest.mark.e2e
     def test_plain(self) -> None:
+        """The openai-responses preset sends the question as ``input`` without streaming and
+        reads the answer and sources of the Responses API body."""
+
         def reply(request: dict[str, Any]) -> Reply:
             return Reply(body=_responses_body(request["input"]))
 
@@ -369,6 +380,8 @@ class TestNotMapped:
         assert report.summary.get("recall_at_k") == 1.0
 
     def test_mapped_or_default_contract_reports(self) -> None:
+        """A target reports citations under the default contract, with mapped citation markers,
+        or with the Responses preset."""
         assert HttpTargetConfig(url="http://h/rag").reports_citations
         marked = HttpTargetConfig(
             url="http://h/rag",

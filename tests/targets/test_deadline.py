@@ -48,6 +48,9 @@ async def _outcome(
 
 @IMPLEMENTATIONS
 def test_a_call_within_its_deadline_ends_normally(make: Factory) -> None:
+    """A call that finishes before its deadline ends normally and the deadline has not
+    expired."""
+
     async def main() -> tuple[str, bool]:
         scope = make(1.0)
         return await _outcome(scope, lambda: asyncio.sleep(0.001)), scope.expired()
@@ -57,6 +60,8 @@ def test_a_call_within_its_deadline_ends_normally(make: Factory) -> None:
 
 @IMPLEMENTATIONS
 def test_a_call_past_its_deadline_becomes_a_timeout(make: Factory) -> None:
+    """A call still running at its deadline becomes a timeout, never before the deadline."""
+
     async def main() -> tuple[str, bool, float]:
         loop = asyncio.get_running_loop()
         scope = make(0.02)
@@ -71,6 +76,9 @@ def test_a_call_past_its_deadline_becomes_a_timeout(make: Factory) -> None:
 
 @IMPLEMENTATIONS
 def test_a_timeout_error_of_the_call_itself_is_not_the_deadline(make: Factory) -> None:
+    """A TimeoutError raised by the call itself is a timeout without the deadline having
+    expired."""
+
     async def body() -> None:
         raise TimeoutError("the call's own")
 
@@ -83,6 +91,8 @@ def test_a_timeout_error_of_the_call_itself_is_not_the_deadline(make: Factory) -
 
 @IMPLEMENTATIONS
 def test_a_cancellation_from_outside_stays_a_cancellation(make: Factory) -> None:
+    """A task cancelled from outside is cancelled, not turned into a timeout."""
+
     async def main() -> tuple[str, bool]:
         scope = make(5.0)
         task = asyncio.create_task(_outcome(scope, lambda: asyncio.sleep(10)))
@@ -119,6 +129,8 @@ def test_outside_cancellation_at_the_deadline_wins(make: Factory) -> None:
 
 @IMPLEMENTATIONS
 def test_an_exception_inside_is_passed_through(make: Factory) -> None:
+    """Any other exception of the call passes through the deadline unchanged."""
+
     async def body() -> None:
         raise KeyError("x")
 
@@ -130,6 +142,8 @@ def test_an_exception_inside_is_passed_through(make: Factory) -> None:
 
 
 def test_a_deadline_is_entered_once() -> None:
+    """Entering the same deadline a second time is refused."""
+
     async def main() -> None:
         deadline = Deadlines(1.0).new()
         async with deadline:
@@ -296,6 +310,7 @@ def test_a_new_event_loop_starts_afresh() -> None:
 
 
 def test_outside_a_task_it_refuses() -> None:
+    """A deadline entered outside an asyncio task is refused."""
     deadline: Deadline = Deadlines(1.0).new()
 
     async def enter() -> None:

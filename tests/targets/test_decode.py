@@ -38,13 +38,16 @@ def _decode(data: bytes, header: str, limit: int = 1 << 20, chunk: int = 1000) -
 
 class TestParseHeader:
     def test_absent_and_identity(self) -> None:
+        """No Content-Encoding, or identity, means no decoding step."""
         assert () == parse_content_encoding(None)
         assert () == parse_content_encoding("identity")
 
     def test_order_and_case(self) -> None:
+        """The codings are read in their header order, case and spaces ignored."""
         assert ("gzip", "br") == parse_content_encoding(" GZip , br ")
 
     def test_unsupported(self) -> None:
+        """A coding the decoder does not know is a bad response naming it."""
         with pytest.raises(BadResponseError, match="unsupported Content-Encoding 'zstd'"):
             parse_content_encoding("zstd")
 
@@ -61,6 +64,7 @@ class TestRoundTrip:
         ids=lambda c: "+".join(c),
     )
     def test_decodes_what_was_encoded(self, codings: tuple[str, ...]) -> None:
+        """A body encoded with any chain of codings decodes to the original."""
         assert PLAIN == _decode(_encode(PLAIN, *codings), ", ".join(codings))
 
     def test_raw_deflate(self) -> None:
@@ -70,6 +74,7 @@ class TestRoundTrip:
         assert PLAIN == _decode(raw, "deflate")
 
     def test_one_byte_chunks(self) -> None:
+        """A body fed one byte at a time decodes to the original."""
         assert PLAIN == _decode(_encode(PLAIN, "gzip", "br"), "gzip, br", chunk=1)
 
 
@@ -97,10 +102,12 @@ class TestBounds:
                 pass
 
     def test_truncated_stream(self) -> None:
+        """A truncated gzip body is a bad response saying so."""
         with pytest.raises(BadResponseError, match="gzip body is truncated"):
             _decode(_encode(PLAIN, "gzip")[:-10], "gzip")
 
     @pytest.mark.parametrize("coding", ["gzip", "deflate", "br"])
     def test_corrupt_stream(self, coding: str) -> None:
+        """A corrupt compressed body is a bad response, never another exception."""
         with pytest.raises(BadResponseError, match=r"cannot be decoded|truncated"):
             _decode(b"\x1f\x8b\x08garbage-garbage-garbage" * 4, coding)

@@ -52,16 +52,19 @@ def _same(a: Any, b: Any) -> bool:
 
 @pytest.mark.parametrize("body", EDGE)
 def test_edge_bodies_mean_what_json_loads_says(body: bytes) -> None:
+    """Edge-case JSON bodies decode to what json.loads makes of them at the border."""
     assert _same(border.value(json.loads(body)), decode_json(body))
 
 
 def test_deep_nesting_is_a_value_error() -> None:
+    """A body nested past the bound is a ValueError, not a RecursionError."""
     with pytest.raises(ValueError, match="nested deeper"):
         decode_json(b"[" * 100_000 + b"]" * 100_000)
 
 
 @pytest.mark.parametrize("body", INVALID)
 def test_invalid_bodies_fail_as_json_loads_does(body: bytes) -> None:
+    """An invalid body fails with the same exception type and message as json.loads."""
     with pytest.raises((ValueError, RecursionError)) as ours:
         decode_json(body)
     with pytest.raises((ValueError, RecursionError)) as theirs:
@@ -83,5 +86,6 @@ values = st.recursive(
 @settings(max_examples=500, database=None)
 @given(value=values, ascii_only=st.booleans())
 def test_any_encoded_value_decodes_as_json_loads_does(value: Any, ascii_only: bool) -> None:
+    """Any JSON-encoded value decodes as json.loads decodes it at the border."""
     body = json.dumps(value, ensure_ascii=ascii_only).encode("utf-8", "surrogatepass")
     assert _same(border.value(json.loads(body)), decode_json(body))

@@ -87,6 +87,8 @@ class TestEveryFailureMode:
     """All failure modes in one run: none of them stops it or loses a case."""
 
     def test_each_case_ends_in_its_kind(self, failures_run: FailuresRun) -> None:
+        """Each misbehaving case of the failures endpoint ends in its own error kind, status and
+        attempts."""
         report = failures_run.report
         assert EXPECTED == {c.id: _outcome(c) for c in report.cases}
 
@@ -155,6 +157,8 @@ class TestRefused:
     """Nothing listens on the port: connect errors, retried, every case reported."""
 
     def test_refused(self) -> None:
+        """A refused connection fails every case as ``connect`` after its retries, naming the
+        address."""
         config = HttpTargetConfig(url=f"http://127.0.0.1:{free_port()}/rag")
         report, events = run_config(config, dataset(["a", "b", "c"]))
         assert [("connect", None, 3)] * 3 == [_outcome(c) for c in report.cases]

@@ -26,6 +26,8 @@ def example(name: str, url: str) -> HttpTargetConfig:
 
 
 def default_reply(request: dict[str, Any]) -> Reply:
+    """A reply in the default contract: answer, retrieved ids with scores, citations and stage
+    timings."""
     return Reply(
         body={
             "answer": "Within 7 days. [1]",
@@ -37,6 +39,7 @@ def default_reply(request: dict[str, Any]) -> Reply:
 
 
 def search_reply(request: dict[str, Any]) -> Reply:
+    """A search API's reply: a bare list of hits, as many as the request's limit."""
     hits = [
         {"id": "refund-policy", "score": 12.1, "text": "7 days"},
         {"id": "shipping", "score": 3.0, "text": "carriers"},
@@ -46,6 +49,7 @@ def search_reply(request: dict[str, Any]) -> Reply:
 
 
 def chat_reply(request: dict[str, Any]) -> Reply:
+    """A chat API's reply: the answer and its sources nested in the body."""
     sources = [
         {"doc_id": "faq", "relevance": 0.4, "snippet": "..."},
         {"doc_id": "refund-policy", "relevance": 0.9, "snippet": "7 days"},
@@ -67,6 +71,8 @@ class TestDefaultContract:
     """POST {question, top_k}; the default response parsed as docs/targets.md describes."""
 
     def test_run(self) -> None:
+        """The default-contract example posts the question and top_k and reads answer, ranking,
+        citations and stage timings."""
         with LoopbackServer(default_reply) as server:
             report, _ = run_config(example("default-contract.toml", server.url), dataset(QUESTIONS))
             requests = server.requests
@@ -82,6 +88,8 @@ class TestSearchApi:
     """GET /search?q=..&limit=.. answering a bare list: retrieval-only."""
 
     def test_run(self) -> None:
+        """The search API example sends GET query parameters and reads a ranking without an
+        answer."""
         with LoopbackServer(search_reply, path="/search") as server:
             report, _ = run_config(example("search-api.toml", server.url), dataset(QUESTIONS))
             lines, requests = server.request_lines, server.requests
@@ -104,6 +112,8 @@ class TestChatApi:
     """Nested answer and sources, a bearer token from the environment, K as an integer."""
 
     def test_run(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """The chat API example sends a bearer token from the environment and K as an integer,
+        and maps the nested answer and sources."""
         monkeypatch.setenv("RAG_API_TOKEN", "tok-chat-5150")
         with LoopbackServer(
             chat_reply, path="/v1/chat", question_of=lambda r: r["messages"][0]["content"]

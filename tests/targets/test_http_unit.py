@@ -190,6 +190,9 @@ class TestResponses:
         assert "did not complete its response within 0.3s" in error.message
 
     def test_session_silence_timer_only_when_shorter_than_the_deadline(self) -> None:
+        """The session's read-silence timer is set only when read_timeout_seconds is shorter
+        than the case's deadline."""
+
         async def sock_read(**settings: float) -> float | None:
             target = build_target(HttpTargetConfig(url="http://127.0.0.1:9/rag", **settings))
             assert isinstance(target, HttpTarget)
@@ -269,6 +272,8 @@ class TestRetryAfter:
         ],
     )
     def test_parse(self, value: str | None, expected: float | None) -> None:
+        """Retry-After is read as seconds or an HTTP date, a past or negative one as no wait, and
+        anything else as no value."""
         assert expected == parse_retry_after(value, now=NOW)
 
     @pytest.mark.e2e

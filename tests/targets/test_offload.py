@@ -34,6 +34,8 @@ def _fresh_pool() -> Iterator[None]:
 
 @pytest.mark.parametrize("body", HOSTILE, ids=["fdfa", "ligatures", "surrogates", "ids"])
 def test_the_child_decodes_as_the_border_does(body: str) -> None:
+    """A body decoded in the child process gives what the border gives inline, its surrogate
+    replacements counted here."""
     content = body.encode("utf-8")
     before = border.surrogates_replaced()
     got = asyncio.run(offload.decode_off_process(content))
@@ -45,11 +47,15 @@ def test_the_child_decodes_as_the_border_does(body: str) -> None:
 
 
 def test_bad_json_is_the_borders_value_error() -> None:
+    """A body that is not JSON fails off-process as it fails inline, with a ValueError."""
     with pytest.raises(ValueError):
         asyncio.run(offload.decode_off_process(b'{"answer": '))
 
 
 def test_a_killed_child_fails_one_body_and_the_next_gets_a_new_one() -> None:
+    """A decoding child killed mid-way fails that body as a memory error and the next body gets
+    a fresh child."""
+
     async def scenario() -> object:
         assert await offload.decode_off_process(b"[1]") == [1]
         pool = offload._executor()

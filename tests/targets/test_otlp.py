@@ -46,6 +46,8 @@ def _sent(server: LoopbackServer) -> dict[str, str]:
 @pytest.mark.e2e
 class TestCaseSpans:
     def test_three_cases_three_case_spans_with_the_sent_ids_and_stage_children(self) -> None:
+        """Each case is one span whose trace id is the one sent to the target and kept in the
+        report, with a child span per stage."""
         reply = Reply(body={**GOOD_BODY, "timings": STAGES})
         with OtlpReceiver() as receiver, LoopbackServer(lambda _r: reply) as server:
             config = OtlpConfig(enabled=True, endpoint=receiver.url, service_name="rag-eval-ci")
@@ -79,6 +81,7 @@ class TestCaseSpans:
         assert {"application/x-protobuf"} == set(receiver.content_types)
 
     def test_failed_case_span_has_error_status_and_kind(self) -> None:
+        """A failed case's span has an error status and the case's error kind."""
         with (
             OtlpReceiver() as receiver,
             LoopbackServer(lambda _r: Reply(status=503, body={"error": "busy"})) as server,
@@ -98,6 +101,7 @@ class TestCaseSpans:
         assert 2 == span.status_code  # STATUS_CODE_ERROR
 
     def test_no_secret_in_span_attributes(self) -> None:
+        """No registered secret reaches a span's attributes, even in a case id."""
         secret = "sk-live-0123456789abcdef"
         register_secrets([secret])
         data = dataset([])
@@ -119,6 +123,7 @@ class TestCaseSpans:
 @pytest.mark.e2e
 class TestOffAndBroken:
     def test_off_by_default_sends_nothing(self) -> None:
+        """OTLP export is off by default and then sends nothing."""
         assert not Settings().otlp.enabled
         with OtlpReceiver() as receiver, LoopbackServer(lambda _r: Reply(body=GOOD_BODY)) as server:
             report, spans = _run_exporting(server, ["a", "b"], OtlpConfig(endpoint=receiver.url))
@@ -126,6 +131,8 @@ class TestOffAndBroken:
         assert 0 == receiver.requests and 2 == len(report.cases)
 
     def test_collector_rejecting_batches_is_counted_not_fatal(self) -> None:
+        """A collector that rejects batches has its failed spans counted while the run
+        completes."""
         with (
             OtlpReceiver(status=400) as receiver,
             LoopbackServer(lambda _r: Reply(body=GOOD_BODY)) as server,
@@ -139,6 +146,7 @@ class TestOffAndBroken:
         assert 6 == spans.exporter.failed_spans and 0 == spans.exporter.exported_spans
 
     def test_collector_down_never_breaks_the_run(self) -> None:
+        """A collector that is down costs only counted failed spans, never the run."""
         dead = f"http://127.0.0.1:{free_port()}/v1/traces"
         with LoopbackServer(lambda _r: Reply(body=GOOD_BODY)) as server:
             report, spans = _run_exporting(
@@ -154,12 +162,14 @@ class TestConfig:
         "endpoint", ["ftp://collector/v1/traces", "http://:4318/v1/traces", "http://h:0/x"]
     )
     def test_bad_endpoint_names_the_field(self, tmp_path: Path, endpoint: str) -> None:
+        """A bad OTLP endpoint stops the configuration naming ``otlp.endpoint``."""
         path = tmp_path / "evaluator.toml"
         path.write_text(f'[otlp]\nenabled = true\nendpoint = "{endpoint}"\n', encoding="utf-8")
         with pytest.raises(ConfigError, match=r"otlp\.endpoint"):
             load_settings(path)
 
     def test_unknown_key_is_refused(self, tmp_path: Path) -> None:
+        """An unknown key of ``[otlp]`` is refused by name."""
         path = tmp_path / "evaluator.toml"
         path.write_text('[otlp]\nendpoit = "http://x/v1/traces"\n', encoding="utf-8")
         with pytest.raises(ConfigError, match=r"otlp\.endpoit"):

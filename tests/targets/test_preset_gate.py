@@ -84,6 +84,8 @@ def _without_latency(path: Path) -> str:
 def test_docs_preset_passes_its_own_gate(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """The documented chat preset, streamed, runs twice and the two reports pass the
+    repository's own gates."""
     monkeypatch.setenv("CHAT_API_TOKEN", "t0ken-of-the-preset-test")
     with StreamServer(_stream) as server:
         config = _config(tmp_path, _chat_block(), server.url)

@@ -122,6 +122,7 @@ class TestProbe:
         assert 'answer     (default contract)\n             -> "hi"' in out
 
     def test_nothing_to_ask(self, capsys: pytest.CaptureFixture[str]) -> None:
+        """``evaluator probe`` without a question or a dataset exits 1 saying what to pass."""
         code = main(["probe", "--target-url", "http://127.0.0.1:9/rag"])
         assert 1 == code
         assert "pass --question TEXT or --dataset FILE" in capsys.readouterr().err
@@ -132,6 +133,8 @@ class TestRunDiagnosis:
     """`evaluator run` whose mapping matched nothing on every case: exit 1 naming it."""
 
     def test_wrong_ids_expression(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        """A run whose ids expression fails on every response ends in one line naming the
+        failure and the expression to fix, and still writes its report."""
         with LoopbackServer(lambda _r: Reply(body={"hits": [{"id": "refund-policy"}]})) as server:
             config = _example(tmp_path, "search-api.toml", server.url)
             text = config.read_text(encoding="utf-8").replace(

@@ -20,6 +20,7 @@ from tests.support.records import record, replace, report
 
 
 def mapper(**expressions: str) -> ResponseMapper:
+    """A response mapper of the given field expressions."""
     return ResponseMapper({k: jmespath.compile(v) for k, v in expressions.items()})
 
 
@@ -244,6 +245,7 @@ class TestMappingFailure:
 
     @pytest.mark.parametrize("expression", ["hits[].id", 'hits[?kind==`"doc"`].id', 'a."b c"'])
     def test_field_and_expression(self, expression: str) -> None:
+        """A mapping that fails names its field and expression."""
         m = ResponseMapper({"ids": jmespath.compile(expression)})
         with pytest.raises(BadResponseError) as info:
             m({"hits": None})
@@ -335,6 +337,7 @@ class TestDiagnosis:
         ids=["one-scored", "all-down", "mixed", "empty"],
     )
     def test_no_diagnosis(self, errors: tuple[CaseError | None, ...]) -> None:
+        """No diagnosis when the failures are not all mapping failures of responses."""
         assert mapping_diagnosis(_report(*errors)) is None
 
 

@@ -56,6 +56,7 @@ def _assert_clean(text: str, where: str) -> None:
 
 @pytest.fixture
 def env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The target's secrets in the environment."""
     monkeypatch.setenv("RAG_API_TOKEN", TOKEN)
     monkeypatch.setenv("SEARCH_KEY", KEY)
 
@@ -67,6 +68,8 @@ class TestNoLeak:
     def test_run_logs_report_and_exceptions(
         self, caplog: pytest.LogCaptureFixture, tmp_path: Path
     ) -> None:
+        """The target's secrets reach the endpoint but never the logs, the report, the
+        exceptions or the config identity, even when the endpoint echoes them."""
         stream = io.StringIO()
         configure_logging("json", "debug", stream)
         caplog.set_level(logging.DEBUG)

@@ -65,6 +65,8 @@ class TestFinishMarker:
         assert (2, True) == (d.output_tokens, d.tokens_counted)
 
     def test_close_before_any_finish_marker_is_interrupted(self) -> None:
+        """A stream closed before a finish marker is stream_interrupted, naming the missing
+        finish."""
         parts = _vllm_like(["Refunds ", "within 7 days."], ["refund-policy"])[:-1]
         with StreamServer(lambda _r: [Chunk(0, p) for p in parts]) as server:
             error = query_error(_config(server.url))
@@ -169,6 +171,7 @@ class TestPresetOverride:
         assert "choices[0].finish_reason" == config.streaming.finish
 
     def test_streaming_without_stream_is_refused(self) -> None:
+        """Streaming settings on a preset without ``stream = true`` are refused saying so."""
         with pytest.raises(ValueError, match="set stream = true"):
             HttpTargetConfig(
                 url="http://h/v1/chat/completions",
@@ -197,6 +200,7 @@ class TestNamedEndEvent:
         assert framer.ended
 
     def test_other_named_events_are_data(self) -> None:
+        """Named events other than the end event are data and do not end the stream."""
         framer = _Framer("sse", "end")
         assert ["{}"] == list(framer.feed(b"event: metadata\ndata: {}\n\n"))
         assert not framer.ended

@@ -33,11 +33,14 @@ def _spaced(parts: list[bytes], first_at: int = 0) -> list[Chunk]:
 
 class TestFraming:
     def test_sse_fields_comments_and_line_ends(self) -> None:
+        """SSE framing drops comments and other fields, joins data lines, and accepts CR, LF and
+        CRLF line ends across chunks."""
         chunks = [b": keep-alive\r\n", b"event: x\r\ndata: {\"a\"", b": 1}\r\n\r", b"\ndata: 2\n",
                   b"data: 3\n\n", b"data: last"]  # fmt: skip
         assert ['{"a": 1}', "2\n3", "last"] == frame_events("sse", chunks)
 
     def test_ndjson(self) -> None:
+        """NDJSON framing yields one event a line across chunk boundaries."""
         assert ['{"a": 1}', '{"b": 2}'] == frame_events("ndjson", [b'{"a": 1}\n{"b"', b": 2}"])
 
 
@@ -98,6 +101,7 @@ class TestOpenAIStream:
         assert "without a finish marker" in error.message
 
     def test_event_that_does_not_parse(self) -> None:
+        """A stream event that is not JSON is a bad response naming the event."""
         with StreamServer(lambda _r: [Chunk(0, b"data: {not json\n\n")]) as server:
             error = query_error(self._config(server.url))
         assert "bad_response" == error.kind
@@ -152,6 +156,8 @@ class TestGenericStreams:
         assert response.delivery.tokens_counted
 
     def test_ndjson(self) -> None:
+        """A generic NDJSON stream's deltas are joined into the answer and its last retrieved
+        ids are read."""
         lines = ndjson({"delta": "Refunds "}, {"delta": "in 7 days"}, {"retrieved": ["faq"]})
         with StreamServer(
             lambda _r: _spaced(lines), content_type="application/x-ndjson", path="/rag"

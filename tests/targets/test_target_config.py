@@ -256,6 +256,8 @@ class TestExamples:
         ],
     )
     def test_loads(self, name: str, method: str, retrieval_only: bool) -> None:
+        """Each example target configuration loads with its method and retrieval-only
+        setting."""
         settings = load_settings(EXAMPLES / name)
         target = settings.targets[0]
         assert isinstance(target, HttpTargetConfig)

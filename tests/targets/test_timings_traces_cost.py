@@ -37,6 +37,8 @@ class TestServerTimingParser:
         assert {"db": 0.0532, "cache": 0.0015, "app": 0.0, "total": 0.007} == pytest.approx(parsed)
 
     def test_malformed_and_duplicates(self) -> None:
+        """Malformed Server-Timing entries are dropped and an unreadable duration does not claim
+        its name."""
         parsed = parse_server_timing(["db;dur=abc, db;dur=5, bad name;dur=1, neg;dur=-3, x;dur=2"])
         # an unreadable dur does not claim the name; a name with a space is no token
         assert {"db": 0.005, "x": 0.002} == parsed
@@ -51,9 +53,11 @@ class TestServerTimingParser:
         assert {"ok": 0.002} == parse_server_timing([f"x;dur={dur}, ok;dur=2"])
 
     def test_a_day_is_the_longest_stage(self) -> None:
+        """A stage duration is capped at a day."""
         assert {"x": MAX_DUR_MS / 1000} == parse_server_timing([f"x;dur={MAX_DUR_MS:.0f}"])
 
     def test_entries_bounded(self) -> None:
+        """The entries read from Server-Timing are bounded."""
         header = ", ".join(f"s{i};dur=1" for i in range(1000))
         assert MAX_ENTRIES == len(parse_server_timing([header]))
 
@@ -75,6 +79,7 @@ class TestTimingsOnTheWire:
         assert {"retrieve": 0.0125, "rerank": 0.03, "model": 0.2} == pytest.approx(stages)
 
     def test_server_timing_can_be_switched_off(self) -> None:
+        """With server_timing off, Server-Timing gives no stage timings."""
         reply = Reply(body={**GOOD_BODY, "timings": {}}, headers={"Server-Timing": "db;dur=5"})
         with LoopbackServer(lambda _r: reply) as server:
             report, _ = run_config(
@@ -97,6 +102,7 @@ class TestTimingsOnTheWire:
 @pytest.mark.e2e
 class TestTraceparent:
     def test_fresh_trace_per_case_in_the_report(self) -> None:
+        """Each case is sent a fresh W3C traceparent whose trace id the report keeps."""
         with LoopbackServer(lambda _r: Reply(body=GOOD_BODY)) as server:
             report, _ = run_config(HttpTargetConfig(url=server.url), dataset(["a", "b", "c"]))
         sent = [TRACEPARENT.match(h["traceparent"]) for h in server.request_headers]
@@ -105,6 +111,7 @@ class TestTraceparent:
         assert trace_ids == {c.trace_id for c in report.cases} and 3 == len(trace_ids)
 
     def test_header_name_and_off_switch(self) -> None:
+        """The trace header's name can be changed and the header switched off."""
         with LoopbackServer(lambda _r: Reply(body=GOOD_BODY)) as server:
             config = HttpTargetConfig(url=server.url, trace={"header": "X-Trace"})
             run_config(config, dataset(["a"]))
@@ -113,6 +120,7 @@ class TestTraceparent:
         assert "traceparent" not in {k.lower() for k in server.request_headers[1]}
 
     def test_failed_case_keeps_its_trace_id(self) -> None:
+        """A failed case keeps the trace id it was sent."""
         with LoopbackServer(lambda _r: Reply(status=500, body={"error": "boom"})) as server:
             report, _ = run_config(HttpTargetConfig(url=server.url), dataset(["a"]))
         record = report.cases[0]
@@ -179,6 +187,8 @@ class TestCost:
         return report
 
     def test_cost_per_case_and_totals(self) -> None:
+        """Token usage gives each case's cost at the configured prices, and the summary's totals
+        and cost per case."""
         report = self._report(1.0)
         assert all(c.cost == pytest.approx(0.1 + 0.04) for c in report.cases)
         s = report.summary
@@ -196,6 +206,7 @@ class TestCost:
         assert (None, None) == (report.summary.input_tokens_total, report.summary.cost_total)
 
     def test_a_cost_rule_fails_when_cost_doubles(self) -> None:
+        """A cost-per-case growth rule fails when the cost doubles."""
         baseline, candidate = self._report(1.0).summary, self._report(2.0).summary
         rule = Rule("cost_per_case", "max_relative_growth", 0.2)
         result = check_rule(rule, baseline.get("cost_per_case"), candidate.get("cost_per_case"))
@@ -221,12 +232,14 @@ class TestTradeOff:
         )
 
     def test_cost_grew_by_half(self) -> None:
+        """Quality up with cost up by half is diagnosed as a trade-off naming cost."""
         findings = diagnose(
             self._summary(0.6, cost_per_case=0.010), self._summary(0.7, cost_per_case=0.016)
         )
         assert [("trade-off", True)] == [(f.area, "cost" in f.signal) for f in findings]
 
     def test_ttft_grew_by_half(self) -> None:
+        """Quality up with P95 TTFT up by half is diagnosed as a trade-off naming it."""
         findings = diagnose(
             self._summary(0.6, p95_ttft_seconds=0.4), self._summary(0.7, p95_ttft_seconds=0.8)
         )
@@ -234,6 +247,7 @@ class TestTradeOff:
         assert "P95 TTFT" in findings[0].signal
 
     def test_cost_up_without_quality_up_is_no_trade_off(self) -> None:
+        """Cost up without quality up is no trade-off."""
         findings = diagnose(
             self._summary(0.6, cost_per_case=0.010), self._summary(0.6, cost_per_case=0.030)
         )
