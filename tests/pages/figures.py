@@ -35,16 +35,20 @@ class Sources:
     metrics: dict[tuple[str, frozenset[tuple[str, str]]], float]
 
     def metric(self, name: str, **labels: str) -> float | None:
+        """The scraped value of ``name`` for the report's job with ``labels`` (None: not
+        exported)."""
         job = {"target": self.report["target"], "dataset": self.report["dataset"]}
         return self.metrics.get((name, frozenset({**job, **labels}.items())))
 
     @property
     def summary(self) -> dict[str, Any]:
+        """The report's summary block."""
         summary: dict[str, Any] = self.report["summary"]
         return summary
 
     @property
     def cases(self) -> dict[str, dict[str, Any]]:
+        """The report's cases by id."""
         return {c["id"]: c for c in self.report["cases"]}
 
 

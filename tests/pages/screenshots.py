@@ -135,6 +135,7 @@ def _demo_pictures(work: Path, page: Page) -> None:
 
 
 def main() -> int:
+    """Take every screenshot of the module docstring into docs/images (0: all taken)."""
     OUT.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="evaluator-screenshots-"))
     ref_port, port = free_port(), free_port()

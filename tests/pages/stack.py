@@ -38,6 +38,7 @@ CHROMIUM_FLAGS = [
 
 
 def clean_env(**extra: str) -> dict[str, str]:
+    """The environment without ``EVALUATOR_*`` variables, with ``extra`` added."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("EVALUATOR_")}
     env.update(extra)
     return env

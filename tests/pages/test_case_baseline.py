@@ -68,6 +68,8 @@ def _ids(cells: list[str | None]) -> list[str]:
 def test_the_case_view_of_a_regressed_case_shows_both_sides(
     reference_server: ReferenceServer, tab: Tab, tmp_path: Path
 ) -> None:
+    """The case view of a case that regressed against the baseline shows the baseline's run
+    beside the candidate's, the changes marked."""
     try:
         reference_server.failure_modes.set([])
         baseline_path = _first_report(

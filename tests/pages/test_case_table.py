@@ -77,6 +77,8 @@ dataset = "{REPO / "evals" / "rag_cases.jsonl"}"
 def live(
     reference_server: ReferenceServer, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Live]:
+    """A daemon against the reference service with an approved baseline and case history, shared
+    by the module's tests."""
     reference_server.failure_modes.set([])
     folder = tmp_path_factory.mktemp("case-table")
     (folder / "gates.toml").write_text(GATES, "utf-8")
@@ -153,6 +155,8 @@ def _same_run(live: Live, page: Page, read: Any) -> tuple[dict[str, Any], Any]:
 
 @pytest.mark.timeout(300)  # a dozen runs of the golden set, 3 s apart
 def test_filters_sort_and_pages_work_without_javascript(live: Live, tab_no_js: Tab) -> None:
+    """The case table's filters, tag and text search, column sorting and pages work by links and
+    forms alone, without JavaScript."""
     page = tab_no_js.page
     live.reference.failure_modes.set([])
     _until("three runs in the window", lambda: _history(live).get("runs_in_window", 0) >= 3)

@@ -106,6 +106,8 @@ def _ids(table: CaseTable, **params: str) -> list[str]:
 
 class TestQuery:
     def test_defaults_and_blank_fields(self) -> None:
+        """Blank form fields are the defaults, and only values other than the defaults go into
+        links."""
         # a form sends every field, blank ones empty: those are the defaults
         blank = [("target", "t"), ("dataset", "d"), ("show", ""), ("tag", ""), ("q", " ")]
         assert CaseQuery() == parse_query(blank)
@@ -131,6 +133,7 @@ class TestQuery:
     def test_bad_values_are_refused_naming_the_parameter(
         self, pairs: list[tuple[str, str]], message: str
     ) -> None:
+        """A bad query value is refused with a message naming the parameter."""
         with pytest.raises(PageQueryError) as caught:
             parse_query(pairs)
         assert message in str(caught.value)
@@ -138,6 +141,8 @@ class TestQuery:
 
 class TestSnapshot:
     def test_counts_and_rows(self) -> None:
+        """The table counts the cases of each filter and lists its tags, an errored case's row
+        showing its error kind."""
         table = _table()
 
         assert {
@@ -159,10 +164,12 @@ class TestSnapshot:
         )
 
     def test_changes_are_redacted(self) -> None:
+        """A row's changes against the baseline are redacted."""
         (row,) = [r for r in _table().rows if r.changes]
         assert ("answer correct → incorrect", "new error ***") == row.changes
 
     def test_without_baseline_or_history(self) -> None:
+        """Without a baseline or case history only the filters that need neither are offered."""
         table = _table(regressed=None, stability=None, baseline_note="no baseline configured")
         view = _view(table)
 
@@ -174,6 +181,7 @@ class TestSnapshot:
 
 class TestFilters:
     def test_each_filter_keeps_its_cases(self) -> None:
+        """Each filter keeps exactly the cases of its class."""
         table = _table()
         assert ["c01", "c02"] == _ids(table, show="failed")
         assert ["c03"] == _ids(table, show="errored")
@@ -183,6 +191,7 @@ class TestFilters:
         assert ["c03"] == _ids(table, show="recovered")
 
     def test_tag_and_text_search_combine_with_a_filter(self) -> None:
+        """A tag and a case-insensitive text search of id and question narrow a filter."""
         table = _table()
         assert ["c00", "c01"] == _ids(table, tag="refund")
         assert ["c01"] == _ids(table, tag="refund", show="failed")
@@ -191,6 +200,7 @@ class TestFilters:
         assert [] == _ids(table, q="nothing like it")
 
     def test_an_unknown_tag_is_refused_naming_the_known_ones(self) -> None:
+        """A tag the job does not have is refused naming the tags it has."""
         known = r"tag: 'nope' is no tag of this job \(its tags: refund, zh\)"
         with pytest.raises(PageQueryError, match=known):
             _view(_table(), tag="nope")
@@ -198,6 +208,7 @@ class TestFilters:
 
 class TestSortAndPages:
     def test_sort_by_a_column_missing_values_last(self) -> None:
+        """Sorting by a column puts the cases without a value last, in either order."""
         table = _table()
         assert ["c02", "c04", "c01", "c00", "c03"] == _ids(table, sort="rr")
         assert ["c00", "c01", "c04", "c02", "c03"] == _ids(table, sort="rr", order="desc")
@@ -207,6 +218,8 @@ class TestSortAndPages:
         assert ["c01", "c02", "c03", "c00", "c04"] == _ids(table, sort="stability")
 
     def test_pages_and_their_links(self) -> None:
+        """Rows are paged with previous and next links, and a column's link sorts from the first
+        page."""
         records = tuple(_record(i, rr=1.0, answer=True) for i in range(60))
         made = report(records, k=2, target="rag")
         table = case_table(made, regressed=None, stability=None, redact=_redact)
@@ -223,11 +236,13 @@ class TestSortAndPages:
             _view(table, size="25", page="4")
 
     def test_an_empty_result_is_one_page(self) -> None:
+        """A search that matches nothing is one empty page."""
         view = _view(_table(), q="nothing like it")
         assert (0, 1, 0) == (view.matched, view.pages, view.first)
 
 
 def test_the_page_escapes_and_redacts_what_it_shows() -> None:
+    """The case table page escapes the target's text and masks secrets in it."""
     records = (
         CaseRecord(
             case=Case(

@@ -63,6 +63,8 @@ class TestGeometry:
         assert ["00:00:00", "00:01:40", "00:05:00"] == [t.label for t in chart.ticks]
 
     def test_crowded_ticks_stay_unlabelled_and_a_day_long_window_has_dates(self) -> None:
+        """Ticks too close to a labelled one stay unlabelled, and a window of days labels its
+        ticks with dates."""
         rows = _runs(*((i * 60.0, 0.5) for i in range(10)), (2 * 86400.0, 0.5))
         chart = trend_chart("mrr", rows, fmt=_fmt)
 
@@ -74,6 +76,8 @@ class TestGeometry:
         assert "11 runs, 1970-01-01 00:00 – 1970-01-03 00:00 UTC" == chart.window
 
     def test_missing_values_keep_their_run_and_a_run_alone_is_a_flat_line(self) -> None:
+        """A run without a value keeps its tick but no dot, a single run is a flat line, and no
+        value at all is no chart."""
         rows = _runs((0.0, 0.2), (100.0, None), (200.0, 0.4))
         chart = trend_chart("mrr", rows, fmt=_fmt, ceiling=1.0)
         assert chart is not None
@@ -102,6 +106,7 @@ class TestLines:
         assert "0.05" == chart.y_high
 
     def test_only_the_charts_own_metric_limits_are_drawn(self) -> None:
+        """Only the limits of the chart's own metric are drawn as lines."""
         rows = _runs((0.0, 0.9), (60.0, 0.8))
         limits = [
             Limit("mrr", 0.9, "baseline", "the baseline"),
@@ -132,6 +137,8 @@ class TestMarks:
         ] == hash_changes(rows)
 
     def test_a_change_and_the_run_where_it_began_are_vertical_marks(self) -> None:
+        """A configuration change, a revert included, and the run where a change began are
+        vertical marks."""
         rows = _runs((0.0, 0.9), (900.0, 0.9), (1800.0, 0.5), config="x")
         rows[1] = RunPoint("r1", 900.0, "complete", {"mrr": 0.9}, "y", "")
         chart = trend_chart("mrr", rows, fmt=_fmt, began="r2")

@@ -137,6 +137,8 @@ def test_pages_forbid_scripts_and_unknown_cases_are_404(daemon: RunningDaemon) -
 
 
 def test_case_query_parameters_are_validated_with_clear_400s(daemon: RunningDaemon) -> None:
+    """The case view answers 400 with a message naming the parameter to a query it cannot
+    serve."""
     with httpx.Client(base_url=daemon.url, timeout=5) as http:
         no_job = http.get("/case", params={"id": "zh-refund-deadline"})
         long_id = http.get(
@@ -169,6 +171,8 @@ def test_the_status_page_links_each_job_to_its_case_table(
 def test_the_case_table_names_its_job_and_refuses_what_it_cannot_serve(
     daemon: RunningDaemon,
 ) -> None:
+    """The case table answers 400 or 404 with a message to a missing or unknown job, a bad tag,
+    a repeated or oversized parameter."""
     with httpx.Client(base_url=daemon.url, timeout=5) as http:
         several = http.get("/case-table")
         unknown = http.get("/case-table", params={"target": "reference", "dataset": "nope"})

@@ -34,10 +34,12 @@ def _alerts() -> dict[str, dict[str, Any]]:
 
 
 def test_green_only_when_nothing_changed() -> None:
+    """A complete run with nothing to report is green."""
     assert State.GREEN == job_health(JobSignals(outcome="complete", scored_cases=100)).state
 
 
 def test_a_significant_drift_is_red_with_the_move_in_words() -> None:
+    """A significant drift is red, its headline giving the move in words."""
     health = job_health(
         JobSignals(
             outcome="complete",
@@ -51,6 +53,7 @@ def test_a_significant_drift_is_red_with_the_move_in_words() -> None:
 
 
 def test_drift_below_the_alerts_floor_of_scored_cases_is_not_red() -> None:
+    """A drift over fewer scored cases than the alerts' floor is not red."""
     signals = JobSignals(
         outcome="complete", scored_cases=DRIFT_MIN_SCORED - 1, drift=[DriftSignal("hit", True, -1)]
     )
@@ -58,6 +61,8 @@ def test_drift_below_the_alerts_floor_of_scored_cases_is_not_red() -> None:
 
 
 def test_a_failing_gate_and_a_high_error_ratio_are_red() -> None:
+    """A failing gate and an error ratio above the alert's threshold are red, a lower error
+    ratio green."""
     gate = job_health(JobSignals("complete", 100, gate_passing=False, gate_failing=("mrr",)))
     assert (State.RED, "gate against the baseline fails: mrr") == (gate.state, gate.headline)
     errors = job_health(JobSignals("complete", 100, error_ratio=0.2))
@@ -75,17 +80,20 @@ def test_a_failing_gate_and_a_high_error_ratio_are_red() -> None:
     ],
 )
 def test_amber_conditions(signals: JobSignals, reason: str) -> None:
+    """Each amber condition makes the job amber with its reason as the headline."""
     health = job_health(signals)
     assert (State.AMBER, reason) == (health.state, health.headline)
 
 
 def test_red_lists_the_amber_reasons_after_its_own() -> None:
+    """A red job lists the amber reasons after its own."""
     health = job_health(JobSignals("incomplete", 100, error_ratio=0.5, newly_failing=1))
     assert State.RED == health.state
     assert ("1 case newly failing", "last run incomplete") == health.reasons[1:]
 
 
 def test_the_thresholds_are_the_shipped_alerts_thresholds() -> None:
+    """The page's red thresholds are the thresholds of the shipped alert rules."""
     alerts = _alerts()
     assert (
         f"rag_eval_error_ratio > {ERROR_RATIO_ALERT:g}"
@@ -177,6 +185,7 @@ SCENARIOS = _scenarios()
 
 
 def test_the_scenarios_cover_every_red_alert() -> None:
+    """The page's scenarios cover every alert that makes a job red."""
     assert RED_ALERTS == {check["alertname"] for _, _, check in SCENARIOS if check["exp_alerts"]}
 
 
@@ -211,6 +220,8 @@ def test_a_firing_alert_held_its_condition_which_the_page_shows_red(
 
 
 def test_the_status_page_shows_the_state_its_reasons_and_the_changed_cases_linked() -> None:
+    """The status page shows the job's state, its reasons and its changed cases linked, bounded
+    and escaped."""
     from evaluator.models import CaseRecord
     from evaluator.pages.render import PageRenderer
     from evaluator.pages.status import CHANGED_SHOWN, JobPage, job_view
@@ -257,6 +268,8 @@ def test_the_status_page_shows_the_state_its_reasons_and_the_changed_cases_linke
 
 
 def test_after_an_incomplete_run_the_page_says_metrics_shows_the_last_complete_one() -> None:
+    """After an incomplete run the status page says so and shows the metrics of the last
+    complete run."""
     from evaluator.pages.render import PageRenderer
     from evaluator.pages.status import JobPage, job_view
     from evaluator.pages.trend import RunPoint

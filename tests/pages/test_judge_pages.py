@@ -145,6 +145,8 @@ def test_the_unsupported_claims_are_listed(judged_daemon: RunningDaemon, tab: Ta
 
 
 def test_a_refusal_is_judged_and_labelled(judged_daemon: RunningDaemon, tab: Tab) -> None:
+    """An unanswerable case's page shows only the refusal check, its verdict and values, and the
+    human label agreeing."""
     tab.page.goto(_case(judged_daemon, "en-un-ceo"))
     rows = tab.page.locator(".judge-panel tr.judge-check")
     assert ["refusal"] == [rows.nth(i).get_attribute("data-check") for i in range(rows.count())]

@@ -82,6 +82,8 @@ def _label(case_id: str, answer: str, check: str, verdict: bool, note: str = "")
 
 
 def test_each_check_shows_the_verdict_the_reason_the_claims_and_the_human_label() -> None:
+    """Each judged check of a case shows its verdict, values, reason, unsupported claims and the
+    human label, redacted."""
     wrong = record("wrong", WRONG, FACT)
     judged = _judged(CaseJudgement("wrong", answer_hash(WRONG), _outcomes()))
     labels = _labels(
@@ -105,6 +107,8 @@ def test_each_check_shows_the_verdict_the_reason_the_claims_and_the_human_label(
 
 
 def test_a_label_of_another_answer_is_not_this_answers_label() -> None:
+    """A label of another answer of the case is never shown as this answer's, only said to
+    exist."""
     wrong = record("wrong", WRONG, FACT)
     judged = _judged(CaseJudgement("wrong", answer_hash(WRONG), _outcomes()))
     labels = _labels(_label("wrong", "an earlier answer", "fact_support", True))
@@ -116,6 +120,7 @@ def test_a_label_of_another_answer_is_not_this_answers_label() -> None:
 
 
 def test_errors_skips_and_verdictless_checks_are_never_a_pass_or_a_fail() -> None:
+    """A judge error or a budget skip shows as itself, never as a pass or a fail."""
     answer = "Refunds arrive within 5 business days."
     ok = record("ok", answer, FACT)
     outcomes = (
@@ -135,6 +140,8 @@ def test_errors_skips_and_verdictless_checks_are_never_a_pass_or_a_fail() -> Non
 
 
 def test_an_unjudged_case_and_a_changed_answer_say_why_nothing_is_shown() -> None:
+    """A case not judged, failed by the target, or judged on another answer says why no verdict
+    is shown."""
     wrong = record("wrong", WRONG, FACT)
     nothing = _judged()
     assert judge_panel(nothing, wrong, redact=_redact).note == "not judged in this run"
@@ -148,6 +155,7 @@ def test_an_unjudged_case_and_a_changed_answer_say_why_nothing_is_shown() -> Non
 
 
 def test_claims_and_texts_are_bounded() -> None:
+    """The claims listed and the reason shown are bounded, the rest counted."""
     wrong = record("wrong", WRONG, FACT)
     claims = tuple(f"claim {i}" for i in range(CLAIMS_SHOWN + 7))
     outcome = CheckOutcome("groundedness", "judged", {"faithfulness": 0.0}, "r" * 5000, claims)
@@ -158,6 +166,8 @@ def test_claims_and_texts_are_bounded() -> None:
 
 
 def test_a_report_judge_block_that_cannot_be_read_is_said_on_the_page() -> None:
+    """A report's judge block that cannot be read is said on the page, and an unjudged report
+    shows no panel."""
     wrong = record("wrong", WRONG, FACT)
     broken = msgspec.structs.replace(report(wrong), judge={"model": 7})
     panel = report_panels(broken, source="r.json", labels=None, redact=_redact)(wrong)
@@ -170,6 +180,7 @@ def test_a_report_judge_block_that_cannot_be_read_is_said_on_the_page() -> None:
 def test_a_labels_file_that_cannot_be_read_is_said_and_a_missing_one_is_empty(
     tmp_path: Path,
 ) -> None:
+    """A missing labels file has no labels, and one with a bad line is reported by its line."""
     path = tmp_path / "labels.jsonl"
     assert read_known_labels(path).labels == {} and read_known_labels(path).error is None
     append_label(path, _label("wrong", WRONG, "fact_support", False))
@@ -183,6 +194,8 @@ def test_a_labels_file_that_cannot_be_read_is_said_and_a_missing_one_is_empty(
 
 
 def test_the_html_report_shows_the_panel_escaped_and_redacted() -> None:
+    """The HTML report shows the judge's panel and the compromised warning, escaped and
+    redacted."""
     hostile = f"<script>alert(1)</script> {SECRET}"
     wrong = record("wrong", WRONG, FACT)
     case = CaseJudgement("wrong", answer_hash(WRONG), _outcomes(hostile))
@@ -212,6 +225,7 @@ def test_the_html_report_shows_the_panel_escaped_and_redacted() -> None:
 
 
 def test_the_daemon_case_page_lays_the_panel_out_under_the_citations() -> None:
+    """The daemon's case page puts the judge's panel under the citations, before the scores."""
     wrong = record("wrong", WRONG, FACT)
     judged = _judged(CaseJudgement("wrong", answer_hash(WRONG), _outcomes()))
     panel = judge_panel(judged, wrong, labels=None, redact=_redact)

@@ -44,6 +44,8 @@ def _gate() -> tuple[GateResult, RunReport]:
 
 class TestCaseTable:
     def test_rows_carry_the_classes_of_the_filters_they_pass(self) -> None:
+        """Each row of the report's case table carries the classes of the filters and tags it
+        passes."""
         table = report_case_table(
             CANDIDATE,
             href=lambda i: "#case-0" if i == "a" else None,
@@ -79,6 +81,7 @@ class TestCaseTable:
         )
 
     def test_without_a_baseline_there_is_no_regressed_filter(self) -> None:
+        """Without a baseline there is no regressed filter and no baseline column."""
         table = report_case_table(CANDIDATE, href=lambda _: None)
 
         assert ["failed", "errored"] == [f.key for f in table.filters]
@@ -97,6 +100,8 @@ class TestCaseTable:
 
 class TestTagRows:
     def test_baseline_beside_candidate_with_the_direction(self) -> None:
+        """Each tag's metrics show the baseline beside the candidate with the difference and
+        whether it is worse or better."""
         rows = {t.tag: t for t in tag_rows(summarise(CANDIDATE), summarise(BASELINE))}
 
         en = {c.label: (c.baseline, c.value, c.diff, c.worse, c.better) for c in rows["en"].cells}
@@ -109,6 +114,7 @@ class TestTagRows:
         assert (2, 2) == (rows["zh"].baseline_cases, rows["zh"].cases)
 
     def test_a_higher_error_ratio_is_worse(self) -> None:
+        """A higher error ratio of a tag is worse."""
         before = summarise([record("a", tags=("t",))])
         after = summarise([record("a", tags=("t",), error="timeout")])
         errors = next(c for c in tag_rows(after, before)[0].cells if c.label == "errors")
@@ -116,6 +122,7 @@ class TestTagRows:
         assert ("0.00", "1.00", True) == (errors.baseline, errors.value, errors.worse)
 
     def test_without_a_baseline(self) -> None:
+        """Without a baseline a tag's cells have no baseline and no difference."""
         rows = tag_rows(summarise(CANDIDATE))
 
         assert {None} == {c.baseline for t in rows for c in t.cells}
@@ -124,6 +131,8 @@ class TestTagRows:
 
 class TestReportExtras:
     def test_a_gate_report(self) -> None:
+        """A gate report has the regressed cases' diffs and the worst cases first with their
+        reasons in words."""
         gate, cand = _gate()
         view = report_view(cand, source="c.json", gate=gate)
         x = report_extras(view, cand, gate=gate)
@@ -140,6 +149,8 @@ class TestReportExtras:
         }
 
     def test_the_page_has_both_sides_the_tags_and_the_filters(self) -> None:
+        """The gate's HTML report shows a regressed case's baseline diff, the tag table, the
+        worst reasons and the filters."""
         gate, cand = _gate()
         view = report_view(cand, source="c.json", gate=gate)
         html = PageRenderer().report(view, report_extras(view, cand, gate=gate))
@@ -156,6 +167,7 @@ class TestReportExtras:
         assert "<script" not in html
 
     def test_a_run_report_lists_the_worst_with_reasons_and_no_diff(self) -> None:
+        """A run report lists the worst cases with reasons and shows no baseline diff."""
         cand = report(CANDIDATE)
         view = report_view(cand, source="c.json")
         x = report_extras(view, cand)

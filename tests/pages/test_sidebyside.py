@@ -22,6 +22,8 @@ def _pieces(pieces: list[DiffPiece] | None) -> list[tuple[str, str]]:
 
 class TestWordDiff:
     def test_a_changed_word_is_removed_on_one_side_and_added_on_the_other(self) -> None:
+        """A changed word is marked removed on the baseline's side and added on the
+        candidate's."""
         left, right = word_diff("refunds take 3 days", "refunds take 7 days")
 
         assert [("same", "refunds take "), ("removed", "3"), ("same", " days")] == _pieces(left)
@@ -45,6 +47,8 @@ class TestWordDiff:
         ],
     )
     def test_each_side_joins_back_to_its_text(self, before: str, after: str) -> None:
+        """Each side of a word diff joins back to its text, with only its own kind of change and
+        adjacent pieces merged."""
         left, right = word_diff(before, after)
 
         assert before == "".join(p.text for p in left)
@@ -79,6 +83,8 @@ CANDIDATE = record(
 
 class TestBaselineDiff:
     def test_the_answers_facts_ranking_and_citations_are_marked(self) -> None:
+        """A regressed case's diff marks the answer's words, the facts found, the ranking's
+        moves and the citations, redacted."""
         d = baseline_diff(
             BASELINE,
             CANDIDATE,
@@ -134,6 +140,7 @@ class TestBaselineDiff:
     def test_a_new_refusal_is_worse_only_where_an_answer_was_due(
         self, unanswerable: bool, change: str
     ) -> None:
+        """A new refusal is worse on an answerable case and better on an unanswerable one."""
         assert CANDIDATE.scores is not None
         before = replace(CANDIDATE, case=replace(CANDIDATE.case, unanswerable=unanswerable))
         after = replace(before, outcome=replace(CANDIDATE.scores, refused=True))
@@ -156,6 +163,7 @@ class TestBaselineDiff:
         ]
 
     def test_a_new_error_has_no_candidate_answer(self) -> None:
+        """A case that now fails has no candidate answer and shows its redacted error."""
         failed = replace(
             CANDIDATE,
             outcome=CaseError(kind="timeout", message=f"deadline {SECRET}"),
@@ -175,6 +183,7 @@ class TestBaselineDiff:
         assert {"removed"} == {c.change for c in d.citations}
 
     def test_an_improved_case_says_how(self) -> None:
+        """An improved case's view says how it improved."""
         d = baseline_diff(CANDIDATE, BASELINE, k=2, baseline_run="r", better=("RR 0.50 → 1.00",))
         html = PageRenderer().case(
             case_view(BASELINE, k=2), job="j", run_id="r", run_age="now", diff=d
@@ -185,6 +194,7 @@ class TestBaselineDiff:
         assert '<p class="changes">' not in html
 
     def test_identical_runs_mark_nothing(self) -> None:
+        """Two identical runs of a case mark nothing."""
         d = baseline_diff(BASELINE, BASELINE, k=2, baseline_run="r")
 
         assert (True, 0, False) == (d.answer_same, d.marked, d.regressed)

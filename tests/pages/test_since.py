@@ -35,6 +35,8 @@ class TestPieces:
         assert (True, False) == (beyond(ceiling, 0.06), beyond(ceiling, 0.05))
 
     def test_a_streak_starts_where_the_latest_run_went_beyond(self) -> None:
+        """A streak starts at the first run of the latest unbroken stretch beyond a limit, and
+        there is none when the latest run is within it."""
         assert 3 == streak_start(_rows([0.9, 0.5, 0.9, 0.5, 0.5]), GATE)
         assert streak_start(_rows([0.5, 0.5, 0.9]), GATE) is None
         assert 0 == streak_start(_rows([0.5, 0.5]), GATE)
@@ -51,6 +53,7 @@ class TestPieces:
 
 class TestChangeStart:
     def test_nothing_holds_nothing_began(self) -> None:
+        """No change began when every run is within the limits."""
         assert change_start(_rows([0.9, 0.9, 0.9]), limits=[GATE]) is None
 
     def test_the_earliest_onset_is_where_the_change_began(self) -> None:
@@ -90,6 +93,7 @@ class TestChangeStart:
         ] == [(o.what, o.run_id) for o in start.onsets]
 
     def test_a_significant_drift_alone_shows_from_its_current_window_on(self) -> None:
+        """A significant drift alone dates the change from the start of its current window."""
         start = change_start(_rows([0.9] * 6), drifting=["mrr"], drift_runs=3)
 
         assert start is not None

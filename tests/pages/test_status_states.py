@@ -121,6 +121,8 @@ def _first_run_below(reports: Path, floor: float) -> str:
 def test_healthy_degraded_recovered(
     reference_server: ReferenceServer, tab: Tab, tmp_path: Path
 ) -> None:
+    """In a real browser the status page goes green, then red when the reference service
+    degrades, then green again once it recovers."""
     reference_server.failure_modes.set([])
     (tmp_path / "gates.toml").write_text(GATES, "utf-8")
     baseline = _baseline(tmp_path, reference_server.url)

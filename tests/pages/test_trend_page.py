@@ -66,6 +66,8 @@ def test_the_gate_rules_become_lines_against_the_baseline() -> None:
 
 
 def test_the_change_began_where_mrr_crossed_the_gates_line() -> None:
+    """The job's change is dated at the run where MRR crossed the gate's line, with its onset in
+    words."""
     view = _view()
 
     assert view.began is not None
@@ -94,6 +96,7 @@ def test_newly_failing_cases_can_start_the_change_earlier() -> None:
 
 
 def test_the_page_draws_the_lines_and_marks_escaped() -> None:
+    """The trend chart draws the limit lines, the change marks and the tick labels, escaped."""
     html = PageRenderer(lambda s: s).status([_view()])
     mrr = html[html.index('data-metric="mrr"') :]
     mrr = mrr[: mrr.index("</figure>")]
