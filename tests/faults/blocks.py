@@ -253,4 +253,5 @@ BLOCKS: tuple[Block, ...] = (
 
 
 def by_name(name: str) -> Block:
+    """The hostile building block called ``name``."""
     return next(b for b in BLOCKS if b.name == name)

@@ -101,6 +101,7 @@ class Attack:
 
     @property
     def id(self) -> str:
+        """The attack's id: its surface, block and variant."""
         return f"{self.surface.name}.{self.block}.{self.variant}"
 
     @property

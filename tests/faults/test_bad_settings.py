@@ -81,6 +81,8 @@ def test_bad_setting_stops_serve_naming_the_field(
     tmp_path: Path, target: str, job: str, top: str, env: dict[str, str], named: str,
     command: str,
 ) -> None:  # fmt: skip
+    """A bad setting, in the file or the environment, stops the command at start with one
+    message naming the field."""
     if command == "check" and not target.startswith("request = "):
         pytest.skip("check is covered by tests/commands for the other settings")
     config = _write(tmp_path, target, job, top)
@@ -124,6 +126,7 @@ def _forged(tmp_path: Path, kind: str) -> Path:
 
 @pytest.mark.parametrize("kind", ["huge-number", "deep-nesting"])
 def test_forged_baseline_stops_serve_and_gate_naming_the_file(tmp_path: Path, kind: str) -> None:
+    """A forged baseline report stops ``serve`` and ``gate`` at start naming the file."""
     baseline = _forged(tmp_path, kind)
     config = _write(tmp_path, "", f'baseline = "{baseline}"', "")
     base = {k: v for k, v in os.environ.items() if not k.startswith("EVALUATOR_")}
@@ -145,6 +148,7 @@ def test_forged_baseline_stops_serve_and_gate_naming_the_file(tmp_path: Path, ki
 @pytest.mark.parametrize("command", ["run", "serve", "probe", "gate"])
 @pytest.mark.parametrize("url", ["http://127.0.0.1:99999/rag", "http://[::1/rag"])
 def test_bad_target_url_flag_names_the_flag(tmp_path: Path, command: str, url: str) -> None:
+    """A bad ``--target-url`` stops the command naming the flag."""
     golden = tmp_path / "golden.jsonl"
     golden.write_text(json.dumps({"id": "c", "question": "q", "relevant_ids": ["d"]}) + "\n")
     args = [command, "--target-url", url]

@@ -170,6 +170,7 @@ FAULTS = [s for s in PLAN if s.kind is not None and s.outcome is not None]
 
 
 def slot_of(index: int) -> Slot:
+    """The planned slot of run ``index`` (the tail after the plan)."""
     return PLAN[index] if index < len(PLAN) else TAIL
 
 
@@ -192,6 +193,8 @@ class PlannedEndpoint:
         self.requests: Counter[int] = Counter()
 
     def __call__(self, request: dict[str, Any]) -> Reply:
+        """The reply the current run's slot plans for the question, the run's first request time
+        and count recorded."""
         run = count_reports(self.folder)
         now = time.monotonic()
         with self.lock:
@@ -200,6 +203,7 @@ class PlannedEndpoint:
         return slot_of(run).reply(str(request.get("question", "")))
 
     def started_after(self, run: int, moment: float) -> bool:
+        """Whether run ``run``'s first request came after ``moment``."""
         with self.lock:
             first = self.first_request.get(run)
         return first is not None and first > moment
@@ -266,6 +270,7 @@ Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
 
 
 def parse_samples(text: str) -> Samples:
+    """Every sample of a text exposition by name and sorted labels."""
     out: Samples = {}
     for family in text_string_to_metric_families(text):
         for sample in family.samples:
@@ -274,11 +279,13 @@ def parse_samples(text: str) -> Samples:
 
 
 def sample(samples: Samples, name: str, **labels: str) -> float | None:
+    """The job's sample of ``name`` with ``labels`` (None: not exported)."""
     key = (name, tuple(sorted({**LABELS, **labels}.items())))
     return samples.get(key)
 
 
 def process_sample(samples: Samples, name: str) -> float | None:
+    """The unlabelled process-wide sample of ``name``."""
     return samples.get((name, ()))
 
 
@@ -305,9 +312,11 @@ class Matrix:
     outcomes: dict[str, str] = field(default_factory=dict)  # run id -> outcome logged
 
     def events(self, name: str) -> list[dict[str, Any]]:
+        """The daemon's log events called ``name``."""
         return [e for e in self.result.logs if e.get("event") == name]
 
     def index_of(self, slot: Slot) -> int:
+        """The run index of ``slot`` in the plan."""
         return PLAN.index(slot)
 
 
@@ -463,6 +472,7 @@ def tally(reports: list[dict[str, Any]]) -> dict[str, float]:
 
 
 def counters(samples: Samples) -> dict[str, float]:
+    """The job's error, run-outcome and retry counters, each required to be exported."""
     out: dict[str, float | None] = {
         f"errors:{k}": sample(samples, "rag_eval_case_errors_total", kind=k) for k in ERROR_KINDS
     }
@@ -473,10 +483,12 @@ def counters(samples: Samples) -> dict[str, float]:
 
 
 def quality(samples: Samples) -> dict[str, float | None]:
+    """The job's quality gauges by name."""
     return {name: sample(samples, name) for name in QUALITY}
 
 
 def expected_quality(report: dict[str, Any]) -> dict[str, float | None]:
+    """The report's summary values the quality gauges must equal."""
     return {name: report["summary"][key] for name, key in QUALITY.items()}
 
 

@@ -135,6 +135,8 @@ class TestForgedCandidate:
         ],
     )
     def test_out_of_range_or_inconsistent(self, tmp_path: Path, forge: Forgery, field: str) -> None:
+        """A candidate with a value out of range or inconsistent with its cases is refused,
+        naming the file and field."""
         forged = _good("cand")
         forge(forged)
         baseline = write(tmp_path / "baseline.json", _good("base"))
@@ -161,6 +163,8 @@ class TestForgedCandidate:
         ids=["400-digit-float", "400-digit-int", "nested-100000-deep"],
     )
     def test_huge_numbers_and_deep_nesting(self, tmp_path: Path, old: str, new: str) -> None:
+        """A candidate with huge numbers or deep nesting is refused in one line naming the file,
+        without a traceback."""
         text = json.dumps(_good("cand"))
         assert old in text
         candidate = tmp_path / "candidate.json"
@@ -250,6 +254,7 @@ def _for_golden(data: dict[str, Any]) -> dict[str, Any]:
 
 class TestRestore:
     def test_forged_latest_is_not_restored(self, tmp_path: Path) -> None:
+        """A forged latest report is rejected at start and its numbers never exported."""
         forged = _for_golden(_all_failed("forged", n=5))
         forged["cases"] = []  # summary-only, and its summary disagrees with itself
         forged["summary"] = _good("x", n=5)["summary"]

@@ -48,6 +48,8 @@ def _can_unshare() -> bool:
 
 @pytest.mark.skipif(not _can_unshare(), reason="needs unshare with a private tmpfs mount")
 def test_reports_keep_coming_on_a_full_disk(tmp_path: Path) -> None:
+    """On a small disk that fills, old reports are pruned to make room, no write fails, and
+    latest.json stays the newest run."""
     mount = tmp_path / "disk"
     mount.mkdir()
     reports = mount / "reports"

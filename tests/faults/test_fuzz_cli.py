@@ -65,6 +65,8 @@ class CliResult:
     seconds: float
 
     def problems(self, codes: frozenset[int] = frozenset({0, 1})) -> list[str]:
+        """What is wrong with the command's result: an unexpected exit, too much memory, a
+        crash, a leaked secret or a control character in its output."""
         name = self.argv[1]
         out = self.stdout + self.stderr
         return all_of(
@@ -128,6 +130,7 @@ def run_cli(
 
 @pytest.fixture(scope="module")
 def good_target() -> Iterator[LoopbackServer]:
+    """A well-behaved target for the command attacks, its figures recorded afterwards."""
     with LoopbackServer(lambda _request: Reply(body=GOOD)) as server:
         yield server
     figures.record("cli", dict(FIGURES))

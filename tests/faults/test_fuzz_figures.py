@@ -13,6 +13,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_reliability_page_shows_the_measured_figures() -> None:
+    """docs/reliability.md shows every row of the measured fuzz figures."""
     figures = json.loads((ROOT / "tests/faults/figures.json").read_text("utf-8"))
     page = (ROOT / "docs/reliability.md").read_text("utf-8")
     rows = table_rows(figures)

@@ -90,6 +90,7 @@ class ClassOutcome:
     error_kinds: dict[str, list[str | None]] = field(default_factory=dict)
 
     def describe(self) -> str:
+        """The attacks of the class, described."""
         return "; ".join(a.describe() for a in self.attacks)
 
 
@@ -207,6 +208,7 @@ class Runs:
         self.done: dict[tuple[int, str, int], ClassOutcome] = {}
 
     def get(self, key: tuple[int, str, int]) -> ClassOutcome:
+        """The outcome of one attack class, run once on first use."""
         if key not in self.done:
             attacks = [a for a in ATTACKS if GROUP_OF[f"{a.seed}-{a.id}"] == key]
             seed, block, part = key
@@ -217,6 +219,7 @@ class Runs:
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runs]:
+    """The attack classes' runs, their figures recorded afterwards."""
     state = Runs(tmp_path_factory)
     yield state
     figures.record(

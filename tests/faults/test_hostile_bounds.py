@@ -71,6 +71,8 @@ def _peak_rss(pid: int) -> int:
 
 
 def test_series_sizes_and_memory_bounded(tmp_path: Path) -> None:
+    """Against a heavy hostile target the exposition's series, their label values and the
+    daemon's memory stay bounded."""
     reports = tmp_path / "reports"
     with HostileEndpoint("heavy") as endpoint:
         config = _config(tmp_path, endpoint.url)

@@ -64,6 +64,8 @@ class Poller:
     _stop: threading.Event = field(default_factory=threading.Event)
 
     def run(self) -> None:
+        """Poll the URL until stopped, recording each poll's start, duration, status and
+        text."""
         with httpx.Client(timeout=10.0) as client:
             while not self._stop.is_set():
                 started = time.monotonic()
@@ -138,6 +140,8 @@ class Outcome:
 
 @pytest.fixture(scope="module")
 def outcome(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Outcome]:
+    """One run of every hostile HTTP attack against the daemon, with the reports and polls it
+    gave."""
     workdir = tmp_path_factory.mktemp("hostile-http")
     golden = workdir / "golden.jsonl"
     golden.write_text(
@@ -195,6 +199,8 @@ def outcome(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Outcome]:
 
 class TestHostileHttp:
     def test_each_attack_ends_in_its_error_kind_without_retry(self, outcome: Outcome) -> None:
+        """Each hostile HTTP attack ends its cases in the expected error kind after one
+        attempt."""
         for name, kind in outcome.expected.items():
             cases = [c for r in outcome.reports[name] for c in r["cases"]]
             assert cases, name
@@ -203,6 +209,8 @@ class TestHostileHttp:
             assert all(c["attempts"] == 1 for c in cases), name
 
     def test_messages_say_what_was_wrong(self, outcome: Outcome) -> None:
+        """Each attack's error message says what was wrong with the response."""
+
         def message(name: str) -> str:
             return str(outcome.reports[name][0]["cases"][0]["error"]["message"])
 

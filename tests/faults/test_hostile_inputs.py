@@ -20,6 +20,7 @@ EXAMPLES = Path(__file__).parents[2] / "docs/examples"
 @pytest.mark.parametrize("kind", ["fifo", "device"])
 @pytest.mark.parametrize("command", ["gate-candidate", "gate-rules", "validate", "check"])
 def test_fifo_or_device_input_is_refused_naming_it(tmp_path: Path, kind: str, command: str) -> None:
+    """A FIFO or a device given as an input file is refused naming it, never read for ever."""
     if kind == "fifo":
         bad = tmp_path / "input"
         os.mkfifo(bad)  # nobody ever writes: a reader that opens it blocks for ever

@@ -46,6 +46,8 @@ def _run(mode: str, monkeypatch: pytest.MonkeyPatch) -> JudgedRun:
 def test_a_hostile_body_is_an_error_kind(
     mode: str, kind: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """A hostile judge response costs each check its error kind and yields no judged metric and
+    no canary verdict."""
     run = _run(mode, monkeypatch)
     assert run.usage.errors == {kind: 11}
     assert all(v is None for v in run.metrics.values())
@@ -56,6 +58,8 @@ def test_a_hostile_body_is_an_error_kind(
 def test_echoed_credentials_never_reach_the_report(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
+    """Credentials a judge echoes in its reasons never reach the report, and reasons are bounded
+    to one line."""
     run = _run("echo", monkeypatch)
     reasons = [o.reason for c in run.cases for o in c.outcomes]
     assert any(SECRET in r for r in reasons)  # the judge did echo it

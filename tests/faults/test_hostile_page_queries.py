@@ -79,6 +79,7 @@ async def _get(port: int, path: str) -> tuple[int, str, str]:
 
 @pytest.mark.parametrize("seed", seeds())
 def test_hostile_query_values_get_pages_never_errors(tmp_path: Path, seed: int) -> None:
+    """Hostile query values get a page or a 4xx with a message, never a server error."""
     golden = tmp_path / "golden.jsonl"
     golden.write_text(
         '{"id": "c1", "question": "q", "relevant_ids": ["d1"], "tags": ["t"]}\n', "utf-8"

@@ -31,6 +31,7 @@ def _outcome(config: HttpTargetConfig) -> tuple[str | None, str | None]:
 @pytest.mark.e2e
 @pytest.mark.parametrize("name", sorted(STREAM_ATTACKS))
 def test_stream_attack(name: str) -> None:
+    """Each hostile stream ends the case in its expected outcome, a kept answer intact."""
     attack = STREAM_ATTACKS[name]
     script = [Chunk(0, c) for c in attack.chunks]
     if attack.hold:
@@ -54,6 +55,7 @@ def test_stream_attack(name: str) -> None:
 @pytest.mark.parametrize("name", sorted(MARKER_ANSWERS))
 @pytest.mark.parametrize("style", ["numbers", "ids"])
 def test_marker_answer(name: str, style: str) -> None:
+    """Citation markers read from a hostile answer are bounded in number and size."""
     found = compile_markers(style)(MARKER_ANSWERS[name])
     assert len(found) <= MAX_MARKERS
     for marker in found:
@@ -73,6 +75,7 @@ def test_first_bracketed_marker(name: str) -> None:
 @pytest.mark.e2e
 @pytest.mark.parametrize("name", sorted(ANNOTATION_BODIES))
 def test_annotation_body(name: str) -> None:
+    """A hostile annotations body ends the case in its expected outcome, never a crash."""
     message, expected = ANNOTATION_BODIES[name]
 
     def reply(_request: dict[str, Any]) -> Reply:

@@ -51,6 +51,8 @@ interval_seconds = 0.3
 
 
 def test_lone_surrogates_do_not_stop_reports_or_run_counts(tmp_path: Path) -> None:
+    """Lone surrogates in a target's answers are replaced and counted, and stop neither the
+    reports nor the runs, /healthz staying prompt."""
     reports = tmp_path / "reports"
     with HostileEndpoint("surrogate") as endpoint:
         config = _config(tmp_path, endpoint.url)
@@ -82,6 +84,8 @@ def test_lone_surrogates_do_not_stop_reports_or_run_counts(tmp_path: Path) -> No
 
 
 def test_a_fifo_in_the_golden_sets_place_cannot_freeze_the_daemon(tmp_path: Path) -> None:
+    """A FIFO put in the golden set's place is never read for ever: the job goes on and /healthz
+    stays prompt."""
     import os
 
     reports = tmp_path / "reports"

@@ -106,6 +106,7 @@ class TestHostAllowList:
         assert [200] * len(requests) == _statuses(tmp_path, ServerConfig(), requests)
 
     def test_patterns_stay_within_labels(self) -> None:
+        """An allowed-host wildcard matches within DNS labels only."""
         assert host_pattern("rag-evaluator-*").fullmatch("rag-evaluator-0")
         assert not host_pattern("rag-evaluator-*").fullmatch("rag-evaluator-0.attacker.com")
         assert host_pattern("*.svc").fullmatch("a.b.svc")
@@ -116,6 +117,8 @@ class TestToken:
     def test_pages_need_the_token_probes_and_metrics_do_not(
         self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     ) -> None:
+        """With a UI token the pages need it, as bearer or basic credentials, while probes and
+        /metrics stay open."""
         monkeypatch.setenv("EVALUATOR_UI_TOKEN", TOKEN)
         basic = "Basic " + base64.b64encode(f"anyone:{TOKEN}".encode()).decode()
         requests = (
@@ -133,6 +136,7 @@ class TestToken:
         assert TOKEN not in redactor().redact_text(f"token={TOKEN}")
 
     def test_unset_token_variable_stops_the_start(self, tmp_path: Path) -> None:
+        """A UI token naming an unset variable stops the start naming ``server.token``."""
         settings = _settings(tmp_path, "http://127.0.0.1:9/", ServerConfig(token="${NOPE_UNSET}"))
 
         async def body() -> None:
@@ -142,6 +146,7 @@ class TestToken:
         asyncio.run(body())
 
     def test_bad_allowed_host_is_refused_naming_it(self) -> None:
+        """A malformed allowed host is refused naming ``allowed_hosts``."""
         with pytest.raises(ValueError, match="allowed_hosts"):
             Settings.model_validate({"server": {"allowed_hosts": ["a b"]}})
         assert json.dumps(ServerConfig().allowed_hosts)

@@ -149,6 +149,7 @@ class Phase:
     scrapes: list[tuple[int | None, float]]
 
     def neighbour_latency(self, percentile: float) -> float:
+        """The neighbour job's latency at ``percentile`` in this phase."""
         value = nearest_rank([float(c["latency_seconds"]) for c in self.neighbour], percentile)
         assert value is not None, "no neighbour case in this phase"
         return value
@@ -182,6 +183,8 @@ def _phase(daemon: DaemonProcess, folders: dict[str, Path], deadline: float) -> 
 
 @pytest.fixture(scope="module")
 def phases(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Phase]]:
+    """The neighbour job's cases and the daemon's polls in a calm phase and in each heavy phase
+    of the other job."""
     workdir = tmp_path_factory.mktemp("neighbour")
     heavy = HostileEndpoint("good")
     with heavy, endpoint(ENDPOINT_LATENCY) as neighbour_url:
@@ -222,6 +225,8 @@ class TestNeighbourJob:
             assert errors == [], (name, errors[:3])
 
     def test_neighbour_p99_stays_near_the_calm_phase(self, phases: dict[str, Phase]) -> None:
+        """A heavy job leaves the neighbour job's P99 latency within a bound of its calm
+        value."""
         calm = phases["calm"].neighbour_latency(99)
         for name in HEAVY_PHASES:
             p99 = phases[name].neighbour_latency(99)
@@ -247,6 +252,7 @@ class TestNeighbourJob:
                 assert all(c["mrr"] == 1.0 for c in cases)  # d0 ranked first
 
     def test_healthz_and_metrics_answer_while_heavy_runs(self, phases: dict[str, Phase]) -> None:
+        """/healthz and /metrics answer promptly while the heavy job runs."""
         for name in HEAVY_PHASES:
             phase = phases[name]
             for what, polls in (("/healthz", phase.health), ("/metrics", phase.scrapes)):

@@ -151,6 +151,7 @@ class TestMistakenEndpoints:
         assert ("search", "a=b") == (sent["x-team"], sent["api-key"])
 
     def test_unknown_compression_is_refused(self) -> None:
+        """An unknown OTLP compression is refused naming it."""
         from evaluator.config import OtlpConfig
 
         with pytest.raises(ValueError, match="compression"):
@@ -221,6 +222,8 @@ class TestHostileAnswers:
 
     @pytest.mark.parametrize("name", sorted(HOSTILE_ANSWERS))
     def test_every_answer_is_an_outcome(self, name: str) -> None:
+        """Every hostile collector answer is a counted outcome of its kind, never an
+        exception."""
         raw, kind = HOSTILE_ANSWERS[name]
         with HostileCollector("raw", raw=raw) as collector:
             exporter = otlp.BoundedExporter(collector.url, timeout_seconds=2)

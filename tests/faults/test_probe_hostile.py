@@ -30,6 +30,8 @@ def _probe(tmp_path: Path, raw: bytes) -> subprocess.CompletedProcess[str]:
 
 @pytest.mark.parametrize("depth", [100_000, 1_000])
 def test_deep_json_is_a_clean_error(tmp_path: Path, depth: int) -> None:
+    """``evaluator probe`` of a deeply nested body exits 1 with a message saying so, not a
+    traceback."""
     proc = _probe(tmp_path, b"[" * depth + b"]" * depth)
     out = proc.stdout + proc.stderr
     assert 1 == proc.returncode, out[-1000:]
@@ -42,6 +44,7 @@ def test_deep_json_is_a_clean_error(tmp_path: Path, depth: int) -> None:
     [b"\x1b[2Jnot json\r\nverdict: PASS\x07", b'{"answer": "a\\u2028b\\u0085c\\u001b[2J"}'],
 )
 def test_a_body_is_shown_escaped(tmp_path: Path, raw: bytes) -> None:
+    """``evaluator probe`` shows a hostile body with no terminal control character."""
     proc = _probe(tmp_path, raw)
     out = proc.stdout + proc.stderr
     assert "internal error" not in out, out[-1000:]

@@ -90,6 +90,8 @@ class Breakage:
         self.as_folder = as_folder  # block with a folder (else with a file)
 
     def block(self, folder: Path) -> None:
+        """Make the breakage's path unusable: a folder where a file must be, or a file where a
+        folder must be."""
         path = self.where(folder)
         if path.is_dir():
             shutil.rmtree(path)
@@ -102,6 +104,7 @@ class Breakage:
             path.write_text("a file where a folder must be", "utf-8")
 
     def repair(self, folder: Path) -> None:
+        """Remove what :meth:`block` put in the path's place."""
         path = self.where(folder)
         if path.is_dir():
             shutil.rmtree(path)

@@ -101,6 +101,8 @@ def _cli(args: list[str], tmp_path: Path) -> dict[str, str]:
 
 
 def test_no_secret_leaves_in_any_encoding(tmp_path: Path) -> None:
+    """Secrets a target echoes never leave in any encoding through the reports, logs, gate
+    outputs or probe output, though the target got them."""
     outputs: dict[str, str] = {}
     with HostileEndpoint("echo") as endpoint:
         config = _config(tmp_path, endpoint.url)

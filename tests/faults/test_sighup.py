@@ -59,6 +59,7 @@ def _until(check: Callable[[], bool], timeout: float = 15.0) -> None:
 
 
 def test_sighup_reloads_and_keeps_the_old_config_on_error(tmp_path: Path) -> None:
+    """SIGHUP reloads a good configuration and keeps the old one, counted, on a bad one."""
     case = {"id": "c0", "question": "q0", "relevant_ids": ["d0"], "expected_facts": ["fact"]}
     first, second = tmp_path / "first.jsonl", tmp_path / "second.jsonl"
     for path in (first, second):
