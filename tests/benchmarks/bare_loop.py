@@ -48,6 +48,8 @@ async def bare_loop(
 
 
 async def main(questions: list[str], url: str, concurrency: int) -> None:
+    """Ask every question with the bare loop and print its wall time and request count as
+    JSON."""
     connector = aiohttp.TCPConnector(limit=concurrency)
     async with aiohttp.ClientSession(connector=connector) as session:
         wall, added = await bare_loop(session, url, questions, concurrency)

@@ -111,6 +111,7 @@ def _reports(rng: random.Random) -> tuple[list[list[CaseRecord]], RunReport]:
 
 
 def run() -> dict[str, Any]:
+    """The history store's cost per run and size per 1,000 runs, its figures by name."""
     rng = random.Random(17)
     variants, template = _reports(rng)
     start = datetime.now(UTC) - timedelta(minutes=RUNS)

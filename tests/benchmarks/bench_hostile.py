@@ -301,6 +301,7 @@ def _costs() -> dict[str, float]:
 
 
 def run() -> dict[str, Any]:
+    """What each hostile attack costs the daemon, its figures by name."""
     out: dict[str, Any] = {}
     details: dict[str, Any] = {}
     with endpoint(0.005) as neighbour_url:

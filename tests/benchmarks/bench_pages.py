@@ -208,6 +208,7 @@ def _status_page(renderer: PageRenderer, state: JobPage) -> str:
 
 
 def run() -> dict[str, Any]:
+    """The status page's and case table's render times for a large job, its figures by name."""
     state = _state()
     report = state.report
     assert report is not None

@@ -315,6 +315,7 @@ def _cases(
 
 
 def run() -> dict[str, Any]:
+    """One daemon's cycle of 100 jobs against the paced bare reference, its figures by name."""
     rps = RATE
     with endpoint(LATENCY, log_requests=True) as url:
         # the reference is measured before the daemon's cycle and again after it, and the

@@ -74,9 +74,12 @@ class WhatIfAiohttpTarget:
         self._session: aiohttp.ClientSession | None = None
 
     def identity(self) -> dict[str, Any]:
+        """The what-if target's identity."""
         return {"kind": "what-if", "url": self.url}
 
     async def query(self, case: Case, k: int, dialogue: Dialogue | None = None) -> TargetResponse:
+        """Ask the question over a bare aiohttp session and read the default contract's
+        answer."""
         if self._session is None:
             self._session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=self._limit))
         payload = {"question": case.question, "top_k": k}
@@ -91,6 +94,7 @@ class WhatIfAiohttpTarget:
         return parse_default_response(json.loads(content))
 
     async def aclose(self) -> None:
+        """Close the session, when one was opened."""
         if self._session is not None:
             await self._session.close()
 
@@ -244,6 +248,8 @@ def _profile_run(url: str, dataset: Dataset, concurrency: int) -> dict[str, Any]
 
 
 def run() -> dict[str, Any]:
+    """The runner's overhead against a bare loop at each latency and concurrency level, its
+    figures by name."""
     dataset = golden_set(max(c for _, c in LEVELS))
     details: dict[str, Any] = {"latency_seconds": LATENCY, "repeats": REPEATS}
     with endpoint(LATENCY) as url:

@@ -107,6 +107,7 @@ def _linear(values: dict[int, float], floor: float = 0.0) -> float | None:
 
 
 def run() -> dict[str, Any]:
+    """``evaluator run`` and ``gate`` at each size of golden set, their figures by name."""
     sizes = SIZES
     runs: dict[int, dict[str, Any]] = {}
     gates: dict[int, dict[str, Any]] = {}

@@ -51,6 +51,7 @@ def _score_all(dataset: Any, settings: ScoringSettings) -> float:
 
 
 def run() -> dict[str, Any]:
+    """Scoring throughput of a callable target on one core, its figures by name."""
     dataset = golden_set(CASES)
     target = CallableTarget("tests.benchmarks.support:answer", name="bench")
     options = RunOptions(k=5, concurrency=CONCURRENCY)

@@ -139,6 +139,8 @@ async def _soak(url: str, dataset: Path, reports: Path) -> dict[str, Any]:
 
 
 def run() -> dict[str, Any]:
+    """The daemon's memory, files and timing over a soak of scheduled runs, its figures by
+    name."""
     with tempfile.TemporaryDirectory() as tmp, open(os.devnull, "w") as null:  # noqa: PTH123
         configure_logging("json", "info", stream=null)
         dataset = Path(tmp, "soak.jsonl")

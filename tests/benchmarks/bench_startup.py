@@ -88,6 +88,8 @@ def _process_seconds(code: str) -> float:
 
 
 def run() -> dict[str, Any]:
+    """``evaluator serve``'s start-up to ready, beside the interpreter's and the imports' own,
+    its figures by name."""
     with tempfile.TemporaryDirectory() as tmp, endpoint(0.0) as url:
         cold = _start_to_ready(url, Path(tmp))
         runs = [_start_to_ready(url, Path(tmp)) for _ in range(REPEATS)]

@@ -214,6 +214,7 @@ def run(
 
 
 def main() -> None:
+    """Measure the transports and print the figures as JSON."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--count", type=int, default=COUNT)
     parser.add_argument("--concurrency", type=int, default=CONCURRENCY)

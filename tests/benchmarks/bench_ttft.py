@@ -60,6 +60,8 @@ async def _errors(url: str, delay: float, n: int) -> tuple[list[float], list[flo
 
 
 def run() -> dict[str, Any]:
+    """The error of the measured time to first token at each known delay, its figures by
+    name."""
     n = 20 if quick() else 100
     out: dict[str, Any] = {}
     details: dict[str, Any] = {"cases_per_delay": n, "concurrency": 1}

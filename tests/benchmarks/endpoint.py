@@ -36,6 +36,8 @@ STAGES = {"embedding": 0.011, "vector": 0.004, "keyword": 0.002, "rerank": 0.03,
 
 
 def body(slept: float) -> dict[str, Any]:
+    """The endpoint's answer in the default contract, the time it slept among its stage
+    timings."""
     return {
         "answer": "Refunds are accepted within 7 days (七天) of delivery, see the policy [1].",
         "retrieved": RETRIEVED,
@@ -45,6 +47,8 @@ def body(slept: float) -> dict[str, Any]:
 
 
 def make_app(latency: float, log_requests: bool = False) -> web.Application:
+    """The endpoint answering after ``latency`` seconds, keeping each request's times with
+    ``log_requests``."""
     static = json.dumps(body(0.0), ensure_ascii=False).encode()
     #: (job, question, arrived, answered) per request, with ``log_requests``
     log: list[tuple[str, str, float, float]] = []
@@ -77,6 +81,9 @@ def make_app(latency: float, log_requests: bool = False) -> web.Application:
 
 
 def make_sse_app() -> web.Application:
+    """The streaming endpoint: the first piece after the delay the question names, then the
+    rest."""
+
     async def handle(request: web.Request) -> web.StreamResponse:
         arrived = time.perf_counter()
         delay = float(json.loads(await request.read())["question"])
@@ -101,6 +108,7 @@ def make_sse_app() -> web.Application:
 
 
 async def serve(latency: float, sse: bool = False, log_requests: bool = False) -> None:
+    """Serve the endpoint on a free loopback port, printed, until the process is stopped."""
     app = make_sse_app() if sse else make_app(latency, log_requests)
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
@@ -114,6 +122,7 @@ async def serve(latency: float, sse: bool = False, log_requests: bool = False) -
 
 
 def main() -> None:
+    """Serve the endpoint the command line asks for."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--latency", type=float, default=0.0, help="seconds per answer")
     parser.add_argument("--sse", action="store_true", help="stream, first piece delayed")

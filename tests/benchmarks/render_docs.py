@@ -57,6 +57,7 @@ def _figure(results: dict[str, Any], module: str, key: str) -> dict[str, Any] | 
 
 
 def goal_rows(results: dict[str, Any]) -> list[tuple[str, dict[str, Any] | None]]:
+    """Each goal's figure of the results (None: not measured)."""
     return [(key, _figure(results, module, key)) for module, key in GOALS]
 
 
@@ -361,6 +362,7 @@ def _verdict(results: dict[str, Any]) -> list[str]:
 
 
 def render(results: dict[str, Any]) -> str:
+    """docs/performance.md from the benchmark results."""
     m = results["machine"]
     v = m["versions"]
     quick = " (quick mode: fewer cases and repeats)" if results.get("quick") else ""
@@ -432,6 +434,7 @@ def render(results: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Write docs/performance.md, or only its judge part, from a results file."""
     args = list(sys.argv[1:] if argv is None else argv)
     if args[:2] == ["--only", "judge"]:
         source = Path(args[2]) if len(args) > 2 else OUT / "results-judge.json"

@@ -61,6 +61,7 @@ def modules() -> list[str]:
 
 
 def machine() -> dict[str, Any]:
+    """The machine the benchmarks ran on: CPU, cores, Python and package versions."""
     cpu = platform.processor() or platform.machine()
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -147,6 +148,7 @@ def run_one(name: str) -> dict[str, Any]:
 
 
 def fmt_value(value: float | None, unit: str) -> str:
+    """A figure's value in its unit, as the tables print it."""
     if value is None:
         return "n/a"
     if unit in ("ratio", "ms", "s", "MiB"):
@@ -159,10 +161,12 @@ def fmt_value(value: float | None, unit: str) -> str:
 
 
 def fmt_met(met: bool | None) -> str:
+    """Whether a figure met its goal, as the tables print it."""
     return "n/a" if met is None else ("yes" if met else "**no**")
 
 
 def label(name: str, figure: str) -> str:
+    """A figure's label, prefixed with its benchmark's name unless it has it."""
     return figure if figure.startswith(f"{name}:") else f"{name}: {figure}"
 
 
@@ -171,6 +175,7 @@ def _cell(text: str) -> str:
 
 
 def table(benchmarks: dict[str, Any]) -> str:
+    """The Markdown table of every benchmark's figures, a benchmark that did not run said so."""
     rows = ["| figure | value | goal | met | what it means |", "| --- | --- | --- | --- | --- |"]
     for name, bench in benchmarks.items():
         if bench["error"]:
@@ -234,6 +239,7 @@ def _profiles(benchmarks: dict[str, Any]) -> list[str]:
 
 
 def markdown(results: dict[str, Any]) -> str:
+    """The Markdown summary of a benchmark run."""
     m = results["machine"]
     benchmarks = results["benchmarks"]
     lines = [
@@ -266,6 +272,7 @@ def markdown(results: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the benchmarks asked for, each in a child process, and write their results."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
         "--only", action="append", metavar="NAME", help="run only bench_NAME (repeatable)"

@@ -78,6 +78,7 @@ def quick() -> bool:
 
 
 def median(values: Sequence[float]) -> float:
+    """The median of ``values`` as a float."""
     return float(statistics.median(values))
 
 

@@ -61,6 +61,8 @@ class Script:
         self.delay = 0.0
 
     def __call__(self, request: dict[str, Any]) -> Reply:
+        """The answer to the request's question after the script's delay, a 500 for a failing
+        question."""
         question = str(request["question"])
         if question in self.failing:
             return Reply(body={"detail": "boom"}, status=500)
@@ -85,6 +87,7 @@ class Endpoint(LoopbackServer):
             self.in_flight -= 1
 
     def questions(self) -> list[str]:
+        """The questions asked, in order."""
         return [str(r["question"]) for r in self.requests]
 
     def stop(self) -> None:
@@ -96,11 +99,13 @@ class Endpoint(LoopbackServer):
 
 @pytest.fixture
 def script() -> Script:
+    """A script every case answers well and at once."""
     return Script()
 
 
 @pytest.fixture
 def endpoint(script: Script) -> Iterator[Endpoint]:
+    """A loopback endpoint answering by ``script``."""
     server = Endpoint(script)
     server.__enter__()
     yield server

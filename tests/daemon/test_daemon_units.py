@@ -43,6 +43,8 @@ class TestClassify:
     def test_outcome(
         self, cases: int, scored: int, errors: int, limit: float, expected: str
     ) -> None:
+        """A run is complete while its error share stays within the limit, failed when nothing
+        was scored, else incomplete."""
         assert expected == run_outcome(_summary(cases, scored, errors), limit)
 
 
@@ -60,10 +62,12 @@ class TestParseListen:
         ],
     )
     def test_valid(self, listen: str, expected: tuple[str, int]) -> None:
+        """A listen address is read as host and port."""
         assert expected == parse_listen(listen)
 
     @pytest.mark.parametrize("listen", ["9464", "host:", "host:http", "host:65536", "host:-1"])
     def test_invalid_names_the_value(self, listen: str) -> None:
+        """A malformed listen address is a configuration error naming the value."""
         with pytest.raises(ConfigError, match="expected HOST:PORT") as info:
             parse_listen(listen)
         assert repr(listen) in str(info.value)

@@ -68,15 +68,19 @@ class Stack:
 
     @property
     def target(self) -> str:
+        """The loopback target's address as Prometheus scrapes it."""
         return f"127.0.0.1:{self.server.port}"
 
     def latest(self) -> dict[str, Any]:
+        """The daemon's latest report."""
         data: dict[str, Any] = json.loads(self.latest_path.read_text("utf-8"))
         return data
 
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    """Prometheus scraping the daemon, which runs a golden set against a loopback target, for
+    the module's tests."""
     require_binary("prometheus")
     require_binary("promtool")
     root = tmp_path_factory.mktemp("e2e")

@@ -30,6 +30,7 @@ def _metrics() -> tuple[CollectorRegistry, Metrics]:
 
 
 def test_a_complete_run_swaps_summary_gate_and_last_run_together() -> None:
+    """A complete run updates the quality gauges, the gate's and the last run's together."""
     registry, metrics = _metrics()
     metrics.run_finished(
         LABELS,
@@ -55,6 +56,8 @@ def test_a_complete_run_swaps_summary_gate_and_last_run_together() -> None:
 
 
 def test_a_run_that_is_not_complete_keeps_the_last_complete_one() -> None:
+    """A run that is not complete updates the last run's gauges and keeps the last complete
+    run's."""
     registry, metrics = _metrics()
     metrics.run_finished(
         LABELS, finished_at=1.0, duration_seconds=1.0, error_ratio=0.0, complete=summarise(())
@@ -67,6 +70,7 @@ def test_a_run_that_is_not_complete_keeps_the_last_complete_one() -> None:
 
 
 def test_history_and_counters_reach_the_exposition() -> None:
+    """Stability counts, drift gauges and retries reach the exposition."""
     registry, metrics = _metrics()
     metrics.history_updated(
         LABELS,
@@ -84,6 +88,7 @@ def test_history_and_counters_reach_the_exposition() -> None:
 
 
 def test_an_update_of_an_unknown_job_is_refused() -> None:
+    """An update of a job the exporter does not know is refused."""
     _, metrics = _metrics()
     with pytest.raises(KeyError):
         metrics.run_broke(("x", "y"), finished_at=1.0, duration_seconds=1.0)

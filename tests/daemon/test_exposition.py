@@ -154,6 +154,7 @@ def test_after_every_update_the_served_text_is_a_fresh_encoding(name: str) -> No
 
 
 def test_a_finished_case_reencodes_its_jobs_histograms_only() -> None:
+    """A finished case re-encodes only its own job's case histograms and error counters."""
     _, metrics = _metrics()
     _served(metrics, False)
     assert set() == _stale(metrics, A) | _stale(metrics, B)
@@ -167,6 +168,7 @@ def test_a_finished_case_reencodes_its_jobs_histograms_only() -> None:
 
 
 def test_a_finished_run_reencodes_only_the_gauges_that_moved() -> None:
+    """A finished run re-encodes only the gauges it moved, of its own job."""
     _, metrics = _metrics()
     _served(metrics, True)
     metrics.run_finished(A, finished_at=10.0, duration_seconds=2.0, error_ratio=0.25)
@@ -179,6 +181,7 @@ def test_a_finished_run_reencodes_only_the_gauges_that_moved() -> None:
 
 
 def test_a_removed_job_leaves_no_series_and_comes_back_at_zero() -> None:
+    """A removed job leaves no series and, added again, comes back with its counters at zero."""
     registry, metrics = _metrics()
     metrics.retried(A)
     metrics.case_finished(A, _record(ttft=0.1), "run-1")
@@ -197,6 +200,7 @@ def test_a_removed_job_leaves_no_series_and_comes_back_at_zero() -> None:
 
 
 def test_every_counter_of_a_job_exists_at_zero_from_the_start() -> None:
+    """Every counter of a job is exported at zero from the start."""
     registry, _ = _metrics(A)
     labels = {"target": A[0], "dataset": A[1]}
     value = registry.get_sample_value
@@ -362,6 +366,8 @@ def test_any_sequence_of_changes_is_served_as_encoded_fresh(
 
 
 def test_openmetrics_parses_back_to_the_same_samples() -> None:
+    """The OpenMetrics exposition parses back to the same samples as prometheus_client's
+    registry holds."""
     registry, metrics = _metrics()
     metrics.case_finished(A, _record(ttft=0.3, trace_id="ab" * 16), "run-1")
     metrics.case_finished(B, _record(error="timeout"), "run-2")
@@ -379,6 +385,7 @@ def test_openmetrics_parses_back_to_the_same_samples() -> None:
 
 
 def test_a_nan_goes_into_the_sum_only_as_prometheus_client_does() -> None:
+    """A NaN stage time goes into the histogram's sum only, as prometheus_client does."""
     registry, metrics = _metrics(A)
     metrics.case_finished(A, _record(stages={"model": math.nan}), "run-1")
     _assert_served_is_fresh(registry, metrics)

@@ -45,6 +45,8 @@ def _lowest(spec: str) -> str:
 def test_served_bytes_equal_prometheus_clients_under_every_allowed_version(
     which: str, tmp_path: Path
 ) -> None:
+    """The served exposition equals prometheus_client's byte for byte under the lowest and
+    highest versions allowed."""
     spec = _allowed()
     requirement = "prometheus-client" + (_lowest(spec) if which == "lowest" else spec)
     site = tmp_path / "site"

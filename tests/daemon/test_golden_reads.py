@@ -78,6 +78,7 @@ def test_golden_sets_are_read_in_a_worker_thread(
 
 @pytest.fixture
 def endpoint() -> Iterator[LoopbackServer]:
+    """A loopback target answering every case well."""
     answer = {"answer": "fact", "retrieved": [{"id": "d0"}], "citations": [1]}
     with LoopbackServer(lambda _request: Reply(answer)) as server:
         yield server
@@ -109,6 +110,8 @@ def _hostile(path: Path, kind: str) -> None:
 def test_hostile_golden_set_at_start_is_refused(
     tmp_path: Path, endpoint: LoopbackServer, kind: str
 ) -> None:
+    """A golden set that is no regular file stops the daemon at start naming it, without a
+    traceback."""
     golden = tmp_path / "golden.jsonl"
     _hostile(golden, kind)
     daemon = DaemonProcess(

@@ -22,6 +22,7 @@ pytestmark = pytest.mark.e2e
 def test_the_report_is_written_off_the_event_loop(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """The daemon writes a run's report from a worker thread, never on the event loop."""
     golden = tmp_path / "golden.jsonl"
     golden.write_text('{"id": "c1", "question": "q", "relevant_ids": ["d1"]}\n', "utf-8")
     writers: list[str] = []

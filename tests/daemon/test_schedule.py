@@ -43,6 +43,8 @@ class TestStaggerOffsets:
         ],
     )
     def test_offsets(self, count: int, spread: float, expected: list[float]) -> None:
+        """The first runs start with one at once and the rest spread over the spread by the
+        golden ratio, off any round lattice."""
         assert expected == stagger_offsets(count, spread)
 
     @pytest.mark.parametrize("count", [10, 100, 1000])
@@ -83,6 +85,8 @@ class TestStaggerSpread:
         ],
     )
     def test_spread(self, schedules: list[dict[str, object]], expected: float) -> None:
+        """The spread is half a second a job, at most the shortest interval, with no bound from
+        cron jobs."""
         assert expected == stagger_spread([_job(**s) for s in schedules])
 
 
@@ -108,6 +112,7 @@ class TestFirstRun:
         ],
     )
     def test_first_run(self, schedule: dict[str, object], expected: datetime) -> None:
+        """A job's first run is at once or one period later, as its schedule says."""
         job = _job(**schedule)
         assert expected == first_run(job, build_trigger(job, START), START)
 
@@ -156,7 +161,9 @@ class TestIntervalOf:
         ],
     )
     def test_cron(self, cron: str, seconds: float) -> None:
+        """A cron trigger's interval is the gap between its next two fires."""
         assert seconds == interval_of(build_trigger(_job(cron=cron), START), START)
 
     def test_interval(self) -> None:
+        """An interval trigger's interval is its period."""
         assert 42.5 == interval_of(build_trigger(_job(interval_seconds=42.5), START), START)

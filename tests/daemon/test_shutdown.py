@@ -38,6 +38,7 @@ class SlowAfterFirstRun:
         self.lock = threading.Lock()
 
     def __call__(self, request: dict[str, Any]) -> Reply:
+        """The answer to a question, at once the first time and slowly after."""
         question = str(request["question"])
         with self.lock:
             first = question not in self.seen
@@ -47,6 +48,7 @@ class SlowAfterFirstRun:
 
 @pytest.fixture
 def golden(tmp_path: Path) -> Path:
+    """The module's golden set as a file."""
     path = tmp_path / "golden.jsonl"
     path.write_text("".join(json.dumps(c) + "\n" for c in CASES), "utf-8")
     return path
