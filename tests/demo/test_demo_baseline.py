@@ -52,6 +52,8 @@ def _page(demo: Demo) -> tuple[str, str]:
 def test_the_first_complete_run_is_the_baseline_and_a_failure_mode_turns_red(
     tmp_path: Path,
 ) -> None:
+    """The demo saves its first complete run as the baseline, gates later runs against it, and a
+    failure mode of the reference service turns the job red."""
     with run_demo(tmp_path, prometheus=False) as demo:
         reports = demo.stdout_path.parent / "reports"
         baseline = reports / BASELINE_FILE

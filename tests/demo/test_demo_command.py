@@ -103,10 +103,12 @@ class Demo:
 
     @property
     def url(self) -> str:
+        """The demo daemon's base URL."""
         return f"http://{HOST}:{self.daemon_port}"
 
     @property
     def ports(self) -> dict[str, int]:
+        """The port of each process of the demo, by its name in the banner."""
         return {
             "reference service": self.rag_port,
             "daemon": self.daemon_port,
@@ -118,12 +120,15 @@ class Demo:
         return self.stdout_path.read_text("utf-8", errors="replace")
 
     def logs(self) -> list[dict[str, Any]]:
+        """The demo's log events so far."""
         return parse_log_lines(self.stderr_path.read_text("utf-8", errors="replace"))
 
     def diagnostics(self) -> str:
+        """The ends of the demo's stderr and stdout, for a failing assertion."""
         return f"stderr:\n{_tail(self.stderr_path)}\nstdout:\n{_tail(self.stdout_path, 10)}"
 
     def get(self, path: str) -> httpx.Response:
+        """GET ``path`` of the demo daemon."""
         return self.client.get(f"{self.url}{path}")
 
     def samples(self) -> dict[str, list[tuple[dict[str, str], float]]]:

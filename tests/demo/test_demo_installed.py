@@ -28,6 +28,7 @@ PACKAGED = REPO / "evaluator" / "commands" / "data" / "rag_cases.jsonl"
 
 
 def test_the_packaged_golden_set_is_the_source_trees() -> None:
+    """The golden set packaged for the demo is a copy of the source tree's."""
     assert (REPO / SOURCE_GOLDEN_SET).read_bytes() == PACKAGED.read_bytes(), (
         "evaluator/commands/data/rag_cases.jsonl must be a copy of evals/rag_cases.jsonl: "
         "cp evals/rag_cases.jsonl evaluator/commands/data/"
@@ -37,6 +38,8 @@ def test_the_packaged_golden_set_is_the_source_trees() -> None:
 def test_the_default_golden_set_is_the_source_trees_there_and_the_package_elsewhere(
     tmp_path: Path,
 ) -> None:
+    """The demo uses the source tree's golden set in the repository and the packaged copy
+    anywhere else."""
     assert SOURCE_GOLDEN_SET == default_golden_set(REPO)
     elsewhere = default_golden_set(tmp_path)
     assert elsewhere.is_file() and elsewhere.read_bytes() == PACKAGED.read_bytes()
@@ -79,6 +82,7 @@ def _env(site: Path) -> dict[str, str]:
 
 
 def test_demo_help_from_another_directory(installed: Path, tmp_path: Path) -> None:
+    """The installed package's ``evaluator demo --help`` works from outside the repository."""
     where = subprocess.run(
         [sys.executable, "-c", "import evaluator; print(evaluator.__file__)"],
         cwd=tmp_path, env=_env(installed), capture_output=True, text=True, timeout=60, check=True,

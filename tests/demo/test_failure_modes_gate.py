@@ -49,6 +49,7 @@ class Reference:
     process: subprocess.Popen[bytes]
 
     def set_modes(self, *modes: str) -> None:
+        """Switch the reference service to exactly ``modes``."""
         response = httpx.put(
             f"{self.url}/admin/failure-modes", json={"modes": list(modes)}, timeout=10
         )
@@ -62,6 +63,7 @@ def _env() -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder away from the repository's config, where the evaluator runs."""
     # the evaluator runs here, away from the repository's config/evaluator.toml
     return tmp_path_factory.mktemp("failure-modes")
 
@@ -149,17 +151,21 @@ class Gate:
 
     @property
     def areas(self) -> set[str]:
+        """The areas of the gate's diagnosis."""
         return {f["area"] for f in self.result["diagnosis"]}
 
     @property
     def failed_rules(self) -> set[str]:
+        """The names of the gate's failed rules."""
         return {r["name"] for r in self.result["rules"] if r["status"] == "fail"}
 
     def finding(self, area: str) -> dict[str, Any]:
+        """The one finding of the diagnosis in ``area``."""
         (found,) = [f for f in self.result["diagnosis"] if f["area"] == area]
         return found
 
     def lines(self) -> str:
+        """The diagnosis as the terminal prints it."""
         return "\n".join(
             f"  - {f['signal']}: look at {f['look_at']}" for f in self.result["diagnosis"]
         )
@@ -252,6 +258,8 @@ def _assert_direction(mode: str, b: dict[str, Any], c: dict[str, Any]) -> None:
 def test_failure_mode_fails_the_gate_with_its_diagnosis(
     reference: Reference, workdir: Path, baseline: Path, mode: str
 ) -> None:
+    """Each failure mode of the reference service fails the gate on its rules, with the
+    diagnosis naming its area and where to look."""
     area, look_at, failing_rules, extra = MODES[mode]
     reference.set_modes(mode)
     try:

@@ -89,9 +89,11 @@ class GitHubRun:
 
     @property
     def conclusion(self) -> str:
+        """The run's conclusion: failure when a step failed."""
         return "failure" if any(s.status == "failure" for s in self.steps) else "success"
 
     def step(self, name: str) -> StepResult:
+        """The result of the step called ``name``."""
         return next(s for s in self.steps if s.name == name)
 
 

@@ -196,6 +196,7 @@ def page_with_reference(text: str) -> str:
 
 
 def main() -> None:
+    """Rewrite docs/configuration.md's reference from the settings' models."""
     PAGE.write_text(page_with_reference(PAGE.read_text(encoding="utf-8")), encoding="utf-8")
     print(f"wrote {PAGE}")
 

@@ -50,6 +50,7 @@ class Outcome:
 
     @property
     def ok(self) -> bool:
+        """Whether the command printed what the page says."""
         return matches(self.command.expected, self.actual)
 
 

@@ -29,6 +29,7 @@ def _doc_layers() -> list[set[str]]:
 
 
 def test_the_layer_table_is_the_import_contract() -> None:
+    """docs/architecture.md's layer table is the import-linter contract."""
     doc = _doc_layers()
     contract = _contract_layers()
     # the entry point row names two layers of the contract (__main__ above cli)
@@ -37,6 +38,7 @@ def test_the_layer_table_is_the_import_contract() -> None:
 
 
 def test_at_most_sixteen_modules_at_the_top() -> None:
+    """The package holds at most sixteen loose modules at its top."""
     loose = [
         p.name
         for p in (ROOT / "evaluator").glob("*.py")

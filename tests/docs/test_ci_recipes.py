@@ -81,6 +81,8 @@ def test_every_recipe_in_the_docs_is_one_this_module_runs() -> None:
 def test_github_actions_recipe_passes_unchanged_and_blocks_a_broken_reranker(
     tmp_path: Path,
 ) -> None:
+    """The GitHub Actions recipe runs unchanged, passes a good change and blocks one that breaks
+    the reranker."""
     workflow = _recipe(".github")
     (job,) = workflow["jobs"]
     env = _env(tmp_path)

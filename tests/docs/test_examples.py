@@ -43,10 +43,12 @@ def _evaluate(example: Example) -> str | None:
 
 
 def parse_page(path: Path) -> Document:
+    """The page's console examples and skip directives."""
     return Document.parse(str(path), CodeBlockParser("console", _evaluate), SkipParser())
 
 
 def console_examples(path: Path) -> list[Any]:
+    """The page's console examples."""
     return [e for e in parse_page(path).examples() if e.region.evaluator is _evaluate]
 
 
@@ -55,6 +57,8 @@ def console_examples(path: Path) -> list[Any]:
 def test_console_examples_print_what_the_page_says(
     path: Path, tmp_path: Path, reference_service: ReferenceService
 ) -> None:
+    """Every console example of the page, run in a checkout against the reference service,
+    prints what the page says."""
     document = parse_page(path)
     workdir = copy_checkout(tmp_path / "checkout")
     home = tmp_path / "home"

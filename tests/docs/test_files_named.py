@@ -30,12 +30,14 @@ def _shipped() -> set[str]:
 
 
 def named_paths(text: str) -> set[str]:
+    """The repository paths ``text`` names."""
     return {m.rstrip(".") for m in _REPO_PATH.findall(text)}
 
 
 @pytest.mark.e2e  # lists the shipped files with `git ls-files`
 @pytest.mark.parametrize("path", PAGES, ids=[str(p.relative_to(ROOT)) for p in PAGES])
 def test_every_file_a_page_names_is_shipped(path: Path) -> None:
+    """Every file a page names is in a fresh clone."""
     shipped = _shipped()
     text = path.read_text(encoding="utf-8")
     missing = sorted(p for p in named_paths(text) if p not in shipped)
@@ -44,6 +46,7 @@ def test_every_file_a_page_names_is_shipped(path: Path) -> None:
 
 @pytest.mark.parametrize("path", PAGES, ids=[str(p.relative_to(ROOT)) for p in PAGES])
 def test_every_relative_link_resolves(path: Path) -> None:
+    """Every relative link of a page resolves to a file."""
     text = path.read_text(encoding="utf-8")
     broken = sorted(
         link for link in _LINK.findall(text) if not (path.parent / link).resolve().exists()
@@ -52,6 +55,8 @@ def test_every_relative_link_resolves(path: Path) -> None:
 
 
 def test_the_path_finder_sees_paths_in_prose_and_commands() -> None:
+    """The path finder sees repository paths in prose and commands, not home or version
+    paths."""
     text = "run `evaluator validate evals/bad.jsonl`, see config/targets/"
     text += ", not $HOME/evals/x or evaluator/0.1.0."
     assert named_paths(text) == {"evals/bad.jsonl", "config/targets"}

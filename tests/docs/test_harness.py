@@ -28,6 +28,7 @@ from tests.docs.expected import matches
     ],
 )
 def test_placeholders_match_the_variable_parts(expected: str, actual: str) -> None:
+    """A placeholder in the expected output matches the variable part of the actual output."""
     assert matches(expected, actual)
 
 
@@ -43,10 +44,13 @@ def test_placeholders_match_the_variable_parts(expected: str, actual: str) -> No
     ],
 )
 def test_everything_else_must_match_exactly(expected: str, actual: str) -> None:
+    """Outside placeholders the output must match exactly."""
     assert not matches(expected, actual)
 
 
 def test_a_block_splits_into_commands_with_continuations_and_expected_output() -> None:
+    """A console block splits into commands, with their continuation lines, line numbers and
+    expected output."""
     source = "$ evaluator run \\\n  --k 5\nline one\n[2]\n$ echo hi\nhi\n"
     first, second = parse_console(source, 10)
     assert (first.line, first.text) == (10, "evaluator run \\\n  --k 5")
@@ -55,5 +59,6 @@ def test_a_block_splits_into_commands_with_continuations_and_expected_output() -
 
 
 def test_output_before_any_command_is_a_mistake_in_the_page() -> None:
+    """Output before the first command is refused as a mistake in the page."""
     with pytest.raises(ValueError, match="before the first"):
         parse_console("orphan\n$ true\n", 3)

@@ -33,6 +33,7 @@ def _tracked_text_files() -> list[Path]:
 
 
 def test_no_shipped_file_cites_an_unshipped_source() -> None:
+    """No shipped file cites a source a clone does not ship."""
     offenders = [
         f"{path.relative_to(ROOT)}:{number}: {line.strip()}"
         for path in _tracked_text_files()

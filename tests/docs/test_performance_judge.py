@@ -72,6 +72,7 @@ def _page() -> str:
 
 
 def test_the_judge_section_states_its_figures_in_words() -> None:
+    """The judge's section of docs/performance.md states its figures in words."""
     page = _page()
     section = page[page.index(JUDGE_HEADING) : page.index("## Every figure")]
     assert "adds 1,500 µs of CPU per case, and 900 µs of wall" in section
@@ -81,6 +82,7 @@ def test_the_judge_section_states_its_figures_in_words() -> None:
 
 
 def test_splicing_replaces_only_the_judge_part() -> None:
+    """Splicing new judge results replaces only the judge's part of the page."""
     page = _page()
     spliced = splice_judge(page, _results(1234.0))
     before, after = page.split("\n"), spliced.split("\n")
@@ -97,6 +99,7 @@ def test_splicing_replaces_only_the_judge_part() -> None:
 
 
 def test_a_page_without_the_judge_section_gains_one_before_the_figures() -> None:
+    """A page without the judge's section gains one before the table of every figure."""
     page = _page()
     start = page.index(JUDGE_HEADING)
     stripped = page[:start] + page[page.index("## Every figure") :]
@@ -106,6 +109,7 @@ def test_a_page_without_the_judge_section_gains_one_before_the_figures() -> None
 
 
 def test_a_results_file_without_the_judge_is_refused() -> None:
+    """A results file without the judge benchmark is refused."""
     results = copy.deepcopy(_results(1.0))
     del results["benchmarks"]["judge"]
     with pytest.raises(ValueError, match="no judge benchmark"):

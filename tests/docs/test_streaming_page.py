@@ -21,6 +21,7 @@ BLOCKS = re.findall(r"```toml\n(.*?)```", PAGE.read_text(encoding="utf-8"), re.S
 
 
 def test_the_page_has_its_examples() -> None:
+    """docs/streaming.md has its configuration examples."""
     assert len(BLOCKS) >= 6
 
 
@@ -28,6 +29,8 @@ def test_the_page_has_its_examples() -> None:
 def test_each_toml_block_is_accepted(
     block: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Each TOML example of docs/streaming.md is accepted by the configuration or the gate's
+    rules."""
     data = tomllib.loads(block)
     if "rules" in data:
         assert parse_rules(data, "docs/streaming.md")

@@ -18,12 +18,14 @@ def _packages() -> set[str]:
 
 
 def test_ci_installs_through_make_deps() -> None:
+    """CI installs the system packages through ``make deps``, with no second list."""
     ci = (REPO / ".ci" / "run").read_text(encoding="utf-8")
     assert re.search(r"^make deps$", ci, re.M)
     assert "apt-get install" not in ci  # no second list
 
 
 def test_the_readme_names_every_package() -> None:
+    """The README names every system package ``make deps`` installs."""
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     packages = _packages()
     assert {"prometheus", "prometheus-alertmanager", "prometheus-pushgateway"} <= packages

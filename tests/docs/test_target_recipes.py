@@ -169,12 +169,15 @@ SERVICES: dict[str, tuple[Callable[[dict[str, Any]], Any], str | None, tuple[Any
 
 
 def test_every_recipe_has_a_service() -> None:
+    """Every target recipe of the docs has a loopback service of its framework's shape."""
     assert set(SERVICES) == set(RECIPES)
 
 
 @pytest.mark.e2e
 @pytest.mark.parametrize("name", sorted(RECIPES))
 def test_recipe_against_its_framework_shape(name: str) -> None:
+    """Each target recipe, queried against its framework's shape, reads the answer, the ranking
+    and the citations."""
     block = RECIPES[name]
     target = tomllib.loads(block)["targets"][0]
     path = urlsplit(target["url"]).path

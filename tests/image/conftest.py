@@ -18,5 +18,7 @@ from tests.image.deployment import Deployment, deployed
 
 @pytest.fixture(scope="session")
 def deployment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployment]:
+    """The image deployed as the example says, in its own network namespace, for the module's
+    tests."""
     with deployed(Path(tmp_path_factory.mktemp("image")), ci=os.environ.get("CI") == "true") as d:
         yield d

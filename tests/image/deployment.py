@@ -65,14 +65,17 @@ class Deployment:
     containers: dict[str, str] = field(default_factory=dict)
 
     def container(self, role: str) -> str:
+        """The container of ``role``."""
         return self.containers[role]
 
     def metrics(self) -> str:
+        """The evaluator container's /metrics."""
         status, body = self.netns.get("http://127.0.0.1:9464/metrics")
         assert status == 200, body
         return body
 
     def complete_runs(self) -> float:
+        """The complete runs the evaluator container has counted."""
         found = re.search(
             r'^rag_eval_runs_total\{[^}]*outcome="complete"[^}]*\} (\S+)$', self.metrics(), re.M
         )

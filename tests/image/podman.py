@@ -109,6 +109,7 @@ def _run(
 
 
 def cache_dir() -> Path:
+    """The folder the built image is cached in."""
     default = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
     path = Path(os.environ.get("RAG_EVAL_IMAGE_CACHE", default / "rag-evaluator-image"))
     path.mkdir(parents=True, exist_ok=True)
@@ -172,6 +173,7 @@ class Timings:
 
     @contextlib.contextmanager
     def step(self, name: str) -> Iterator[None]:
+        """Time the step called ``name``."""
         start = time.monotonic()
         try:
             yield
@@ -305,16 +307,20 @@ class Netns:
 
     @property
     def path(self) -> str:
+        """The namespace's path."""
         return f"/run/netns/{self.name}"
 
     def create(self) -> None:
+        """Create the namespace with only its loopback interface up."""
         _run(["ip", "netns", "add", self.name])
         _run(["ip", "-n", self.name, "link", "set", "lo", "up"])
 
     def delete(self) -> None:
+        """Delete the namespace."""
         _run(["ip", "netns", "delete", self.name], check=False)
 
     def interfaces(self) -> list[str]:
+        """The namespace's network interfaces."""
         out = _run(["ip", "-n", self.name, "-o", "link", "show"]).stdout
         return [line.split(":")[1].strip() for line in out.splitlines() if line.strip()]
 
@@ -347,4 +353,5 @@ def run(
 
 
 def podman(*args: str | Path, check: bool = True, timeout: float = 120) -> str:
+    """podman's output of ``args``."""
     return _run(["podman", *args], check=check, timeout=timeout).stdout

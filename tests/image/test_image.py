@@ -17,15 +17,18 @@ from tests.image.deployment import Deployment, example_commands
 
 
 def test_the_example_is_two_containers() -> None:
+    """The deployment example runs two containers, the RAG service and the evaluator."""
     roles = [argv[argv.index("--name") + 1] for argv in example_commands()]
     assert roles == ["rag", "evaluator"]
 
 
 def test_namespace_has_only_loopback(deployment: Deployment) -> None:
+    """The deployment's network namespace has only loopback."""
     assert deployment.netns.interfaces() == ["lo"]
 
 
 def test_health_readiness_and_metrics_answer(deployment: Deployment) -> None:
+    """/healthz, /readyz and /metrics answer in the deployed image."""
     base = "http://127.0.0.1:9464"
     assert deployment.netns.get(f"{base}/healthz")[0] == 200
     deployment.wait_for_complete_run()
@@ -41,6 +44,8 @@ def test_health_readiness_and_metrics_answer(deployment: Deployment) -> None:
 
 
 def test_a_complete_run_scores_every_case(deployment: Deployment) -> None:
+    """The deployed evaluator scores every case of the golden set and writes its report to the
+    reports volume."""
     report = deployment.wait_for_complete_run()
     dataset = (pm.REPO / "evals" / "rag_cases.jsonl").read_text(encoding="utf-8")
     cases = [line for line in dataset.splitlines() if line.strip()]
@@ -54,6 +59,7 @@ def test_a_complete_run_scores_every_case(deployment: Deployment) -> None:
 
 
 def test_healthcheck_is_in_the_image_and_passes(deployment: Deployment) -> None:
+    """The image carries a healthcheck of /healthz, and it passes."""
     config = json.loads(pm.podman("image", "inspect", deployment.image))[0]
     # the OCI image format has no HEALTHCHECK: the build must use --format docker
     assert "docker" in config["ManifestType"]
@@ -63,6 +69,7 @@ def test_healthcheck_is_in_the_image_and_passes(deployment: Deployment) -> None:
 
 
 def test_runs_as_the_unprivileged_user(deployment: Deployment) -> None:
+    """The evaluator runs as the unprivileged user with no capability."""
     config = json.loads(pm.podman("image", "inspect", deployment.image))[0]
     assert config["Config"]["User"] == "10001:10001"
     ids = pm.podman("exec", deployment.container("evaluator"), "id", "-u").strip()
@@ -72,6 +79,7 @@ def test_runs_as_the_unprivileged_user(deployment: Deployment) -> None:
 
 
 def test_root_filesystem_is_read_only(deployment: Deployment) -> None:
+    """The container's root filesystem is read-only, /tmp writable."""
     result = pm.run(
         ["podman", "exec", deployment.container("evaluator"), "touch", "/var/lib/evaluator/x"],
         check=False,
@@ -83,6 +91,7 @@ def test_root_filesystem_is_read_only(deployment: Deployment) -> None:
 
 
 def test_installed_packages_are_the_locked_versions(deployment: Deployment) -> None:
+    """The image's installed packages are the locked versions."""
     frozen = pm.podman(
         "run", "--rm", "--network=none", "--entrypoint", "python", deployment.image,
         "-m", "pip", "freeze", "--all",

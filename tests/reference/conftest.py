@@ -32,4 +32,5 @@ def client(reference_server: ReferenceServer) -> Iterator[httpx.Client]:
 
 @pytest.fixture(scope="session")
 def golden() -> Dataset:
+    """The reference golden set."""
     return load_dataset(GOLDEN_SET)

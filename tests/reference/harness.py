@@ -44,38 +44,47 @@ class Run:
 
     @property
     def recall(self) -> float:
+        """Mean recall@K over the answerable cases."""
         return _mean([_ranked(s.recall_at_k) for s in self._answerable()])
 
     @property
     def mrr(self) -> float:
+        """Mean reciprocal rank over the answerable cases."""
         return _mean([_ranked(s.mrr) for s in self._answerable()])
 
     @property
     def ndcg(self) -> float:
+        """Mean nDCG@K over the answerable cases."""
         return _mean([_ranked(s.ndcg_at_k) for s in self._answerable()])
 
     @property
     def citation_precision(self) -> float:
+        """Mean citation precision over the scored cases."""
         return _mean([s.citation_precision or 0.0 for _, s, _ in self.scored])
 
     @property
     def accuracy(self) -> float:
+        """Share of correct answers among the cases with an answer check."""
         checked = [s.answer_correct for _, s, _ in self.scored if s.answer_correct is not None]
         return _mean([float(ok) for ok in checked])
 
     @property
     def correct_refusal_rate(self) -> float:
+        """Share of unanswerable cases refused."""
         return _mean([float(bool(s.refused)) for c, s, _ in self.scored if c.unanswerable])
 
     @property
     def false_refusal_rate(self) -> float:
+        """Share of answerable cases refused."""
         return _mean([float(bool(s.refused)) for s in self._answerable()])
 
     @property
     def error_rate(self) -> float:
+        """Share of cases that failed."""
         return len(self.failed) / (len(self.failed) + len(self.scored))
 
     def summary(self) -> dict[str, float]:
+        """Every figure of the run by its report name."""
         return {
             "recall_at_k": self.recall,
             "mrr": self.mrr,
@@ -89,6 +98,7 @@ class Run:
 
 
 def ask(http: httpx.Client, question: str, top_k: int = K) -> httpx.Response:
+    """Ask the reference service one question."""
     return http.post("/rag", json={"question": question, "top_k": top_k})
 
 

@@ -36,6 +36,7 @@ HISTORY_IGNORED = {"first": 1.0, "follow_up": 0.098, "conversations": 0.0}
 
 @pytest.fixture(scope="module")
 def conversations() -> Dataset:
+    """The reference conversational golden set."""
     return load_dataset(CONVERSATIONS)
 
 

@@ -30,6 +30,7 @@ README_BASELINE = {
 
 @pytest.fixture(scope="module")
 def baseline(reference_server: ReferenceServer, golden: Dataset) -> Run:
+    """A run of the golden set against the healthy reference service."""
     reference_server.failure_modes.set([])
     with httpx.Client(base_url=reference_server.url, timeout=10) as http:
         return evaluate(http, golden.questions)
@@ -38,6 +39,7 @@ def baseline(reference_server: ReferenceServer, golden: Dataset) -> Run:
 def run_with(
     reference_server: ReferenceServer, golden: Dataset, client: httpx.Client, *modes: str
 ) -> Run:
+    """A run of the golden set with the reference service in failure ``modes``."""
     reference_server.failure_modes.set(modes)
     return evaluate(client, golden.questions)
 

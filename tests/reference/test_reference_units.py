@@ -187,6 +187,7 @@ class TestAnswerer:
         assert "Refunds are reviewed by staff. [1]" == answer.text
 
     def test_language_of(self) -> None:
+        """A question's language is Chinese when it holds Chinese characters, else English."""
         assert ("zh", "en") == (language_of("退款？"), language_of("refund?"))
 
 

@@ -20,6 +20,8 @@ __all__ = ["main"]
 
 
 def main(url: str, out: str, pause: float = 0.02) -> None:
+    """Poll the URL until SIGTERM, appending each poll's start, duration and status to
+    ``out``."""
     running = True
 
     def stop(*_: object) -> None:

@@ -102,6 +102,7 @@ class LoopbackJudge(ThreadedApp):
 
     @property
     def url(self) -> str:
+        """The judge's chat-completions URL."""
         return f"http://127.0.0.1:{self.port}/v1/chat/completions"
 
     async def _start(self) -> None:

@@ -78,6 +78,7 @@ class Reply:
     declare_length: bool = False
 
     def payload(self) -> bytes:
+        """The reply's bytes: the raw ones, or the body as JSON."""
         if self.raw is not None:
             return self.raw
         return json.dumps(self.body, ensure_ascii=False).encode()
@@ -118,6 +119,7 @@ class LoopbackServer(ThreadedApp):
 
     @property
     def url(self) -> str:
+        """The server's URL, its path included."""
         scheme = "https" if self.ssl_context is not None else "http"
         return f"{scheme}://127.0.0.1:{self.port}{self.path}"
 

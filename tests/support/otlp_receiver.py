@@ -48,6 +48,7 @@ class ReceivedSpan:
 
     @property
     def seconds(self) -> float:
+        """The span's duration in seconds."""
         return (self.end_ns - self.start_ns) / 1e9
 
 
@@ -66,12 +67,15 @@ class OtlpReceiver(ThreadedApp):
 
     @property
     def url(self) -> str:
+        """The receiver's traces URL."""
         return f"http://127.0.0.1:{self.port}/v1/traces"
 
     def named(self, name: str) -> list[ReceivedSpan]:
+        """The spans received called ``name``."""
         return [s for s in self.spans if s.name == name]
 
     def children_of(self, span: ReceivedSpan) -> list[ReceivedSpan]:
+        """The spans received whose parent is ``span``."""
         return [
             s
             for s in self.spans
@@ -148,6 +152,7 @@ class HostileCollector(BackgroundServer):
 
     @property
     def url(self) -> str:
+        """The collector's traces URL."""
         return f"http://127.0.0.1:{self.port}/v1/traces"
 
     async def _start(self) -> None:

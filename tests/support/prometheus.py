@@ -147,6 +147,7 @@ class PrometheusServer:
 
     @property
     def url(self) -> str:
+        """Prometheus's base URL."""
         return f"http://{HOST}:{self.port}"
 
     def _write_config(self) -> Path:
@@ -171,6 +172,8 @@ class PrometheusServer:
         return path
 
     def start(self) -> PrometheusServer:
+        """Start Prometheus on a free port, retried when another process takes the port
+        first."""
         binary = require_binary("prometheus")
         self.workdir.mkdir(parents=True, exist_ok=True)
         config = self._write_config()
@@ -215,6 +218,7 @@ class PrometheusServer:
         )
 
     def stop(self) -> None:
+        """Stop Prometheus and close the client."""
         if self._proc is not None:
             _stop_process(self._proc, 10.0)
             self._proc = None
@@ -283,13 +287,17 @@ class Pushgateway:
 
     @property
     def address(self) -> str:
+        """The Pushgateway's host and port."""
         return f"{HOST}:{self.port}"
 
     @property
     def url(self) -> str:
+        """The Pushgateway's base URL."""
         return f"http://{self.address}"
 
     def start(self) -> Pushgateway:
+        """Start the Pushgateway on a free port without persistence, retried when another
+        process takes the port first."""
         binary = require_binary("prometheus-pushgateway", "prometheus-pushgateway")
         self.workdir.mkdir(parents=True, exist_ok=True)
         for _attempt in range(3):  # another process may grab the free port first
@@ -320,6 +328,7 @@ class Pushgateway:
         raise AssertionError(f"pushgateway did not start:\n{_tail(self.log_path)}")
 
     def stop(self) -> None:
+        """Stop the Pushgateway."""
         if self._proc is not None:
             _stop_process(self._proc, 10.0)
             self._proc = None
@@ -399,9 +408,11 @@ class DaemonProcess:
 
     @property
     def url(self) -> str:
+        """The daemon's base URL."""
         return f"http://{self.address}"
 
     def start(self) -> DaemonProcess:
+        """Start ``evaluator serve`` with its output to files."""
         self.workdir.mkdir(parents=True, exist_ok=True)
         with self.stdout_path.open("wb") as out, self.stderr_path.open("wb") as err:
             self.proc = subprocess.Popen(

@@ -43,6 +43,7 @@ class RawServer(BackgroundServer):
 
     @property
     def url(self) -> str:
+        """The server's URL, its path included."""
         return f"http://127.0.0.1:{self.port}{self.path}"
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -87,6 +88,7 @@ class ScriptedRawServer(RawServer):
         self._tasks: set[asyncio.Task[None]] = set()
 
     def url_of(self, path: str) -> str:
+        """The server's URL of ``path``."""
         return f"http://127.0.0.1:{self.port}{path}"
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:

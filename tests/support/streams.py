@@ -36,6 +36,7 @@ def sse(*events: Any, done: bool = False) -> list[bytes]:
 
 
 def ndjson(*events: Any) -> list[bytes]:
+    """``events`` as NDJSON lines."""
     return [(json.dumps(e) + "\n").encode() for e in events]
 
 
@@ -93,6 +94,7 @@ class StreamServer(ThreadedApp):
 
     @property
     def url(self) -> str:
+        """The server's URL, its path included."""
         return f"http://127.0.0.1:{self.port}{self.path}"
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
