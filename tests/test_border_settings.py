@@ -26,6 +26,7 @@ def _setenv(monkeypatch: pytest.MonkeyPatch, name: str, value: str) -> None:
 
 
 def test_text_problem_names_the_offset_not_the_value() -> None:
+    """A setting that is not UTF-8 is named by its offset, never its value."""
     assert border.text_problem("plain") is None
     assert border.text_problem("天气 ok") is None
     problem = border.text_problem(UNDECODABLE)
@@ -34,6 +35,7 @@ def test_text_problem_names_the_offset_not_the_value() -> None:
 
 
 def test_query_parameter_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A query parameter read from the environment must be UTF-8, named if not."""
     monkeypatch.setenv("FUZZ_PARAM", "ok")
     RequestTemplate.from_config("http://127.0.0.1:9/rag", params={"key": "${FUZZ_PARAM}"})
     with pytest.raises(ConfigError, match=r"request\.params\.key: the value is not UTF-8"):
@@ -46,6 +48,8 @@ def test_query_parameter_from_the_environment(monkeypatch: pytest.MonkeyPatch) -
 
 @pytest.mark.parametrize("value", ["a\r\nX-Injected: 1", "a\x1b[2J", UNDECODABLE])
 def test_otlp_header_from_the_environment(monkeypatch: pytest.MonkeyPatch, value: str) -> None:
+    """An OTLP header read from the environment that cannot be sent is refused without its
+    value."""
     _setenv(monkeypatch, "FUZZ_OTLP", value)
     with pytest.raises(ConfigError, match=r"otlp\.headers\.X-Key: .*cannot be sent") as caught:
         otlp.resolve(headers={"X-Key": "${FUZZ_OTLP}"})
@@ -54,6 +58,7 @@ def test_otlp_header_from_the_environment(monkeypatch: pytest.MonkeyPatch, value
 
 @pytest.mark.parametrize("value", ["tok\nverdict: PASS", UNDECODABLE])
 def test_server_token_from_the_environment(monkeypatch: pytest.MonkeyPatch, value: str) -> None:
+    """A UI token read from the environment that cannot be used is refused without its value."""
     _setenv(monkeypatch, "FUZZ_TOKEN_VALUE", value)
     with pytest.raises(ConfigError, match=r"server\.token: ") as caught:
         resolve_token("${FUZZ_TOKEN_VALUE}")

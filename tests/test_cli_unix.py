@@ -41,6 +41,7 @@ def _into_closed_pipe(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]
 @pytest.mark.e2e
 class TestClosedPipe:
     def test_failing_gate_into_a_closed_pipe_exits_2_quietly(self, tmp_path: Path) -> None:
+        """A failing gate whose output pipe is closed exits 2 with nothing on stderr."""
         baseline = write(tmp_path / "b.json", summary_report(EXERCISE_BASELINE))
         candidate = write(tmp_path / "c.json", summary_report(EXERCISE_CANDIDATE))
         proc = _into_closed_pipe(
@@ -50,6 +51,7 @@ class TestClosedPipe:
         assert "" == proc.stderr
 
     def test_passing_gate_into_a_closed_pipe_exits_0_quietly(self, tmp_path: Path) -> None:
+        """A passing gate whose output pipe is closed exits 0 with nothing on stderr."""
         baseline = write(tmp_path / "b.json", summary_report(EXERCISE_BASELINE))
         proc = _into_closed_pipe(
             "gate", "--baseline", str(baseline), "--candidate", str(baseline), cwd=tmp_path
@@ -58,11 +60,14 @@ class TestClosedPipe:
         assert "" == proc.stderr
 
     def test_help_into_a_closed_pipe(self, tmp_path: Path) -> None:
+        """``--help`` into a closed pipe exits 0 quietly."""
         proc = _into_closed_pipe("gate", "--help", cwd=tmp_path)
         assert 0 == proc.returncode, proc.stderr
         assert "" == proc.stderr
 
     def test_validate_into_a_closed_pipe(self, tmp_path: Path) -> None:
+        """``evaluator validate`` into a closed pipe keeps its exit code, with no BrokenPipe
+        trace."""
         data = Path(__file__).parent / "data"
         ok = _into_closed_pipe("validate", str(data / "valid.jsonl"), cwd=tmp_path)
         bad = _into_closed_pipe("validate", str(data / "invalid.jsonl"), cwd=tmp_path)

@@ -338,6 +338,8 @@ class TestPathsInAFile:
     )
 
     def test_relative_paths_resolve_against_the_file(self, workdir: Path) -> None:
+        """Relative paths of a configuration file resolve against its folder, absolute ones
+        stay."""
         path = _write(workdir / "conf", self.CONFIG)
         settings = load_settings(path)
         job, target = settings.jobs[0], settings.targets[0]

@@ -92,6 +92,7 @@ class TestUnixConventions:
         assert "run" == json.loads(captured.err.strip().splitlines()[-1])["event"]
 
     def test_no_color_turns_console_colour_off(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """NO_COLOR turns the console's colours off."""
         monkeypatch.setenv("NO_COLOR", "1")
         out = _Terminal()
         configure_logging("console", "info", stream=out)
@@ -100,6 +101,7 @@ class TestUnixConventions:
         assert "\033[" not in out.getvalue()
 
     def test_console_colour_without_no_color(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """The console log is coloured on a terminal without NO_COLOR."""
         monkeypatch.delenv("NO_COLOR", raising=False)
         monkeypatch.delenv("TERM", raising=False)
         out = _Terminal()
@@ -120,6 +122,7 @@ class TestUnixConventions:
         assert "'recall_at_k'" not in text
 
     def test_json_lines_round_floats_to_six_significant_digits(self) -> None:
+        """JSON log lines round floats to six significant digits."""
         out = io.StringIO()
         configure_logging("json", "info", stream=out)
         structlog.get_logger("evaluator.test").info("run", summary={"mrr": 0.8333333333333334})

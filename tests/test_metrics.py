@@ -225,12 +225,14 @@ class TestTheReportReaderKnowsEveryMetric:
     evaluator/report/read.py."""
 
     def test_every_case_score_is_read_back(self) -> None:
-
+        """The report reader reads back every per-case score."""
         from evaluator.report import read
 
         assert set(CaseScores.__struct_fields__) <= set(read._Case.__struct_fields__)
 
     def test_every_quality_ratio_and_total_is_read_back(self) -> None:
+        """The report reader reads back every quality ratio and its total, in the summary and
+        per tag."""
         from evaluator.report import read
 
         for struct in (read._Totals, read._TagSummary):
@@ -238,6 +240,7 @@ class TestTheReportReaderKnowsEveryMetric:
 
     @pytest.mark.parametrize("name", QUALITY_METRICS)
     def test_a_ratio_out_of_range_is_an_error_naming_it(self, name: str) -> None:
+        """A ratio out of range is an error naming the metric."""
         import msgspec
 
         from evaluator.report import read

@@ -27,6 +27,7 @@ GOLDEN = (
 
 
 def test_a_loaded_case_is_not_tracked() -> None:
+    """Cases loaded from a golden set are not tracked by the garbage collector."""
     cases = parse_dataset(GOLDEN, "golden.jsonl").cases
     assert [gc.is_tracked(c) for c in cases] == [False, False]
 
@@ -46,6 +47,7 @@ def test_built_records_are_not_tracked() -> None:
 
 
 def test_records_read_back_are_not_tracked(tmp_path: Path) -> None:
+    """Records read back from a report are not tracked by the garbage collector."""
     path = tmp_path / "report.json"
     write_report(report([record("q1"), record("q2", error="timeout")]), path)
     cases = read_report(path).cases

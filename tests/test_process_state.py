@@ -26,6 +26,7 @@ def test_a_change_is_atomic_across_threads() -> None:
 
 
 def test_swap_gives_back_what_it_replaced() -> None:
+    """A slot's swap gives back the value it replaced."""
     slot: Slot[str | None] = Slot("a")
     assert "a" == slot.swap(None)
     assert slot.get() is None
@@ -41,6 +42,7 @@ def test_the_redactor_is_the_one_in_the_process_state() -> None:
 
 
 def test_the_surrogate_count_is_the_one_in_the_process_state() -> None:
+    """The border's surrogate count is the process state's."""
     before = process_state.surrogates_replaced.get()
     assert "\ufffd" == border.text("\ud83d")
     assert before + 1 == process_state.surrogates_replaced.get() == border.surrogates_replaced()

@@ -18,12 +18,14 @@ SECRETS = {"token": TOKEN, "header": HEADER}
 
 @pytest.fixture
 def redact() -> Redactor:
+    """A redactor of the module's token and header."""
     return Redactor([TOKEN, HEADER])
 
 
 class TestEveryForm:
     @pytest.mark.parametrize("form", sorted(secret_forms(TOKEN)))
     def test_each_form_of_the_value_inside_text(self, redact: Redactor, form: str) -> None:
+        """Each encoded form of a secret inside text is masked, the text around it kept."""
         text = f"prefix {secret_forms(TOKEN)[form]} suffix"
         out = redact(text)
         assert [] == leaked_forms(out, SECRETS)
@@ -31,6 +33,7 @@ class TestEveryForm:
 
     @pytest.mark.parametrize("form", sorted(secret_forms(HEADER)))
     def test_each_form_of_the_whole_header_value(self, redact: Redactor, form: str) -> None:
+        """Each encoded form of a whole header value is masked."""
         assert [] == leaked_forms(redact(secret_forms(HEADER)[form]), SECRETS)
 
     @pytest.mark.parametrize("prefix", ["", "u:", "us:", "user:"])
@@ -49,9 +52,11 @@ class TestEveryForm:
             )
 
     def test_lower_case_percent_hex(self, redact: Redactor) -> None:
+        """Lower-case percent-encoding of a secret is masked."""
         assert MASK == redact("tok-5ecret-Zq81%2fx%2by%3d")
 
     def test_no_secret_is_identity(self) -> None:
+        """Without secrets redaction changes nothing."""
         assert "abc" == Redactor([""])("abc")
         assert not Redactor([])
         assert set() == encoded_forms("")
@@ -59,22 +64,26 @@ class TestEveryForm:
 
 class TestJson:
     def test_nested_values_and_keys(self, redact: Redactor) -> None:
+        """Secrets are masked in nested JSON values and keys, other values kept."""
         data = {"answer": f"echo {TOKEN}", "ids": [TOKEN, "d1"], TOKEN: {"x": [HEADER]}, "n": 1}
         out = redact.redact_json(data)
         assert [] == leaked_forms(json.dumps(out), SECRETS)
         assert out["ids"][1] == "d1" and out["n"] == 1
 
     def test_clean_data_is_returned_as_is(self, redact: Redactor) -> None:
+        """Clean JSON data is returned as is."""
         data = {"answer": "fine", "ids": ["a"]}
         assert redact.redact_json(data) is data
 
     def test_quote_and_backslash_secret_found_through_json_escaping(self) -> None:
+        """A secret with quotes and backslashes is found through JSON escaping."""
         secret = 'a"b\\c/d'
         out = Redactor([secret]).redact_json({"k": f"x{secret}y"})
         assert {"k": f"x{MASK}y"} == out
 
 
 def test_stream_redacts_each_write() -> None:
+    """A redacting stream masks secrets in each write."""
     inner = io.StringIO()
     stream = RedactingStream(inner)
     from evaluator.redaction import register_secrets
@@ -86,6 +95,7 @@ def test_stream_redacts_each_write() -> None:
 
 class TestTriePattern:
     def test_longest_word_wins_and_every_word_matches(self) -> None:
+        """The trie pattern matches every word, the longest first."""
         import re
 
         from evaluator.redaction import trie_pattern
@@ -109,6 +119,8 @@ class TestCredentialParts:
     """A credential's parts travel on their own: each is masked in every form too."""
 
     def test_basic_credentials_decoded(self) -> None:
+        """Basic credentials are masked decoded, the password alone included, the user name
+        alone not."""
         header = "Basic " + base64.b64encode(b"alice:pa55-w0rd&<x>").decode()
         redact = Redactor([header])
         for text in ("alice:pa55-w0rd&<x>", "pa55-w0rd&<x>", "pa55-w0rd&amp;&lt;x&gt;"):
@@ -116,6 +128,7 @@ class TestCredentialParts:
         assert "alice" == redact("alice")  # a user name alone is not a secret
 
     def test_url_userinfo(self) -> None:
+        """A URL's user information yields its secrets, decoded."""
         from evaluator.redaction import derived_secrets
 
         found = derived_secrets("https://bob:s3cr%40t-99@rag.internal/query")
@@ -125,6 +138,7 @@ class TestCredentialParts:
         assert set() == derived_secrets("https://rag.internal/query")
 
     def test_target_url_userinfo_is_registered(self) -> None:
+        """A target URL's user information is registered as a secret."""
         from evaluator.redaction import redactor
         from evaluator.targets.request import RequestTemplate
 
@@ -136,11 +150,13 @@ class TestCredentialParts:
         ["api_key", "sig", "code", "X-Functions-Key", "X-Auth-Key", "X-Amz-Signature", "apikey"],
     )
     def test_names_that_say_they_hold_a_secret(self, name: str) -> None:
+        """Names that say they hold a secret are secret names."""
         from evaluator.targets.request import is_secret_name
 
         assert is_secret_name(name)
 
     def test_ordinary_names_are_not_secrets(self) -> None:
+        """Ordinary names are not secret names."""
         from evaluator.targets.request import is_secret_name
 
         assert not any(is_secret_name(n) for n in ("question", "top_k", "Accept", "lang"))

@@ -349,6 +349,7 @@ class TestTimestamps:
     """generated_at is a datetime in memory and one string format on disk."""
 
     def test_written_as_utc_milliseconds_z(self) -> None:
+        """Times are written in UTC with milliseconds and a Z."""
         at = datetime(2025, 1, 2, 4, 4, 5, 678000, tzinfo=timezone(timedelta(hours=1)))
         assert "2025-01-02T03:04:05.678Z" == format_timestamp(at)
 
@@ -361,9 +362,11 @@ class TestTimestamps:
         ],
     )
     def test_read_back_in_any_offset_as_utc(self, text: str) -> None:
+        """Times are read back in any offset as UTC."""
         assert datetime(2025, 1, 2, 3, 4, 5, 678000, tzinfo=UTC) == parse_timestamp(text)
 
     def test_a_time_without_offset_is_utc(self) -> None:
+        """A time without an offset is UTC."""
         assert UTC == parse_timestamp("2025-01-02T03:04:05").tzinfo
 
     @pytest.mark.parametrize(
@@ -379,6 +382,7 @@ class TestTimestamps:
         assert UTC == at.tzinfo
 
     def test_a_report_with_no_time_is_refused_naming_the_field(self) -> None:
+        """A report whose time cannot be read is refused naming the field."""
         data = report_to_dict(_report())
         data["generated_at"] = "yesterday"
         with pytest.raises(ReportError, match="'generated_at' is not an ISO 8601 time"):

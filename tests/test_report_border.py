@@ -60,6 +60,7 @@ def test_numbers_beyond_the_border_range_are_a_field_error(
 
 
 def test_invalid_json_is_still_refused() -> None:
+    """A report that is not valid JSON, or holds a non-finite number, is refused."""
     raw = json.dumps(_report()).encode()[:-20]
     with pytest.raises(ReportError, match="not valid JSON"):
         parse_report(raw, "candidate.json")

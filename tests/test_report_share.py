@@ -14,6 +14,8 @@ from tests.gate.factories import record, report, write
 
 
 def test_shared_cases_are_the_baselines_and_the_report_is_unchanged(tmp_path: Path) -> None:
+    """A report read sharing a baseline's unchanged cases is the same report, field for
+    field."""
     baseline = read_report(write(tmp_path / "b.json", report([record("a"), record("b")])))
     changed = report(
         [record("a", rr=0.5), record("b", question="another question?"), record("c")],
@@ -33,6 +35,7 @@ def test_shared_cases_are_the_baselines_and_the_report_is_unchanged(tmp_path: Pa
 
 
 def test_a_shared_read_still_validates(tmp_path: Path) -> None:
+    """A read sharing a baseline still validates every case."""
     baseline = read_report(write(tmp_path / "b.json", report([record("a")])))
     data = (tmp_path / "b.json").read_text(encoding="utf-8").replace('"mrr": 1.0', '"mrr": 2.0')
     forged = tmp_path / "forged.json"

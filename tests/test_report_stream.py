@@ -86,6 +86,8 @@ def _whole(report: RunReport, made: list[CaseRecord]) -> RunReport:
 
 
 def test_streamed_report_is_the_report_written_whole(tmp_path: Path) -> None:
+    """A report streamed case by case, out of order, is byte for byte the report written
+    whole."""
     register_secrets([SECRET])  # process-wide and never removed: only this test's secret
     dataset = _golden_set(40)
     path = tmp_path / "run.json"
@@ -116,6 +118,8 @@ def test_streamed_report_is_the_report_written_whole(tmp_path: Path) -> None:
 
 
 def test_a_partial_run_keeps_golden_set_order_across_the_gaps(tmp_path: Path) -> None:
+    """A partial run's streamed report keeps the golden set's order across the cases that never
+    finished."""
     report, made = _run(_golden_set(8), None)
     finished = [made[i] for i in (5, 0, 3, 7, 2)]  # 1, 4 and 6 never finished
     order = {c.id: i for i, c in enumerate(report.cases)}
@@ -130,6 +134,7 @@ def test_a_partial_run_keeps_golden_set_order_across_the_gaps(tmp_path: Path) ->
 
 
 def test_no_case(tmp_path: Path) -> None:
+    """A report without cases streams as it writes whole."""
     report, _ = _run(_golden_set(3), None)
     empty = replace(report, cases=(), summary=summarise(()), interrupted=True)
     path = tmp_path / "empty.json"
@@ -139,6 +144,7 @@ def test_no_case(tmp_path: Path) -> None:
 
 
 def test_a_case_that_cannot_be_written_fails_the_report_not_the_run(tmp_path: Path) -> None:
+    """A case that cannot be written fails the report, leaving the previous file in place."""
     report, made = _run(_golden_set(3), None)
     path = tmp_path / "run.json"
     path.write_text("previous")
@@ -153,6 +159,7 @@ def test_a_case_that_cannot_be_written_fails_the_report_not_the_run(tmp_path: Pa
 
 
 def test_left_unfinished_leaves_nothing(tmp_path: Path) -> None:
+    """A stream left unfinished leaves no file."""
     _, made = _run(_golden_set(3), None)
     with ReportStream(tmp_path / "run.json") as stream:
         stream.add(0, made[0])
@@ -160,6 +167,7 @@ def test_left_unfinished_leaves_nothing(tmp_path: Path) -> None:
 
 
 def test_without_texts_is_the_record_with_only_texts_and_stage_form_changed() -> None:
+    """A record without its texts differs only in the texts and the stage mapping's form."""
     _, made = _run(_golden_set(5), None)
     for record in made:
         record = replace(record, ttfb_seconds=0.01, trace_id="ab" * 16, cost=0.5)

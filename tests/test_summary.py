@@ -438,6 +438,8 @@ class TestIdsNeverMatched:
     """A run in which no relevant id was ever retrieved says so: the ids probably differ."""
 
     def test_no_relevant_id_anywhere_counts_the_answerable_cases(self) -> None:
+        """Cases with no relevant id anywhere count among the answerable ones, with a warning
+        asking whether the ids match."""
         records = [_record("a", _scores(0.0)), _record("b", _scores(0.0)), _failed("c")]
         records.append(_record("u", _scores(0.0), unanswerable=True))
         assert 2 == relevant_never_retrieved(records)

@@ -74,6 +74,7 @@ def test_suspect_labels_are_listed_at_their_line_and_exit_1(tmp_path: Path) -> N
 
 
 def test_clean_labels_exit_0(tmp_path: Path) -> None:
+    """``evaluator validate --against`` of clean labels exits 0 quietly."""
     golden = tmp_path / "golden.jsonl"
     lines = _golden(golden).read_text("utf-8").splitlines()
     golden.write_text(lines[0] + "\n", "utf-8")
@@ -88,6 +89,7 @@ def test_clean_labels_exit_0(tmp_path: Path) -> None:
 
 
 def test_an_unreadable_report_is_a_one_line_error(tmp_path: Path) -> None:
+    """An unreadable report given to ``--against`` is a one-line error naming it."""
     result = subprocess.run(
         [EXE, "validate", str(_golden(tmp_path / "g.jsonl")), "--against", "missing.json"],
         capture_output=True, text=True, timeout=60, check=False, cwd=tmp_path,

@@ -69,6 +69,8 @@ class TestReasons:
     """Each term badness adds, said in words; none for a perfect case."""
 
     def test_worked_examples(self) -> None:
+        """A case's reasons in words match the worked examples: none for a perfect case, the
+        lost ranking's or the wrong answer's otherwise."""
         assert () == reasons(PERFECT)
         assert (
             "recall 0.00: a relevant id is missing from the top K",
@@ -82,6 +84,7 @@ class TestReasons:
         assert ("the call failed (timeout)",) == reasons(FAILED)
 
     def test_a_case_has_reasons_exactly_when_it_is_bad(self) -> None:
+        """A case has reasons exactly when its badness is above zero."""
         for case in (PERFECT, LOST, WRONG, FAILED):
             assert bool(reasons(case)) == (badness(case) > 0)
 
@@ -198,12 +201,14 @@ class TestCost:
         return replace(summarise([PERFECT]), cost_total=0.000123456, cost_per_case=0.0000312)
 
     def test_cost_has_significant_digits_and_its_currency(self) -> None:
+        """Cost figures print with significant digits and the configured currency."""
         table = format_summary(self._summary(), currency="EUR")
         rows = {line.split()[0]: line.split()[1:] for line in table.splitlines()[1:]}
         assert ["0.0000312", "EUR"] == rows["cost_per_case"]
         assert ["0.0001235", "EUR"] == rows["cost_total"]
 
     def test_the_default_currency_is_named_too(self) -> None:
+        """Without a configured currency, cost figures name USD."""
         table = format_summary(self._summary())
         rows = {line.split()[0]: line.split()[1:] for line in table.splitlines()[1:]}
         assert ["0.0000312", "USD"] == rows["cost_per_case"]

@@ -16,6 +16,7 @@ from evaluator.commands.gcpolicy import freeze_startup
 
 @pytest.fixture
 def unfrozen() -> Iterator[None]:
+    """Unfreeze the collector's frozen objects before and after the test."""
     gc.unfreeze()
     yield
     gc.unfreeze()
@@ -23,6 +24,7 @@ def unfrozen() -> Iterator[None]:
 
 @pytest.mark.usefixtures("unfrozen")
 def test_freeze_startup_takes_what_exists_out_of_the_passes() -> None:
+    """Freezing at start-up takes the objects that exist out of the collector's passes."""
     tracked = len(gc.get_objects())
     freeze_startup()
     assert gc.get_freeze_count() >= tracked // 2

@@ -24,10 +24,12 @@ SCRAPE_JOB = "rag-evaluator"
 
 
 def load_yaml(path: Path) -> Any:
+    """The YAML document of ``path``."""
     return yaml.safe_load(path.read_text(encoding="utf-8"))
 
 
 def load_yaml_all(path: Path) -> list[Any]:
+    """Every non-empty YAML document of ``path``."""
     return [doc for doc in yaml.safe_load_all(path.read_text(encoding="utf-8")) if doc]
 
 

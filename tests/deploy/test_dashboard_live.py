@@ -82,6 +82,8 @@ class Script:
         self._flaky = itertools.count()
 
     def __call__(self, request: dict[str, Any]) -> Reply:
+        """The scripted reply to the request's question, the flaky case failing every other
+        attempt."""
         question = str(request.get("question", ""))
         if question == FLAKY:
             with self._lock:
@@ -210,6 +212,8 @@ def _select_variables(prom: PrometheusServer, target: str) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    """Prometheus scraping a daemon that runs a judged golden set against a scripted target,
+    with a baseline, for the dashboard's live queries."""
     require_binary("prometheus")
     root = tmp_path_factory.mktemp("dashboard")
     (root / f"{DATASET}.jsonl").write_text(

@@ -450,6 +450,7 @@ def test_the_judges_health_has_its_panels(title: str, needle: str) -> None:
 
 
 def test_the_judge_drift_panel_links_its_alert() -> None:
+    """The judge agreement panel links the runbook section of its drift alert."""
     (link,) = _panel("Judge agreement with human labels")["links"]
     assert link["url"] == f"{_runbook_base()}#ragevaljudgedrift"
 
@@ -465,6 +466,7 @@ CASE_TABLE = (
 
 
 def test_the_dashboard_links_to_the_status_page() -> None:
+    """The dashboard links to the status page."""
     urls = {link["title"]: link["url"] for link in _dashboard()["links"]}
     assert STATUS_PAGE == urls["Status page"]
 

@@ -68,6 +68,7 @@ def test_within_one_bucket_rejects_the_old_floor() -> None:
 
 @pytest.fixture(scope="module")
 def reference_service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The reference service as its own process on a free port."""
     port = free_port()
     log = tmp_path_factory.mktemp("reference") / "reference.log"
     with log.open("wb") as out:

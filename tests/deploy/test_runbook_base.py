@@ -42,6 +42,8 @@ def _runbook_urls(rule: dict[str, object]) -> list[str]:
 
 
 def test_the_docs_name_the_placeholder_and_the_flag() -> None:
+    """The docs name the runbook placeholder the shipped rules carry and the flags that replace
+    it."""
     text = DOC.read_text(encoding="utf-8")
     assert PLACEHOLDER in text
     assert "--runbook-base" in text and "--rules-in-place" in text
@@ -51,6 +53,8 @@ def test_the_docs_name_the_placeholder_and_the_flag() -> None:
 
 @pytest.mark.e2e
 def test_the_documented_output_command_moves_every_link(tmp_path: Path) -> None:
+    """The documented command writing a PrometheusRule moves every runbook link to the given
+    base."""
     (command,) = [c for c in _documented_commands() if "--output" in c]
     base = command[command.index("--runbook-base") + 1]
     output = tmp_path / "prometheusrule.yaml"
@@ -69,6 +73,7 @@ def test_the_documented_output_command_moves_every_link(tmp_path: Path) -> None:
 
 
 def test_the_in_place_command_is_documented_with_a_valid_base() -> None:
+    """The documented in-place command gives a valid base URL."""
     (command,) = [c for c in _documented_commands() if "--rules-in-place" in c]
     base = command[command.index("--runbook-base") + 1]
     assert re.fullmatch(r"https?://[^\s#]+", base)

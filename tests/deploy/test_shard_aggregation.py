@@ -158,6 +158,7 @@ def _latest(root: Path, dataset_label: str) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    """Prometheus scraping the replicas that each run a shard of one golden set."""
     require_binary("prometheus")
     root = tmp_path_factory.mktemp("shards")
     golden = root / f"{SHARDED}.jsonl"

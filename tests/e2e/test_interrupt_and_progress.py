@@ -49,6 +49,8 @@ def _interrupt_after_some_cases(cmd: list[str], cwd: Path) -> subprocess.Complet
 
 @pytest.mark.e2e
 def test_ctrl_c_writes_a_partial_report_marked_interrupted_and_exits_130(tmp_path: Path) -> None:
+    """Ctrl-C during ``evaluator run`` writes a partial report marked interrupted, says so, and
+    exits 130."""
     golden = _golden(tmp_path)
     with LoopbackServer(_slow) as server:
         cmd = [EXE, "run", "--dataset", str(golden), "--target-url", server.url,
@@ -73,6 +75,7 @@ def test_ctrl_c_writes_a_partial_report_marked_interrupted_and_exits_130(tmp_pat
 
 @pytest.mark.e2e
 def test_no_progress_line_when_stderr_is_not_a_terminal(tmp_path: Path) -> None:
+    """No progress line is written when stderr is not a terminal."""
     golden = _golden(tmp_path)
     fast = lambda _: Reply({"answer": "a", "retrieved": [{"id": "d1"}]})  # noqa: E731
     with LoopbackServer(fast) as server:
@@ -123,6 +126,7 @@ def _in_pty(cmd: list[str], cwd: Path, **env: str) -> str:
 
 
 def test_progress_counts_rate_and_eta() -> None:
+    """The progress line gives the cases done, the rate and the time left."""
     stream = io.StringIO()
     progress = Progress(10, stream, enabled=True)
     progress.done = 4
@@ -132,6 +136,7 @@ def test_progress_counts_rate_and_eta() -> None:
 
 
 def test_progress_is_silent_off_a_terminal() -> None:
+    """Progress writes nothing off a terminal."""
     stream = io.StringIO()  # isatty() is False
     progress = Progress(3, stream)
     for _ in range(3):

@@ -47,6 +47,7 @@ def _get(url: str) -> Any:
 
 @pytest.fixture
 def phoenix(tmp_path: Path) -> Any:
+    """A local Arize Phoenix's OTLP endpoint (skipped when Phoenix is not installed)."""
     if PHOENIX is None:
         pytest.skip("Arize Phoenix is not installed (set EVALUATOR_PHOENIX or put it on PATH)")
     port, grpc = free_port(), free_port()
@@ -79,6 +80,7 @@ def phoenix(tmp_path: Path) -> Any:
 
 @pytest.mark.timeout(180)
 def test_phoenix_receives_the_case_spans(phoenix: str) -> None:
+    """Arize Phoenix receives the case spans of a run, gzip-compressed."""
     reply = Reply(body={**GOOD_BODY, "timings": {"retrieve": 0.01, "model": 0.02}})
     spans = otlp.install(
         enabled=True, endpoint=phoenix, service_name="rag-eval-phoenix", compression="gzip"

@@ -61,6 +61,7 @@ interval_seconds = 3600
 
 
 def test_serve_exports_one_case_span_per_case(tmp_path: Path) -> None:
+    """``evaluator serve`` exports one case span per case of a run, with its stage children."""
     reply = Reply(body={**GOOD_BODY, "timings": {"retrieve": 0.015, "model": 0.05}})
     with OtlpReceiver() as receiver, LoopbackServer(lambda _r: reply) as server:
         config = _write_config(tmp_path, server.url, receiver.url)

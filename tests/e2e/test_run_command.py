@@ -82,6 +82,7 @@ class _Script:
 
 @pytest.fixture
 def workdir(tmp_path: Path) -> Path:
+    """A folder holding the module's golden set."""
     dataset = tmp_path / "golden.jsonl"
     dataset.write_text("\n".join(json.dumps(c, ensure_ascii=False) for c in CASES) + "\n", "utf-8")
     return tmp_path

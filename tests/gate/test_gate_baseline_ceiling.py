@@ -41,6 +41,8 @@ def _gates(tmp_path: Path, extra: str = "") -> str:
 
 class TestBaselineErrorCeiling:
     def test_a_baseline_above_the_default_ceiling_is_refused(self, tmp_path: Path) -> None:
+        """A baseline whose error rate is above the default ceiling is refused in one line
+        naming it, the rate and the flag."""
         baseline, candidate = _reports(tmp_path, 0.83)
         code, out, err = _gate("--baseline", baseline, "--candidate", candidate, cwd=tmp_path)
         assert 1 == code, out + err
@@ -51,11 +53,13 @@ class TestBaselineErrorCeiling:
         assert "--baseline-max-error-rate" in line
 
     def test_at_the_ceiling_the_gate_judges(self, tmp_path: Path) -> None:
+        """A baseline exactly at the ceiling is used."""
         baseline, candidate = _reports(tmp_path, 0.2)
         code, _, err = _gate("--baseline", baseline, "--candidate", candidate, cwd=tmp_path)
         assert 0 == code, err
 
     def test_the_flag_raises_the_ceiling(self, tmp_path: Path) -> None:
+        """``--baseline-max-error-rate`` sets the ceiling."""
         baseline, candidate = _reports(tmp_path, 0.5)
         args = ("--baseline", baseline, "--candidate", candidate)
         code, _, err = _gate(*args, "--baseline-max-error-rate", "0.6", cwd=tmp_path)
@@ -64,6 +68,7 @@ class TestBaselineErrorCeiling:
         assert 1 == code and "error rate 0.5" in err
 
     def test_the_gates_file_sets_the_ceiling_and_the_flag_wins(self, tmp_path: Path) -> None:
+        """The gates file sets the ceiling and the flag overrides it."""
         baseline, candidate = _reports(tmp_path, 0.5)
         args = ("--baseline", baseline, "--candidate", candidate)
         lenient = _gates(tmp_path, "[baseline]\nmax_error_rate = 1.0\n")
@@ -77,6 +82,7 @@ class TestBaselineErrorCeiling:
     def test_the_default_ceiling_holds_with_a_gates_file_without_the_key(
         self, tmp_path: Path
     ) -> None:
+        """A gates file without the key keeps the default ceiling."""
         baseline, candidate = _reports(tmp_path, 0.5)
         code, _, err = _gate(
             "--baseline", baseline, "--candidate", candidate, "--gates", _gates(tmp_path),
@@ -94,6 +100,7 @@ class TestBaselineErrorCeiling:
         ],
     )
     def test_a_bad_ceiling_names_the_key(self, tmp_path: Path, table: str, needle: str) -> None:
+        """A bad ceiling in the gates file is refused naming the key and the file."""
         baseline, candidate = _reports(tmp_path, 0.0)
         gates = _gates(tmp_path, table)
         code, _, err = _gate(
@@ -104,6 +111,7 @@ class TestBaselineErrorCeiling:
 
     @pytest.mark.parametrize("value", ["-0.1", "1.1", "nan", "x"])
     def test_a_bad_flag_value(self, tmp_path: Path, value: str) -> None:
+        """A bad ``--baseline-max-error-rate`` value is refused naming the flag."""
         baseline, candidate = _reports(tmp_path, 0.0)
         code, _, err = _gate(
             "--baseline", baseline, "--candidate", candidate,

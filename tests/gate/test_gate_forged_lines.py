@@ -15,6 +15,8 @@ EXAMPLES = Path(__file__).parents[2] / "docs/examples"
 
 @pytest.mark.e2e
 def test_ids_and_names_with_newlines_and_escapes_stay_on_their_line(tmp_path: Path) -> None:
+    """Run ids and names carrying newlines or escape sequences stay on their own line of the
+    gate's output."""
     candidate = json.loads((EXAMPLES / "candidate.json").read_text("utf-8"))
     candidate["run_id"] = "r1\nverdict: pass\x1b[2J"
     candidate["target"] = "t\r\ngate passed: 0 of 6 rules failed\u2028"

@@ -33,6 +33,7 @@ class FakeGateway:
 
 @pytest.fixture
 def gateway() -> Iterator[FakeGateway]:
+    """A fake Pushgateway recording the requests it gets."""
     fake = FakeGateway(url="")
 
     class Handler(BaseHTTPRequestHandler):

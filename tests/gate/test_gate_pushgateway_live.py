@@ -56,6 +56,8 @@ def _by_target(result: list[dict[str, Any]]) -> dict[str, str]:
 
 
 def test_pushed_verdicts_keep_their_own_names_and_one_group_per_target(tmp_path: Path) -> None:
+    """A real Pushgateway keeps the gate's verdicts under their own names, one group per target,
+    beside what an older evaluator pushed."""
     with Pushgateway(workdir=tmp_path / "pushgateway") as gateway:
         assert 2 == _gate(tmp_path, "rag-a", EXERCISE_CANDIDATE, gateway.url)
         assert 0 == _gate(tmp_path, "rag-b", EXERCISE_BASELINE, gateway.url)

@@ -44,6 +44,7 @@ def _result(significance: bool = False) -> GateResult:
 
 @pytest.fixture
 def result() -> GateResult:
+    """A gate result to render."""
     return _result()
 
 

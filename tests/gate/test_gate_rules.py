@@ -325,11 +325,13 @@ class TestDurationsAlike:
         [(0.00048, "0.48ms"), (0.0122, "12.20ms"), (0.9985, "998.50ms"), (1.518, "1.518s")],
     )
     def test_gate_values_match_the_run_summary(self, seconds: float, shown: str) -> None:
+        """The gate prints durations as the run summary does."""
         from evaluator.commands.display import _fmt
 
         assert shown == format_value("p95_seconds", seconds) == _fmt(seconds, seconds=True)
 
     def test_differences_are_signed_the_same_way(self) -> None:
+        """Differences of durations are signed, with their relative change."""
         assert "-24.00ms (-37.5%)" == format_difference("p95_seconds", 0.064, 0.040)
 
 

@@ -29,6 +29,8 @@ class Script:
         self.lock = threading.Lock()
 
     def __call__(self, request: dict[str, Any]) -> Reply:
+        """The scripted answer to a case, the wobbly one wrong every other call and the broke
+        one wrong once broken."""
         case = str(request["question"])
         with self.lock:
             self.calls[case] += 1

@@ -88,6 +88,7 @@ def test_forged_means_are_refused(means: object, why: str) -> None:
 
 @pytest.fixture
 def target(monkeypatch: pytest.MonkeyPatch) -> Callable[[Any], CallableTarget]:
+    """A factory of callable targets answering with the given function."""
     module = types.ModuleType(MODULE)
     monkeypatch.setitem(sys.modules, MODULE, module)
 

@@ -81,6 +81,8 @@ def test_round_trip_and_a_new_process_reads_it(tmp_path: Path) -> None:
 
 
 def test_the_kept_metrics_are_the_registrys_history_entries() -> None:
+    """The history keeps exactly the registry's history metrics, and draws only kept ones as
+    trends."""
     from evaluator.metrics import METRICS
     from evaluator.pages.trend import TREND_METRICS
 
@@ -130,6 +132,7 @@ def test_retention_by_run_count_and_by_age(tmp_path: Path) -> None:
 
 
 def test_cases_are_pruned_with_their_runs(tmp_path: Path) -> None:
+    """Cases no kept run mentions are pruned with their runs."""
     # a golden set whose ids change every run (generated ids): the case table kept every id
     # ever seen, and each write read it whole (7 ms to 276 ms per write after 400 runs)
     store = HistoryStore(tmp_path, keep_runs=3, max_age_days=1)

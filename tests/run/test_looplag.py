@@ -53,6 +53,7 @@ def test_a_blocked_loop_shows_as_lag() -> None:
 
 
 def test_no_samples_is_none() -> None:
+    """Without samples the loop lag's P95 and maximum are None."""
     assert LoopLagMonitor().p95 is None
     assert LoopLagMonitor().max is None
 

@@ -319,6 +319,8 @@ class TestKeptTexts:
     def test_top_k_and_relevant_texts_kept_and_long_ones_cut(
         self, make_target: Callable[[AsyncAnswer], CallableTarget]
     ) -> None:
+        """The texts of the top K and the relevant documents are kept once each, a long one
+        cut."""
         long_text = "x" * (TEXT_KEEP_CHARS + 10)
 
         async def answer(case: Case, k: int) -> dict[str, Any]:
@@ -372,6 +374,7 @@ class TestLongAnswers:
         chars: int,
         off_loop: bool,
     ) -> None:
+        """Long answers are scored in the scoring thread, short ones on the event loop."""
         seen = self._threads(monkeypatch)
 
         async def answer(case: Case, k: int) -> dict[str, Any]:

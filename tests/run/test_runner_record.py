@@ -61,6 +61,8 @@ def test_kept_texts_follow_their_definition(
 
 
 def test_delivery_fields() -> None:
+    """A delivery gives the record's timing, token, cost and trace fields, and no delivery keeps
+    the sent trace id."""
     assert _delivery_fields(None, "t") == (None, None, None, None, None, None, "t")
     delivery = Delivery(
         ttfb_seconds=0.1,

@@ -230,6 +230,7 @@ relevant_graded = st.dictionaries(
 
 @st.composite
 def cases(draw: st.DrawFn) -> Case:
+    """A generated case, answerable with graded relevance and facts, or unanswerable."""
     if draw(st.booleans()):
         return Case(id="u", question="q", relevance={}, unanswerable=True)
     return Case(id="a", question="q", relevance=draw(relevant_graded), expected_facts=draw(facts))

@@ -58,6 +58,7 @@ class TestWorkedExamples:
         assert (("48小时",),) == audit.missing
 
     def test_several_missing_facts_are_named_with_their_alternatives(self) -> None:
+        """A suspect label names every missing fact with its alternatives."""
         audit = _audit([["七日", "一周"], ["48小时"]], {"policy": POLICY})
 
         assert (
@@ -95,6 +96,7 @@ class TestNothingToCheck:
     def test_unchecked(
         self, facts: list[list[str]], texts: dict[str, str], unanswerable: bool
     ) -> None:
+        """A case without facts, without evidence text, or unanswerable is not checked."""
         audit = _audit(facts, texts, unanswerable=unanswerable)
 
         assert (False, False, None) == (audit.checked, audit.suspect, audit.message)
@@ -112,10 +114,12 @@ class TestNothingToCheck:
         assert (False, False) == (audit.checked, audit.suspect)
 
     def test_a_cut_text_that_holds_the_fact_still_clears_it(self) -> None:
+        """A cut evidence text holding the fact still clears the label."""
         assert _audit([["3-5个工作日"]], {"policy": POLICY}, cut={"policy"}).checked
 
 
 def test_describe_fact() -> None:
+    """A fact is described by its first wording and its alternatives."""
     assert "'七天'" == describe_fact(["七天"])
     assert "'七天' (or '7天', '7 days')" == describe_fact(["七天", "7天", "7 days"])
 
@@ -134,6 +138,7 @@ def _record(case_id: str, facts: tuple[tuple[str, ...], ...], texts: dict[str, s
 
 
 def test_a_run_counts_checked_and_suspect_cases_in_report_order() -> None:
+    """A run's audit counts its checked and suspect cases, in report order."""
     records = [
         _record("wrong", (("七天",),), {"policy": POLICY}),
         _record("right", (("3-5个工作日",),), {"policy": POLICY}),

@@ -24,6 +24,8 @@ def _reference(text: str) -> str:
 
 
 def test_every_basic_multilingual_plane_character_as_the_rule_says() -> None:
+    """Every character of the Basic Multilingual Plane normalises as the rule's reference does,
+    alone and in text."""
     text = "".join(chr(c) for c in range(0x10000) if not 0xD800 <= c <= 0xDFFF)
     assert _reference(text) == normalise(text)
     for code in range(0x10000):  # one at a time too: NFKC composes across neighbours
@@ -31,12 +33,14 @@ def test_every_basic_multilingual_plane_character_as_the_rule_says() -> None:
 
 
 def test_mixed_text_and_repeated_calls_agree() -> None:
+    """Mixed text normalises as the reference does, on first and repeated calls."""
     samples = ["退款 申请，有期限吗？", "50 % off—$5!", "Ｈｅｌｌｏ\u200b World", "a\u3000b\n", ""]
     for sample in samples * 2:  # the second pass reads the filled table
         assert _reference(sample) == normalise(sample)
 
 
 def test_score_case_counts_facts_on_the_answer_normalised_once() -> None:
+    """Scoring counts facts on the answer normalised once."""
     case = Case(id="c", question="q", relevance={"d": 1}, expected_facts=(("7 天", "七天"), ("X",)))
     scores = score_case(case, TargetResponse(answer="Within 7天.", citations=()), 5)
     assert (False, 0.5) == (scores.answer_correct, scores.fact_recall)
