@@ -62,6 +62,7 @@ def build_http_target(
 ) -> HttpTarget:
     """The HTTP target ``config`` describes, its kind's preset applied."""
     # here, not at the top: a run of a callable target never loads aiohttp (~0.15 s)
+    from evaluator.targets.conversation import ConversationIds
     from evaluator.targets.http import HttpOptions, HttpTarget
     from evaluator.targets.request import RequestTemplate
 
@@ -99,6 +100,12 @@ def build_http_target(
             else compile_markers(response.citation_markers),
         )
     prices = config.prices
+    stateful = config.conversation
+    conversation = (
+        None
+        if stateful is None
+        else ConversationIds(jmespath.compile(stateful.id), stateful.send, stateful.name)
+    )
     return HttpTarget(
         config.url,
         name=config.label,
@@ -111,6 +118,7 @@ def build_http_target(
         prices=None if prices is None else (prices.input_per_1k, prices.output_per_1k),
         kind=config.kind,
         history=config.history,
+        conversation=conversation,
     )
 
 

@@ -22,6 +22,7 @@ from pydantic import (
     model_validator,
 )
 
+from evaluator import border
 from evaluator.bounds import DEFAULT_MAX_STAGES, DEFAULT_TEXT_CHARS, RecordLimits, StageNames
 from evaluator.config.fields import (
     MIN_REQUESTS_PER_SECOND,
@@ -47,6 +48,7 @@ __all__ = [
     "KIND_NAMES",
     "TARGET_KINDS",
     "CallableTargetConfig",
+    "ConversationConfig",
     "HttpTargetConfig",
     "PricesConfig",
     "RequestConfig",
@@ -152,6 +154,34 @@ class ResponseConfig(_Strict):
     def compiled(self) -> dict[str, ParsedResult]:
         """Field name -> compiled expression, for the fields that are set."""
         return dict(self._compiled)
+
+
+class ConversationConfig(_Strict):
+    """A service that keeps the conversation itself: the id its response gives, sent back
+    with the conversation's later turns (the first turn is sent without one)."""
+
+    id: str = Field(
+        description="where a response carries the service's conversation id (JMESPath): "
+        "'conversation_id', 'metadata.thread_id'"
+    )
+    send: Literal["header", "query", "body"] = Field(
+        "header", description="where the id goes back: a header, a query parameter or a body key"
+    )
+    name: str = Field(
+        min_length=1,
+        max_length=256,
+        description="the header, query parameter or top-level body key it is sent back in",
+    )
+
+    _compiles = field_validator("id")(_jmespath)
+
+    @model_validator(mode="after")
+    def _sendable(self) -> ConversationConfig:
+        if self.send == "header":
+            problem = border.header_problem(self.name, "x")
+            if problem is not None:
+                raise ValueError(f"name: {problem}")
+        return self
 
 
 class StreamingConfig(_Strict):
@@ -297,6 +327,11 @@ class HttpTargetConfig(_TargetBase):
     streaming: StreamingConfig | None = Field(
         None, description="a streamed response (SSE or NDJSON); default one JSON body"
     )
+    conversation: ConversationConfig | None = Field(
+        None,
+        description="a service that keeps the conversation: where its id is in a response and "
+        "where it goes back; default none (the history is sent with each turn)",
+    )
     server_timing: bool = Field(True, description="read Server-Timing headers as stage timings")
     trace: TraceConfig = TraceConfig()
     """W3C trace context sent with each case."""
@@ -338,6 +373,12 @@ class HttpTargetConfig(_TargetBase):
         problem = _url_problem(self.url)
         if problem:
             raise ValueError(problem)
+        if self.conversation is not None and self.conversation.send == "body":
+            body = self.request.body
+            if self.request.method == "GET" or not (body is None or isinstance(body, dict)):
+                raise ValueError(
+                    "conversation.send = 'body' needs a JSON object body to add the id to"
+                )
         return self
 
     @property

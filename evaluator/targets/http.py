@@ -62,6 +62,7 @@ from evaluator.targets import figures, offload
 from evaluator.targets.admission import Admission, record_received, record_trace
 from evaluator.targets.base import HistorySource, default_target_name, parse_default_response
 from evaluator.targets.body import check_declared_length, read_body
+from evaluator.targets.conversation import ConversationIds
 from evaluator.targets.deadline import Deadlines
 from evaluator.targets.decode import BodyDecoder, parse_content_encoding
 from evaluator.targets.mapping import NOWHERE, ResponseMapper, Usage
@@ -233,6 +234,7 @@ class HttpTarget:
         mapper: where the fields sit in the response; default the default contract.
         options: timeouts and limits.
         history: where a conversation's history takes its answers from.
+        conversation: a stateful service's conversation id: where read, where sent back.
     """
 
     def __init__(
@@ -249,6 +251,7 @@ class HttpTarget:
         prices: tuple[float, float] | None = None,
         kind: str = "http",
         history: HistorySource = "service",
+        conversation: ConversationIds | None = None,
     ) -> None:
         self.url = url
         self.name = name or default_target_name(url)
@@ -260,6 +263,8 @@ class HttpTarget:
         self.kind = kind
         #: where a conversation's history takes its answers from
         self.history: HistorySource = history
+        #: a service that keeps the conversation: its id read and sent back (None: not one)
+        self.conversation = conversation
         self._server_timing = server_timing
         self._trace_header = trace_header
         #: price per input token and per output token
@@ -303,6 +308,8 @@ class HttpTarget:
         out: dict[str, Any] = {"kind": self.kind, **self.template.identity()}
         if self.history != "service":  # the default leaves every earlier hash as it was
             out["history"] = self.history
+        if self.conversation is not None:
+            out["conversation"] = self.conversation.identity()
         if self.mapper is not None:
             out["response"] = self.mapper.identity()
         if self.streaming is not None:
@@ -349,6 +356,9 @@ class HttpTarget:
         self, case: Case, k: int, observer: _Observer, dialogue: Dialogue | None = None
     ) -> TargetResponse:
         request = self.template.build(case.question, k, dialogue)
+        conversation = self.conversation if dialogue is not None else None
+        if conversation is not None and dialogue is not None and dialogue.service_id:
+            request = conversation.sent_back(request, dialogue.service_id)
         trace_id: str | None = None
         if self._trace_header is not None:
             # a fresh trace per case attempt, sampled: the service's trace of this golden case
@@ -380,6 +390,7 @@ class HttpTarget:
         content = arrival.content
         if arrival.stream is not None:
             response, usage = self._map_stream(arrival.stream)
+            body: object = arrival.stream.fields_event
         else:
             try:
                 # a large body's JSON is decoded in a child process (a thread of this one held
@@ -395,6 +406,9 @@ class HttpTarget:
                     f"response is not valid JSON ({exc}); it starts with {self._snippet(content)!r}"
                 ) from None
             response, usage = self._fields(body)
+        if conversation is not None and dialogue is not None:
+            service_id = conversation.read(body, dialogue.service_id)
+            response = msgspec.structs.replace(response, conversation_id=service_id)
         return self._delivered(response, usage, arrival, started, trace_id)
 
     def _delivered(

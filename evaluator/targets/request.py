@@ -2,13 +2,16 @@
 
 Two kinds of placeholder (the grammar is in :mod:`evaluator.targets.templates`):
 
-- ``{question}`` and ``{k}`` (the table ``PLACEHOLDERS``), in query-parameter values and in
-  the strings of the JSON body template. A body value that is exactly ``"{k}"`` becomes the
-  integer K and exactly ``"{question}"`` the question string; inside a longer string both
-  are substituted as text (``"top-{k}"`` gives ``"top-5"``). Substitution is a single pass
-  over the parsed template and the body is serialised as JSON afterwards, so a question
-  holding quotes, backslashes or ``{k}`` can neither break the JSON nor be substituted
-  again.
+- ``{question}``, ``{k}`` and a conversation's ``{history}``, ``{messages}`` and
+  ``{conversation_id}`` (the table ``PLACEHOLDERS``), in query-parameter values and in the
+  strings of the JSON body template. A body value that is exactly ``"{k}"`` becomes the
+  integer K, exactly ``"{question}"`` the question string and exactly ``"{history}"`` the
+  list of earlier messages; inside a longer string each is substituted as text
+  (``"top-{k}"`` gives ``"top-5"``). Substitution is a single pass over the parsed template
+  and the body is serialised as JSON afterwards, so a question holding quotes, backslashes
+  or ``{k}`` can neither break the JSON nor be substituted again. A conversation's turn is
+  rendered from ``turn_body`` (the default contract's and the presets' add the history),
+  every other request from ``body``.
 - ``${NAME}``, in header and query-parameter values: the environment variable ``NAME``, read
   once when the target is built. Such values, and every value of a header or parameter whose
   name looks secret (``Authorization``, ``api_key``...), are secrets: held as
@@ -21,6 +24,7 @@ Two kinds of placeholder (the grammar is in :mod:`evaluator.targets.templates`):
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -38,8 +42,11 @@ from evaluator.models import Dialogue
 from evaluator.redaction import MASK, Redactor, derived_secrets, register_secrets
 from evaluator.targets.templates import (
     DEFAULT_BODY,
+    DEFAULT_TURN_BODY,
     ENV_REFERENCE,
+    Values,
     placeholder_values,
+    placeholders_in,
     render_body,
     render_text,
     resolve_env,
@@ -89,16 +96,8 @@ class OutgoingRequest(msgspec.Struct, frozen=True):
 _encode_json = json.JSONEncoder(ensure_ascii=False, check_circular=False).encode
 
 
-def default_turn_body(question: str, k: int, dialogue: Dialogue) -> dict[str, object]:
-    """The default contract's body for a conversation's turn: the question and K as for any
-    question, the earlier turns as ``history`` (``[{"role", "content"}]``, oldest first) and
-    the run's ``conversation_id`` for the conversation."""
-    return {
-        "question": question,
-        "top_k": k,
-        "history": [{"role": m.role, "content": m.content} for m in dialogue.history],
-        "conversation_id": dialogue.id,
-    }
+#: the placeholders whose values only a conversation gives
+_CONVERSATION_NAMES = frozenset({"history", "messages", "conversation_id"})
 
 
 #: what every request accepts: the codings :mod:`evaluator.targets.decode` decodes, bounded
@@ -119,6 +118,9 @@ class RequestTemplate:
     params: tuple[tuple[str, str], ...] = ()
     headers: tuple[tuple[str, str], ...] = ()
     body: JsonValue = None
+    #: the body of a conversation's turn (None: ``body``, whose placeholders say where the
+    #: history goes)
+    turn_body: JsonValue = None
     secret_params: tuple[tuple[str, SecretStr], ...] = ()
     secret_headers: tuple[tuple[str, SecretStr], ...] = ()
     #: the environment values inside them (a token without its "Bearer ")
@@ -138,9 +140,13 @@ class RequestTemplate:
         params: Mapping[str, str] | None = None,
         headers: Mapping[str, str] | None = None,
         body: JsonValue = None,
+        turn_body: JsonValue = None,
         environ: Mapping[str, str] | None = None,
     ) -> RequestTemplate:
         """Resolve ``${NAME}`` references and split secret entries from plain ones.
+
+        Without a ``body``, a POST sends the default contract's (and a conversation's turn
+        the default contract's with its history); ``turn_body`` is a preset's.
 
         Raises:
             ConfigError: a referenced environment variable is unset or empty (the message
@@ -179,12 +185,15 @@ class RequestTemplate:
         plain_headers, secret_headers = split(headers or {}, "headers")
         if body is None and method == "POST":
             body = DEFAULT_BODY
+        if turn_body is None and body == DEFAULT_BODY:
+            turn_body = DEFAULT_TURN_BODY
         template = cls(
             method=method,
             url=url,
             params=plain_params,
             headers=plain_headers,
             body=body,
+            turn_body=turn_body,
             secret_params=secret_params,
             secret_headers=secret_headers,
             env_values=tuple(SecretStr(v) for v in found),
@@ -219,28 +228,45 @@ class RequestTemplate:
             headers.setdefault("Content-Type", "application/json")
         return headers
 
+    @cached_property
+    def _names(self) -> frozenset[str]:
+        """The placeholders the request's templates use."""
+        return placeholders_in([self.body, self.turn_body, [v for _, v in self.params]])
+
+    def values(self, question: str, k: int, dialogue: Dialogue | None = None) -> Values:
+        """The placeholders' values for one question (a conversation's turn: with its
+        ``dialogue``)."""
+        if dialogue is None:
+            if self._names.isdisjoint(_CONVERSATION_NAMES):  # most targets: nothing to make
+                return {"question": question, "k": k}
+            # a question of its own is a conversation of one turn: a fresh id
+            fresh = uuid.uuid4().hex if "conversation_id" in self._names else ""
+            return placeholder_values(question, k, conversation_id=fresh)
+        history = [(m.role, m.content) for m in dialogue.history]
+        return placeholder_values(question, k, history, dialogue.id)
+
     def render_content(
-        self, question: str, k: int, dialogue: Dialogue | None = None
+        self, question: str, k: int, dialogue: Dialogue | None = None, values: Values | None = None
     ) -> bytes | None:
-        """The request body for one question (None without a body template); a
-        conversation's turn under the default contract also carries its ``history`` and
-        ``conversation_id``."""
-        if self.body is None:
+        """The request body for one question (None without a body template): a
+        conversation's turn from ``turn_body`` (when there is one)."""
+        template = self.body if dialogue is None or self.turn_body is None else self.turn_body
+        if template is None:
             return None
-        if dialogue is not None and self.body == DEFAULT_BODY:
-            return _encode_json(default_turn_body(question, k, dialogue)).encode()
-        return _encode_json(render_body(self.body, placeholder_values(question, k))).encode()
+        if values is None:
+            values = self.values(question, k, dialogue)
+        return _encode_json(render_body(template, values)).encode()
 
     def build(self, question: str, k: int, dialogue: Dialogue | None = None) -> OutgoingRequest:
         """The request for one question (a conversation's turn: with its ``dialogue``),
         without its secrets (the transport adds them)."""
         url = self._url
+        values = self.values(question, k, dialogue)
         if self.params:
-            values = placeholder_values(question, k)
             url = url.extend_query(
                 [(name, render_text(value, values)) for name, value in self.params]
             )
-        content = self.render_content(question, k, dialogue)
+        content = self.render_content(question, k, dialogue, values)
         return OutgoingRequest(self.method, url, dict(self._static_headers), content)
 
     def describe(self, request: OutgoingRequest) -> str:

@@ -1,4 +1,5 @@
-"""The request template grammar: the placeholders (``{question}``, ``{k}``) and ``${NAME}``
+"""The request template grammar: the placeholders (``{question}``, ``{k}``, a conversation's
+``{history}``, ``{messages}`` and ``{conversation_id}``) and ``${NAME}``
 environment references, shared by the configuration (to validate) and the HTTP target (to
 render). Dependency-free, so loading a config does not import the HTTP stack.
 
@@ -14,7 +15,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 
 from pydantic import JsonValue
@@ -23,6 +24,7 @@ from evaluator.errors import ConfigError
 
 __all__ = [
     "DEFAULT_BODY",
+    "DEFAULT_TURN_BODY",
     "ENV_REFERENCE",
     "PLACEHOLDER",
     "PLACEHOLDERS",
@@ -30,6 +32,7 @@ __all__ = [
     "env_reference_problem",
     "mentions_question",
     "placeholder_values",
+    "placeholders_in",
     "render_body",
     "render_text",
     "resolve_env",
@@ -41,6 +44,18 @@ PLACEHOLDERS: Mapping[str, str] = MappingProxyType(
     {
         "question": "the case's question, a string",
         "k": "the retrieval cutoff K, an integer",
+        "history": (
+            "a conversation's earlier turns, oldest first: a list of "
+            '{"role": "user" or "assistant", "content": text} ([] for a question of its own)'
+        ),
+        "messages": (
+            "the history and then the question, as chat messages "
+            '(the question\'s {"role": "user", "content": question} last)'
+        ),
+        "conversation_id": (
+            "an id fresh per conversation and per run, the same in each of its turns "
+            "(a question of its own: fresh per question)"
+        ),
     }
 )
 
@@ -54,6 +69,13 @@ Values = Mapping[str, JsonValue]
 ENV_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 #: the default contract's request body
 DEFAULT_BODY: JsonValue = {"question": "{question}", "top_k": "{k}"}
+#: the default contract's request body for a conversation's turn
+DEFAULT_TURN_BODY: JsonValue = {
+    "question": "{question}",
+    "top_k": "{k}",
+    "history": "{history}",
+    "conversation_id": "{conversation_id}",
+}
 
 
 def env_reference_problem(value: str) -> str | None:
@@ -103,9 +125,33 @@ def mentions_question(template: JsonValue) -> bool:
     return False
 
 
-def placeholder_values(question: str, k: int) -> Values:
-    """The value of each placeholder of :data:`PLACEHOLDERS` for one request."""
-    return {"question": question, "k": k}
+def placeholders_in(template: JsonValue) -> frozenset[str]:
+    """The names of the placeholders a template uses (strings, lists, object values)."""
+    if isinstance(template, str):
+        return frozenset(m.group(1) for m in PLACEHOLDER.finditer(template))
+    if isinstance(template, list):
+        return frozenset().union(*map(placeholders_in, template))
+    if isinstance(template, dict):
+        return frozenset().union(*map(placeholders_in, template.values()))
+    return frozenset()
+
+
+def placeholder_values(
+    question: str,
+    k: int,
+    history: Sequence[tuple[str, str]] = (),
+    conversation_id: str = "",
+) -> Values:
+    """The value of each placeholder of :data:`PLACEHOLDERS` for one request: ``history``
+    is the earlier turns as (role, content), oldest first."""
+    earlier: list[JsonValue] = [{"role": role, "content": content} for role, content in history]
+    return {
+        "question": question,
+        "k": k,
+        "history": earlier,
+        "messages": [*earlier, {"role": "user", "content": question}],
+        "conversation_id": conversation_id,
+    }
 
 
 def render_text(template: str, values: Values) -> str:

@@ -84,6 +84,8 @@ class Surface:
     content_type: str = "application/json"
     target_toml: str = ""
     skip: frozenset[str] = frozenset()
+    #: the job runs a golden set of conversations (the path reads what later turns need)
+    conversational: bool = False
 
 
 @dataclass(frozen=True)
@@ -151,6 +153,15 @@ _ALL_BLOCKS = ("unicode", "normalisation", "control", "secrets", "numbers", "bod
 _TRANSPORT = ("framing", "timing")
 #: framing variants that only mean something for a stream of events
 STREAM_ONLY = frozenset({"tiny-events", "crlf", "cr-only", "no-end-marker", "done-then-open"})
+
+
+def _conversation_id(f: Mapping[str, str]) -> Rendered:
+    # a stateful service's answer: its conversation id, read and sent back in the next turn
+    body = (
+        f'{{"answer": {f["answer"]}, "retrieved": [{{"id": {f["id"]}}}], '
+        f'"session": {{"id": {f["text"]}, "turns": {f["score"]}}}}}'
+    )
+    return Rendered((body,))
 
 
 def _mapped(f: Mapping[str, str]) -> Rendered:
@@ -296,6 +307,19 @@ SURFACES: tuple[Surface, ...] = (
         render=_default_contract,
         target_toml=_TARGET_COMMON,
         skip=STREAM_ONLY,
+    ),
+    Surface(
+        name="conversation-id",
+        delivery="target",
+        blocks=("unicode", "control", "secrets", "numbers", "bodies"),
+        doc="a stateful service's conversation id ([targets.conversation]), sent back as a header",
+        slots={"answer": "text", "id": "text", "text": "text", "score": "number"},
+        defaults={**_TEXT_DEFAULTS, "text": '"session-1"'},
+        render=_conversation_id,
+        target_toml=_TARGET_COMMON
+        + '[targets.conversation]\nid = "session.id"\nname = "X-Session"\n',
+        skip=STREAM_ONLY,
+        conversational=True,
     ),
     Surface(
         name="jmespath",

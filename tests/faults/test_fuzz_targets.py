@@ -104,6 +104,20 @@ def _config(workdir: Path, server: ScriptedRawServer, attacks: list[Attack]) -> 
         ),
         "utf-8",
     )  # fmt: skip
+    # the same questions as conversations of two turns, for the paths later turns read
+    # (its file is also called golden.jsonl: report folders are named by the file's stem)
+    conversations = workdir / "conversations" / "golden.jsonl"
+    conversations.parent.mkdir(exist_ok=True)
+    conversations.write_text(
+        "".join(
+            json.dumps({"id": f"c{i}", "turns": [
+                {"question": f"q{i}", "relevant_ids": ["d0"], "expected_facts": ["fact0"]},
+                {"question": f"and q{i}?", "relevant_ids": ["d0"], "expected_facts": ["fact0"]},
+            ]}) + "\n"
+            for i in range(CASES // 2)
+        ),
+        "utf-8",
+    )  # fmt: skip
     parts = [
         f'reports_dir = "{workdir / "reports"}"',
         "reports_keep = 10",
@@ -123,7 +137,7 @@ def _config(workdir: Path, server: ScriptedRawServer, attacks: list[Attack]) -> 
         parts += [
             "[[jobs]]",
             f'target = "{attack.slug}"',
-            f'dataset = "{golden}"',
+            f'dataset = "{conversations if attack.surface.conversational else golden}"',
             "interval_seconds = 1.0",
             "run_at_start = true",
         ]
