@@ -173,6 +173,7 @@ class TestFailedTurn:
 
 @pytest.fixture(scope="module")
 def reference() -> Iterator[ReferenceServer]:
+    """The reference service on a free loopback port for this module."""
     with serve_reference() as server:
         yield server
 
