@@ -39,6 +39,8 @@ class Script:
         self.lock = threading.Lock()
 
     def __call__(self, request: dict[str, Any]) -> Reply:
+        """The scripted answer to a case by its name: the healer right only during the incident,
+        the victim wrong from a run on, the others right."""
         case = str(request["question"])
         with self.lock:
             self.seen[case] += 1
