@@ -117,9 +117,9 @@ class SloConfig(_Strict):
             raise ValueError(f"only for sli {_taker(str(name))!r}")
         if name == "check" and value is not None:
             # here, not at the top: the judge's checks only for an SLO that names one
-            from evaluator.judge.checks import CHECKS
+            from evaluator.judge.checks import check_names
 
-            names = [c.name for c in CHECKS]
+            names = check_names()
             if value not in names:
                 raise ValueError(f"{value!r} is not a judged check ({', '.join(names)})")
         return value
