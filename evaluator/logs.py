@@ -45,9 +45,13 @@ REDACTED = "[redacted]"
 _DICT_TRACEBACKS = structlog.processors.ExceptionRenderer(
     structlog.tracebacks.ExceptionDictTransformer(show_locals=False)
 )
-# whole words of a key: "api_token" and "Authorization" are secrets, "tokenize" is not
+# Known secret names, as whole words of a key: "api_token", "x-auth-token" and
+# "Authorization" are secrets; "tokenize" is not, and neither are the words that measure
+# usage ("input_tokens", "tokens_per_second", "max_tokens": a count of tokens is a figure).
+# Secret values a key does not name are the redactor's (evaluator.redaction).
 _SECRET_KEY = re.compile(
-    r"(^|[_\-.])(authorization|tokens?|api[_\-]?key|password|passwd|secrets?|cookies?)($|[_\-.])",
+    r"(^|[_\-.])(authorization|token|api[_\-]?key|password|passwd|secrets?|cookies?"
+    r"|credentials?|private[_\-]?key)($|[_\-.])",
     re.IGNORECASE,
 )
 

@@ -6,11 +6,14 @@ import io
 import json
 import logging
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 import structlog
 
 from evaluator.logs import REDACTED, configure_logging, redact_secrets
+from tests.support.loopback import LoopbackServer, Reply
+from tests.support.prometheus import DaemonProcess
 
 
 class TestRedactSecrets:
@@ -36,6 +39,31 @@ class TestRedactSecrets:
         assert {"stage_seconds": {"tokenize": 0.01, "keyword": 0.02}, "secretary": "x"} == (
             redact_secrets(None, "info", dict(event))
         )
+
+    def test_token_counts_are_not_secrets(self) -> None:
+        """Keys that measure usage (input_tokens, tokens_per_second) keep their values;
+        the known secret names (token, access_token, client_secret) do not."""
+        event = {
+            "input_tokens": 120,
+            "output_tokens": 9,
+            "tokens_per_second": 41.5,
+            "summary": {"input_tokens_total": 360, "max_tokens": 512, "tokens": 3},
+            "access_token": "t",
+            "x-auth-token": "t",
+            "client_secret": "s",
+            "credentials": "c",
+        }
+        expected = {
+            "input_tokens": 120,
+            "output_tokens": 9,
+            "tokens_per_second": 41.5,
+            "summary": {"input_tokens_total": 360, "max_tokens": 512, "tokens": 3},
+            "access_token": REDACTED,
+            "x-auth-token": REDACTED,
+            "client_secret": REDACTED,
+            "credentials": REDACTED,
+        }
+        assert expected == redact_secrets(None, "info", event)
 
 
 @pytest.fixture(autouse=True)
@@ -152,3 +180,32 @@ class TestUnixConventions:
         logging.getLogger("apscheduler.executors.default").warning("missed by %s", "0:00:03")
         (line,) = [json.loads(x) for x in out.getvalue().splitlines()]
         assert "missed by 0:00:03" == line["message"]
+
+
+@pytest.mark.e2e
+def test_a_daemons_case_and_run_lines_show_token_counts(tmp_path: Path) -> None:
+    """A real daemon over a loopback service reporting usage: its case lines carry the
+    token counts and tokens per second, its run line the totals, none redacted."""
+    golden = tmp_path / "golden.jsonl"
+    golden.write_text(json.dumps({"id": "c1", "question": "q", "relevant_ids": ["a"]}) + "\n")
+    body = {"answer": "7 days", "hits": [{"id": "a"}], "usage": {"in": 120, "out": 9}}
+    with LoopbackServer(lambda _r: Reply(body=body)) as server:
+        config = tmp_path / "evaluator.toml"
+        config.write_text(
+            f'reports_dir = "{tmp_path / "reports"}"\nlog_format = "json"\n\n'
+            f'[[targets]]\nname = "t"\nurl = "{server.url}"\n\n[targets.response]\n'
+            f'ids = "hits[].id"\nanswer = "answer"\ninput_tokens = "usage.in"\n'
+            f'output_tokens = "usage.out"\n\n'
+            f'[[jobs]]\ntarget = "t"\ndataset = "{golden}"\ninterval_seconds = 60\n',
+            encoding="utf-8",
+        )
+        daemon = DaemonProcess(["--config", str(config)], workdir=tmp_path).start()
+        try:
+            daemon.wait_ready()
+            run = daemon.wait_for_log(lambda e: e.get("event") == "run", 30)
+        finally:
+            daemon.stop()
+    case = next(e for e in daemon.logs() if e.get("event") == "case")
+    assert (120, 9) == (case["input_tokens"], case["output_tokens"])
+    assert (120, 9) == (run["summary"]["input_tokens_total"], run["summary"]["output_tokens_total"])
+    assert REDACTED not in json.dumps([case, run])
