@@ -1,8 +1,10 @@
 """``evaluator check``: is this configuration ready to run? Without calling any target.
 
-Loads the configuration (file and environment), then for every job: its golden set, its
-target (request template, ``${NAME}`` variables, response mapping, CA bundle, or the
-import of a ``module:function``), its baseline report; the gates file; and every SLO
+Loads the configuration (file and environment), then what ``serve`` reads at start: the
+``[server]`` token and the ``[otlp]`` export (their ``${NAME}`` variables), and for every
+job: its golden set, its target (request template, ``${NAME}`` variables, response mapping,
+CA bundle, or the import of a ``module:function``), its judge's headers, its baseline
+report; the gates file; and every SLO
 (what it counts, its burn-rate alerts and how they differ from the SRE workbook's; a
 judged SLO needs a judge calibrated for its check). Every problem
 is listed, one line each, and the exit code is 1 when there is any: a deploy pipeline can
@@ -21,13 +23,17 @@ from evaluator.commands.flags import CommonOptions
 from evaluator.commands.target_warnings import check_warnings
 from evaluator.config import CallableTargetConfig, Settings, TargetConfig
 from evaluator.config.slo import SloConfig
+from evaluator.daemon.access import resolve_token
 from evaluator.dataset import load_dataset
 from evaluator.errors import EvaluatorError, ExitCode
 from evaluator.factory import build_target
 from evaluator.gate.rules import load_gates
+from evaluator.judge.client import judge_headers
 from evaluator.judge.gating import CALIBRATION_FILE, calibrated_checks
 from evaluator.judge.prompts import PROMPT_VERSION
+from evaluator.judge.settings import JudgeConfig
 from evaluator.report import read_report
+from evaluator.run import otlp
 
 __all__ = ["Options", "configure", "handle"]
 
@@ -90,6 +96,30 @@ def _slo_notes(settings: Settings, slo: SloConfig) -> list[str]:
     ]
 
 
+def _check_started(settings: Settings, problems: list[str]) -> None:
+    """What ``serve`` resolves before its jobs, the way it does: the pages' token and the
+    span export (an unset ``${NAME}`` stops the daemon; it fails the check the same)."""
+    if settings.server.token is not None:
+
+        def token() -> str:
+            resolve_token(settings.server.token)
+            return "token set (a secret)"
+
+        _check("server", token, problems)
+    if settings.otlp.enabled:
+
+        def export() -> str:
+            settings_of = settings.otlp.model_dump()
+            try:
+                otlp.install(**settings_of)  # as serve does: the SDK is there too
+            finally:
+                otlp.shutdown()
+            del settings_of["enabled"]
+            return str(otlp.resolve(**settings_of)["endpoint"])
+
+        _check("otlp", export, problems)
+
+
 def handle(options: Options) -> int:
     from evaluator.commands.common import settings_from_flags
 
@@ -98,6 +128,7 @@ def handle(options: Options) -> int:
     if not settings.jobs:
         problems.append("no [[jobs]]: the daemon would have nothing to run")
         print("FAIL  jobs: none configured")
+    _check_started(settings, problems)
     for target in settings.targets:
 
         def build(target: TargetConfig = target) -> str:
@@ -116,6 +147,14 @@ def handle(options: Options) -> int:
             return f"{path}, {len(dataset.cases)} cases"
 
         _check(f"job {job.key}: golden set", golden, problems)
+        judge = settings.judge_for(job)
+        if judge is not None:
+
+            def judged(judge: JudgeConfig = judge) -> str:
+                judge_headers(judge)
+                return f"{judge.url} ({judge.model})"
+
+            _check(f"job {job.key}: judge", judged, problems)
         if job.baseline is not None:
 
             def baseline(path: Path = job.baseline) -> str:

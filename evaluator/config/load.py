@@ -11,7 +11,7 @@ import difflib
 import os
 import tomllib
 import typing
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -23,6 +23,7 @@ from evaluator.config.settings import Settings
 from evaluator.config.sources import DEFAULT_CONFIG_PATH, ENV_PREFIX
 from evaluator.config.target import KIND_NAMES, TARGET_KINDS, HttpTargetConfig, TargetConfig
 from evaluator.errors import ConfigError
+from evaluator.targets.templates import ENV_REFERENCE
 
 __all__ = ["load_settings"]
 
@@ -167,11 +168,15 @@ def _unknown_key(
     return "unknown key" + (f' (did you mean "{close[0]}"?)' if close else "")
 
 
-def _check_environment() -> None:
-    """A misspelt ``EVALUATOR_`` variable would be ignored silently: reject it by name."""
+def _check_environment(referenced: Collection[str] = ()) -> None:
+    """A misspelt ``EVALUATOR_`` variable would be ignored silently: reject it by name.
+
+    A variable the config file references (``token = "${EVALUATOR_UI_TOKEN}"``) is a value
+    the file reads, not a settings override: it is never refused for its name.
+    """
     known = set(Settings.model_fields)
     for name in sorted(os.environ):
-        if not name.upper().startswith(ENV_PREFIX):
+        if not name.upper().startswith(ENV_PREFIX) or name in referenced:
             continue
         field = name[len(ENV_PREFIX) :].split("__", 1)[0].lower()
         if field not in known:
@@ -197,7 +202,6 @@ def load_settings(
     Raises:
         ConfigError: unreadable or invalid TOML, or a field that fails validation.
     """
-    _check_environment()
     path: Path | None
     if config_path is not None:
         path = Path(config_path)
@@ -218,8 +222,11 @@ def load_settings(
         except ValueError as exc:
             # TOMLDecodeError, or the int conversion's digit limit (a 5,000-digit integer)
             raise ConfigError(f"{path}: invalid TOML: {exc}") from exc
+        _check_environment(set(ENV_REFERENCE.findall(text)))
         bound_config = SettingsConfigDict(**{**Settings.model_config, "toml_file": path})
         cls = type("FileSettings", (Settings,), {"model_config": bound_config})
+    else:
+        _check_environment()
     try:
         settings = cls(**(overrides or {}))
     except ValidationError as exc:
