@@ -38,6 +38,7 @@ from evaluator.history.store import HISTORY_ERROR_KINDS
 from evaluator.metrics import METRICS, MetricSpec
 from evaluator.metrics import metric as metric_spec
 from evaluator.models import CaseError, CaseRecord
+from evaluator.slo.sli import Events
 from evaluator.summary import Summary
 
 __all__ = [
@@ -45,6 +46,7 @@ __all__ = [
     "OUTCOMES",
     "PUBLISH_STEPS",
     "QUALITY_GAUGES",
+    "SLO_OUTCOMES",
     "DriftGauge",
     "GateState",
     "JobSnapshot",
@@ -53,6 +55,8 @@ __all__ = [
 
 #: Run outcomes, the values of ``rag_eval_runs_total{outcome}``.
 OUTCOMES: tuple[str, ...] = ("complete", "incomplete", "failed", "skipped")
+#: Outcomes of an SLO's events, the values of ``rag_eval_slo_events_total{outcome}``.
+SLO_OUTCOMES: tuple[str, ...] = ("good", "bad")
 #: the steps of publishing a run (:mod:`evaluator.daemon.publish`), as counted when one fails:
 #: the report file, the gate's verdict, the exported gauges, the history store
 PUBLISH_STEPS: tuple[str, ...] = ("report", "gate", "metrics", "history")
@@ -122,6 +126,8 @@ class JobSnapshot:
     stability_counts: Mapping[str, int] = field(default_factory=dict)
     history_window_runs: int | None = None
     drift: Mapping[str, DriftGauge] = field(default_factory=dict)
+    #: the SLOs that count this job's cases (their event counters exist from the start)
+    slos: tuple[str, ...] = ()
 
     @property
     def labels(self) -> tuple[str, str]:
@@ -384,6 +390,7 @@ class _Job:
         self.stage_names_folded = _counter(m._stage_names_folded, labels)
         self.history_errors = _counter(m._history_errors, labels, "kind", HISTORY_ERROR_KINDS)
         self.publish_errors = _counter(m._publish_errors, labels, "step", PUBLISH_STEPS)
+        self.slo_events = CounterCell(m._slo_events, labels, ("slo", "outcome"))
         self.gauges = [
             GaugeCell(family, labels, spec.extra)
             for spec, family in zip(_JOB_GAUGES, m._gauges, strict=True)
@@ -401,14 +408,23 @@ class _Job:
             self.stage_names_folded,
             self.history_errors,
             self.publish_errors,
+            self.slo_events,
             *self.gauges,
             self.info,
         )
         self.publish()
 
     def publish(self) -> None:
-        """The gauges from the snapshot (only those whose samples differ are re-encoded)."""
+        """The gauges from the snapshot (only those whose samples differ are re-encoded),
+        and the event counters of exactly the snapshot's SLOs (new ones at zero; those of
+        an SLO no longer counting the job withdrawn)."""
         job = self.snapshot
+        for key in self.slo_events.series():
+            if key[0] not in job.slos:
+                self.slo_events.discard(key)
+        for slo in job.slos:
+            for outcome in SLO_OUTCOMES:
+                self.slo_events.create((slo, outcome))
         for spec, cell in zip(_JOB_GAUGES, self.gauges, strict=True):
             cell.set(spec.samples(job))
         self.info.set([((__version__, job.config_hash, job.dataset_hash, str(job.k)), 1.0)])
@@ -500,6 +516,19 @@ class Metrics:
             "Steps of publishing a run that failed, by step (report, gate, metrics, history);"
             " the run is counted all the same",
         )
+        self._slo_events = Family(
+            "rag_eval_slo_events",
+            "counter",
+            "Events of an SLO by outcome (good, bad): the cases of each run its SLI counts",
+        )
+        slo_objective = Family(
+            "rag_eval_slo_objective",
+            "gauge",
+            "Share of an SLO's events that must be good over its window (0..1)",
+        )
+        slo_window = Family(
+            "rag_eval_slo_window_seconds", "gauge", "The rolling window of an SLO, in seconds"
+        )
         surrogates = Family(
             "rag_eval_text_replaced_surrogates",
             "counter",
@@ -527,6 +556,9 @@ class Metrics:
                 last_reload_at,
                 self._history_errors,
                 self._publish_errors,
+                self._slo_events,
+                slo_objective,
+                slo_window,
                 surrogates,
                 *self._gauges,
                 self._info,
@@ -540,7 +572,11 @@ class Metrics:
         self._last_reload_at.set([((), time.time())])
         self._surrogates = _counter(surrogates, {})
         self._surrogates_seen = border.surrogates_replaced()
+        self._slo_objective = GaugeCell(slo_objective, {}, ("slo",))
+        self._slo_window = GaugeCell(slo_window, {}, ("slo",))
         for family, cell in (
+            (slo_objective, self._slo_objective),
+            (slo_window, self._slo_window),
             (surrogates, self._surrogates),
             (config_reloads, self._config_reloads),
             (last_reload_ok, self._last_reload_ok),
@@ -610,8 +646,10 @@ class Metrics:
         dataset_hash: str,
         interval_seconds: float | None,
         baseline: Mapping[str, float],
+        slos: tuple[str, ...] = (),
     ) -> None:
-        """A reload kept the job: the same series and last results, a new identity."""
+        """A reload kept the job: the same series and last results, a new identity (and the
+        SLOs now counting it: a kept SLO keeps its counts)."""
         self._replace(
             labels,
             k=k,
@@ -619,6 +657,7 @@ class Metrics:
             dataset_hash=dataset_hash,
             interval_seconds=interval_seconds,
             baseline=baseline,
+            slos=slos,
         )
 
     @_changes
@@ -720,6 +759,15 @@ class Metrics:
         """A run's report could not be written."""
         self._job(labels).report_write_errors.inc()
 
+    @_changes
+    def slo_events_counted(self, labels: Labels, events: Mapping[str, Events]) -> None:
+        """A run's events of each SLO counting the job, added to its good and bad counters."""
+        counter = self._job(labels).slo_events
+        for slo, counted in events.items():
+            for outcome, amount in zip(SLO_OUTCOMES, (counted.good, counted.bad), strict=True):
+                if amount:
+                    counter.inc((slo, outcome), amount)
+
     # --- history and configuration --------------------------------------------------------
 
     @_changes
@@ -748,6 +796,12 @@ class Metrics:
     def publish_failed(self, labels: Labels, step: str) -> None:
         """Count a failed step of publishing a run (``PUBLISH_STEPS``)."""
         self._job(labels).publish_errors.inc([step])
+
+    @_changes
+    def slos_configured(self, objectives: Mapping[str, tuple[float, int]]) -> None:
+        """Each SLO's objective and window (seconds), by name: the series of exactly these."""
+        self._slo_objective.set(((name,), o) for name, (o, _) in sorted(objectives.items()))
+        self._slo_window.set(((name,), w) for name, (_, w) in sorted(objectives.items()))
 
     @_changes
     def config_reloaded(self, ok: bool) -> None:

@@ -197,6 +197,17 @@ class CounterCell(Cell):
     def value(self, extra: Sequence[str] = ()) -> float | None:
         return self._values.get(tuple(extra))
 
+    def discard(self, extra: Sequence[str]) -> None:
+        """Withdraw one series (what it counted no longer exists, such as a dropped SLO)."""
+        key = tuple(extra)
+        if self._values.pop(key, None) is not None:
+            del self._prefixes[key]
+            self.changed()
+
+    def series(self) -> list[tuple[str, ...]]:
+        """The extra label values of every series, in exposition order."""
+        return list(self._values)
+
     def _labels(self, extra: tuple[str, ...]) -> dict[str, str]:
         return {**self.labels, **dict(zip(self._names, extra, strict=True))}
 

@@ -65,6 +65,8 @@ class JobRunner:
         self.clock = clock
         self.labels = (target.name, dataset.name)
         self.options = settings.run_options(job)
+        #: the SLOs that count this job's cases
+        self.slos = tuple(s for s in settings.slos if job in settings.slo_jobs(s))
         self.options.stages.on_fold = self._on_stage_folded
         self._signature = self._stat_signature()
         self.publisher = RunPublisher(
@@ -76,6 +78,7 @@ class JobRunner:
             gate=gate,
             history=history,
             judge_cases=lambda: (tuple(questions_of(self._shard())), self.settings.shard_count > 1),
+            slos=self.slos,
             clock=clock,
         )
         #: the job's LLM judge (None: not judged)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
@@ -26,6 +26,7 @@ from evaluator import process_state
 from evaluator.daemon.baseline import BaselineGate, GateVerdict
 from evaluator.daemon.exporter import PUBLISH_STEPS, DriftGauge, GateState, Metrics
 from evaluator.daemon.report_store import ReportStore
+from evaluator.daemon.slo import run_events
 from evaluator.history.drift import BINARY_CHECKS
 from evaluator.history.job import JobHistory
 from evaluator.history.recorder import HistoryRecorder, Outcome
@@ -35,6 +36,7 @@ from evaluator.pages.trend import TREND_METRICS, RunPoint
 from evaluator.summary import Summary
 
 if TYPE_CHECKING:
+    from evaluator.config.slo import SloConfig
     from evaluator.models import Case
     from evaluator.report import RunReport
 
@@ -122,6 +124,7 @@ class RunPublisher:
         gate: BaselineGate | None = None,
         history: HistoryRecorder | None = None,
         judge_cases: Callable[[], tuple[tuple[Case, ...], bool]] = lambda: ((), False),
+        slos: Sequence[SloConfig] = (),
         clock: Callable[[], float],
     ) -> None:
         self.labels = labels
@@ -133,6 +136,8 @@ class RunPublisher:
         self.history = history
         #: the golden cases this replica ran, and whether the set is sharded (for the gate)
         self._judge_cases = judge_cases
+        #: the SLOs that count this job's cases
+        self.slos = tuple(slos)
         self.clock = clock
         self.state = JobState(*labels)
         self._history_pending: set[asyncio.Future[Outcome]] = set()
@@ -201,6 +206,7 @@ class RunPublisher:
                 )
             except Exception as exc:
                 self._failed("metrics", exc)
+        self._count_slo_events(report)
         self._swap(
             report=report,
             outcome=outcome,
@@ -211,6 +217,16 @@ class RunPublisher:
         )
         self._record_history(report, outcome)
         self.count(outcome)
+
+    def _count_slo_events(self, report: RunReport) -> None:
+        """Add the run's events to its SLOs' counters (whether or not its report was
+        written: the cases were scored all the same)."""
+        if not self.slos:
+            return
+        try:
+            self.metrics.slo_events_counted(self.labels, run_events(self.slos, report))
+        except Exception as exc:
+            self._failed("metrics", exc)
 
     def broken(self, duration_seconds: float) -> None:
         """A run ended without a report (it raised or was cancelled): counted ``failed``."""

@@ -173,6 +173,7 @@ class Daemon:
             interval_seconds=interval,
             shard_count=self.settings.shard_count,
             baseline=runner.gate.ratios() if runner.gate is not None else {},
+            slos=tuple(s.name for s in runner.slos),
         )
 
     async def start(self) -> None:
@@ -186,6 +187,7 @@ class Daemon:
         server = self.settings.server
         self.http.access = Access(server.allowed_hosts, resolve_token(server.token), host)
         await self._build_jobs()
+        self._publish_slos(self.settings)
         otlp.install(**self.settings.otlp.model_dump())
         now = datetime.now(UTC)
         scheduler = AsyncIOScheduler(
@@ -229,6 +231,12 @@ class Daemon:
                 }
                 for j in self.jobs
             ],
+        )
+
+    def _publish_slos(self, settings: Settings) -> None:
+        """Each SLO's objective and window on /metrics (the series of exactly these)."""
+        self.metrics.slos_configured(
+            {slo.name: (slo.objective, slo.window_seconds) for slo in settings.slos}
         )
 
     def _schedule(
@@ -322,6 +330,7 @@ class Daemon:
                     dataset_hash=fresh.dataset_hash,
                     interval_seconds=interval,
                     baseline=fresh.baseline,
+                    slos=fresh.slos,
                 )
                 if previous is not None:
                     runner.publisher.carry_over(previous.publisher)
@@ -339,6 +348,7 @@ class Daemon:
         self._retiring.add(task)
         task.add_done_callback(self._retiring.discard)
         self.settings, self.jobs = settings, runners
+        self._publish_slos(settings)
         log.info(
             "config_reloaded",
             jobs=[

@@ -22,6 +22,7 @@ from evaluator.daemon.exporter import GateState, JobSnapshot, Metrics
 from evaluator.daemon.exposition import CLOCK_EVERY, OPENMETRICS, TEXT, HistogramCell
 from evaluator.errors import ERROR_KINDS
 from evaluator.models import CaseError, CaseRecord, CaseScores
+from evaluator.slo.sli import Events
 from evaluator.summary import summarise
 from tests.support.records import record as make_record
 
@@ -66,6 +67,7 @@ def _snapshot(labels: tuple[str, str]) -> JobSnapshot:
         dataset_hash="h" * 64,
         interval_seconds=60.0,
         baseline={"mrr": 0.8},
+        slos=("answers",),
     )
 
 
@@ -135,6 +137,17 @@ UPDATES: dict[str, Callable[[Metrics], None]] = {
     ),
     "config_reloaded_failure": lambda m: m.config_reloaded(False),
     "config_reloaded_success": lambda m: m.config_reloaded(True),
+    "slo_events_counted": lambda m: m.slo_events_counted(A, {"answers": Events(good=2, bad=1)}),
+    "slos_configured": lambda m: m.slos_configured({"answers": (0.99, 86400)}),
+    "job_reconfigured_slos": lambda m: m.job_reconfigured(
+        A,
+        k=5,
+        config_hash="c" * 16,
+        dataset_hash="h" * 64,
+        interval_seconds=60.0,
+        baseline={},
+        slos=("fast",),
+    ),
     "add_job": lambda m: m.add_job(_snapshot(("target-c", "golden"))),
     "remove_job": lambda m: m.remove_job(A),
 }

@@ -109,3 +109,49 @@ def test_sighup_reloads_and_keeps_the_old_config_on_error(tmp_path: Path) -> Non
     assert "invalid TOML" in failures[0]["error"]
     assert "second.jsonl" in failures[1]["error"]
     assert 2 == events.count("config_reloaded")
+
+
+def _slo(name: str, objective: str, job: str = "loop") -> str:
+    return (
+        f'[[slos]]\nname = "{name}"\njob = "{job}"\nsli = "answer_correct"\n'
+        f'objective = {objective}\nwindow = "1d"\n'
+    )
+
+
+def _failed_reloads(daemon: DaemonProcess) -> float:
+    return _value(daemon, "rag_eval_config_reload_total", result="failure") or 0.0
+
+
+def test_a_bad_slo_on_reload_keeps_the_running_slos(tmp_path: Path) -> None:
+    """SIGHUP with an SLO that names no job, then one whose objective is 1: both rejected
+    naming the field, the running SLO counting on; a good file brings a second SLO in, at
+    zero, beside the first with its counts."""
+    case = {"id": "c0", "question": "q0", "relevant_ids": ["d0"], "expected_facts": ["fact"]}
+    golden = tmp_path / "golden.jsonl"
+    golden.write_text(json.dumps(case) + "\n", "utf-8")
+    config = tmp_path / "evaluator.toml"
+    events = "rag_eval_slo_events_total"
+    labels = {"target": "loop", "dataset": "golden", "outcome": "good"}
+    with LoopbackServer(_answer) as server:
+        _write(config, server.url, [golden], extra=_slo("answers", "0.9"))
+        with DaemonProcess(["--config", str(config)], workdir=tmp_path) as daemon:
+            daemon.wait_ready()
+            _until(lambda: (_value(daemon, events, slo="answers", **labels) or 0) >= 1)
+            for bad in (_slo("more", "0.9", job="nope"), _slo("more", "1")):
+                failures = _value(daemon, "rag_eval_config_reload_total", result="failure") or 0
+                _write(config, server.url, [golden], extra=_slo("answers", "0.9") + bad)
+                daemon.proc.send_signal(signal.SIGHUP)  # type: ignore[union-attr]
+                _until(lambda: _failed_reloads(daemon) == failures + 1)  # noqa: B023
+                before = _value(daemon, events, slo="answers", **labels) or 0
+                _until(lambda: (_value(daemon, events, slo="answers", **labels) or 0) > before)  # noqa: B023
+                assert _value(daemon, events, slo="more", **labels) is None
+            _write(config, server.url, [golden], extra=_slo("answers", "0.9") + _slo("more", "0.8"))
+            daemon.proc.send_signal(signal.SIGHUP)  # type: ignore[union-attr]
+            _until(lambda: _value(daemon, "rag_eval_slo_objective", slo="more") == 0.8)
+            assert (_value(daemon, events, slo="answers", **labels) or 0) >= 2
+            result = daemon.stop()
+    assert 0 == result.returncode
+    errors = [e["error"] for e in result.logs if e.get("event") == "config_reload_failed"]
+    assert 2 == len(errors)
+    assert "slos.1.job: no job named 'nope'" in errors[0]
+    assert "slos.1.objective: Input should be less than 1" in errors[1]

@@ -1,0 +1,54 @@
+"""A job's SLOs in the daemon: each finished run's events, counted for the SLOs that count
+the job (``rag_eval_slo_events_total{slo, outcome}``).
+
+A run's events are what its report holds: the cases it scored (and, for ``no_error``, those
+that failed), so an incomplete run counts what it scored and a run that broke without a
+report counts nothing. ``judged`` events are read from the report's judge block, and only
+for the checks its judge is trusted for: calibrated for the check (``evaluator
+calibrate``) and not fooled by a canary in this run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from evaluator.config.slo import SloConfig
+from evaluator.errors import ReportError
+from evaluator.judge.apply import calibration_of
+from evaluator.judge.checks import check
+from evaluator.judge.record import judged_run_from_dict
+from evaluator.report import RunReport
+from evaluator.slo.sli import Events, RunEvidence, count_events
+
+__all__ = ["run_events", "trusted_verdicts"]
+
+
+def trusted_verdicts(report: RunReport) -> dict[str, dict[str, bool]]:
+    """check -> case id -> the judge's verdict, for each check this run's judge is trusted
+    for; empty for an unjudged run, a compromised judge, or a judge block that does not
+    read back."""
+    if report.judge is None:
+        return {}
+    try:
+        judged = judged_run_from_dict(report.judge, f"run {report.run_id}")
+    except ReportError:
+        return {}
+    if judged.compromised:
+        return {}
+    calibrated = calibration_of(judged)
+    verdicts: dict[str, dict[str, bool]] = {}
+    for case in judged.cases:
+        for outcome in case.outcomes:
+            if outcome.status != "judged" or not calibrated.get(outcome.check, False):
+                continue
+            verdict = check(outcome.check).verdict(outcome.values)
+            if verdict is not None:
+                verdicts.setdefault(outcome.check, {})[case.case_id] = verdict
+    return verdicts
+
+
+def run_events(slos: Sequence[SloConfig], report: RunReport) -> dict[str, Events]:
+    """Each SLO's good and bad events in the run ``report`` records, by SLO name."""
+    judged = trusted_verdicts(report) if any(s.check for s in slos) else {}
+    evidence = RunEvidence(report.cases, judged)
+    return {slo.name: count_events(slo.choice, evidence) for slo in slos}
