@@ -5,7 +5,9 @@ scrape never sees half of one run and half of the next. Counters and histograms 
 as cases finish. Every series lives in a cell of :mod:`evaluator.daemon.exposition` (one per
 family and job) that keeps its encoding until it changes, so a scrape of 50 jobs re-encodes
 only what changed since the last one. Every series carries ``target`` and ``dataset``; case
-ids appear only in exemplars, never as labels.
+ids appear only in exemplars, never as labels. The judge's series are cells too
+(:mod:`evaluator.daemon.judge_series`): every job-labelled series has this one path, the
+one seam docs/architecture.md lists.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from evaluator.daemon.exposition import (
     GaugeCell,
     HistogramCell,
 )
+from evaluator.daemon.judge_series import JudgeCells, JudgeFamilies
 from evaluator.errors import ERROR_KINDS
 from evaluator.history.store import HISTORY_ERROR_KINDS
 from evaluator.metrics import METRICS, MetricSpec
@@ -360,6 +363,14 @@ class _Collector(Collector):
 _JOB_LABELS = ("target", "dataset")
 
 
+def _bounds(buckets: Sequence[float]) -> tuple[float, ...]:
+    """Histogram bucket bounds ending with +Inf, as prometheus_client completes them."""
+    bounds = [float(b) for b in buckets]
+    if not bounds or bounds[-1] != math.inf:
+        bounds.append(math.inf)
+    return tuple(bounds)
+
+
 def _counter(
     family: Family, labels: Mapping[str, str], label: str | None = None, values: Sequence[str] = ()
 ) -> CounterCell:
@@ -371,32 +382,192 @@ def _counter(
     return cell
 
 
+class _JobFamilies:
+    """The families with one cell per job, in exposition order (the judge's at the end)."""
+
+    def __init__(self) -> None:
+        self._latencies()
+        self._counters()
+        self.gauges = [Family(spec.name, "gauge", spec.help) for spec in _JOB_GAUGES]
+        self.info = Family(
+            "rag_eval_job",
+            "info",
+            "Identity of a job: evaluator version, config and golden-set hashes, K",
+        )
+        #: a judged job's series (cells only for the jobs with a judge)
+        self.judge = JudgeFamilies()
+
+    def _latencies(self) -> None:
+        """The histograms every finished case observes."""
+        self.case_latency = Family(
+            "rag_eval_case_latency_seconds",
+            "histogram",
+            "Wall time around each target call (all attempts), every case",
+        )
+        self.ttft = Family(
+            "rag_eval_ttft_seconds",
+            "histogram",
+            "Time to first token of streamed answers (first non-empty content), every case",
+        )
+        self.stage_latency = Family(
+            "rag_eval_stage_latency_seconds",
+            "histogram",
+            "Stage durations reported by the target, every case",
+        )
+
+    def _counters(self) -> None:
+        """The counters of a job's runs, failures and publishing."""
+        self.runs = Family("rag_eval_runs", "counter", "Runs by outcome")
+        self.case_errors = Family("rag_eval_case_errors", "counter", "Failed cases by error kind")
+        self.retries = Family(
+            "rag_eval_case_retries", "counter", "Retries of transient target failures"
+        )
+        self.dataset_reload_errors = Family(
+            "rag_eval_dataset_reload_errors",
+            "counter",
+            "Golden-set reloads rejected as invalid (the previous set kept running)",
+        )
+        self.report_write_errors = Family(
+            "rag_eval_report_write_errors", "counter", "Reports that could not be written"
+        )
+        self.stage_names_folded = Family(
+            "rag_eval_stage_names_folded",
+            "counter",
+            "Stage timings counted under stage='other': beyond the target's allow-list or cap",
+        )
+        self.history_errors = Family(
+            "rag_eval_history_errors",
+            "counter",
+            "History store failures by kind (corrupt: moved aside and restarted; locked; io)",
+        )
+        self.publish_errors = Family(
+            "rag_eval_publish_errors",
+            "counter",
+            "Steps of publishing a run that failed, by step (report, gate, metrics, history);"
+            " the run is counted all the same",
+        )
+        self.slo_events = Family(
+            "rag_eval_slo_events",
+            "counter",
+            "Events of an SLO by outcome (good, bad): the cases of each run its SLI counts",
+        )
+
+
+class _ProcessSeries:
+    """The process-wide families, one cell each with no job labels."""
+
+    def __init__(self) -> None:
+        self.config_reloads_family = Family(
+            "rag_eval_config_reload",
+            "counter",
+            "Configuration reloads (SIGHUP) by result; on failure the old configuration runs on",
+        )
+        self.last_reload_ok_family = Family(
+            "rag_eval_config_last_reload_successful",
+            "gauge",
+            "1 when the last configuration reload succeeded (or none was asked for)",
+        )
+        self.last_reload_at_family = Family(
+            "rag_eval_config_last_reload_success_timestamp_seconds",
+            "gauge",
+            "When the configuration was last loaded successfully, Unix time",
+        )
+        self.slo_objective_family = Family(
+            "rag_eval_slo_objective",
+            "gauge",
+            "Share of an SLO's events that must be good over its window (0..1)",
+        )
+        self.slo_window_family = Family(
+            "rag_eval_slo_window_seconds", "gauge", "The rolling window of an SLO, in seconds"
+        )
+        self.surrogates_family = Family(
+            "rag_eval_text_replaced_surrogates",
+            "counter",
+            "Lone UTF-16 surrogates from outside replaced by U+FFFD (evaluator.border)",
+        )
+        self.config_reloads = _counter(
+            self.config_reloads_family, {}, "result", ("success", "failure")
+        )
+        self.last_reload_ok = GaugeCell(self.last_reload_ok_family, {})
+        self.last_reload_ok.set([((), 1.0)])
+        self.last_reload_at = GaugeCell(self.last_reload_at_family, {})
+        self.last_reload_at.set([((), time.time())])
+        self.surrogates = _counter(self.surrogates_family, {})
+        #: the border's count already carried over into ``surrogates``
+        self.surrogates_seen = border.surrogates_replaced()
+        self.slo_objective = GaugeCell(self.slo_objective_family, {}, ("slo",))
+        self.slo_window = GaugeCell(self.slo_window_family, {}, ("slo",))
+        for cell in (
+            self.slo_objective,
+            self.slo_window,
+            self.config_reloads,
+            self.last_reload_ok,
+            self.last_reload_at,
+            self.surrogates,
+        ):
+            cell.family.add((), cell)
+
+
+def _exposition_order(jobs: _JobFamilies, process: _ProcessSeries) -> list[Family]:
+    """Every family in the order /metrics serves them."""
+    return [
+        jobs.case_latency,
+        jobs.ttft,
+        jobs.stage_latency,
+        jobs.runs,
+        jobs.case_errors,
+        jobs.retries,
+        jobs.dataset_reload_errors,
+        jobs.report_write_errors,
+        jobs.stage_names_folded,
+        process.config_reloads_family,
+        process.last_reload_ok_family,
+        process.last_reload_at_family,
+        jobs.history_errors,
+        jobs.publish_errors,
+        jobs.slo_events,
+        process.slo_objective_family,
+        process.slo_window_family,
+        process.surrogates_family,
+        *jobs.gauges,
+        jobs.info,
+        *jobs.judge.all(),
+    ]
+
+
 class _Job:
     """One job's cells, one per per-job family, and the snapshot its gauges show."""
 
-    def __init__(self, metrics: Metrics, snapshot: JobSnapshot) -> None:
+    def __init__(self, families: _JobFamilies, bounds: Sequence[float], snapshot: JobSnapshot):
         self.snapshot = snapshot
-        labels = dict(zip(_JOB_LABELS, snapshot.labels, strict=True))
-        m = metrics
-        self.case_latency = HistogramCell(m._case_latency, labels, m.bounds)
+        self.labels = dict(zip(_JOB_LABELS, snapshot.labels, strict=True))
+        labels, f = self.labels, families
+        self.case_latency = HistogramCell(f.case_latency, labels, bounds)
         self.case_latency.create()
-        self.ttft = HistogramCell(m._ttft, labels, m.bounds)
-        self.stage_latency = HistogramCell(m._stage_latency, labels, m.bounds, ["stage"])
-        self.runs = _counter(m._runs, labels, "outcome", OUTCOMES)
-        self.case_errors = _counter(m._case_errors, labels, "kind", ERROR_KINDS)
-        self.retries = _counter(m._retries, labels)
-        self.dataset_reload_errors = _counter(m._dataset_reload_errors, labels)
-        self.report_write_errors = _counter(m._report_write_errors, labels)
-        self.stage_names_folded = _counter(m._stage_names_folded, labels)
-        self.history_errors = _counter(m._history_errors, labels, "kind", HISTORY_ERROR_KINDS)
-        self.publish_errors = _counter(m._publish_errors, labels, "step", PUBLISH_STEPS)
-        self.slo_events = CounterCell(m._slo_events, labels, ("slo", "outcome"))
+        self.ttft = HistogramCell(f.ttft, labels, bounds)
+        self.stage_latency = HistogramCell(f.stage_latency, labels, bounds, ["stage"])
+        self.runs = _counter(f.runs, labels, "outcome", OUTCOMES)
+        self.case_errors = _counter(f.case_errors, labels, "kind", ERROR_KINDS)
+        self.retries = _counter(f.retries, labels)
+        self.dataset_reload_errors = _counter(f.dataset_reload_errors, labels)
+        self.report_write_errors = _counter(f.report_write_errors, labels)
+        self.stage_names_folded = _counter(f.stage_names_folded, labels)
+        self.history_errors = _counter(f.history_errors, labels, "kind", HISTORY_ERROR_KINDS)
+        self.publish_errors = _counter(f.publish_errors, labels, "step", PUBLISH_STEPS)
+        self.slo_events = CounterCell(f.slo_events, labels, ("slo", "outcome"))
         self.gauges = [
             GaugeCell(family, labels, spec.extra)
-            for spec, family in zip(_JOB_GAUGES, m._gauges, strict=True)
+            for spec, family in zip(_JOB_GAUGES, f.gauges, strict=True)
         ]
-        self.info = GaugeCell(m._info, labels, _INFO_LABELS)
-        self.cells: tuple[Cell, ...] = (
+        self.info = GaugeCell(f.info, labels, _INFO_LABELS)
+        #: the judge's series, once the job has a judge (:meth:`Metrics.judge_added`)
+        self.judge: JudgeCells | None = None
+        self.publish()
+
+    @property
+    def cells(self) -> tuple[Cell, ...]:
+        """Every cell of the job, in the families' order."""
+        return (
             self.case_latency,
             self.ttft,
             self.stage_latency,
@@ -411,8 +582,8 @@ class _Job:
             self.slo_events,
             *self.gauges,
             self.info,
+            *(self.judge.cells if self.judge is not None else ()),
         )
-        self.publish()
 
     def publish(self) -> None:
         """The gauges from the snapshot (only those whose samples differ are re-encoded),
@@ -429,6 +600,12 @@ class _Job:
             cell.set(spec.samples(job))
         self.info.set([((__version__, job.config_hash, job.dataset_hash, str(job.k)), 1.0)])
 
+    def judged(self) -> JudgeCells:
+        """The job's judge series (raises KeyError for a job without a judge)."""
+        if self.judge is None:
+            raise KeyError(f"job {tuple(self.labels.values())} has no judge")
+        return self.judge
+
 
 _INFO_LABELS = ("version", "config_hash", "dataset_hash", "k")
 
@@ -436,10 +613,10 @@ _INFO_LABELS = ("version", "config_hash", "dataset_hash", "k")
 class Metrics:
     """The daemon's metrics on one registry (a fresh one per daemon; tests make their own).
 
-    Every change is a named method (a run finished, a case finished, the gate judged...);
-    the series live in the exposition's cells, each re-encoded only after it changed, and
-    every method runs under one lock, so neither a scrape nor ``registry.collect()`` sees
-    half of an update.
+    Every change is a named method (a run finished, a case finished, the gate judged, the
+    judge answered...); the series live in the exposition's cells, each re-encoded only after
+    it changed, and every method runs under one lock, so neither a scrape nor
+    ``registry.collect()`` sees half of an update.
 
     Example::
 
@@ -452,137 +629,11 @@ class Metrics:
     def __init__(self, registry: CollectorRegistry, buckets: Sequence[float]) -> None:
         self.registry = registry
         self.lock = threading.RLock()
-        bounds = [float(b) for b in buckets]
-        if not bounds or bounds[-1] != math.inf:
-            bounds.append(math.inf)
         #: histogram bucket bounds, ending with +Inf (as prometheus_client adds it)
-        self.bounds: tuple[float, ...] = tuple(bounds)
-        self._case_latency = Family(
-            "rag_eval_case_latency_seconds",
-            "histogram",
-            "Wall time around each target call (all attempts), every case",
-        )
-        self._ttft = Family(
-            "rag_eval_ttft_seconds",
-            "histogram",
-            "Time to first token of streamed answers (first non-empty content), every case",
-        )
-        self._stage_latency = Family(
-            "rag_eval_stage_latency_seconds",
-            "histogram",
-            "Stage durations reported by the target, every case",
-        )
-        self._runs = Family("rag_eval_runs", "counter", "Runs by outcome")
-        self._case_errors = Family("rag_eval_case_errors", "counter", "Failed cases by error kind")
-        self._retries = Family(
-            "rag_eval_case_retries", "counter", "Retries of transient target failures"
-        )
-        self._dataset_reload_errors = Family(
-            "rag_eval_dataset_reload_errors",
-            "counter",
-            "Golden-set reloads rejected as invalid (the previous set kept running)",
-        )
-        self._report_write_errors = Family(
-            "rag_eval_report_write_errors", "counter", "Reports that could not be written"
-        )
-        self._stage_names_folded = Family(
-            "rag_eval_stage_names_folded",
-            "counter",
-            "Stage timings counted under stage='other': beyond the target's allow-list or cap",
-        )
-        config_reloads = Family(
-            "rag_eval_config_reload",
-            "counter",
-            "Configuration reloads (SIGHUP) by result; on failure the old configuration runs on",
-        )
-        last_reload_ok = Family(
-            "rag_eval_config_last_reload_successful",
-            "gauge",
-            "1 when the last configuration reload succeeded (or none was asked for)",
-        )
-        last_reload_at = Family(
-            "rag_eval_config_last_reload_success_timestamp_seconds",
-            "gauge",
-            "When the configuration was last loaded successfully, Unix time",
-        )
-        self._history_errors = Family(
-            "rag_eval_history_errors",
-            "counter",
-            "History store failures by kind (corrupt: moved aside and restarted; locked; io)",
-        )
-        self._publish_errors = Family(
-            "rag_eval_publish_errors",
-            "counter",
-            "Steps of publishing a run that failed, by step (report, gate, metrics, history);"
-            " the run is counted all the same",
-        )
-        self._slo_events = Family(
-            "rag_eval_slo_events",
-            "counter",
-            "Events of an SLO by outcome (good, bad): the cases of each run its SLI counts",
-        )
-        slo_objective = Family(
-            "rag_eval_slo_objective",
-            "gauge",
-            "Share of an SLO's events that must be good over its window (0..1)",
-        )
-        slo_window = Family(
-            "rag_eval_slo_window_seconds", "gauge", "The rolling window of an SLO, in seconds"
-        )
-        surrogates = Family(
-            "rag_eval_text_replaced_surrogates",
-            "counter",
-            "Lone UTF-16 surrogates from outside replaced by U+FFFD (evaluator.border)",
-        )
-        self._gauges = [Family(spec.name, "gauge", spec.help) for spec in _JOB_GAUGES]
-        self._info = Family(
-            "rag_eval_job",
-            "info",
-            "Identity of a job: evaluator version, config and golden-set hashes, K",
-        )
-        self.exposition = Exposition(
-            [
-                self._case_latency,
-                self._ttft,
-                self._stage_latency,
-                self._runs,
-                self._case_errors,
-                self._retries,
-                self._dataset_reload_errors,
-                self._report_write_errors,
-                self._stage_names_folded,
-                config_reloads,
-                last_reload_ok,
-                last_reload_at,
-                self._history_errors,
-                self._publish_errors,
-                self._slo_events,
-                slo_objective,
-                slo_window,
-                surrogates,
-                *self._gauges,
-                self._info,
-            ]
-        )
-        # process-wide: one cell each, with no job labels
-        self._config_reloads = _counter(config_reloads, {}, "result", ("success", "failure"))
-        self._last_reload_ok = GaugeCell(last_reload_ok, {})
-        self._last_reload_ok.set([((), 1.0)])
-        self._last_reload_at = GaugeCell(last_reload_at, {})
-        self._last_reload_at.set([((), time.time())])
-        self._surrogates = _counter(surrogates, {})
-        self._surrogates_seen = border.surrogates_replaced()
-        self._slo_objective = GaugeCell(slo_objective, {}, ("slo",))
-        self._slo_window = GaugeCell(slo_window, {}, ("slo",))
-        for family, cell in (
-            (slo_objective, self._slo_objective),
-            (slo_window, self._slo_window),
-            (surrogates, self._surrogates),
-            (config_reloads, self._config_reloads),
-            (last_reload_ok, self._last_reload_ok),
-            (last_reload_at, self._last_reload_at),
-        ):
-            family.add((), cell)
+        self.bounds: tuple[float, ...] = _bounds(buckets)
+        self._families = _JobFamilies()
+        self._process = _ProcessSeries()
+        self.exposition = Exposition(_exposition_order(self._families, self._process))
         self._jobs: dict[Labels, _Job] = {}
         registry.register(_Collector(self))
 
@@ -632,7 +683,7 @@ class Metrics:
             job.snapshot = snapshot
             job.publish()
             return
-        job = self._jobs[labels] = _Job(self, snapshot)
+        job = self._jobs[labels] = _Job(self._families, self.bounds, snapshot)
         for cell in job.cells:
             cell.family.add(labels, cell)
 
@@ -690,10 +741,11 @@ class Metrics:
         if isinstance(outcome, CaseError):
             job.case_errors.inc([outcome.kind])
         # the border counts process-wide, off the metrics' lock; carried over once per case
+        process = self._process
         replaced = border.surrogates_replaced()
-        if replaced != self._surrogates_seen:
-            self._surrogates.inc(amount=replaced - self._surrogates_seen)
-            self._surrogates_seen = replaced
+        if replaced != process.surrogates_seen:
+            process.surrogates.inc(amount=replaced - process.surrogates_seen)
+            process.surrogates_seen = replaced
 
     @_changes
     def run_finished(
@@ -800,13 +852,75 @@ class Metrics:
     @_changes
     def slos_configured(self, objectives: Mapping[str, tuple[float, int]]) -> None:
         """Each SLO's objective and window (seconds), by name: the series of exactly these."""
-        self._slo_objective.set(((name,), o) for name, (o, _) in sorted(objectives.items()))
-        self._slo_window.set(((name,), w) for name, (_, w) in sorted(objectives.items()))
+        self._process.slo_objective.set(((name,), o) for name, (o, _) in sorted(objectives.items()))
+        self._process.slo_window.set(((name,), w) for name, (_, w) in sorted(objectives.items()))
 
     @_changes
     def config_reloaded(self, ok: bool) -> None:
         """Count a configuration reload and set the last-reload gauges."""
-        self._config_reloads.inc(["success" if ok else "failure"])
-        self._last_reload_ok.set([((), 1.0 if ok else 0.0)])
+        process = self._process
+        process.config_reloads.inc(["success" if ok else "failure"])
+        process.last_reload_ok.set([((), 1.0 if ok else 0.0)])
         if ok:
-            self._last_reload_at.set([((), time.time())])
+            process.last_reload_at.set([((), time.time())])
+
+    # --- the judge ------------------------------------------------------------------------
+
+    @_changes
+    def judge_added(self, labels: Labels) -> None:
+        """The job has a judge: its judge series, the call counters at zero for every outcome
+        (kept when the job already had them)."""
+        job = self._job(labels)
+        if job.judge is not None:
+            return
+        job.judge = JudgeCells(self._families.judge, job.labels, self.bounds)
+        for cell in job.judge.cells:
+            cell.family.add(labels, cell)
+
+    @_changes
+    def judge_called(
+        self,
+        labels: Labels,
+        *,
+        outcome: str,
+        seconds: float,
+        input_tokens: int | None,
+        output_tokens: int | None,
+        cost: float | None,
+    ) -> None:
+        """One judge call: its outcome (``JUDGE_OUTCOMES``), latency, tokens and cost."""
+        self._job(labels).judged().called(outcome, seconds, input_tokens, output_tokens, cost)
+
+    @_changes
+    def run_judged(
+        self,
+        labels: Labels,
+        *,
+        skipped: int,
+        cache_hit_ratio: float,
+        compromised: bool,
+        calibrated: Mapping[str, bool],
+        metrics: Mapping[str, float | None],
+    ) -> None:
+        """A run was judged: skipped checks, the cache, canaries, calibration, the judged
+        metrics."""
+        self._job(labels).judged().run_judged(
+            skipped=skipped,
+            cache_hit_ratio=cache_hit_ratio,
+            compromised=compromised,
+            calibrated=calibrated,
+            metrics=metrics,
+        )
+
+    @_changes
+    def judge_drift_checked(
+        self,
+        labels: Labels,
+        outcome: str,
+        *,
+        agreement: Mapping[str, float | None] | None = None,
+        kappa: Mapping[str, float | None] | None = None,
+        floors: Mapping[str, float] | None = None,
+    ) -> None:
+        """A drift check (``ok``, ``bad_labels``, ``error``) and what it measured."""
+        self._job(labels).judged().drift_checked(outcome, agreement, kappa, floors)

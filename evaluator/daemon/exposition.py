@@ -120,9 +120,12 @@ class Family:
         return self._joined[fmt] is None
 
     def encoded(self, fmt: int) -> bytes:
+        """The family's text: its headers and every cell's lines; nothing without a cell (a
+        family no job has, as the judge's in a daemon without a judge, is not declared)."""
         joined = self._joined[fmt]
         if joined is None:
-            joined = b"".join([self.headers[fmt], *(c.encoded(fmt) for c in self.cells.values())])
+            cells = [c.encoded(fmt) for c in self.cells.values()]
+            joined = b"".join([self.headers[fmt], *cells]) if cells else b""
             self._joined[fmt] = joined
         return joined
 
@@ -415,5 +418,7 @@ class Exposition:
         return b"".join(self.parts(openmetrics=openmetrics))
 
     def collect(self) -> Iterator[Metric]:
+        """Each family with a cell, as prometheus_client represents it (what /metrics serves)."""
         for family in self.families:
-            yield family.metric()
+            if family.cells:
+                yield family.metric()

@@ -28,7 +28,7 @@ from evaluator.daemon.access import Access, resolve_token
 from evaluator.daemon.baseline import BaselineGate
 from evaluator.daemon.exporter import JobSnapshot, Metrics
 from evaluator.daemon.job import JobRunner
-from evaluator.daemon.judging import DaemonJudge, JudgeMetrics
+from evaluator.daemon.judging import DaemonJudge
 from evaluator.daemon.otlp_metrics import OtlpCollector
 from evaluator.daemon.pages import StatusPages
 from evaluator.daemon.schedule import build_trigger, first_run, interval_of, staggered_starts
@@ -84,8 +84,6 @@ class Daemon:
         self._retiring: set[asyncio.Task[None]] = set()
         self.registry = registry or CollectorRegistry()
         self.metrics = Metrics(self.registry, settings.histogram_buckets)
-        #: the judge's series, registered when a job first has a judge
-        self._judge_metrics: JudgeMetrics | None = None
         self.runtime_registry = _runtime_registry()
         self.jobs: list[JobRunner] = []
         self.history: HistoryRecorder | None = None
@@ -142,13 +140,8 @@ class Daemon:
                 gate = BaselineGate.load(job.baseline, settings.gates_file)
             judge = None
             if settings.judge_for(job) is not None:
-                if self._judge_metrics is None:
-                    # encoded fresh on every scrape, as the process metrics are
-                    self._judge_metrics = JudgeMetrics(
-                        self.runtime_registry, settings.histogram_buckets
-                    )
                 labels = (targets[job.target].name, dataset.name)
-                judge = DaemonJudge.for_job(settings, job, self._judge_metrics, labels)
+                judge = DaemonJudge.for_job(settings, job, self.metrics, labels)
             runners.append(
                 JobRunner(
                     job=job,
@@ -162,6 +155,12 @@ class Daemon:
                 )
             )
         return runners
+
+    def _add_job(self, runner: JobRunner, interval: float | None) -> None:
+        """Publish a job's series (its judge's too, when it has one), at zero."""
+        self.metrics.add_job(self._snapshot(runner, interval))
+        if runner.judge is not None:
+            self.metrics.judge_added(runner.labels)
 
     def _snapshot(self, runner: JobRunner, interval: float | None) -> JobSnapshot:
         return JobSnapshot(
@@ -202,7 +201,7 @@ class Daemon:
         for runner, start in zip(self.jobs, starts, strict=True):
             trigger = build_trigger(runner.job, start)
             interval = interval_of(trigger, now)
-            self.metrics.add_job(self._snapshot(runner, interval))
+            self._add_job(runner, interval)
             runner.restore()
             await runner.publisher.restore_history()
             self._schedule(scheduler, runner, trigger, first_run(runner.job, trigger, start))
@@ -332,11 +331,13 @@ class Daemon:
                     baseline=fresh.baseline,
                     slos=fresh.slos,
                 )
+                if runner.judge is not None:  # a judge the reload gave the job
+                    self.metrics.judge_added(runner.labels)
                 if previous is not None:
                     runner.publisher.carry_over(previous.publisher)
                 first = trigger.get_next_fire_time(None, now)
             else:  # a new job starts as at start-up
-                self.metrics.add_job(self._snapshot(runner, interval))
+                self._add_job(runner, interval)
                 runner.restore()
                 added.append(runner)
                 first = first_run(runner.job, trigger, start)

@@ -7,11 +7,12 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Mapping
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.openmetrics.exposition import generate_latest as generate_openmetrics
 from prometheus_client.openmetrics.parser import (
     text_string_to_metric_families as parse_openmetrics,
@@ -20,7 +21,10 @@ from prometheus_client.parser import text_string_to_metric_families as parse_tex
 
 from evaluator.daemon.exporter import GateState, JobSnapshot, Metrics
 from evaluator.daemon.exposition import CLOCK_EVERY, OPENMETRICS, TEXT, HistogramCell
+from evaluator.daemon.judge_series import JudgeFamilies
 from evaluator.errors import ERROR_KINDS
+from evaluator.judge.checks import judged_metrics
+from evaluator.judge.errors import JUDGE_ERROR_KINDS
 from evaluator.models import CaseError, CaseRecord, CaseScores
 from evaluator.slo.sli import Events
 from evaluator.summary import summarise
@@ -150,6 +154,25 @@ UPDATES: dict[str, Callable[[Metrics], None]] = {
     ),
     "add_job": lambda m: m.add_job(_snapshot(("target-c", "golden"))),
     "remove_job": lambda m: m.remove_job(A),
+    "judge_added": lambda m: m.judge_added(B),
+    "judge_called": lambda m: m.judge_called(
+        A, outcome="ok", seconds=0.4, input_tokens=100, output_tokens=20, cost=0.001
+    ),
+    "judge_called_failed": lambda m: m.judge_called(
+        A, outcome="judge_timeout", seconds=30.0, input_tokens=None, output_tokens=None, cost=None
+    ),
+    "run_judged": lambda m: m.run_judged(
+        A,
+        skipped=2,
+        cache_hit_ratio=0.25,
+        compromised=True,
+        calibrated={"fact_support": True, "refusal": False},
+        metrics={"judged_fact_recall": 0.5, "judged_refusal_rate": None},
+    ),
+    "judge_drift_checked": lambda m: m.judge_drift_checked(
+        A, "ok", agreement={"fact_support": 0.9}, kappa={"fact_support": 0.7}, floors={}
+    ),
+    "judge_drift_failed": lambda m: m.judge_drift_checked(A, "bad_labels"),
 }
 
 
@@ -158,6 +181,7 @@ def test_after_every_update_the_served_text_is_a_fresh_encoding(name: str) -> No
     """Cached blocks are invalidated by each update: served == encoded from scratch, and the
     update is visible (the text moved), in both formats."""
     registry, metrics = _metrics()
+    metrics.judge_added(A)  # A is judged, B is not
     metrics.case_finished(B, _record(), "run-0")
     before = {om: _served(metrics, om) for om in (False, True)}
     UPDATES[name](metrics)
@@ -328,6 +352,120 @@ def test_the_series_are_those_of_prometheus_client_instruments() -> None:
     ours, theirs = _served(metrics, True).decode(), generate_openmetrics(legacy).decode()
     assert _families(theirs, om_names) == _families(ours, om_names)
     assert "<ts>" in _families(ours, om_names)  # exemplars are there
+
+
+def _legacy_judge(registry: CollectorRegistry) -> dict[str, Any]:
+    """The judge's series as the daemon made them before they moved into cells: plain
+    prometheus_client instruments on the process registry (the reference)."""
+    lab = ["target", "dataset"]
+    out: dict[str, Any] = {
+        "calls": Counter("rag_eval_judge_calls_total", "Judge calls by outcome: ok or a judge "
+                         "error kind", [*lab, "outcome"], registry=registry),
+        "seconds": Histogram("rag_eval_judge_call_seconds", "Latency of one judge call (never "
+                             "in the target's latency)", lab, buckets=BUCKETS, registry=registry),
+        "tokens": Counter("rag_eval_judge_tokens_total", "Tokens the judge reported, by "
+                          "direction", [*lab, "direction"], registry=registry),
+        "cost": Counter("rag_eval_judge_cost_total", "Judge cost at the configured prices", lab,
+                        registry=registry),
+        "skipped": Counter("rag_eval_judge_skipped_total", "Checks skipped because the run's "
+                           "judge budget was spent", lab, registry=registry),
+        "cache": Gauge("rag_eval_judge_cache_hit_ratio", "Share of the last judged run's "
+                       "verdicts served from the cache", lab, registry=registry),
+        "compromised": Gauge("rag_eval_judge_compromised", "1 when the last judged run's judge "
+                             "passed a canary (its judged metrics advisory)", lab,
+                             registry=registry),
+        "calibrated": Gauge("rag_eval_judge_calibrated", "1 when the stored calibration calls "
+                            "the last judged run's judge (model and prompt version) calibrated "
+                            "for the check, 0 when not (its judged metrics advisory)",
+                            [*lab, "check"], registry=registry),
+        "judged": {m.name: Gauge(m.gauge, m.description, lab, registry=registry)
+                   for m in judged_metrics()},
+        "agreement": Gauge("rag_eval_judge_agreement", "Agreement of the judge with the human "
+                           "labels at the last drift check", [*lab, "check"], registry=registry),
+        "kappa": Gauge("rag_eval_judge_kappa", "Cohen's kappa of the judge and the human labels "
+                       "at the last drift check", [*lab, "check"], registry=registry),
+        "floor": Gauge("rag_eval_judge_agreement_floor", "Lower bound of the agreement band "
+                       "evaluator calibrate measured for this judge", [*lab, "check"],
+                       registry=registry),
+        "drift": Counter("rag_eval_judge_drift_checks_total", "Drift checks (labelled cases "
+                         "re-judged), by outcome", [*lab, "outcome"], registry=registry),
+    }  # fmt: skip
+    for outcome in ("ok", *JUDGE_ERROR_KINDS):
+        out["calls"].labels(*A, outcome)
+    return out
+
+
+def test_the_judge_series_are_those_of_its_former_instruments() -> None:
+    """The judge's series, moved into cells, are the lines its prometheus_client instruments
+    wrote: calls, latency, tokens, cost, a judged run's gauges (a value missing from a later
+    run kept), drift checks, in text and OpenMetrics."""
+    _, metrics = _metrics(A)
+    metrics.judge_added(A)
+    legacy = CollectorRegistry()
+    old = _legacy_judge(legacy)
+    calls = [("ok", 0.4, 100, 20, 0.002), ("judge_timeout", 30.0, None, None, None),
+             ("ok", 5.0, 80, 0, None)]  # fmt: skip
+    for outcome, seconds, tokens_in, tokens_out, cost in calls:
+        metrics.judge_called(A, outcome=outcome, seconds=seconds, input_tokens=tokens_in,
+                             output_tokens=tokens_out, cost=cost)  # fmt: skip
+        old["calls"].labels(*A, outcome).inc()
+        if outcome == "ok":
+            old["seconds"].labels(*A).observe(seconds)
+        if tokens_in:
+            old["tokens"].labels(*A, "input").inc(tokens_in)
+        if tokens_out:
+            old["tokens"].labels(*A, "output").inc(tokens_out)
+        if cost:
+            old["cost"].labels(*A).inc(cost)
+    runs: list[tuple[int, float, bool, dict[str, bool], dict[str, float | None]]] = [
+        (3, 0.5, False, {"fact_support": True, "refusal": False},
+         {"judged_fact_recall": 0.75, "judged_refusal_rate": 1.0}),
+        (0, 0.0, True, {"refusal": True}, {"judged_fact_recall": None, "judged_refusal_rate": 0.5}),
+    ]  # fmt: skip
+    for skipped, ratio, compromised, calibrated, judged in runs:
+        metrics.run_judged(A, skipped=skipped, cache_hit_ratio=ratio, compromised=compromised,
+                           calibrated=calibrated, metrics=judged)  # fmt: skip
+        if skipped:
+            old["skipped"].labels(*A).inc(skipped)
+        old["cache"].labels(*A).set(ratio)
+        old["compromised"].labels(*A).set(1 if compromised else 0)
+        for check, ok in calibrated.items():
+            old["calibrated"].labels(*A, check).set(1 if ok else 0)
+        for name, gauge in old["judged"].items():
+            if judged.get(name) is not None:
+                gauge.labels(*A).set(judged[name])
+    metrics.judge_drift_checked(A, "bad_labels")
+    old["drift"].labels(*A, "bad_labels").inc()
+    metrics.judge_drift_checked(A, "ok", agreement={"fact_support": 0.9, "refusal": None},
+                                kappa={"fact_support": 0.8, "refusal": None},
+                                floors={"fact_support": 0.85})  # fmt: skip
+    old["drift"].labels(*A, "ok").inc()
+    old["agreement"].labels(*A, "fact_support").set(0.9)
+    old["kappa"].labels(*A, "fact_support").set(0.8)
+    old["floor"].labels(*A, "fact_support").set(0.85)
+    families = JudgeFamilies().all()
+    text_names = {f"{f.name}_total" if f.kind == "counter" else f.name for f in families}
+    om_names = {f.name for f in families}
+    ours, theirs = _served(metrics, False).decode(), generate_latest(legacy).decode()
+    assert _families(theirs, text_names) == _families(ours, text_names)
+    assert len(families) == _families(ours, text_names).count("# HELP ")  # every one compared
+    ours, theirs = _served(metrics, True).decode(), generate_openmetrics(legacy).decode()
+    assert _families(theirs, om_names) == _families(ours, om_names)
+
+
+def test_a_daemon_without_a_judge_declares_no_judge_series() -> None:
+    """The judge's families have no cell until a job has a judge: none is served (as when
+    they were registered with the first judge), and the served bytes stay a fresh encoding."""
+    registry, metrics = _metrics()
+    assert "rag_eval_judge" not in _served(metrics, False).decode()
+    metrics.judge_added(A)
+    served = _served(metrics, False).decode()
+    calls = 'rag_eval_judge_calls_total{dataset="golden",outcome="ok",target="target-a"}'
+    assert f"{calls} 0.0" in served
+    assert 'target="target-b"' not in "".join(
+        line for line in served.splitlines() if line.startswith("rag_eval_judge")
+    )
+    _assert_served_is_fresh(registry, metrics)
 
 
 _NAMES = st.text(st.characters(codec="utf-8"), min_size=1, max_size=12) | st.sampled_from(

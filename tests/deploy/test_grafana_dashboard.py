@@ -382,10 +382,10 @@ def test_dashboard_links_to_runbook_alerts_and_the_latest_report() -> None:
 
 def test_the_judge_contract_is_what_the_daemon_registers() -> None:
     """The judge's names and enumerated label values the dashboard may read are the ones the
-    daemon's JudgeMetrics registers, its error kinds, checks and judged metrics."""
-    from prometheus_client import CollectorRegistry
-
-    from evaluator.daemon.judging import JudgeMetrics
+    daemon's judge series declare (evaluator/daemon/judge_series.py), its error kinds, checks
+    and judged metrics."""
+    from evaluator.daemon.judge_series import JUDGE_OUTCOMES as DECLARED_OUTCOMES
+    from evaluator.daemon.judge_series import JudgeFamilies
     from evaluator.judge.checks import judged_metrics
     from evaluator.judge.errors import JUDGE_ERROR_KINDS
     from tests.deploy.deploy_support import (
@@ -395,15 +395,13 @@ def test_the_judge_contract_is_what_the_daemon_registers() -> None:
         JUDGED_RATIOS,
     )
 
-    registry = CollectorRegistry()
-    JudgeMetrics(registry, (0.1, 1.0))
     registered = {
-        f"{family.name}_total" if family.type == "counter" else family.name
-        for family in registry.collect()
+        f"{family.name}_total" if family.kind == "counter" else family.name
+        for family in JudgeFamilies().all()
     }
     judge_names = {n for n in CONTRACT if n.startswith(("rag_eval_judge_", "rag_eval_judged_"))}
     assert registered == judge_names
-    assert ("ok", *JUDGE_ERROR_KINDS) == JUDGE_OUTCOMES
+    assert ("ok", *JUDGE_ERROR_KINDS) == JUDGE_OUTCOMES == DECLARED_OUTCOMES
     assert {m.check for m in judged_metrics()} == set(JUDGE_CHECKS)
     assert tuple(m.gauge.removeprefix("rag_eval_") for m in judged_metrics()) == JUDGED_RATIOS
 

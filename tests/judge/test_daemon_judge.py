@@ -63,7 +63,7 @@ def test_the_daemon_judges_and_the_drift_gauge_moves(tmp_path: Path) -> None:
             async with running(settings) as daemon:
 
                 def sample(name: str, **extra: str) -> float | None:
-                    return daemon.runtime_registry.get_sample_value(name, {**LABELS, **extra})
+                    return daemon.registry.get_sample_value(name, {**LABELS, **extra})
 
                 await until(lambda: sample("rag_eval_judged_fact_recall") is not None)
                 assert sample("rag_eval_judged_fact_recall") == 0.5
