@@ -416,12 +416,17 @@ def _ratio(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.2f}"
 
 
+def _check_tag(table: CaseTable, tag: str) -> None:
+    """Refuse (PageQueryError) a tag the job's cases do not carry, naming the ones they do."""
+    if tag and tag not in table.tags:
+        known = ", ".join(table.tags) or "none"
+        raise PageQueryError(f"tag: {_shown(tag)} is no tag of this job (its tags: {known})")
+
+
 def _kept(table: CaseTable, query: CaseQuery) -> list[CaseRow]:
     """The rows ``query``'s filter, tag and text search keep, in the report's order; a tag
     the job has not raises PageQueryError."""
-    if query.tag and query.tag not in table.tags:
-        known = ", ".join(table.tags) or "none"
-        raise PageQueryError(f"tag: {_shown(query.tag)} is no tag of this job (its tags: {known})")
+    _check_tag(table, query.tag)
     rows: Iterable[CaseRow] = table.rows
     if query.show != "all":
         rows = filter(_keeps(query.show), rows)

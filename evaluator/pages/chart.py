@@ -170,23 +170,35 @@ def hash_changes(rows: Sequence[TrendRun]) -> list[tuple[int, Literal["config", 
     return out
 
 
-def _ticks(xs: Sequence[float], times: Sequence[float]) -> list[Tick]:
-    """A tick per run; labels on the first and last run and evenly between, never crowded."""
-    if not xs:
-        return []
-    with_date = (times[-1] - times[0]) >= 86400 or (
-        datetime.fromtimestamp(times[0], UTC).date()
-        != datetime.fromtimestamp(times[-1], UTC).date()
-    )
+def _spans_days(times: Sequence[float]) -> bool:
+    """Whether the window crosses a date: its tick labels then carry the date."""
+    if times[-1] - times[0] >= 86400:
+        return True
+    first = datetime.fromtimestamp(times[0], UTC).date()
+    return first != datetime.fromtimestamp(times[-1], UTC).date()
+
+
+def _labelled(xs: Sequence[float], gap: float) -> dict[int, Literal["start", "middle", "end"]]:
+    """Which ticks carry a label: the first, the last, and up to :data:`LABELLED_TICKS`
+    evenly between, none closer than ``gap`` to another."""
     labelled: dict[int, Literal["start", "middle", "end"]] = {0: "start"}
     if len(xs) > 1:
         labelled[len(xs) - 1] = "end"
-    with_seconds = times[-1] - times[0] < _SECONDS_SPAN
-    gap = _LABEL_GAP * (1.6 if with_date else 1.3 if with_seconds else 1.0)
     for step in range(1, LABELLED_TICKS - 1):
         i = round(step * (len(xs) - 1) / (LABELLED_TICKS - 1))
         if all(abs(xs[i] - xs[j]) >= gap for j in labelled):
             labelled[i] = "middle"
+    return labelled
+
+
+def _ticks(xs: Sequence[float], times: Sequence[float]) -> list[Tick]:
+    """A tick per run; labels on the first and last run and evenly between, never crowded."""
+    if not xs:
+        return []
+    with_date = _spans_days(times)
+    with_seconds = times[-1] - times[0] < _SECONDS_SPAN
+    gap = _LABEL_GAP * (1.6 if with_date else 1.3 if with_seconds else 1.0)
+    labelled = _labelled(xs, gap)
     return [
         Tick(
             x,
@@ -197,6 +209,97 @@ def _ticks(xs: Sequence[float], times: Sequence[float]) -> list[Tick]:
         )
         for i, x in enumerate(xs)
     ]
+
+
+def _y_range(
+    values: Sequence[float], floor: float | None, ceiling: float | None
+) -> tuple[float, float]:
+    """The y axis's ends: every value drawn (runs and lines), widened to ``floor`` and
+    ``ceiling``; a flat range is opened so the line sits at the bottom, not in a slit."""
+    low, high = min(values), max(values)
+    if floor is not None:
+        low = min(low, floor)
+    if ceiling is not None:
+        high = max(high, ceiling)
+    if high - low < 1e-12:
+        high = low + (abs(low) or 1.0)
+    return low, high
+
+
+@dataclass(frozen=True, slots=True)
+class _Plot:
+    """Where values and times land in the plot area (``box``: left, top, right, bottom)."""
+
+    box: tuple[float, float, float, float]
+    low: float
+    high: float
+    t0: float
+    t1: float
+
+    def y(self, value: float) -> float:
+        """The height of ``value`` (the y range's ends at the box's bottom and top)."""
+        _, top, _, bottom = self.box
+        return round(bottom - (bottom - top) * (value - self.low) / (self.high - self.low), 1)
+
+    def x(self, at: float) -> float:
+        """The place of a finish time on the time axis (one instant: the right edge)."""
+        left, _, right, _ = self.box
+        if self.t1 - self.t0 <= 0:
+            return right
+        return round(left + (right - left) * (at - self.t0) / (self.t1 - self.t0), 1)
+
+
+def _markers(rows: Sequence[TrendRun], xs: Sequence[float], began: str | None) -> list[Marker]:
+    """A vertical line at each configuration or golden-set change, and where the change
+    began (when that run is drawn)."""
+    markers = [
+        Marker(xs[i], kind, rows[i].run_id, f"{label} at run {rows[i].run_id}")
+        for i, kind, label in hash_changes(rows)
+    ]
+    at = next((i for i, r in enumerate(rows) if r.run_id == began), None)
+    if began is not None and at is not None:
+        markers.append(Marker(xs[at], "began", began, f"the change began at run {began}"))
+    return markers
+
+
+def _dots(
+    rows: Sequence[TrendRun],
+    kept: Sequence[tuple[int, float]],
+    xs: Sequence[float],
+    plot: _Plot,
+    fmt: Callable[[float | None], str],
+) -> list[Dot]:
+    """Each run with a value, with its tooltip: run, time, value and outcome."""
+    return [
+        Dot(
+            xs[i],
+            plot.y(v),
+            rows[i].outcome,
+            f"{rows[i].run_id} · {_time(rows[i].finished_at, with_date=True)} UTC · {fmt(v)}"
+            f" · {rows[i].outcome}",
+        )
+        for i, v in kept
+    ]
+
+
+def _values(rows: Sequence[TrendRun], metric: str) -> list[tuple[int, float]]:
+    """(row index, value) of each run with a finite value of ``metric``."""
+    return [
+        (i, v)
+        for i, r in enumerate(rows)
+        if (v := r.metrics.get(metric)) is not None and math.isfinite(v)
+    ]
+
+
+def _limits_of(limits: Sequence[Limit], metric: str) -> list[Limit]:
+    """The lines drawn on ``metric``'s chart (a line without a finite value is not)."""
+    return [lim for lim in limits if lim.metric == metric and math.isfinite(lim.value)]
+
+
+def _points(coords: Sequence[tuple[float, float]], left: float) -> str:
+    """The polyline through the runs' values; one value is drawn level from the left edge."""
+    line = coords if len(coords) > 1 else [(left, coords[0][1]), coords[0]]
+    return " ".join(f"{x:g},{y:g}" for x, y in line)
 
 
 def trend_chart(
@@ -217,70 +320,30 @@ def trend_chart(
     pass 0 and 1, so a flat 0.9 is no cliff). ``began``: the run id where a change began,
     marked. ``fmt`` writes a value as the page does (ratios to 4 places, durations in units).
     """
-    kept = [
-        (i, v)
-        for i, r in enumerate(rows)
-        if (v := r.metrics.get(metric)) is not None and math.isfinite(v)
-    ]
+    kept = _values(rows, metric)
     if not kept:
         return None
-    # room on the left for the y range's labels ("250.0ms"), below for the times
-    left, top, right, bottom = 52.0, 8.0, width - 8.0, height - 20.0
     numbers = [v for _, v in kept]
-    shown = [lim for lim in limits if lim.metric == metric and math.isfinite(lim.value)]
-    every = numbers + [lim.value for lim in shown]
-    low, high = min(every), max(every)
-    if floor is not None:
-        low = min(low, floor)
-    if ceiling is not None:
-        high = max(high, ceiling)
-    if high - low < 1e-12:
-        high = low + (abs(low) or 1.0)
-
-    def y_of(value: float) -> float:
-        return round(bottom - (bottom - top) * (value - low) / (high - low), 1)
-
+    shown = _limits_of(limits, metric)
+    low, high = _y_range(numbers + [lim.value for lim in shown], floor, ceiling)
     times = [r.finished_at for r in rows]
-    t0, t1 = times[0], times[-1]
-
-    def x_of(at: float) -> float:
-        if t1 - t0 <= 0:
-            return right
-        return round(left + (right - left) * (at - t0) / (t1 - t0), 1)
-
-    xs = [x_of(t) for t in times]
-    coords = [(xs[i], y_of(v)) for i, v in kept]
-    dots = [
-        Dot(
-            xs[i],
-            y_of(v),
-            rows[i].outcome,
-            f"{rows[i].run_id} · {_time(times[i], with_date=True)} UTC · {fmt(v)}"
-            f" · {rows[i].outcome}",
-        )
-        for i, v in kept
-    ]
-    line = coords if len(coords) > 1 else [(left, coords[0][1]), coords[0]]
-    markers = [
-        Marker(xs[i], kind, rows[i].run_id, f"{label} at run {rows[i].run_id}")
-        for i, kind, label in hash_changes(rows)
-    ]
-    if began is not None:
-        at = next((i for i, r in enumerate(rows) if r.run_id == began), None)
-        if at is not None:
-            markers.append(Marker(xs[at], "began", began, f"the change began at run {began}"))
+    # room on the left for the y range's labels ("250.0ms"), below for the times
+    box = (52.0, 8.0, width - 8.0, height - 20.0)
+    plot = _Plot(box, low, high, times[0], times[-1])
+    xs = [plot.x(t) for t in times]
+    coords = [(xs[i], plot.y(v)) for i, v in kept]
     return Chart(
         metric=metric,
         width=width,
         height=height,
-        box=(left, top, right, bottom),
-        points=" ".join(f"{x:g},{y:g}" for x, y in line),
-        dots=dots,
+        box=box,
+        points=_points(coords, box[0]),
+        dots=_dots(rows, kept, xs, plot, fmt),
         ticks=_ticks(xs, times),
         y_low=fmt(low) if low else "0",  # "0µs" and "0.0000" say no more than 0
         y_high=fmt(high),
-        limits=[DrawnLimit(lim, y_of(lim.value), fmt(lim.value)) for lim in shown],
-        markers=markers,
+        limits=[DrawnLimit(lim, plot.y(lim.value), fmt(lim.value)) for lim in shown],
+        markers=_markers(rows, xs, began),
         window=_window(rows),
         count=len(kept),
         last=numbers[-1],

@@ -140,8 +140,9 @@ def _drift_reason(d: DriftSignal, current: int) -> str:
     return " ".join(p for p in (moved, runs) if p) + ", significant"
 
 
-def job_health(s: JobSignals) -> Health:
-    """The job's state and every reason for it (see the module's table)."""
+def _red_reasons(s: JobSignals) -> list[str]:
+    """What turns the job red: a significant drift over enough scored cases, a failing gate,
+    an error ratio above the alert's."""
     red: list[str] = []
     if s.scored_cases >= DRIFT_MIN_SCORED:
         red += [_drift_reason(d, s.drift_current_runs) for d in s.drift if d.significant]
@@ -153,6 +154,12 @@ def job_health(s: JobSignals) -> Health:
             f"{s.error_ratio:.1%} of the last run's cases errored "
             f"(alert above {ERROR_RATIO_ALERT:.0%})"
         )
+    return red
+
+
+def _amber_reasons(s: JobSignals) -> list[str]:
+    """What turns the job amber: newly failing cases, no or an unfinished last run, a judge
+    problem."""
     amber: list[str] = []
     if s.newly_failing:
         amber.append(f"{s.newly_failing} case{'s' if s.newly_failing != 1 else ''} newly failing")
@@ -162,6 +169,12 @@ def job_health(s: JobSignals) -> Health:
         amber.append(f"last run {s.outcome}")
     if s.judge_problem:
         amber.append(f"judge: {s.judge_problem}")
+    return amber
+
+
+def job_health(s: JobSignals) -> Health:
+    """The job's state and every reason for it (see the module's table)."""
+    red, amber = _red_reasons(s), _amber_reasons(s)
     if red:
         return Health(State.RED, (*red, *amber))
     if amber:

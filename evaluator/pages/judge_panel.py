@@ -152,40 +152,53 @@ def _status(outcome: CheckOutcome, verdict: bool | None) -> str:
     return "pass" if verdict else "fail"
 
 
+def _description(check: str) -> str:
+    """The registered check's description ("" for one this version does not know)."""
+    try:
+        return judged_check(check).description
+    except KeyError:  # read back from a report: only registered checks pass the reader
+        return ""
+
+
+def _human_view(label: Label | None, verdict: bool | None, redact: Redact) -> HumanLabelView | None:
+    """The human label of the same answer, and whether the judge agrees with it."""
+    if label is None:
+        return None
+    return HumanLabelView(
+        "pass" if label.verdict else "fail",
+        redact(clip(label.reviewer, REVIEWER_SHOWN_CHARS)),
+        redact(clip(label.at, 40)),
+        redact(clip(label.note, NOTE_SHOWN_CHARS)),
+        None if verdict is None else verdict == label.verdict,
+    )
+
+
+def _error_text(outcome: CheckOutcome, redact: Redact) -> str | None:
+    """A judge error's kind and message (None unless the check errored)."""
+    if outcome.status != "error":
+        return None
+    return redact(clip(f"{outcome.error_kind}: {outcome.error or ''}", ERROR_SHOWN_CHARS))
+
+
 def _check_view(
     case: CaseJudgement, outcome: CheckOutcome, labels: KnownLabels | None, redact: Redact
 ) -> JudgedCheckView:
+    """One judged check of a case: its verdict, values, reason, unsupported claims, and the
+    human label of the same answer."""
     verdict = outcome_verdict(outcome)
-    try:
-        description = judged_check(outcome.check).description
-    except KeyError:  # read back from a report: only registered checks pass the reader
-        description = ""
     label = labels.labels.get((case.case_id, case.answer_hash, outcome.check)) if labels else None
-    human = None
-    if label is not None:
-        human = HumanLabelView(
-            "pass" if label.verdict else "fail",
-            redact(clip(label.reviewer, REVIEWER_SHOWN_CHARS)),
-            redact(clip(label.at, 40)),
-            redact(clip(label.note, NOTE_SHOWN_CHARS)),
-            None if verdict is None else verdict == label.verdict,
-        )
     claims = outcome.unsupported
     return JudgedCheckView(
         check=outcome.check,
-        description=description,
+        description=_description(outcome.check),
         status=_status(outcome, verdict),
         values=[(name, _value(v)) for name, v in list(outcome.values.items())[:10]],
         reason=redact(clip(outcome.reason, REASON_SHOWN_CHARS)),
         unsupported=[redact(clip(c, CLAIM_SHOWN_CHARS)) for c in claims[:CLAIMS_SHOWN]],
         unsupported_more=max(len(claims) - CLAIMS_SHOWN, 0),
         cached=outcome.cached,
-        error=(
-            redact(clip(f"{outcome.error_kind}: {outcome.error or ''}", ERROR_SHOWN_CHARS))
-            if outcome.status == "error"
-            else None
-        ),
-        human=human,
+        error=_error_text(outcome, redact),
+        human=_human_view(label, verdict, redact),
         other_answer_labelled=(
             label is None
             and labels is not None

@@ -8,10 +8,10 @@ their anchors) and the same inputs, so the report view itself stays as it is.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from evaluator.models import CaseRecord
 from evaluator.pages.formatting import LOWER_IS_BETTER, Redact
 from evaluator.pages.report import ReportView
 from evaluator.pages.report_table import ReportCaseTable, report_case_table
@@ -47,6 +47,24 @@ def _two(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.2f}"
 
 
+def _tag_cell(
+    name: str, label: str, value: float | None, was: float | None, has_baseline: bool
+) -> TagCell:
+    """One metric of one tag, beside the baseline's (marked worse or better by which way it
+    moved, lower-is-better metrics the other way round)."""
+    diff = value - was if value is not None and was is not None else None
+    sign = -1 if name in LOWER_IS_BETTER else 1
+    moved = 0.0 if diff is None or abs(diff) < 1e-9 else diff * sign
+    return TagCell(
+        label,
+        _two(was) if has_baseline else None,
+        _two(value),
+        f"{diff:+.2f}" if diff is not None else "",
+        worse=moved < 0,
+        better=moved > 0,
+    )
+
+
 def tag_rows(summary: Summary, baseline: Summary | None = None) -> list[TagRow]:
     """The by-tag breakdown of :func:`evaluator.summary.tag_cells`, the candidate's tags in
     their order, each beside the baseline's slice of the same tag when there is one."""
@@ -55,22 +73,10 @@ def tag_rows(summary: Summary, baseline: Summary | None = None) -> list[TagRow]:
     for row in tag_cells(summary):
         base = before.get(row.tag)
         was_of = dict(base.cells) if base is not None else {}
-        cells = []
-        for (name, label), (_, value) in zip(TAG_COLUMNS, row.cells, strict=True):
-            was = was_of.get(label)
-            diff = value - was if value is not None and was is not None else None
-            sign = -1 if name in LOWER_IS_BETTER else 1
-            moved = 0.0 if diff is None or abs(diff) < 1e-9 else diff * sign
-            cells.append(
-                TagCell(
-                    label,
-                    _two(was) if baseline is not None else None,
-                    _two(value),
-                    f"{diff:+.2f}" if diff is not None else "",
-                    worse=moved < 0,
-                    better=moved > 0,
-                )
-            )
+        cells = [
+            _tag_cell(name, label, value, was_of.get(label), baseline is not None)
+            for (name, label), (_, value) in zip(TAG_COLUMNS, row.cells, strict=True)
+        ]
         rows.append(
             TagRow(row.tag, base.case_count if base is not None else None, row.case_count, cells)
         )
@@ -105,52 +111,67 @@ def report_extras(
 ) -> ReportExtras:
     """``gate``: the :class:`evaluator.gate.GateResult` ``view`` was made with, if any."""
     sections = {c.id: c.anchor for c in (*view.regressed, *view.worst, *view.suspects)}
-    row_of = {c.id: i for i, c in enumerate(report.cases)}
 
     def section(case_id: str) -> str | None:
         anchor = sections.get(case_id)
         return f"#{anchor}" if anchor is not None else None
 
-    worst_lines = [
+    if gate is None:
+        return ReportExtras(
+            tags=tag_rows(report.summary),
+            tag_labels=[label for _, label in TAG_COLUMNS],
+            has_baseline=False,
+            worst=_worst_lines(report, worst, section, redact),
+            diffs={},
+            table=report_case_table(report.cases, href=section, regressed={}, redact=redact),
+        )
+    return ReportExtras(
+        tags=tag_rows(gate.candidate_summary, gate.baseline_summary),
+        tag_labels=[label for _, label in TAG_COLUMNS],
+        has_baseline=True,
+        worst=_worst_lines(report, worst, section, redact),
+        diffs=_baseline_diffs(view, report, gate, redact),
+        table=report_case_table(
+            report.cases,
+            href=section,
+            baseline={c.id: c for c in gate.baseline.cases},
+            regressed={c.id: c.changes for c in gate.case_diff.regressed},
+            improved={change.id for change in gate.case_diff.improved},
+            redact=redact,
+        ),
+    )
+
+
+def _worst_lines(
+    report: RunReport, worst: int, section: Callable[[str], str | None], redact: Redact
+) -> list[WorstLine]:
+    """The ``worst`` worst cases with their reasons, each linked to its section, else to its
+    row of the case table."""
+    row_of = {c.id: i for i, c in enumerate(report.cases)}
+    return [
         WorstLine(
             redact(c.id), section(c.id) or f"#row-{row_of[c.id]}", tuple(map(redact, reasons(c)))
         )
         for c in worst_cases(report.cases, worst)
     ]
-    baseline: dict[str, CaseRecord] | None = None
-    worse: dict[str, tuple[str, ...]] = {}
+
+
+def _baseline_diffs(
+    view: ReportView, report: RunReport, gate: Any, redact: Redact
+) -> dict[str, BaselineDiff]:
+    """Each regressed case with a section: the baseline's run of it beside the candidate's."""
+    baseline = {c.id: c for c in gate.baseline.cases}
+    by_id = {c.id: c for c in report.cases}
     diffs: dict[str, BaselineDiff] = {}
-    if gate is not None:
-        baseline = {c.id: c for c in gate.baseline.cases}
-        by_id = {c.id: c for c in report.cases}
-        worse = {change.id: change.changes for change in gate.case_diff.regressed}
-        for c in view.regressed:
-            before, after = baseline.get(c.id), by_id.get(c.id)
-            if before is not None and after is not None:
-                diffs[c.id] = baseline_diff(
-                    before,
-                    after,
-                    k=report.k,
-                    baseline_run=gate.baseline.run_id,
-                    worse=c.changes,
-                    redact=redact,
-                )
-    return ReportExtras(
-        tags=(
-            tag_rows(report.summary)
-            if gate is None
-            else tag_rows(gate.candidate_summary, gate.baseline_summary)
-        ),
-        tag_labels=[label for _, label in TAG_COLUMNS],
-        has_baseline=gate is not None,
-        worst=worst_lines,
-        diffs=diffs,
-        table=report_case_table(
-            report.cases,
-            href=section,
-            baseline=baseline,
-            regressed=worse,
-            improved={change.id for change in gate.case_diff.improved} if gate else (),
-            redact=redact,
-        ),
-    )
+    for c in view.regressed:
+        before, after = baseline.get(c.id), by_id.get(c.id)
+        if before is not None and after is not None:
+            diffs[c.id] = baseline_diff(
+                before,
+                after,
+                k=report.k,
+                baseline_run=gate.baseline.run_id,
+                worse=c.changes,
+                redact=redact,
+            )
+    return diffs

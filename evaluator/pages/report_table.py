@@ -10,6 +10,7 @@ case view and the daemon's case table (:data:`evaluator.repeat_summary.VERDICT_W
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -74,6 +75,12 @@ class ReportCaseTable:
     has_baseline: bool
 
 
+def _tag_keys(tags: Sequence[str]) -> dict[str, str]:
+    """The first :data:`TAG_FILTERS` tags' filter keys: named by index, never by their text
+    (a tag from the golden set can write no CSS and break no attribute)."""
+    return {t: f"tag-{i}" for i, t in enumerate(tags[:TAG_FILTERS])}
+
+
 def _row_keys(
     record: CaseRecord,
     verdict: str,
@@ -104,6 +111,11 @@ def _baseline_verdict(record: CaseRecord, baseline: Mapping[str, CaseRecord] | N
     return verdict_word(before) if before is not None else "absent"
 
 
+def _what(record: CaseRecord, regressed: Mapping[str, Sequence[str]]) -> Sequence[str]:
+    """The gate's phrases of the case's regressions, else the reasons it counts as bad."""
+    return regressed[record.id] if record.id in regressed else reasons(record)
+
+
 def _filters(counts: Mapping[str, int], has_baseline: bool) -> list[Filter]:
     """The outcome filters with their counts (regressed and improved with a baseline)."""
     filters = [Filter("failed", "failed", counts.get("failed", 0))]
@@ -132,35 +144,45 @@ def report_case_table(
     regressed = regressed or {}
     improved = set(improved)
     tags = sorted({t for c in cases for t in c.case.tags})
-    tag_key = {t: f"tag-{i}" for i, t in enumerate(tags[:TAG_FILTERS])}
-    counts: dict[str, int] = {}
-    rows = []
-    for index, record in enumerate(cases):
-        verdict = verdict_word(record)
-        keys = _row_keys(record, verdict, regressed, improved, tag_key)
-        for key in keys:
-            counts[key] = counts.get(key, 0) + 1
-        if index >= CASE_TABLE_ROWS:
-            continue  # counted in the filters, not drawn
-        what = regressed[record.id] if record.id in regressed else reasons(record)
-        rows.append(
-            ReportCaseRow(
-                index=index,
-                id=redact(record.id),
-                href=href(record.id),
-                question=redact(clip(record.case.question, QUESTION_SHOWN)),
-                tags=record.case.tags,
-                baseline=_baseline_verdict(record, baseline),
-                verdict=verdict,
-                what=redact(clip("; ".join(what), 300)),
-                classes=" ".join(f"is-{k}" for k in keys),
-            )
+    tag_key = _tag_keys(tags)
+    verdicts = [verdict_word(record) for record in cases]
+    keys = [
+        _row_keys(record, verdict, regressed, improved, tag_key)
+        for record, verdict in zip(cases, verdicts, strict=True)
+    ]
+    # every case is counted in the filters; the first CASE_TABLE_ROWS are drawn
+    counts = Counter(key for row_keys in keys for key in row_keys)
+    rows = [
+        ReportCaseRow(
+            index=index,
+            id=redact(record.id),
+            href=href(record.id),
+            question=redact(clip(record.case.question, QUESTION_SHOWN)),
+            tags=record.case.tags,
+            baseline=_baseline_verdict(record, baseline),
+            verdict=verdicts[index],
+            what=redact(clip("; ".join(_what(record, regressed)), 300)),
+            classes=" ".join(f"is-{k}" for k in keys[index]),
         )
+        for index, record in enumerate(cases[:CASE_TABLE_ROWS])
+    ]
+    return _table(cases, rows, counts, tag_key, len(tags), baseline is not None)
+
+
+def _table(
+    cases: Sequence[CaseRecord],
+    rows: list[ReportCaseRow],
+    counts: Mapping[str, int],
+    tag_key: Mapping[str, str],
+    tag_count: int,
+    has_baseline: bool,
+) -> ReportCaseTable:
+    """The table of ``rows`` with its filters and their counts."""
     return ReportCaseTable(
         rows=rows,
         total=len(cases),
-        filters=_filters(counts, baseline is not None),
+        filters=_filters(counts, has_baseline),
         tag_filters=[Filter(key, tag, counts.get(key, 0)) for tag, key in tag_key.items()],
-        tags_more=max(len(tags) - TAG_FILTERS, 0),
-        has_baseline=baseline is not None,
+        tags_more=max(tag_count - TAG_FILTERS, 0),
+        has_baseline=has_baseline,
     )

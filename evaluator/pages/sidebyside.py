@@ -171,13 +171,17 @@ class BaselineDiff:
     @property
     def marked(self) -> int:
         """How many differences are marked (0: the two runs agree on everything shown)."""
+        return self._answer_marks() + self._list_marks()
+
+    def _answer_marks(self) -> int:
+        """Words struck or added in the two answers, and facts found on one side only."""
         pieces = sum(1 for side in self.answers if side for p in side if p.op != "same")
-        return (
-            pieces
-            + sum(1 for f in self.facts if f.change in ("lost", "gained"))
-            + sum(1 for r in self.ranking for s in (r.baseline, r.candidate) if s and s.mark)
-            + sum(1 for c in self.citations if c.change != "kept")
-        )
+        return pieces + sum(1 for f in self.facts if f.change in ("lost", "gained"))
+
+    def _list_marks(self) -> int:
+        """Ranked ids marked on either side, and citations not kept."""
+        ranks = sum(1 for r in self.ranking for s in (r.baseline, r.candidate) if s and s.mark)
+        return ranks + sum(1 for c in self.citations if c.change != "kept")
 
 
 def _whole(text: str, op: str) -> list[DiffPiece]:

@@ -82,6 +82,72 @@ def flip_index(verdicts: Sequence[bool | None]) -> int | None:
     return next(i for i, v in scored if i > last_pass)
 
 
+#: an onset with the position of its run among all the job's rows (oldest first)
+_Placed = tuple[int, Onset]
+
+
+def _limit_onsets(
+    rows: Sequence[TrendRun],
+    complete: Sequence[TrendRun],
+    limits: Sequence[Limit],
+    position: Mapping[str, int],
+) -> list[_Placed]:
+    """Where each gate limit (on complete runs) and alert threshold (on every run) began to
+    be crossed; baseline lines are references, no limit."""
+    onsets: list[_Placed] = []
+    for limit in limits:
+        if limit.kind == "baseline":
+            continue
+        series = complete if limit.kind == "gate" else rows
+        at = streak_start(series, limit)
+        if at is not None:
+            run = series[at]
+            words = f"{limit.metric} {'above' if limit.bad_above else 'below'} {limit.label}"
+            onsets.append((position[run.run_id], Onset(words, run.run_id, run.finished_at)))
+    return onsets
+
+
+def _newly_failing_onset(
+    window: Sequence[TrendRun],
+    newly_failing: Mapping[str, Sequence[bool | None]],
+    position: Mapping[str, int],
+) -> _Placed | None:
+    """The run where the first newly failing case began failing (history's ``window``),
+    with how many began there."""
+    starts: dict[int, int] = {}
+    for verdicts in newly_failing.values():
+        flip = flip_index(verdicts)
+        # the case's verdicts are its runs among the window's latest ones
+        if flip is None or len(verdicts) > len(window):
+            continue
+        at = len(window) - len(verdicts) + flip
+        starts[at] = starts.get(at, 0) + 1
+    if not starts:
+        return None
+    first = min(starts)
+    run = window[first]
+    total = sum(starts.values())
+    cases = f"{total} case{'s' if total != 1 else ''} newly failing"
+    if starts[first] != total:
+        cases += f" ({starts[first]} from this run, the rest later)"
+    return position[run.run_id], Onset(cases, run.run_id, run.finished_at)
+
+
+def _drift_onset(
+    complete: Sequence[TrendRun],
+    drifting: Sequence[str],
+    drift_runs: int,
+    position: Mapping[str, int],
+) -> _Placed | None:
+    """The oldest run of the drift test's window, when a drift is significant."""
+    if not drifting or not 0 < drift_runs <= len(complete):
+        return None
+    run = complete[-drift_runs]
+    runs = f"over the last {drift_runs} run{'s' if drift_runs != 1 else ''}"
+    words = f"{', '.join(drifting)} drifting (significant {runs})"
+    return position[run.run_id], Onset(words, run.run_id, run.finished_at)
+
+
 def change_start(
     rows: Sequence[TrendRun],
     *,
@@ -104,48 +170,21 @@ def change_start(
             oldest of those on.
     """
     complete = [r for r in rows if r.outcome == "complete"]
-    onsets: list[tuple[int, Onset]] = []
     position = {r.run_id: i for i, r in enumerate(rows)}
-    for limit in limits:
-        if limit.kind == "baseline":
-            continue
-        series = complete if limit.kind == "gate" else rows
-        at = streak_start(series, limit)
-        if at is not None:
-            run = series[at]
-            words = f"{limit.metric} {'above' if limit.bad_above else 'below'} {limit.label}"
-            onsets.append((position[run.run_id], Onset(words, run.run_id, run.finished_at)))
+    onsets = _limit_onsets(rows, complete, limits, position)
     window = complete[-window_runs:] if window_runs else []
-    starts: dict[int, int] = {}
-    for verdicts in (newly_failing or {}).values():
-        flip = flip_index(verdicts)
-        # the case's verdicts are its runs among the window's latest ones
-        if flip is None or len(verdicts) > len(window):
-            continue
-        at = len(window) - len(verdicts) + flip
-        starts[at] = starts.get(at, 0) + 1
-    if starts:
-        first = min(starts)
-        run = window[first]
-        total = sum(starts.values())
-        cases = f"{total} case{'s' if total != 1 else ''} newly failing"
-        if starts[first] != total:
-            cases += f" ({starts[first]} from this run, the rest later)"
-        onsets.append((position[run.run_id], Onset(cases, run.run_id, run.finished_at)))
+    failing = _newly_failing_onset(window, newly_failing or {}, position)
+    if failing is not None:
+        onsets.append(failing)
+    onsets.sort(key=lambda o: o[0])
     # the drift test's window is no onset of its own: its oldest run may predate the change
     # (a drift turns significant once the changed runs outweigh it), so it decides only
     # when nothing else holds
-    drift_onset = None
-    if drifting and 0 < drift_runs <= len(complete):
-        run = complete[-drift_runs]
-        runs = f"over the last {drift_runs} run{'s' if drift_runs != 1 else ''}"
-        words = f"{', '.join(drifting)} drifting (significant {runs})"
-        drift_onset = (position[run.run_id], Onset(words, run.run_id, run.finished_at))
-    if not onsets and drift_onset is None:
+    drift = _drift_onset(complete, drifting, drift_runs, position)
+    if drift is not None:
+        onsets.append(drift)
+    if not onsets:
         return None
-    onsets.sort(key=lambda o: o[0])
-    if drift_onset is not None:
-        onsets = [*onsets, drift_onset] if onsets else [drift_onset]
     index, first_onset = onsets[0]
     return ChangeStart(
         run_id=first_onset.run_id,
