@@ -104,6 +104,57 @@ class Alignment:
     dataset_changed: bool
 
 
+def _split_ids(
+    base_list: list[str], cand_list: list[str]
+) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+    """(shared ids in baseline order, ids only the baseline has, ids only the candidate has)."""
+    if base_list == cand_list:  # the usual pair: the same cases, in the same order
+        return tuple(base_list), (), ()
+    cand_ids, base_ids = set(cand_list), set(base_list)
+    shared = tuple(i for i in base_list if i in cand_ids)
+    only_base = tuple(i for i in base_list if i not in cand_ids)
+    only_cand = tuple(i for i in cand_list if i not in base_ids)
+    return shared, only_base, only_cand
+
+
+def _check_shared(
+    baseline: RunReport,
+    candidate: RunReport,
+    shared: tuple[str, ...],
+    only_cand: tuple[str, ...],
+    *,
+    same_set: bool,
+) -> None:
+    """Refuse (GateError) a candidate holding cases its golden set lacks, and two golden
+    sets that share no case."""
+    if same_set and only_cand and baseline.cases:
+        listed = ", ".join(repr(i) for i in only_cand[:5])
+        more = f" and {len(only_cand) - 5} more" if len(only_cand) > 5 else ""
+        raise GateError(
+            f"{candidate.dataset}: the candidate holds {len(only_cand)} case(s) that the "
+            f"golden set it names (dataset_hash {baseline.dataset_hash[:12]}, the "
+            f"baseline's) does not have: {listed}{more}; a report's cases must be "
+            "those of its golden set"
+        )
+    if not same_set and not shared:
+        raise GateError(
+            f"the golden sets share no case (baseline {baseline.dataset}: "
+            f"{baseline.case_count} cases, candidate {candidate.dataset}: "
+            f"{candidate.case_count} cases): nothing to compare"
+        )
+
+
+def _kept(cases: tuple[CaseRecord, ...], keep: set[str]) -> tuple[CaseRecord, ...]:
+    """The cases whose id is in ``keep``, in their order."""
+    return tuple(c for c in cases if c.id in keep)
+
+
+def _judged_summary(report: RunReport, cases: tuple[CaseRecord, ...]) -> Summary:
+    """The summary the rules judge: of the matched cases (with repeats, each case's mean over
+    the rounds), or the report's written summary when it has no cases."""
+    return summary_over_rounds(report, cases) if report.cases else report.summary
+
+
 def align(
     baseline: RunReport, candidate: RunReport, *, allow_dataset_change: bool = False
 ) -> Alignment:
@@ -127,43 +178,17 @@ def align(
         case_ids=(c.id for c in candidate.cases),
         allow_dataset_change=allow_dataset_change,
     )
-    base_list = [c.id for c in baseline.cases]
-    cand_list = [c.id for c in candidate.cases]
-    only_base: tuple[str, ...] = ()
-    only_cand: tuple[str, ...] = ()
-    if base_list == cand_list:  # the usual pair: the same cases, in the same order
-        shared = tuple(base_list)
-    else:
-        cand_ids, base_ids = set(cand_list), set(base_list)
-        shared = tuple(i for i in base_list if i in cand_ids)
-        only_base = tuple(i for i in base_list if i not in cand_ids)
-        only_cand = tuple(i for i in cand_list if i not in base_ids)
+    shared, only_base, only_cand = _split_ids(
+        [c.id for c in baseline.cases], [c.id for c in candidate.cases]
+    )
     same_set = baseline.dataset_hash == candidate.dataset_hash
-    if same_set and only_cand and baseline.cases:
-        listed = ", ".join(repr(i) for i in only_cand[:5])
-        more = f" and {len(only_cand) - 5} more" if len(only_cand) > 5 else ""
-        raise GateError(
-            f"{candidate.dataset}: the candidate holds {len(only_cand)} case(s) that the "
-            f"golden set it names (dataset_hash {baseline.dataset_hash[:12]}, the "
-            f"baseline's) does not have: {listed}{more}; a report's cases must be "
-            "those of its golden set"
-        )
-    if not same_set and not shared:
-        raise GateError(
-            f"the golden sets share no case (baseline {baseline.dataset}: "
-            f"{baseline.case_count} cases, candidate {candidate.dataset}: "
-            f"{candidate.case_count} cases): nothing to compare"
-        )
+    _check_shared(baseline, candidate, shared, only_cand, same_set=same_set)
     keep = set(shared)
-    base_cases = baseline.cases
-    cand_cases = candidate.cases
-    if only_base:
-        base_cases = tuple(c for c in base_cases if c.id in keep)
-    if only_cand:
-        cand_cases = tuple(c for c in cand_cases if c.id in keep)
+    base_cases = _kept(baseline.cases, keep) if only_base else baseline.cases
+    cand_cases = _kept(candidate.cases, keep) if only_cand else candidate.cases
     return Alignment(
-        summary_over_rounds(baseline, base_cases) if baseline.cases else baseline.summary,
-        summary_over_rounds(candidate, cand_cases) if candidate.cases else candidate.summary,
+        _judged_summary(baseline, base_cases),
+        _judged_summary(candidate, cand_cases),
         CaseTable.of_records(base_cases),
         CaseTable.of_records(cand_cases),
         shared,
@@ -212,15 +237,11 @@ def _moves(
     """(regressions, their weight, improvements, their weight) of one case: each side's
     error (None when scored) and scores (its :meth:`CaseTable.keys`, the
     :class:`CaseScores` fields in field order)."""
+    if ce is not None or be is not None:
+        return _error_moves(be, ce)
     worse: list[str] = []
     better: list[str] = []
     bad = good = 0.0
-    if ce is not None:
-        if be is not None:
-            return [], 0.0, [], 0.0
-        return [f"new error {ce.kind}: {ce.message}"], _ERROR_WEIGHT, [], 0.0
-    if be is not None:
-        return [], 0.0, [f"error fixed (was {be.kind})"], _ERROR_WEIGHT
     b_answer, c_answer = bs[_ANSWER], cs[_ANSWER]
     if b_answer is True and c_answer is False:
         worse.append("answer correct → incorrect")
@@ -228,6 +249,29 @@ def _moves(
     elif b_answer is False and c_answer is True:
         better.append("answer incorrect → correct")
         good += _ANSWER_WEIGHT
+    bad_scores, good_scores = _score_moves(bs, cs, worse, better)
+    return worse, bad + bad_scores, better, good + good_scores
+
+
+def _error_moves(
+    be: CaseError | None, ce: CaseError | None
+) -> tuple[list[str], float, list[str], float]:
+    """A case that failed on either side: a new error is a regression, a fixed one an
+    improvement, an error on both sides no move."""
+    if ce is not None:
+        if be is not None:
+            return [], 0.0, [], 0.0
+        return [f"new error {ce.kind}: {ce.message}"], _ERROR_WEIGHT, [], 0.0
+    assert be is not None  # _moves calls this with an error on one side at least
+    return [], 0.0, [f"error fixed (was {be.kind})"], _ERROR_WEIGHT
+
+
+def _score_moves(
+    bs: tuple[Any, ...], cs: tuple[Any, ...], worse: list[str], better: list[str]
+) -> tuple[float, float]:
+    """Each diffed score that moved beyond float noise, appended to ``worse`` or
+    ``better``; returns (what was lost, what was gained)."""
+    bad = good = 0.0
     for label, at in _DIFFED:
         before, after = bs[at], cs[at]
         if before is None or after is None:
@@ -239,7 +283,7 @@ def _moves(
         elif delta > _EPSILON:
             better.append(f"{label} {before:.2f} → {after:.2f}")
             good += delta
-    return worse, bad, better, good
+    return bad, good
 
 
 def record_moves(
@@ -254,6 +298,25 @@ def record_moves(
     return tuple(worse), tuple(better)
 
 
+def _pairs(
+    base: CaseTable,
+    cand: CaseTable,
+    base_keys: Sequence[tuple[Any, ...]],
+    cand_keys: Sequence[tuple[Any, ...]],
+) -> tuple[Sequence[int | None], int, Iterable[int]]:
+    """Each baseline case's position in the candidate (None: not there), how many are in
+    both, and the baseline positions whose scores differ."""
+    found: Sequence[int | None]
+    if base.ids == cand.ids:  # the usual pair: the same cases in the same order
+        found = range(len(base.ids))
+        return found, len(found), compress(count(), map(ne, base_keys, cand_keys))
+    # each baseline case's position in the candidate, looked up in C
+    where = dict(zip(cand.ids, range(len(cand.ids)), strict=True))
+    found = list(map(where.get, base.ids))
+    moved = [i for i, j in enumerate(found) if j is not None and base_keys[i] != cand_keys[j]]
+    return found, len(found) - found.count(None), moved
+
+
 def diff_cases(alignment: Alignment) -> CaseDiff:
     """Which shared cases regressed and which improved.
 
@@ -263,17 +326,7 @@ def diff_cases(alignment: Alignment) -> CaseDiff:
     """
     base, cand = alignment.baseline_cases, alignment.candidate_cases
     base_keys, cand_keys = base.keys(), cand.keys()
-    found: Sequence[int | None]
-    if base.ids == cand.ids:  # the usual pair: the same cases in the same order
-        found = range(len(base.ids))
-        compared = len(found)
-        moved: Iterable[int] = compress(count(), map(ne, base_keys, cand_keys))
-    else:
-        # each baseline case's position in the candidate, looked up in C
-        where = dict(zip(cand.ids, range(len(cand.ids)), strict=True))
-        found = list(map(where.get, base.ids))
-        compared = len(found) - found.count(None)
-        moved = [i for i, j in enumerate(found) if j is not None and base_keys[i] != cand_keys[j]]
+    found, compared, moved = _pairs(base, cand, base_keys, cand_keys)
     base_errors, cand_errors = base.errors, cand.errors
     base_ids, cand_rows = base.ids, cand.rows
     # (-severity, baseline order, change): sorted as plain tuples, worst (or best) first,

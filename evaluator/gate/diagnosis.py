@@ -80,6 +80,100 @@ def _evidence(metric: str, delta: float, intervals: Paired) -> str:
     return text
 
 
+@dataclass(frozen=True, slots=True)
+class _Deltas:
+    """The quality deltas the decision table reads, and how their evidence is written."""
+
+    deltas: Mapping[str, float | None]
+    intervals: Paired
+
+    def down(self, metric: str) -> bool:
+        """Moved down by more than :data:`FLAT`."""
+        v = self.deltas[metric]
+        return v is not None and v < -FLAT
+
+    def flat(self, metric: str) -> bool:
+        """Not down: a move within :data:`FLAT` either way, or a rise."""
+        v = self.deltas[metric]
+        return v is not None and v >= -FLAT
+
+    def up(self) -> list[str]:
+        """The quality metrics that rose by more than :data:`FLAT`."""
+        return [m for m in _QUALITY if (v := self.deltas[m]) is not None and v > FLAT]
+
+    def evidence(self, *metrics: str) -> str:
+        """The metrics' deltas in words, each marked when its interval includes zero."""
+        return ", ".join(_evidence(m, self.deltas[m] or 0.0, self.intervals) for m in metrics)
+
+
+def _error_finding(baseline: Summary, candidate: Summary) -> Finding | None:
+    """A grown error rate: the target's availability, before any quality reading."""
+    b_err, c_err = baseline.error_rate, candidate.error_rate
+    if b_err is None or c_err is None or c_err <= b_err + FLOAT_TOLERANCE:
+        return None
+    kinds = ", ".join(f"{k} {n}" for k, n in candidate.errors_by_kind.items())
+    signal = f"error rate {b_err:.3f} → {c_err:.3f}" + (f" ({kinds})" if kinds else "")
+    return Finding("errors", signal, "the target's availability, timeouts and responses")
+
+
+def _table_findings(d: _Deltas) -> list[Finding]:
+    """The decision table's quality rows that match, in the table's order."""
+    out: list[Finding] = []
+    if d.down("recall_at_k") and d.down("mrr"):
+        out.append(
+            Finding("retrieval", d.evidence("recall_at_k", "mrr"), "parsing, chunking, retrieval")
+        )
+    if d.flat("recall_at_k") and d.down("mrr"):
+        out.append(Finding("rerank", d.evidence("recall_at_k", "mrr"), "fusion or rerank"))
+    if d.flat("recall_at_k") and d.flat("mrr") and d.down("answer_accuracy"):
+        out.append(
+            Finding(
+                "generation",
+                d.evidence("recall_at_k", "mrr", "answer_accuracy"),
+                "prompt, model, context assembly",
+            )
+        )
+    if d.flat("answer_accuracy") and d.down("citation_precision"):
+        out.append(
+            Finding(
+                "citation",
+                d.evidence("answer_accuracy", "citation_precision"),
+                "citation protocol or checking",
+            )
+        )
+    return out
+
+
+def _trade_off(
+    d: _Deltas, baseline: Summary, candidate: Summary, latency_floor: float
+) -> Finding | None:
+    """Quality up while P95, TTFT or cost grew by half: a product trade-off."""
+    quality_up = d.up()
+    grown = _grown_costs(baseline, candidate, latency_floor)
+    if not quality_up or not grown:
+        return None
+    return Finding(
+        "trade-off",
+        f"{d.evidence(*quality_up)}; {'; '.join(grown)}",
+        "a product trade-off, not an automatic yes",
+    )
+
+
+def _latency_finding(
+    baseline: Summary, candidate: Summary, latency_growth: float, latency_floor: float
+) -> Finding | None:
+    """A P95 grown beyond the noise floor and the allowed growth, with the stage it came
+    from."""
+    b95, c95 = baseline.p95_seconds, candidate.p95_seconds
+    if not b95 or c95 is None or c95 - b95 <= latency_floor:
+        return None
+    growth = c95 / b95 - 1
+    if growth <= latency_growth:
+        return None
+    p95 = f"P95 {_secs(b95)} → {_secs(c95)} ({growth:+.0%})"
+    return Finding("latency", p95, _slow_stage(baseline, candidate, c95 - b95))
+
+
 def diagnose(
     baseline: Summary,
     candidate: Summary,
@@ -102,66 +196,17 @@ def diagnose(
             P95 rule's noise floor).
 
     Returns:
-        The findings: errors first, then the table's rows in order, then latency.
+        The findings: errors first, then the table's rows in order, then latency (unless
+        the trade-off row read it).
     """
     ivs = intervals or {}
-    d = {m: _delta(baseline, candidate, m, ivs) for m in _QUALITY}
-
-    def down(m: str) -> bool:
-        v = d[m]
-        return v is not None and v < -FLAT
-
-    def flat(m: str) -> bool:
-        v = d[m]
-        return v is not None and v >= -FLAT
-
-    def ev(*metrics: str) -> str:
-        return ", ".join(_evidence(m, d[m] or 0.0, ivs) for m in metrics)
-
-    out: list[Finding] = []
-    b_err, c_err = baseline.error_rate, candidate.error_rate
-    if b_err is not None and c_err is not None and c_err > b_err + FLOAT_TOLERANCE:
-        kinds = ", ".join(f"{k} {n}" for k, n in candidate.errors_by_kind.items())
-        signal = f"error rate {b_err:.3f} → {c_err:.3f}" + (f" ({kinds})" if kinds else "")
-        out.append(Finding("errors", signal, "the target's availability, timeouts and responses"))
-    if down("recall_at_k") and down("mrr"):
-        out.append(Finding("retrieval", ev("recall_at_k", "mrr"), "parsing, chunking, retrieval"))
-    if flat("recall_at_k") and down("mrr"):
-        out.append(Finding("rerank", ev("recall_at_k", "mrr"), "fusion or rerank"))
-    if flat("recall_at_k") and flat("mrr") and down("answer_accuracy"):
-        out.append(
-            Finding(
-                "generation",
-                ev("recall_at_k", "mrr", "answer_accuracy"),
-                "prompt, model, context assembly",
-            )
-        )
-    if flat("answer_accuracy") and down("citation_precision"):
-        out.append(
-            Finding(
-                "citation",
-                ev("answer_accuracy", "citation_precision"),
-                "citation protocol or checking",
-            )
-        )
-    quality_up = [m for m in _QUALITY if (v := d[m]) is not None and v > FLAT]
-    grown = _grown_costs(baseline, candidate, latency_floor)
-    if quality_up and grown:
-        out.append(
-            Finding(
-                "trade-off",
-                f"{ev(*quality_up)}; {'; '.join(grown)}",
-                "a product trade-off, not an automatic yes",
-            )
-        )
-        return tuple(out)
-    b95, c95 = baseline.p95_seconds, candidate.p95_seconds
-    if b95 and c95 is not None and c95 - b95 > latency_floor:
-        growth = c95 / b95 - 1
-        if growth > latency_growth:
-            p95 = f"P95 {_secs(b95)} → {_secs(c95)} ({growth:+.0%})"
-            out.append(Finding("latency", p95, _slow_stage(baseline, candidate, c95 - b95)))
-    return tuple(out)
+    d = _Deltas({m: _delta(baseline, candidate, m, ivs) for m in _QUALITY}, ivs)
+    errors = _error_finding(baseline, candidate)
+    out = ([errors] if errors is not None else []) + _table_findings(d)
+    last = _trade_off(d, baseline, candidate, latency_floor) or _latency_finding(
+        baseline, candidate, latency_growth, latency_floor
+    )
+    return (*out, last) if last is not None else tuple(out)
 
 
 def _grown_costs(baseline: Summary, candidate: Summary, latency_floor: float) -> list[str]:

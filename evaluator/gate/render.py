@@ -14,7 +14,8 @@ from typing import Any
 
 from evaluator.border import json_line, printable
 from evaluator.errors import ExitCode
-from evaluator.gate.compare import CaseChange
+from evaluator.gate.compare import Alignment, CaseChange
+from evaluator.gate.repeats import RepeatVerdict
 from evaluator.gate.rules import RuleResult, format_difference, format_value
 from evaluator.gate.stats import CONFIDENCE, RESAMPLES, SEED, Interval
 from evaluator.gate.verdict import GateResult
@@ -80,42 +81,52 @@ def _repeat_lines(result: GateResult) -> list[str]:
         f"{rv.candidate_runs}; a case regressed when its pass rate dropped beyond chance "
         f"(one-sided Fisher exact test, alpha {rv.alpha:g} over all cases, "
         f"level {rv.threshold:.3g})",
+        _judged_runs_line(rv),
     ]
-    if rv.baseline_means or rv.candidate_means:
-        lines.append(
-            "  the rules judge each case's mean over its runs "
-            f"(baseline {rv.baseline_runs if rv.baseline_means else 'run 1 only'}, "
-            f"candidate {rv.candidate_runs if rv.candidate_means else 'run 1 only'})"
-        )
-    else:
-        lines.append("  the rules judge the first run of each case")
     hats = ", ".join(f"pass^{k} {v:.3f}" for k, v in rv.pass_hat_k.items() if v is not None)
     if hats:
         lines.append(f"  candidate: {hats}")
+    lines.append(_regressed_line(rv))
+    lines.append(
+        f"flaky (pass and fail within one report's repeats) ({len(rv.flaky)}): "
+        f"{_ids(list(rv.flaky)) or '-'}"
+    )
+    if rv.left_out:
+        lines.append(_left_out_line(rv))
+    return lines
+
+
+def _judged_runs_line(rv: RepeatVerdict) -> str:
+    """What the hard rules judged of each side: its cases' means over the runs, or run 1."""
+    if not rv.baseline_means and not rv.candidate_means:
+        return "  the rules judge the first run of each case"
+    return (
+        "  the rules judge each case's mean over its runs "
+        f"(baseline {rv.baseline_runs if rv.baseline_means else 'run 1 only'}, "
+        f"candidate {rv.candidate_runs if rv.candidate_means else 'run 1 only'})"
+    )
+
+
+def _regressed_line(rv: RepeatVerdict) -> str:
+    """The cases whose pass rate dropped beyond chance, with their counts and p-values."""
     status = "FAIL" if rv.regressed else "pass"
     names = ", ".join(
         f"{printable(r.id)} ({r.baseline_passes}/{r.baseline_runs} -> "
         f"{r.candidate_passes}/{r.candidate_runs}, p {r.p_value:.3g})"
         for r in rv.regressed[:_ID_LIMIT]
     )
-    lines.append(
-        f"{status:<4} cases regressed beyond chance: {len(rv.regressed)}"
-        + (f": {names}" if names else "")
+    return f"{status:<4} cases regressed beyond chance: {len(rv.regressed)}" + (
+        f": {names}" if names else ""
     )
-    lines.append(
-        f"flaky (pass and fail within one report's repeats) ({len(rv.flaky)}): "
-        f"{_ids(list(rv.flaky)) or '-'}"
+
+
+def _left_out_line(rv: RepeatVerdict) -> str:
+    """The cases the quarantine left out of the hard rules, and why."""
+    by_reason = ", ".join(f"{cid} ({why})" for cid, why in list(rv.left_out.items())[:_ID_LIMIT])
+    more = len(rv.left_out) - _ID_LIMIT
+    return f"LEFT OUT of the hard rules ({len(rv.left_out)}): {by_reason}" + (
+        f" and {more} more" if more > 0 else ""
     )
-    if rv.left_out:
-        by_reason = ", ".join(
-            f"{cid} ({why})" for cid, why in list(rv.left_out.items())[:_ID_LIMIT]
-        )
-        more = len(rv.left_out) - _ID_LIMIT
-        lines.append(
-            f"LEFT OUT of the hard rules ({len(rv.left_out)}): {by_reason}"
-            + (f" and {more} more" if more > 0 else "")
-        )
-    return lines
 
 
 def _mode(result: GateResult) -> str:
@@ -161,17 +172,7 @@ def render_text(result: GateResult, sources: GateSources, *, worst: int = 10) ->
     if result.missing_ids:
         lines.append(f"FAIL {_missing_line(result)}")
     lines += _repeat_lines(result)
-    a = result.alignment
-    if a.dataset_changed:
-        lines += [
-            "",
-            f"golden set changed: comparing the {len(a.shared_ids)} shared case(s); "
-            f"summaries recomputed over them",
-            f"  removed ({len(a.removed_ids)}): {_ids(a.removed_ids) or '-'}",
-            f"  added ({len(a.added_ids)}): {_ids(a.added_ids) or '-'}",
-        ]
-    elif a.added_ids:
-        lines += ["", f"cases only in the candidate ({len(a.added_ids)}): {_ids(a.added_ids)}"]
+    lines += _alignment_lines(result.alignment)
     lines += ["", *_interval_lines(result)]
     if result.diagnosis:
         lines += ["", "where to look:"]
@@ -182,28 +183,47 @@ def render_text(result: GateResult, sources: GateSources, *, worst: int = 10) ->
         f"cases: {len(diff.regressed)} regressed, {len(diff.improved)} improved, "
         f"{diff.unchanged} unchanged ({diff.compared} compared)",
     ]
-    for title, changes in (
-        ("regressed, worst first:", diff.regressed),
-        ("improved, best first:", diff.improved),
-    ):
-        if not changes:
-            continue
-        lines.append(title)
-        for change in changes[:worst]:
-            # ids and questions come from outside: one terminal line each, whatever they hold
-            relevant = ", ".join(map(printable, change.relevant_ids)) or "-"
-            before = ", ".join(map(printable, change.baseline_ranked_ids[:5])) or "-"
-            after = ", ".join(map(printable, change.candidate_ranked_ids[:5])) or "-"
-            lines += [
-                f"  {printable(change.id)}: {'; '.join(change.changes)}",
-                f"      q: {printable(change.question)}",
-                f"      relevant: {relevant}  baseline: {before}  candidate: {after}",
-            ]
-        if len(changes) > worst:
-            lines.append(f"  ... and {len(changes) - worst} more (--worst N, or --format json)")
+    lines += _changes_text("regressed, worst first:", diff.regressed, worst)
+    lines += _changes_text("improved, best first:", diff.improved, worst)
     code = int(ExitCode.OK if result.passed else ExitCode.GATE_FAILED)
     lines += ["", f"verdict: {'PASS' if result.passed else 'FAIL'} (exit {code})"]
     return "\n".join(lines)
+
+
+def _alignment_lines(a: Alignment) -> list[str]:
+    """A changed golden set (the shared cases compared, the removed and added ones), or the
+    cases only the candidate holds."""
+    if a.dataset_changed:
+        return [
+            "",
+            f"golden set changed: comparing the {len(a.shared_ids)} shared case(s); "
+            f"summaries recomputed over them",
+            f"  removed ({len(a.removed_ids)}): {_ids(a.removed_ids) or '-'}",
+            f"  added ({len(a.added_ids)}): {_ids(a.added_ids) or '-'}",
+        ]
+    if a.added_ids:
+        return ["", f"cases only in the candidate ({len(a.added_ids)}): {_ids(a.added_ids)}"]
+    return []
+
+
+def _changes_text(title: str, changes: Sequence[CaseChange], worst: int) -> list[str]:
+    """The first ``worst`` changed cases under ``title``, three lines each (none: nothing)."""
+    if not changes:
+        return []
+    lines = [title]
+    for change in changes[:worst]:
+        # ids and questions come from outside: one terminal line each, whatever they hold
+        relevant = ", ".join(map(printable, change.relevant_ids)) or "-"
+        before = ", ".join(map(printable, change.baseline_ranked_ids[:5])) or "-"
+        after = ", ".join(map(printable, change.candidate_ranked_ids[:5])) or "-"
+        lines += [
+            f"  {printable(change.id)}: {'; '.join(change.changes)}",
+            f"      q: {printable(change.question)}",
+            f"      relevant: {relevant}  baseline: {before}  candidate: {after}",
+        ]
+    if len(changes) > worst:
+        lines.append(f"  ... and {len(changes) - worst} more (--worst N, or --format json)")
+    return lines
 
 
 def _interval_lines(result: GateResult) -> list[str]:
@@ -401,17 +421,9 @@ def _cell(text: str) -> str:
 _ICONS = {"pass": "✅ pass", "fail": "❌ **fail**", "n/a": "➖ n/a"}
 
 
-def render_markdown(result: GateResult, sources: GateSources, *, worst: int = 10) -> str:
-    """Markdown for a CI step summary or a merge-request comment."""
-    icon = "✅" if result.passed else "❌"
+def _rule_rows_markdown(result: GateResult) -> list[str]:
+    """The rules table: failures first, each with its values and paired interval."""
     lines = [
-        f"## {icon} Release {_headline(result)}",
-        "",
-        f"- baseline: `{_cell(sources.baseline)}` ({_cell(_describe(result.baseline))})",
-        f"- candidate: `{_cell(sources.candidate)}` ({_cell(_describe(result.candidate))})",
-        f"- rules: `{_cell(sources.rules)}`",
-        f"- mode: {_mode(result)}",
-        "",
         "| result | metric | rule | baseline | candidate | difference | 95% CI of paired diff |",
         "|---|---|---|---:|---:|---:|---|",
     ]
@@ -423,6 +435,68 @@ def render_markdown(result: GateResult, sources: GateSources, *, worst: int = 10
             f"| {format_value(r.metric, r.baseline)} | {format_value(r.metric, r.candidate)} "
             f"| {format_difference(r.metric, r.baseline, r.candidate)} | {ci} |"
         )
+    return lines
+
+
+def _differences_markdown(result: GateResult) -> list[str]:
+    """The paired differences: with their bootstrap CIs under ``--significance``, else the
+    mean differences alone (none: nothing)."""
+    if result.intervals:
+        return [
+            "",
+            "### Paired differences (candidate − baseline, 95% bootstrap CI)",
+            "",
+            "| metric | difference | CI low | CI high | cases |",
+            "|---|---:|---:|---:|---:|",
+            *(
+                f"| `{iv.metric}` | {iv.mean_difference:+.4f} | {iv.low:+.4f} | {iv.high:+.4f} "
+                f"| {iv.pairs} |"
+                for iv in result.intervals.values()
+            ),
+        ]
+    if not result.differences:
+        return []
+    return [
+        "",
+        "### Paired differences (candidate − baseline; `--significance` adds CIs)",
+        "",
+        "| metric | difference | cases |",
+        "|---|---:|---:|",
+        *(
+            f"| `{d.metric}` | {d.mean_difference:+.4f} | {d.pairs} |"
+            for d in result.differences.values()
+        ),
+    ]
+
+
+def _changes_markdown(title: str, changes: Sequence[CaseChange], worst: int) -> list[str]:
+    """The first ``worst`` changed cases, folded under ``title`` (none: nothing)."""
+    if not changes:
+        return []
+    lines = ["", f"<details><summary>{len(changes)} {title}</summary>", ""]
+    lines += ["| case | question | changes |", "|---|---|---|"]
+    lines += [
+        f"| `{_cell(c.id)}` | {_cell(c.question)} | {_cell('; '.join(c.changes))} |"
+        for c in changes[:worst]
+    ]
+    if len(changes) > worst:
+        lines.append(f"| … | {len(changes) - worst} more | |")
+    return [*lines, "", "</details>"]
+
+
+def render_markdown(result: GateResult, sources: GateSources, *, worst: int = 10) -> str:
+    """Markdown for a CI step summary or a merge-request comment."""
+    icon = "✅" if result.passed else "❌"
+    lines = [
+        f"## {icon} Release {_headline(result)}",
+        "",
+        f"- baseline: `{_cell(sources.baseline)}` ({_cell(_describe(result.baseline))})",
+        f"- candidate: `{_cell(sources.candidate)}` ({_cell(_describe(result.candidate))})",
+        f"- rules: `{_cell(sources.rules)}`",
+        f"- mode: {_mode(result)}",
+        "",
+        *_rule_rows_markdown(result),
+    ]
     if result.missing_ids:
         lines += ["", f"❌ **{_cell(_missing_line(result))}**"]
     repeat_lines = _repeat_lines(result)
@@ -439,51 +513,15 @@ def render_markdown(result: GateResult, sources: GateSources, *, worst: int = 10
     if result.diagnosis:
         lines += ["", "### Where to look", ""]
         lines += [f"- {_cell(f.signal)}: look at **{f.look_at}**" for f in result.diagnosis]
-    if not result.intervals and result.differences:
-        lines += [
-            "",
-            "### Paired differences (candidate − baseline; `--significance` adds CIs)",
-            "",
-            "| metric | difference | cases |",
-            "|---|---:|---:|",
-        ]
-        lines += [
-            f"| `{d.metric}` | {d.mean_difference:+.4f} | {d.pairs} |"
-            for d in result.differences.values()
-        ]
-    if result.intervals:
-        lines += [
-            "",
-            "### Paired differences (candidate − baseline, 95% bootstrap CI)",
-            "",
-            "| metric | difference | CI low | CI high | cases |",
-            "|---|---:|---:|---:|---:|",
-        ]
-        lines += [
-            f"| `{iv.metric}` | {iv.mean_difference:+.4f} | {iv.low:+.4f} | {iv.high:+.4f} "
-            f"| {iv.pairs} |"
-            for iv in result.intervals.values()
-        ]
+    lines += _differences_markdown(result)
     diff = result.case_diff
     lines += [
         "",
         f"Cases: {len(diff.regressed)} regressed, {len(diff.improved)} improved, "
         f"{diff.unchanged} unchanged ({diff.compared} compared).",
     ]
-    for title, changes in (
-        ("regressed (worst first)", diff.regressed),
-        ("improved (best first)", diff.improved),
-    ):
-        if changes:
-            lines += ["", f"<details><summary>{len(changes)} {title}</summary>", ""]
-            lines += ["| case | question | changes |", "|---|---|---|"]
-            lines += [
-                f"| `{_cell(c.id)}` | {_cell(c.question)} | {_cell('; '.join(c.changes))} |"
-                for c in changes[:worst]
-            ]
-            if len(changes) > worst:
-                lines.append(f"| … | {len(changes) - worst} more | |")
-            lines += ["", "</details>"]
+    lines += _changes_markdown("regressed (worst first)", diff.regressed, worst)
+    lines += _changes_markdown("improved (best first)", diff.improved, worst)
     return "\n".join(lines) + "\n"
 
 

@@ -293,28 +293,56 @@ def check_rule(
     metric = rule.metric
     # a floor or ceiling reads only the candidate: a null baseline must not excuse it
     if candidate is None or (baseline is None and rule.needs_baseline):
-        side = "the baseline and the candidate"
-        if baseline is not None:
-            side = "the candidate"
-        elif candidate is not None:
-            side = "the baseline"
-        message = f"{metric}: not applicable (null in {side}); rule: {rule.text}"
-        return RuleResult(rule, baseline, candidate, True, False, message, interval)
+        return _not_applicable(rule, baseline, candidate, interval)
     head = (
         f"{metric}: baseline {format_value(metric, baseline)}, "
         f"candidate {format_value(metric, candidate)}, "
         f"difference {format_difference(metric, baseline, candidate)}"
     )
     if significance and rule.kind in _DROP_KINDS and interval is not None:
-        passed = interval.high >= -rule.limit - TOLERANCE
-        verdict = "the whole interval is beyond" if not passed else "the interval reaches within"
-        message = (
-            f"{head}; {_interval_text(interval)}; rule: {rule.text} "
-            f"(significance: {verdict} the allowance)"
-        )
-        return RuleResult(
-            rule, baseline, candidate, passed, True, message, interval, judged_by="interval"
-        )
+        return _on_interval(rule, baseline, candidate, interval, head)
+    return _on_points(rule, baseline, candidate, interval, head, significance=significance)
+
+
+def _not_applicable(
+    rule: Rule, baseline: float | None, candidate: float | None, interval: Interval | None
+) -> RuleResult:
+    """A rule with a null value to judge: passed, not applicable, naming the null side."""
+    side = "the baseline and the candidate"
+    if baseline is not None:
+        side = "the candidate"
+    elif candidate is not None:
+        side = "the baseline"
+    message = f"{rule.metric}: not applicable (null in {side}); rule: {rule.text}"
+    return RuleResult(rule, baseline, candidate, True, False, message, interval)
+
+
+def _on_interval(
+    rule: Rule, baseline: float | None, candidate: float, interval: Interval, head: str
+) -> RuleResult:
+    """A drop rule under ``--significance``: it fails only when the whole paired interval
+    lies beyond the allowance."""
+    passed = interval.high >= -rule.limit - TOLERANCE
+    verdict = "the whole interval is beyond" if not passed else "the interval reaches within"
+    message = (
+        f"{head}; {_interval_text(interval)}; rule: {rule.text} "
+        f"(significance: {verdict} the allowance)"
+    )
+    return RuleResult(
+        rule, baseline, candidate, passed, True, message, interval, judged_by="interval"
+    )
+
+
+def _on_points(
+    rule: Rule,
+    baseline: float | None,
+    candidate: float,
+    interval: Interval | None,
+    head: str,
+    *,
+    significance: bool,
+) -> RuleResult:
+    """A rule on the point values (and whether a floor or ceiling fails the baseline too)."""
     passed = rule.allows(baseline, candidate)
     message = f"{head}; rule: {rule.text}"
     baseline_fails = (
@@ -352,12 +380,16 @@ def evaluate_rules(
 # --- loading ------------------------------------------------------------------------------
 
 
-def _check_limit(source: str, where: str, metric: str, kind: str, value: object) -> float:
+def _finite(source: str, where: str, value: object) -> float:
+    """``value`` as a float; anything but a finite number (a bool included) raises."""
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         raise ConfigError(f"{source}: {where}: must be a finite number (got {value!r})")
-    limit = float(value)
-    if kind in _DROP_KINDS | _GROWTH_KINDS and limit < 0:
-        raise ConfigError(f"{source}: {where}: must be >= 0 (got {value!r})")
+    return float(value)
+
+
+def _check_direction(source: str, where: str, metric: str, kind: str) -> None:
+    """Refuse a drop rule on a lower-is-better metric and a growth rule on a higher-is-better
+    one: either could never fail on a regression."""
     if kind in _DROP_KINDS and metric in LOWER_IS_BETTER:
         raise ConfigError(
             f"{source}: {where}: {metric} is better when lower, so a drop is never a "
@@ -368,6 +400,15 @@ def _check_limit(source: str, where: str, metric: str, kind: str, value: object)
             f"{source}: {where}: {metric} is better when higher, so growth is never a "
             "regression; use max_drop"
         )
+
+
+def _check_limit(source: str, where: str, metric: str, kind: str, value: object) -> float:
+    """A rule's limit: a finite number, not negative for a drop or growth, within 0..1 for
+    a ratio's floor or ceiling, on a metric whose direction the kind fits."""
+    limit = _finite(source, where, value)
+    if kind in _DROP_KINDS | _GROWTH_KINDS and limit < 0:
+        raise ConfigError(f"{source}: {where}: must be >= 0 (got {value!r})")
+    _check_direction(source, where, metric, kind)
     if kind in ("min", "max") and metric not in _SECONDS and not 0 <= limit <= 1:
         raise ConfigError(
             f"{source}: {where}: {value!r} is outside 0..1 ({metric} is a ratio, not a percentage)"
@@ -381,6 +422,20 @@ def parse_rules(data: Mapping[str, object], source: str) -> tuple[Rule, ...]:
     Raises:
         ConfigError: one line naming ``source`` and the offending key.
     """
+    _check_top_level(data, source)
+    tables = data.get("rules")
+    if not isinstance(tables, Mapping) or not tables:
+        raise ConfigError(
+            f"{source}: rules: no rules; add [rules.METRIC] tables "
+            "(an empty gate would pass every candidate)"
+        )
+    return tuple(
+        rule for metric, table in tables.items() for rule in _table_rules(metric, table, source)
+    )
+
+
+def _check_top_level(data: Mapping[str, object], source: str) -> None:
+    """Refuse a top-level key that is none of the gates file's tables."""
     for key in data:
         # [quarantine]: evaluator.gate.repeats; [baseline]: evaluator.gate.ceiling;
         # [judged]: evaluator.judge.gating
@@ -389,42 +444,42 @@ def parse_rules(data: Mapping[str, object], source: str) -> tuple[Rule, ...]:
                 f"{source}: {key}: unknown top-level key (expected [rules.METRIC] tables, "
                 "[quarantine], [baseline] or [judged.METRIC])"
             )
-    tables = data.get("rules")
-    if not isinstance(tables, Mapping) or not tables:
+
+
+def _table_rules(metric: str, table: object, source: str) -> list[Rule]:
+    """The rules of one ``[rules.METRIC]`` table, in key order (its noise floor applied to
+    its growth rules)."""
+    where = f"rules.{metric}"
+    if metric not in GATE_METRICS:
+        raise ConfigError(f"{source}: {where}: unknown metric (known: {', '.join(GATE_METRICS)})")
+    if not isinstance(table, Mapping) or not table:
         raise ConfigError(
-            f"{source}: rules: no rules; add [rules.METRIC] tables "
-            "(an empty gate would pass every candidate)"
+            f"{source}: {where}: expected a table with at least one of {', '.join(RULE_KINDS)}"
         )
-    rules: list[Rule] = []
-    for metric, table in tables.items():
-        where = f"rules.{metric}"
-        if metric not in GATE_METRICS:
-            raise ConfigError(
-                f"{source}: {where}: unknown metric (known: {', '.join(GATE_METRICS)})"
-            )
-        if not isinstance(table, Mapping) or not table:
-            raise ConfigError(
-                f"{source}: {where}: expected a table with at least one of {', '.join(RULE_KINDS)}"
-            )
-        floor = _noise_floor(source, where, metric, table)
-        kinds = [k for k in table if k != NOISE_FLOOR_KEY]
-        if not kinds:
-            raise ConfigError(
-                f"{source}: {where}: {NOISE_FLOOR_KEY} alone is no rule; add one of "
-                f"{', '.join(RULE_KINDS)}"
-            )
-        for kind in kinds:
-            if kind not in RULE_KINDS:
-                known = [*RULE_KINDS, *([NOISE_FLOOR_KEY] if metric in _SECONDS else [])]
-                close = difflib.get_close_matches(kind, known, n=1)
-                hint = f"; did you mean {close[0]!r}?" if close else ""
-                raise ConfigError(
-                    f"{source}: {where}.{kind}: unknown key (known: {', '.join(known)}){hint}"
-                )
-            limit = _check_limit(source, f"{where}.{kind}", metric, kind, table[kind])
-            growth = kind in _GROWTH_KINDS
-            rules.append(Rule(metric, kind, limit, noise_floor=floor if growth else 0.0))
-    return tuple(rules)
+    floor = _noise_floor(source, where, metric, table)
+    kinds = [k for k in table if k != NOISE_FLOOR_KEY]
+    if not kinds:
+        raise ConfigError(
+            f"{source}: {where}: {NOISE_FLOOR_KEY} alone is no rule; add one of "
+            f"{', '.join(RULE_KINDS)}"
+        )
+    rules = []
+    for kind in kinds:
+        _check_kind(source, where, metric, kind)
+        limit = _check_limit(source, f"{where}.{kind}", metric, kind, table[kind])
+        growth = kind in _GROWTH_KINDS
+        rules.append(Rule(metric, kind, limit, noise_floor=floor if growth else 0.0))
+    return rules
+
+
+def _check_kind(source: str, where: str, metric: str, kind: str) -> None:
+    """Refuse a key that is no rule kind, naming the known ones and the nearest."""
+    if kind in RULE_KINDS:
+        return
+    known = [*RULE_KINDS, *([NOISE_FLOOR_KEY] if metric in _SECONDS else [])]
+    close = difflib.get_close_matches(kind, known, n=1)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    raise ConfigError(f"{source}: {where}.{kind}: unknown key (known: {', '.join(known)}){hint}")
 
 
 def _noise_floor(source: str, where: str, metric: str, table: Mapping[str, object]) -> float:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 # case_values is the registry's denominator rule, so a mean of per-case values is the
 # summary's value by construction
@@ -31,6 +31,12 @@ from evaluator.metrics import (
 from evaluator.metrics import paired as paired_values
 from evaluator.models import CaseRecord
 from evaluator.report.columns import CaseTable
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    _Matrix = npt.NDArray[np.float64]
 
 __all__ = [
     "CONFIDENCE",
@@ -169,24 +175,41 @@ def paired_intervals(
     Returns:
         An :class:`Interval` per metric with at least :data:`MIN_PAIRS` matched cases.
     """
+    ids, matched = _matched(baseline, candidate, metrics)
+    if len(ids) < MIN_PAIRS:
+        return {}
+    diffs, mask = _difference_matrix(ids, matched, metrics)
+    means = _resampled_means(diffs, mask, resamples, seed)
+    return _intervals(means, mask, matched, metrics)
+
+
+def _difference_matrix(
+    ids: Sequence[str], matched: dict[str, _Paired], metrics: Sequence[str]
+) -> tuple[_Matrix, _Matrix]:
+    """``diffs[i, j]``: the difference of case i on metric j; ``mask`` marks the pairs that
+    exist."""
     import numpy as np
 
-    ids, matched = _matched(baseline, candidate, metrics)
-    n = len(ids)
-    if n < MIN_PAIRS:
-        return {}
-    # diffs[i, j]: the difference of case i on metric j; mask marks the pairs that exist
-    diffs = np.zeros((n, len(metrics)))
-    mask = np.zeros((n, len(metrics)))
+    diffs = np.zeros((len(ids), len(metrics)))
+    mask = np.zeros((len(ids), len(metrics)))
     row = {case_id: i for i, case_id in enumerate(ids)}
     for j, m in enumerate(metrics):
         metric_pairs = matched[m]
         for case_id, difference in zip(metric_pairs.ids, metric_pairs.diffs, strict=True):
             diffs[row[case_id], j] = difference
             mask[row[case_id], j] = 1.0
+    return diffs, mask
+
+
+def _resampled_means(diffs: _Matrix, mask: _Matrix, resamples: int, seed: int) -> _Matrix:
+    """Each resample's mean difference per metric (NaN where it drew no pair of it), drawn
+    in blocks of about :data:`_BLOCK_DRAWS` cases."""
+    import numpy as np
+
+    n, width = diffs.shape
     rng = np.random.default_rng(seed)
-    sums = np.empty((resamples, len(metrics)))
-    counts = np.empty((resamples, len(metrics)))
+    sums = np.empty((resamples, width))
+    counts = np.empty((resamples, width))
     block = max(1, _BLOCK_DRAWS // n)
     for start in range(0, resamples, block):
         rows = min(block, resamples - start)
@@ -198,7 +221,16 @@ def paired_intervals(
         sums[start : start + rows] = w @ diffs
         counts[start : start + rows] = w @ mask
     with np.errstate(invalid="ignore", divide="ignore"):
-        means = sums / counts
+        means: _Matrix = sums / counts
+    return means
+
+
+def _intervals(
+    means: _Matrix, mask: _Matrix, matched: dict[str, _Paired], metrics: Sequence[str]
+) -> dict[str, Interval]:
+    """The percentile interval of each metric with at least :data:`MIN_PAIRS` pairs."""
+    import numpy as np
+
     tail = (1 - CONFIDENCE) / 2 * 100
     out: dict[str, Interval] = {}
     for j, m in enumerate(metrics):

@@ -87,6 +87,19 @@ class GateResult:
         return self.alignment.candidate_summary
 
 
+def _judged_reports(
+    baseline: RunReport, candidate: RunReport, quarantine: Quarantine
+) -> tuple[RunReport, RunReport, RepeatVerdict | None]:
+    """The reports the rules judge (the quarantine's cases left out) and the per-case
+    verdict of their repeats; without repeats or a quarantine, the reports as they are."""
+    if baseline.repeats is None and candidate.repeats is None and not quarantine.active:
+        return baseline, candidate, None
+    flaky = tuple(dict.fromkeys((*flaky_ids(baseline, candidate), *quarantine.classed_flaky)))
+    judged_baseline, judged_candidate, left_out = leave_out(baseline, candidate, quarantine)
+    repeats = judge_repeats(judged_baseline, judged_candidate, left_out, flaky)
+    return judged_baseline, judged_candidate, repeats
+
+
 def evaluate_gate(
     baseline: RunReport,
     candidate: RunReport,
@@ -121,12 +134,9 @@ def evaluate_gate(
     """
     if significance and not with_intervals:
         raise ValueError("significance=True needs with_intervals=True")
-    quarantine = quarantine or Quarantine()
-    flaky = tuple(dict.fromkeys((*flaky_ids(baseline, candidate), *quarantine.classed_flaky)))
-    judged_baseline, judged_candidate, repeats = baseline, candidate, None
-    if baseline.repeats is not None or candidate.repeats is not None or quarantine.active:
-        judged_baseline, judged_candidate, left_out = leave_out(baseline, candidate, quarantine)
-        repeats = judge_repeats(judged_baseline, judged_candidate, left_out, flaky)
+    judged_baseline, judged_candidate, repeats = _judged_reports(
+        baseline, candidate, quarantine or Quarantine()
+    )
     alignment = align(judged_baseline, judged_candidate, allow_dataset_change=allow_dataset_change)
     intervals: dict[str, Interval] = {}
     if with_intervals:
