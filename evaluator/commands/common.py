@@ -86,28 +86,48 @@ def settings_from_flags(
         if value is not None:
             overrides[name] = value
             origins[name] = f"--{name}"
-    url, spec, dataset = flags.target_url, flags.target, flags.dataset
-    if url is not None or spec is not None:
-        if dataset is None:
-            raise ConfigError("--target-url/--target needs --dataset FILE")
-        target = target_from_flags(url, spec)
-        job: dict[str, Any] = {"target": target.label, "dataset": dataset, **(job_overrides or {})}
-        overrides["targets"] = [target.model_dump()]
-        overrides["jobs"] = [job]
-        # built from several flags (--target-url, --dataset, --interval...): name the field
-        origins["targets"] = origins["jobs"] = ""
+    if flags.target_url is not None or flags.target is not None:
+        _flag_job(flags, job_overrides, overrides, origins)
     settings = load_settings(config, overrides, origins)
-    if dataset is not None and url is None and spec is None:
-        if not settings.jobs:
-            raise ConfigError(_dataset_without_job(settings, config))
-        # --dataset alone swaps the golden set of the selected job
-        chosen = settings.job(flags.job)
-        jobs = [
-            j.model_copy(update={"dataset": dataset}) if j.key == chosen.key else j
-            for j in settings.jobs
-        ]
-        settings = settings.model_copy(update={"jobs": tuple(jobs)})
+    if flags.dataset is not None and flags.target_url is None and flags.target is None:
+        settings = _swap_dataset(settings, flags, config, flags.dataset)
     return settings
+
+
+def _flag_job(
+    flags: TargetFlags,
+    job_overrides: Mapping[str, Any] | None,
+    overrides: dict[str, Any],
+    origins: dict[str, str],
+) -> None:
+    """The one target and job ``--target-url``/``--target`` and ``--dataset`` describe,
+    added to ``overrides`` (they replace the file's targets and jobs)."""
+    if flags.dataset is None:
+        raise ConfigError("--target-url/--target needs --dataset FILE")
+    target = target_from_flags(flags.target_url, flags.target)
+    job: dict[str, Any] = {
+        "target": target.label,
+        "dataset": flags.dataset,
+        **(job_overrides or {}),
+    }
+    overrides["targets"] = [target.model_dump()]
+    overrides["jobs"] = [job]
+    # built from several flags (--target-url, --dataset, --interval...): name the field
+    origins["targets"] = origins["jobs"] = ""
+
+
+def _swap_dataset(
+    settings: Settings, flags: TargetFlags, config: str | None, dataset: str
+) -> Settings:
+    """``--dataset`` alone: the selected job's golden set swapped, the rest as configured."""
+    if not settings.jobs:
+        raise ConfigError(_dataset_without_job(settings, config))
+    chosen = settings.job(flags.job)
+    jobs = [
+        j.model_copy(update={"dataset": dataset}) if j.key == chosen.key else j
+        for j in settings.jobs
+    ]
+    return settings.model_copy(update={"jobs": tuple(jobs)})
 
 
 def _dataset_without_job(settings: Settings, config: str | None) -> str:

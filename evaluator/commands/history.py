@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -134,6 +135,7 @@ def _job_text(job: tuple[str, str], history: JobHistory, store: Path) -> list[st
 
 
 def handle(options: Options) -> int:
+    """A job's history verdict, or one case's past outcomes (``--case``)."""
     if options.limit < 1:
         raise ConfigError("--limit must be >= 1")
     settings = load_settings(options.config)
@@ -154,40 +156,51 @@ def handle(options: Options) -> int:
     except StoreCorrupt as exc:
         raise EvaluatorError(f"cannot read the history store: {exc}") from exc
     if options.case:
-        if not outcomes:
-            raise EvaluatorError(f"no history for case {options.case!r} in {job[0]}/{job[1]}")
-        window = list(reversed(outcomes[: h.window]))
-        stability = next(
-            (c for c in history.cases if c.case_id == options.case),
-            case_stability(options.case, window),
-        )
-        if options.format == "json":
-            case_data = {
-                "target": job[0],
-                "dataset": job[1],
-                "case": stability.to_dict(),
-                "outcomes": [_outcome_dict(o) for o in outcomes],
-            }
-            print(json.dumps(case_data, ensure_ascii=False, indent=2))
-            return ExitCode.OK
-        print(
-            f"case {options.case} of {job[0]}/{job[1]}: {stability.stability.value}, "
-            f"pass rate {_rate(stability.pass_rate)} over {stability.scored_runs} run(s), "
-            f"{stability.flips} flip(s) (answer {_rate(stability.answer_pass_rate)}, "
-            f"retrieval hit {_rate(stability.hit_rate)})"
-        )
-        print(f"{'finished (UTC)':<21} {'run':<13} {'answer':<7} {'hit':<5} {'mrr':<6} error")
-        for o in outcomes:
-            mrr = "-" if o.mrr is None else f"{o.mrr:.3f}"
-            print(
-                f"{_stamp(o.finished_at):<21} {o.run_id:<13} {_check(o.answer, 'pass', 'fail'):<7} "
-                f"{_check(o.hit, 'hit', 'miss'):<5} {mrr:<6} {o.error_kind or ''}".rstrip()
-            )
-        return ExitCode.OK
+        return _show_case(options, options.case, job, history, outcomes, h.window)
     if options.format == "json":
         data: dict[str, object] = {"target": job[0], "dataset": job[1], "store": str(store.path)}
         data.update(history.to_dict())
         print(json.dumps(data, ensure_ascii=False, indent=2))
         return ExitCode.OK
     print("\n".join(_job_text(job, history, store.path)))
+    return ExitCode.OK
+
+
+def _show_case(
+    options: Options,
+    case_id: str,
+    job: tuple[str, str],
+    history: JobHistory,
+    outcomes: Sequence[CaseOutcome],
+    window: int,
+) -> int:
+    """One case's stability over the window and its past outcomes, newest first."""
+    if not outcomes:
+        raise EvaluatorError(f"no history for case {case_id!r} in {job[0]}/{job[1]}")
+    stability = next(
+        (c for c in history.cases if c.case_id == case_id),
+        case_stability(case_id, list(reversed(outcomes[:window]))),
+    )
+    if options.format == "json":
+        case_data = {
+            "target": job[0],
+            "dataset": job[1],
+            "case": stability.to_dict(),
+            "outcomes": [_outcome_dict(o) for o in outcomes],
+        }
+        print(json.dumps(case_data, ensure_ascii=False, indent=2))
+        return ExitCode.OK
+    print(
+        f"case {case_id} of {job[0]}/{job[1]}: {stability.stability.value}, "
+        f"pass rate {_rate(stability.pass_rate)} over {stability.scored_runs} run(s), "
+        f"{stability.flips} flip(s) (answer {_rate(stability.answer_pass_rate)}, "
+        f"retrieval hit {_rate(stability.hit_rate)})"
+    )
+    print(f"{'finished (UTC)':<21} {'run':<13} {'answer':<7} {'hit':<5} {'mrr':<6} error")
+    for o in outcomes:
+        mrr = "-" if o.mrr is None else f"{o.mrr:.3f}"
+        print(
+            f"{_stamp(o.finished_at):<21} {o.run_id:<13} {_check(o.answer, 'pass', 'fail'):<7} "
+            f"{_check(o.hit, 'hit', 'miss'):<5} {mrr:<6} {o.error_kind or ''}".rstrip()
+        )
     return ExitCode.OK

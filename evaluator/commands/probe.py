@@ -23,7 +23,7 @@ from evaluator.factory import build_http_target, build_target
 from evaluator.models import Case, TargetResponse
 from evaluator.redaction import redactor
 from evaluator.targets.http import HttpTarget, ProbeResult
-from evaluator.targets.mapping import FIELDS
+from evaluator.targets.mapping import FIELDS, ResponseMapper
 
 __all__ = ["Options", "configure", "handle"]
 
@@ -144,40 +144,56 @@ def _raw(body: bytes, max_chars: int) -> str:
     return text
 
 
-def _mapped(response: TargetResponse, target: HttpTarget | None) -> list[str]:
-    values: dict[str, object] = {
+def _values(response: TargetResponse) -> dict[str, object]:
+    """Each field of the response as the mapping read it."""
+    delivery = response.delivery
+    return {
         "ids": list(response.ranked_ids),
         "answer": response.answer,
         "citations": list(response.citations),
         "timings": dict(response.timings),
         "texts": [r.text for r in response.retrieved],
         "scores": [r.score for r in response.retrieved],
-        "input_tokens": response.delivery.input_tokens if response.delivery else None,
-        "output_tokens": response.delivery.output_tokens if response.delivery else None,
+        "input_tokens": delivery.input_tokens if delivery else None,
+        "output_tokens": delivery.output_tokens if delivery else None,
     }
+
+
+def _source(name: str, mapper: ResponseMapper | None) -> str | None:
+    """Where a field was read from: the default contract, its mapped expression (and the
+    citation markers in the answer); None when it is not mapped."""
+    if mapper is None:
+        return "(default contract)"
+    if name == "citations" and mapper.markers is not None:
+        sources = [f"markers {mapper.markers.style!r} in the answer"]
+        if "citations" in mapper:
+            sources.insert(0, mapper.expressions["citations"].expression)
+        return " + ".join(sources)
+    if name in mapper:
+        return mapper.expressions[name].expression
+    return None
+
+
+def _shown(value: object) -> str:
+    """A field's value on one line, redacted, cut at 300 characters."""
+    shown = redactor().redact_text(border.json_line(json.dumps(value, ensure_ascii=False)))
+    return shown[:300] + "..." if len(shown) > 300 else shown
+
+
+def _mapped(response: TargetResponse, target: HttpTarget | None) -> list[str]:
+    """Each field, where it was read from and what it held; a streamed answer's first token
+    and token count."""
+    values = _values(response)
     mapper = target.mapper if target is not None else None
     lines = []
     for name in FIELDS:
         if name.endswith("_tokens") and (mapper is None or name not in mapper):
             continue  # usage is for cost: not worth a line where nobody mapped it
-        if mapper is None:
-            source = "(default contract)"
-        elif name == "citations" and mapper.markers is not None:
-            sources = [f"markers {mapper.markers.style!r} in the answer"]
-            if "citations" in mapper:
-                sources.insert(0, mapper.expressions["citations"].expression)
-            source = " + ".join(sources)
-        elif name in mapper:
-            source = mapper.expressions[name].expression
-        else:
+        source = _source(name, mapper)
+        if source is None:
             lines.append(f"{name:<10} (not mapped)")
             continue
-        shown = redactor().redact_text(
-            border.json_line(json.dumps(values[name], ensure_ascii=False))
-        )
-        if len(shown) > 300:
-            shown = shown[:300] + "..."
-        lines.append(f"{name:<10} {source}\n{'':<10} -> {shown}")
+        lines.append(f"{name:<10} {source}\n{'':<10} -> {_shown(values[name])}")
     delivery = response.delivery
     if delivery is not None and delivery.streamed:
         ttft = "n/a" if delivery.ttft_seconds is None else f"{delivery.ttft_seconds:.3f}s"

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import getpass
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,6 +22,7 @@ from evaluator.judge.checks import check as judged_check
 from evaluator.judge.labels import Label, append_label, now, read_labels
 from evaluator.judge.record import judged_run_from_dict
 from evaluator.judge.review import ReviewItem, review_queue
+from evaluator.models import CaseRecord
 from evaluator.pages.highlight import segments
 from evaluator.report import read_report
 
@@ -55,10 +57,10 @@ def _highlighted(text: str, facts: tuple[tuple[str, ...], ...], bold: bool) -> s
     )
 
 
-def _show(item: ReviewItem, position: int, total: int, colour: bool) -> None:
-    record, outcome = item.record, item.outcome
+def _show_case(record: CaseRecord, colour: bool) -> None:
+    """The case as the judge saw it: question, expected facts, the answer and the evidence
+    that came back, the facts highlighted."""
     case = record.case
-    print(f"\n[{position}/{total}] case {case.id}  check {outcome.check}")
     print(f"question: {case.question}")
     for i, alternatives in enumerate(case.expected_facts, start=1):
         print(f"  fact {i}: {' | '.join(alternatives)}")
@@ -69,6 +71,14 @@ def _show(item: ReviewItem, position: int, total: int, colour: bool) -> None:
     for doc_id in shown:
         text = " ".join(record.texts[doc_id].split())[:_EVIDENCE_CHARS]
         print(f"  evidence {doc_id}: {_highlighted(text, case.expected_facts, colour)}")
+
+
+def _show(item: ReviewItem, position: int, total: int, colour: bool) -> None:
+    """One verdict to review: the case, the judge's verdict and reason, the deterministic
+    check beside it, and the check's question to the reviewer."""
+    record, outcome = item.record, item.outcome
+    print(f"\n[{position}/{total}] case {record.case.id}  check {outcome.check}")
+    _show_case(record, colour)
     judge = "pass" if item.judge else "fail"
     print(f"judge: {judge} ({outcome.reason})")
     for claim in outcome.unsupported:
@@ -78,29 +88,28 @@ def _show(item: ReviewItem, position: int, total: int, colour: bool) -> None:
     print(judged_check(outcome.check).question)
 
 
-def handle(options: Options) -> int:
-    report = read_report(options.report)
-    if report.judge is None:
-        raise ConfigError(f"{options.report}: the report was not judged (`evaluator judge`)")
-    judged = judged_run_from_dict(report.judge, options.report)
-    labels_path = Path(options.labels or Path(options.report).parent / "labels.jsonl")
-    reviewer = options.reviewer or getpass.getuser()
-    queue = review_queue(report.cases, judged, read_labels(labels_path))
-    if options.limit is not None:
-        queue = queue[: options.limit]
+def _ask() -> tuple[str, str]:
+    """The reviewer's answer (p, f, s or q) and the note after it, asked until it is one."""
+    while True:
+        reply = input("> ").strip()
+        verdict, _, note = reply.partition(" ")
+        if verdict in ("p", "f", "s", "q"):
+            return verdict, note
+        print("p, f, s or q, please")
+
+
+def _review(
+    queue: Sequence[ReviewItem], labels_path: Path, reviewer: str
+) -> tuple[int, KeyboardInterrupt | EOFError | None]:
+    """Ask about each verdict in turn, appending each label as it is given: the number of
+    labels saved, and the Ctrl-C or end of input that stopped the review (None: done or
+    quit)."""
     colour = sys.stdout.isatty()
     saved = 0
-    print(f"{len(queue)} verdict(s) to review; labels go to {labels_path}")
-    print("answer p (pass), f (fail), s (skip) or q (quit), a note may follow: f wrong date")
     try:
         for position, item in enumerate(queue, start=1):
             _show(item, position, len(queue), colour)
-            while True:
-                reply = input("> ").strip()
-                verdict, _, note = reply.partition(" ")
-                if verdict in ("p", "f", "s", "q"):
-                    break
-                print("p, f, s or q, please")
+            verdict, note = _ask()
             if verdict == "q":
                 break
             if verdict == "s":
@@ -119,6 +128,25 @@ def handle(options: Options) -> int:
             )
             saved += 1
     except (KeyboardInterrupt, EOFError) as stop:
+        return saved, stop
+    return saved, None
+
+
+def handle(options: Options) -> int:
+    """Review a judged report's verdicts one by one, saving a human label for each."""
+    report = read_report(options.report)
+    if report.judge is None:
+        raise ConfigError(f"{options.report}: the report was not judged (`evaluator judge`)")
+    judged = judged_run_from_dict(report.judge, options.report)
+    labels_path = Path(options.labels or Path(options.report).parent / "labels.jsonl")
+    reviewer = options.reviewer or getpass.getuser()
+    queue = review_queue(report.cases, judged, read_labels(labels_path))
+    if options.limit is not None:
+        queue = queue[: options.limit]
+    print(f"{len(queue)} verdict(s) to review; labels go to {labels_path}")
+    print("answer p (pass), f (fail), s (skip) or q (quit), a note may follow: f wrong date")
+    saved, stop = _review(queue, labels_path, reviewer)
+    if stop is not None:
         print(f"\nstopped; {saved} label(s) saved in {labels_path}")
         return ExitCode.INTERRUPTED if isinstance(stop, KeyboardInterrupt) else ExitCode.OK
     print(f"{saved} label(s) saved in {labels_path}")

@@ -6,8 +6,10 @@ import argparse
 import json
 import sys
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from evaluator.commands.common import (
     JobPlan,
@@ -30,6 +32,10 @@ from evaluator.errors import ConfigError, ExitCode
 from evaluator.models import CaseError
 from evaluator.report import RunReport, read_report
 from evaluator.run.runner import new_run_id
+
+if TYPE_CHECKING:
+    from evaluator.judge.record import JudgedRun
+    from evaluator.judge.settings import JudgeConfig
 
 __all__ = ["Options", "configure", "handle", "mapping_diagnosis"]
 
@@ -69,15 +75,7 @@ def _run(options: Options, settings: Settings, plan: JobPlan) -> int:
     output = Path(options.output or settings.reports_dir / f"{plan.dataset.name}-{run_id}.json")
     report, audit = streamed_run(plan, options.repeat, output, run_id)
     judge = settings.judge_for(plan.job)
-    judged = None
-    if judge is not None and not report.interrupted:
-        # imported here: a run without a judge loads no judge client (nor its HTTP stack)
-        from evaluator.judge.apply import judge_file
-
-        # after the run, from the written report: judge traffic never counts in the target's
-        # latency, errors or cost
-        cache = None if options.no_judge_cache else settings.reports_dir
-        judged = judge_file(output, judge, cache_folder=cache)[1]
+    judged = _judged(options, settings, judge, output) if not report.interrupted else None
     prices = getattr(plan.target, "prices", None)
     currency = prices.currency if prices is not None else DEFAULT_CURRENCY
     print(format_run(report, worst=options.worst, audit=audit, currency=currency))
@@ -90,16 +88,7 @@ def _run(options: Options, settings: Settings, plan: JobPlan) -> int:
         print(format_judged(judged))
     print(f"report: {output}")
     if options.html:
-        # the cases in memory have no evidence texts (they went to the file): read it back
-        write_html_report(
-            options.html,
-            read_report(output),
-            source=str(output),
-            redact=settings_redactor(settings),
-            worst=max(options.worst, 10),
-            labels=judge.drift_labels if judge is not None else None,
-        )
-        print(f"html: {options.html}")
+        _write_html(options, options.html, settings, judge, output)
     exit_if_interrupted(report, output)
     warn_id_mismatch(report)
     diagnosis = mapping_diagnosis(report)
@@ -109,6 +98,37 @@ def _run(options: Options, settings: Settings, plan: JobPlan) -> int:
         raise ConfigError(f"target {report.target}: {diagnosis}")
     check_scored(report, f"report {output}")
     return ExitCode.OK
+
+
+def _judged(
+    options: Options, settings: Settings, judge: JudgeConfig | None, output: Path
+) -> JudgedRun | None:
+    """The judge's pass over the written report, when the job has a judge (else None)."""
+    if judge is None:
+        return None
+    # imported here: a run without a judge loads no judge client (nor its HTTP stack)
+    from evaluator.judge.apply import judge_file
+
+    # after the run, from the written report: judge traffic never counts in the target's
+    # latency, errors or cost
+    cache = None if options.no_judge_cache else settings.reports_dir
+    return judge_file(output, judge, cache_folder=cache)[1]
+
+
+def _write_html(
+    options: Options, path: str, settings: Settings, judge: JudgeConfig | None, output: Path
+) -> None:
+    """The HTML report of the run, from the written report (the cases in memory have no
+    evidence texts: they went to the file)."""
+    write_html_report(
+        path,
+        read_report(output),
+        source=str(output),
+        redact=settings_redactor(settings),
+        worst=max(options.worst, 10),
+        labels=judge.drift_labels if judge is not None else None,
+    )
+    print(f"html: {path}")
 
 
 def mapping_diagnosis(report: RunReport) -> str | None:
@@ -123,31 +143,57 @@ def mapping_diagnosis(report: RunReport) -> str | None:
     """
     if any(not isinstance(c.outcome, CaseError) and c.ranked_ids for c in report.cases):
         return None  # a scored case (usually the first): not a walk over every record
-    answered = [c for c in report.cases if c.error is not None and c.error.kind == "bad_response"]
-    if not answered:
+    errors = _bad_responses(report)
+    if not errors:
         return None
-    errors = [c.error for c in answered if c.error is not None]
-    count = len(answered)
-    empty = sum(1 for c in report.cases if not isinstance(c.outcome, CaseError))
+    # every case scored here returned no ids (one with ids returned above)
+    empty = _scored(report)
+    if all(e.field is not None and e.expression is not None for e in errors):
+        return _mapping_failed(errors, empty)
+    if _contract_only(errors):
+        return _contract_failed(errors, empty)
+    return None
+
+
+def _scored(report: RunReport) -> int:
+    """How many cases were scored (their call did not fail)."""
+    return sum(1 for c in report.cases if not isinstance(c.outcome, CaseError))
+
+
+def _bad_responses(report: RunReport) -> list[CaseError]:
+    """The errors of the cases that got a response the mapping could not read."""
+    return [e for c in report.cases if (e := c.error) is not None and e.kind == "bad_response"]
+
+
+def _contract_only(errors: Sequence[CaseError]) -> bool:
+    """Every error names a field without an expression: the default contract's shape failed,
+    not a mapped JSON expression."""
+    return all(e.field is not None and e.expression is None for e in errors)
+
+
+def _mapping_failed(errors: Sequence[CaseError], empty: int) -> str:
+    """Every response failed a mapped field: the expression that failed most often, with an
+    example of its error (``empty``: cases scored with no ids)."""
+    count = len(errors)
     if empty:
         count_text = f"{count} case(s) that returned anything ({empty} returned no ids)"
     else:
         count_text = f"{count} case(s) that got a response"
-    if all(e.field is not None and e.expression is not None for e in errors):
-        (field, expression), _ = Counter((e.field, e.expression) for e in errors).most_common(1)[0]
-        example = next(e.message for e in errors if (e.field, e.expression) == (field, expression))
-        return (
-            f"response mapping failed on all {count_text}: {example}; "
-            f"fix response.{field} = {json.dumps(expression)} in the target's config "
-            f"(try `evaluator probe`)"
-        )
-    # a field named without an expression: the default contract's shape, not its JSON
-    if all(e.field is not None and e.expression is None for e in errors):
-        return (
-            f"no response of the {count} received follows the default contract"
-            f"{f' ({empty} more returned no ids)' if empty else ''}: "
-            f"{errors[0].message}; "
-            f"describe the endpoint's shape with a [targets.response] mapping "
-            f"(try `evaluator probe`)"
-        )
-    return None
+    (field, expression), _ = Counter((e.field, e.expression) for e in errors).most_common(1)[0]
+    example = next(e.message for e in errors if (e.field, e.expression) == (field, expression))
+    return (
+        f"response mapping failed on all {count_text}: {example}; "
+        f"fix response.{field} = {json.dumps(expression)} in the target's config "
+        f"(try `evaluator probe`)"
+    )
+
+
+def _contract_failed(errors: Sequence[CaseError], empty: int) -> str:
+    """No response followed the default contract's shape: map the endpoint's own."""
+    return (
+        f"no response of the {len(errors)} received follows the default contract"
+        f"{f' ({empty} more returned no ids)' if empty else ''}: "
+        f"{errors[0].message}; "
+        f"describe the endpoint's shape with a [targets.response] mapping "
+        f"(try `evaluator probe`)"
+    )
