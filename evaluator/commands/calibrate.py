@@ -3,7 +3,8 @@
 Prints, per check and per judge (model + prompt version), agreement, Cohen's kappa with a
 bootstrap 95% interval, the confusion matrix and the disagreements, as text, JSON or
 Markdown; stores the result (``--output``, default ``REPORTS_DIR/judge-calibration.json``)
-for ``evaluator gate`` to read. Exit 0 whatever the result: the gate decides.
+for ``evaluator gate`` to read. Exit 0 whatever the result: the gate decides; exit 1, the
+stored calibration left as it was, when no label matches a judged answer of the reports.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from evaluator.judge.calibrate import (
     render_markdown,
     render_text,
 )
-from evaluator.judge.gating import CALIBRATION_FILE
+from evaluator.judge.calibration_store import CALIBRATION_FILE
 from evaluator.judge.labels import read_labels
 from evaluator.judge.record import judged_run_from_dict
 from evaluator.report import read_report, write_json_atomic
@@ -73,12 +74,19 @@ def handle(options: Options) -> int:
             raise ConfigError(f"{path}: the report was not judged (run `evaluator judge` first)")
         runs.append(judged_run_from_dict(report.judge, path))
     results = calibrate(labels, runs, floor=options.floor, min_labels=options.min_labels)
+    output = Path(options.output) if options.output else settings.reports_dir / CALIBRATION_FILE
+    if not results:
+        # an empty calibration would replace the stored one: every judged rule of the gate
+        # would then be refused, on a typo in --labels
+        raise ConfigError(
+            f"no label of {options.labels} ({len(labels)} read) matches a judged answer of "
+            f"{', '.join(options.reports)}: nothing to calibrate; {output} is left as it was"
+        )
     data = {
         "labels_file": options.labels,
         "reports": list(options.reports),
         "checks": [r.to_dict() for r in results],
     }
-    output = Path(options.output) if options.output else settings.reports_dir / CALIBRATION_FILE
     output.parent.mkdir(parents=True, exist_ok=True)
     write_json_atomic(data, output)
     if options.format == "json":

@@ -35,7 +35,8 @@ from evaluator.gate.rules import GatesFile, load_gates
 from evaluator.gate.verdict import GateResult, evaluate_gate
 from evaluator.history.stability import Stability, stabilities
 from evaluator.history.store import HistoryStore, StoreCorrupt, windows_of
-from evaluator.judge.gating import CALIBRATION_FILE, JudgedGate, calibrated_checks, evaluate_judged
+from evaluator.judge.calibration_store import CALIBRATION_FILE, read_calibration
+from evaluator.judge.gating import JudgedGate, evaluate_judged
 from evaluator.logs import use_colour
 from evaluator.redaction import redactor
 from evaluator.report import RunReport, read_report
@@ -415,13 +416,9 @@ class GateRun:
         """
         if not self.gates.judged:
             return None
-        path = self.settings().reports_dir / CALIBRATION_FILE
+        calibration = read_calibration(self.settings().reports_dir / CALIBRATION_FILE)
         judged = evaluate_judged(
-            self.gates.judged,
-            self.baseline.judge,
-            self.candidate.judge,
-            calibrated_checks(path),
-            str(path),
+            self.gates.judged, self.baseline.judge, self.candidate.judge, calibration
         )
         out = sys.stderr if self.options.format == "json" else sys.stdout
         print("\n".join(judged.lines), file=out)

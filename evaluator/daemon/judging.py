@@ -11,6 +11,7 @@ the daemon: the run is kept unjudged and the failure logged.
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import msgspec
@@ -19,9 +20,9 @@ import structlog
 from evaluator.config import JobConfig, Settings
 from evaluator.daemon.exporter import Metrics
 from evaluator.judge.apply import calibration_of, trust_problem, with_calibration
+from evaluator.judge.calibration_store import CALIBRATION_FILE, read_calibration
 from evaluator.judge.client import JudgeClient
-from evaluator.judge.drift import agreement_floors, rejudge_labelled
-from evaluator.judge.gating import CALIBRATION_FILE
+from evaluator.judge.drift import rejudge_labelled
 from evaluator.judge.judged_pass import CallEvent, judge_report
 from evaluator.judge.labels import LabelsError, read_labels
 from evaluator.judge.prompts import PROMPT_VERSION
@@ -83,13 +84,15 @@ class DaemonJudge:
             log.error("judge_failed", job="/".join(self.labels), error=f"{type(exc).__name__}")
             return report
         judged = with_calibration(judged, self.reports_dir)
-        self.problem = trust_problem(judged)
-        self._export(judged)
+        # the stored calibration is a file from outside: read (bounded) off the event loop
+        calibrated = await asyncio.to_thread(calibration_of, judged)
+        self.problem = trust_problem(judged, calibrated)
+        self._export(judged, calibrated)
         judged_report = msgspec.structs.replace(report, judge=judged.to_dict())
         self.latest = judged_report
         return judged_report
 
-    def _export(self, judged: JudgedRun) -> None:
+    def _export(self, judged: JudgedRun, calibrated: dict[str, bool]) -> None:
         usage = judged.usage
         answered = usage.cache_hits + usage.calls
         self.metrics.run_judged(
@@ -97,7 +100,7 @@ class DaemonJudge:
             skipped=usage.skipped,
             cache_hit_ratio=usage.cache_hits / answered if answered else 0,
             compromised=judged.compromised,
-            calibrated=calibration_of(judged),
+            calibrated=calibrated,
             metrics=judged.metrics,
         )
 
@@ -109,7 +112,8 @@ class DaemonJudge:
             return
         metrics, labels = self.metrics, self.labels
         try:
-            human = read_labels(labels_path)
+            # a labels file is outside input: read through the bounded reader, off the loop
+            human = await asyncio.to_thread(read_labels, labels_path)
             points = await rejudge_labelled(report, self.client, human)
         except LabelsError as exc:
             metrics.judge_drift_checked(labels, "bad_labels")
@@ -119,9 +123,8 @@ class DaemonJudge:
             metrics.judge_drift_checked(labels, "error")
             log.error("judge_drift_failed", job="/".join(labels), error=type(exc).__name__)
             return
-        floors = agreement_floors(
-            self.reports_dir / CALIBRATION_FILE, self.config.model, PROMPT_VERSION
-        )
+        stored = await asyncio.to_thread(read_calibration, self.reports_dir / CALIBRATION_FILE)
+        floors = stored.agreement_floors(self.config.model, PROMPT_VERSION)
         metrics.judge_drift_checked(
             labels,
             "ok",

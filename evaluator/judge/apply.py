@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+from collections.abc import Mapping
 from pathlib import Path
 
 import msgspec
 
+from evaluator.judge.calibration_store import CALIBRATION_FILE, read_calibration
 from evaluator.judge.checks import judged_metric
 from evaluator.judge.client import JudgeClient
-from evaluator.judge.gating import CALIBRATION_FILE, calibrated_checks
 from evaluator.judge.judged_pass import judge_report
 from evaluator.judge.record import JudgedRun
 from evaluator.judge.settings import JudgeConfig
@@ -59,17 +60,19 @@ def calibration_of(judged: JudgedRun) -> dict[str, bool]:
     calls its judge (model + prompt version) calibrated for it, by check name."""
     calibrated: dict[str, bool] = {}
     if judged.calibration is not None:
-        calibrated = dict(calibrated_checks(Path(judged.calibration)).get(judged.identity, {}))
+        stored = read_calibration(Path(judged.calibration))
+        calibrated = dict(stored.calibrated().get(judged.identity, {}))
     checks = {spec.check for name in judged.metrics if (spec := judged_metric(name)) is not None}
     return {check: calibrated.get(check, False) for check in sorted(checks)}
 
 
-def trust_problem(judged: JudgedRun) -> str | None:
+def trust_problem(judged: JudgedRun, calibrated: Mapping[str, bool]) -> str | None:
     """Why this run's judged metrics are not to be trusted, in a short phrase, or None:
-    a canary was judged supported, or a check the run was judged on is not calibrated."""
+    a canary was judged supported, or a check the run was judged on is not calibrated
+    (``calibrated``: :func:`calibration_of` the run)."""
     if judged.compromised:
         return "compromised (a canary answer was judged supported)"
-    missing = [check for check, ok in calibration_of(judged).items() if not ok]
+    missing = [check for check, ok in calibrated.items() if not ok]
     return f"uncalibrated for {', '.join(missing)}" if missing else None
 
 

@@ -22,9 +22,13 @@ __all__ = [
     "DEFAULT_FLOOR",
     "DEFAULT_MIN_LABELS",
     "CheckCalibration",
+    "Confusion",
+    "agreement_of",
     "bootstrap_intervals",
     "calibrate",
     "cohen_kappa",
+    "confusion_of",
+    "kappa_of",
     "render_markdown",
     "render_text",
 ]
@@ -34,40 +38,73 @@ DEFAULT_MIN_LABELS = 50
 _RESAMPLES = 2000
 
 
-def cohen_kappa(human: Sequence[bool], judge: Sequence[bool]) -> float | None:
-    """Cohen's kappa of two binary raters; None when chance agreement is total (both
-    raters gave one and the same verdict throughout: kappa is undefined)."""
+#: label pairs counted: ((human pass & judge pass, human pass & judge fail),
+#: (human fail & judge pass, human fail & judge fail))
+Confusion = tuple[tuple[int, int], tuple[int, int]]
+
+
+def confusion_of(human: Sequence[bool], judge: Sequence[bool]) -> Confusion:
+    """The 2x2 table of two binary raters' verdicts on the same items."""
     if len(human) != len(judge):
         raise ValueError("the two raters rated different numbers of items")
-    n = len(human)
+    pairs = list(zip(human, judge, strict=True))
+    return (
+        (sum(h and j for h, j in pairs), sum(h and not j for h, j in pairs)),
+        (sum(j and not h for h, j in pairs), sum(not h and not j for h, j in pairs)),
+    )
+
+
+def agreement_of(confusion: Confusion) -> float | None:
+    """The share of items both raters rated alike (None: no item)."""
+    (tp, fn), (fp, tn) = confusion
+    n = tp + fn + fp + tn
+    return None if n == 0 else (tp + tn) / n
+
+
+def kappa_of(confusion: Confusion) -> float | None:
+    """Cohen's kappa of a 2x2 table; None when chance agreement is total (both raters gave
+    one and the same verdict throughout: kappa is undefined) or there is no item."""
+    (tp, fn), (fp, tn) = confusion
+    n = tp + fn + fp + tn
     if n == 0:
         return None
-    agree = sum(h == j for h, j in zip(human, judge, strict=True)) / n
-    h1 = sum(human) / n
-    j1 = sum(judge) / n
+    agree = (tp + tn) / n
+    h1 = (tp + fn) / n
+    j1 = (tp + fp) / n
     chance = h1 * j1 + (1 - h1) * (1 - j1)
     if chance >= 1:
         return None
     return (agree - chance) / (1 - chance)
 
 
+def cohen_kappa(human: Sequence[bool], judge: Sequence[bool]) -> float | None:
+    """Cohen's kappa of two binary raters (:func:`kappa_of` their table)."""
+    return kappa_of(confusion_of(human, judge))
+
+
 def bootstrap_intervals(
-    human: Sequence[bool], judge: Sequence[bool], *, seed: int = 0, resamples: int = _RESAMPLES
+    confusion: Confusion, *, seed: int = 0, resamples: int = _RESAMPLES
 ) -> tuple[tuple[float, float] | None, tuple[float, float] | None]:
     """The 95% percentile bootstrap intervals of kappa and of the agreement, from the same
-    resampled label pairs (seeded: the same labels give the same intervals). Both None with
-    fewer than two labels; kappa's None when no resample defines it."""
-    n = len(human)
+    resampled label pairs. Both None with fewer than two labels; kappa's None when no
+    resample defines it.
+
+    Resampling n label pairs with replacement is drawing the four cells of the table from a
+    multinomial of n trials with the table's shares, so the intervals are a function of the
+    table and the seed alone: a stored calibration is checked by computing them again from
+    its own counts (:mod:`evaluator.judge.calibration_store`), in a millisecond whatever n.
+    """
+    (tp, fn), (fp, tn) = confusion
+    n = tp + fn + fp + tn
     if n < 2:
         return None, None
-    a = np.asarray(human, dtype=float)
-    b = np.asarray(judge, dtype=float)
-    picks = np.random.default_rng(seed).integers(0, n, size=(resamples, n))
-    ha, jb = a[picks], b[picks]
-    agree = (ha == jb).mean(axis=1)
+    cells = np.asarray([tp, fn, fp, tn], dtype=float) / n
+    draws = np.random.default_rng(seed).multinomial(n, cells, size=resamples) / n
+    agree = draws[:, 0] + draws[:, 3]
     a_low, a_high = np.percentile(agree, [2.5, 97.5])
     agreement = (float(a_low), float(a_high))
-    h1, j1 = ha.mean(axis=1), jb.mean(axis=1)
+    h1 = draws[:, 0] + draws[:, 1]
+    j1 = draws[:, 0] + draws[:, 2]
     chance = h1 * j1 + (1 - h1) * (1 - j1)
     defined = chance < 1
     if not defined.any():
@@ -89,12 +126,44 @@ class CheckCalibration:
     #: the agreement's 95% bootstrap interval: the drift alert's band
     agreement_band: tuple[float, float] | None
     #: [[human yes & judge yes, human yes & judge no], [human no & judge yes, both no]]
-    confusion: tuple[tuple[int, int], tuple[int, int]]
+    confusion: Confusion
     #: (case id, human verdict, judge verdict)
     disagreements: tuple[tuple[str, bool, bool], ...]
     calibrated: bool
     floor: float
     min_labels: int
+
+    @classmethod
+    def derived(
+        cls,
+        identity: tuple[str, str, str],
+        confusion: Confusion,
+        disagreements: tuple[tuple[str, bool, bool], ...],
+        *,
+        floor: float,
+        min_labels: int,
+    ) -> CheckCalibration:
+        """The calibration of one (model, prompt version, check) as its table decides it:
+        every figure and the verdict ``calibrated`` follow from the counts, the floor and the
+        minimum alone (so a stored one is checked by deriving it again)."""
+        model, version, check = identity
+        interval, band = bootstrap_intervals(confusion)
+        labels = sum(map(sum, confusion))
+        return cls(
+            check=check,
+            model=model,
+            prompt_version=version,
+            labels=labels,
+            agreement=agreement_of(confusion),
+            kappa=kappa_of(confusion),
+            interval=interval,
+            agreement_band=band,
+            confusion=confusion,
+            disagreements=disagreements,
+            calibrated=interval is not None and interval[0] >= floor and labels >= min_labels,
+            floor=floor,
+            min_labels=min_labels,
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -160,15 +229,6 @@ def _pairs(labels: Mapping[tuple[str, str, str], Label], runs: Iterable[JudgedRu
     return pairs
 
 
-def _confusion(pairs: Sequence[tuple[bool, bool]]) -> tuple[tuple[int, int], tuple[int, int]]:
-    """[[human pass & judge pass, human pass & judge fail], [human fail & judge pass, both
-    fail]]."""
-    return (
-        (sum(h and j for h, j in pairs), sum(h and not j for h, j in pairs)),
-        (sum(j and not h for h, j in pairs), sum(not h and not j for h, j in pairs)),
-    )
-
-
 def _calibration(
     model: str,
     version: str,
@@ -181,20 +241,10 @@ def _calibration(
     items = sorted(group.items())
     human = [h for _, (h, _) in items]
     judge = [j for _, (_, j) in items]
-    pairs = list(zip(human, judge, strict=True))
-    interval, band = bootstrap_intervals(human, judge)
-    return CheckCalibration(
-        check=check,
-        model=model,
-        prompt_version=version,
-        labels=len(items),
-        agreement=sum(h == j for h, j in pairs) / len(items),
-        kappa=cohen_kappa(human, judge),
-        interval=interval,
-        agreement_band=band,
-        confusion=_confusion(pairs),
-        disagreements=tuple((c, h, j) for (c, _), (h, j) in items if h != j),
-        calibrated=interval is not None and interval[0] >= floor and len(items) >= min_labels,
+    return CheckCalibration.derived(
+        (model, version, check),
+        confusion_of(human, judge),
+        tuple((c, h, j) for (c, _), (h, j) in items if h != j),
         floor=floor,
         min_labels=min_labels,
     )

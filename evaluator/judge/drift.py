@@ -11,18 +11,16 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 
 from evaluator.judge.calibrate import cohen_kappa
 from evaluator.judge.checks import JudgedCheck, Subject, judged_checks
 from evaluator.judge.client import JudgeClient
-from evaluator.judge.gating import calibration_entries
 from evaluator.judge.judged_pass import JudgedPass, subjects_of
 from evaluator.judge.labels import Label, outcome_verdict
 from evaluator.judge.record import answer_hash
 from evaluator.report import RunReport
 
-__all__ = ["DriftPoint", "agreement_floors", "rejudge_labelled"]
+__all__ = ["DriftPoint", "rejudge_labelled"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,22 +73,3 @@ def _point(check: str, pairs: list[tuple[bool, bool]]) -> DriftPoint:
     judge = [j for _, j in pairs]
     agreement = sum(h == j for h, j in pairs) / len(pairs)
     return DriftPoint(check, len(pairs), agreement, cohen_kappa(human, judge))
-
-
-def agreement_floors(path: Path, model: str, prompt_version: str) -> dict[str, float]:
-    """The lower bound of each check's calibrated agreement band for this judge, from a
-    stored calibration (missing or unreadable: none)."""
-    out: dict[str, float] = {}
-    for entry in calibration_entries(path):
-        if entry.get("model") != model or entry.get("prompt_version") != prompt_version:
-            continue
-        band = entry.get("agreement_interval")
-        check = entry.get("check")
-        if (
-            isinstance(check, str)
-            and isinstance(band, list)
-            and band
-            and isinstance(band[0], int | float)
-        ):
-            out[check] = float(band[0])
-    return out

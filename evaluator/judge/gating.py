@@ -19,28 +19,22 @@ metrics only.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from evaluator.errors import ConfigError
+from evaluator.judge.calibration_store import StoredCalibration
 from evaluator.judge.checks import judged_metric, judged_metrics
 
 __all__ = [
-    "CALIBRATION_FILE",
     "JudgedGate",
     "JudgedRule",
-    "calibrated_checks",
-    "calibration_entries",
     "evaluate_judged",
     "parse_judged_rules",
 ]
 
-#: where `evaluator calibrate` stores its result, in the reports folder
-CALIBRATION_FILE = "judge-calibration.json"
 _KINDS = ("min", "max_drop")
 _TOLERANCE = 1e-9
 
@@ -99,27 +93,6 @@ def _limit(kind: str, value: object, where: str) -> float:
     return float(value)
 
 
-def calibration_entries(path: Path) -> list[dict[str, Any]]:
-    """The per-check entries of a stored calibration (a missing or unreadable file: none)."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError, RecursionError):
-        return []
-    checks = data.get("checks") if isinstance(data, dict) else None
-    return [e for e in checks if isinstance(e, dict)] if isinstance(checks, list) else []
-
-
-def calibrated_checks(path: Path) -> dict[tuple[str, str], dict[str, bool]]:
-    """From a stored calibration: (model, prompt version) -> check -> calibrated.
-    A missing or unreadable file calibrates nothing."""
-    out: dict[tuple[str, str], dict[str, bool]] = {}
-    for entry in calibration_entries(path):
-        model, version, check = entry.get("model"), entry.get("prompt_version"), entry.get("check")
-        if isinstance(model, str) and isinstance(version, str) and isinstance(check, str):
-            out.setdefault((model, version), {})[check] = entry.get("calibrated") is True
-    return out
-
-
 @dataclass(frozen=True, slots=True)
 class JudgedGate:
     lines: tuple[str, ...]
@@ -168,9 +141,8 @@ class _JudgedReports:
     identity: tuple[str, str]
     #: the candidate's judge passed a canary: every judged rule is advisory
     compromised: bool
-    #: check -> whether the candidate's judge is calibrated for it
-    calibrated: Mapping[str, bool]
-    calibration_source: str
+    #: the stored calibration (each entry derived from its own counts)
+    stored: StoredCalibration
 
     def hard(self, rule: JudgedRule) -> bool:
         return not rule.advisory and not self.compromised
@@ -204,10 +176,11 @@ class _JudgedReports:
         assert spec is not None  # parse_judged_rules checked it
         if not self.hard(rule):
             return None
-        if not self.calibrated.get(spec.check, False):
+        if not self.stored.calibrated().get(self.identity, {}).get(spec.check, False):
+            why = self.stored.why_uncalibrated(self.identity, spec.check)
             return (
                 f"{rule.metric}: the judge {_ident(self.identity)} is not calibrated for "
-                f"{spec.check} ({self.calibration_source}); run `evaluator calibrate` or mark "
+                f"{spec.check} ({why}); run `evaluator calibrate` or mark "
                 f"the rule advisory = true"
             )
         if applied.status == "not compared":
@@ -231,8 +204,7 @@ def evaluate_judged(
     rules: tuple[JudgedRule, ...],
     baseline: Mapping[str, Any] | None,
     candidate: Mapping[str, Any] | None,
-    calibration: Mapping[tuple[str, str], Mapping[str, bool]],
-    calibration_source: str,
+    stored: StoredCalibration,
 ) -> JudgedGate:
     """Apply the judged rules to the reports' ``judge`` blocks."""
     if not rules:
@@ -245,8 +217,7 @@ def evaluate_judged(
         candidate,
         identity,
         bool(candidate.get("compromised")),
-        calibration.get(identity, {}),
-        calibration_source,
+        stored,
     )
     lines = [_HEADER]
     if reports.compromised:

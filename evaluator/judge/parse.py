@@ -1,18 +1,20 @@
 """Reading a judge's response as hostile input: bounded, and never a verdict by default.
 
-A chat completion is decoded (within the client's byte cap), its first choice's content is
-taken, and one JSON object is read from it: the whole content when it is JSON (a server
-that honoured ``response_format``), else the first balanced ``{...}`` in the text (a model
-that wrapped its JSON in prose or a code fence). Anything else, and any verdict missing a
-field or holding the wrong type, is :class:`~evaluator.judge.errors.JudgeMalformedError`.
+A chat completion is decoded (within the client's byte cap) by the border's JSON reader, as a
+target's body is (:func:`evaluator.border.loads`: nesting bounded, lone surrogates replaced),
+its first choice's content is taken, and one JSON object is read from it: the whole content
+when it is JSON (a server that honoured ``response_format``), else the first balanced
+``{...}`` in the text (a model that wrapped its JSON in prose or a code fence). Anything
+else, and any verdict missing a field or holding the wrong type, is
+:class:`~evaluator.judge.errors.JudgeMalformedError`.
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
+from evaluator import border
 from evaluator.bounds import clip
 from evaluator.judge.errors import JudgeMalformedError
 
@@ -62,8 +64,10 @@ def parse_completion(body: bytes) -> Completion:
         JudgeMalformedError: not JSON, not a chat completion, or no text content.
     """
     try:
-        data = json.loads(body)
-    except (ValueError, RecursionError):
+        # the border's JSON reader, as a target's body: nesting bounded, every string's lone
+        # surrogates replaced (a reason holding one failed the report's write)
+        data = border.loads(body)
+    except ValueError:
         raise JudgeMalformedError("judge response is not JSON") from None
     if not isinstance(data, dict):
         raise JudgeMalformedError("judge response is not a JSON object")
@@ -152,8 +156,9 @@ def extract_object(content: str) -> dict[str, Any]:
             raise JudgeMalformedError(f"judge content nests deeper than {MAX_DEPTH}") from None
         if end is not None:
             try:
-                value = json.loads(text[start:end])
-            except (ValueError, RecursionError):
+                # the content is JSON inside JSON: its own escapes pass the border too
+                value = border.loads(text[start:end])
+            except ValueError:
                 value = None
             if isinstance(value, dict):
                 return value

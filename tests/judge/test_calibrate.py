@@ -6,10 +6,17 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
+import numpy as np
 import pytest
 from sklearn.metrics import cohen_kappa_score  # type: ignore[import-untyped]
 
-from evaluator.judge.calibrate import bootstrap_intervals, calibrate, cohen_kappa, render_markdown
+from evaluator.judge.calibrate import (
+    bootstrap_intervals,
+    calibrate,
+    cohen_kappa,
+    confusion_of,
+    render_markdown,
+)
 from evaluator.judge.labels import Label, LabelsError, append_label, read_labels
 from evaluator.judge.record import CaseJudgement, CheckOutcome, JudgedRun, JudgeUsage
 
@@ -63,14 +70,32 @@ def test_kappa_is_undefined_when_both_raters_never_vary() -> None:
 
 
 def test_the_bootstrap_interval_holds_the_estimate_and_is_repeatable() -> None:
-    """The bootstrap interval contains the kappa estimate, is the same on a second call, and is None
-    under two labels."""
+    """The interval is a function of the table and the seed: it holds kappa, and the same
+    table gives the same interval (so a stored one can be checked against its counts)."""
     a, b = _rate((40, 5, 8, 47))
-    low, high = bootstrap_intervals(a, b)[0] or (0, 0)
+    table = confusion_of(a, b)
+    low, high = bootstrap_intervals(table)[0] or (0, 0)
     kappa = cohen_kappa(a, b)
     assert kappa is not None and low < kappa < high
-    assert bootstrap_intervals(a, b)[0] == (low, high)
-    assert bootstrap_intervals([True], [True]) == (None, None)
+    assert bootstrap_intervals(table)[0] == (low, high)
+    assert bootstrap_intervals(((1, 0), (0, 0))) == (None, None)
+
+
+def test_the_table_bootstrap_matches_resampling_the_pairs() -> None:
+    """Drawing the table's cells from a multinomial is resampling the label pairs: over
+    20,000 resamples each, the two 95% intervals of kappa agree within 0.01."""
+    a, b = _rate((40, 5, 8, 47))
+    rng = np.random.default_rng(1)
+    h, j = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    picks = rng.integers(0, len(a), size=(20_000, len(a)))
+    ha, jb = h[picks], j[picks]
+    agree = (ha == jb).mean(axis=1)
+    h1, j1 = ha.mean(axis=1), jb.mean(axis=1)
+    chance = h1 * j1 + (1 - h1) * (1 - j1)
+    pairs = np.percentile((agree - chance) / (1 - chance), [2.5, 97.5])
+    ours = bootstrap_intervals(confusion_of(a, b), resamples=20_000)[0]
+    assert ours is not None
+    assert pytest.approx(list(pairs), abs=0.01) == list(ours)
 
 
 def _run(verdicts: dict[str, bool], model: str = "m") -> JudgedRun:

@@ -11,9 +11,9 @@ import pytest
 
 from evaluator.config import HttpTargetConfig, JobConfig, Settings
 from evaluator.judge.labels import Label, append_label
-from evaluator.judge.prompts import PROMPT_VERSION
 from evaluator.judge.record import answer_hash
 from evaluator.judge.settings import JudgeConfig
+from tests.judge import calibrations
 from tests.judge.test_cli_judge import _CASES, _REPLIES
 from tests.support.inprocess import run_bounded, running, until
 from tests.support.judges import LoopbackJudge
@@ -51,10 +51,8 @@ def test_the_daemon_judges_and_the_drift_gauge_moves(tmp_path: Path) -> None:
     labels = tmp_path / "labels.jsonl"
     _labels(labels)
     (tmp_path / "reports").mkdir()
-    calibration = {"checks": [{"check": "fact_support", "model": "drifty",
-                               "prompt_version": PROMPT_VERSION, "calibrated": True,
-                               "agreement_interval": [0.9, 1.0]}]}  # fmt: skip
-    (tmp_path / "reports" / "judge-calibration.json").write_text(json.dumps(calibration))
+    stored = calibrations.entry("drifty")
+    calibrations.write(tmp_path / "reports", stored)
 
     with LoopbackServer(_REPLIES) as rag, LoopbackJudge() as judge:
         settings = _settings(tmp_path, rag.url, judge.url, labels)
@@ -83,7 +81,8 @@ def test_the_daemon_judges_and_the_drift_gauge_moves(tmp_path: Path) -> None:
                 )
                 assert sample("rag_eval_judge_agreement", check="fact_support") == 1.0
                 assert sample("rag_eval_judge_agreement", check="refusal") == 1.0
-                assert sample("rag_eval_judge_agreement_floor", check="fact_support") == 0.9
+                floor = stored["agreement_interval"][0]
+                assert sample("rag_eval_judge_agreement_floor", check="fact_support") == floor
                 # the model behind the same name changes: every verdict flips from now on
                 judge.flip_after = judge.calls
                 await until(

@@ -5,7 +5,6 @@ rules still compare."""
 from __future__ import annotations
 
 import asyncio
-import json
 import subprocess
 import sys
 from pathlib import Path
@@ -15,11 +14,11 @@ import pytest
 
 from evaluator.errors import ConfigError
 from evaluator.judge.client import JudgeClient
-from evaluator.judge.gating import CALIBRATION_FILE, parse_judged_rules
+from evaluator.judge.gating import parse_judged_rules
 from evaluator.judge.judged_pass import judge_report
-from evaluator.judge.prompts import PROMPT_VERSION
 from evaluator.judge.settings import JudgeConfig
 from evaluator.report import RunReport, write_report
+from tests.judge import calibrations
 from tests.judge.reports import golden, record, report
 from tests.support.judges import LoopbackJudge
 
@@ -66,9 +65,7 @@ def _gate(
 
 
 def _calibrate(tmp: Path, model: str, calibrated: bool) -> None:
-    entry = {"check": "fact_support", "model": model, "prompt_version": PROMPT_VERSION,
-             "calibrated": calibrated}  # fmt: skip
-    (tmp / CALIBRATION_FILE).write_text(json.dumps({"checks": [entry]}))
+    calibrations.write(tmp, calibrations.entry(model, agreeing=calibrated))
 
 
 def test_uncalibrated_hard_rule_is_refused_advisory_is_not(tmp_path: Path) -> None:

@@ -77,8 +77,10 @@ class LoopbackJudge(ThreadedApp):
     answers), ``fooled`` (passes everything), ``no_schema`` (400 on ``response_format``,
     then honest), ``flip_after`` (honest for ``flip_after`` calls, then inverts every
     boolean: a model changed behind the same name), ``busy`` (503 with ``Retry-After:
-    retry_after`` to every call), ``busy_once`` (that to the first call, then honest).
-    Switch ``mode`` between runs freely.
+    retry_after`` to every call), ``busy_once`` (that to the first call, then honest),
+    ``surrogate`` and ``surrogate_outer`` (honest verdicts whose reason and claims hold a
+    lone surrogate, escaped in the content or in the body). Switch ``mode`` between runs
+    freely.
     ``verdicts``: the verdict of each further check by name (a check a test registered),
     from the data block; the judge answers each request by the check its data names."""
 
@@ -197,7 +199,37 @@ def _gzip(judge: LoopbackJudge, request: web.Request) -> web.Response:
                         content_type="application/json")  # fmt: skip
 
 
-_HOSTILE = {"huge": _huge, "deep": _deep, "echo": _echo, "gzip": _gzip}
+def _surrogates(verdict: dict[str, Any]) -> dict[str, Any]:
+    """``verdict`` with a lone UTF-16 surrogate in its reason and in every claim (what a
+    JavaScript proxy that cut a string inside an emoji sends)."""
+    verdict = {**verdict, "reason": "cut inside an emoji \ud83d"}
+    if "claims" in verdict:
+        verdict["claims"] = [{"claim": "claim \udc00", "supported": False}]
+    return verdict
+
+
+def _surrogate(judge: LoopbackJudge, request: web.Request) -> web.Response:
+    """The surrogate escaped inside the content (JSON inside JSON: ``\\ud83d``)."""
+    check, data = _data(judge.requests[-1])
+    content = json.dumps(_surrogates(honest_verdict(check, data)))  # ASCII: "\ud83d"
+    return web.json_response({"choices": [{"message": {"content": content}}]})
+
+
+def _surrogate_outer(judge: LoopbackJudge, request: web.Request) -> web.Response:
+    """The surrogate escaped in the response body itself (the content holds it raw)."""
+    check, data = _data(judge.requests[-1])
+    content = json.dumps(_surrogates(honest_verdict(check, data)), ensure_ascii=False)
+    return web.json_response({"choices": [{"message": {"content": content}}]})
+
+
+_HOSTILE = {
+    "huge": _huge,
+    "deep": _deep,
+    "echo": _echo,
+    "gzip": _gzip,
+    "surrogate": _surrogate,
+    "surrogate_outer": _surrogate_outer,
+}
 
 
 def _inverted(value: Any) -> Any:
