@@ -17,7 +17,11 @@ Deliveries:
 - ``golden``, ``report``, ``config``: a file (or an environment value) fed to a real CLI
   (``evaluator validate``, ``evaluator gate``, ``evaluator check``);
 - ``openslo``, ``slo_config``: an OpenSLO file and a ``[[slos]]`` table, fed to
-  ``evaluator check``.
+  ``evaluator check``;
+- ``judge``: what an LLM judge answers every call of ``evaluator judge REPORT``;
+- ``labels``, ``calibration``: a human labels file given to ``evaluator calibrate`` and
+  ``evaluator review``, and the stored calibration ``evaluator gate`` reads for its judged
+  rules.
 
 Every attack is a pure function of its seed: :func:`generate` draws with
 ``random.Random(f"{seed}:{surface}:{block}")``, so one failing attack reproduces from the
@@ -53,7 +57,18 @@ __all__ = [
     "seeds",
 ]
 
-Delivery = Literal["target", "collector", "golden", "report", "config", "openslo", "slo_config"]
+Delivery = Literal[
+    "target",
+    "collector",
+    "golden",
+    "report",
+    "config",
+    "openslo",
+    "slo_config",
+    "judge",
+    "labels",
+    "calibration",
+]
 Frame = Literal["body", "sse", "ndjson", "header"]
 
 
@@ -286,6 +301,56 @@ def _slo_table(f: Mapping[str, str]) -> Rendered:
 def _collector(f: Mapping[str, str]) -> Rendered:
     # an OTLP/HTTP JSON-shaped partial-success reply: what a collector may say back
     body = f'{{"partialSuccess": {{"rejectedSpans": {f["score"]}, "errorMessage": {f["answer"]}}}}}'
+    return Rendered((body,))
+
+
+def _judge_response(f: Mapping[str, str]) -> Rendered:
+    """A chat completion whose content is one verdict fitting every check (a fact, a claim,
+    a refusal). A fragment in ``reason``, ``claim`` or ``index`` sits in the content's own
+    JSON (its escapes read by the second decode: JSON inside JSON); one in ``outer_reason``
+    is the reason's text escaped at the body's level (read by the first decode, so the
+    content holds it raw); ``tokens`` is the completion's usage."""
+    reason = "@@OUTER@@" if f["outer_reason"] != "-" else f["reason"]
+    inner = (
+        f'{{"facts": [{{"index": {f["index"]}, "stated": true}}], '
+        f'"claims": [{{"claim": {f["claim"]}, "supported": false}}], '
+        f'"refusal": false, "reason": {reason}}}'
+    )
+    content = json.dumps(inner)  # a lone surrogate escaped in a fragment stays an escape
+    if f["outer_reason"] != "-":
+        content = content.replace("@@OUTER@@", f["outer_reason"].replace('"', '\\"'))
+    body = (
+        f'{{"id": "chatcmpl-1", "object": "chat.completion", "choices": [{{"index": 0, '
+        f'"message": {{"role": "assistant", "content": {content}}}}}], '
+        f'"usage": {{"prompt_tokens": {f["tokens"]}, "completion_tokens": 20}}}}'
+    )
+    return Rendered((body,))
+
+
+def _labels_line(f: Mapping[str, str]) -> Rendered:
+    good = (
+        '{"answer_hash": "0000000000000000", "at": "2026-01-01T00:00:00Z", "case_id": "c0", '
+        '"check": "fact_support", "reviewer": "ann", "verdict": true}'
+    )
+    line = (
+        f'{{"answer_hash": "0000000000000000", "at": "2026-01-01T00:00:00Z", '
+        f'"case_id": {f["case_id"]}, "check": "refusal", "reviewer": {f["reviewer"]}, '
+        f'"verdict": {f["verdict"]}, "note": {f["note"]}}}'
+    )
+    return Rendered((good, line))
+
+
+def _calibration(f: Mapping[str, str]) -> Rendered:
+    body = (
+        f'{{"labels_file": "labels.jsonl", "reports": [], "checks": [{{"check": "fact_support",'
+        f' "model": {f["model"]}, "prompt_version": "judge-prompts-1", "labels": {f["labels"]},'
+        f' "agreement": 0.98, "kappa": 0.95, "kappa_interval": [0.9, 1.0],'
+        f' "agreement_interval": [0.95, 1.0], "confusion": {{"human_pass_judge_pass": '
+        f'{f["cell"]}, "human_pass_judge_fail": 1, "human_fail_judge_pass": 1, '
+        f'"human_fail_judge_fail": 40}}, "disagreements": [{{"case_id": {f["case_id"]}, '
+        f'"human": true, "judge": false}}, {{"case_id": "c2", "human": false, "judge": true}}],'
+        f' "calibrated": true, "floor": {f["floor"]}, "min_labels": 50}}]}}'
+    )
     return Rendered((body,))
 
 
@@ -553,6 +618,59 @@ timings = "timings"
         render=_slo_table,
     ),
     Surface(
+        name="judge-response",
+        delivery="judge",
+        blocks=(*_ALL_BLOCKS, "framing", "timing"),
+        doc="an LLM judge's chat completion: the verdict's reason (escaped in the content or "
+        "in the body), claims and fact index, its usage",
+        slots={
+            "reason": "text",
+            "claim": "text",
+            "outer_reason": "text",
+            "index": "number",
+            "tokens": "number",
+        },
+        defaults={
+            "reason": '"found"',
+            "claim": '"a claim"',
+            "outer_reason": "-",
+            "index": "0",
+            "tokens": "100",
+        },
+        render=_judge_response,
+        skip=STREAM_ONLY,
+    ),
+    Surface(
+        name="labels",
+        delivery="labels",
+        blocks=("unicode", "control", "numbers", "bodies"),
+        doc="a human labels file (JSONL) read by evaluator calibrate and evaluator review",
+        slots={"case_id": "text", "reviewer": "text", "note": "text", "verdict": "number"},
+        defaults={"case_id": '"c1"', "reviewer": '"bob"', "note": '"n"', "verdict": "false"},
+        render=_labels_line,
+    ),
+    Surface(
+        name="calibration",
+        delivery="calibration",
+        blocks=("unicode", "control", "numbers", "bodies"),
+        doc="the stored calibration evaluator gate reads for its judged rules",
+        slots={
+            "model": "text",
+            "case_id": "text",
+            "labels": "number",
+            "cell": "number",
+            "floor": "number",
+        },
+        defaults={
+            "model": '"m"',
+            "case_id": '"c1"',
+            "labels": "100",
+            "cell": "58",
+            "floor": "0.6",
+        },
+        render=_calibration,
+    ),
+    Surface(
         name="config",
         delivery="config",
         blocks=("unicode", "control", "numbers"),
@@ -706,7 +824,7 @@ def build(surface: Surface, block: Block, variant: str, seed: int) -> Attack:
     if block.name == "sizes":
         assert isinstance(value, list)
         return Attack(surface, block.name, variant, "response", seed, pieces=tuple(value))
-    if surface.delivery in ("golden",):
+    if surface.delivery in ("golden", "labels"):
         if block.kind == "body":
             assert isinstance(value, bytes)
             data = events[0].encode() + b"\n" + value + b"\n"
@@ -718,6 +836,9 @@ def build(surface: Surface, block: Block, variant: str, seed: int) -> Attack:
             assert isinstance(value, bytes)
             return Attack(surface, block.name, variant, "body", seed, data=value)
         data = events[0].encode("utf-8", "surrogatepass")
+        return Attack(surface, block.name, variant, slot, seed, data=data)
+    if surface.delivery == "calibration":
+        data = value if isinstance(value, bytes) else events[0].encode("utf-8", "surrogatepass")
         return Attack(surface, block.name, variant, slot, seed, data=data)
     if surface.delivery in ("report", "config"):
         data = value if isinstance(value, bytes) else str(value).encode("utf-8", "surrogatepass")
@@ -750,6 +871,11 @@ PINNED = frozenset(
         "collector.sizes.256MiB-declared",
         "collector.sizes.gzip-bomb",
         "collector.timing.trickle",
+        # issue 38: a lone surrogate in a judge's reason was an internal error of `run`
+        "judge-response.unicode.lone-high-surrogate",
+        "judge-response.control.forged-verdict-line",
+        "labels.control.forged-verdict-line",
+        "calibration.control.forged-verdict-line",
     }
 )
 

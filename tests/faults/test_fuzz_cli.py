@@ -7,7 +7,10 @@ subprocess per attack (:mod:`tests.faults.surfaces`, deliveries other than ``tar
   ``evaluator check``;
 - ``collector``: the reply of an OTLP collector to ``evaluator run``'s span export;
 - ``openslo``, ``slo_config``: an OpenSLO file and a ``[[slos]]`` table given to
-  ``evaluator check``.
+  ``evaluator check``;
+- ``judge``: what an LLM judge answers every call of ``evaluator judge REPORT``;
+- ``labels``: a human labels file given to ``evaluator calibrate`` and ``evaluator review``;
+- ``calibration``: the stored calibration ``evaluator gate`` reads for a hard judged rule.
 
 Per attack: a documented exit code (0 or 1; 2 only from the gate), no ``internal error`` or
 traceback, no secret form, no control character in what reaches the terminal (at most one
@@ -39,6 +42,7 @@ from tests.faults.invariants import (
     leaks,
 )
 from tests.faults.surfaces import Attack, Delivery, attacks_for, known_failure
+from tests.support.judges import LoopbackJudge
 from tests.support.loopback import LoopbackServer, Reply
 from tests.support.prometheus import EVALUATOR
 from tests.support.rawhttp import ScriptedRawServer
@@ -98,7 +102,9 @@ def run_cli(
     out, err = cwd / "stdout.txt", cwd / "stderr.txt"
     started = time.monotonic()
     with out.open("wb") as so, err.open("wb") as se:
-        proc = subprocess.Popen(argv, stdout=so, stderr=se, cwd=cwd, env=full_env)
+        proc = subprocess.Popen(
+            argv, stdin=subprocess.DEVNULL, stdout=so, stderr=se, cwd=cwd, env=full_env
+        )
         code: int | None = None
         rss = 0
         while True:
@@ -148,6 +154,21 @@ def baseline(tmp_path_factory: pytest.TempPathFactory, good_target: LoopbackServ
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     return folder / "baseline.json"
+
+
+@pytest.fixture(scope="module")
+def judged(tmp_path_factory: pytest.TempPathFactory, baseline: Path) -> Path:
+    """The baseline judged by an honest loopback judge: the labels' and calibration's report."""
+    folder = tmp_path_factory.mktemp("fuzz-judged")
+    path = folder / "judged.json"
+    path.write_bytes(baseline.read_bytes())
+    with LoopbackJudge() as judge:
+        (folder / "evaluator.toml").write_text(
+            f'reports_dir = "{folder}"\n[judge]\nurl = "{judge.url}"\nmodel = "m"\n', "utf-8"
+        )
+        result = run_cli(["judge", "--config", "evaluator.toml", "judged.json"], folder)
+    assert result.returncode == 0, result.stderr
+    return path
 
 
 def _params(delivery: Delivery) -> list[object]:
@@ -340,6 +361,78 @@ dataset = "golden.jsonl"
     written = [] if (tmp_path / "out.json").exists() else ["no report written"]
     exported = [] if asked else ["the collector was never asked"]
     _check(attack, result.problems(frozenset({0})) + written + exported)
+
+
+@pytest.mark.parametrize("attack", _params("judge"))
+def test_judge_response(attack: Attack, tmp_path: Path, baseline: Path) -> None:
+    """Whatever the judge answers, ``evaluator judge`` writes the judged report (or says
+    why not) in bounded time and memory, and neither it nor the terminal holds the judge's
+    credential, a control character or an internal error."""
+    report = tmp_path / "r.json"
+    report.write_bytes(baseline.read_bytes())
+    with ScriptedRawServer({"/v1/chat/completions": list(attack.pieces)}) as judge:
+        (tmp_path / "evaluator.toml").write_text(
+            f"""reports_dir = "{tmp_path}"
+[judge]
+url = "{judge.url_of("/v1/chat/completions")}"
+model = "m"
+headers = {{ Authorization = "Bearer ${{FUZZ_TOKEN}}" }}
+timeout_seconds = 5
+retries = 0
+max_response_bytes = 8388608
+""",
+            "utf-8",
+        )
+        result = run_cli(
+            ["judge", "--config", "evaluator.toml", "r.json"], tmp_path, key=f"judge {attack.id}"
+        )
+    written = report.read_text("utf-8", errors="replace")
+    judged = [] if result.returncode != 0 or '"judge":' in written else ["no judge block"]
+    _check(attack, result.problems() + leaks("report", written) + judged)
+
+
+@pytest.mark.parametrize("attack", _params("labels"))
+def test_labels_file(attack: Attack, tmp_path: Path, judged: Path) -> None:
+    """``calibrate`` and ``review`` read any labels file or refuse it naming the line,
+    without an internal error or a control character on the terminal; labels matching no
+    judged answer (each attack's are of another answer) never replace the stored
+    calibration: ``calibrate`` exits 1 and writes none."""
+    (tmp_path / "labels.jsonl").write_bytes(attack.data)
+    (tmp_path / "evaluator.toml").write_text(f'reports_dir = "{tmp_path}"\n', "utf-8")
+    calibrated = run_cli(
+        ["calibrate", "--config", "evaluator.toml", "--labels", "labels.jsonl", str(judged)],
+        tmp_path,
+        key=f"calibrate {attack.id}",
+    )
+    reviewed = run_cli(
+        ["review", str(judged), "--labels", "labels.jsonl", "--reviewer", "fuzz"],
+        tmp_path,
+        key=f"review {attack.id}",
+    )
+    stored = tmp_path / "judge-calibration.json"
+    kept = [] if calibrated.returncode == 1 and not stored.exists() else ["calibration written"]
+    _check(attack, calibrated.problems() + reviewed.problems() + kept)
+
+
+@pytest.mark.parametrize("attack", _params("calibration"))
+def test_stored_calibration(attack: Attack, tmp_path: Path, judged: Path) -> None:
+    """A stored calibration whose figures do not follow from its table (every attack's:
+    kappa 0.95 stated over a table whose kappa is 0.959) never lets a hard judged rule
+    gate: exit 1, in one verdict line at most, whatever else the file holds."""
+    (tmp_path / "judge-calibration.json").write_bytes(attack.data)
+    (tmp_path / "evaluator.toml").write_text(f'reports_dir = "{tmp_path}"\n', "utf-8")
+    (tmp_path / "gates.toml").write_text(
+        "[rules.recall_at_k]\nmax_drop = 0.5\n[judged.judged_fact_recall]\nmin = 0.1\n", "utf-8"
+    )
+    result = run_cli(
+        ["gate", "--config", "evaluator.toml", "--gates", "gates.toml",
+         "--baseline", str(judged), "--candidate", str(judged)],
+        tmp_path,
+        key=f"gate-judged {attack.id}",
+    )  # fmt: skip
+    verdicts = [ln for ln in result.stdout.splitlines() if ln.lstrip().startswith("verdict:")]
+    forged = [] if len(verdicts) <= 1 else [f"{len(verdicts)} verdict lines: {verdicts}"]
+    _check(attack, result.problems(frozenset({1})) + forged)
 
 
 def _one_per_pair(delivery: Delivery) -> list[object]:
