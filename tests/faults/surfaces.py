@@ -343,7 +343,7 @@ def _labels_line(f: Mapping[str, str]) -> Rendered:
 def _calibration(f: Mapping[str, str]) -> Rendered:
     body = (
         f'{{"labels_file": "labels.jsonl", "reports": [], "checks": [{{"check": "fact_support",'
-        f' "model": {f["model"]}, "prompt_version": "judge-prompts-1", "labels": {f["labels"]},'
+        f' "model": {f["model"]}, "prompt_version": "judge-prompts-2", "labels": {f["labels"]},'
         f' "agreement": 0.98, "kappa": 0.95, "kappa_interval": [0.9, 1.0],'
         f' "agreement_interval": [0.95, 1.0], "confusion": {{"human_pass_judge_pass": '
         f'{f["cell"]}, "human_pass_judge_fail": 1, "human_fail_judge_pass": 1, '

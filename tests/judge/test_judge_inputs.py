@@ -21,9 +21,10 @@ import pytest
 
 from evaluator.judge.calibration_store import CALIBRATION_FILE, read_calibration
 from evaluator.judge.client import JudgeClient
-from evaluator.judge.labels import LabelsError, read_labels
-from evaluator.judge.record import JudgedRun
 from evaluator.judge.judged_pass import judge_report
+from evaluator.judge.labels import LabelsError, read_labels
+from evaluator.judge.prompts import PROMPT_VERSION
+from evaluator.judge.record import JudgedRun
 from evaluator.judge.settings import JudgeConfig
 from evaluator.report import write_report
 from tests.judge import calibrations
@@ -208,7 +209,9 @@ def test_calibrated_true_written_by_hand_does_not_calibrate(tmp_path: Path) -> N
     hard judged rule is refused (exit 1), naming the entry and why."""
     result = _gate_on_forged(tmp_path, calibrated=True)
     assert 1 == result.returncode, result
-    assert "(m, judge-prompts-1, fact_support).calibrated: True does not follow" in result.stderr
+    assert f"(m, {PROMPT_VERSION}, fact_support).calibrated: True does not follow" in (
+        result.stderr
+    )
     assert "4 labels" in result.stderr
 
 
@@ -248,7 +251,7 @@ def test_a_calibration_entry_derived_from_its_counts_is_kept(tmp_path: Path) -> 
     path = calibrations.write(tmp_path, calibrations.entry("m"))
     stored = read_calibration(path)
     assert () == stored.problems
-    assert {("m", "judge-prompts-1"): {"fact_support": True}} == stored.calibrated()
+    assert {("m", PROMPT_VERSION): {"fact_support": True}} == stored.calibrated()
 
 
 @pytest.mark.e2e
