@@ -28,8 +28,8 @@ from evaluator.dataset import load_dataset
 from evaluator.errors import EvaluatorError, ExitCode
 from evaluator.factory import build_target
 from evaluator.gate.rules import load_gates
+from evaluator.judge.calibration_store import CALIBRATION_FILE, read_calibration
 from evaluator.judge.client import judge_headers
-from evaluator.judge.gating import CALIBRATION_FILE, calibrated_checks
 from evaluator.judge.prompts import PROMPT_VERSION
 from evaluator.judge.settings import JudgeConfig
 from evaluator.report import read_report
@@ -68,7 +68,7 @@ def _slo_line(settings: Settings, slo: SloConfig) -> str:
         for job in jobs:
             judge = settings.judge_for(job)
             assert judge is not None  # a judged SLO's jobs have a judge (checked at load)
-            calibrated = calibrated_checks(settings.reports_dir / CALIBRATION_FILE)
+            calibrated = read_calibration(settings.reports_dir / CALIBRATION_FILE).calibrated()
             if not calibrated.get((judge.model, PROMPT_VERSION), {}).get(slo.check, False):
                 raise EvaluatorError(
                     f"the judge of job {job.key} ({judge.model}) is not calibrated for "

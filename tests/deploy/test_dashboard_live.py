@@ -32,10 +32,10 @@ from typing import Any
 import pytest
 
 from evaluator.judge.labels import Label, append_label
-from evaluator.judge.prompts import PROMPT_VERSION
 from evaluator.judge.record import answer_hash
 from tests.deploy.dashboard_queries import DEFAULT_SUBSTITUTIONS, dashboard_queries
 from tests.deploy.deploy_support import DASHBOARD, RULE_FILES, SCRAPE_JOB, recording_rules
+from tests.judge import calibrations
 from tests.support.judges import LoopbackJudge
 from tests.support.loopback import LoopbackServer, Reply
 from tests.support.mixed_golden import MIXED_CASES, MIXED_REPLIES, case, rag_body
@@ -99,7 +99,8 @@ JUDGE_MODEL = "dashboard-judge"
 
 def _judge_files(root: Path) -> Path:
     """Human labels for three of the endpoint's answers, and a calibration calling the judge
-    calibrated for fact support (its agreement band's floor 0.9): the judge panels' data."""
+    calibrated for fact support (as evaluator calibrate writes it, derived from its counts):
+    the judge panels' data."""
     labels = root / "labels.jsonl"
     at = "2026-01-01T00:00:00Z"
     for case_id, answer, check, verdict in (
@@ -109,18 +110,7 @@ def _judge_files(root: Path) -> Path:
     ):
         append_label(labels, Label(case_id, answer_hash(answer), check, verdict, "ann", at))
     (root / "reports").mkdir(exist_ok=True)
-    calibration = {
-        "checks": [
-            {
-                "check": "fact_support",
-                "model": JUDGE_MODEL,
-                "prompt_version": PROMPT_VERSION,
-                "calibrated": True,
-                "agreement_interval": [0.9, 1.0],
-            }
-        ]
-    }
-    (root / "reports" / "judge-calibration.json").write_text(json.dumps(calibration), "utf-8")
+    calibrations.write(root / "reports", calibrations.entry(JUDGE_MODEL))
     return labels
 
 
