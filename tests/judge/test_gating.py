@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from evaluator.judge.calibrate import CheckCalibration
+from evaluator.judge.calibration_store import StoredCalibration
 from evaluator.judge.gating import JudgedGate, JudgedRule, evaluate_judged
+from tests.judge import calibrations
 
 HEADER = "judged metrics (deterministic rules above are the hard rules by default):"
 MIN = JudgedRule("judged_fact_recall", "min", 0.7, advisory=False)
@@ -24,7 +27,24 @@ def _gate(
     *rules: JudgedRule,
     calibration: dict[tuple[str, str], dict[str, bool]] = CALIBRATED,
 ) -> JudgedGate:
-    return evaluate_judged(rules, baseline, candidate, calibration, "cal.json")
+    return evaluate_judged(rules, baseline, candidate, _stored(calibration))
+
+
+def _stored(calibration: dict[tuple[str, str], dict[str, bool]]) -> StoredCalibration:
+    """A stored calibration (``cal.json``) whose entries, derived from a table, say what
+    ``calibration`` says."""
+    entries = tuple(
+        CheckCalibration.derived(
+            (model, version, check),
+            calibrations.AGREEING if ok else calibrations.AT_CHANCE,
+            (),
+            floor=0.6,
+            min_labels=50,
+        )
+        for (model, version), checks in calibration.items()
+        for check, ok in checks.items()
+    )
+    return StoredCalibration("cal.json", entries)
 
 
 def test_no_rule_says_nothing() -> None:
