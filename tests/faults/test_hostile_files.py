@@ -22,7 +22,7 @@ import pytest
 from evaluator.config import load_settings
 from evaluator.dataset import load_dataset
 from evaluator.errors import EvaluatorError
-from evaluator.gate.rules import load_rules
+from evaluator.gate.rules import read_gates
 from evaluator.judge.calibration_store import MAX_CALIBRATION_BYTES, read_calibration
 from evaluator.judge.labels import MAX_LABELS_BYTES, read_labels
 from evaluator.report import read_report
@@ -51,7 +51,7 @@ READERS: tuple[Reader, ...] = (
     Reader("golden set", load_dataset, 1 << 30),
     Reader("report", read_report, 1 << 30),
     Reader("config", load_settings, 16 * MiB),
-    Reader("gates file", load_rules, 16 * MiB),
+    Reader("gates file", read_gates, 16 * MiB),
     Reader("labels", read_labels, MAX_LABELS_BYTES),
     Reader("calibration", read_calibration, MAX_CALIBRATION_BYTES, _calibration_problem),
 )
