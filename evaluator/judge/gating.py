@@ -22,11 +22,13 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evaluator.errors import ConfigError
-from evaluator.judge.calibration_store import StoredCalibration
 from evaluator.judge.checks import judged_metric, judged_metrics
+
+if TYPE_CHECKING:  # the stored calibration needs numpy, which the gate loads only for CIs
+    from evaluator.judge.calibration_store import StoredCalibration
 
 __all__ = [
     "JudgedGate",
