@@ -3,7 +3,6 @@ from a judge trusted for the check, and the counters on /metrics that add them u
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -16,6 +15,7 @@ from evaluator.judge.prompts import PROMPT_VERSION
 from evaluator.judge.record import CaseJudgement, CheckOutcome, JudgedRun, JudgeUsage
 from evaluator.report import RunReport
 from evaluator.slo.sli import Events
+from tests.judge import calibrations
 from tests.support.records import record, report
 
 A = ("rag", "golden")
@@ -49,10 +49,7 @@ def test_a_run_counts_the_events_its_report_holds() -> None:
 def _judged(folder: Path, *, compromised: bool = False, calibrated: bool = True) -> RunReport:
     """The run judged on fact_support (right: pass, wrong: fail), its calibration in
     ``folder`` saying whether the judge is calibrated for the check."""
-    path = folder / "judge-calibration.json"
-    entry = {"check": "fact_support", "model": "m", "prompt_version": PROMPT_VERSION,
-             "calibrated": calibrated, "agreement_interval": [0.9, 1.0]}  # fmt: skip
-    path.write_text(json.dumps({"checks": [entry]}), "utf-8")
+    path = calibrations.write(folder, calibrations.entry("m", agreeing=calibrated))
     cases = tuple(
         CaseJudgement(
             case_id,
