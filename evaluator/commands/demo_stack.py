@@ -3,6 +3,12 @@
 One command, one process tree: the reference service (and Prometheus, when its binary is on
 the machine) run as child processes; the daemon runs in this process. Ctrl-C stops all.
 
+Each port is checked before anything starts: a taken RAG or daemon port stops the demo with
+the address and the flag to change (a RAG port answered by another service would have been
+evaluated in the reference service's place), a taken Prometheus port leaves Prometheus out
+with the same words in the banner. Prometheus loads the alert and recording rules of the
+source tree's ``deploy/prometheus/rules``, or the copy shipped in the package.
+
 Before the daemon starts, one run of the golden set is recorded as the job's baseline (the
 demo's first complete run), judged by the demo's gate rules (``data/demo_gates.toml``): every
 later run is gated against it, so a failure mode switched on turns the status page red at
@@ -18,6 +24,7 @@ import asyncio
 import contextlib
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -60,6 +67,8 @@ BASELINE_FILE = "baseline.json"
 
 #: the golden set of the source tree, which the demo runs when started there
 SOURCE_GOLDEN_SET = Path("evals/rag_cases.jsonl")
+#: the Prometheus rules of the source tree, which the demo's Prometheus loads when there
+SOURCE_RULES = Path("deploy/prometheus/rules")
 
 
 def default_golden_set(cwd: Path | None = None) -> Path:
@@ -71,6 +80,31 @@ def default_golden_set(cwd: Path | None = None) -> Path:
         return SOURCE_GOLDEN_SET
     packaged = resources.files("evaluator.commands").joinpath("data/rag_cases.jsonl")
     return Path(str(packaged))
+
+
+def default_rules_dir(cwd: Path | None = None) -> Path:
+    """``deploy/prometheus/rules`` in the source tree, else the copy shipped in the package
+    (tests/demo/test_demo_installed.py keeps the two identical), so an installed demo's
+    Prometheus has the alerts too."""
+    here = SOURCE_RULES if cwd is None else cwd / SOURCE_RULES
+    if here.is_dir():
+        return SOURCE_RULES
+    return Path(str(resources.files("evaluator.commands").joinpath("data/rules")))
+
+
+def taken(port: int) -> str | None:
+    """Why 127.0.0.1:``port`` cannot be listened on (another process has it), or None.
+
+    Bound with SO_REUSEADDR, as the servers bind: a connection of an earlier run still in
+    TIME_WAIT does not count, a listener does.
+    """
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return f"127.0.0.1:{port} is taken by another process"
+    return None
 
 
 @dataclass(frozen=True)
@@ -86,7 +120,7 @@ class DemoOptions:
     reports_dir: Path = Path("reports/demo")
     failure_modes: tuple[str, ...] = ()
     prometheus: bool = True
-    rules_dir: Path = Path("deploy/prometheus/rules")
+    rules_dir: Path = field(default_factory=lambda: default_rules_dir())
 
 
 @dataclass(frozen=True)
@@ -178,26 +212,36 @@ def _start_prometheus(
         return PrometheusUi(
             reason="not started: no prometheus on PATH (Debian: apt-get install prometheus)"
         )
+    busy = taken(options.prometheus_port)
+    if busy is not None:
+        reason = f"{busy}; pass --prometheus-port with a free port, or --no-prometheus"
+        log.warning("prometheus_not_started", reason=reason)
+        return PrometheusUi(reason=f"not started: {reason}")
     config = _prometheus_config(options, folder)
-    proc = subprocess.Popen(
-        [
-            binary,
-            f"--config.file={config}",
-            f"--storage.tsdb.path={folder / 'data'}",
-            f"--web.listen-address=127.0.0.1:{options.prometheus_port}",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        process_group=0,
-    )
+    output = folder / "prometheus.log"
+    with output.open("wb") as sink:
+        proc = subprocess.Popen(
+            [
+                binary,
+                f"--config.file={config}",
+                f"--storage.tsdb.path={folder / 'data'}",
+                f"--web.listen-address=127.0.0.1:{options.prometheus_port}",
+            ],
+            stdout=sink,
+            stderr=sink,
+            process_group=0,
+        )
     children.append(proc)  # before waiting: Ctrl-C meanwhile must stop it too
     base = f"http://127.0.0.1:{options.prometheus_port}"
     try:
         _wait_http(f"{base}/-/ready", 30, proc)
     except EvaluatorError as exc:
-        log.warning("prometheus_not_started", reason=str(exc))
+        # Prometheus says why on its own output: its last line joins the reason
+        said = output.read_text("utf-8", errors="replace").strip().splitlines()[-1:]
+        reason = f"{exc}: {said[0][:300]}" if said else str(exc)
+        log.warning("prometheus_not_started", reason=reason)
         proc.terminate()  # run_demo waits for it
-        return PrometheusUi(reason=f"did not start: {exc}")
+        return PrometheusUi(reason=f"did not start: {reason}")
     return PrometheusUi(url=_alerts_page(base))
 
 
@@ -321,9 +365,31 @@ async def _serve(
         await daemon.stop()
 
 
+def _check_ports(options: DemoOptions) -> None:
+    """The RAG service's and the daemon's ports are free (Prometheus's is checked when it
+    starts: without it the demo still runs).
+
+    Raises:
+        ConfigError: naming the address and the flag that changes it.
+    """
+    busy = taken(options.rag_port)
+    if busy is not None:
+        raise ConfigError(
+            f"--rag-port {options.rag_port}: {busy}; pass --rag-port with a free port"
+        )
+    host, port = parse_listen(options.listen)
+    if port and host in ("127.0.0.1", "localhost"):
+        busy = taken(port)
+        if busy is not None:
+            raise ConfigError(
+                f"--listen {options.listen}: {busy}; pass --listen with a free HOST:PORT"
+            )
+
+
 def run_demo(options: DemoOptions) -> int:
     """Start everything, block until SIGINT/SIGTERM, stop everything; exit code 0."""
     settings = _settings(options)
+    _check_ports(options)
     without_created_series()  # as `evaluator serve` does
     children: list[subprocess.Popen[bytes]] = []
     with tempfile.TemporaryDirectory(prefix="evaluator-demo-") as tmp:

@@ -58,6 +58,7 @@ def test_demo_freezes_before_its_daemon(monkeypatch: pytest.MonkeyPatch) -> None
 
     baseline = SimpleNamespace(path=None)
     monkeypatch.setattr(demo_stack, "_settings", lambda options, baseline=None: object())
+    monkeypatch.setattr(demo_stack, "_check_ports", lambda options: None)
     monkeypatch.setattr(demo_stack, "_start_reference", lambda options, children: None)
     monkeypatch.setattr(demo_stack, "record_baseline", lambda settings, folder: baseline)
     monkeypatch.setattr(demo_stack, "_start_prometheus", lambda options, tmp, children: None)

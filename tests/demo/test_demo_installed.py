@@ -16,15 +16,23 @@ import time
 import zipfile
 from pathlib import Path
 
+import httpx
 import pytest
 
-from evaluator.commands.demo_stack import SOURCE_GOLDEN_SET, default_golden_set
+from evaluator.commands.demo_stack import (
+    SOURCE_GOLDEN_SET,
+    SOURCE_RULES,
+    default_golden_set,
+    default_rules_dir,
+)
 from tests.support.ports import free_port
+from tests.support.prometheus import require_binary
 
 pytestmark = pytest.mark.e2e
 
 REPO = Path(__file__).resolve().parents[2]
 PACKAGED = REPO / "evaluator" / "commands" / "data" / "rag_cases.jsonl"
+PACKAGED_RULES = REPO / "evaluator" / "commands" / "data" / "rules"
 
 
 def test_the_packaged_golden_set_is_the_source_trees() -> None:
@@ -33,6 +41,18 @@ def test_the_packaged_golden_set_is_the_source_trees() -> None:
         "evaluator/commands/data/rag_cases.jsonl must be a copy of evals/rag_cases.jsonl: "
         "cp evals/rag_cases.jsonl evaluator/commands/data/"
     )
+
+
+def test_the_packaged_rules_are_the_source_trees() -> None:
+    """The Prometheus rules packaged for the demo are a copy of deploy/prometheus/rules."""
+    source = {p.name: p.read_bytes() for p in (REPO / SOURCE_RULES).glob("*.yml")}
+    packaged = {p.name: p.read_bytes() for p in PACKAGED_RULES.glob("*.yml")}
+    assert source == packaged, (
+        "evaluator/commands/data/rules must be a copy of deploy/prometheus/rules: "
+        "rm evaluator/commands/data/rules/*.yml; cp deploy/prometheus/rules/*.yml "
+        "evaluator/commands/data/rules/"
+    )
+    assert SOURCE_RULES == default_rules_dir(REPO)
 
 
 def test_the_default_golden_set_is_the_source_trees_there_and_the_package_elsewhere(
@@ -70,6 +90,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     with zipfile.ZipFile(wheel) as archive:
         names = set(archive.namelist())
         assert "evaluator/commands/data/rag_cases.jsonl" in names
+        assert "evaluator/commands/data/rules/alerts.yml" in names
         assert "evaluator/reference/data/corpus.jsonl" in names
         archive.extractall(root / "site")
     return root / "site"
@@ -123,4 +144,40 @@ def test_a_short_demo_run_from_another_directory(installed: Path, tmp_path: Path
         code = proc.wait(30)
     banner = out.read_text("utf-8", "replace")
     assert "golden set" in banner and "commands/data/rag_cases.jsonl" in banner
+    assert 0 == code, err.read_text("utf-8", "replace")[-3000:]
+
+
+@pytest.mark.prometheus
+def test_the_installed_demo_runs_prometheus_with_the_alert_rules(
+    installed: Path, tmp_path: Path
+) -> None:
+    """From outside the source tree, the demo's Prometheus loads the packaged rules: its
+    alerts (RagEvalGateFailing among them) are there, not none."""
+    require_binary("prometheus")
+    prom = free_port()
+    command = [
+        sys.executable, "-m", "evaluator", "demo", "--prometheus-port", str(prom),
+        "--rag-port", str(free_port()), "--listen", f"127.0.0.1:{free_port()}",
+        "--reports-dir", str(tmp_path / "reports"), "--interval", "3600",
+    ]  # fmt: skip
+    err, out = tmp_path / "stderr.txt", tmp_path / "stdout.txt"
+    with err.open("wb") as stderr, out.open("wb") as stdout:
+        proc = subprocess.Popen(
+            command, cwd=tmp_path, env=_env(installed), stdout=stdout, stderr=stderr,
+            start_new_session=True,
+        )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 90
+        while "evaluator demo is running" not in out.read_text("utf-8", "replace"):
+            assert proc.poll() is None, err.read_text("utf-8", "replace")[-3000:]
+            assert time.monotonic() < deadline, "no banner within 90 s"
+            time.sleep(0.2)
+        with httpx.Client(base_url=f"http://127.0.0.1:{prom}", timeout=10) as client:
+            groups = client.get("/api/v1/rules").json()["data"]["groups"]
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGINT)
+        code = proc.wait(30)
+    alerts = {r["name"] for g in groups for r in g["rules"] if r["type"] == "alerting"}
+    assert "RagEvalGateFailing" in alerts
     assert 0 == code, err.read_text("utf-8", "replace")[-3000:]
