@@ -35,10 +35,13 @@ from evaluator.models import CaseRecord, CaseScores
 __all__ = [
     "FLOAT_TOLERANCE",
     "METRICS",
+    "POSITION_SEPARATOR",
     "QUALITY_METRICS",
+    "TURN_POSITIONS",
     "Matching",
     "MetricSpec",
     "Population",
+    "at_position",
     "case_values",
     "column",
     "format_seconds",
@@ -47,8 +50,10 @@ __all__ = [
     "metric",
     "paired",
     "paired_sum",
+    "positioned",
     "split",
     "total",
+    "turn_position",
     "values",
 ]
 
@@ -102,8 +107,9 @@ class MetricSpec:
     diagnosed: bool = False
     #: the name in a case diff line ("RR" for one case's reciprocal rank); None: not shown
     case_label: str | None = None
-    #: only some targets report it (streamed answers, token usage): the terminal table
-    #: shows it only when a run measured it
+    #: only some targets report it (streamed answers, token usage) or some golden sets
+    #: have it (conversations): the terminal table shows it only when a run measured it,
+    #: and a report's summary writes a quality ratio only when some case has it
     measured_only: bool = False
     #: kept per run in the history store (a column of its runs table, added to an existing
     #: store when it opens), so history's windows and the status page's trends can read it
@@ -236,6 +242,20 @@ METRICS: tuple[MetricSpec, ...] = (
         shardable=True,
     ),
     MetricSpec(
+        "conversation_success",
+        "share of conversations whose every turn passed its answer check",
+        "conversation success",
+        score="conversation_success",
+        population="scored",
+        gauge="rag_eval_conversation_success",
+        shardable=True,
+        pushed_as="conversation_success",
+        diagnosed=True,
+        measured_only=True,
+        history=True,
+        trend=True,
+    ),
+    MetricSpec(
         "error_rate",
         "ratio of failed cases",
         "error rate",
@@ -262,6 +282,15 @@ METRICS: tuple[MetricSpec, ...] = (
         pushed_as="latency_p95_seconds",
         history=True,
         trend=True,
+    ),
+    MetricSpec(
+        "p95_conversation_seconds",
+        "P95 conversation latency (the sum of its turns')",
+        "P95 conversation",
+        unit="seconds",
+        lower_is_better=True,
+        gauge="rag_eval_conversation_latency_p95_seconds",
+        measured_only=True,
     ),
     MetricSpec(
         "p50_ttft_seconds",
@@ -319,6 +348,38 @@ METRICS: tuple[MetricSpec, ...] = (
 )
 
 _BY_NAME: Mapping[str, MetricSpec] = {spec.name: spec for spec in METRICS}
+
+#: The turn positions a run's conversations are broken down by (the summary's
+#: ``by_position``): a bounded set, so a ``position`` label bounds its series.
+TURN_POSITIONS: tuple[str, ...] = ("1", "2", "3", "4+")
+#: joins a metric and a turn position into the name of the metric over that position's
+#: turns, as gate rules and ``Summary.get`` take it: ``answer_accuracy@2``
+POSITION_SEPARATOR = "@"
+
+
+def turn_position(position: int) -> str:
+    """The :data:`TURN_POSITIONS` entry of a conversation's turn ``position`` (1-based)."""
+    return TURN_POSITIONS[-1] if position >= len(TURN_POSITIONS) else str(position)
+
+
+def at_position(name: str, position: str) -> str:
+    """The name of metric ``name`` over the turns at ``position``: ``answer_accuracy@2``."""
+    return f"{name}{POSITION_SEPARATOR}{position}"
+
+
+def positioned(name: str) -> tuple[str, str | None]:
+    """A metric name split into the metric and its turn position (None: the whole run).
+
+    Raises:
+        KeyError: the position is not one of :data:`TURN_POSITIONS`.
+    """
+    base, separator, position = name.partition(POSITION_SEPARATOR)
+    if not separator:
+        return name, None
+    if position not in TURN_POSITIONS:
+        raise KeyError(name)
+    return base, position
+
 
 #: Report keys of the quality ratios, in display order.
 QUALITY_METRICS: tuple[str, ...] = tuple(spec.name for spec in METRICS if spec.quality)

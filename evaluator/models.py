@@ -276,6 +276,10 @@ class CaseScores(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     answer_correct: bool | None = None
     fact_recall: float | None = None
     refused: bool | None = None
+    #: on the last turn of a conversation whose every turn was scored: whether every turn
+    #: passed its answer check (:mod:`evaluator.scoring.conversation`); None on every
+    #: other case
+    conversation_success: bool | None = None
 
 
 class CaseError(msgspec.Struct, frozen=True, kw_only=True, gc=False):

@@ -12,7 +12,16 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
-from evaluator.metrics import METRICS, QUALITY_METRICS, split, total
+from evaluator.metrics import (
+    METRICS,
+    POSITION_SEPARATOR,
+    QUALITY_METRICS,
+    TURN_POSITIONS,
+    positioned,
+    split,
+    total,
+    turn_position,
+)
 from evaluator.models import OUT_OF_RANGE_FIELDS, CaseError, CaseRecord, CaseScores, OutOfRange
 
 __all__ = [
@@ -25,6 +34,7 @@ __all__ = [
     "id_mismatch_warning",
     "nearest_rank",
     "out_of_range_warning",
+    "position_cells",
     "relevant_never_retrieved",
     "stage_p95",
     "summarise",
@@ -58,6 +68,9 @@ class Summary:
     stage_p95_seconds: Mapping[str, float]
     errors_by_kind: Mapping[str, int]
     by_tag: Mapping[str, Summary] = field(default_factory=dict)
+    #: a run with conversations: the summary of the turns at each position
+    #: (:data:`~evaluator.metrics.TURN_POSITIONS`, first turns to fourth and later)
+    by_position: Mapping[str, Summary] = field(default_factory=dict)
     #: cases whose optional figure was not reported because out of range, per field (in
     #: OUT_OF_RANGE_FIELDS order; a field no case dropped is absent)
     out_of_range: Mapping[OutOfRange, int] = field(default_factory=dict)
@@ -77,6 +90,9 @@ class Summary:
     output_tokens_total: int | None = None
     cost_total: float | None = None
     cost_per_case: float | None = None
+    #: conversations: latency of a whole conversation (its turns' latencies summed)
+    p50_conversation_seconds: float | None = None
+    p95_conversation_seconds: float | None = None
 
     def __post_init__(self) -> None:
         # Every quality metric has a total, so readers index ``totals[name]`` safely: one
@@ -87,9 +103,18 @@ class Summary:
             object.__setattr__(self, "totals", complete)
 
     def get(self, metric: str) -> float | None:
-        """A summary value by its report name (quality ratio, ``error_rate`` or percentile)."""
+        """A summary value by its report name (quality ratio, ``error_rate`` or percentile);
+        ``metric@position`` is the value over the conversations' turns at that position
+        (``answer_accuracy@2``), None when the run has none there."""
         if metric in self.totals:
             return self.totals[metric].mean
+        if POSITION_SEPARATOR in metric:
+            try:
+                base, position = positioned(metric)
+            except KeyError:  # not a turn position: no such value, as for any unknown name
+                return None
+            at = self.by_position.get(position or "")
+            return None if at is None else at.get(base)
         value = getattr(self, metric, None)
         if isinstance(value, int | float) and not isinstance(value, bool):
             return float(value)
@@ -97,7 +122,13 @@ class Summary:
 
     def to_dict(self) -> dict[str, Any]:
         """The report's JSON shape (the customary metric names first)."""
-        out: dict[str, Any] = {name: self.totals[name].mean for name in QUALITY_METRICS}
+        # a ratio only some golden sets have (conversations) is written when some case has it
+        totals = {
+            name: t for name, t in self.totals.items() if t.count or name not in _MEASURED_ONLY
+        }
+        out: dict[str, Any] = {
+            name: totals[name].mean for name in QUALITY_METRICS if name in totals
+        }
         out.update(
             case_count=self.case_count,
             scored_count=self.scored_count,
@@ -107,7 +138,7 @@ class Summary:
             p95_seconds=self.p95_seconds,
             stage_p95_seconds=dict(self.stage_p95_seconds),
             errors_by_kind=dict(self.errors_by_kind),
-            totals={k: {"sum": t.sum, "count": t.count} for k, t in self.totals.items()},
+            totals={k: {"sum": t.sum, "count": t.count} for k, t in totals.items()},
         )
         # written only when measured: a report of a plain JSON target keeps its shape
         for name in OPTIONAL_FIELDS:
@@ -118,6 +149,8 @@ class Summary:
             out["out_of_range"] = dict(self.out_of_range)
         if self.by_tag:
             out["by_tag"] = {tag: s.to_dict() for tag, s in sorted(self.by_tag.items())}
+        if self.by_position:
+            out["by_position"] = {p: s.to_dict() for p, s in self.by_position.items()}
         return out
 
 
@@ -191,6 +224,8 @@ def stage_p95(stages: Iterable[Mapping[str, float]]) -> dict[str, float]:
 
 
 _QUALITY = tuple(spec for spec in METRICS if spec.quality)
+#: quality ratios only some golden sets have: written in a report only when measured
+_MEASURED_ONLY = frozenset(spec.name for spec in _QUALITY if spec.measured_only)
 
 
 def _summary(records: Sequence[CaseRecord]) -> Summary:
@@ -223,7 +258,8 @@ def _out_of_range(scored: Sequence[CaseRecord]) -> dict[OutOfRange, int]:
 
 
 def summarise(records: Sequence[CaseRecord]) -> Summary:
-    """Aggregate per-case records into a :class:`Summary` (and one per tag)."""
+    """Aggregate per-case records into a :class:`Summary` (and one per tag, and, with
+    conversations, one per turn position and the conversations' latency)."""
     whole = _summary(records)
     tagged: dict[str, list[CaseRecord]] = {}
     for record in records:
@@ -234,7 +270,29 @@ def summarise(records: Sequence[CaseRecord]) -> Summary:
         tag: whole if len(cases) == len(records) else _summary(cases)
         for tag, cases in sorted(tagged.items())
     }
-    return replace(whole, by_tag=by_tag) if by_tag else whole
+    if by_tag:
+        whole = replace(whole, by_tag=by_tag)
+    turns = [r for r in records if r.case.turn is not None]
+    return _with_conversations(whole, turns) if turns else whole
+
+
+def _with_conversations(whole: Summary, turns: Sequence[CaseRecord]) -> Summary:
+    """``whole`` with the summary of each turn position and the conversations' latency."""
+    at: dict[str, list[CaseRecord]] = {}
+    spent: dict[str, float] = {}
+    for record in turns:
+        place = record.case.turn
+        assert place is not None  # the caller's filter
+        at.setdefault(turn_position(place.position), []).append(record)
+        spent[place.conversation] = spent.get(place.conversation, 0.0) + record.latency_seconds
+    by_position = {p: _summary(at[p]) for p in TURN_POSITIONS if p in at}
+    seconds = list(spent.values())
+    return replace(
+        whole,
+        by_position=by_position,
+        p50_conversation_seconds=nearest_rank(seconds, 50),
+        p95_conversation_seconds=nearest_rank(seconds, 95),
+    )
 
 
 def relevant_never_retrieved(records: Sequence[CaseRecord]) -> int:
@@ -295,17 +353,28 @@ TAG_COLUMNS: tuple[tuple[str, str], ...] = (
 
 @dataclass(frozen=True, slots=True)
 class TagCells:
-    """One tag's slice of a run: its case count and each :data:`TAG_COLUMNS` value."""
+    """One slice of a run (a tag's cases, or a turn position's): its case count and each
+    :data:`TAG_COLUMNS` value."""
 
+    #: the slice: a tag, or a turn position (``1``, ``2``, ``3``, ``4+``)
     tag: str
     case_count: int
     #: (label, value) for every column, None where the slice has no value
     cells: tuple[tuple[str, float | None], ...]
 
 
+def _cells(slices: Mapping[str, Summary]) -> list[TagCells]:
+    return [
+        TagCells(name, sub.case_count, tuple((label, sub.get(m)) for m, label in TAG_COLUMNS))
+        for name, sub in slices.items()
+    ]
+
+
 def tag_cells(summary: Summary) -> list[TagCells]:
     """The by-tag breakdown of a summary, in its tag order (none when no case has tags)."""
-    return [
-        TagCells(tag, sub.case_count, tuple((label, sub.get(name)) for name, label in TAG_COLUMNS))
-        for tag, sub in summary.by_tag.items()
-    ]
+    return _cells(summary.by_tag)
+
+
+def position_cells(summary: Summary) -> list[TagCells]:
+    """The by-turn-position breakdown of a run's conversations (none without any)."""
+    return _cells(summary.by_position)

@@ -8,11 +8,11 @@ from prometheus_client import CollectorRegistry, generate_latest
 from evaluator.commands.display import format_summary
 from evaluator.daemon.exporter import GAUGES_BY_METRIC, QUALITY_GAUGES, JobSnapshot, Metrics
 from evaluator.gate.push import SUMMARY_GAUGES
-from evaluator.gate.rules import GATE_METRICS, LOWER_IS_BETTER
+from evaluator.gate.rules import GATE_METRICS, LOWER_IS_BETTER, POSITIONED_METRICS
 from evaluator.metrics import METRICS, QUALITY_METRICS, MetricSpec, case_values, metric
 from evaluator.models import CaseRecord, CaseScores
 from evaluator.summary import Summary, Total, summarise
-from tests.support.contract import DELIVERY_GAUGES
+from tests.support.contract import CONVERSATION_GAUGES, DELIVERY_GAUGES
 from tests.support.contract import QUALITY_GAUGES as CONTRACT_GAUGES
 from tests.support.records import record
 
@@ -35,7 +35,7 @@ class TestTheTableIsTheContract:
     """The registry's names are the ones the metric contract spells out literally."""
 
     def test_quality_metrics_in_report_order(self) -> None:
-        """The nine quality ratios of the report, in the report's order."""
+        """The ten quality ratios of the report, in the report's order."""
         assert (
             "recall_at_k",
             "mrr",
@@ -46,13 +46,14 @@ class TestTheTableIsTheContract:
             "fact_recall",
             "false_refusal_rate",
             "correct_refusal_rate",
+            "conversation_success",
         ) == QUALITY_METRICS
 
     def test_gauges_are_the_contract_names(self) -> None:
         """Every gauge the registry names is a contract gauge for the same summary key, and
         every summary metric has one (the error rate is rag_eval_error_ratio, of the last run)."""
         gauges = {spec.gauge: spec.name for spec in METRICS if spec.gauge is not None}
-        assert {**CONTRACT_GAUGES, **DELIVERY_GAUGES} == gauges
+        assert {**CONTRACT_GAUGES, **DELIVERY_GAUGES, **CONVERSATION_GAUGES} == gauges
         assert {k: g for g, k in gauges.items()} == dict(GAUGES_BY_METRIC)
         assert {spec.name for spec in METRICS} - set(GAUGES_BY_METRIC) == {"error_rate"}
         assert set(QUALITY_GAUGES) == set(QUALITY_METRICS)
@@ -67,6 +68,7 @@ class TestTheTableIsTheContract:
             "error_rate",
             "p50_seconds",
             "p95_seconds",
+            "p95_conversation_seconds",
             *streamed,
             *usage,
         ) == GATE_METRICS
@@ -75,14 +77,20 @@ class TestTheTableIsTheContract:
             "error_rate",
             "p50_seconds",
             "p95_seconds",
+            "p95_conversation_seconds",
             "p50_ttft_seconds",
             "p95_ttft_seconds",
             *usage,
-        } == set(LOWER_IS_BETTER)
+        } == {name for name in LOWER_IS_BETTER if "@" not in name}
+        # each at a turn position of a conversation too, in the same direction
+        assert {f"{m}@{p}" for m in GATE_METRICS for p in ("1", "2", "3", "4+")} == set(
+            POSITIONED_METRICS
+        )
+        assert {"error_rate@4+", "p95_seconds@2"} <= LOWER_IS_BETTER
 
     def test_pushed_gauges(self) -> None:
-        """The gate pushes the six gauged ratios, the error ratio and the P95, as the daemon
-        names them."""
+        """The gate pushes the six gauged ratios, conversation success, the error ratio and
+        the P95, as the daemon names them."""
         assert [
             ("recall_at_k", "recall_at_k", "recall@K"),
             ("mrr", "mrr", "mean reciprocal rank"),
@@ -90,6 +98,11 @@ class TestTheTableIsTheContract:
             ("citation_precision", "citation_precision", "citation precision"),
             ("citation_recall", "citation_recall", "citation recall"),
             ("answer_accuracy", "answer_accuracy", "answer accuracy"),
+            (
+                "conversation_success",
+                "conversation_success",
+                "share of conversations whose every turn passed its answer check",
+            ),
             ("error_rate", "error_ratio", "ratio of failed cases"),
             ("p95_seconds", "latency_p95_seconds", "P95 case latency"),
         ] == list(SUMMARY_GAUGES)

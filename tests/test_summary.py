@@ -319,6 +319,10 @@ class TestByTag:
         assert "by_tag" not in summarise([_record("a", _scores())]).to_dict()
 
 
+#: the quality ratios a run of questions writes (conversation success: only with conversations)
+QUESTION_METRICS = tuple(m for m in QUALITY_METRICS if m != "conversation_success")
+
+
 class TestNoCase:
     """A metric with no case to average is null (None), never NaN."""
 
@@ -326,7 +330,7 @@ class TestNoCase:
         """summarise([]) reports zero counts and None everywhere else; JSON has no NaN."""
         summary = summarise([])
         out = summary.to_dict()
-        assert dict.fromkeys(QUALITY_METRICS) == {n: out[n] for n in QUALITY_METRICS}
+        assert dict.fromkeys(QUESTION_METRICS) == {n: out[n] for n in QUESTION_METRICS}
         assert (None, None, None) == (out["error_rate"], out["p50_seconds"], out["p95_seconds"])
         assert (0, 0, 0) == (out["case_count"], out["scored_count"], out["error_count"])
         json.dumps(out, allow_nan=False)
@@ -361,7 +365,7 @@ class TestSummaryAccess:
         """The customary names lead, followed by our additions and the raw totals."""
         out = summarise([_record("a", _scores(1.0, citation_precision=1.0, refused=False))])
         d = out.to_dict()
-        assert list(QUALITY_METRICS) == list(d)[: len(QUALITY_METRICS)]
+        assert list(QUESTION_METRICS) == list(d)[: len(QUESTION_METRICS)]
         for name in ("answer_accuracy", "p95_seconds", "p50_seconds", "error_rate"):
             assert name in d
         assert {"sum": 1.0, "count": 1} == d["totals"]["recall_at_k"]

@@ -2,17 +2,28 @@
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Sequence
 from decimal import Decimal
 
 from evaluator.border import printable
 from evaluator.metrics import METRICS, format_seconds
-from evaluator.models import CaseError, CaseRecord
+from evaluator.models import CaseError, CaseRecord, CaseScores
 from evaluator.pages.worst import badness, worst_cases
 from evaluator.report import RunReport
+from evaluator.scoring.conversation import first_failing_turn
 from evaluator.scoring.labels import AuditTotals, audit_run
-from evaluator.summary import Summary, tag_cells
+from evaluator.summary import Summary, TagCells, position_cells, tag_cells
 
-__all__ = ["badness", "format_run", "format_summary", "format_tags", "worst_cases"]
+__all__ = [
+    "badness",
+    "format_conversations",
+    "format_positions",
+    "format_run",
+    "format_summary",
+    "format_tags",
+    "worst_cases",
+]
 
 
 def _fmt(value: float | None, seconds: bool = False) -> str:
@@ -38,35 +49,64 @@ def format_cost(value: float, currency: str = DEFAULT_CURRENCY) -> str:
 def format_summary(summary: Summary, currency: str = DEFAULT_CURRENCY) -> str:
     """The summary as an aligned two-column table, with the denominators shown; costs in
     ``currency`` (the target's prices)."""
-    lines = [f"{'metric':<22} {'value':>9}  cases"]
-    for spec in METRICS:
+    shown = [s for s in METRICS if not s.measured_only or summary.get(s.name) is not None]
+    # the usual names fit 22 columns; a longer one measured (a conversation's) widens them
+    width = max(22, *(len(spec.name) for spec in shown))
+    lines = [f"{'metric':<{width}} {'value':>9}  cases"]
+    for spec in shown:
         raw = summary.get(spec.name)
-        if spec.measured_only and raw is None:
-            continue
         if spec.name.startswith("cost_") and raw is not None:
             value = format_cost(raw, currency)
         else:
             value = _fmt(raw, seconds=spec.unit == "seconds")
-        row = f"{spec.name:<22} {value:>9}"
+        row = f"{spec.name:<{width}} {value:>9}"
         # the denominator beside each ratio; a percentile has none (it is over every case)
         cases = _cases(summary, spec.name) if spec.unit == "ratio" else None
         lines.append(row if cases is None else f"{row}  {cases}")
     for stage, p95 in summary.stage_p95_seconds.items():
-        lines.append(f"{'  p95 ' + stage:<22} {_fmt(p95, True):>9}")
+        lines.append(f"{'  p95 ' + stage:<{width}} {_fmt(p95, True):>9}")
     return "\n".join(lines)
 
 
 def format_tags(summary: Summary) -> list[str]:
     """One line per tag: how each slice of the golden set did (none when no case has tags)."""
-    rows = tag_cells(summary)
+    return _slice_lines("by tag:", tag_cells(summary), "cases")
+
+
+def format_positions(summary: Summary) -> list[str]:
+    """One line per turn position of a run's conversations: "turn 1 fine, follow-ups
+    collapsed" at a glance (none without conversations)."""
+    return _slice_lines("by turn position:", position_cells(summary), "turns")
+
+
+def _slice_lines(title: str, rows: list[TagCells], unit: str) -> list[str]:
     if not rows:
         return []
     width = max(len(row.tag) for row in rows)
-    lines = ["", "by tag:"]
+    lines = ["", title]
     for row in rows:
         cells = [f"{label} {value:.2f}" for label, value in row.cells if value is not None]
-        lines.append(f"  {row.tag:<{width}}  {row.case_count:>4} cases  " + "  ".join(cells))
+        lines.append(f"  {row.tag:<{width}}  {row.case_count:>4} {unit}  " + "  ".join(cells))
     return lines
+
+
+def format_conversations(records: Sequence[CaseRecord]) -> list[str]:
+    """How the run's conversations ended: how many had every turn right, and at which turn
+    the others first went wrong (none without conversations)."""
+    turns: dict[str, list[CaseScores | None]] = {}
+    for record in records:
+        if record.case.turn is not None:
+            turns.setdefault(record.case.turn.conversation, []).append(record.scores)
+    if not turns:
+        return []
+    first = Counter(first_failing_turn(scores) for scores in turns.values())
+    right = first.pop(None, 0)
+    line = f"conversations: {len(turns)}, {right} with every turn right"
+    if first:
+        line += "; first failing turn: " + ", ".join(
+            f"turn {position} in {count}" for position, count in sorted(first.items())
+        )
+    return ["", line]
 
 
 def _cases(summary: Summary, name: str) -> int:
@@ -117,6 +157,8 @@ def format_run(
     )
     parts = [head, "", format_summary(s, currency)]
     parts += format_tags(s)
+    parts += format_positions(s)
+    parts += format_conversations(report.cases)
     if s.errors_by_kind:
         parts.append("errors: " + ", ".join(f"{k} {n}" for k, n in s.errors_by_kind.items()))
     if report.retrieval_only:

@@ -90,6 +90,7 @@ def _gauge_help(spec: MetricSpec) -> str:
 
 #: Metrics whose sum and count are exported so replicas (shards) aggregate exactly.
 _SHARDABLE = tuple(spec.name for spec in METRICS if spec.shardable)
+_MEASURED_ONLY = frozenset(spec.name for spec in METRICS if spec.measured_only)
 
 # OpenMetrics caps an exemplar's label set at 128 UTF-8 characters
 _EXEMPLAR_BUDGET = 120
@@ -180,7 +181,8 @@ def _quality_part(numerator: bool) -> _Samples:
             return
         for m in _SHARDABLE:
             total = s.totals.get(m)
-            if total is not None:
+            # a ratio only some golden sets have (conversations) is absent where none is
+            if total is not None and (total.count or m not in _MEASURED_ONLY):
                 yield (m,), total.sum if numerator else total.count
         yield ("error_ratio",), s.error_count if numerator else s.case_count
 

@@ -34,7 +34,14 @@ from evaluator.errors import ConfigError
 from evaluator.gate.ceiling import DEFAULT_BASELINE_MAX_ERROR_RATE, parse_baseline_ceiling
 from evaluator.gate.repeats import Quarantine, parse_quarantine
 from evaluator.judge.gating import JudgedRule, parse_judged_rules
-from evaluator.metrics import FLOAT_TOLERANCE, METRICS, format_seconds
+from evaluator.metrics import (
+    FLOAT_TOLERANCE,
+    METRICS,
+    POSITION_SEPARATOR,
+    TURN_POSITIONS,
+    at_position,
+    format_seconds,
+)
 from evaluator.summary import Summary
 
 if TYPE_CHECKING:
@@ -48,6 +55,7 @@ __all__ = [
     "DEFAULT_RULES",
     "GATE_METRICS",
     "LOWER_IS_BETTER",
+    "POSITIONED_METRICS",
     "RULE_KINDS",
     "TOLERANCE",
     "GatesFile",
@@ -74,9 +82,22 @@ TOLERANCE = FLOAT_TOLERANCE
 
 #: Summary metrics a rule may name.
 GATE_METRICS: tuple[str, ...] = tuple(spec.name for spec in METRICS)
+#: ... and each of them over the turns at one position of a run's conversations
+#: (``answer_accuracy@2``: :func:`~evaluator.summary.Summary.get`)
+POSITIONED_METRICS: frozenset[str] = frozenset(
+    at_position(name, position) for name in GATE_METRICS for position in TURN_POSITIONS
+)
+
+
+def _at_every_position(names: frozenset[str]) -> frozenset[str]:
+    """``names`` and each of them at every turn position."""
+    return names | {at_position(n, p) for n in names for p in TURN_POSITIONS}
+
 
 #: Metrics where a rise is bad; every other gate metric is a quality ratio (higher is better).
-LOWER_IS_BETTER: frozenset[str] = frozenset(spec.name for spec in METRICS if spec.lower_is_better)
+LOWER_IS_BETTER: frozenset[str] = _at_every_position(
+    frozenset(spec.name for spec in METRICS if spec.lower_is_better)
+)
 
 #: Latency growth (absolute) up to which a growth rule on a ``*_seconds`` metric passes
 #: whatever the ratio, unless its table sets ``noise_floor_seconds``.
@@ -93,7 +114,7 @@ _DROP_KINDS = frozenset({"max_drop"})
 _GROWTH_KINDS = frozenset({"max_growth", "max_relative_growth"})
 
 
-_SECONDS = frozenset(spec.name for spec in METRICS if spec.unit == "seconds")
+_SECONDS = _at_every_position(frozenset(spec.name for spec in METRICS if spec.unit == "seconds"))
 
 
 def format_value(metric: str, value: float | None) -> str:
@@ -450,8 +471,12 @@ def _table_rules(metric: str, table: object, source: str) -> list[Rule]:
     """The rules of one ``[rules.METRIC]`` table, in key order (its noise floor applied to
     its growth rules)."""
     where = f"rules.{metric}"
-    if metric not in GATE_METRICS:
-        raise ConfigError(f"{source}: {where}: unknown metric (known: {', '.join(GATE_METRICS)})")
+    if metric not in GATE_METRICS and metric not in POSITIONED_METRICS:
+        raise ConfigError(
+            f"{source}: {where}: unknown metric (known: {', '.join(GATE_METRICS)}; "
+            f"add {POSITION_SEPARATOR}N for a conversation's turns at position N, one of "
+            f"{', '.join(TURN_POSITIONS)})"
+        )
     if not isinstance(table, Mapping) or not table:
         raise ConfigError(
             f"{source}: {where}: expected a table with at least one of {', '.join(RULE_KINDS)}"

@@ -34,10 +34,12 @@ from msgspec import Meta, Struct
 
 from evaluator import border
 from evaluator.errors import ReportError
+from evaluator.metrics import TURN_POSITIONS
 from evaluator.models import Case, CaseError, CaseRecord, CaseScores, Outcome, OutOfRange, Turn
 from evaluator.repeat_summary import repeats_from_dict
 from evaluator.report.check import check_ids, check_summary, check_turn
 from evaluator.report.model import SCHEMA_VERSION, RunHeader, RunReport, Seconds, as_utc
+from evaluator.scoring.conversation import conversation_success
 from evaluator.summary import OPTIONAL_FIELDS, QUALITY_METRICS, Summary, Total, summarise
 
 __all__ = ["parse_report", "read_report", "report_from_dict"]
@@ -122,6 +124,8 @@ class _TagSummaryFields(Struct, frozen=True, gc=False):
     output_tokens_total: Count | None = None
     cost_total: Amount | None = None
     cost_per_case: Amount | None = None
+    p50_conversation_seconds: Seconds | None = None
+    p95_conversation_seconds: Seconds | None = None
 
 
 # The per-metric fields are made from the registry, so that a metric added there (and its
@@ -168,6 +172,8 @@ else:
 class _Summary(_TagSummary, frozen=True, gc=False):
     # one level only: a tag's summary has no tags of its own
     by_tag: dict[str, _TagSummary] = msgspec.field(default_factory=dict)
+    # keyed by TURN_POSITIONS (checked when a summary-only report is read)
+    by_position: dict[str, _TagSummary] = msgspec.field(default_factory=dict)
 
 
 class _Report(RunHeader, frozen=True, gc=False, kw_only=True):
@@ -259,7 +265,11 @@ def _ratios(entry: _TagSummary) -> dict[str, float | None]:
     return {name: getattr(entry, name) for name in QUALITY_METRICS}
 
 
-def _tag_summary(entry: _TagSummary, by_tag: Mapping[str, Summary]) -> Summary:
+def _tag_summary(
+    entry: _TagSummary,
+    by_tag: Mapping[str, Summary],
+    by_position: Mapping[str, Summary] | None = None,
+) -> Summary:
     return Summary(
         case_count=entry.case_count,
         scored_count=entry.scored_count,
@@ -276,6 +286,7 @@ def _tag_summary(entry: _TagSummary, by_tag: Mapping[str, Summary]) -> Summary:
         errors_by_kind=dict(entry.errors_by_kind),
         out_of_range=dict(entry.out_of_range),
         by_tag=by_tag,
+        by_position=by_position or {},
         **{name: getattr(entry, name) for name in OPTIONAL_FIELDS},
     )
 
@@ -287,7 +298,18 @@ def _written_summary(source: str, entry: _Summary) -> Summary:
         tag_summary = _tag_summary(tag_entry, {})
         check_summary(source, f"summary.by_tag.{tag}.", tag_summary, _ratios(tag_entry))
         by_tag[tag] = tag_summary
-    summary = _tag_summary(entry, by_tag)
+    by_position: dict[str, Summary] = {}
+    for position, position_entry in entry.by_position.items():
+        where = f"summary.by_position.{position}."
+        if position not in TURN_POSITIONS:
+            raise ReportError(
+                f"{source}: field {where[:-1]!r} is not a turn position "
+                f"({', '.join(TURN_POSITIONS)})"
+            )
+        position_summary = _tag_summary(position_entry, {})
+        check_summary(source, where, position_summary, _ratios(position_entry))
+        by_position[position] = position_summary
+    summary = _tag_summary(entry, by_tag, by_position)
     check_summary(source, "summary.", summary, _ratios(entry))
     return summary
 
@@ -357,7 +379,32 @@ def _records(head: _Report, share: RunReport | None) -> tuple[CaseRecord, ...]:
     for i, entry in enumerate(entries):
         records.append(_case(entry, known))
         entries[i] = None  # type: ignore[call-overload]
+    if any(r.case.turn is not None for r in records):
+        return _successes_derived(records)
     return tuple(records)
+
+
+def _successes_derived(records: list[CaseRecord]) -> tuple[CaseRecord, ...]:
+    """``records`` with each conversation's success derived from its turns' scores, never
+    taken from the file: it stays on the turn that carries one (the last turn the run
+    scored), its value recomputed over the conversation's turns up to it."""
+    turns: dict[str, list[CaseScores | None]] = {}
+    out = []
+    for record in records:
+        place = record.case.turn
+        scores = record.scores
+        if place is None:
+            out.append(record)
+            continue
+        before = turns.setdefault(place.conversation, [])
+        before.append(scores)
+        if scores is not None and scores.conversation_success is not None:
+            derived = msgspec.structs.replace(
+                scores, conversation_success=conversation_success(before)
+            )
+            record = msgspec.structs.replace(record, outcome=derived)
+        out.append(record)
+    return tuple(out)
 
 
 def _build(source: str, head: _Report, share: RunReport | None = None) -> RunReport:

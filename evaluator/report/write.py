@@ -40,12 +40,22 @@ __all__ = [
 ]
 
 
-_SCORE_FIELDS = CaseScores.__struct_fields__
+#: scores only some cases have (a conversation's last turn): written only when set, so every
+#: other case keeps the entry (and the log line) it always had
+_WHEN_SET = ("conversation_success",)
+_SCORE_FIELDS = tuple(name for name in CaseScores.__struct_fields__ if name not in _WHEN_SET)
 
 
 def scores_to_dict(scores: CaseScores | None) -> dict[str, Any]:
-    """Every per-case metric by its report name; all None for a failed case."""
-    return {name: getattr(scores, name) if scores else None for name in _SCORE_FIELDS}
+    """Every per-case metric by its report name; all None for a failed case (a score only
+    some cases have is left out where it is None)."""
+    out = {name: getattr(scores, name) if scores else None for name in _SCORE_FIELDS}
+    if scores is not None:
+        for name in _WHEN_SET:
+            value = getattr(scores, name)
+            if value is not None:
+                out[name] = value
+    return out
 
 
 def _case_to_dict(c: CaseRecord, audit: LabelAudit | None = None) -> dict[str, Any]:

@@ -18,6 +18,8 @@ from datetime import UTC, datetime
 from sys import intern
 from typing import NamedTuple
 
+import msgspec
+
 from evaluator import process_state
 from evaluator.bounds import DEFAULT_TEXT_CHARS, OFF_LOOP_ANSWER_CHARS, RecordLimits
 from evaluator.errors import (
@@ -49,6 +51,7 @@ from evaluator.run.otlp import CaseSpans
 from evaluator.run.otlp import active as active_spans
 from evaluator.run_options import RunOptions
 from evaluator.scoring.case import score_case
+from evaluator.scoring.conversation import conversation_success
 from evaluator.summary import summarise
 from evaluator.targets.admission import measure_queue_wait
 from evaluator.targets.base import Target
@@ -372,15 +375,31 @@ async def _run_conversation(
     scripted = getattr(target, "history", "service") == "scripted"
     dialogue = Dialogue(id=new_conversation_id())
     turns = conversation.turns
+    scored: list[CaseScores | None] = []
     for index, turn in enumerate(turns):
         asked = await _run_case(turn, target, options, on_retry, spans, dialogue)
         record = asked.record
+        scored.append(record.scores)
+        if index == len(turns) - 1:
+            record = _concluded(record, scored)
         finished(index, record)
         if record.error is not None:
             for later in range(index + 1, len(turns)):
                 finished(later, _skipped(turns[later], record))
             return
         dialogue = dialogue.after(turn.question, _said(turn, record, scripted), asked.service_id)
+
+
+def _concluded(last: CaseRecord, turns: list[CaseScores | None]) -> CaseRecord:
+    """The last turn's record carrying its conversation's success (a failed last turn has
+    no scores to carry it: the conversation has none)."""
+    scores = last.scores
+    if scores is None:
+        return last
+    success = conversation_success(turns)
+    return msgspec.structs.replace(
+        last, outcome=msgspec.structs.replace(scores, conversation_success=success)
+    )
 
 
 def _said(turn: Case, record: CaseRecord, scripted: bool) -> str | None:

@@ -5,7 +5,9 @@ from __future__ import annotations
 from evaluator.commands.display import (
     SUSPECT_SHOWN,
     badness,
+    format_conversations,
     format_label_audit,
+    format_positions,
     format_run,
     format_summary,
     format_tags,
@@ -15,7 +17,7 @@ from evaluator.models import CaseError, CaseRecord, CaseScores, Outcome
 from evaluator.pages.worst import reasons
 from evaluator.scoring.labels import AuditTotals, LabelAudit
 from evaluator.summary import summarise, tag_cells
-from tests.support.records import record, report
+from tests.support.records import record, report, turn
 
 
 def _record(
@@ -229,3 +231,37 @@ def test_control_characters_from_outside_reach_no_terminal() -> None:
     assert not any(ch in text for ch in "\x1b\x07\x9b")
     assert not any(line.startswith("verdict:") for line in text.splitlines())
     assert "evil\\x1b[2J\\nverdict: PASS" in text
+
+
+class TestConversations:
+    """A run with conversations shows them by turn position and how they ended."""
+
+    def test_positions_and_first_failing_turns(self) -> None:
+        """One line per turn position, and the turn at which the failed conversations first
+        went wrong."""
+        records = [
+            turn("a", 1),
+            turn("a", 2, correct=False),
+            turn("b", 1),
+            turn("b", 2),
+            turn("c", 1),
+            turn("c", 2, error="timeout"),
+        ]
+        summary = summarise(records)
+
+        assert [
+            "",
+            "by turn position:",
+            "  1     3 turns  recall 1.00  mrr 1.00  citations 1.00  accuracy 1.00  errors 0.00",
+            "  2     3 turns  recall 1.00  mrr 1.00  citations 1.00  accuracy 0.50  errors 0.33",
+        ] == format_positions(summary)
+        assert [
+            "",
+            "conversations: 3, 1 with every turn right; first failing turn: turn 2 in 2",
+        ] == format_conversations(records)
+
+    def test_questions_only_add_nothing(self) -> None:
+        """A run of questions prints neither section."""
+        records = [record("q1"), record("q2")]
+
+        assert ([], []) == (format_positions(summarise(records)), format_conversations(records))

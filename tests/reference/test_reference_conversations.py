@@ -14,6 +14,8 @@ import httpx
 import pytest
 
 from evaluator.dataset import load_dataset
+from evaluator.gate.rules import parse_rules
+from evaluator.gate.verdict import evaluate_gate
 from evaluator.models import CaseRecord, Conversation, Dataset
 from evaluator.reference.app import CONVERSATION_HEADER
 from evaluator.report import RunReport
@@ -146,6 +148,32 @@ class TestHistoryNeeded:
         ]
         half = len(first) // 2
         assert first[:half] == first[half:]
+
+    def test_history_ignored_fails_the_gate_on_follow_ups_only(
+        self, reference_server: ReferenceServer, conversations: Dataset
+    ) -> None:
+        """Gate rules on first turns pass while those on second turns and on conversation
+        success fail: the summary's breakdown by turn position is what the gate reads."""
+        baseline = _run(reference_server, conversations)
+        ignored = _run(reference_server, conversations, "history_ignored")
+        rules = parse_rules(
+            {
+                "rules": {
+                    "answer_accuracy@1": {"max_drop": 0.0},
+                    "recall_at_k@1": {"max_drop": 0.0},
+                    "answer_accuracy@2": {"max_drop": 0.05},
+                    "conversation_success": {"max_drop": 0.05},
+                }
+            },
+            "gates.toml",
+        )
+
+        result = evaluate_gate(baseline, ignored, rules, with_intervals=False)
+
+        assert (False, ["pass", "pass", "fail", "fail"]) == (
+            result.passed,
+            [r.status for r in result.rules],
+        )
 
 
 FOLLOW_UP = "营业时间是几点到几点？"

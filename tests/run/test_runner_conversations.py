@@ -175,6 +175,29 @@ class TestTurnOrder:
         assert (Message("user", "c q1"), Message("assistant", "fact 1 from c q1")) == seen[1]
 
 
+class TestConversationSuccess:
+    """The last turn carries its conversation's success, derived from every turn."""
+
+    def test_the_last_turn_says_whether_every_turn_was_right(
+        self, make_target: Callable[..., CallableTarget]
+    ) -> None:
+        """Conversation c is right throughout, d is wrong at turn 2: only the last turns
+        carry a success, True for c and False for d."""
+
+        async def answer(case: Case, k: int, dialogue: Dialogue | None = None) -> Any:
+            body = _answer_for(case)
+            if case.id == "d#2":
+                body["answer"] = "no idea"
+            return body
+
+        report = _run(_dataset(_conversation("c", 2), _conversation("d", 3)), make_target(answer))
+
+        assert [None, True, None, None, False] == [
+            r.scores.conversation_success if r.scores else "failed" for r in report.cases
+        ]
+        assert 0.5 == report.summary.get("conversation_success")
+
+
 class TestFailedTurn:
     """A turn that errors ends its conversation; the rest are recorded, never asked."""
 

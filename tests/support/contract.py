@@ -4,7 +4,7 @@ from the code under test."""
 
 from __future__ import annotations
 
-__all__ = ["DELIVERY_GAUGES", "QUALITY_GAUGES"]
+__all__ = ["CONVERSATION_GAUGES", "DELIVERY_GAUGES", "QUALITY_GAUGES"]
 
 #: each quality gauge of the last complete run -> the report summary key it must equal
 QUALITY_GAUGES: dict[str, str] = {
@@ -29,4 +29,10 @@ DELIVERY_GAUGES: dict[str, str] = {
     "rag_eval_case_cost_mean": "cost_per_case",
     "rag_eval_run_cost": "cost_total",
     "rag_eval_run_output_tokens": "output_tokens_total",
+}
+
+#: present only for golden sets with conversations -> the summary key they equal
+CONVERSATION_GAUGES: dict[str, str] = {
+    "rag_eval_conversation_success": "conversation_success",
+    "rag_eval_conversation_latency_p95_seconds": "p95_conversation_seconds",
 }
