@@ -2,13 +2,14 @@
 loaded as the page shows it and run against a loopback service that answers in that
 framework's documented shape; what the recipe maps is what the service meant.
 
-The shapes: Hayhooks' ``/{pipeline}/run`` (declared outputs ``replies`` and ``documents`` of
-serialised Haystack ``Document`` objects), LangServe's ``/invoke`` (``output`` and
-``metadata.run_id``, a retrieval chain's ``answer`` and ``context`` of serialised LangChain
-``Document`` objects), a LlamaIndex ``Response`` (``response``, ``source_nodes`` of
-``NodeWithScore``), the OpenAI Responses API streamed (named SSE events up to
-``response.completed``, no ``[DONE]``), a chat completions server with its own sentinel, an
-NDJSON stream with a final object, and an answer citing inline.
+The shapes: Hayhooks' ``/{pipeline}/run`` as its code builds it (``{"result": ...}``, a
+YAML pipeline's outputs keyed by component, Haystack's ``Document`` and ``ChatMessage``
+serialised by their dataclass fields; a pipeline wrapper's own return value), LangServe's
+``/invoke`` (``output`` and ``metadata.run_id``, a retrieval chain's ``answer`` and
+``context`` of serialised LangChain ``Document`` objects), a LlamaIndex ``Response``
+(``response``, ``source_nodes`` of ``NodeWithScore``), the OpenAI Responses API streamed
+(named SSE events up to ``response.completed``, no ``[DONE]``), a chat completions server
+with its own sentinel, an NDJSON stream with a final object, and an answer citing inline.
 """
 
 from __future__ import annotations
@@ -17,16 +18,19 @@ import json
 import re
 import tomllib
 from collections.abc import Callable
+from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
+from pydantic import Field, create_model
 
 from evaluator.config import HttpTargetConfig
 from tests.support.loopback import LoopbackServer, Reply
 from tests.support.streams import Chunk, StreamServer
-from tests.targets.helpers import query_once
+from tests.targets.helpers import query_error, query_once
 
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "targets.md"
 RECIPES = {
@@ -38,13 +42,70 @@ RECIPES = {
 ANSWER = "Refunds are accepted within 7 days"
 
 
+class _ChatRole(StrEnum):
+    """Haystack's ``ChatRole`` (a ``str`` enum), its assistant."""
+
+    ASSISTANT = "assistant"
+
+
+@dataclass
+class _TextContent:
+    """Haystack's ``TextContent``: its one field."""
+
+    text: str
+
+
+@dataclass
+class _ChatMessage:
+    """Haystack's ``ChatMessage``: its dataclass fields, as Haystack names them."""
+
+    _role: _ChatRole
+    _content: list[_TextContent]
+    _name: str | None = None
+    _meta: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class _Document:
+    """Haystack's ``Document``: its dataclass fields."""
+
+    id: str
+    content: str | None = None
+    blob: Any = None
+    meta: dict[str, Any] = field(default_factory=dict)
+    score: float | None = None
+    embedding: list[float] | None = None
+    sparse_embedding: Any = None
+
+
+def _hayhooks_run(result: Any, returned: type) -> Reply:
+    """What Hayhooks' ``/{pipeline}/run`` answers: ``run_api``'s return value in a response
+    model ``{"result": <the return annotation>}``, serialised by pydantic as FastAPI does
+    (dataclasses by their fields; ``create_response_model_from_callable``)."""
+    model = create_model("RunResponse", result=(returned, Field(...)))
+    return Reply(raw=model(result=result).model_dump_json().encode())
+
+
+_DOCUMENTS = [
+    _Document("faq", "FAQ", score=0.3),
+    _Document("refund-policy", "7 days", meta={"file": "r.md"}, score=0.9),
+]
+
+
 def _haystack(request: dict[str, Any]) -> Reply:
+    """A YAML pipeline: its outputs keyed by component (``run_async`` with
+    ``include_outputs_from``), the chat generator's reply a ``ChatMessage``."""
     assert set(request) == {"query", "top_k"} and request["top_k"] == 4
-    documents = [
-        {"id": "faq", "content": "FAQ", "score": 0.3, "meta": {}, "embedding": None},
-        {"id": "refund-policy", "content": "7 days", "score": 0.9, "meta": {"file": "r.md"}},
-    ]
-    return Reply(body={"replies": [f"{ANSWER} [2]."], "documents": documents})
+    reply = _ChatMessage(_ChatRole.ASSISTANT, [_TextContent(f"{ANSWER} [2].")], None, {"x": 1})
+    outputs = {"retriever": {"documents": _DOCUMENTS}, "llm": {"replies": [reply]}}
+    return _hayhooks_run(outputs, dict)
+
+
+def _haystack_wrapper(request: dict[str, Any]) -> Reply:
+    """A pipeline wrapper whose ``run_api(self, query: str) -> dict`` returns the reply's
+    text and the retriever's documents."""
+    assert set(request) == {"query"}
+    return _hayhooks_run({"answer": f"{ANSWER} [2].", "sources": _DOCUMENTS}, dict)
 
 
 def _langserve(request: dict[str, Any]) -> Reply:
@@ -158,6 +219,7 @@ def _ndjson(_request: dict[str, Any]) -> list[Chunk]:
 #: recipe -> (plain reply or stream script, content type of a stream, expected citations)
 SERVICES: dict[str, tuple[Callable[[dict[str, Any]], Any], str | None, tuple[Any, ...]]] = {
     "haystack": (_haystack, None, (2,)),
+    "haystack-wrapper": (_haystack_wrapper, None, (2,)),
     "langserve": (_langserve, None, ("refund-policy",)),
     "langserve-stream": (_langserve_stream, "text/event-stream", ("refund-policy",)),
     "llamaindex": (_llamaindex, None, (1,)),
@@ -194,3 +256,22 @@ def test_recipe_against_its_framework_shape(name: str) -> None:
     assert response.answer is not None and response.answer.startswith(ANSWER)
     assert "refund-policy" in response.ranked_ids
     assert citations == response.citations
+
+
+@pytest.mark.e2e
+def test_langserve_without_the_declared_output_type_fails_as_the_page_says() -> None:
+    """A LangServe /invoke whose inferred output schema dropped ``context`` (no declared
+    output type): the langserve recipe fails with the error the page quotes, naming the
+    expression, rather than scoring a ranking of nothing."""
+
+    def undeclared(request: dict[str, Any]) -> Reply:
+        output = {"input": request["input"]["input"], "answer": f"{ANSWER} [refund-policy]."}
+        return Reply(body={"output": output, "metadata": {"run_id": "7e3f"}})
+
+    target = tomllib.loads(RECIPES["langserve"])["targets"][0]
+    path = urlsplit(target["url"]).path
+    with LoopbackServer(undeclared, path=path, question_of=lambda _r: "How long?") as server:
+        local = {**target, "url": f"http://127.0.0.1:{server.port}{path}", "timeout_seconds": 2}
+        error = query_error(HttpTargetConfig.model_validate(local))
+    assert error.message in " ".join(PAGE.read_text(encoding="utf-8").split())
+    assert 'response.ids expression "output.context[].metadata.source"' in error.message
