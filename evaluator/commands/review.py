@@ -4,7 +4,10 @@ Walks the reviewer through the judged checks of a report (disagreements with the
 deterministic check first, then a stratified sample), showing question, expected facts
 (highlighted in the answer as the case view does), answer, evidence and the judge's
 verdict. Each label is appended to the labels file as it is given: Ctrl-C or end of input
-loses nothing, and running it again resumes where it stopped.
+loses nothing, and running it again resumes where it stopped. The labels file's folder is
+made, and the file opened for appending, before the first question (a path that cannot be
+written is refused then, not after a label was given); a label whose write fails is printed
+with the reason, for the reviewer to keep.
 """
 
 from __future__ import annotations
@@ -98,14 +101,35 @@ def _ask() -> tuple[str, str]:
         print("p, f, s or q, please")
 
 
-def _review(
-    queue: Sequence[ReviewItem], labels_path: Path, reviewer: str
-) -> tuple[int, KeyboardInterrupt | EOFError | None]:
-    """Ask about each verdict in turn, appending each label as it is given: the number of
-    labels saved, and the Ctrl-C or end of input that stopped the review (None: done or
-    quit)."""
+@dataclass
+class _Session:
+    """How a review went: the labels saved, what stopped it early (Ctrl-C, end of input, a
+    label that could not be written), if anything."""
+
+    saved: int = 0
+    stop: KeyboardInterrupt | EOFError | None = None
+    unsaved: tuple[Label, OSError] | None = None
+
+
+def _writable(path: Path) -> None:
+    """Make the labels file's folder and open the file for appending, before any question.
+
+    Raises:
+        ConfigError: the folder cannot be made or the file not written, naming the path.
+    """
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("a", encoding="utf-8"):
+            pass
+    except OSError as exc:
+        raise ConfigError(f"cannot write labels to {path}: {exc.strerror or exc}") from None
+
+
+def _review(queue: Sequence[ReviewItem], labels_path: Path, reviewer: str) -> _Session:
+    """Ask about each verdict in turn, appending each label as it is given; stop at q, at
+    Ctrl-C or end of input, or at a label that cannot be written (kept in the session)."""
     colour = sys.stdout.isatty()
-    saved = 0
+    session = _Session()
     try:
         for position, item in enumerate(queue, start=1):
             _show(item, position, len(queue), colour)
@@ -114,22 +138,24 @@ def _review(
                 break
             if verdict == "s":
                 continue
-            append_label(
-                labels_path,
-                Label(
-                    item.record.id,
-                    item.answer_hash,
-                    item.outcome.check,
-                    verdict == "p",
-                    reviewer,
-                    now(),
-                    note.strip()[:2000],
-                ),
+            label = Label(
+                item.record.id,
+                item.answer_hash,
+                item.outcome.check,
+                verdict == "p",
+                reviewer,
+                now(),
+                note.strip()[:2000],
             )
-            saved += 1
+            try:
+                append_label(labels_path, label)
+            except OSError as exc:
+                session.unsaved = (label, exc)
+                break
+            session.saved += 1
     except (KeyboardInterrupt, EOFError) as stop:
-        return saved, stop
-    return saved, None
+        session.stop = stop
+    return session
 
 
 def handle(options: Options) -> int:
@@ -139,15 +165,26 @@ def handle(options: Options) -> int:
         raise ConfigError(f"{options.report}: the report was not judged (`evaluator judge`)")
     judged = judged_run_from_dict(report.judge, options.report)
     labels_path = Path(options.labels or Path(options.report).parent / "labels.jsonl")
+    _writable(labels_path)
     reviewer = options.reviewer or getpass.getuser()
     queue = review_queue(report.cases, judged, read_labels(labels_path))
     if options.limit is not None:
         queue = queue[: options.limit]
     print(f"{len(queue)} verdict(s) to review; labels go to {labels_path}")
     print("answer p (pass), f (fail), s (skip) or q (quit), a note may follow: f wrong date")
-    saved, stop = _review(queue, labels_path, reviewer)
-    if stop is not None:
-        print(f"\nstopped; {saved} label(s) saved in {labels_path}")
-        return ExitCode.INTERRUPTED if isinstance(stop, KeyboardInterrupt) else ExitCode.OK
-    print(f"{saved} label(s) saved in {labels_path}")
+    session = _review(queue, labels_path, reviewer)
+    if session.unsaved is not None:
+        label, exc = session.unsaved
+        print(
+            f"\nlabel not saved ({exc.strerror or exc}); add this line to {labels_path} by "
+            f"hand:\n{label.to_line()}"
+            f"{session.saved} label(s) saved before it",
+            file=sys.stderr,
+        )
+        return ExitCode.ERROR
+    if session.stop is not None:
+        print(f"\nstopped; {session.saved} label(s) saved in {labels_path}")
+        interrupted = isinstance(session.stop, KeyboardInterrupt)
+        return ExitCode.INTERRUPTED if interrupted else ExitCode.OK
+    print(f"{session.saved} label(s) saved in {labels_path}")
     return ExitCode.OK

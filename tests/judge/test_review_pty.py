@@ -141,3 +141,48 @@ def test_facts_are_highlighted_in_the_answer(tmp_path: Path) -> None:
     assert "\x1b[1;32m5 business days\x1b[0m" in term.output
     term.send("q\r")
     assert term.wait() == 0
+
+
+def test_the_labels_folder_is_created_and_the_label_kept(tmp_path: Path) -> None:
+    """A labels file in a folder that does not exist yet: the folder is made before the
+    first question, and the label given is saved there (it used to be lost to a crash)."""
+    report = tmp_path / "r.json"
+    _judged_report(report)
+    labels = tmp_path / "evals" / "labels" / "new.jsonl"
+    term = Terminal("review", str(report), "--labels", str(labels), "--limit", "1")
+    term.expect("> ")
+    term.send("p\r")
+    term.expect("1 label(s) saved")
+    assert 0 == term.wait()
+    assert [True] == [lb.verdict for lb in read_labels(labels).values()]
+
+
+def test_an_unwritable_labels_path_is_refused_before_the_first_question(tmp_path: Path) -> None:
+    """A labels path whose folder cannot be made (a file stands where the folder would):
+    refused at once, naming the path, before any verdict is shown."""
+    report = tmp_path / "r.json"
+    _judged_report(report)
+    (tmp_path / "evals").write_text("a file, not a folder", encoding="utf-8")
+    labels = tmp_path / "evals" / "labels.jsonl"
+    term = Terminal("review", str(report), "--labels", str(labels))
+    term.expect("evaluator: error:")
+    code = term.wait()
+    assert 1 == code
+    assert "[1/" not in term.output
+    assert f"cannot write labels to {labels}" in term.output
+
+
+def test_a_label_that_cannot_be_written_is_shown_not_lost(tmp_path: Path) -> None:
+    """The labels file turns unwritable mid-review (a folder put in its place): the review
+    stops, prints the label's line so it can be added by hand, and exits 1."""
+    report = tmp_path / "r.json"
+    _judged_report(report)
+    labels = tmp_path / "labels.jsonl"
+    term = Terminal("review", str(report), "--labels", str(labels), "--reviewer", "ann")
+    term.expect("> ")
+    labels.unlink()
+    labels.mkdir()  # whatever happened to the file, the next append cannot succeed
+    term.send("f wrong date\r")
+    term.expect("not saved")
+    assert 1 == term.wait()
+    assert '"note": "wrong date"' in term.output and '"reviewer": "ann"' in term.output
