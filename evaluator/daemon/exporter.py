@@ -91,6 +91,9 @@ def _gauge_help(spec: MetricSpec) -> str:
 #: Metrics whose sum and count are exported so replicas (shards) aggregate exactly.
 _SHARDABLE = tuple(spec.name for spec in METRICS if spec.shardable)
 _MEASURED_ONLY = frozenset(spec.name for spec in METRICS if spec.measured_only)
+#: the ratios exported per turn position: each gauged one that a single turn has (a
+#: conversation's success is the whole conversation's)
+_BY_POSITION = tuple(m for m in QUALITY_GAUGES if m != "conversation_success")
 
 # OpenMetrics caps an exemplar's label set at 128 UTF-8 characters
 _EXEMPLAR_BUDGET = 120
@@ -189,6 +192,19 @@ def _quality_part(numerator: bool) -> _Samples:
     return samples
 
 
+def _by_position(job: JobSnapshot) -> Iterable[tuple[Sequence[str], float]]:
+    """Each gauged quality ratio over the conversations' turns at each position (bounded:
+    the registry's ratios times TURN_POSITIONS), from the last complete run."""
+    s = job.last_complete
+    if s is None:
+        return
+    for position, at in s.by_position.items():
+        for m in _BY_POSITION:
+            value = at.get(m)
+            if value is not None:
+                yield (m, position), value
+
+
 def _drift_cases(job: JobSnapshot) -> Iterable[tuple[Sequence[str], float]]:
     for check, d in job.drift.items():
         if d.dropped is not None:
@@ -225,6 +241,13 @@ _JOB_GAUGES: tuple[_JobGauge, ...] = (
         "rag_eval_last_run_scored_cases",
         "Cases scored in the last complete run",
         _complete(lambda s: s.scored_count),
+    ),
+    _JobGauge(
+        "rag_eval_quality_by_position",
+        "A quality ratio over the conversations' turns at one position (1, 2, 3, 4+), last "
+        "complete run (0..1)",
+        _by_position,
+        ("metric", "position"),
     ),
     _JobGauge(
         "rag_eval_quality_numerator",

@@ -216,9 +216,14 @@ def _changes_text(title: str, changes: Sequence[CaseChange], worst: int) -> list
         relevant = ", ".join(map(printable, change.relevant_ids)) or "-"
         before = ", ".join(map(printable, change.baseline_ranked_ids[:5])) or "-"
         after = ", ".join(map(printable, change.candidate_ranked_ids[:5])) or "-"
+        lines.append(f"  {printable(change.id)}: {'; '.join(change.changes)}")
+        # a follow-up means nothing without the turns before it: they come first
         lines += [
-            f"  {printable(change.id)}: {'; '.join(change.changes)}",
-            f"      q: {printable(change.question)}",
+            f"      #{n} {printable(question)}" for n, question in enumerate(change.earlier, 1)
+        ]
+        question = f"#{len(change.earlier) + 1} " if change.earlier else "q: "
+        lines += [
+            f"      {question}{printable(change.question)}",
             f"      relevant: {relevant}  baseline: {before}  candidate: {after}",
         ]
     if len(changes) > worst:
@@ -284,7 +289,7 @@ def _report_dict(report: RunReport, path: str) -> dict[str, Any]:
 
 
 def _change_dict(c: CaseChange) -> dict[str, Any]:
-    return {
+    out = {
         "id": c.id,
         "question": c.question,
         "severity": c.severity,
@@ -294,6 +299,9 @@ def _change_dict(c: CaseChange) -> dict[str, Any]:
         "baseline_ranked_ids": c.baseline_ranked_ids,
         "candidate_ranked_ids": c.candidate_ranked_ids,
     }
+    if c.earlier:  # a conversation's turn: the questions before it (a question has none)
+        out["earlier_questions"] = c.earlier
+    return out
 
 
 def result_to_dict(result: GateResult, sources: GateSources) -> dict[str, Any]:
@@ -469,6 +477,13 @@ def _differences_markdown(result: GateResult) -> list[str]:
     ]
 
 
+def _in_context(change: CaseChange) -> str:
+    """The question, after the turns before it when it is a conversation's."""
+    if not change.earlier:
+        return change.question
+    return " → ".join((*change.earlier, change.question))
+
+
 def _changes_markdown(title: str, changes: Sequence[CaseChange], worst: int) -> list[str]:
     """The first ``worst`` changed cases, folded under ``title`` (none: nothing)."""
     if not changes:
@@ -476,7 +491,7 @@ def _changes_markdown(title: str, changes: Sequence[CaseChange], worst: int) -> 
     lines = ["", f"<details><summary>{len(changes)} {title}</summary>", ""]
     lines += ["| case | question | changes |", "|---|---|---|"]
     lines += [
-        f"| `{_cell(c.id)}` | {_cell(c.question)} | {_cell('; '.join(c.changes))} |"
+        f"| `{_cell(c.id)}` | {_cell(_in_context(c))} | {_cell('; '.join(c.changes))} |"
         for c in changes[:worst]
     ]
     if len(changes) > worst:

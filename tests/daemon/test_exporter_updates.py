@@ -8,6 +8,7 @@ from prometheus_client import CollectorRegistry
 
 from evaluator.daemon.exporter import DriftGauge, GateState, JobSnapshot, Metrics
 from evaluator.summary import summarise
+from tests.support.records import record, turn
 
 LABELS = ("t", "d")
 SAMPLE = {"target": "t", "dataset": "d"}
@@ -92,3 +93,36 @@ def test_an_update_of_an_unknown_job_is_refused() -> None:
     _, metrics = _metrics()
     with pytest.raises(KeyError):
         metrics.run_broke(("x", "y"), finished_at=1.0, duration_seconds=1.0)
+
+
+def test_a_run_with_conversations_exports_them_by_turn_position() -> None:
+    """Conversation success and each ratio by turn position are gauges of the complete
+    run; a run of questions exports neither (no series, not a zero)."""
+    registry, metrics = _metrics()
+    conversation = [turn("c", 1), turn("c", 2, correct=False), turn("d", 1), turn("d", 2)]
+    metrics.run_finished(
+        LABELS,
+        finished_at=1.0,
+        duration_seconds=1.0,
+        error_ratio=0.0,
+        complete=summarise(conversation),
+    )
+    value = registry.get_sample_value
+    by_position = "rag_eval_quality_by_position"
+
+    assert (1.0, 0.5, 1.0) == (
+        value(by_position, {**SAMPLE, "metric": "answer_accuracy", "position": "1"}),
+        value(by_position, {**SAMPLE, "metric": "answer_accuracy", "position": "2"}),
+        value(by_position, {**SAMPLE, "metric": "recall_at_k", "position": "2"}),
+    )
+    metrics.run_finished(
+        LABELS,
+        finished_at=2.0,
+        duration_seconds=1.0,
+        error_ratio=0.0,
+        complete=summarise([record("q1")]),
+    )
+    assert (None, None) == (
+        value(by_position, {**SAMPLE, "metric": "answer_accuracy", "position": "1"}),
+        value("rag_eval_quality_denominator", {**SAMPLE, "metric": "conversation_success"}),
+    )

@@ -79,6 +79,9 @@ QUALITY_METRICS = (
 #: every quality ratio of a report has a gauge, a baseline overlay and a shard sum and count
 GAUGED_RATIOS = (*QUALITY_METRICS, "fact_recall", "false_refusal_rate", "correct_refusal_rate")
 SHARDED_METRICS = (*GAUGED_RATIOS, "error_ratio")
+#: a golden set with conversations adds these (docs/daemon.md), sharded like the rest
+CONVERSATION_RATIOS = ("conversation_success",)
+TURN_POSITIONS = ("1", "2", "3", "4+")
 OUTCOMES = ("complete", "incomplete", "failed", "skipped")
 ERROR_KINDS = (
     "timeout",
@@ -139,7 +142,7 @@ CONTRACT: dict[str, dict[str, tuple[str, ...]]] = {
     "rag_eval_run_interval_seconds": {},
     "rag_eval_gate_passing": {},
     "rag_eval_gate_rule_failing": {"rule": GATE_RULES},
-    "rag_eval_baseline_ratio": {"metric": GAUGED_RATIOS},
+    "rag_eval_baseline_ratio": {"metric": (*GAUGED_RATIOS, *CONVERSATION_RATIOS)},
     "rag_eval_job_info": {},
     "rag_eval_stability_cases": {"class": STABILITY_CLASSES},
     "rag_eval_history_window_runs": {},
@@ -162,8 +165,11 @@ CONTRACT: dict[str, dict[str, tuple[str, ...]]] = {
     "rag_eval_judge_drift_checks_total": {"outcome": ("ok", "error", "bad_labels")},
     "rag_eval_drift_cases": {"check": ("answer", "hit"), "direction": ("drop", "rise")},
     "rag_eval_history_errors_total": {"kind": ("corrupt", "locked", "io")},
-    "rag_eval_quality_numerator": {"metric": SHARDED_METRICS},
-    "rag_eval_quality_denominator": {"metric": SHARDED_METRICS},
+    "rag_eval_quality_numerator": {"metric": (*SHARDED_METRICS, *CONVERSATION_RATIOS)},
+    "rag_eval_quality_denominator": {"metric": (*SHARDED_METRICS, *CONVERSATION_RATIOS)},
+    "rag_eval_conversation_success": {},
+    "rag_eval_conversation_latency_p95_seconds": {},
+    "rag_eval_quality_by_position": {"metric": GAUGED_RATIOS, "position": TURN_POSITIONS},
 }
 HISTOGRAMS = (
     "rag_eval_case_latency_seconds",

@@ -68,10 +68,24 @@ RUNS = 3
 CASES = [
     *MIXED_CASES,
     case(13, relevant_ids=["d11"], expected_facts=["flaky"]),  # 503, then right on retry
+    # a conversation: its first turn right, its follow-up wrong (the conversation row's data)
+    {
+        "id": "c20",
+        "turns": [
+            {"question": "q20", "relevant_ids": ["d1"], "expected_facts": ["七天"]},
+            {"question": "q21", "relevant_ids": ["d1"], "expected_facts": ["七天"]},
+        ],
+    },
 ]
-# some right, some wrong, two failures per run: 2/13 errors, within the 0.25 limit set below
+#: records a run holds: one per question, one per turn
+RECORDS = sum(len(c.get("turns", [c])) for c in CASES)
+# some right, some wrong, two failures per run: 2/15 errors, within the 0.25 limit set below
 REPLIES = MIXED_REPLIES
 FLAKY = "q13"
+CONVERSATION_REPLIES = {
+    "q20": Reply(rag_body(["d1"], "申请需在七天内提交", [1]), delay=0.01),
+    "q21": Reply(rag_body(["x", "d1"], "大约一天", [1]), delay=0.01),
+}
 
 
 class Script:
@@ -91,6 +105,8 @@ class Script:
             if attempt % 2 == 0:
                 return Reply(body={"detail": "busy"}, status=503, delay=0.01)
             return Reply(rag_body(["d11"], "flaky but right", [1]), delay=0.02)
+        if question in CONVERSATION_REPLIES:
+            return CONVERSATION_REPLIES[question]
         return REPLIES[question]
 
 
@@ -166,7 +182,7 @@ def _make_baseline(config: Path, root: Path) -> None:
     )
     assert 0 == done.returncode, done.stdout + done.stderr
     report = json.loads((root / "baseline.json").read_text("utf-8"))
-    assert (len(CASES), 2) == (report["case_count"], report["error_count"])
+    assert (RECORDS, 2) == (report["case_count"], report["error_count"])
 
 
 def grafana_regex_escape(value: str) -> str:

@@ -21,6 +21,7 @@ from tests.deploy.dashboard_queries import (
     substitute,
 )
 from tests.deploy.deploy_support import (
+    CONVERSATION_RATIOS,
     DASHBOARD,
     DEPLOY,
     GAUGED_RATIOS,
@@ -147,10 +148,15 @@ def test_rate_windows_are_fixed_and_span_several_runs(title: str) -> None:
             assert window in ("1h", "2h", "6h", "1d"), f"[{window}] in {expr}"
 
 
-@pytest.mark.parametrize("metric", GAUGED_RATIOS)
+@pytest.mark.parametrize("metric", [*GAUGED_RATIOS, *CONVERSATION_RATIOS])
 def test_each_quality_metric_has_a_panel_with_its_baseline(metric: str) -> None:
-    """Each quality metric has one panel that shows it beside its baseline."""
-    panels = [p for p in _panels() if any(f'metric="{metric}"' in e for e in _exprs(p))]
+    """Each quality metric has one panel that shows it beside its baseline (its turns by
+    position are drawn apart, in the conversation row)."""
+    panels = [
+        p
+        for p in _panels()
+        if any(f'metric="{metric}"' in e and "by_position" not in e for e in _exprs(p))
+    ]
     assert len(panels) == 1, f"{metric}: {[p['title'] for p in panels]}"
     exprs = _exprs(panels[0])
     assert any(
@@ -158,6 +164,22 @@ def test_each_quality_metric_has_a_panel_with_its_baseline(metric: str) -> None:
     ), "the ratio must be sum(numerator) / sum(denominator), right across shards"
     assert any("rag_eval_baseline_ratio" in e for e in exprs), "no baseline overlay"
     assert panels[0]["fieldConfig"]["defaults"]["max"] == 1
+
+
+@pytest.mark.parametrize("metric", ["answer_accuracy", "recall_at_k"])
+def test_follow_ups_are_drawn_beside_first_turns(metric: str) -> None:
+    """The conversation row draws a ratio by turn position, one series per position, and
+    names the alert that reads it."""
+    panels = [
+        p
+        for p in _panels()
+        if any("rag_eval_quality_by_position" in e and f'metric="{metric}"' in e for e in _exprs(p))
+    ]
+    assert 1 == len(panels)
+    (target,) = panels[0]["targets"]
+    assert "max by (target, dataset, position)" in target["expr"]
+    assert "{{position}}" in target["legendFormat"]
+    assert "RagEvalFollowUpsLoseContext" in panels[0]["description"]
 
 
 def test_latency_panels_come_from_the_histograms() -> None:
