@@ -5,13 +5,19 @@ The rule files are the single source of truth: promtool checks and unit-tests th
 docker compose Prometheus loads them, and this script wraps their groups, unchanged, into
 deploy/k8s/base/prometheusrule.yaml. A test fails when the committed file is stale.
 
+deploy/prometheus/rules/slo.yml is generated first (and checked by ``--check``; not with
+``--output`` elsewhere, which writes that PrometheusRule only), by ``evaluator slo rules``
+(the package must be installed: ``make venv``) from the ``[[slos]]`` of
+deploy/k8s/base/configmap.yaml's evaluator.toml, so its windows hold two runs at the
+ConfigMap's production interval.
+
 Every alert's ``runbook_url`` is absolute, so it opens from Slack or PagerDuty: the base is
 where your on-call reads deploy/RUNBOOK.md rendered (a wiki or the repository's web view),
 each alert adding its section's anchor. The committed files use DEFAULT_RUNBOOK_BASE;
 ``--runbook-base`` sets yours in the PrometheusRule, and with ``--rules-in-place`` in the rule
 files too (what the compose stack and a plain Prometheus load).
 
-Usage (stdlib and PyYAML only)::
+Usage (PyYAML, and the evaluator package for slo.yml)::
 
     python deploy/k8s/generate_prometheusrule.py          # rewrite the PrometheusRule
     python deploy/k8s/generate_prometheusrule.py --check  # exit 1 if it is out of date
@@ -23,7 +29,9 @@ from __future__ import annotations
 
 import argparse
 import re
+import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +40,11 @@ import yaml
 DEPLOY_DIR = Path(__file__).resolve().parent.parent
 RULES_DIR = DEPLOY_DIR / "prometheus" / "rules"
 OUTPUT = DEPLOY_DIR / "k8s" / "base" / "prometheusrule.yaml"
+#: the SLOs' rules, generated from the ConfigMap's configuration
+SLO_RULES = RULES_DIR / "slo.yml"
+CONFIGMAP = DEPLOY_DIR / "k8s" / "base" / "configmap.yaml"
+#: what the generated slo.yml names as its source
+SLO_SOURCE = "deploy/k8s/base/configmap.yaml (evaluator.toml)"
 
 #: The runbook page the committed rule files link to; replace it with --runbook-base.
 DEFAULT_RUNBOOK_BASE = "https://runbooks.example.com/rag-evaluator/RUNBOOK.md"
@@ -90,6 +103,33 @@ def build(groups: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+def render_slo_rules(runbook_base: str = DEFAULT_RUNBOOK_BASE) -> str:
+    """``evaluator slo rules`` of the ConfigMap's evaluator.toml, naming it as its source.
+
+    Raises:
+        RuntimeError: the command failed (its stderr in the message).
+    """
+    config = yaml.safe_load(CONFIGMAP.read_text(encoding="utf-8"))["data"]["evaluator.toml"]
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / SLO_SOURCE
+        path.parent.mkdir(parents=True)
+        path.write_text(config, encoding="utf-8")
+        env = {"PATH": "/usr/bin:/bin", "RAG_API_TOKEN": "unused-here"}
+        command = ["slo", "rules", "--config", SLO_SOURCE, "--runbook-base", runbook_base]
+        done = subprocess.run(
+            [sys.executable, "-m", "evaluator", *command],
+            cwd=tmp,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+    if done.returncode != 0:
+        raise RuntimeError(f"evaluator slo rules failed: {done.stderr.strip()}")
+    return done.stdout
+
+
 def check_runbook_base(base: str) -> str:
     """``base`` if it is an absolute http(s) URL without a fragment.
 
@@ -132,6 +172,12 @@ def render(rules_dir: Path = RULES_DIR, runbook_base: str | None = None) -> str:
     return HEADER + body
 
 
+def _current_base(path: Path) -> str:
+    """The runbook base the rule file at ``path`` links to (the default when none)."""
+    found = _RUNBOOK_LINE.search(path.read_text(encoding="utf-8")) if path.exists() else None
+    return found["base"] if found else DEFAULT_RUNBOOK_BASE
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
@@ -156,6 +202,16 @@ def main(argv: list[str] | None = None) -> int:
             check_runbook_base(args.runbook_base)
     except ValueError as exc:
         parser.error(str(exc))
+    if args.output == OUTPUT or args.check:
+        # the bundle's own files; with --output elsewhere, only that PrometheusRule
+        base = args.runbook_base if args.rules_in_place else None
+        slo_text = render_slo_rules(base or _current_base(SLO_RULES))
+        current = SLO_RULES.read_text(encoding="utf-8") if SLO_RULES.exists() else ""
+        if args.check and current != slo_text:
+            print(f"{SLO_RULES} is out of date: run {Path(__file__).name} again", file=sys.stderr)
+            return 1
+        if not args.check:
+            SLO_RULES.write_text(slo_text, encoding="utf-8")
     if args.rules_in_place:
         for path in sorted(RULES_DIR.glob("*.yml")):
             old = path.read_text(encoding="utf-8")

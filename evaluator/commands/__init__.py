@@ -45,6 +45,11 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     "calibrate": ("evaluator calibrate --labels evals/labels/rag_cases.jsonl reports/r.json",),
     "validate": ("evaluator validate evals/*.jsonl",),
     "check": ("evaluator check", "evaluator check --config deploy/compose/evaluator.toml"),
+    "slo": (
+        "evaluator slo rules --config config/evaluator.toml --output slo-rules.yml",
+        "evaluator slo rules --format prometheusrule --runbook-base "
+        "https://wiki.example.org/rag/RUNBOOK.md > prometheusrule.yaml",
+    ),
     "completion": (
         "evaluator completion bash > ~/.local/share/bash-completion/completions/evaluator",
         "evaluator completion zsh > ~/.zfunc/_evaluator",
@@ -112,6 +117,11 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
         "check",
         "check the configuration, its golden sets, mappings and gates without calling a target",
         "evaluator.commands.check",
+    ),
+    (
+        "slo",
+        "slo rules: the SLOs' recording rules and burn-rate alerts for Prometheus",
+        "evaluator.commands.slo",
     ),
     (
         "completion",

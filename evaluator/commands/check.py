@@ -89,11 +89,7 @@ def _slo_notes(settings: Settings, slo: SloConfig) -> list[str]:
         plan = settings.burn_plan(slo)
     except ValueError:
         return []
-    return [
-        *plan.notes,
-        *(f"{a.severity} {a.long}/{a.short}: {n}" for a in plan.alerts for n in a.notes),
-        *(f"left out: {why}" for why in plan.left_out),
-    ]
+    return plan.remarks()
 
 
 def _check_started(settings: Settings, problems: list[str]) -> None:

@@ -51,6 +51,7 @@ __all__ = [
     "BurnPlanError",
     "BurnWindow",
     "PlannedAlert",
+    "Severity",
     "plan_burn_alerts",
 ]
 
@@ -131,6 +132,15 @@ class BurnPlan:
 
     def alerts_of(self, severity: Severity) -> tuple[PlannedAlert, ...]:
         return tuple(a for a in self.alerts if a.severity == severity)
+
+    def remarks(self) -> list[str]:
+        """Every way the alerts differ from the workbook's, one line each, as `evaluator
+        check` and `evaluator slo rules` print them."""
+        return [
+            *self.notes,
+            *(f"{a.severity} {a.long}/{a.short}: {note}" for a in self.alerts for note in a.notes),
+            *(f"left out: {why}" for why in self.left_out),
+        ]
 
 
 def _number(value: float) -> str:

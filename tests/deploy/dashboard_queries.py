@@ -25,6 +25,7 @@ __all__ = ["DEFAULT_SUBSTITUTIONS", "dashboard_queries", "iter_panels", "substit
 DEFAULT_SUBSTITUTIONS: Mapping[str, str] = {
     "target": ".*",
     "dataset": ".*",
+    "slo": ".*",
     "__rate_interval": "1h",
     "__interval": "1h",
     "__range": "1d",

@@ -7,7 +7,7 @@ daemon re-checks every second against a stored calibration, a baseline report ma
 ``evaluator run``, ``evaluator serve`` running the same job every 2 s against that baseline,
 and a Prometheus (Debian's 2.42) scraping it every second as the deploy bundle does (job
 ``rag-evaluator``, every rule file of deploy/prometheus/rules loaded and evaluated every
-second).
+second; the job counts the SLO "answers" those rules' generated SLO group records).
 
 Each panel target and each query variable is then sent through ``/api/v1/query`` twice:
 with the variables set as Grafana sets them when the user picks the one target and dataset
@@ -155,6 +155,14 @@ baseline = "{root / "baseline.json"}"
 k = 3
 concurrency = 4
 
+# the SLO the deploy bundle's generated rules (deploy/prometheus/rules/slo.yml) record
+[[slos]]
+name = "answers"
+job = "{target}"
+sli = "answer_correct"
+objective = 0.7
+window = "28d"
+
 [judge]
 url = "{judge}"
 model = "{JUDGE_MODEL}"
@@ -207,8 +215,8 @@ class Stack:
 def _select_variables(prom: PrometheusServer, target: str) -> dict[str, str]:
     """Resolve the dashboard's query variables one after the other, as Grafana does."""
     substitutions = dict(DEFAULT_SUBSTITUTIONS)
-    expected = {"target": target, "dataset": DATASET}
-    for name in ("target", "dataset"):
+    expected = {"target": target, "dataset": DATASET, "slo": "answers"}
+    for name in ("target", "dataset", "slo"):
         queries = dict(dashboard_queries(DASHBOARD, substitutions))
         offered = sorted(r["metric"][name] for r in prom.query(queries[f"variable {name}"]))
         assert [expected[name]] == offered, name
@@ -252,6 +260,8 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
                     f"rate(rag_eval_judge_call_seconds_count{{{sel}}}[1h]) > 0",
                     f"rag_eval_judge_kappa{{{sel}}}",
                     f"rag_eval_judge_agreement_floor{{{sel}}}",
+                    'rag_eval:slo_error_budget_remaining:ratio{slo="answers"}',
+                    'rag_eval:slo_burn_rate:ratio{slo="answers",window="31m"}',
                 ):
                     prom.wait_for(expr)
                 yield Stack(prom, daemon, target, _select_variables(prom, target))

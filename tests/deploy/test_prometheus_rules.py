@@ -20,6 +20,7 @@ from tests.deploy.deploy_support import (
     RULE_TESTS,
     RUNBOOK,
     SCRAPE_JOB,
+    SLO_RULES,
     alerting_rules,
     contract_problems,
     load_yaml,
@@ -74,9 +75,10 @@ ALERT_NAMES = [rule["alert"] for rule in ALERTS]
 
 
 def test_rule_files_exist() -> None:
-    """The alert and recording rule files and their promtool unit tests are shipped."""
+    """The alert and recording rule files, the SLOs' generated rules and their promtool unit
+    tests are shipped."""
     names = {path.name for path in RULE_FILES}
-    assert {"alerts.yml", "recording.yml"} <= names
+    assert {"alerts.yml", "recording.yml", "slo.yml"} <= names
     assert RULE_TESTS, "no promtool unit tests in deploy/prometheus/tests"
 
 
@@ -150,9 +152,17 @@ def test_unit_tests_name_only_existing_alerts() -> None:
 
 
 def test_alert_names_are_unique_and_prefixed() -> None:
-    """Alert names are unique and start with RagEval."""
-    assert len(ALERT_NAMES) == len(set(ALERT_NAMES))
+    """Alert names are unique and start with RagEval; the SLOs' generated alerts are one
+    rule per SLO and window pair, told apart by their labels."""
+    written = [rule["alert"] for rule in alerting_rules([p for p in RULE_FILES if p != SLO_RULES])]
+    assert len(written) == len(set(written))
     assert all(re.fullmatch(r"RagEval[A-Z][A-Za-z0-9]+", name) for name in ALERT_NAMES)
+    generated = [
+        (r["alert"], r["labels"]["slo"], r["labels"]["long_window"])
+        for r in alerting_rules([SLO_RULES])
+    ]
+    assert len(generated) == len(set(generated))
+    assert {"RagEvalSLOFastBurn", "RagEvalSLOSlowBurn"} == {name for name, _, _ in generated}
 
 
 @pytest.mark.parametrize("rule", ALERTS, ids=ALERT_NAMES)
@@ -225,11 +235,17 @@ def test_quality_is_aggregated_as_sums_not_mean_of_means() -> None:
     assert "avg" not in expr
 
 
+_HAND_WRITTEN = [p for p in RULE_FILES if p != SLO_RULES]
+
+
 @pytest.mark.parametrize(
-    "rule", recording_rules() + ALERTS, ids=lambda r: r.get("alert") or r.get("record")
+    "rule",
+    recording_rules(_HAND_WRITTEN) + alerting_rules(_HAND_WRITTEN),
+    ids=lambda r: r.get("alert") or r.get("record"),
 )
 def test_counter_windows_span_several_runs(rule: dict[str, str]) -> None:
-    """Counter windows span at least an hour (several runs): one run cannot fire an alert."""
+    """Counter windows span at least an hour (several runs): one run cannot fire an alert.
+    (The SLOs' generated windows hold two runs of their jobs: tests/deploy/test_slo_rules.py.)"""
     for function, window in _RANGE.findall(rule["expr"]):
         assert _seconds(window) >= 3600, f"{function}(...[{window}]) moves once per run"
 
