@@ -165,6 +165,11 @@ SLIS: tuple[Sli, ...] = (
         parameter="threshold_seconds",
     ),
     Sli(
+        "conversation_success",
+        "every turn of the conversation passed its answer check (one event a conversation)",
+        _from_metric("conversation_success", lambda v: v == 1.0),
+    ),
+    Sli(
         "judged",
         "the LLM judge passed the case on the check (a judge calibrated for it)",
         _judged,

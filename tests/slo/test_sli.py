@@ -38,6 +38,7 @@ def test_the_table_is_the_documented_list() -> None:
         "refused_when_unanswerable",
         "no_error",
         "latency",
+        "conversation_success",
         "judged",
     ) == SLI_NAMES
 
@@ -95,6 +96,19 @@ def test_latency_counts_scored_cases_at_most_the_threshold() -> None:
     """A scored case at or under the threshold is good; a failed case is no event."""
     assert Events(good=5, bad=1) == _count("latency", threshold_seconds=2.5)
     assert Events(good=6, bad=0) == _count("latency", threshold_seconds=3.0)
+
+
+def test_conversation_success_is_one_event_a_conversation() -> None:
+    """The conversation's last turn carries its success: one event each, good when every
+    turn passed; turns without the value (earlier turns, plain cases) are no event."""
+
+    def turn(case_id: str, success: bool | None) -> CaseRecord:
+        scores = CaseScores(recall_at_k=1.0, mrr=1.0, ndcg_at_k=1.0, answer_correct=True,
+                            conversation_success=success)  # fmt: skip
+        return record(case_id, outcome=scores)
+
+    run = [turn("a#1", None), turn("a#2", True), turn("b#1", None), turn("b#2", False)]
+    assert Events(good=1, bad=1) == _count("conversation_success", [*run, record("plain")])
 
 
 def test_judged_reads_the_trusted_verdicts_of_its_check() -> None:
