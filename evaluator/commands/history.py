@@ -93,6 +93,7 @@ def _outcome_dict(o: CaseOutcome) -> dict[str, Any]:
         "mrr": o.mrr,
         "ndcg_at_k": o.ndcg_at_k,
         "error": o.error_kind,
+        "run_outcome": o.run_outcome,
     }
 
 
@@ -177,9 +178,10 @@ def _show_case(
     """One case's stability over the window and its past outcomes, newest first."""
     if not outcomes:
         raise EvaluatorError(f"no history for case {case_id!r} in {job[0]}/{job[1]}")
+    complete = [o for o in outcomes if o.run_outcome == "complete"]
     stability = next(
         (c for c in history.cases if c.case_id == case_id),
-        case_stability(case_id, list(reversed(outcomes[:window]))),
+        case_stability(case_id, list(reversed(complete[:window]))),
     )
     if options.format == "json":
         case_data = {
@@ -196,11 +198,16 @@ def _show_case(
         f"{stability.flips} flip(s) (answer {_rate(stability.answer_pass_rate)}, "
         f"retrieval hit {_rate(stability.hit_rate)})"
     )
-    print(f"{'finished (UTC)':<21} {'run':<13} {'answer':<7} {'hit':<5} {'mrr':<6} error")
+    # an incomplete run's verdicts are listed, and marked: they count in no class
+    print(
+        f"{'finished (UTC)':<21} {'run':<13} {'run outcome':<12} {'answer':<7} {'hit':<5} "
+        f"{'mrr':<6} error"
+    )
     for o in outcomes:
         mrr = "-" if o.mrr is None else f"{o.mrr:.3f}"
         print(
-            f"{_stamp(o.finished_at):<21} {o.run_id:<13} {_check(o.answer, 'pass', 'fail'):<7} "
-            f"{_check(o.hit, 'hit', 'miss'):<5} {mrr:<6} {o.error_kind or ''}".rstrip()
+            f"{_stamp(o.finished_at):<21} {o.run_id:<13} {o.run_outcome:<12} "
+            f"{_check(o.answer, 'pass', 'fail'):<7} {_check(o.hit, 'hit', 'miss'):<5} {mrr:<6} "
+            f"{o.error_kind or ''}".rstrip()
         )
     return ExitCode.OK

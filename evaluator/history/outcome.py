@@ -19,7 +19,8 @@ class CaseOutcome(msgspec.Struct, frozen=True, gc=False):
     ``answer`` is the answer check (None: the case has none, or the target is retrieval-only);
     ``hit`` is "a relevant id in the top K" (None for unanswerable cases, which have no
     relevant id). A failed case has ``error_kind`` set and every check None: an error is not
-    a score, so it is neither a pass nor a fail.
+    a score, so it is neither a pass nor a fail. ``run_outcome`` is the run's (``complete``,
+    ``incomplete``): the stability classes and the drift read complete runs only.
     """
 
     run_id: str
@@ -30,6 +31,7 @@ class CaseOutcome(msgspec.Struct, frozen=True, gc=False):
     ndcg_at_k: float | None
     error_kind: str | None = None
     citation_precision: float | None = None
+    run_outcome: str = "complete"
 
     @property
     def passed(self) -> bool | None:

@@ -384,7 +384,8 @@ class HistoryStore:
     def case_history(
         self, target: str, dataset: str, case_id: str, *, limit: int = 20
     ) -> list[CaseOutcome]:
-        """One case's outcomes in the job's latest runs that included it, newest first."""
+        """One case's outcomes in the job's latest runs that included it (complete or not:
+        each says its run's outcome), newest first."""
         with self._connect() as conn:
             job = self._job(conn, target, dataset)
             if job is None:
@@ -396,13 +397,15 @@ class HistoryStore:
                 return []
             rows = conn.execute(
                 "SELECT r.run_id, r.finished_at, o.answer, o.hit, o.mrr, o.ndcg_at_k, "
-                "o.error_kind, o.citation_precision "
+                "o.error_kind, o.citation_precision, r.outcome "
                 'FROM runs r JOIN outcomes o ON o.run = r.id AND o."case" = ? '
                 "WHERE r.job = ? ORDER BY r.finished_at DESC, r.id DESC LIMIT ?",
                 (row[0], job, limit),
             ).fetchall()
         return [
-            CaseOutcome(str(r[0]), float(r[1]), _bool(r[2]), _bool(r[3]), r[4], r[5], r[6], r[7])
+            CaseOutcome(
+                str(r[0]), float(r[1]), _bool(r[2]), _bool(r[3]), r[4], r[5], r[6], r[7], str(r[8])
+            )
             for r in rows
         ]
 

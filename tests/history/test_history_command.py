@@ -65,3 +65,30 @@ def test_missing_store_and_unknown_case(tmp_path: Path, capsys: pytest.CaptureFi
     assert "no history for case 'nope'" in capsys.readouterr().err
     assert main(["history", "--reports-dir", str(tmp_path), "--target", "other"]) == 1
     assert "jobs with history: --target loop --dataset golden" in capsys.readouterr().err
+
+
+def test_one_case_marks_incomplete_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--case` marks the runs that were incomplete (their verdicts count in no class), in
+    text and JSON, and the case's class reads the complete runs only."""
+    store = HistoryStore(tmp_path)
+    start = time.time() - 600
+    for i, (outcome, passed) in enumerate(
+        [("complete", True), ("complete", True), ("incomplete", False), ("complete", True)]
+    ):
+        at = start + i * 60
+        row = RunRow(f"run{i:02d}", at, outcome, 1, 1, 0, "d", "c", {})
+        case = CaseOutcome(row.run_id, at, passed, passed, 1.0 if passed else 0.0, None)
+        store.record(target="loop", dataset="golden", run=row, outcomes={"c": case})
+    argv = ["history", "--reports-dir", str(tmp_path), "--case", "c"]
+    assert 0 == main(argv)
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("case c of loop/golden: stable_pass, pass rate 100% over 3 run(s)")
+    assert ["complete", "incomplete", "complete", "complete"] == [
+        line.split()[2] for line in out[2:]
+    ]
+    assert "run outcome" in out[1]
+    assert 0 == main([*argv, "--format", "json"])
+    rows = json.loads(capsys.readouterr().out)["outcomes"]
+    assert ["complete", "incomplete", "complete", "complete"] == [r["run_outcome"] for r in rows]
