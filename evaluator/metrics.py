@@ -94,7 +94,9 @@ class MetricSpec:
     #: from anything with the same fields (a report's decoded case)
     score: str | None = None
     population: Population = "scored"
-    unit: Literal["ratio", "seconds", "rate", "amount"] = "ratio"
+    #: how its numbers are written: ratios and amounts to four places, seconds in the unit
+    #: that reads best, a count of things (tokens) as a whole number
+    unit: Literal["ratio", "seconds", "rate", "amount", "count"] = "ratio"
     lower_is_better: bool = False
     #: the daemon's gauge of the last complete run (None: not exported as a gauge)
     gauge: str | None = None
@@ -340,7 +342,7 @@ METRICS: tuple[MetricSpec, ...] = (
         "output_tokens_total",
         "output tokens of the run",
         "output tokens",
-        unit="amount",
+        unit="count",
         lower_is_better=True,
         gauge="rag_eval_run_output_tokens",
         measured_only=True,

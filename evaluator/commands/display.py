@@ -26,12 +26,12 @@ __all__ = [
 ]
 
 
-def _fmt(value: float | None, seconds: bool = False) -> str:
+def _fmt(value: float | None, seconds: bool = False, count: bool = False) -> str:
     if value is None:
         return "n/a"
     if seconds:
         return format_seconds(value)
-    return f"{value:.4f}"
+    return f"{value:,.0f}" if count else f"{value:.4f}"
 
 
 #: the currency of a cost when the target's prices name none (PricesConfig's default)
@@ -58,7 +58,7 @@ def format_summary(summary: Summary, currency: str = DEFAULT_CURRENCY) -> str:
         if spec.name.startswith("cost_") and raw is not None:
             value = format_cost(raw, currency)
         else:
-            value = _fmt(raw, seconds=spec.unit == "seconds")
+            value = _fmt(raw, seconds=spec.unit == "seconds", count=spec.unit == "count")
         row = f"{spec.name:<{width}} {value:>9}"
         # the denominator beside each ratio; a percentile has none (it is over every case)
         cases = _cases(summary, spec.name) if spec.unit == "ratio" else None

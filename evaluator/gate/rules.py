@@ -117,10 +117,17 @@ _GROWTH_KINDS = frozenset({"max_growth", "max_relative_growth"})
 _SECONDS = _at_every_position(frozenset(spec.name for spec in METRICS if spec.unit == "seconds"))
 
 
+#: metrics that count things (tokens): written as whole numbers
+_COUNTS = _at_every_position(frozenset(spec.name for spec in METRICS if spec.unit == "count"))
+
+
 def format_value(metric: str, value: float | None) -> str:
-    """A metric value for people: ratios to 4 places, durations as every command shows them."""
+    """A metric value for people: ratios to 4 places, durations as every command shows them,
+    counts whole."""
     if value is None:
         return "null"
+    if metric in _COUNTS:
+        return f"{value:,.0f}"
     return format_seconds(value) if metric in _SECONDS else f"{value:.4f}"
 
 
@@ -134,7 +141,7 @@ def format_difference(metric: str, baseline: float | None, candidate: float | No
         if baseline > 0:
             text += f" ({diff / baseline:+.1%})"
         return text
-    return f"{diff:+.4f}"
+    return f"{diff:+,.0f}" if metric in _COUNTS else f"{diff:+.4f}"
 
 
 @dataclass(frozen=True, slots=True)

@@ -40,6 +40,8 @@ def fmt_value(metric: str, value: float | None) -> str:
         return "n/a"
     if UNIT.get(metric) == "seconds":
         return fmt_seconds(value)
+    if UNIT.get(metric) == "count":
+        return f"{value:,.0f}"
     return f"{value:.4f}"
 
 
@@ -72,6 +74,8 @@ def fmt_diff(metric: str, diff: float | None) -> str:
         return ""
     if UNIT.get(metric) == "seconds":
         return ("+" if diff >= 0 else "-") + fmt_seconds(abs(diff))
+    if UNIT.get(metric) == "count":
+        return f"{diff:+,.0f}"
     return f"{diff:+.4f}"
 
 

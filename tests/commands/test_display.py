@@ -265,3 +265,22 @@ class TestConversations:
         records = [record("q1"), record("q2")]
 
         assert ([], []) == (format_positions(summarise(records)), format_conversations(records))
+
+
+def test_a_token_count_is_written_as_a_whole_number() -> None:
+    """output_tokens_total is a count: `run`, the gate and the pages write 6, not 6.0000, and
+    its change +3, not +3.0000."""
+    from evaluator.gate.rules import format_difference, format_value
+    from evaluator.pages.formatting import fmt_diff, fmt_value
+
+    summary = summarise([record("a", output_tokens=2), record("b", output_tokens=4)])
+    row = next(line for line in format_summary(summary).splitlines() if "output_tokens" in line)
+    assert ["output_tokens_total", "6"] == row.split()
+    assert ("6", "+3") == (
+        format_value("output_tokens_total", 6.0),
+        format_difference("output_tokens_total", 3.0, 6.0),
+    )
+    assert ("1,234", "+3") == (
+        fmt_value("output_tokens_total", 1234.0),
+        fmt_diff("output_tokens_total", 3.0),
+    )
