@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from evaluator.commands.flags import TargetFlags
+from evaluator.commands.notices import warn
 from evaluator.commands.progress import Progress
 from evaluator.config import (
     CallableTargetConfig,
@@ -244,7 +245,7 @@ def warn_id_mismatch(report: RunReport) -> None:
     """After a run: say so on stderr when no relevant id was ever retrieved."""
     warning = id_mismatch_warning(report.cases)
     if warning is not None:
-        print(f"evaluator: warning: {warning}", file=sys.stderr)
+        warn(warning)
 
 
 def run_job(

@@ -24,6 +24,7 @@ from evaluator.commands.html import (
     settings_redactor,
     write_html_report,
 )
+from evaluator.commands.notices import warn
 from evaluator.config.sources import nothing_configured
 from evaluator.errors import ConfigError, ExitCode, GateError, OutputError, PushError
 from evaluator.gate.ceiling import FLAG as CEILING_FLAG
@@ -218,7 +219,7 @@ def _classed_flaky(settings: Settings, target: str, dataset: str) -> tuple[str, 
     try:
         runs = store.complete_runs(target, dataset, h.window)
     except (StoreCorrupt, sqlite3.Error) as exc:
-        print(f"evaluator: warning: history store not read: {exc}", file=sys.stderr)
+        warn(f"history store not read: {exc}")
         return ()
     windows = windows_of(runs)
     return tuple(c.case_id for c in stabilities(windows) if c.stability is Stability.FLAKY)
@@ -403,7 +404,7 @@ class GateRun:
         try:
             push_result(url, result)
         except PushError as exc:
-            print(f"evaluator: warning: {exc}", file=sys.stderr)
+            warn(str(exc))
 
     def judged(self) -> JudgedGate | None:
         """The gates file's ``[judged.*]`` rules on the reports' judge blocks, printed (on

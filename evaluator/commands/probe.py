@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from evaluator import border
 from evaluator.commands.common import target_from_flags
 from evaluator.commands.flags import CommonOptions
+from evaluator.commands.notices import warn
 from evaluator.commands.target_warnings import citations_warning, markers_warning, unit_lie
 from evaluator.config import CallableTargetConfig, Settings, TargetConfig, load_settings
 from evaluator.dataset import load_dataset
@@ -239,10 +240,11 @@ def handle(options: Options) -> int:
         print(_indent("\n".join(_mapped(result.response, target))))
         if target is not None and target.retrieval_only:
             print("\nretrieval-only target: answers and citations will not be scored")
+        # warnings on stderr, as `run` writes them: stdout is the probe's own display
         if not result.response.ranked_ids:
-            print("\nwarning: no ids found; check that the ids expression matches a hit list")
+            warn("no ids found; check that the ids expression matches a hit list")
         for warning in _warnings(config, result.response, result.seconds):
-            print(f"\nwarning: {warning}")
+            warn(warning)
     if result.error is not None:
         raise EvaluatorError(f"probe failed ({result.error.kind}): {result.error.message}")
     print("\nmapping ok")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -26,6 +25,7 @@ from evaluator.commands.flags import CommonOptions, TargetFlags, add_repeat_flag
 from evaluator.commands.gcpolicy import batch_gc
 from evaluator.commands.html import add_html_flag, settings_redactor, write_html_report
 from evaluator.commands.judge import add_cache_flag
+from evaluator.commands.notices import warn
 from evaluator.commands.target_warnings import target_warnings
 from evaluator.config import Settings
 from evaluator.errors import ConfigError, ExitCode
@@ -93,7 +93,7 @@ def _run(options: Options, settings: Settings, plan: JobPlan) -> int:
     warn_id_mismatch(report)
     diagnosis = mapping_diagnosis(report)
     for warning in target_warnings(plan.target, report.cases, mapping=diagnosis is None):
-        print(f"evaluator: warning: {warning}", file=sys.stderr)
+        warn(warning)
     if diagnosis is not None:
         raise ConfigError(f"target {report.target}: {diagnosis}")
     check_scored(report, f"report {output}")
