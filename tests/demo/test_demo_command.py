@@ -27,6 +27,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from evaluator.commands.demo_stack import DemoOptions, PrometheusUi, _banner
+from tests.support.interrupts import as_at_a_terminal
 from tests.support.ports import free_port
 from tests.support.prometheus import parse_log_lines, require_binary
 
@@ -74,16 +75,8 @@ def _tail(path: Path, lines: int = 40) -> str:
         return "(no output)"
 
 
-#: Runs argv[1:] with SIGINT at its default disposition, as under a terminal: a shell
-#: starts background jobs with SIGINT ignored, which a child would inherit.
-_SIGINT_DEFAULT = (
-    "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
-    "os.execv(sys.argv[1], sys.argv[1:])"
-)
-
-
 def _demo_command(*args: str) -> list[str]:
-    return [sys.executable, "-c", _SIGINT_DEFAULT, EVALUATOR, "demo", *args]
+    return as_at_a_terminal([EVALUATOR, "demo", *args])
 
 
 @dataclass

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from evaluator.commands.progress import Progress
+from tests.support.interrupts import as_at_a_terminal
 from tests.support.loopback import LoopbackServer, Reply
 
 EXE = str(Path(sys.executable).with_name("evaluator"))
@@ -38,13 +39,29 @@ def _slow(_: dict[str, Any]) -> Reply:
 
 def _interrupt_after_some_cases(cmd: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
     proc = subprocess.Popen(
-        cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        as_at_a_terminal(cmd), cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )  # fmt: skip
     time.sleep(2.5)  # a few 0.25 s cases at concurrency 2 have finished, most have not
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=30)
     return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+
+
+@pytest.mark.e2e
+def test_ctrl_c_reaches_the_run_when_the_test_runner_ignores_it(tmp_path: Path) -> None:
+    """Started by a runner that ignores SIGINT (a CI runner, nohup, a background job), the
+    run still gets the test's Ctrl-C as a terminal would deliver it, and exits 130."""
+    golden = _golden(tmp_path)
+    ignored = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        with LoopbackServer(_slow) as server:
+            cmd = [EXE, "run", "--dataset", str(golden), "--target-url", server.url,
+                   "--concurrency", "2", "--output", "partial.json"]  # fmt: skip
+            result = _interrupt_after_some_cases(cmd, tmp_path)
+    finally:
+        signal.signal(signal.SIGINT, ignored)
+    assert 130 == result.returncode, result
 
 
 @pytest.mark.e2e

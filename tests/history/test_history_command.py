@@ -67,9 +67,7 @@ def test_missing_store_and_unknown_case(tmp_path: Path, capsys: pytest.CaptureFi
     assert "jobs with history: --target loop --dataset golden" in capsys.readouterr().err
 
 
-def test_one_case_marks_incomplete_runs(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_one_case_marks_incomplete_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """`--case` marks the runs that were incomplete (their verdicts count in no class), in
     text and JSON, and the case's class reads the complete runs only."""
     store = HistoryStore(tmp_path)

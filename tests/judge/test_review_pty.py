@@ -21,6 +21,7 @@ from evaluator.judge.labels import read_labels
 from evaluator.judge.settings import JudgeConfig
 from evaluator.report import write_report
 from tests.judge.reports import golden
+from tests.support.interrupts import reset_sigint
 from tests.support.judges import LoopbackJudge
 
 pytestmark = pytest.mark.e2e
@@ -46,6 +47,7 @@ class Terminal:
     def __init__(self, *args: str) -> None:
         self.pid, self.fd = pty.fork()
         if self.pid == 0:  # the child: the pty is its controlling terminal
+            reset_sigint()  # a runner that ignores SIGINT must not make Ctrl-C a no-op
             os.execv(EXE, [EXE, *args])
         self.output = ""
 
