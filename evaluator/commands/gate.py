@@ -26,7 +26,7 @@ from evaluator.commands.html import (
 )
 from evaluator.commands.notices import warn
 from evaluator.config.sources import nothing_configured
-from evaluator.errors import ConfigError, ExitCode, GateError, OutputError, PushError
+from evaluator.errors import ConfigError, GateError, OutputError, PushError
 from evaluator.gate.ceiling import FLAG as CEILING_FLAG
 from evaluator.gate.ceiling import check_baseline_errors
 from evaluator.gate.compare import check_run_comparable
@@ -307,11 +307,21 @@ class GateRun:
     candidate_source: str
 
     def judge(self) -> int:
-        """The verdict on the two reports, written in every format asked for; the exit code."""
+        """The verdict on the two reports, written in every format asked for; the exit code.
+
+        The judged rules are applied before anything is written, so every output says the
+        verdict the exit code is: a refused judged rule is a REFUSED gate (exit 1), never a
+        pass printed before the refusal.
+
+        Raises:
+            ConfigError: a hard judged rule was refused (after the outputs say so).
+        """
         self.check_baseline()
-        result = self.evaluate()
+        result = replace(self.evaluate(), judged=self.judged())
         self.write_outputs(result)
-        return self.verdict(result, self.judged())
+        if result.refused:
+            raise ConfigError("judged rule refused: " + "; ".join(result.refused))
+        return result.exit_code
 
     def check_baseline(self) -> None:
         """Refuse an interrupted baseline, or one that failed above the ceiling."""
@@ -407,27 +417,11 @@ class GateRun:
             warn(str(exc))
 
     def judged(self) -> JudgedGate | None:
-        """The gates file's ``[judged.*]`` rules on the reports' judge blocks, printed (on
-        stderr under ``--format json``, whose stdout is one JSON document); None without
-        judged rules.
-
-        Raises:
-            ConfigError: a hard judged rule could not be applied (no calibration, another
-                judge).
-        """
+        """The gates file's ``[judged.*]`` rules on the reports' judge blocks (their lines,
+        failed or refused: every output shows them); None without judged rules."""
         if not self.gates.judged:
             return None
         calibration = read_calibration(self.settings().reports_dir / CALIBRATION_FILE)
-        judged = evaluate_judged(
+        return evaluate_judged(
             self.gates.judged, self.baseline.judge, self.candidate.judge, calibration
         )
-        out = sys.stderr if self.options.format == "json" else sys.stdout
-        print("\n".join(judged.lines), file=out)
-        if judged.refused:
-            raise ConfigError("judged rule refused: " + "; ".join(judged.refused))
-        return judged
-
-    def verdict(self, result: GateResult, judged: JudgedGate | None) -> int:
-        """The exit code: 0 when every rule passed (the judged ones too), 2 otherwise."""
-        passed = result.passed and (judged is None or not judged.failed)
-        return ExitCode.OK if passed else ExitCode.GATE_FAILED

@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from evaluator.border import json_line, printable
-from evaluator.errors import ExitCode
 from evaluator.gate.compare import Alignment, CaseChange
 from evaluator.gate.repeats import RepeatVerdict
 from evaluator.gate.rules import RuleResult, format_difference, format_value
@@ -58,6 +57,8 @@ def _headline(result: GateResult) -> str:
     na = len(result.rules) - len(applicable)
     na_text = f" ({na} not applicable)" if na else ""
     missing = result.missing_ids
+    if result.refused:
+        return "gate REFUSED: " + "; ".join(result.refused)
     if result.passed:
         return f"gate passed: {len(applicable)} of {len(result.rules)} rules passed{na_text}"
     parts = []
@@ -67,7 +68,20 @@ def _headline(result: GateResult) -> str:
         parts.append(f"candidate lacks {len(missing)} baseline case(s)")
     if result.repeats is not None and result.repeats.regressed:
         parts.append(f"{len(result.repeats.regressed)} case(s) regressed beyond chance")
+    if result.judged is not None and result.judged.failed:
+        parts.append("a judged rule failed")
     return "gate FAILED: " + "; ".join(parts)
+
+
+def _judged_lines(result: GateResult) -> list[str]:
+    """The judged rules' lines (their own header first), after a blank line; none without
+    judged rules."""
+    return ["", *result.judged.lines] if result.judged is not None else []
+
+
+def _verdict_line(result: GateResult) -> str:
+    """``verdict: FAIL (exit 2)``: what the gate decided and the code the process returns."""
+    return f"verdict: {result.verdict.upper()} (exit {result.exit_code})"
 
 
 def _repeat_lines(result: GateResult) -> list[str]:
@@ -171,6 +185,7 @@ def render_text(result: GateResult, sources: GateSources, *, worst: int = 10) ->
         lines.append(f"{r.status.upper() if r.status == 'fail' else r.status:<4} {r.message}")
     if result.missing_ids:
         lines.append(f"FAIL {_missing_line(result)}")
+    lines += _judged_lines(result)
     lines += _repeat_lines(result)
     lines += _alignment_lines(result.alignment)
     lines += ["", *_interval_lines(result)]
@@ -185,8 +200,7 @@ def render_text(result: GateResult, sources: GateSources, *, worst: int = 10) ->
     ]
     lines += _changes_text("regressed, worst first:", diff.regressed, worst)
     lines += _changes_text("improved, best first:", diff.improved, worst)
-    code = int(ExitCode.OK if result.passed else ExitCode.GATE_FAILED)
-    lines += ["", f"verdict: {'PASS' if result.passed else 'FAIL'} (exit {code})"]
+    lines += ["", _verdict_line(result)]
     return "\n".join(lines)
 
 
@@ -325,9 +339,16 @@ def _head_dict(result: GateResult, sources: GateSources) -> dict[str, Any]:
     a = result.alignment
     return {
         "passed": result.passed,
-        "verdict": "pass" if result.passed else "fail",
+        "verdict": result.verdict,
         # what the process returns, so a JSON reader need not know the numbers
-        "exit_code": int(ExitCode.OK if result.passed else ExitCode.GATE_FAILED),
+        "exit_code": result.exit_code,
+        "judged": None
+        if result.judged is None
+        else {
+            "lines": list(result.judged.lines),
+            "failed": result.judged.failed,
+            "refused": list(result.judged.refused),
+        },
         "mode": "significance" if result.significance else "point",
         "rules_source": sources.rules,
         "baseline": _report_dict(result.baseline, sources.baseline),
@@ -499,9 +520,13 @@ def _changes_markdown(title: str, changes: Sequence[CaseChange], worst: int) -> 
     return [*lines, "", "</details>"]
 
 
+#: the markdown headline's mark of each verdict
+_VERDICT_ICONS = {"pass": "✅", "fail": "❌", "refused": "⛔"}
+
+
 def render_markdown(result: GateResult, sources: GateSources, *, worst: int = 10) -> str:
     """Markdown for a CI step summary or a merge-request comment."""
-    icon = "✅" if result.passed else "❌"
+    icon = _VERDICT_ICONS[result.verdict]
     lines = [
         f"## {icon} Release {_headline(result)}",
         "",
@@ -514,6 +539,8 @@ def render_markdown(result: GateResult, sources: GateSources, *, worst: int = 10
     ]
     if result.missing_ids:
         lines += ["", f"❌ **{_cell(_missing_line(result))}**"]
+    if result.judged is not None:
+        lines += ["", *(f"- {_cell(line.strip())}" for line in result.judged.lines)]
     repeat_lines = _repeat_lines(result)
     if repeat_lines:
         lines += ["", *(f"- {_cell(line)}" for line in repeat_lines[1:])]
@@ -537,6 +564,7 @@ def render_markdown(result: GateResult, sources: GateSources, *, worst: int = 10
     ]
     lines += _changes_markdown("regressed (worst first)", diff.regressed, worst)
     lines += _changes_markdown("improved (best first)", diff.improved, worst)
+    lines += ["", f"Verdict: **{result.verdict.upper()}** (exit {result.exit_code})"]
     return "\n".join(lines) + "\n"
 
 
@@ -568,11 +596,27 @@ def render_junit(result: GateResult, sources: GateSources) -> str:
             complete, "failure", message=message, type="GateCasesMissing"
         ).text = "\n".join(result.missing_ids)
     cases.append(complete)
+    errors = 0
+    if result.judged is not None:
+        judged = ET.Element("testcase", classname="evaluator.gate", name="judged")
+        text = "\n".join(result.judged.lines)
+        if result.refused:
+            errors += 1
+            reason = "; ".join(result.refused)
+            ET.SubElement(judged, "error", message=reason, type="GateRefused").text = text
+        elif result.judged.failed:
+            failures += 1
+            ET.SubElement(
+                judged, "failure", message="a judged rule failed", type="GateRuleFailed"
+            ).text = text
+        else:
+            ET.SubElement(judged, "system-out").text = text
+        cases.append(judged)
     attrs = {
         "name": "evaluator gate",
         "tests": str(len(cases)),
         "failures": str(failures),
-        "errors": "0",
+        "errors": str(errors),
         "skipped": str(skipped),
     }
     root = ET.Element("testsuites", attrs)
@@ -583,7 +627,7 @@ def render_junit(result: GateResult, sources: GateSources) -> str:
         ("candidate", sources.candidate),
         ("rules", sources.rules),
         ("mode", "significance" if result.significance else "point"),
-        ("verdict", "pass" if result.passed else "fail"),
+        ("verdict", result.verdict),
     ):
         ET.SubElement(props, "property", name=name, value=value)
     suite.extend(cases)

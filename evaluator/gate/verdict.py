@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 
+from evaluator.errors import ExitCode
 from evaluator.gate.compare import Alignment, CaseDiff, align, diff_cases
 from evaluator.gate.diagnosis import Finding, diagnose
 from evaluator.gate.repeats import (
@@ -27,10 +29,20 @@ from evaluator.gate.rules import (
     latency_limits,
 )
 from evaluator.gate.stats import Interval, PairedDifference, paired_differences, paired_intervals
+from evaluator.judge.gating import JudgedGate
 from evaluator.report import RunReport
 from evaluator.summary import Summary
 
-__all__ = ["GateResult", "evaluate_gate"]
+__all__ = ["GateResult", "Verdict", "evaluate_gate"]
+
+#: what the gate decided: every rule passed, one failed, or a hard judged rule could not be
+#: applied (nothing decided: the command's error)
+Verdict = Literal["pass", "fail", "refused"]
+_EXIT_CODES: Mapping[Verdict, int] = {
+    "pass": ExitCode.OK,
+    "fail": ExitCode.GATE_FAILED,
+    "refused": ExitCode.ERROR,
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,15 +70,38 @@ class GateResult:
     repeats: RepeatVerdict | None = None
     #: the paired mean differences (always computed: exact and linear in cases)
     differences: Mapping[str, PairedDifference] = field(default_factory=dict)
+    #: the gates file's judged rules on the reports' judge blocks (None: it has none)
+    judged: JudgedGate | None = None
 
     @property
     def passed(self) -> bool:
-        """Every applicable rule passed, the candidate has every baseline case, and no case
-        regressed beyond what the repeats can tell apart."""
+        """Every applicable rule passed (the judged ones too), the candidate has every
+        baseline case, and no case regressed beyond what the repeats can tell apart."""
         regressed = self.repeats is not None and bool(self.repeats.regressed)
+        judged = self.judged is None or not (self.judged.failed or self.judged.refused)
         return (
-            not self.alignment.missing_ids and all(r.passed for r in self.rules) and not regressed
+            not self.alignment.missing_ids
+            and all(r.passed for r in self.rules)
+            and not regressed
+            and judged
         )
+
+    @property
+    def refused(self) -> tuple[str, ...]:
+        """Why a hard judged rule could not be applied (no calibration, another judge)."""
+        return self.judged.refused if self.judged is not None else ()
+
+    @property
+    def verdict(self) -> Verdict:
+        """``pass``, ``fail``, or ``refused``: what every output says and the exit code is."""
+        if self.refused:
+            return "refused"
+        return "pass" if self.passed else "fail"
+
+    @property
+    def exit_code(self) -> int:
+        """The process's exit code for :attr:`verdict`: 0, 2, or 1 when refused."""
+        return _EXIT_CODES[self.verdict]
 
     @property
     def failures(self) -> tuple[RuleResult, ...]:

@@ -5,6 +5,7 @@ rules still compare."""
 from __future__ import annotations
 
 import asyncio
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -133,3 +134,47 @@ def test_bad_judged_rules_name_the_key(table: dict[str, object]) -> None:
     """A bad ``[judged.METRIC]`` table is a configuration error naming the file and the key."""
     with pytest.raises(ConfigError, match=r"gates\.toml: judged\.judged_"):
         parse_judged_rules(table, "gates.toml")
+
+
+def _gate_as(
+    tmp: Path, gates: Path, baseline: Path, candidate: Path, fmt: str
+) -> subprocess.CompletedProcess[str]:
+    config = tmp / "evaluator.toml"
+    config.write_text(f'reports_dir = "{tmp}"\n')
+    return subprocess.run(
+        [EXE, "gate", "--config", str(config), "--gates", str(gates), "--format", fmt,
+         "--baseline", str(baseline), "--candidate", str(candidate)],
+        capture_output=True, text=True, timeout=60, check=False, cwd=tmp,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("fmt", ["text", "markdown", "json"])
+@pytest.mark.parametrize(
+    ("calibrated", "verdict", "code"), [(True, "fail", 2), (False, "refused", 1)]
+)
+def test_the_verdict_printed_is_the_exit_code(
+    tmp_path: Path, fmt: str, calibrated: bool, verdict: str, code: int
+) -> None:
+    """Every deterministic rule passes, the hard judged rule fails (or is refused, the judge
+    being uncalibrated): every format says FAIL (or REFUSED) with the exit code the process
+    returns, and none says the gate passed."""
+    base, cand = tmp_path / "b.json", tmp_path / "c.json"
+    _judged(golden(), base)
+    _judged(_worse(), cand)
+    _calibrate(tmp_path, "m", calibrated=calibrated)
+    gates = _gates(tmp_path, "[judged.judged_fact_recall]\nmax_drop = 0.1\n")
+    result = _gate_as(tmp_path, gates, base, cand, fmt)
+    assert code == result.returncode, result
+    out = result.stdout
+    if fmt == "json":
+        data = json.loads(out)
+        assert (False, verdict, code) == (data["passed"], data["verdict"], data["exit_code"])
+        assert data["judged"]["failed" if verdict == "fail" else "refused"]
+    elif fmt == "text":
+        assert f"verdict: {verdict.upper()} (exit {code})" == out.rstrip().splitlines()[-1]
+        assert out.startswith(f"gate {verdict.upper() if verdict == 'refused' else 'FAILED'}")
+    else:
+        headline = out.splitlines()[0]
+        assert headline.startswith(f"## {'❌' if verdict == 'fail' else '⛔'} Release gate ")
+        assert f"**{verdict.upper()}** (exit {code})" in out
+    assert "gate passed" not in out and "PASS (exit" not in out
