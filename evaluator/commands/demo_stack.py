@@ -36,10 +36,13 @@ from importlib import resources
 from pathlib import Path
 
 import structlog
+from pydantic import ValidationError
 
 from evaluator.commands.common import plan_job, streamed_run
 from evaluator.commands.gcpolicy import freeze_startup
+from evaluator.commands.slo_rules import DEFAULT_RUNBOOK_BASE, render_rules, slo_rules
 from evaluator.config import HttpTargetConfig, JobConfig, Settings
+from evaluator.config.slo import SloConfig
 from evaluator.daemon import Daemon
 from evaluator.daemon.publish import run_outcome
 from evaluator.daemon.server import parse_listen
@@ -181,9 +184,21 @@ def _start_reference(options: DemoOptions, children: list[subprocess.Popen[bytes
     _wait_http(f"http://127.0.0.1:{options.rag_port}/healthz", 60, proc)
 
 
+def _slo_rules(options: DemoOptions, folder: Path) -> Path:
+    """The demo's SLO rules, generated as `evaluator slo rules` does, into ``folder``."""
+    path = folder / SLO_RULES_FILE
+    path.write_text(
+        render_rules(slo_rules(_settings(options)), "evaluator demo", DEFAULT_RUNBOOK_BASE),
+        encoding="utf-8",
+    )
+    return path
+
+
 def _prometheus_config(options: DemoOptions, folder: Path) -> Path:
     host, port = parse_listen(options.listen)
-    rules = sorted(options.rules_dir.glob("*.yml")) if options.rules_dir.is_dir() else []
+    shipped = sorted(options.rules_dir.glob("*.yml")) if options.rules_dir.is_dir() else []
+    # the bundle's slo.yml is generated for the bundle's own SLOs: the demo generates its own
+    rules = [p for p in shipped if p.name != SLO_RULES_FILE] + [_slo_rules(options, folder)]
     lines = [
         "global:",
         "  scrape_interval: 5s",
@@ -195,8 +210,6 @@ def _prometheus_config(options: DemoOptions, folder: Path) -> Path:
         "    static_configs:",
         f"      - targets: ['{host}:{port}']",
     ]
-    if not rules:
-        lines[3] = "rule_files: []"
     path = folder / "prometheus.yml"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
@@ -249,6 +262,17 @@ def _start_prometheus(
 _JUDGE_DRIFT_SECONDS = 300.0
 
 
+#: the generated SLO rules' file name, in the bundle and in the demo's folder
+SLO_RULES_FILE = "slo.yml"
+
+#: The demo's SLO: 70% of the golden questions answered right over a day. The reference
+#: service answers 74.6% right (a burn rate of 0.85), answer_degraded 23% (2.57): the
+#: fast-burn page (2m/1m at 2.167x, the window scaled to a day) fires within minutes.
+DEMO_SLO = SloConfig(
+    name="answers", job="reference", sli="answer_correct", objective=0.7, window="1d"
+)
+
+
 def _settings(options: DemoOptions, baseline: Path | None = None) -> Settings:
     if not options.dataset.is_file():
         raise ConfigError(f"golden set {options.dataset} not found: pass --dataset FILE")
@@ -268,16 +292,21 @@ def _settings(options: DemoOptions, baseline: Path | None = None) -> Settings:
         drift_labels=labels if labels.is_file() else None,
         drift_interval_seconds=_JUDGE_DRIFT_SECONDS if labels.is_file() else None,
     )
-    return Settings(
-        listen=options.listen,
-        reports_dir=options.reports_dir,
-        targets=(target,),
-        jobs=(job,),
-        judge=judge,
-        gates_file=DEMO_GATES,
-        shutdown_grace_seconds=_SHUTDOWN_GRACE_SECONDS,
-        log_cases=False,  # the console shows one line per run; the reports hold every case
-    )
+    try:
+        return Settings(
+            listen=options.listen,
+            reports_dir=options.reports_dir,
+            targets=(target,),
+            jobs=(job,),
+            judge=judge,
+            gates_file=DEMO_GATES,
+            shutdown_grace_seconds=_SHUTDOWN_GRACE_SECONDS,
+            log_cases=False,  # the console shows one line per run; the reports hold every case
+            slos=(DEMO_SLO,),
+        )
+    except ValidationError as exc:  # the SLO's day cannot hold enough runs of --interval
+        problem = exc.errors(include_url=False)[0]["msg"].removeprefix("Value error, ")
+        raise ConfigError(f"--interval {options.interval_seconds:g}: {problem}") from None
 
 
 @dataclass(frozen=True)
@@ -342,7 +371,9 @@ def _banner(
         f'  curl -X PUT {rag}/admin/failure-modes -d \'{{"modes": ["rerank_degraded"]}}\'',
         f"  curl -X PUT {rag}/admin/failure-modes -d '{{\"modes\": []}}'",
         "The status page turns red within two runs and says why: the failing gate rule,",
-        "the newly failing cases, and the run where the change began.",
+        "the newly failing cases, and the run where the change began. Its SLO, 70% of",
+        "the answers right over a day, pages within minutes of answer_degraded:",
+        "RagEvalSLOFastBurn on the Prometheus link.",
         "",
     ]
     return "\n".join(lines)

@@ -480,3 +480,46 @@ def test_banner_says_why_there_is_no_prometheus(
     assert ui.url is None
     reason = "not started: no prometheus on PATH (Debian: apt-get install prometheus)"
     assert f"Prometheus             {reason}" in banner
+
+
+def _slo_alerts(prom: httpx.Client) -> list[dict[str, Any]]:
+    """The SLO burn-rate alerts the demo's Prometheus holds, pending or firing."""
+    body = prom.get("/api/v1/alerts").json()
+    assert "success" == body["status"], body
+    return [a for a in body["data"]["alerts"] if a["labels"]["alertname"].startswith("RagEvalSLO")]
+
+
+@pytest.mark.prometheus
+def test_answer_degraded_pages_the_demos_slo_within_minutes(tmp_path: Path) -> None:
+    """The README's promise: the demo's Prometheus loads the demo's own SLO rules (not the
+    bundle's), a healthy service fires no SLO alert, and `answer_degraded` makes
+    RagEvalSLOFastBurn fire within minutes (its 2m/1m or 12m/1m page)."""
+    require_binary("prometheus")  # skips, or fails when CI=true
+    with run_demo(tmp_path, prometheus=True) as demo:
+        demo.wait_for_complete_run(timeout=60.0)
+        prom = httpx.Client(base_url=f"http://{HOST}:{demo.prometheus_port}", timeout=5.0)
+        groups = {g["name"] for g in prom.get("/api/v1/rules").json()["data"]["groups"]}
+        assert "rag-eval-slo-answers" in groups and "rag-eval-slo-errors" not in groups
+        deadline = time.monotonic() + 60.0  # healthy runs fill the page's 2-minute window
+        while time.monotonic() < deadline:
+            assert [] == _slo_alerts(prom)
+            time.sleep(2.0)
+        rag = f"http://{HOST}:{demo.rag_port}"
+        flipped = time.monotonic()
+        httpx.put(f"{rag}/admin/failure-modes", json={"modes": ["answer_degraded"]}, timeout=5)
+        firing: list[dict[str, Any]] = []
+        while not firing:
+            assert time.monotonic() - flipped < 300, f"no page after 5 minutes: {_slo_alerts(prom)}"
+            alerts = _slo_alerts(prom)
+            firing = [a for a in alerts if a["state"] == "firing" and
+                      a["labels"]["alertname"] == "RagEvalSLOFastBurn"]  # fmt: skip
+            time.sleep(2.0)
+        print(f"\ndemo: RagEvalSLOFastBurn fired {time.monotonic() - flipped:.0f}s after the flip")
+        # either page pair: in a fresh demo the 12m window holds little healthy history
+        labels = {k: firing[0]["labels"][k] for k in ("slo", "severity")}
+        assert {"slo": "answers", "severity": "critical"} == labels
+        assert firing[0]["labels"]["long_window"] in ("2m", "12m")
+        prom.close()
+        code, _ = demo.ctrl_c()
+        assert 0 == code, demo.diagnostics()
+        demo.assert_nothing_left()
