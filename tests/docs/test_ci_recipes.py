@@ -120,6 +120,38 @@ def test_github_actions_recipe_passes_unchanged_and_blocks_a_broken_reranker(
     assert "success" == unguarded.step("Gate the candidate").status, _explain(unguarded)
 
 
+def test_github_actions_recipe_passes_an_unchanged_service_in_any_repository(
+    tmp_path: Path,
+) -> None:
+    """In a repository without config/gates.toml (any repository but this one) the built-in
+    rules apply: an unchanged service passes against its own baseline, whatever its levels
+    (the reference service's citation precision of 0.79 failed the old built-in floor of
+    0.97), and a broken reranker is still blocked."""
+    workflow = _recipe(".github")
+    (job,) = workflow["jobs"]
+    env = _env(tmp_path)
+    state = tmp_path / "artifacts"
+    state.mkdir()
+    env["GH_STUB_STATE"] = str(state)
+
+    def run(run_id: int, event: str, extra: dict[str, str]) -> GitHubRun:
+        workdir = copy_checkout(tmp_path / f"run-{run_id}")
+        (workdir / "config" / "gates.toml").unlink()
+        return run_github_job(
+            workflow, job, event=event, run_id=run_id, workdir=workdir,
+            base_env={**env, **extra}, state=state,
+        )  # fmt: skip
+
+    main = run(1, "push", {})
+    assert "success" == main.conclusion, _explain(main)
+    unchanged = run(2, "pull_request", {})
+    assert 0 == unchanged.step("Gate the candidate").exit_code, _explain(unchanged)
+    summary = (tmp_path / "step-summary-2.md").read_text()
+    assert "Release gate passed" in summary and "`built-in defaults`" in summary, summary
+    broken = run(3, "pull_request", BROKEN)
+    assert 2 == broken.step("Gate the candidate").exit_code, _explain(broken)
+
+
 @pytest.mark.parametrize("shell", ["bash", "sh"])
 def test_gitlab_ci_recipe_passes_unchanged_and_blocks_a_broken_reranker(
     tmp_path: Path, shell: str

@@ -33,7 +33,7 @@ class TestEvaluateGate:
         assert [
             ("recall_at_k.max_drop", True, True),
             ("mrr.max_drop", False, True),
-            ("citation_precision.min", False, True),
+            ("citation_precision.max_drop", False, True),
             ("answer_accuracy.max_drop", True, True),
             ("p95_seconds.max_relative_growth", False, True),
             ("error_rate.max_growth", True, True),

@@ -1,6 +1,6 @@
 """The ``openai-chat`` preset configured exactly as docs/streaming.md shows passes its own
 gate against an unchanged service: its citations are not mapped, so citation metrics are
-n/a (with a warning), not a precision of 0.17 that fails the default floor of 0.97. And a
+n/a (with a warning), not a precision of 0.17 that fails the gates file's floor. And a
 mapping typo that only an empty hit list "satisfied" stops ``run`` with exit 1.
 """
 
