@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from evaluator.border import printable
 from evaluator.commands.flags import CommonOptions
 from evaluator.errors import ConfigError, ExitCode
 from evaluator.judge.checks import check as judged_check
@@ -60,6 +61,21 @@ def _highlighted(text: str, facts: tuple[tuple[str, ...], ...], bold: bool) -> s
     )
 
 
+def _show_conversation(earlier: Sequence[CaseRecord]) -> None:
+    """The turns before a conversation's turn, as the judge was given them: each question
+    and the answer to it (cut, one line each)."""
+    if not earlier:
+        return
+    print("conversation so far:")
+    for turn in earlier:
+        place = turn.case.turn
+        position = place.position if place is not None else 0
+        print(f"  #{position} user: {printable(turn.case.question)}")
+        if turn.answer is not None:
+            answer = " ".join(turn.answer.split())[:_EVIDENCE_CHARS]
+            print(f"     assistant: {printable(answer)}")
+
+
 def _show_case(record: CaseRecord, colour: bool) -> None:
     """The case as the judge saw it: question, expected facts, the answer and the evidence
     that came back, the facts highlighted."""
@@ -81,6 +97,7 @@ def _show(item: ReviewItem, position: int, total: int, colour: bool) -> None:
     check beside it, and the check's question to the reviewer."""
     record, outcome = item.record, item.outcome
     print(f"\n[{position}/{total}] case {record.case.id}  check {outcome.check}")
+    _show_conversation(item.earlier)
     _show_case(record, colour)
     judge = "pass" if item.judge else "fail"
     print(f"judge: {judge} ({outcome.reason})")

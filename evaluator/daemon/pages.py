@@ -38,6 +38,7 @@ from evaluator.pages.cases import (
     table_view,
 )
 from evaluator.pages.chart import Limit
+from evaluator.pages.conversation import conversation_view
 from evaluator.pages.formatting import Redact, fmt_age
 from evaluator.pages.health import DRIFT_METRIC, DriftSignal, JobSignals
 from evaluator.pages.judge_panel import KnownLabels, read_known_labels, report_panels
@@ -358,6 +359,16 @@ class StatusPages:
             trace_url=self._trace_url,
             changes=diff.changes if diff is not None and diff.regressed else (),
             judge=panels(record),
+            conversation=conversation_view(
+                record,
+                report.cases,
+                redact=self._redact,
+                # the baseline's turns only for a turn: a question has no conversation
+                baseline=(
+                    self._baseline_cases(runner, report.k) if record.case.turn is not None else None
+                ),
+                href=lambda turn_id: case_href(target, dataset, turn_id),
+            ),
         )
         age = fmt_age(time.time() - published.finished_at) if published.finished_at else ""
         # the case's stability class for its view: (value, words, badge colour)
@@ -375,6 +386,15 @@ class StatusPages:
                 else (found, STABILITY_LABELS.get(found, found), STABILITY_BADGE.get(found, "na"))
             ),
         )
+
+    @staticmethod
+    def _baseline_cases(runner: JobRunner, k: int) -> dict[str, CaseRecord] | None:
+        """The job's baseline cases by id (a conversation's turns shown beside their
+        baseline runs), None without a comparable baseline."""
+        gate = runner.gate
+        if gate is None or gate.baseline.k != k:
+            return None
+        return {c.id: c for c in gate.baseline.cases}
 
     def _against_baseline(
         self, runner: JobRunner, record: CaseRecord, k: int

@@ -19,9 +19,10 @@ from typing import Any
 from evaluator.errors import GateError
 from evaluator.gate.repeats import summary_over_rounds
 from evaluator.metrics import FLOAT_TOLERANCE, METRICS
-from evaluator.models import CaseError, CaseRecord, turn_id
+from evaluator.models import CaseError, CaseRecord
 from evaluator.report import RunReport
 from evaluator.report.columns import SCORE_FIELDS, CaseTable
+from evaluator.scoring.conversation import turns_before
 from evaluator.summary import Summary
 
 __all__ = [
@@ -320,23 +321,6 @@ def _pairs(
     return found, len(found) - found.count(None), moved
 
 
-def _earlier_questions(records: Sequence[CaseRecord]) -> dict[str, tuple[str, ...]]:
-    """Each conversation turn's id -> the questions of the turns before it, in order (none
-    when the report holds no conversation: a question has no context)."""
-    asked: dict[str, dict[int, str]] = {}
-    for record in records:
-        place = record.case.turn
-        if place is not None:
-            asked.setdefault(place.conversation, {})[place.position] = record.case.question
-    out: dict[str, tuple[str, ...]] = {}
-    for conversation, questions in asked.items():
-        positions = sorted(questions)
-        for n, position in enumerate(positions):
-            before = tuple(questions[p] for p in positions[:n])
-            out[turn_id(conversation, position)] = before
-    return out
-
-
 def diff_cases(alignment: Alignment) -> CaseDiff:
     """Which shared cases regressed and which improved.
 
@@ -353,7 +337,7 @@ def diff_cases(alignment: Alignment) -> CaseDiff:
     # ties in baseline order; the order is unique, so a change is never compared
     regressed: list[tuple[float, int, CaseChange]] = []
     improved: list[tuple[float, int, CaseChange]] = []
-    earlier = _earlier_questions(base.rows)
+    earlier = turns_before(base.rows)
     for order in moved:  # equal scores (or two failures): nothing moved
         j = found[order]
         assert j is not None
@@ -372,7 +356,7 @@ def diff_cases(alignment: Alignment) -> CaseDiff:
             relevant_ids=tuple(record.case.relevance),
             baseline_ranked_ids=record.ranked_ids,
             candidate_ranked_ids=cand_rows[j].ranked_ids,
-            earlier=earlier.get(record.case.id, ()),
+            earlier=tuple(t.case.question for t in earlier.get(record.case.id, ())),
         )
         (regressed if worse else improved).append((-severity, order, change))
     regressed.sort()

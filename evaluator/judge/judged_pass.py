@@ -31,6 +31,7 @@ from evaluator.judge.record import (
 )
 from evaluator.models import CaseRecord
 from evaluator.report import RunReport
+from evaluator.scoring.conversation import turns_before
 
 __all__ = ["CallEvent", "JudgedPass", "judge_report", "metric_means", "subjects_of"]
 
@@ -49,7 +50,9 @@ class CallEvent:
 
 
 def subjects_of(records: tuple[CaseRecord, ...]) -> list[Subject]:
-    """What each scored case gives the judge (failed cases have no answer to judge)."""
+    """What each scored case gives the judge (failed cases have no answer to judge); a
+    conversation's turn comes with the turns before it."""
+    before = turns_before(records)
     out = []
     for record in records:
         if record.scores is None:
@@ -57,7 +60,8 @@ def subjects_of(records: tuple[CaseRecord, ...]) -> list[Subject]:
         evidence = tuple(
             (doc_id, record.texts[doc_id]) for doc_id in record.ranked_ids if doc_id in record.texts
         )
-        out.append(Subject.of(record.case, record.answer, evidence))
+        earlier = before.get(record.id, ())
+        out.append(Subject.of(record.case, record.answer, evidence, earlier))
     return out
 
 
@@ -128,7 +132,7 @@ class JudgedPass:
     ) -> CheckOutcome:
         """The check's outcome on one case: from the cache when it holds a verdict of the
         check's shape, else asked of the judge (and then kept in the cache)."""
-        data = check.data(subject)
+        data = subject.payload(check.data(subject))
         key = cache_key(self.config.model, PROMPT_VERSION, check.name, data)
         cache = self.cache if use_cache else None
         hit = None if cache is None else self._cached(check, subject, cache.get(key))

@@ -14,6 +14,7 @@ from evaluator.judge.checks import check as judged_check
 from evaluator.judge.labels import Label, outcome_verdict
 from evaluator.judge.record import CheckOutcome, JudgedRun
 from evaluator.models import CaseRecord
+from evaluator.scoring.conversation import turns_before
 
 __all__ = ["ReviewItem", "deterministic_verdict", "review_queue"]
 
@@ -25,6 +26,9 @@ class ReviewItem:
     outcome: CheckOutcome
     judge: bool
     deterministic: bool | None
+    #: a conversation's turn: the records of the turns before it (the reviewer reads the
+    #: question in their light, as the judge did)
+    earlier: tuple[CaseRecord, ...] = ()
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -63,6 +67,7 @@ def _unlabelled(
     """Every judge verdict (an outcome with a pass or fail) of a case the report holds and
     no label covers, in the judged run's order."""
     by_id = {r.id: r for r in records}
+    before = turns_before(records)
     items = []
     for case in judged.cases:
         record = by_id.get(case.case_id)
@@ -73,7 +78,16 @@ def _unlabelled(
             if verdict is None or (case.case_id, case.answer_hash, outcome.check) in labelled:
                 continue
             deterministic = deterministic_verdict(record, outcome.check)
-            items.append(ReviewItem(record, case.answer_hash, outcome, verdict, deterministic))
+            items.append(
+                ReviewItem(
+                    record,
+                    case.answer_hash,
+                    outcome,
+                    verdict,
+                    deterministic,
+                    before.get(record.id, ()),
+                )
+            )
     return items
 
 

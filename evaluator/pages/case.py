@@ -17,6 +17,7 @@ from typing import Protocol
 
 from evaluator.metrics import METRICS
 from evaluator.models import CaseRecord, Citation
+from evaluator.pages.conversation import ConversationView
 from evaluator.pages.formatting import Redact, fmt_age, fmt_seconds
 from evaluator.pages.highlight import Segment, segments
 from evaluator.pages.judge_panel import JudgePanel
@@ -139,6 +140,9 @@ class CaseView:
     #: the judge's verdicts of this case and their human labels (None: report not judged),
     #: from :mod:`evaluator.pages.judge_panel`
     judge: JudgePanel | None = None
+    #: a conversation's turn: every turn of its conversation (None: a question of its own),
+    #: from :mod:`evaluator.pages.conversation`
+    conversation: ConversationView | None = None
 
 
 def citation_label(citation: Citation) -> str:
@@ -278,9 +282,11 @@ def case_view(
     now: float | None = None,
     changes: tuple[str, ...] = (),
     judge: JudgePanel | None = None,
+    conversation: ConversationView | None = None,
 ) -> CaseView:
     """Everything the case view shows for one case of a report; ``judge``: its panel of
-    the report's judged verdicts (:mod:`evaluator.pages.judge_panel`), if judged."""
+    the report's judged verdicts (:mod:`evaluator.pages.judge_panel`), if judged;
+    ``conversation``: a turn's whole conversation (:mod:`evaluator.pages.conversation`)."""
     answer = _answer_views(record, redact)
     retrieved = set(record.ranked_ids)
     trace_id, trace_link = _trace(record, redact, trace_url)
@@ -314,6 +320,7 @@ def case_view(
         k=k,
         changes=changes,
         judge=judge,
+        conversation=conversation,
     )
 
 

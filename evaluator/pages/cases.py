@@ -34,6 +34,7 @@ __all__ = [
     "CaseRow",
     "CaseTable",
     "CaseTableView",
+    "TurnBadge",
     "case_table",
     "parse_query",
     "table_view",
@@ -222,6 +223,8 @@ class CaseRow(NamedTuple):
     changes: tuple[str, ...]
     #: id and question case-folded: what the text search reads
     folded: str
+    #: a conversation's turn: each turn of its conversation as (id, verdict), in order
+    turns: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -258,6 +261,7 @@ def _case_row(
     changes: tuple[str, ...],
     klass: str | None,
     redact: Redact,
+    turns: tuple[tuple[str, str], ...] = (),
 ) -> CaseRow:
     """One case as the table lists it: its verdict (and whether that is a pass), error
     kind, RR, recall, latency, stability class and changes against the baseline."""
@@ -281,6 +285,7 @@ def _case_row(
         klass,
         tuple(map(redact, changes)),
         f"{case_id}\n{question}".casefold(),
+        turns,
     )
 
 
@@ -295,6 +300,23 @@ def _counts(rows: Sequence[CaseRow]) -> dict[str, int]:
         if r.stability is not None and r.stability in _HISTORY_SHOWS:
             counts[r.stability] += 1
     return counts
+
+
+def _conversation_turns(
+    records: Sequence[CaseRecord], redact: Redact
+) -> dict[str, tuple[tuple[str, str], ...]]:
+    """Each conversation's turns as (id, verdict), in turn order (none without any)."""
+    found: dict[str, list[tuple[int, str, str]]] = {}
+    for record in records:
+        place = record.case.turn
+        if place is not None:
+            found.setdefault(place.conversation, []).append(
+                (place.position, redact(record.id), verdict_word(record))
+            )
+    return {
+        conversation: tuple((turn, verdict) for _, turn, verdict in sorted(turns))
+        for conversation, turns in found.items()
+    }
 
 
 def case_table(
@@ -313,8 +335,15 @@ def case_table(
     """
     changes = regressed or {}
     classes = stability or {}
+    turns = _conversation_turns(report.cases, redact)
     rows = tuple(
-        _case_row(record, changes.get(record.id, ()), classes.get(record.id), redact)
+        _case_row(
+            record,
+            changes.get(record.id, ()),
+            classes.get(record.id),
+            redact,
+            turns.get(record.case.turn.conversation, ()) if record.case.turn else (),
+        )
         for record in report.cases
     )
     return CaseTable(
@@ -348,6 +377,19 @@ class RowView:
     stability_label: str
     stability_badge: str
     changes: str
+    #: a conversation's turn: each turn of its conversation, one badge each
+    turns: tuple[TurnBadge, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class TurnBadge:
+    """One turn of a row's conversation: its position, verdict and case view."""
+
+    position: int
+    verdict: str
+    href: str
+    #: the row's own turn
+    current: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -477,6 +519,10 @@ def _row_view(r: CaseRow, case_href: Callable[[str], str]) -> RowView:
         stability_label=STABILITY_LABELS.get(r.stability, "") if r.stability else "",
         stability_badge=STABILITY_BADGE.get(r.stability, "na") if r.stability else "na",
         changes="; ".join(r.changes)[:CHANGES_SHOWN],
+        turns=tuple(
+            TurnBadge(n, verdict, case_href(turn), turn == r.id)
+            for n, (turn, verdict) in enumerate(r.turns, start=1)
+        ),
     )
 
 

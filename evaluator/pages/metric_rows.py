@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from evaluator.metrics import METRICS
 from evaluator.pages.formatting import LOWER_IS_BETTER, fmt_diff, fmt_value
 from evaluator.summary import QUALITY_METRICS, Summary
 
@@ -12,6 +13,10 @@ __all__ = ["SUMMARY_METRICS", "MetricRow", "metric_rows"]
 
 #: quality rows on summaries: the ratios, then errors and latency
 SUMMARY_METRICS: tuple[str, ...] = (*QUALITY_METRICS, "error_rate", "p50_seconds", "p95_seconds")
+
+
+#: a ratio only some golden sets have (conversations): a row only when either side has it
+_MEASURED_ONLY = frozenset(spec.name for spec in METRICS if spec.measured_only)
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +38,9 @@ def metric_rows(summary: Summary, baseline: Summary | None = None) -> list[Metri
     rows = []
     for name in SUMMARY_METRICS:
         value = summary.get(name)
+        before = None if baseline is None else baseline.get(name)
+        if name in _MEASURED_ONLY and value is None and before is None:
+            continue
         total = summary.totals.get(name)
         count = total.count if total is not None else None
         if name == "error_rate":

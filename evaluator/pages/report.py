@@ -15,6 +15,7 @@ from typing import Any
 from evaluator.models import CaseRecord
 from evaluator.pages.audit import SUSPECT_SHOWN, AuditView, audit_view
 from evaluator.pages.case import CaseView, case_view
+from evaluator.pages.conversation import conversation_view
 from evaluator.pages.formatting import Redact
 from evaluator.pages.judge_panel import JudgePanel
 from evaluator.pages.metric_rows import MetricRow, metric_rows
@@ -74,11 +75,19 @@ class _Sections:
     """The case sections of one report: each case's anchor, and its view made the one way
     (redacted, with its judge panel)."""
 
-    def __init__(self, report: RunReport, redact: Redact, panels: Panels) -> None:
+    def __init__(
+        self,
+        report: RunReport,
+        redact: Redact,
+        panels: Panels,
+        baseline: RunReport | None = None,
+    ) -> None:
         self.report = report
         self.redact = redact
         self.panels = panels
         self.by_id = {c.id: c for c in report.cases}
+        #: a gate report's baseline cases, each turn's baseline run shown beside it
+        self.baseline = None if baseline is None else {c.id: c for c in baseline.cases}
         self.anchors = {c.id: f"case-{i}" for i, c in enumerate(report.cases)}
 
     def href(self, case_id: str) -> str:
@@ -94,6 +103,9 @@ class _Sections:
             anchor=self.anchors[record.id],
             changes=changes,
             judge=self.panels(record),
+            conversation=conversation_view(
+                record, self.report.cases, redact=self.redact, baseline=self.baseline
+            ),
         )
 
     def suspects(self, shown: list[CaseView]) -> list[CaseView]:
@@ -184,7 +196,8 @@ def report_view(
     ``gate`` is an :class:`evaluator.gate.GateResult` whose candidate is ``report``;
     ``panels`` gives each case section its judge panel (None: the report is not judged).
     """
-    sections = _Sections(report, redact, panels or _no_panels)
+    baseline = gate.baseline if gate is not None else None
+    sections = _Sections(report, redact, panels or _no_panels, baseline)
     if gate is None:
         return _run_view(report, source, worst, sections)
     return _gate_view(

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from evaluator.models import CaseScores
+from evaluator.models import CaseRecord, CaseScores
 
-__all__ = ["conversation_success", "first_failing_turn"]
+__all__ = ["conversation_success", "first_failing_turn", "turns_before"]
 
 
 def conversation_success(turns: Sequence[CaseScores | None]) -> bool | None:
@@ -43,3 +43,23 @@ def first_failing_turn(turns: Sequence[CaseScores | None]) -> int | None:
         if scores is None or scores.answer_correct is False:
             return position
     return None
+
+
+def turns_before(records: Sequence[CaseRecord]) -> dict[str, tuple[CaseRecord, ...]]:
+    """Each conversation turn's id -> the records of the turns before it in its
+    conversation, in turn order (the context a follow-up is read in); none for a report of
+    questions alone."""
+    asked: dict[str, list[CaseRecord]] = {}
+    for record in records:
+        if record.case.turn is not None:
+            asked.setdefault(record.case.turn.conversation, []).append(record)
+    out: dict[str, tuple[CaseRecord, ...]] = {}
+    for turns in asked.values():
+        turns.sort(key=_position)
+        for n, record in enumerate(turns):
+            out[record.id] = tuple(turns[:n])
+    return out
+
+
+def _position(record: CaseRecord) -> int:
+    return record.case.turn.position if record.case.turn is not None else 0

@@ -11,12 +11,12 @@ but the rubric's: a malformed verdict is never a pass or a fail.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 from evaluator.metrics import metric
-from evaluator.models import Case, CaseScores
+from evaluator.models import Case, CaseRecord, CaseScores
 
 __all__ = [
     "INJECTION",
@@ -64,11 +64,42 @@ class Subject:
     answer: str | None
     #: (id, text) in rank order, the texts the report kept
     evidence: tuple[tuple[str, str], ...]
+    #: a conversation's turn: the turns before it as (role, content) messages, oldest
+    #: first, each bounded; the judge reads the question in their light, as data
+    conversation: tuple[tuple[str, str], ...] = ()
 
     @classmethod
-    def of(cls, case: Case, answer: str | None, evidence: tuple[tuple[str, str], ...]) -> Subject:
-        """The subject of ``case`` answered with ``answer`` on ``evidence``."""
-        return cls(case.id, case.question, case.expected_facts, case.unanswerable, answer, evidence)
+    def of(
+        cls,
+        case: Case,
+        answer: str | None,
+        evidence: tuple[tuple[str, str], ...],
+        earlier: Sequence[CaseRecord] = (),
+    ) -> Subject:
+        """The subject of ``case`` answered with ``answer`` on ``evidence``; ``earlier``:
+        the records of the turns before it, when it is a conversation's turn."""
+        conversation: list[tuple[str, str]] = []
+        for turn in earlier:
+            conversation.append(("user", turn.case.question))
+            if turn.answer is not None:
+                conversation.append(("assistant", turn.answer[:MAX_EVIDENCE_CHARS]))
+        return cls(
+            case.id,
+            case.question,
+            case.expected_facts,
+            case.unanswerable,
+            answer,
+            evidence,
+            tuple(conversation),
+        )
+
+    def payload(self, data: Mapping[str, Any]) -> dict[str, Any]:
+        """A check's data for this subject with its conversation added (a conversation's
+        turn: ``conversation``, the earlier messages, still inside the data block)."""
+        if not self.conversation:
+            return dict(data)
+        earlier = [{"role": role, "content": content} for role, content in self.conversation]
+        return {**data, "conversation": earlier}
 
 
 @dataclass(frozen=True, slots=True)
