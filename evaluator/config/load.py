@@ -19,6 +19,7 @@ from pydantic import BaseModel, Tag, ValidationError
 from pydantic_settings import SettingsConfigDict, SettingsError
 
 from evaluator import border
+from evaluator.config.jobs import JobConfig
 from evaluator.config.settings import Settings
 from evaluator.config.sources import DEFAULT_CONFIG_PATH, ENV_PREFIX
 from evaluator.config.target import KIND_NAMES, TARGET_KINDS, HttpTargetConfig, TargetConfig
@@ -109,29 +110,38 @@ def _format_validation(
     origins = flags or {}
     for kind, where, msg in _problems(exc):
         loc, holder, kinds = _walk(where)
-        dotted = ".".join(str(p) for p in loc)
-        env = "EVALUATOR_" + "__".join(str(p) for p in loc).upper()
-        whole = "EVALUATOR_" + str(loc[0]).upper() if loc else ""
         message = msg.removeprefix("Value error, ")
         if kind == "extra_forbidden" and loc:
             message = _unknown_key(str(loc[-1]), holder, kinds)
-        if loc and origins.get(str(loc[0])):
-            field = origins[str(loc[0])]
-        elif loc and str(loc[0]) in origins:
-            field = f"{dotted} (command line)"
-        elif loc and env in os.environ:
-            field = f"environment variable {env} ({dotted})"
-        elif len(loc) > 1 and whole in os.environ:
-            # a list of tables set whole as JSON (EVALUATOR_TARGETS='[{...}]')
-            field = f"environment variable {whole} ({dotted})"
-        elif loc and file_data is not None and _in_data(file_data, loc):
-            field = f"{source}: {dotted}"
-        elif loc:
-            field = dotted
-        else:
-            field = source
+        field = _written_at(loc, source, file_data, origins) if loc else source
         parts.append(f"{field}: {message}")
     return "invalid configuration: " + "; ".join(parts)
+
+
+def _written_at(
+    loc: tuple[str | int, ...],
+    source: str,
+    file_data: Mapping[str, Any] | None,
+    origins: Mapping[str, str],
+) -> str:
+    """Where the value at ``loc`` was set: its command-line flag, its environment variable
+    (or the one that set its whole list as JSON), the config file's key, else the dotted key
+    alone."""
+    dotted = ".".join(str(p) for p in loc)
+    env = "EVALUATOR_" + "__".join(str(p) for p in loc).upper()
+    whole = "EVALUATOR_" + str(loc[0]).upper()
+    if origins.get(str(loc[0])):
+        return origins[str(loc[0])]
+    if str(loc[0]) in origins:
+        return f"{dotted} (command line)"
+    if env in os.environ:
+        return f"environment variable {env} ({dotted})"
+    if len(loc) > 1 and whole in os.environ:
+        # a list of tables set whole as JSON (EVALUATOR_TARGETS='[{...}]')
+        return f"environment variable {whole} ({dotted})"
+    if file_data is not None and _in_data(file_data, loc):
+        return f"{source}: {dotted}"
+    return dotted
 
 
 def _problems(exc: ValidationError) -> list[tuple[str, tuple[str | int, ...], str]]:
@@ -185,6 +195,34 @@ def _check_environment(referenced: Collection[str] = ()) -> None:
             raise ConfigError(f"unknown environment variable {name}{also}")
 
 
+def _config_path(config_path: str | Path | None) -> Path | None:
+    """The config file to read: ``config_path``, which must exist, else
+    ``config/evaluator.toml`` when it does, else none (defaults and environment)."""
+    if config_path is None:
+        return DEFAULT_CONFIG_PATH if DEFAULT_CONFIG_PATH.is_file() else None
+    path = Path(config_path)
+    if not path.is_file():
+        raise ConfigError(f"config file {path} does not exist or is not a file")
+    return path
+
+
+def _file_settings(path: Path) -> tuple[dict[str, Any], type[Settings]]:
+    """The config file decoded, and the settings class that reads it (below the environment
+    and the flags); an ``EVALUATOR_`` variable the file does not reference is checked by
+    name."""
+    try:
+        text = border.read_file(path, border.MAX_SETTINGS_BYTES).decode("utf-8")
+        file_data = tomllib.loads(text)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc}") from exc
+    except ValueError as exc:
+        # TOMLDecodeError, or the int conversion's digit limit (a 5,000-digit integer)
+        raise ConfigError(f"{path}: invalid TOML: {exc}") from exc
+    _check_environment(set(ENV_REFERENCE.findall(text)))
+    bound_config = SettingsConfigDict(**{**Settings.model_config, "toml_file": path})
+    return file_data, type("FileSettings", (Settings,), {"model_config": bound_config})
+
+
 def load_settings(
     config_path: str | Path | None = None,
     overrides: dict[str, Any] | None = None,
@@ -202,29 +240,13 @@ def load_settings(
     Raises:
         ConfigError: unreadable or invalid TOML, or a field that fails validation.
     """
-    path: Path | None
-    if config_path is not None:
-        path = Path(config_path)
-        if not path.is_file():
-            raise ConfigError(f"config file {path} does not exist or is not a file")
-    else:
-        path = DEFAULT_CONFIG_PATH if DEFAULT_CONFIG_PATH.is_file() else None
+    path = _config_path(config_path)
     cls: type[Settings] = Settings
     source = "environment"
     file_data: dict[str, Any] | None = None
     if path is not None:
         source = str(path)
-        try:
-            text = border.read_file(path, border.MAX_SETTINGS_BYTES).decode("utf-8")
-            file_data = tomllib.loads(text)
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ConfigError(f"cannot read config file {path}: {exc}") from exc
-        except ValueError as exc:
-            # TOMLDecodeError, or the int conversion's digit limit (a 5,000-digit integer)
-            raise ConfigError(f"{path}: invalid TOML: {exc}") from exc
-        _check_environment(set(ENV_REFERENCE.findall(text)))
-        bound_config = SettingsConfigDict(**{**Settings.model_config, "toml_file": path})
-        cls = type("FileSettings", (Settings,), {"model_config": bound_config})
+        file_data, cls = _file_settings(path)
     else:
         _check_environment()
     try:
@@ -275,43 +297,69 @@ def _against(base: Path, value: Path) -> Path:
     return Path(os.path.normpath(base / value))
 
 
+class _FilePaths:
+    """Resolves the paths written in one config file against the file's folder; a path set
+    by a flag or an environment variable is left as typed."""
+
+    def __init__(self, file_data: Mapping[str, Any], base: Path, overridden: set[str]) -> None:
+        self.file_data = file_data
+        self.base = base
+        self.overridden = overridden
+
+    def resolve(self, value: Path, *loc: str | int) -> Path | None:
+        """``value`` against the file's folder when the file wrote it at ``loc``, else None."""
+        if not _from_file(self.file_data, self.overridden, *loc):
+            return None
+        return _against(self.base, value)
+
+    def top(self, settings: Settings) -> dict[str, Any]:
+        """The top-level paths: reports folder, gates file, OpenSLO files."""
+        top: dict[str, Any] = {}
+        for name in ("reports_dir", "gates_file"):
+            value = getattr(settings, name)
+            resolved = self.resolve(value, name) if value is not None else None
+            if resolved is not None:
+                top[name] = resolved
+        if _from_file(self.file_data, self.overridden, "openslo_files"):
+            top["openslo_files"] = tuple(_against(self.base, p) for p in settings.openslo_files)
+        return top
+
+    def job(self, index: int, job: JobConfig) -> JobConfig:
+        """A job with its golden set and baseline resolved."""
+        update = {}
+        for name in ("dataset", "baseline"):
+            value = getattr(job, name)
+            resolved = self.resolve(value, "jobs", index, name) if value is not None else None
+            if resolved is not None:
+                update[name] = resolved
+        return job.model_copy(update=update) if update else job
+
+    def target(self, index: int, target: TargetConfig) -> TargetConfig:
+        """An HTTP target with its CA bundle resolved."""
+        if not isinstance(target, HttpTargetConfig) or target.tls.ca_bundle is None:
+            return target
+        bundle = self.resolve(target.tls.ca_bundle, "targets", index, "tls", "ca_bundle")
+        if bundle is None:
+            return target
+        tls = target.tls.model_copy(update={"ca_bundle": bundle})
+        return target.model_copy(update={"tls": tls})
+
+
 def _relative_to_file(
     settings: Settings, file_data: Mapping[str, Any], base: Path, overridden: set[str]
 ) -> Settings:
     """Resolve the paths written in the config file against the file's folder, as a user
     reading the file expects; flags and environment variables stay relative to the working
     directory, where they were typed."""
-    top: dict[str, Any] = {}
-    for name in ("reports_dir", "gates_file"):
-        value = getattr(settings, name)
-        if value is not None and _from_file(file_data, overridden, name):
-            top[name] = _against(base, value)
-    if _from_file(file_data, overridden, "openslo_files"):
-        top["openslo_files"] = tuple(_against(base, p) for p in settings.openslo_files)
-    jobs = []
-    for index, job in enumerate(settings.jobs):
-        update = {
-            name: _against(base, getattr(job, name))
-            for name in ("dataset", "baseline")
-            if getattr(job, name) is not None
-            and _from_file(file_data, overridden, "jobs", index, name)
-        }
-        jobs.append(job.model_copy(update=update) if update else job)
-    targets: list[TargetConfig] = []
-    for index, target in enumerate(settings.targets):
-        bundle = target.tls.ca_bundle if isinstance(target, HttpTargetConfig) else None
-        written = _from_file(file_data, overridden, "targets", index, "tls", "ca_bundle")
-        if isinstance(target, HttpTargetConfig) and bundle is not None and written:
-            tls = target.tls.model_copy(update={"ca_bundle": _against(base, bundle)})
-            target = target.model_copy(update={"tls": tls})
-        targets.append(target)
-    top["jobs"] = tuple(jobs)
-    top["targets"] = tuple(targets)
-    labels = settings.judge.drift_labels if settings.judge is not None else None
-    if labels is not None and _from_file(file_data, overridden, "judge", "drift_labels"):
-        top["judge"] = settings.judge.model_copy(  # type: ignore[union-attr]
-            update={"drift_labels": _against(base, labels)}
-        )
+    paths = _FilePaths(file_data, base, overridden)
+    top = paths.top(settings)
+    top["jobs"] = tuple(paths.job(i, job) for i, job in enumerate(settings.jobs))
+    top["targets"] = tuple(paths.target(i, target) for i, target in enumerate(settings.targets))
+    judge = settings.judge
+    labels = judge.drift_labels if judge is not None else None
+    resolved = paths.resolve(labels, "judge", "drift_labels") if labels is not None else None
+    if judge is not None and resolved is not None:
+        top["judge"] = judge.model_copy(update={"drift_labels": resolved})
     return settings.model_copy(update=top)
 
 

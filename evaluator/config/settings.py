@@ -126,14 +126,31 @@ class Settings(BaseSettings):
 
     @model_validator(mode="after")
     def _references(self) -> Settings:
+        """What no single field can check: the shard, target and job names, each job's
+        target and K, each job's judge merged with the top-level one, and the SLOs."""
         if self.shard_index >= self.shard_count:
             raise ValueError(
                 f"shard_index {self.shard_index} must be below shard_count {self.shard_count}"
             )
+        self._check_target_names()
+        self._check_jobs()
+        self._check_job_judges()
+        slo_problem = self.slo_problem(self.slos, lambda i, field: f"slos.{i}.{field}")
+        if slo_problem is not None:
+            raise ValueError(slo_problem)
+        return self
+
+    def _check_target_names(self) -> None:
+        """Refuse two targets of one name: a job names its target."""
         labels = [t.label for t in self.targets]
         dupes = sorted({x for x in labels if labels.count(x) > 1})
         if dupes:
             raise ValueError(f"targets: duplicate target name(s) {dupes}; set distinct 'name's")
+
+    def _check_jobs(self) -> None:
+        """Each job names a known target, asks for no more than it keeps, and has a name of
+        its own."""
+        labels = [t.label for t in self.targets]
         for i, job in enumerate(self.jobs):
             if job.target not in labels:
                 raise ValueError(
@@ -146,6 +163,9 @@ class Settings(BaseSettings):
         dupes = sorted({x for x in keys if keys.count(x) > 1})
         if dupes:
             raise ValueError(f"jobs: duplicate job(s) {dupes}; set distinct 'name's")
+
+    def _check_job_judges(self) -> None:
+        """Each job's judge keys, merged with the top-level ``[judge]``, form a valid judge."""
         for i, job in enumerate(self.jobs):
             try:
                 merged(self.judge, job.judge)
@@ -153,10 +173,6 @@ class Settings(BaseSettings):
                 problem = exc.errors()[0]
                 where = ".".join(str(p) for p in problem["loc"])
                 raise ValueError(f"jobs.{i}.judge.{where}: {problem['msg']}") from None
-        slo_problem = self.slo_problem(self.slos, lambda i, field: f"slos.{i}.{field}")
-        if slo_problem is not None:
-            raise ValueError(slo_problem)
-        return self
 
     def slo_problem(
         self, slos: Sequence[SloConfig], where: Callable[[int, str], str]
