@@ -20,7 +20,8 @@ from urllib.parse import urlencode
 
 from aiohttp import web
 
-from evaluator.daemon.baseline import BaselineGate
+from evaluator.config.jobs import JobConfig
+from evaluator.daemon.baseline import BaselineGate, GateVerdict
 from evaluator.daemon.job import JobRunner
 from evaluator.daemon.publish import JobState
 from evaluator.errors import GateError, PageQueryError
@@ -115,6 +116,30 @@ def _mean(rows: Sequence[TrendRun], metric: str) -> float | None:
     return sum(values) / len(values) if values else None
 
 
+def _drift_signals(history: JobHistory, runs: Sequence[TrendRun]) -> list[DriftSignal]:
+    """Each drift check of history's verdict, with its levels: the check's run metric
+    averaged over the complete runs on each side of the test (``runs`` newest first)."""
+    drift = history.drift
+    if drift is None:
+        return []
+    current, reference = drift.current_runs, drift.reference_runs
+    complete = [r for r in runs if r.outcome == "complete"]
+    now, before = complete[:current], complete[current : current + reference]
+    out = []
+    for name, check in drift.checks.items():
+        metric = DRIFT_METRIC.get(name, name)
+        out.append(
+            DriftSignal(
+                name,
+                check.significant,
+                check.shift,
+                before=_mean(before, metric) if len(before) == reference else None,
+                after=_mean(now, metric) if len(now) == current else None,
+            )
+        )
+    return out
+
+
 def job_signals(
     state: JobState, runs: Sequence[TrendRun], judge_problem: str | None = None
 ) -> JobSignals:
@@ -123,41 +148,32 @@ def job_signals(
     The drift's levels (``before`` / ``after``) are the check's run metric averaged over the
     complete runs on each side of the drift test, read from ``runs`` (newest first).
     """
-    report = state.report
-    summary = report.summary if report is not None else None
+    summary = state.report.summary if state.report is not None else None
     verdict = state.verdict
     history: JobHistory | None = state.history
-    drift: list[DriftSignal] = []
-    current = reference = 0
-    if history is not None and history.drift is not None:
-        current, reference = history.drift.current_runs, history.drift.reference_runs
-        complete = [r for r in runs if r.outcome == "complete"]
-        now, before = complete[:current], complete[current : current + reference]
-        for name, check in history.drift.checks.items():
-            metric = DRIFT_METRIC.get(name, name)
-            drift.append(
-                DriftSignal(
-                    name,
-                    check.significant,
-                    check.shift,
-                    before=_mean(before, metric) if len(before) == reference else None,
-                    after=_mean(now, metric) if len(now) == current else None,
-                )
-            )
+    drift = history.drift if history is not None else None
+    gate_passing, gate_failing = _gate_signals(verdict)
     return JobSignals(
         outcome=state.outcome,
         scored_cases=summary.scored_count if summary is not None else 0,
         error_ratio=summary.error_rate if summary is not None else None,
-        gate_passing=verdict.passing if verdict is not None else None,
-        gate_failing=tuple(sorted(n for n, failing in verdict.rules_failing.items() if failing))
-        if verdict is not None
-        else (),
-        drift=drift,
-        drift_current_runs=current,
-        drift_reference_runs=reference,
+        gate_passing=gate_passing,
+        gate_failing=gate_failing,
+        drift=_drift_signals(history, runs) if history is not None else [],
+        drift_current_runs=drift.current_runs if drift is not None else 0,
+        drift_reference_runs=drift.reference_runs if drift is not None else 0,
         newly_failing=len(history.listed(Stability.NEWLY_FAILING)) if history is not None else 0,
         judge_problem=judge_problem,
     )
+
+
+def _gate_signals(verdict: GateVerdict | None) -> tuple[bool | None, tuple[str, ...]]:
+    """Whether the gate against the baseline passes (None: no gate), and the names of the
+    rules failing, sorted."""
+    if verdict is None:
+        return None, ()
+    failing = sorted(name for name, failing in verdict.rules_failing.items() if failing)
+    return verdict.passing, tuple(failing)
 
 
 def gate_limits(gate: BaselineGate | None) -> list[Limit]:
@@ -182,6 +198,40 @@ def gate_limits(gate: BaselineGate | None) -> list[Limit]:
                 )
             )
     return out
+
+
+def _same(built_from: tuple[object, ...], sources: tuple[object, ...]) -> bool:
+    """Whether a cached build was made from these very objects (identity, not equality:
+    the published state is immutable)."""
+    return all(a is b for a, b in zip(built_from, sources, strict=True))
+
+
+def _listed(history: JobHistory | None, stability: Stability) -> Sequence[str]:
+    """The case ids of one stability class (none without a history verdict)."""
+    return history.listed(stability) if history is not None else ()
+
+
+def _newly_failing_verdicts(history: JobHistory | None) -> dict[str, Sequence[bool | None]]:
+    """Each newly failing case's verdicts over history's window, oldest first."""
+    cases = history.cases if history is not None else ()
+    return {c.case_id: c.verdicts for c in cases if c.stability is Stability.NEWLY_FAILING}
+
+
+def _schedule_text(job: JobConfig) -> str:
+    """A job's schedule in words: its cron expression or its interval ("" for neither)."""
+    if job.cron:
+        return f"cron {job.cron}"
+    return f"every {job.interval_seconds:g} s" if job.interval_seconds else ""
+
+
+def _stability_badge(history: JobHistory | None, case_id: str) -> tuple[str, str, str] | None:
+    """A case's stability class for its view: (value, words, badge colour); None without a
+    history verdict of it."""
+    classed = history.cases if history is not None else ()
+    found = next((c.stability.value for c in classed if c.case_id == case_id), None)
+    if found is None:
+        return None
+    return found, STABILITY_LABELS.get(found, found), STABILITY_BADGE.get(found, "na")
 
 
 def _html(body: str, status: int = 200) -> web.Response:
@@ -248,17 +298,20 @@ class StatusPages:
         """``build()``, or what it returned for the same ``sources`` (by identity)."""
         key = (kind, *labels)
         hit = self._built.get(key)
-        if hit is None or not all(a is b for a, b in zip(hit[0], sources, strict=True)):
+        if hit is None or not _same(hit[0], sources):
             with self._built_lock:  # two requests after a run build it once
                 hit = self._built.get(key)
-                if hit is None or not all(a is b for a, b in zip(hit[0], sources, strict=True)):
+                if hit is None or not _same(hit[0], sources):
                     hit = (sources, build())
                     self._built[key] = hit
-                    # jobs removed by a reload leave nothing behind
-                    live = {r.labels for r in self._jobs()}
-                    for gone in [k for k in self._built if (k[1], k[2]) not in live]:
-                        del self._built[gone]
+                    self._forget_removed_jobs()
         return hit[1]  # type: ignore[return-value]
+
+    def _forget_removed_jobs(self) -> None:
+        """Drop what was built for jobs a reload removed (under the build lock)."""
+        live = {r.labels for r in self._jobs()}
+        for gone in [k for k in self._built if (k[1], k[2]) not in live]:
+            del self._built[gone]
 
     def _runs(self, state: JobState) -> Sequence[TrendRun]:
         source: TrendSource = self._trends if self._trends is not None else state
@@ -275,12 +328,6 @@ class StatusPages:
         signals = job_signals(
             published, runs, runner.judge.problem if runner.judge is not None else None
         )
-        job = runner.job
-        schedule = (
-            f"cron {job.cron}"
-            if job.cron
-            else (f"every {job.interval_seconds:g} s" if job.interval_seconds else "")
-        )
         return JobPage(
             target=runner.labels[0],
             dataset=runner.labels[1],
@@ -291,18 +338,14 @@ class StatusPages:
             gate_passing=signals.gate_passing,
             gate_failing=signals.gate_failing,
             runs=runs,
-            schedule=schedule,
+            schedule=_schedule_text(runner.job),
             signals=signals,
-            newly_failing=history.listed(Stability.NEWLY_FAILING) if history is not None else (),
-            recovered=history.listed(Stability.RECOVERED) if history is not None else (),
-            flaky=history.listed(Stability.FLAKY) if history is not None else (),
+            newly_failing=_listed(history, Stability.NEWLY_FAILING),
+            recovered=_listed(history, Stability.RECOVERED),
+            flaky=_listed(history, Stability.FLAKY),
             digest=self._digest(runner, published.report),
             gate_limits=gate_limits(runner.gate),
-            newly_failing_verdicts={
-                c.case_id: c.verdicts
-                for c in (history.cases if history is not None else ())
-                if c.stability is Stability.NEWLY_FAILING
-            },
+            newly_failing_verdicts=_newly_failing_verdicts(history),
             window_runs=history.runs_in_window if history is not None else 0,
         )
 
@@ -338,12 +381,7 @@ class StatusPages:
         )
         if report is None or record is None:
             return 404, self.renderer.not_found("no such case in the last run")
-        history = None
-        if self._history is not None:
-            try:
-                history = self._history.case_history(target, dataset, case_id, limit=CASE_HISTORY)
-            except Exception:  # the case view stands without its history
-                history = None
+        history = self._case_history(target, dataset, case_id)
         diff = self._against_baseline(runner, record, report.k)
         panels = report_panels(
             report,
@@ -371,20 +409,13 @@ class StatusPages:
             ),
         )
         age = fmt_age(time.time() - published.finished_at) if published.finished_at else ""
-        # the case's stability class for its view: (value, words, badge colour)
-        classed = published.history.cases if published.history is not None else ()
-        found = next((c.stability.value for c in classed if c.case_id == case_id), None)
         return 200, self.renderer.case(
             view,
             job=f"{target} / {dataset}",
             run_id=report.run_id,
             run_age=age,
             diff=diff,
-            stability=(
-                None
-                if found is None
-                else (found, STABILITY_LABELS.get(found, found), STABILITY_BADGE.get(found, "na"))
-            ),
+            stability=_stability_badge(published.history, case_id),
         )
 
     @staticmethod
@@ -395,6 +426,18 @@ class StatusPages:
         if gate is None or gate.baseline.k != k:
             return None
         return {c.id: c for c in gate.baseline.cases}
+
+    def _case_history(
+        self, target: str, dataset: str, case_id: str
+    ) -> Sequence[CaseOutcomeRow] | None:
+        """The case's past outcomes, newest first; None without a history store or when it
+        cannot be read (the case view stands without its history)."""
+        if self._history is None:
+            return None
+        try:
+            return self._history.case_history(target, dataset, case_id, limit=CASE_HISTORY)
+        except Exception:  # the case view stands without its history
+            return None
 
     def _against_baseline(
         self, runner: JobRunner, record: CaseRecord, k: int

@@ -59,6 +59,23 @@ def run_outcome(summary: Summary, error_ratio_limit: float) -> str:
     return "complete"
 
 
+def _drift_gauges(history: JobHistory) -> dict[str, DriftGauge]:
+    """Each drift check's gauges: its shift and verdict, and for a pass/fail check how many
+    cases dropped and rose."""
+    if history.drift is None:
+        return {}
+    drift: dict[str, DriftGauge] = {}
+    for name, check in history.drift.checks.items():
+        binary = name in BINARY_CHECKS
+        drift[name] = DriftGauge(
+            shift=check.shift,
+            significant=check.significant,
+            dropped=len(check.dropped) if binary else None,
+            rose=len(check.rose) if binary else None,
+        )
+    return drift
+
+
 def _timestamp(report: RunReport) -> float:
     return report.generated_at.timestamp()
 
@@ -302,27 +319,11 @@ class RunPublisher:
         if report is None or report.dataset_hash != dataset_hash:
             return
         limit = self.error_ratio_limit
-        # after an incomplete or failed run, the last complete one is among the kept reports
-        complete = next(
-            (
-                r
-                for r in itertools.chain((report,), self.store.kept())  # lazily, newest first
-                if r.dataset_hash == dataset_hash and run_outcome(r.summary, limit) == "complete"
-            ),
-            None,
-        )
+        complete = self._last_complete(report, dataset_hash)
         verdict = None
         if complete is not None and self.gate is not None:
             verdict = self._verdict(complete)
-        self.metrics.run_finished(
-            self.labels,
-            finished_at=_timestamp(report),
-            duration_seconds=report.duration_seconds,
-            error_ratio=report.summary.error_rate,
-            complete=None if complete is None else complete.summary,
-            complete_at=None if complete is None else _timestamp(complete),
-            gate=None if complete is None or self.gate is None else _gate_state(verdict),
-        )
+        self._seed_gauges(report, complete, verdict)
         outcome, at = run_outcome(report.summary, limit), _timestamp(report)
         self._swap(
             report=report,
@@ -333,6 +334,34 @@ class RunPublisher:
             recent=self._with_point(report, outcome, at),
         )
         log.info("job_restored", job=self.key, run_id=report.run_id, **self._label_fields())
+
+    def _last_complete(self, report: RunReport, dataset_hash: str) -> RunReport | None:
+        """The last complete run of this golden set: ``report`` itself, or after an
+        incomplete or failed run one of the kept reports (read lazily, newest first)."""
+        limit = self.error_ratio_limit
+        return next(
+            (
+                r
+                for r in itertools.chain((report,), self.store.kept())
+                if r.dataset_hash == dataset_hash and run_outcome(r.summary, limit) == "complete"
+            ),
+            None,
+        )
+
+    def _seed_gauges(
+        self, report: RunReport, complete: RunReport | None, verdict: GateVerdict | None
+    ) -> None:
+        """The gauges of the last run, with the quality and gate ones of the last complete
+        run (as after a live run)."""
+        self.metrics.run_finished(
+            self.labels,
+            finished_at=_timestamp(report),
+            duration_seconds=report.duration_seconds,
+            error_ratio=report.summary.error_rate,
+            complete=None if complete is None else complete.summary,
+            complete_at=None if complete is None else _timestamp(complete),
+            gate=None if complete is None or self.gate is None else _gate_state(verdict),
+        )
 
     def carry_over(self, previous: RunPublisher) -> None:
         """A reload kept the job: keep the previous publisher's last results and counts."""
@@ -378,30 +407,18 @@ class RunPublisher:
         if history is None:
             return
         self._swap(history=history)
-        drift: dict[str, DriftGauge] = {}
-        if history.drift is not None:
-            for name, check in history.drift.checks.items():
-                binary = name in BINARY_CHECKS
-                drift[name] = DriftGauge(
-                    shift=check.shift,
-                    significant=check.significant,
-                    dropped=len(check.dropped) if binary else None,
-                    rose=len(check.rose) if binary else None,
-                )
-            if history.drift.significant:
-                log.warning(
-                    "drift_significant",
-                    job=self.key,
-                    checks={
-                        n: c.to_dict() for n, c in history.drift.checks.items() if c.significant
-                    },
-                    **self._label_fields(),
-                )
+        if history.drift is not None and history.drift.significant:
+            log.warning(
+                "drift_significant",
+                job=self.key,
+                checks={n: c.to_dict() for n, c in history.drift.checks.items() if c.significant},
+                **self._label_fields(),
+            )
         self.metrics.history_updated(
             self.labels,
             stability_counts={k.value: v for k, v in history.counts.items()},
             window_runs=history.runs_in_window,
-            drift=drift,
+            drift=_drift_gauges(history),
         )
 
     async def restore_history(self) -> None:

@@ -6,7 +6,7 @@ import asyncio
 import signal
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
@@ -297,71 +297,81 @@ class Daemon:
         scheduler = self._scheduler
         assert scheduler is not None
         old = {r.key: r for r in self.jobs}
-        fresh_labels = {r.labels for r in runners}
-        next_runs: dict[str, datetime] = {}
-        # jobs new to the daemon start as at start-up: staggered among themselves
-        newcomers = [r for r in runners if self.metrics.snapshot(r.labels) is None]
-        starts = dict(
-            zip(newcomers, staggered_starts([r.job for r in newcomers], now), strict=True)
-        )
-        added: list[JobRunner] = []
-        for runner in old.values():
-            scheduled = scheduler.get_job(runner.key)
-            if scheduled is not None:
-                if scheduled.next_run_time is not None:
-                    next_runs[runner.key] = scheduled.next_run_time
-                scheduled.remove()
-            if runner.labels not in fresh_labels:
-                self.metrics.remove_job(runner.labels)
+        next_runs = self._unschedule(scheduler, old.values(), {r.labels for r in runners})
+        starts = self._newcomer_starts(runners, now)
         for runner in runners:
-            previous = old.get(runner.key)
             # a job kept across the reload keeps its rhythm: no extra run because of it
             start = starts.get(runner) or next_runs.get(runner.key, now)
             trigger = build_trigger(runner.job, start)
             interval = interval_of(trigger, now)
             if runner not in starts:
-                # the same series: keep the last results, take the new identity
-                fresh = self._snapshot(runner, interval)
-                self.metrics.job_reconfigured(
-                    runner.labels,
-                    k=fresh.k,
-                    config_hash=fresh.config_hash,
-                    dataset_hash=fresh.dataset_hash,
-                    interval_seconds=interval,
-                    baseline=fresh.baseline,
-                    slos=fresh.slos,
-                )
-                if runner.judge is not None:  # a judge the reload gave the job
-                    self.metrics.judge_added(runner.labels)
-                if previous is not None:
-                    runner.publisher.carry_over(previous.publisher)
+                self._keep_job(runner, old.get(runner.key), interval)
                 first = trigger.get_next_fire_time(None, now)
             else:  # a new job starts as at start-up
                 self._add_job(runner, interval)
                 runner.restore()
-                added.append(runner)
                 first = first_run(runner.job, trigger, start)
             self._schedule(scheduler, runner, trigger, first)
         before = self.settings
-        needs_restart = [n for n in _RESTART_ONLY if getattr(settings, n) != getattr(before, n)]
-        retired, self._targets = self._targets, targets
-        task = asyncio.create_task(self._retire(list(old.values()), retired, list(self._running)))
-        self._retiring.add(task)
-        task.add_done_callback(self._retiring.discard)
+        self._retire_later(list(old.values()), targets)
         self.settings, self.jobs = settings, runners
         self._publish_slos(settings)
-        log.info(
-            "config_reloaded",
-            jobs=[
-                {"job": j.key, "cases": len(j.dataset.cases), "config_hash": j.config_hash}
-                for j in runners
-            ],
-            removed=sorted(set(old) - {r.key for r in runners}),
-            needs_restart=needs_restart,
+        _log_reload(before, settings, runners, removed=sorted(set(old) - {r.key for r in runners}))
+        return list(starts)
+
+    def _newcomer_starts(
+        self, runners: list[JobRunner], now: datetime
+    ) -> dict[JobRunner, datetime]:
+        """The jobs new to the daemon (no series yet), in order, each with its first start:
+        as at start-up, staggered among themselves."""
+        newcomers = [r for r in runners if self.metrics.snapshot(r.labels) is None]
+        return dict(zip(newcomers, staggered_starts([r.job for r in newcomers], now), strict=True))
+
+    def _unschedule(
+        self,
+        scheduler: AsyncIOScheduler,
+        old: Iterable[JobRunner],
+        kept_labels: set[tuple[str, str]],
+    ) -> dict[str, datetime]:
+        """Remove the old jobs from the scheduler (and the series of the jobs the reload
+        dropped); returns each one's next run time, for the kept jobs to keep their rhythm."""
+        next_runs: dict[str, datetime] = {}
+        for runner in old:
+            scheduled = scheduler.get_job(runner.key)
+            if scheduled is not None:
+                if scheduled.next_run_time is not None:
+                    next_runs[runner.key] = scheduled.next_run_time
+                scheduled.remove()
+            if runner.labels not in kept_labels:
+                self.metrics.remove_job(runner.labels)
+        return next_runs
+
+    def _keep_job(
+        self, runner: JobRunner, previous: JobRunner | None, interval: float | None
+    ) -> None:
+        """A job kept across the reload: the same series, the last results kept, the new
+        identity (K, hashes, interval, baseline, SLOs) taken."""
+        fresh = self._snapshot(runner, interval)
+        self.metrics.job_reconfigured(
+            runner.labels,
+            k=fresh.k,
+            config_hash=fresh.config_hash,
+            dataset_hash=fresh.dataset_hash,
+            interval_seconds=interval,
+            baseline=fresh.baseline,
+            slos=fresh.slos,
         )
-        if needs_restart:
-            log.warning("config_reload_needs_restart", fields=needs_restart)
-        return added
+        if runner.judge is not None:  # a judge the reload gave the job
+            self.metrics.judge_added(runner.labels)
+        if previous is not None:
+            runner.publisher.carry_over(previous.publisher)
+
+    def _retire_later(self, old: list[JobRunner], targets: list[Target]) -> None:
+        """Take the new targets; the old ones close once the runs using them are over."""
+        retired, self._targets = self._targets, targets
+        task = asyncio.create_task(self._retire(old, retired, list(self._running)))
+        self._retiring.add(task)
+        task.add_done_callback(self._retiring.discard)
 
     async def _retire(
         self, runners: list[JobRunner], targets: list[Target], running: list[asyncio.Task[str]]
@@ -398,22 +408,36 @@ class Daemon:
         self._stopping = True
         if self._scheduler is not None and self._scheduler.running:
             self._scheduler.pause()
-        running = list(self._running)
-        grace = self.settings.shutdown_grace_seconds
-        cancelled = 0
-        if running:
-            log.info("shutdown_waiting", runs=len(running), grace_seconds=grace)
-            _, pending = await asyncio.wait(running, timeout=grace)
-            for task in pending:
-                task.cancel()
-                cancelled += 1
-            if pending:
-                await asyncio.wait(pending, timeout=5)
+        cancelled = await self._finish_runs(self.settings.shutdown_grace_seconds)
         if self._scheduler is not None and self._scheduler.running:
             self._scheduler.shutdown(wait=False)
             await asyncio.sleep(0)
         if self._retiring:
             await asyncio.wait(list(self._retiring), timeout=5)
+        await self._close()
+        totals: dict[str, int] = {}
+        for runner in self.jobs:
+            for outcome, n in runner.state.runs_by_outcome.items():
+                totals[outcome] = totals.get(outcome, 0) + n
+        log.info("daemon_stopped", runs=totals, cancelled_runs=cancelled)
+
+    async def _finish_runs(self, grace: float) -> int:
+        """Let the running runs finish within ``grace`` seconds, then cancel the rest (and
+        give them 5 s to unwind); returns how many were cancelled."""
+        running = list(self._running)
+        if not running:
+            return 0
+        log.info("shutdown_waiting", runs=len(running), grace_seconds=grace)
+        _, pending = await asyncio.wait(running, timeout=grace)
+        for task in pending:
+            task.cancel()
+        if pending:
+            await asyncio.wait(pending, timeout=5)
+        return len(pending)
+
+    async def _close(self) -> None:
+        """Write the last history, then close the store, the targets, the decoding child,
+        the judges, the span exporter and the HTTP server, in that order."""
         for runner in self.jobs:
             await runner.publisher.drain_history(10.0)
         if self.history is not None:
@@ -427,11 +451,6 @@ class Daemon:
         # the spans of the last runs are sent before exit (bounded by the export timeout)
         await asyncio.to_thread(otlp.shutdown)
         await self.http.stop()
-        totals: dict[str, int] = {}
-        for runner in self.jobs:
-            for outcome, n in runner.state.runs_by_outcome.items():
-                totals[outcome] = totals.get(outcome, 0) + n
-        log.info("daemon_stopped", runs=totals, cancelled_runs=cancelled)
 
     async def run_until_signal(self) -> None:
         """Start, wait for SIGTERM or SIGINT, stop; SIGHUP reloads the configuration."""
@@ -455,6 +474,24 @@ class Daemon:
             log.info("shutdown_requested")
         finally:
             await self.stop()
+
+
+def _log_reload(
+    before: Settings, settings: Settings, runners: list[JobRunner], *, removed: list[str]
+) -> None:
+    """Log the reloaded jobs, the removed ones, and the settings only a restart applies."""
+    needs_restart = [n for n in _RESTART_ONLY if getattr(settings, n) != getattr(before, n)]
+    log.info(
+        "config_reloaded",
+        jobs=[
+            {"job": j.key, "cases": len(j.dataset.cases), "config_hash": j.config_hash}
+            for j in runners
+        ],
+        removed=removed,
+        needs_restart=needs_restart,
+    )
+    if needs_restart:
+        log.warning("config_reload_needs_restart", fields=needs_restart)
 
 
 async def _load_datasets(settings: Settings) -> dict[str, Dataset]:
