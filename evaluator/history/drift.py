@@ -131,34 +131,50 @@ def _counts(
     return passes, total
 
 
+#: one case's (id, reference passes, reference runs, current passes, current runs)
+_CountRow = tuple[str, int, int, int, int]
+
+
+def _count_rows(
+    sides: Mapping[str, Sides], pick: Callable[[CaseOutcome], bool | None]
+) -> list[_CountRow]:
+    """Each case's pass counts on both sides, for the cases checked on both."""
+    rows: list[_CountRow] = []
+    for cid, (reference, current) in sides.items():
+        bp, bt = _counts(reference, pick)
+        ap, at = _counts(current, pick)
+        if bt and at:
+            rows.append((cid, bp, bt, ap, at))
+    return rows
+
+
+def _beyond_chance(
+    rows: Sequence[_CountRow], alpha: float
+) -> tuple[dict[str, float], float, tuple[str, ...]]:
+    """Each case's one-sided Fisher p-value of a drop from the first side to the second,
+    Tarone's level for ``alpha`` over the cases, and the cases at or below it."""
+    p_values = {cid: fisher_drop_p(bp, bt, ap, at) for cid, bp, bt, ap, at in rows}
+    threshold, _ = tarone_threshold(
+        [fisher_drop_min_p(bp, bt, ap, at) for _, bp, bt, ap, at in rows], alpha
+    )
+    return p_values, threshold, tuple(cid for cid, p in p_values.items() if p <= threshold)
+
+
 def _binary(
     check: str,
     pick: Callable[[CaseOutcome], bool | None],
     sides: Mapping[str, Sides],
     alpha: float,
 ) -> CheckDrift:
-    rows: list[tuple[str, int, int, int, int]] = []
-    for cid, (reference, current) in sides.items():
-        bp, bt = _counts(reference, pick)
-        ap, at = _counts(current, pick)
-        if bt and at:
-            rows.append((cid, bp, bt, ap, at))
+    rows = _count_rows(sides, pick)
     if not rows:
         return CheckDrift(check, "fisher_exact", 0, None, None, alpha, False)
     shift = sum(ap / at - bp / bt for _, bp, bt, ap, at in rows) / len(rows)
     # a case that passed (or failed) every time on both sides can move neither way: p = 1
     moving = [r for r in rows if 0 < r[1] + r[3] < r[2] + r[4]]
-    drop_p = {r[0]: fisher_drop_p(r[1], r[2], r[3], r[4]) for r in moving}
-    drop_threshold, _ = tarone_threshold(
-        [fisher_drop_min_p(bp, bt, ap, at) for _, bp, bt, ap, at in moving], alpha
-    )
+    drop_p, drop_threshold, dropped = _beyond_chance(moving, alpha)
     # a rise is a drop seen the other way round
-    rise_p = {r[0]: fisher_drop_p(r[3], r[4], r[1], r[2]) for r in moving}
-    rise_threshold, _ = tarone_threshold(
-        [fisher_drop_min_p(ap, at, bp, bt) for _, bp, bt, ap, at in moving], alpha
-    )
-    dropped = tuple(cid for cid, p in drop_p.items() if p <= drop_threshold)
-    rose = tuple(cid for cid, p in rise_p.items() if p <= rise_threshold)
+    _, _, rose = _beyond_chance([(c, ap, at, bp, bt) for c, bp, bt, ap, at in moving], alpha)
     return CheckDrift(
         check,
         "fisher_exact",
@@ -181,17 +197,26 @@ def _mean(
     return sum(values) / len(values) if values else None
 
 
+def _mean_shifts(
+    sides: Mapping[str, Sides], pick: Callable[[CaseOutcome], float | None]
+) -> list[float]:
+    """Each case's mean on the current side minus its mean on the reference side (cases
+    with a value on both)."""
+    diffs = []
+    for reference, current in sides.values():
+        before, after = _mean(reference, pick), _mean(current, pick)
+        if before is not None and after is not None:
+            diffs.append(after - before)
+    return diffs
+
+
 def _rank(
     check: str,
     pick: Callable[[CaseOutcome], float | None],
     sides: Mapping[str, Sides],
     alpha: float,
 ) -> CheckDrift:
-    diffs = []
-    for reference, current in sides.values():
-        before, after = _mean(reference, pick), _mean(current, pick)
-        if before is not None and after is not None:
-            diffs.append(after - before)
+    diffs = _mean_shifts(sides, pick)
     if not diffs:
         return CheckDrift(check, "sign_test", 0, None, None, alpha, False)
     down = sum(1 for d in diffs if d < -_EPSILON)

@@ -58,6 +58,17 @@ class Outcome:
     errors: tuple[str, ...] = ()
 
 
+def _named_corruption(work: Callable[[], T], path: Path) -> T:
+    """``work()``, with a malformed database file (not one that is locked or read-only)
+    raised as :class:`StoreCorrupt` naming the file."""
+    try:
+        return work()
+    except sqlite3.DatabaseError as exc:
+        if malformed(exc):
+            raise StoreCorrupt(f"{path}: {exc}") from exc
+        raise
+
+
 class HistoryRecorder:
     """Owns the store and the one thread that touches it (one writer, runs in order)."""
 
@@ -71,51 +82,49 @@ class HistoryRecorder:
         self._runs: dict[tuple[str, str], list[dict[str, CaseOutcome]]] = {}
 
     def _guarded(self, work: Callable[[], T], errors: list[str]) -> T | None:
-        """Run ``work`` on the store; a corrupt file is moved aside and ``work`` tried again."""
+        """Run ``work`` on the store; a corrupt file is moved aside and ``work`` tried again.
+        Each failure's kind is appended to ``errors``; None when ``work`` did not succeed."""
         for attempt in (1, 2):
             try:
-                try:
-                    return work()
-                except sqlite3.DatabaseError as exc:
-                    # a malformed file, not one that is locked or read-only (see malformed)
-                    if malformed(exc):
-                        raise StoreCorrupt(f"{self.store.path}: {exc}") from exc
-                    raise
+                return _named_corruption(work, self.store.path)
             except StoreCorrupt as exc:
                 errors.append("corrupt")
-                try:
-                    aside = self.store.move_aside()
-                except OSError as move_exc:
-                    log.error(
-                        "history_store_unusable",
-                        path=str(self.store.path),
-                        error=str(exc),
-                        move_error=str(move_exc),
-                    )
-                    return None
-                log.error(
-                    "history_store_corrupt",
-                    path=str(self.store.path),
-                    error=str(exc),
-                    moved_to=str(aside),
-                    action="started a fresh store",
-                )
-                if attempt == 2:
+                if not self._move_aside(exc) or attempt == 2:
                     return None
             except sqlite3.OperationalError as exc:
                 kind = "locked" if "locked" in str(exc) or "busy" in str(exc) else "io"
-                errors.append(kind)
-                log.error(
-                    "history_store_failed", path=str(self.store.path), kind=kind, error=str(exc)
-                )
+                self._store_failed(kind, exc, errors)
                 return None
             except (sqlite3.Error, OSError) as exc:
-                errors.append("io")
-                log.error(
-                    "history_store_failed", path=str(self.store.path), kind="io", error=str(exc)
-                )
+                self._store_failed("io", exc, errors)
                 return None
         return None
+
+    def _move_aside(self, exc: StoreCorrupt) -> bool:
+        """Move the corrupt file aside for a fresh store; False when it cannot be moved."""
+        try:
+            aside = self.store.move_aside()
+        except OSError as move_exc:
+            log.error(
+                "history_store_unusable",
+                path=str(self.store.path),
+                error=str(exc),
+                move_error=str(move_exc),
+            )
+            return False
+        log.error(
+            "history_store_corrupt",
+            path=str(self.store.path),
+            error=str(exc),
+            moved_to=str(aside),
+            action="started a fresh store",
+        )
+        return True
+
+    def _store_failed(self, kind: str, exc: Exception, errors: list[str]) -> None:
+        """Count and log a store failure that is no corruption (locked, I/O)."""
+        errors.append(kind)
+        log.error("history_store_failed", path=str(self.store.path), kind=kind, error=str(exc))
 
     def _history(
         self,

@@ -117,6 +117,15 @@ class CaseStability(msgspec.Struct, frozen=True, gc=False):
         }
 
 
+def _class_of(scored: Sequence[bool], min_runs: int, earlier: Sequence[CaseOutcome]) -> Stability:
+    """The window's class, except that a case newly failing which also failed in the drift
+    test's runs before the window is flaky: back where it was, not new trouble."""
+    stability = classify(scored, min_runs)
+    if stability is Stability.NEWLY_FAILING and any(o.passed is False for o in earlier):
+        return Stability.FLAKY
+    return stability
+
+
 def case_stability(
     case_id: str,
     window: Sequence[CaseOutcome],
@@ -127,9 +136,7 @@ def case_stability(
     outcomes in the drift test's runs before the window."""
     verdicts = tuple(o.passed for o in window)
     scored = [v for v in verdicts if v is not None]
-    stability = classify(scored, min_runs)
-    if stability is Stability.NEWLY_FAILING and any(o.passed is False for o in earlier):
-        stability = Stability.FLAKY  # failed before its passes: back where it was
+    stability = _class_of(scored, min_runs, earlier)
     pass_rate, _ = _rate(scored)
     answer_rate, _ = _rate(o.answer for o in window)
     hit_rate, _ = _rate(o.hit for o in window)

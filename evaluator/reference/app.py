@@ -160,6 +160,90 @@ def _chat_completion(model: str, result: RagResult) -> dict[str, object]:
     }
 
 
+class _Endpoints:
+    """The service's request handlers over one :class:`ReferenceRag` and the conversations
+    it keeps."""
+
+    def __init__(self, rag: ReferenceRag) -> None:
+        self.rag = rag
+        self.failure_modes = rag.failure_modes
+        self.kept = ConversationStore()
+
+    async def answer(self, request: Request) -> JSONResponse:
+        """``POST /rag``: one question (with its earlier turns), answered."""
+        rag = self.rag
+        try:
+            question, top_k, earlier = _parse_rag_request(await _json_object(request))
+        except _BadRequestError as exc:
+            return _error(str(exc), 400)
+        if rag.injects_error(question):
+            return _error("injected failure: server_errors is on", 500)
+        result = await rag.ask(question, top_k, earlier)
+        return JSONResponse(result.to_json())
+
+    async def chat(self, request: Request) -> JSONResponse:
+        """``POST /rag/v1/chat/completions``: the same, in the OpenAI chat shape."""
+        rag = self.rag
+        try:
+            model, question, top_k, earlier = _parse_chat_request(await _json_object(request))
+        except _BadRequestError as exc:
+            return _error(str(exc), 400)
+        if rag.injects_error(question):
+            return _error("injected failure: server_errors is on", 500)
+        return JSONResponse(_chat_completion(model, await rag.ask(question, top_k, earlier)))
+
+    async def session(self, request: Request) -> JSONResponse:
+        """``POST /rag/session``: a question in a conversation the service keeps (its id in
+        a header; none: a new conversation)."""
+        rag, kept = self.rag, self.kept
+        try:
+            body = await _json_object(request)
+            question, top_k = _question(body.get("question")), _top_k(body)
+        except _BadRequestError as exc:
+            return _error(str(exc), 400)
+        conversation_id = request.headers.get(CONVERSATION_HEADER) or kept.start()
+        try:
+            earlier = kept.earlier(conversation_id)
+        except UnknownConversationError:
+            return _error(f"unknown conversation: {CONVERSATION_HEADER} is not one given", 404)
+        if rag.injects_error(question):
+            return _error("injected failure: server_errors is on", 500)
+        result = await rag.ask(question, top_k, earlier)
+        kept.asked(conversation_id, question)
+        return JSONResponse({**result.to_json(), "conversation_id": conversation_id})
+
+    async def chat_completions(self, request: Request) -> JSONResponse:
+        """``POST /v1/chat/completions``: the demo judge."""
+        try:
+            return JSONResponse(judge_completion(await _json_object(request)))
+        except (_BadRequestError, DemoJudgeError) as exc:
+            return _error(str(exc), 400)
+
+    async def healthz(self, request: Request) -> JSONResponse:
+        """``GET /healthz``: the index's size and the failure modes on."""
+        active = sorted(self.failure_modes.active)
+        return JSONResponse(
+            {"status": "ok", "chunks": len(self.rag.chunks), "failure_modes": active}
+        )
+
+    async def admin(self, request: Request) -> JSONResponse:
+        """GET, PUT (the whole set), or POST and DELETE of one mode; then the modes."""
+        failure_modes = self.failure_modes
+        try:
+            if request.method == "PUT":
+                names = (await _json_object(request)).get("modes")
+                if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+                    raise _BadRequestError('"modes" must be a list of strings')
+                failure_modes.set(names)
+            elif request.method == "DELETE":
+                failure_modes.disable(request.path_params["mode"])
+            elif request.method == "POST":
+                failure_modes.enable(request.path_params["mode"])
+        except (_BadRequestError, UnknownFailureModeError) as exc:
+            return _error(str(exc), 400, known=list(KNOWN_MODES))
+        return JSONResponse({"modes": sorted(failure_modes.active), "known": list(KNOWN_MODES)})
+
+
 def create_app(
     modes: Iterable[str] = (),
     *,
@@ -182,81 +266,16 @@ def create_app(
         slow_model_seconds=slow_model_seconds,
         error_share=error_share,
     )
-    failure_modes = rag.failure_modes
-
-    kept = ConversationStore()
-
-    async def answer(request: Request) -> JSONResponse:
-        try:
-            question, top_k, earlier = _parse_rag_request(await _json_object(request))
-        except _BadRequestError as exc:
-            return _error(str(exc), 400)
-        if rag.injects_error(question):
-            return _error("injected failure: server_errors is on", 500)
-        result = await rag.ask(question, top_k, earlier)
-        return JSONResponse(result.to_json())
-
-    async def chat(request: Request) -> JSONResponse:
-        try:
-            model, question, top_k, earlier = _parse_chat_request(await _json_object(request))
-        except _BadRequestError as exc:
-            return _error(str(exc), 400)
-        if rag.injects_error(question):
-            return _error("injected failure: server_errors is on", 500)
-        return JSONResponse(_chat_completion(model, await rag.ask(question, top_k, earlier)))
-
-    async def session(request: Request) -> JSONResponse:
-        try:
-            body = await _json_object(request)
-            question, top_k = _question(body.get("question")), _top_k(body)
-        except _BadRequestError as exc:
-            return _error(str(exc), 400)
-        conversation_id = request.headers.get(CONVERSATION_HEADER) or kept.start()
-        try:
-            earlier = kept.earlier(conversation_id)
-        except UnknownConversationError:
-            return _error(f"unknown conversation: {CONVERSATION_HEADER} is not one given", 404)
-        if rag.injects_error(question):
-            return _error("injected failure: server_errors is on", 500)
-        result = await rag.ask(question, top_k, earlier)
-        kept.asked(conversation_id, question)
-        return JSONResponse({**result.to_json(), "conversation_id": conversation_id})
-
-    async def chat_completions(request: Request) -> JSONResponse:
-        try:
-            return JSONResponse(judge_completion(await _json_object(request)))
-        except (_BadRequestError, DemoJudgeError) as exc:
-            return _error(str(exc), 400)
-
-    async def healthz(request: Request) -> JSONResponse:
-        active = sorted(failure_modes.active)
-        return JSONResponse({"status": "ok", "chunks": len(rag.chunks), "failure_modes": active})
-
-    async def admin(request: Request) -> JSONResponse:
-        """GET, PUT (the whole set), or POST and DELETE of one mode; then the modes."""
-        try:
-            if request.method == "PUT":
-                names = (await _json_object(request)).get("modes")
-                if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
-                    raise _BadRequestError('"modes" must be a list of strings')
-                failure_modes.set(names)
-            elif request.method == "DELETE":
-                failure_modes.disable(request.path_params["mode"])
-            elif request.method == "POST":
-                failure_modes.enable(request.path_params["mode"])
-        except (_BadRequestError, UnknownFailureModeError) as exc:
-            return _error(str(exc), 400, known=list(KNOWN_MODES))
-        return JSONResponse({"modes": sorted(failure_modes.active), "known": list(KNOWN_MODES)})
-
+    endpoints = _Endpoints(rag)
     app = Starlette(
         routes=[
-            Route("/rag", answer, methods=["POST"]),
-            Route("/rag/v1/chat/completions", chat, methods=["POST"]),
-            Route("/rag/session", session, methods=["POST"]),
-            Route("/v1/chat/completions", chat_completions, methods=["POST"]),
-            Route("/healthz", healthz, methods=["GET"]),
-            Route("/admin/failure-modes", admin, methods=["GET", "PUT"]),
-            Route("/admin/failure-modes/{mode}", admin, methods=["POST", "DELETE"]),
+            Route("/rag", endpoints.answer, methods=["POST"]),
+            Route("/rag/v1/chat/completions", endpoints.chat, methods=["POST"]),
+            Route("/rag/session", endpoints.session, methods=["POST"]),
+            Route("/v1/chat/completions", endpoints.chat_completions, methods=["POST"]),
+            Route("/healthz", endpoints.healthz, methods=["GET"]),
+            Route("/admin/failure-modes", endpoints.admin, methods=["GET", "PUT"]),
+            Route("/admin/failure-modes/{mode}", endpoints.admin, methods=["POST", "DELETE"]),
         ]
     )
     app.state.rag = rag

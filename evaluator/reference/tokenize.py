@@ -51,13 +51,17 @@ def _stem(word: str) -> str:
         return word[:-3] + "y"
     for suffix in ("ing", "ed"):
         if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-            stem = word[: -len(suffix)]
-            if len(stem) >= 4 and stem[-1] == stem[-2] and stem[-1] not in "aeiouls":
-                stem = stem[:-1]  # shipped -> shipp -> ship
-            return stem
+            return _undoubled(word[: -len(suffix)])
     if word.endswith("s") and not word.endswith(("ss", "us", "is")):
         return word[:-1]
     return word
+
+
+def _undoubled(stem: str) -> str:
+    """A stem without the consonant doubled before -ing/-ed: shipped -> shipp -> ship."""
+    if len(stem) >= 4 and stem[-1] == stem[-2] and stem[-1] not in "aeiouls":
+        return stem[:-1]
+    return stem
 
 
 @dataclass(frozen=True, slots=True)
