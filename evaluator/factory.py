@@ -19,11 +19,11 @@ from evaluator.config import (
     TlsConfig,
 )
 from evaluator.errors import ConfigError
+from evaluator.targets import presets
 from evaluator.targets.base import Target
 from evaluator.targets.callable import CallableTarget
 from evaluator.targets.mapping import ResponseMapper
 from evaluator.targets.markers import compile_markers
-from evaluator.targets.presets import preset_body, preset_streaming
 from evaluator.targets.streaming import StreamSpec
 
 if TYPE_CHECKING:  # the HTTP stack (aiohttp) is imported when an HTTP target is built
@@ -130,17 +130,16 @@ def _preset(
     if config.kind == "http":
         return config.request.body, config.response, config.streaming
     assert config.model is not None  # HttpTargetConfig's validator
+    preset = presets.PRESETS[config.kind]
     body = config.request.body
     if body is None:
-        body = preset_body(config.kind, config.model, config.stream)
+        body = preset.body(config.model, config.stream)
     # the configuration merged the preset's mapping under its own [response] fields
     response = config.response
     streaming = None
     if config.stream:
         # a [streaming] table was merged over the preset's by the configuration
-        streaming = config.streaming or StreamingConfig.model_validate(
-            preset_streaming(config.kind)
-        )
+        streaming = config.streaming or StreamingConfig.model_validate(dict(preset.streaming))
     return body, response, streaming
 
 

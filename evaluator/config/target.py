@@ -33,10 +33,9 @@ from evaluator.config.fields import (
     _Strict,
     _url_problem,
 )
+from evaluator.targets import presets
 from evaluator.targets.base import HistorySource, default_target_name
 from evaluator.targets.markers import compile_markers
-from evaluator.targets.presets import KINDS as PRESET_KINDS
-from evaluator.targets.presets import preset_response, preset_streaming
 from evaluator.targets.templates import (
     DEFAULT_BODY,
     ENV_REFERENCE,
@@ -312,10 +311,10 @@ class HttpTargetConfig(_TargetBase):
         allow_inf_nan=False,
         description="request rate, at most",
     )
-    kind: Literal["http", "openai-chat", "openai-responses"] = Field(
+    kind: str = Field(
         "http",
-        description="a preset: 'openai-chat' (chat completions) or 'openai-responses' "
-        "(the Responses API)",
+        description="'http', or a preset: "
+        + ", ".join(f"'{name}' ({p.description})" for name, p in presets.PRESETS.items()),
     )
     model: str | None = Field(None, description="a preset's model name sent")
     stream: bool = Field(False, description="a preset: ask for a streamed answer")
@@ -344,19 +343,26 @@ class HttpTargetConfig(_TargetBase):
     def _preset_defaults(cls, data: Any) -> Any:
         # a preset's [streaming] table overrides the preset's settings key by key (a server's
         # quirk: another end marker, none), so it is merged before it is validated
-        if not isinstance(data, dict) or data.get("kind") not in PRESET_KINDS:
+        if not isinstance(data, dict) or data.get("kind") not in presets.PRESETS:
             return data
-        kind = data["kind"]
+        preset = presets.PRESETS[data["kind"]]
         if isinstance(data.get("streaming"), dict):
-            data = {**data, "streaming": {**preset_streaming(kind), **data["streaming"]}}
+            data = {**data, "streaming": {**preset.streaming, **data["streaming"]}}
         # likewise [response]: each field given overrides the preset's
         given = data.get("response")
         if given is None or isinstance(given, dict):
             # the strings pydantic reads as true (an environment variable is a string)
             stream = str(data.get("stream", False)).lower() in ("true", "1", "yes", "on", "y", "t")
-            preset = preset_response(kind, stream)
-            data = {**data, "response": {**preset, **(given or {})}}
+            data = {**data, "response": {**preset.mapping(stream), **(given or {})}}
         return data
+
+    @field_validator("kind")
+    @classmethod
+    def _known_kind(cls, kind: str) -> str:
+        if kind != "http" and kind not in presets.PRESETS:
+            known = ", ".join(map(repr, presets.PRESETS))
+            raise ValueError(f"unknown kind {kind!r}: 'http' or a preset ({known})")
+        return kind
 
     @model_validator(mode="after")
     def _consistent(self) -> HttpTargetConfig:
@@ -369,7 +375,10 @@ class HttpTargetConfig(_TargetBase):
                     f"set stream = true"
                 )
         elif self.model is not None or self.stream:
-            raise ValueError("'model' and 'stream' are for a preset kind ('openai-chat', ...)")
+            raise ValueError(
+                "'model' and 'stream' are for a preset kind "
+                f"({', '.join(map(repr, presets.PRESETS))})"
+            )
         problem = _url_problem(self.url)
         if problem:
             raise ValueError(problem)

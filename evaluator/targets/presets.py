@@ -23,28 +23,48 @@ is ``usage.input_tokens`` and ``usage.output_tokens``. Streamed, the answer is t
 
 Every field given in the target's ``[targets.response]`` overrides the preset's, and a
 ``[targets.streaming]`` table overrides the preset's streaming settings key by key.
+
+A preset is one entry of :data:`PRESETS`: its body, its response mapping (and the mapping of
+a streamed answer's fields event when it differs) and how it reads a streamed answer. The
+configuration accepts ``kind = "<name>"`` for every entry and the factory applies it; nothing
+else names a preset (``tests/targets/test_presets.py`` adds one through the table alone).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+
 from pydantic import JsonValue
 
-__all__ = [
-    "KINDS",
-    "OPENAI_CHAT_RESPONSE",
-    "OPENAI_CHAT_STREAMING",
-    "OPENAI_RESPONSES_RESPONSE",
-    "OPENAI_RESPONSES_STREAMING",
-    "preset_body",
-    "preset_response",
-    "preset_streaming",
-]
+__all__ = ["PRESETS", "Preset"]
 
-#: the kinds with a preset
-KINDS = ("openai-chat", "openai-responses")
+
+@dataclass(frozen=True)
+class Preset:
+    """What a target of one well-known kind sends and where its fields are."""
+
+    #: what it is, for the configuration reference and messages
+    description: str
+    #: the request body for a model name and whether a streamed answer is asked for
+    body: Callable[[str, bool], JsonValue]
+    #: the response mapping (JMESPath per field) of a JSON body
+    response: Mapping[str, str]
+    #: how a streamed answer is read (the ``[targets.streaming]`` keys)
+    streaming: Mapping[str, str]
+    #: the mapping of a streamed answer's fields event, when not ``response``
+    streamed_response: Mapping[str, str] | None = None
+
+    def mapping(self, stream: bool) -> dict[str, str]:
+        """The response mapping of a streamed (``stream``) or a JSON answer, a copy."""
+        if stream and self.streamed_response is not None:
+            return dict(self.streamed_response)
+        return dict(self.response)
+
 
 #: the response mapping of the preset (``ids`` empty until the configuration says where)
-OPENAI_CHAT_RESPONSE: dict[str, str] = {
+_OPENAI_CHAT_RESPONSE: dict[str, str] = {
     "ids": "`[]`",
     "answer": "choices[0].message.content",
     "input_tokens": "usage.prompt_tokens",
@@ -52,7 +72,7 @@ OPENAI_CHAT_RESPONSE: dict[str, str] = {
 }
 
 #: how the preset reads a streamed answer
-OPENAI_CHAT_STREAMING: dict[str, str] = {
+_OPENAI_CHAT_STREAMING: dict[str, str] = {
     "format": "sse",
     "content": "choices[0].delta.content",
     "done": "[DONE]",
@@ -65,7 +85,7 @@ _MESSAGE_PARTS = "output[?type=='message'].content[]"
 _RESULTS = "output[?type=='file_search_call'].results[][]"
 
 #: the Responses API's fields, in a non-streamed body (streamed: under ``response``)
-OPENAI_RESPONSES_RESPONSE: dict[str, str] = {
+_OPENAI_RESPONSES_RESPONSE: dict[str, str] = {
     "ids": f"{_RESULTS}.file_id",
     "texts": f"{_RESULTS}.text",
     "scores": f"{_RESULTS}.score",
@@ -79,7 +99,7 @@ _FINAL = "type == 'response.completed' || type == 'response.incomplete'"
 
 #: streamed: the deltas, up to the final event (``incomplete``: cut at max_output_tokens,
 #: still an answer), which carries the whole response
-OPENAI_RESPONSES_STREAMING: dict[str, str] = {
+_OPENAI_RESPONSES_STREAMING: dict[str, str] = {
     "format": "sse",
     "content": "type == 'response.output_text.delta' && delta || ''",
     "fields_from": _FINAL,
@@ -87,18 +107,9 @@ OPENAI_RESPONSES_STREAMING: dict[str, str] = {
 }
 
 
-def preset_body(kind: str, model: str, stream: bool) -> JsonValue:
-    """The request body of ``kind``: the question, for ``model``."""
-    body: dict[str, JsonValue]
-    if kind == "openai-responses":
-        body = {
-            "model": model,
-            "input": "{question}",
-            "include": ["file_search_call.results"],
-            "stream": stream,
-        }
-        return body
-    body = {
+def _chat_body(model: str, stream: bool) -> JsonValue:
+    """A chat completion of the question as the user's message (usage asked for in a stream)."""
+    body: dict[str, JsonValue] = {
         "model": model,
         "messages": [{"role": "user", "content": "{question}"}],
         "stream": stream,
@@ -108,19 +119,38 @@ def preset_body(kind: str, model: str, stream: bool) -> JsonValue:
     return body
 
 
-def preset_response(kind: str, stream: bool) -> dict[str, str]:
-    """The response mapping of ``kind``'s preset (a streamed one reads its fields event)."""
-    if kind == "openai-responses":
-        if not stream:
-            return dict(OPENAI_RESPONSES_RESPONSE)
-        # response.completed carries the whole response object under "response"
-        return {
-            name: f"response.{expression}" if not expression.startswith("`") else expression
-            for name, expression in OPENAI_RESPONSES_RESPONSE.items()
-        }
-    return dict(OPENAI_CHAT_RESPONSE)
+def _responses_body(model: str, stream: bool) -> JsonValue:
+    """A response to the question as the input, the file search results included."""
+    return {
+        "model": model,
+        "input": "{question}",
+        "include": ["file_search_call.results"],
+        "stream": stream,
+    }
 
 
-def preset_streaming(kind: str) -> dict[str, str]:
-    """The streaming settings of ``kind``'s preset."""
-    return dict(OPENAI_RESPONSES_STREAMING if kind == "openai-responses" else OPENAI_CHAT_STREAMING)
+#: the Responses API's fields when streamed: response.completed carries the whole response
+#: object under "response"
+_OPENAI_RESPONSES_STREAMED: dict[str, str] = {
+    name: f"response.{expression}" if not expression.startswith("`") else expression
+    for name, expression in _OPENAI_RESPONSES_RESPONSE.items()
+}
+
+#: every preset, by the ``kind`` that picks it
+PRESETS: Mapping[str, Preset] = MappingProxyType(
+    {
+        "openai-chat": Preset(
+            description="an OpenAI-compatible chat completions endpoint",
+            body=_chat_body,
+            response=_OPENAI_CHAT_RESPONSE,
+            streaming=_OPENAI_CHAT_STREAMING,
+        ),
+        "openai-responses": Preset(
+            description="the OpenAI Responses API",
+            body=_responses_body,
+            response=_OPENAI_RESPONSES_RESPONSE,
+            streaming=_OPENAI_RESPONSES_STREAMING,
+            streamed_response=_OPENAI_RESPONSES_STREAMED,
+        ),
+    }
+)
