@@ -34,6 +34,7 @@ from evaluator.models import CaseRecord, CaseScores
 
 __all__ = [
     "FLOAT_TOLERANCE",
+    "LOWER_IS_BETTER",
     "METRICS",
     "POSITION_SEPARATOR",
     "QUALITY_METRICS",
@@ -63,7 +64,8 @@ Population = Literal["retrieval", "scored", "answerable", "unanswerable"]
 #: The case's value of a quality metric; None means "not scored for this case".
 PerCase = Callable[[CaseScores], float | bool | None]
 
-#: Absolute slack on every comparison of report values: they are means of floats, so
+#: The one slack of every float comparison in evaluator (gate rules, judged rules, drift,
+#: case diffs, report checks, the pages' arrows): report values are means of floats, so
 #: 0.76 - 0.75 is 0.010000000000000009, which must still count as a drop of exactly 0.01.
 FLOAT_TOLERANCE = 1e-9
 
@@ -349,6 +351,7 @@ METRICS: tuple[MetricSpec, ...] = (
     ),
 )
 
+
 _BY_NAME: Mapping[str, MetricSpec] = {spec.name: spec for spec in METRICS}
 
 #: The turn positions a run's conversations are broken down by (the summary's
@@ -382,6 +385,16 @@ def positioned(name: str) -> tuple[str, str | None]:
         raise KeyError(name)
     return base, position
 
+
+#: The metrics where a higher value is worse (latency, errors, cost), each also over the
+#: turns at every position (``p95_seconds@2``), derived once from the specs: the gate's rule
+#: directions and the pages' arrows read it.
+LOWER_IS_BETTER: frozenset[str] = frozenset(
+    name
+    for spec in METRICS
+    if spec.lower_is_better
+    for name in (spec.name, *(at_position(spec.name, p) for p in TURN_POSITIONS))
+)
 
 #: Report keys of the quality ratios, in display order.
 QUALITY_METRICS: tuple[str, ...] = tuple(spec.name for spec in METRICS if spec.quality)

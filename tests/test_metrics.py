@@ -8,8 +8,15 @@ from prometheus_client import CollectorRegistry, generate_latest
 from evaluator.commands.display import format_summary
 from evaluator.daemon.exporter import GAUGES_BY_METRIC, QUALITY_GAUGES, JobSnapshot, Metrics
 from evaluator.gate.push import SUMMARY_GAUGES
-from evaluator.gate.rules import GATE_METRICS, LOWER_IS_BETTER, POSITIONED_METRICS
-from evaluator.metrics import METRICS, QUALITY_METRICS, MetricSpec, case_values, metric
+from evaluator.gate.rules import GATE_METRICS, POSITIONED_METRICS
+from evaluator.metrics import (
+    LOWER_IS_BETTER,
+    METRICS,
+    QUALITY_METRICS,
+    MetricSpec,
+    case_values,
+    metric,
+)
 from evaluator.models import CaseRecord, CaseScores
 from evaluator.summary import Summary, Total, summarise
 from tests.support.contract import CONVERSATION_GAUGES, DELIVERY_GAUGES

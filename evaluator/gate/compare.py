@@ -35,8 +35,6 @@ __all__ = [
     "record_moves",
 ]
 
-#: Per-case score moves smaller than this are float noise, not a change.
-_EPSILON = FLOAT_TOLERANCE
 #: The per-case scores a case diff lists moves of, with their labels, in report order.
 _DIFFED = tuple(
     (spec.case_label, SCORE_FIELDS.index(spec.score))
@@ -281,10 +279,10 @@ def _score_moves(
         if before is None or after is None:
             continue
         delta = after - before
-        if delta < -_EPSILON:
+        if delta < -FLOAT_TOLERANCE:  # smaller moves are float noise, not a change
             worse.append(f"{label} {before:.2f} → {after:.2f}")
             bad -= delta
-        elif delta > _EPSILON:
+        elif delta > FLOAT_TOLERANCE:
             better.append(f"{label} {before:.2f} → {after:.2f}")
             good += delta
     return bad, good

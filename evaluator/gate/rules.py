@@ -11,7 +11,7 @@ rule (a metric may carry several)::
 
 Kinds: ``min`` (floor), ``max`` (ceiling), ``max_drop``, ``max_growth`` (absolute) and
 ``max_relative_growth`` (a fraction of the baseline). Every comparison tolerates
-floating-point noise (:data:`TOLERANCE`): a drop of exactly the allowance passes.
+floating-point noise (:data:`FLOAT_TOLERANCE`): a drop of exactly the allowance passes.
 
 A latency table may also set ``noise_floor_seconds`` (default
 :data:`DEFAULT_NOISE_FLOOR_SECONDS`): growth up to that many seconds passes its growth rules
@@ -36,6 +36,7 @@ from evaluator.gate.repeats import Quarantine, parse_quarantine
 from evaluator.judge.gating import JudgedRule, parse_judged_rules
 from evaluator.metrics import (
     FLOAT_TOLERANCE,
+    LOWER_IS_BETTER,
     METRICS,
     POSITION_SEPARATOR,
     TURN_POSITIONS,
@@ -54,10 +55,8 @@ __all__ = [
     "DEFAULT_NOISE_FLOOR_SECONDS",
     "DEFAULT_RULES",
     "GATE_METRICS",
-    "LOWER_IS_BETTER",
     "POSITIONED_METRICS",
     "RULE_KINDS",
-    "TOLERANCE",
     "GatesFile",
     "Rule",
     "RuleKind",
@@ -77,9 +76,6 @@ RuleKind = Literal["min", "max", "max_drop", "max_growth", "max_relative_growth"
 #: Every rule kind, in the order a table's keys are documented.
 RULE_KINDS: tuple[RuleKind, ...] = get_args(RuleKind)
 
-#: Absolute slack on every comparison (the registry's; kept under this name for importers).
-TOLERANCE = FLOAT_TOLERANCE
-
 #: Summary metrics a rule may name.
 GATE_METRICS: tuple[str, ...] = tuple(spec.name for spec in METRICS)
 #: ... and each of them over the turns at one position of a run's conversations
@@ -93,11 +89,6 @@ def _at_every_position(names: frozenset[str]) -> frozenset[str]:
     """``names`` and each of them at every turn position."""
     return names | {at_position(n, p) for n in names for p in TURN_POSITIONS}
 
-
-#: Metrics where a rise is bad; every other gate metric is a quality ratio (higher is better).
-LOWER_IS_BETTER: frozenset[str] = _at_every_position(
-    frozenset(spec.name for spec in METRICS if spec.lower_is_better)
-)
 
 #: Latency growth (absolute) up to which a growth rule on a ``*_seconds`` metric passes
 #: whatever the ratio, unless its table sets ``noise_floor_seconds``.
@@ -210,19 +201,19 @@ class Rule:
     def allows(self, baseline: float | None, candidate: float) -> bool:
         """Whether ``candidate`` satisfies the rule (``baseline`` is ignored by floors/ceilings)."""
         if self.kind == "min":
-            return candidate >= self.limit - TOLERANCE
+            return candidate >= self.limit - FLOAT_TOLERANCE
         if self.kind == "max":
-            return candidate <= self.limit + TOLERANCE
+            return candidate <= self.limit + FLOAT_TOLERANCE
         if baseline is None:
             raise ValueError(f"rule {self.key} needs a baseline value")
         if self.kind == "max_drop":
-            return baseline - candidate <= self.limit + TOLERANCE
+            return baseline - candidate <= self.limit + FLOAT_TOLERANCE
         growth = candidate - baseline
-        if growth <= self.noise_floor + TOLERANCE:
+        if growth <= self.noise_floor + FLOAT_TOLERANCE:
             return True
         if self.kind == "max_growth":
-            return growth <= self.limit + TOLERANCE
-        return growth <= baseline * self.limit + TOLERANCE
+            return growth <= self.limit + FLOAT_TOLERANCE
+        return growth <= baseline * self.limit + FLOAT_TOLERANCE
 
 
 #: The built-in rules, used when no gates file exists: relative only (must not drop, may
@@ -353,7 +344,7 @@ def _on_interval(
 ) -> RuleResult:
     """A drop rule under ``--significance``: it fails only when the whole paired interval
     lies beyond the allowance."""
-    passed = interval.high >= -rule.limit - TOLERANCE
+    passed = interval.high >= -rule.limit - FLOAT_TOLERANCE
     verdict = "the whole interval is beyond" if not passed else "the interval reaches within"
     message = (
         f"{head}; {_interval_text(interval)}; rule: {rule.text} "

@@ -33,6 +33,7 @@ from evaluator.exact import (
     tarone_threshold,
 )
 from evaluator.history.outcome import CaseOutcome
+from evaluator.metrics import FLOAT_TOLERANCE
 
 __all__ = [
     "BINARY_CHECKS",
@@ -55,9 +56,6 @@ RANK_CHECKS: Mapping[str, Callable[[CaseOutcome], float | None]] = {
     "citation_precision": lambda o: o.citation_precision,
 }
 CHECKS: tuple[str, ...] = (*BINARY_CHECKS, *RANK_CHECKS)
-
-# rank metrics are means of floats: a move smaller than this is no move
-_EPSILON = 1e-9
 
 
 @dataclass(frozen=True, slots=True)
@@ -219,8 +217,9 @@ def _rank(
     diffs = _mean_shifts(sides, pick)
     if not diffs:
         return CheckDrift(check, "sign_test", 0, None, None, alpha, False)
-    down = sum(1 for d in diffs if d < -_EPSILON)
-    up = sum(1 for d in diffs if d > _EPSILON)
+    # rank metrics are means of floats: a move within the tolerance is no move
+    down = sum(1 for d in diffs if d < -FLOAT_TOLERANCE)
+    up = sum(1 for d in diffs if d > FLOAT_TOLERANCE)
     p = binomial_upper_tail(down, down + up) if down + up else 1.0
     return CheckDrift(
         check,

@@ -23,6 +23,7 @@ from typing import Any
 from evaluator import border
 from evaluator.judge.calibrate import CheckCalibration, Confusion
 from evaluator.judge.checks import check_names
+from evaluator.metrics import FLOAT_TOLERANCE
 
 __all__ = [
     "CALIBRATION_FILE",
@@ -40,8 +41,6 @@ MAX_CALIBRATION_BYTES = border.MAX_SETTINGS_BYTES
 _MAX_ENTRIES = 1000
 _MAX_COUNT = 10_000_000
 _MAX_NAME = 200
-#: how far a stored figure may be from the one derived again (JSON keeps floats exactly)
-_TOLERANCE = 1e-9
 _CELLS = (
     ("human_pass_judge_pass", 0, 0),
     ("human_pass_judge_fail", 0, 1),
@@ -242,7 +241,8 @@ def _same(stated: object, derived: object) -> bool:
         return False
     if isinstance(derived, int):
         return stated == derived
-    return math.isfinite(stated) and abs(stated - derived) <= _TOLERANCE
+    # how far a stored figure may be from the one derived again (JSON keeps floats exactly)
+    return math.isfinite(stated) and abs(stated - derived) <= FLOAT_TOLERANCE
 
 
 def _brief(value: object) -> str:

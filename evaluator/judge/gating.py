@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from evaluator.errors import ConfigError
 from evaluator.judge.checks import judged_metric, judged_metrics
+from evaluator.metrics import FLOAT_TOLERANCE
 
 if TYPE_CHECKING:  # the stored calibration needs numpy, which the gate loads only for CIs
     from evaluator.judge.calibration_store import StoredCalibration
@@ -38,7 +39,6 @@ __all__ = [
 ]
 
 _KINDS = ("min", "max_drop")
-_TOLERANCE = 1e-9
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,7 +156,7 @@ class _JudgedReports:
 
     def _minimum(self, rule: JudgedRule) -> _Applied:
         value = _value(self.candidate, rule.metric)
-        passed = None if value is None else value + _TOLERANCE >= rule.limit
+        passed = None if value is None else value + FLOAT_TOLERANCE >= rule.limit
         return _Applied(_status(passed), f"{rule.metric} >= {rule.limit}: {_show(value)}")
 
     def _drop(self, rule: JudgedRule) -> _Applied:
@@ -169,7 +169,9 @@ class _JudgedReports:
                 f"{head}: baseline judged by {_ident(other)}, candidate by {_ident(self.identity)}",
             )
         base, value = _value(self.baseline, rule.metric), _value(self.candidate, rule.metric)
-        passed = None if base is None or value is None else base - value <= rule.limit + _TOLERANCE
+        passed = (
+            None if base is None or value is None else base - value <= rule.limit + FLOAT_TOLERANCE
+        )
         return _Applied(_status(passed), f"{head}: {_show(base)} -> {_show(value)}")
 
     def refusal(self, rule: JudgedRule, applied: _Applied) -> str | None:

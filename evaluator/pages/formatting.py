@@ -14,7 +14,6 @@ from evaluator.metrics import METRICS
 from evaluator.repeat_summary import VERDICT_PASSED
 
 __all__ = [
-    "LOWER_IS_BETTER",
     "UNIT",
     "Redact",
     "fmt_age",
@@ -28,8 +27,6 @@ __all__ = [
 #: masks every registered secret in a text: what each view passes endpoint strings through
 Redact = Callable[[str], str]
 
-#: metrics where lower is better (a rise is a regression), from the registry
-LOWER_IS_BETTER = frozenset(s.name for s in METRICS if s.lower_is_better)
 #: each metric's unit, from the registry: how its numbers are written
 UNIT: Mapping[str, str] = {s.name: s.unit for s in METRICS}
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from evaluator.metrics import METRICS
-from evaluator.pages.formatting import LOWER_IS_BETTER, fmt_diff, fmt_value
+from evaluator.metrics import FLOAT_TOLERANCE, LOWER_IS_BETTER, METRICS
+from evaluator.pages.formatting import fmt_diff, fmt_value
 from evaluator.summary import QUALITY_METRICS, Summary
 
 __all__ = ["SUMMARY_METRICS", "MetricRow", "metric_rows"]
@@ -58,7 +58,7 @@ def _compared_row(
     """One metric beside the baseline's value, marked worse or better by which way it moved."""
     diff = None if value is None or before is None else value - before
     sign = -1 if name in LOWER_IS_BETTER else 1
-    moved = 0.0 if diff is None or abs(diff) < 1e-9 else diff * sign
+    moved = 0.0 if diff is None or abs(diff) < FLOAT_TOLERANCE else diff * sign
     return MetricRow(
         name,
         fmt_value(name, value),

@@ -12,7 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from evaluator.pages.formatting import LOWER_IS_BETTER, Redact
+from evaluator.metrics import FLOAT_TOLERANCE, LOWER_IS_BETTER
+from evaluator.pages.formatting import Redact
 from evaluator.pages.report import ReportView
 from evaluator.pages.report_table import ReportCaseTable, report_case_table
 from evaluator.pages.sidebyside import BaselineDiff, baseline_diff
@@ -54,7 +55,7 @@ def _tag_cell(
     moved, lower-is-better metrics the other way round)."""
     diff = value - was if value is not None and was is not None else None
     sign = -1 if name in LOWER_IS_BETTER else 1
-    moved = 0.0 if diff is None or abs(diff) < 1e-9 else diff * sign
+    moved = 0.0 if diff is None or abs(diff) < FLOAT_TOLERANCE else diff * sign
     return TagCell(
         label,
         _two(was) if has_baseline else None,

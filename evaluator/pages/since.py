@@ -15,13 +15,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from evaluator.metrics import FLOAT_TOLERANCE
 from evaluator.pages.chart import Limit
 from evaluator.pages.trend import TrendRun
 
 __all__ = ["ChangeStart", "Onset", "beyond", "change_start", "flip_index", "streak_start"]
-
-#: a value equal to a limit, up to float noise, is on its good side (the gate's tolerance)
-_TOLERANCE = 1e-9
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,8 +47,8 @@ def beyond(limit: Limit, value: float | None) -> bool:
     if value is None:
         return False
     if limit.bad_above:
-        return value > limit.value + _TOLERANCE
-    return value < limit.value - _TOLERANCE
+        return value > limit.value + FLOAT_TOLERANCE
+    return value < limit.value - FLOAT_TOLERANCE
 
 
 def streak_start(rows: Sequence[TrendRun], limit: Limit) -> int | None:

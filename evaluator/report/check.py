@@ -18,19 +18,17 @@ from collections.abc import Mapping, Sequence
 
 from evaluator.bounds import MAX_TURNS
 from evaluator.errors import ReportError
+from evaluator.metrics import FLOAT_TOLERANCE
 from evaluator.models import turn_id
 from evaluator.summary import QUALITY_METRICS, Summary
 
 __all__ = ["check_ids", "check_summary", "check_turn", "close"]
 
-#: Relative and absolute slack when comparing floats: a summary written by a different
-#: evaluator version may have added the same values in another order.
-_TOLERANCE = 1e-9
-
 
 def close(a: float, b: float) -> bool:
-    """Equal up to float rounding."""
-    return math.isclose(a, b, rel_tol=_TOLERANCE, abs_tol=_TOLERANCE)
+    """Equal up to float rounding (relative and absolute): a summary written by a different
+    evaluator version may have added the same values in another order."""
+    return math.isclose(a, b, rel_tol=FLOAT_TOLERANCE, abs_tol=FLOAT_TOLERANCE)
 
 
 def _fail(source: str, field: str, why: str) -> ReportError:
@@ -49,7 +47,7 @@ def check_summary(
         ReportError: naming ``source`` and the field (``where`` is its prefix).
     """
     for name, total in summary.totals.items():
-        if total.sum > total.count * (1 + _TOLERANCE) + _TOLERANCE:
+        if total.sum > total.count * (1 + FLOAT_TOLERANCE) + FLOAT_TOLERANCE:
             raise _fail(
                 source,
                 f"{where}totals.{name}.sum",
@@ -102,7 +100,7 @@ def check_summary(
                 f"({count}) is above scored_count ({summary.scored_count})",
             )
     p50, p95 = summary.p50_seconds, summary.p95_seconds
-    if p50 is not None and p95 is not None and p50 > p95 * (1 + _TOLERANCE):
+    if p50 is not None and p95 is not None and p50 > p95 * (1 + FLOAT_TOLERANCE):
         raise _fail(source, f"{where}p50_seconds", f"({p50:g}) is above p95_seconds ({p95:g})")
 
 

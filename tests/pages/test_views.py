@@ -191,9 +191,11 @@ def test_a_status_page_of_many_jobs_is_bounded_and_draws_trends() -> None:
 
 def test_the_pages_read_direction_and_unit_from_the_registry() -> None:
     """A metric's registry entry decides which way is worse and how its numbers read."""
-    from evaluator.metrics import METRICS
-    from evaluator.pages.formatting import LOWER_IS_BETTER, fmt_value
+    from evaluator.metrics import LOWER_IS_BETTER, METRICS
+    from evaluator.pages.formatting import fmt_value
 
-    assert {s.name for s in METRICS if s.lower_is_better} == LOWER_IS_BETTER
+    assert {s.name for s in METRICS if s.lower_is_better} == {
+        name for name in LOWER_IS_BETTER if "@" not in name
+    }
     assert "250.0ms" == fmt_value("p95_ttft_seconds", 0.25)  # seconds by unit, no name guess
     assert "0.2500" == fmt_value("cost_per_case", 0.25)

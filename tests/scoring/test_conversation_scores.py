@@ -8,7 +8,8 @@ import json
 import pytest
 
 from evaluator.errors import ConfigError
-from evaluator.gate.rules import LOWER_IS_BETTER, Rule, evaluate_rules, parse_rules
+from evaluator.gate.rules import Rule, evaluate_rules, parse_rules
+from evaluator.metrics import LOWER_IS_BETTER
 from evaluator.models import CaseRecord, CaseScores
 from evaluator.report import encode_report
 from evaluator.report.read import parse_report
