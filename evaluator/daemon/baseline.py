@@ -35,6 +35,9 @@ class GateVerdict:
 
     passing: bool
     rules_failing: Mapping[str, bool]
+    #: where to look when it fails: the gate's decision table, as `evaluator gate` prints it
+    #: ("recall +0.000, MRR -0.380: look at fusion or rerank")
+    diagnosis: tuple[str, ...] = ()
 
 
 class BaselineGate:
@@ -110,4 +113,9 @@ class BaselineGate:
                 rules=[r.message for r in result.failures],
                 missing_cases=len(result.missing_ids),
             )
-        return GateVerdict(passing=result.passed, rules_failing=failing)
+        diagnosis = (
+            ()
+            if result.passed
+            else tuple(f"{f.signal}: look at {f.look_at}" for f in result.diagnosis)
+        )
+        return GateVerdict(passing=result.passed, rules_failing=failing, diagnosis=diagnosis)

@@ -159,6 +159,7 @@ def job_signals(
         error_ratio=summary.error_rate if summary is not None else None,
         gate_passing=gate_passing,
         gate_failing=gate_failing,
+        gate_diagnosis=verdict.diagnosis if verdict is not None else (),
         drift=_drift_signals(history, runs) if history is not None else [],
         drift_current_runs=drift.current_runs if drift is not None else 0,
         drift_reference_runs=drift.reference_runs if drift is not None else 0,

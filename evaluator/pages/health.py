@@ -106,6 +106,8 @@ class JobSignals:
     error_ratio: float | None = None
     gate_passing: bool | None = None
     gate_failing: tuple[str, ...] = ()
+    #: the failing gate's decision table: where to look (``evaluator gate``'s lines)
+    gate_diagnosis: tuple[str, ...] = ()
     drift: Sequence[DriftSignal] = ()
     #: runs in the drift's current side and in its reference window
     drift_current_runs: int = 0
@@ -148,7 +150,10 @@ def _red_reasons(s: JobSignals) -> list[str]:
         red += [_drift_reason(d, s.drift_current_runs) for d in s.drift if d.significant]
     if s.gate_passing is False:
         rules = ", ".join(s.gate_failing)
-        red.append("gate against the baseline fails" + (f": {rules}" if rules else ""))
+        reason = "gate against the baseline fails" + (f": {rules}" if rules else "")
+        if s.gate_diagnosis:
+            reason += "; where to look: " + "; ".join(s.gate_diagnosis)
+        red.append(reason)
     if s.error_ratio is not None and s.error_ratio > ERROR_RATIO_ALERT:
         red.append(
             f"{s.error_ratio:.1%} of the last run's cases errored "

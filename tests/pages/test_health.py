@@ -70,6 +70,21 @@ def test_a_failing_gate_and_a_high_error_ratio_are_red() -> None:
     assert State.GREEN == job_health(JobSignals("complete", 100, error_ratio=0.05)).state
 
 
+def test_a_failing_gate_says_where_to_look() -> None:
+    """The gate's decision table is the failing gate's reason's second half."""
+    signals = JobSignals(
+        "complete",
+        100,
+        gate_passing=False,
+        gate_failing=("mrr.max_drop",),
+        gate_diagnosis=("recall +0.000, MRR -0.380: look at fusion or rerank",),
+    )
+    assert (
+        "gate against the baseline fails: mrr.max_drop; where to look: recall +0.000, "
+        "MRR -0.380: look at fusion or rerank"
+    ) == job_health(signals).headline
+
+
 @pytest.mark.parametrize(
     ("signals", "reason"),
     [
