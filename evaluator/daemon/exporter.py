@@ -135,6 +135,8 @@ class JobSnapshot:
     drift: Mapping[str, DriftGauge] = field(default_factory=dict)
     #: the SLOs that count this job's cases (their event counters exist from the start)
     slos: tuple[str, ...] = ()
+    #: False while a changed golden set is rejected (the previous one runs on)
+    dataset_reload_ok: bool = True
 
     @property
     def labels(self) -> tuple[str, str]:
@@ -285,6 +287,12 @@ _JOB_GAUGES: tuple[_JobGauge, ...] = (
         "rag_eval_run_interval_seconds",
         "Configured time between runs of the job",
         _one(lambda j: j.interval_seconds),
+    ),
+    _JobGauge(
+        "rag_eval_dataset_last_reload_successful",
+        "1 when the golden set's last reload succeeded (or none was needed); 0 while a "
+        "changed golden set is rejected and the previous one runs on",
+        _one(lambda j: j.dataset_reload_ok),
     ),
     _JobGauge(
         "rag_eval_gate_passing",
@@ -725,7 +733,7 @@ class Metrics:
         slos: tuple[str, ...] = (),
     ) -> None:
         """A reload kept the job: the same series and last results, a new identity (and the
-        SLOs now counting it: a kept SLO keeps its counts)."""
+        SLOs now counting it: a kept SLO keeps its counts); its golden set was just read."""
         self._replace(
             labels,
             k=k,
@@ -734,6 +742,7 @@ class Metrics:
             interval_seconds=interval_seconds,
             baseline=baseline,
             slos=slos,
+            dataset_reload_ok=True,
         )
 
     @_changes
@@ -830,6 +839,12 @@ class Metrics:
     def dataset_reload_failed(self, labels: Labels) -> None:
         """A changed golden set was rejected; the previous one runs on."""
         self._job(labels).dataset_reload_errors.inc()
+        self._replace(labels, dataset_reload_ok=False)
+
+    @_changes
+    def dataset_reload_accepted(self, labels: Labels) -> None:
+        """The golden set's file read and parsed again (changed content or not)."""
+        self._replace(labels, dataset_reload_ok=True)
 
     @_changes
     def report_write_failed(self, labels: Labels) -> None:

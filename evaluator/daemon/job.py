@@ -7,7 +7,7 @@ import asyncio
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +34,15 @@ from evaluator.targets.base import Target
 __all__ = ["JobRunner"]
 
 log = structlog.get_logger("evaluator.daemon")
+
+
+@dataclass(frozen=True, slots=True)
+class Rejection:
+    """A reload that was rejected (the previous golden set or configuration runs on): when,
+    and why, in one line."""
+
+    at: float
+    problem: str
 
 
 class JobRunner:
@@ -83,6 +92,8 @@ class JobRunner:
         )
         #: the job's LLM judge (None: not judged)
         self.judge = judge
+        #: the last changed golden set, rejected (None: the file in use is the file on disk)
+        self.rejected_reload: Rejection | None = None
 
     @property
     def state(self) -> JobState:
@@ -139,6 +150,7 @@ class JobRunner:
                 else [f"{path}: {exc}"]
             )
             self.metrics.dataset_reload_failed(self.labels)
+            self.rejected_reload = Rejection(self.clock(), problems[0])
             log.error(
                 "dataset_reload_failed",
                 job=self.key,
@@ -149,6 +161,9 @@ class JobRunner:
                 **self._label_fields(),
             )
             return
+        if self.rejected_reload is not None:
+            self.rejected_reload = None
+            self.metrics.dataset_reload_accepted(self.labels)
         if fresh.content_hash == self.dataset.content_hash:
             return
         old = self.dataset

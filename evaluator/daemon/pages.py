@@ -22,7 +22,7 @@ from aiohttp import web
 
 from evaluator.config.jobs import JobConfig
 from evaluator.daemon.baseline import BaselineGate, GateVerdict
-from evaluator.daemon.job import JobRunner
+from evaluator.daemon.job import JobRunner, Rejection
 from evaluator.daemon.publish import JobState
 from evaluator.errors import GateError, PageQueryError
 from evaluator.gate.compare import align, diff_cases, record_moves
@@ -140,8 +140,20 @@ def _drift_signals(history: JobHistory, runs: Sequence[TrendRun]) -> list[DriftS
     return out
 
 
+def rejection_words(what: str, rejection: Rejection, now: float) -> str:
+    """A rejected reload in words: ``golden-set reload rejected 3 min ago: <why>; the
+    previous golden set runs on``."""
+    return (
+        f"{what.replace(' ', '-')} reload rejected {fmt_age(now - rejection.at)}: "
+        f"{rejection.problem}; the previous {what} runs on"
+    )
+
+
 def job_signals(
-    state: JobState, runs: Sequence[TrendRun], judge_problem: str | None = None
+    state: JobState,
+    runs: Sequence[TrendRun],
+    judge_problem: str | None = None,
+    reload_rejected: str | None = None,
 ) -> JobSignals:
     """What the health reads of a job: its last run, gate verdict and history verdict.
 
@@ -165,6 +177,7 @@ def job_signals(
         drift_reference_runs=drift.reference_runs if drift is not None else 0,
         newly_failing=len(history.listed(Stability.NEWLY_FAILING)) if history is not None else 0,
         judge_problem=judge_problem,
+        reload_rejected=reload_rejected,
     )
 
 
@@ -256,8 +269,11 @@ class StatusPages:
         trends: TrendSource | None = None,
         history: CaseHistorySource | None = None,
         trace_url: str | None = None,
+        config_rejected: Callable[[], Rejection | None] = lambda: None,
     ) -> None:
         self._jobs = jobs
+        #: the daemon's last rejected configuration reload, if the running one is older
+        self._config_rejected = config_rejected
         self._redact = redact
         self._trends = trends
         self._history = history
@@ -326,8 +342,12 @@ class StatusPages:
         published = runner.state  # one snapshot: every field below from the same run
         history = published.history
         runs = self._runs(published)
+        rejected = runner.rejected_reload
         signals = job_signals(
-            published, runs, runner.judge.problem if runner.judge is not None else None
+            published,
+            runs,
+            runner.judge.problem if runner.judge is not None else None,
+            None if rejected is None else rejection_words("golden set", rejected, time.time()),
         )
         return JobPage(
             target=runner.labels[0],
@@ -366,8 +386,10 @@ class StatusPages:
             )
             for i, r in enumerate(shown)
         ]
+        rejected = self._config_rejected()
+        notices = [] if rejected is None else [rejection_words("configuration", rejected, now)]
         return self.renderer.status(
-            views, jobs_more=len(runners) - len(shown), refresh=REFRESH_SECONDS
+            views, jobs_more=len(runners) - len(shown), refresh=REFRESH_SECONDS, notices=notices
         )
 
     async def status(self, _request: web.Request) -> web.Response:

@@ -27,7 +27,7 @@ from evaluator.config import Settings
 from evaluator.daemon.access import Access, resolve_token
 from evaluator.daemon.baseline import BaselineGate
 from evaluator.daemon.exporter import JobSnapshot, Metrics
-from evaluator.daemon.job import JobRunner
+from evaluator.daemon.job import JobRunner, Rejection
 from evaluator.daemon.judging import DaemonJudge
 from evaluator.daemon.otlp_metrics import OtlpCollector
 from evaluator.daemon.pages import StatusPages
@@ -86,6 +86,8 @@ class Daemon:
         self.metrics = Metrics(self.registry, settings.histogram_buckets)
         self.runtime_registry = _runtime_registry()
         self.jobs: list[JobRunner] = []
+        #: the last SIGHUP's configuration, rejected (None: the one running is the last read)
+        self.config_rejected: Rejection | None = None
         self.history: HistoryRecorder | None = None
         h = settings.history
         if h.enabled:
@@ -109,6 +111,7 @@ class Daemon:
                 redact=redact_registered,
                 trends=self.history.store if self.history is not None else None,
                 history=self.history.store if self.history is not None else None,
+                config_rejected=lambda: self.config_rejected,
             ),
             histories=lambda: {j.labels: j.state.history for j in self.jobs},
         )
@@ -280,10 +283,12 @@ class Daemon:
                     str(exc) if isinstance(exc, EvaluatorError) else f"{type(exc).__name__}: {exc}"
                 )
                 log.error("config_reload_failed", error=error, kept_jobs=len(self.jobs))
+                self.config_rejected = Rejection(time.time(), error)
                 return False
             for runner in self._swap(settings, runners, built, now):
                 await runner.publisher.restore_history()
             self.metrics.config_reloaded(True)
+            self.config_rejected = None
             return True
 
     def _swap(

@@ -116,6 +116,8 @@ class JobSignals:
     #: the judge's own health in words when it is compromised or uncalibrated (None: fine,
     #: or no judge); the judge module fills it, the page only shows it
     judge_problem: str | None = None
+    #: a changed golden set rejected, in words (None: the file in use is the file on disk)
+    reload_rejected: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,7 +166,7 @@ def _red_reasons(s: JobSignals) -> list[str]:
 
 def _amber_reasons(s: JobSignals) -> list[str]:
     """What turns the job amber: newly failing cases, no or an unfinished last run, a judge
-    problem."""
+    problem, a rejected golden-set reload."""
     amber: list[str] = []
     if s.newly_failing:
         amber.append(f"{s.newly_failing} case{'s' if s.newly_failing != 1 else ''} newly failing")
@@ -174,6 +176,8 @@ def _amber_reasons(s: JobSignals) -> list[str]:
         amber.append(f"last run {s.outcome}")
     if s.judge_problem:
         amber.append(f"judge: {s.judge_problem}")
+    if s.reload_rejected:
+        amber.append(s.reload_rejected)
     return amber
 
 

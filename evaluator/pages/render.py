@@ -7,6 +7,7 @@ passed through the redactor on its way out (``finalize``); the views redact at t
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -55,14 +56,23 @@ class PageRenderer:
             generated=f"evaluator {__version__} · {generated}", refresh=refresh, **context
         )
 
-    def status(self, jobs: list[JobView], *, jobs_more: int = 0, refresh: int | None = None) -> str:
-        """The daemon's ``/``; ``refresh`` seconds makes the browser reload it (no script)."""
+    def status(
+        self,
+        jobs: list[JobView],
+        *,
+        jobs_more: int = 0,
+        refresh: int | None = None,
+        notices: Sequence[str] = (),
+    ) -> str:
+        """The daemon's ``/``; ``refresh`` seconds makes the browser reload it (no script);
+        ``notices``: what concerns the whole daemon (a rejected configuration reload)."""
         return self._render(
             "status.html.j2",
             title="evaluator status",
             jobs=jobs,
             jobs_more=jobs_more,
             refresh=refresh,
+            notices=notices,
         )
 
     def case(

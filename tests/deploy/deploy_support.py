@@ -137,6 +137,8 @@ CONTRACT: dict[str, dict[str, tuple[str, ...]]] = {
     "rag_eval_case_errors_total": {"kind": ERROR_KINDS},
     "rag_eval_case_retries_total": {},
     "rag_eval_dataset_reload_errors_total": {},
+    "rag_eval_dataset_last_reload_successful": {},
+    "rag_eval_config_last_reload_successful": {},
     "rag_eval_report_write_errors_total": {},
     "rag_eval_last_run_timestamp_seconds": {},
     "rag_eval_last_complete_run_timestamp_seconds": {},
