@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -28,6 +28,7 @@ from evaluator.history.recorder import HistoryRecorder
 from evaluator.models import DELIVERY_FIELDS, CaseRecord, Dataset, GoldenCase, questions_of
 from evaluator.report import scores_to_dict
 from evaluator.run.runner import RetryEvent, config_hash_for, run_dataset
+from evaluator.slo.ledger import EventLedger
 from evaluator.summary import Summary, id_mismatch_warning, out_of_range_warning
 from evaluator.targets.base import Target
 
@@ -64,6 +65,7 @@ class JobRunner:
         history: HistoryRecorder | None = None,
         clock: Callable[[], float] = time.time,
         judge: DaemonJudge | None = None,
+        slo_ledgers: Callable[[], Mapping[str, EventLedger]] = dict,
     ) -> None:
         self.job = job
         self.settings = settings
@@ -88,6 +90,7 @@ class JobRunner:
             history=history,
             judge_cases=lambda: (tuple(questions_of(self._shard())), self.settings.shard_count > 1),
             slos=self.slos,
+            slo_ledgers=slo_ledgers,
             clock=clock,
         )
         #: the job's LLM judge (None: not judged)

@@ -24,6 +24,7 @@ from evaluator.config.jobs import JobConfig
 from evaluator.daemon.baseline import BaselineGate, GateVerdict
 from evaluator.daemon.job import JobRunner, Rejection
 from evaluator.daemon.publish import JobState
+from evaluator.daemon.slo import TrackedSlo
 from evaluator.errors import GateError, PageQueryError
 from evaluator.gate.compare import align, diff_cases, record_moves
 from evaluator.history.job import JobHistory
@@ -45,6 +46,7 @@ from evaluator.pages.health import DRIFT_METRIC, DriftSignal, JobSignals
 from evaluator.pages.judge_panel import KnownLabels, read_known_labels, report_panels
 from evaluator.pages.render import PageRenderer
 from evaluator.pages.sidebyside import BaselineDiff, baseline_diff
+from evaluator.pages.slo_view import SloState
 from evaluator.pages.status import JobPage, ReportDigest, job_view, report_digest
 from evaluator.pages.trend import TREND_METRICS, TrendRun, TrendSource
 from evaluator.report import RunReport
@@ -270,8 +272,11 @@ class StatusPages:
         history: CaseHistorySource | None = None,
         trace_url: str | None = None,
         config_rejected: Callable[[], Rejection | None] = lambda: None,
+        slos: Callable[[], Mapping[str, TrackedSlo]] = dict,
     ) -> None:
         self._jobs = jobs
+        #: every SLO the daemon tracks, by name (read at each request: a reload swaps them)
+        self._slos = slos
         #: the daemon's last rejected configuration reload, if the running one is older
         self._config_rejected = config_rejected
         self._redact = redact
@@ -368,7 +373,32 @@ class StatusPages:
             gate_limits=gate_limits(runner.gate),
             newly_failing_verdicts=_newly_failing_verdicts(history),
             window_runs=history.runs_in_window if history is not None else 0,
+            slos=self._slo_states(runner),
         )
+
+    def _slo_states(self, runner: JobRunner) -> tuple[SloState, ...]:
+        """Each SLO counting the job, from its ledger, now."""
+        tracked = self._slos()
+        now = time.time()
+        states = []
+        for slo in runner.slos:
+            one = tracked.get(slo.name)
+            if one is None:
+                continue
+            fast = one.plan.alerts_of("page")[0]
+            states.append(
+                SloState(
+                    name=slo.name,
+                    indicator=slo.indicator,
+                    objective=slo.objective,
+                    window=slo.window,
+                    budget=one.ledger.since(now - slo.window_seconds),
+                    fast=one.ledger.since(now - fast.long_seconds),
+                    fast_window=fast.long,
+                    fast_factor=fast.factor,
+                )
+            )
+        return tuple(states)
 
     def render_status(self) -> str:
         runners = list(self._jobs())

@@ -31,6 +31,7 @@ from evaluator.history.drift import BINARY_CHECKS
 from evaluator.history.job import JobHistory
 from evaluator.history.recorder import HistoryRecorder, Outcome
 from evaluator.history.stability import Stability
+from evaluator.history.store import SloEventsRow
 from evaluator.metrics import FLOAT_TOLERANCE
 from evaluator.pages.trend import TREND_METRICS, RunPoint
 from evaluator.summary import Summary
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
     from evaluator.config.slo import SloConfig
     from evaluator.models import Case
     from evaluator.report import RunReport
+    from evaluator.slo.ledger import EventLedger
 
 __all__ = ["PUBLISH_STEPS", "RECENT_RUNS", "JobState", "RunPublisher", "run_outcome"]
 
@@ -142,6 +144,7 @@ class RunPublisher:
         history: HistoryRecorder | None = None,
         judge_cases: Callable[[], tuple[tuple[Case, ...], bool]] = lambda: ((), False),
         slos: Sequence[SloConfig] = (),
+        slo_ledgers: Callable[[], Mapping[str, EventLedger]] = dict,
         clock: Callable[[], float],
     ) -> None:
         self.labels = labels
@@ -153,8 +156,10 @@ class RunPublisher:
         self.history = history
         #: the golden cases this replica ran, and whether the set is sharded (for the gate)
         self._judge_cases = judge_cases
-        #: the SLOs that count this job's cases
+        #: the SLOs that count this job's cases, and the daemon's ledgers of every SLO (by
+        #: name, read at each run: a reload swaps them)
         self.slos = tuple(slos)
+        self._slo_ledgers = slo_ledgers
         self.clock = clock
         self.state = JobState(*labels)
         self._history_pending: set[asyncio.Future[Outcome]] = set()
@@ -223,7 +228,7 @@ class RunPublisher:
                 )
             except Exception as exc:
                 self._failed("metrics", exc)
-        self._count_slo_events(report)
+        slo_rows = self._count_slo_events(report, finished_at)
         self._swap(
             report=report,
             outcome=outcome,
@@ -232,18 +237,29 @@ class RunPublisher:
             verdict=verdict,
             recent=self._with_point(report, outcome, finished_at),
         )
-        self._record_history(report, outcome)
+        self._record_history(report, outcome, slo_rows)
         self.count(outcome)
 
-    def _count_slo_events(self, report: RunReport) -> None:
-        """Add the run's events to its SLOs' counters (whether or not its report was
-        written: the cases were scored all the same)."""
+    def _count_slo_events(self, report: RunReport, finished_at: float) -> list[SloEventsRow]:
+        """Add the run's events to its SLOs' counters and ledgers (whether or not its report
+        was written: the cases were scored all the same); the rows history keeps of them."""
         if not self.slos:
-            return
+            return []
         try:
-            self.metrics.slo_events_counted(self.labels, run_events(self.slos, report))
+            events = run_events(self.slos, report)
+            self.metrics.slo_events_counted(self.labels, events)
+            ledgers = self._slo_ledgers()
+            for slo in self.slos:
+                ledger = ledgers.get(slo.name)
+                if ledger is not None:
+                    ledger.add(finished_at, events[slo.name])
         except Exception as exc:
             self._failed("metrics", exc)
+            return []
+        return [
+            SloEventsRow(slo.name, events[slo.name].good, events[slo.name].bad, slo.window_seconds)
+            for slo in self.slos
+        ]
 
     def broken(self, duration_seconds: float) -> None:
         """A run ended without a report (it raised or was cancelled): counted ``failed``."""
@@ -371,14 +387,22 @@ class RunPublisher:
 
     # --- history: written and read in the recorder's thread, applied back on the loop ------
 
-    def _record_history(self, report: RunReport, outcome: str) -> None:
-        """Queue the run for the history store; the run does not wait for the write."""
+    def _record_history(
+        self, report: RunReport, outcome: str, slo_rows: Sequence[SloEventsRow] = ()
+    ) -> None:
+        """Queue the run (and its SLO events) for the history store; the run does not wait
+        for the write."""
         if self.history is None:
             return
         try:
             loop = asyncio.get_running_loop()
             future = loop.run_in_executor(
-                self.history.executor, self.history.record, *self.labels, report, outcome
+                self.history.executor,
+                self.history.record,
+                *self.labels,
+                report,
+                outcome,
+                slo_rows,
             )
         except Exception as exc:  # the executor shut down under us (a stop in progress)
             self._failed("history", exc)

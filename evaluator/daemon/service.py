@@ -33,6 +33,7 @@ from evaluator.daemon.otlp_metrics import OtlpCollector
 from evaluator.daemon.pages import StatusPages
 from evaluator.daemon.schedule import build_trigger, first_run, interval_of, staggered_starts
 from evaluator.daemon.server import HttpEndpoints, parse_listen
+from evaluator.daemon.slo import TrackedSlo, track_slos
 from evaluator.dataset import load_dataset
 from evaluator.errors import ConfigError, EvaluatorError, ExitCode
 from evaluator.factory import build_target
@@ -40,6 +41,7 @@ from evaluator.history.recorder import HistoryRecorder, HistorySettings
 from evaluator.models import Dataset
 from evaluator.redaction import redact_registered
 from evaluator.run import otlp
+from evaluator.slo.ledger import EventLedger
 from evaluator.targets import offload
 from evaluator.targets.base import Target
 
@@ -88,6 +90,8 @@ class Daemon:
         self.jobs: list[JobRunner] = []
         #: the last SIGHUP's configuration, rejected (None: the one running is the last read)
         self.config_rejected: Rejection | None = None
+        #: every SLO with its plan and ledger, by name (swapped whole by a reload)
+        self.slos: dict[str, TrackedSlo] = {}
         self.history: HistoryRecorder | None = None
         h = settings.history
         if h.enabled:
@@ -112,6 +116,7 @@ class Daemon:
                 trends=self.history.store if self.history is not None else None,
                 history=self.history.store if self.history is not None else None,
                 config_rejected=lambda: self.config_rejected,
+                slos=lambda: self.slos,
             ),
             histories=lambda: {j.labels: j.state.history for j in self.jobs},
         )
@@ -155,6 +160,7 @@ class Daemon:
                     gate=gate,
                     history=self.history,
                     judge=judge,
+                    slo_ledgers=self._slo_ledgers,
                 )
             )
         return runners
@@ -189,7 +195,7 @@ class Daemon:
         server = self.settings.server
         self.http.access = Access(server.allowed_hosts, resolve_token(server.token), host)
         await self._build_jobs()
-        self._publish_slos(self.settings)
+        await self._track_slos(self.settings)
         otlp.install(**self.settings.otlp.model_dump())
         now = datetime.now(UTC)
         scheduler = AsyncIOScheduler(
@@ -235,11 +241,27 @@ class Daemon:
             ],
         )
 
-    def _publish_slos(self, settings: Settings) -> None:
-        """Each SLO's objective and window on /metrics (the series of exactly these)."""
+    def _slo_ledgers(self) -> dict[str, EventLedger]:
+        return {name: tracked.ledger for name, tracked in self.slos.items()}
+
+    async def _track_slos(self, settings: Settings) -> None:
+        """Each SLO's objective and window on /metrics (the series of exactly these), and
+        its ledger: kept across a reload, else restored from the history store."""
         self.metrics.slos_configured(
             {slo.name: (slo.objective, slo.window_seconds) for slo in settings.slos}
         )
+        self.slos, fresh = track_slos(settings, self.slos)
+        if not fresh or self.history is None:
+            return
+        windows = {name: self.slos[name].config.window_seconds for name in fresh}
+        loop = asyncio.get_running_loop()
+        kept, errors = await loop.run_in_executor(
+            self.history.executor, self.history.load_slo_events, windows
+        )
+        for name, entries in kept.items():
+            self.slos[name].ledger.restore(entries)
+        if errors:
+            log.error("slo_events_not_restored", slos=sorted(fresh), errors=list(errors))
 
     def _schedule(
         self, scheduler: AsyncIOScheduler, runner: JobRunner, trigger: Any, first: datetime | None
@@ -287,6 +309,7 @@ class Daemon:
                 return False
             for runner in self._swap(settings, runners, built, now):
                 await runner.publisher.restore_history()
+            await self._track_slos(settings)
             self.metrics.config_reloaded(True)
             self.config_rejected = None
             return True
@@ -320,7 +343,6 @@ class Daemon:
         before = self.settings
         self._retire_later(list(old.values()), targets)
         self.settings, self.jobs = settings, runners
-        self._publish_slos(settings)
         _log_reload(before, settings, runners, removed=sorted(set(old) - {r.key for r in runners}))
         return list(starts)
 

@@ -10,17 +10,21 @@ calibrate``) and not fooled by a canary in this run.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
+from evaluator.config import Settings
 from evaluator.config.slo import SloConfig
 from evaluator.errors import ReportError
 from evaluator.judge.apply import calibration_of
 from evaluator.judge.checks import check
 from evaluator.judge.record import judged_run_from_dict
 from evaluator.report import RunReport
+from evaluator.slo.burn import BurnPlan
+from evaluator.slo.ledger import EventLedger
 from evaluator.slo.sli import Events, RunEvidence, count_events
 
-__all__ = ["run_events", "trusted_verdicts"]
+__all__ = ["TrackedSlo", "run_events", "track_slos", "trusted_verdicts"]
 
 
 def trusted_verdicts(report: RunReport) -> dict[str, dict[str, bool]]:
@@ -52,3 +56,31 @@ def run_events(slos: Sequence[SloConfig], report: RunReport) -> dict[str, Events
     judged = trusted_verdicts(report) if any(s.check for s in slos) else {}
     evidence = RunEvidence(report.cases, judged)
     return {slo.name: count_events(slo.choice, evidence) for slo in slos}
+
+
+@dataclass(frozen=True, slots=True)
+class TrackedSlo:
+    """An SLO as the daemon runs it: its settings, its alerts' plan (the status page shows
+    the burn rate over its fastest page's long window) and the ledger of its events."""
+
+    config: SloConfig
+    plan: BurnPlan
+    ledger: EventLedger
+
+
+def track_slos(
+    settings: Settings, previous: Mapping[str, TrackedSlo]
+) -> tuple[dict[str, TrackedSlo], list[str]]:
+    """The SLOs of ``settings``, each keeping its ledger from ``previous`` when its window
+    did not change; and the names whose ledger is new (to restore from the history store)."""
+    tracked: dict[str, TrackedSlo] = {}
+    fresh: list[str] = []
+    for slo in settings.slos:
+        old = previous.get(slo.name)
+        if old is not None and old.config.window_seconds == slo.window_seconds:
+            ledger = old.ledger
+        else:
+            ledger = EventLedger(slo.window_seconds)
+            fresh.append(slo.name)
+        tracked[slo.name] = TrackedSlo(slo, settings.burn_plan(slo), ledger)
+    return tracked, fresh

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +25,7 @@ from evaluator.history.store import (
     HISTORY_ERROR_KINDS,
     HistoryStore,
     RunRow,
+    SloEventsRow,
     StoreCorrupt,
     malformed,
 )
@@ -158,13 +159,23 @@ class HistoryRecorder:
         self._runs[key] = cached
         return job_history(cached, window=s.window, recent=s.recent, alpha=s.alpha)
 
-    def record(self, target: str, dataset: str, report: RunReport, outcome: str) -> Outcome:
-        """Write a finished run, then compute the job's history (call in :attr:`executor`)."""
+    def record(
+        self,
+        target: str,
+        dataset: str,
+        report: RunReport,
+        outcome: str,
+        slo_events: Sequence[SloEventsRow] = (),
+    ) -> Outcome:
+        """Write a finished run (and its SLO events), then compute the job's history (call
+        in :attr:`executor`)."""
         errors: list[str] = []
         row, outcomes = run_row(report, outcome)
 
         def write() -> None:
-            self.store.record(target=target, dataset=dataset, run=row, outcomes=outcomes)
+            self.store.record(
+                target=target, dataset=dataset, run=row, outcomes=outcomes, slo_events=slo_events
+            )
 
         self._guarded(write, errors)
         history = self._history(target, dataset, errors, (row, outcomes))
@@ -175,6 +186,22 @@ class HistoryRecorder:
         errors: list[str] = []
         self._runs.pop((target, dataset), None)
         return Outcome(self._history(target, dataset, errors), tuple(errors))
+
+    def load_slo_events(
+        self, windows: Mapping[str, int]
+    ) -> tuple[dict[str, list[tuple[float, int, int]]], tuple[str, ...]]:
+        """Each SLO's events kept over its window (by name, ``windows`` its seconds), and
+        the store's errors (call in :attr:`executor`)."""
+        errors: list[str] = []
+        now = time.time()
+        kept: dict[str, list[tuple[float, int, int]]] = {}
+        for slo, seconds in windows.items():
+
+            def read(slo: str = slo, seconds: int = seconds) -> list[tuple[float, int, int]]:
+                return self.store.slo_events(slo, now - seconds)
+
+            kept[slo] = self._guarded(read, errors) or []
+        return kept, tuple(errors)
 
     def close(self) -> None:
         """Finish queued writes, then stop the thread."""

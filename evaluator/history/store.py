@@ -17,6 +17,7 @@ Read API (for the CLI and the status page)::
     store.runs("reference", "rag_cases", limit=100)       # RunRow, newest first
     store.case_history("reference", "rag_cases", "refund-deadline", limit=20)
     store.complete_runs("reference", "rag_cases", 13)     # [{case_id: CaseOutcome}], oldest first
+    store.slo_events("answers", since=time.time() - 86400)  # [(finished_at, good, bad)]
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "HistoryStore",
     "RunRow",
+    "SloEventsRow",
     "StoreCorrupt",
     "malformed",
     "windows_of",
@@ -85,6 +87,15 @@ _DDL = (
     _OUTCOMES_BY_CASE,
 )
 
+#: each run's events of each SLO counting its job (the status page's budgets after a
+#: restart), kept as long as the SLO's window; created in stores made before it existed too
+_SLO_EVENTS = (
+    """CREATE TABLE IF NOT EXISTS slo_events (
+        slo TEXT NOT NULL, job INTEGER NOT NULL, finished_at REAL NOT NULL,
+        good INTEGER NOT NULL, bad INTEGER NOT NULL)""",
+    "CREATE INDEX IF NOT EXISTS slo_events_by_time ON slo_events (slo, finished_at)",
+)
+
 
 #: SQLite's primary result codes saying the file itself is bad (SQLITE_CORRUPT, NOTADB)
 _MALFORMED_CODES = frozenset({sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB})
@@ -103,6 +114,16 @@ def malformed(exc: sqlite3.Error) -> bool:
 
 class StoreCorrupt(Exception):
     """The file is not a history store this version can use (not SQLite, malformed, newer)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SloEventsRow:
+    """One run's events of one SLO, and how long the SLO keeps them (its window)."""
+
+    slo: str
+    good: int
+    bad: int
+    window_seconds: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,10 +214,12 @@ class HistoryStore:
     def _migrate(self, conn: sqlite3.Connection) -> None:
         if self._check_version(conn) == SCHEMA_VERSION:
             conn.execute(_OUTCOMES_BY_CASE)
+            for statement in _SLO_EVENTS:
+                conn.execute(statement)
             self._add_run_metrics(conn)
             return
         with conn:
-            for statement in _DDL:
+            for statement in (*_DDL, *_SLO_EVENTS):
                 conn.execute(statement)
             conn.execute(
                 "INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),)
@@ -240,8 +263,10 @@ class HistoryStore:
         run: RunRow,
         outcomes: Mapping[str, CaseOutcome],
         now: float | None = None,
+        slo_events: Sequence[SloEventsRow] = (),
     ) -> None:
-        """Write one run and its case outcomes, then apply retention, in one transaction.
+        """Write one run, its case outcomes and its SLO events, then apply retention, in one
+        transaction (an SLO's events are kept as long as its window).
 
         Raises:
             StoreCorrupt: the file is not usable (the caller moves it aside).
@@ -285,7 +310,40 @@ class HistoryStore:
                     for cid, o in outcomes.items()
                 ),
             )
-            self._prune(conn, job, time.time() if now is None else now)
+            moment = time.time() if now is None else now
+            self._prune(conn, job, moment)
+            self._write_slo_events(conn, job, run.finished_at, slo_events, moment)
+
+    @staticmethod
+    def _write_slo_events(
+        conn: sqlite3.Connection,
+        job: int,
+        finished_at: float,
+        rows: Sequence[SloEventsRow],
+        now: float,
+    ) -> None:
+        conn.executemany(
+            "INSERT INTO slo_events (slo, job, finished_at, good, bad) VALUES (?, ?, ?, ?, ?)",
+            ((r.slo, job, finished_at, r.good, r.bad) for r in rows),
+        )
+        conn.executemany(
+            "DELETE FROM slo_events WHERE slo = ? AND finished_at < ?",
+            ((r.slo, now - r.window_seconds) for r in rows),
+        )
+
+    def slo_events(self, slo: str, since: float) -> list[tuple[float, int, int]]:
+        """(when the run ended, good, bad) of each run of ``slo`` that ended at ``since`` or
+        later, oldest first, every job of it."""
+        with self._connect() as conn:
+            tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
+            if "slo_events" not in tables:  # a read-only store written before SLOs
+                return []
+            rows = conn.execute(
+                "SELECT finished_at, good, bad FROM slo_events WHERE slo = ? AND finished_at >= ?"
+                " ORDER BY finished_at",
+                (slo, since),
+            ).fetchall()
+        return [(float(at), int(good), int(bad)) for at, good, bad in rows]
 
     def _job_id(self, conn: sqlite3.Connection, target: str, dataset: str) -> int:
         conn.execute(

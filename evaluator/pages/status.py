@@ -36,6 +36,7 @@ from evaluator.pages.health import (
 )
 from evaluator.pages.metric_rows import MetricRow, metric_rows
 from evaluator.pages.since import ChangeStart, change_start
+from evaluator.pages.slo_view import SloState, SloView, slo_view
 from evaluator.pages.trend import TREND_METRICS, TrendRun
 from evaluator.pages.worst import worst_cases
 from evaluator.redaction import redact_registered
@@ -128,6 +129,8 @@ class JobPage:
     #: complete runs that window holds: where each began failing
     newly_failing_verdicts: Mapping[str, Sequence[bool | None]] = field(default_factory=dict)
     window_runs: int = 0
+    #: the SLOs counting the job
+    slos: Sequence[SloState] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,6 +217,8 @@ class JobView:
     began: BeganView | None = None
     #: configuration and golden-set changes within the trend window: (kind, words)
     config_changes: list[tuple[str, str]] = field(default_factory=list)
+    #: each SLO counting the job: its budget left and burn rate
+    slos: list[SloView] = field(default_factory=list)
 
 
 # --- the steps of a job's section --------------------------------------------------------
@@ -486,4 +491,5 @@ def job_view(
         exported=exported_note(state, now),
         cases_href=cases_href,
         changed=_changed_cases(state, redact, href),
+        slos=[slo_view(slo) for slo in state.slos],
     )

@@ -112,14 +112,26 @@ def _expected(runs: int) -> dict[tuple[str, str], float]:
 GOOD = 'rag_eval_slo_events_total{slo="answers",outcome="good"}'
 
 
-def _watch(daemon: DaemonProcess, prom: PrometheusServer, runs: int, samples: int) -> None:
+def _page_events(daemon: DaemonProcess) -> int:
+    """The events the status page says the SLO answers counted over its window."""
+    page = daemon.get("/").text
+    line = re.search(
+        r'<dd class="slo" data-slo="answers".*?([\d,]+) events</span></dd>', page, re.S
+    )
+    assert line is not None, page[:2000]
+    return int(line.group(1).replace(",", ""))
+
+
+def _watch(daemon: DaemonProcess, prom: PrometheusServer, runs: int, samples: int) -> int:
     """Scrape until ``runs`` runs are counted, checking every scrape's counters against
-    the runs it counts; then wait until Prometheus holds ``samples`` samples of them."""
+    the runs it counts; then wait until Prometheus holds ``samples`` samples of them. The
+    runs counted."""
     counted = 0
     while counted < runs:
         counted, events = _counts(daemon.get("/metrics").text)
         assert _expected(counted) == events, f"after {counted} runs: {events}"
     prom.wait_for(f"count_over_time({GOOD}[1h]) >= {samples}", lambda r: bool(r), timeout=30)
+    return counted
 
 
 def _raw_increase(values: list[float]) -> float:
@@ -149,17 +161,21 @@ def test_counters_add_each_runs_events_and_survive_a_restart_as_a_reset(
 ) -> None:
     """Each scrape's counters are its runs' events; after a restart they start again at
     zero, Prometheus sees one reset, increase() over both processes counts what the samples
-    say was counted (the restart's reset included), at the SLI's exact error ratio."""
+    say was counted (the restart's reset included), at the SLI's exact error ratio; the
+    status page's budget keeps the first process's events (restored from history)."""
     config, prom = stack
     args = ["--config", str(config), "--listen", config.read_text().split('"')[1]]
     with DaemonProcess(args, workdir=config.parent, name="first") as first:
         first.wait_ready()
-        _watch(first, prom, runs=3, samples=3)
+        first_runs = _watch(first, prom, runs=3, samples=3)
         assert 0 == first.stop().returncode
     with DaemonProcess(args, workdir=config.parent, name="second") as second:
         second.wait_ready()
         runs, events = _counts(second.get("/metrics").text)
         assert _expected(runs) == events  # from zero again, not from the first's counts
+        # the status page's ledger was restored from the history store: the first's events
+        # are in its budget beside the second's
+        assert _page_events(second) >= 4 * (first_runs + runs)
         (held,) = prom.query(f"count_over_time({GOOD}[1h])")
         _watch(second, prom, runs=2, samples=int(float(held["value"][1])) + 2)
         (matrix,) = prom.api("/api/v1/query", query=f"{GOOD}[1h]")["result"]
