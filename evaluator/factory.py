@@ -98,6 +98,9 @@ def build_http_target(
             markers=None
             if response.citation_markers is None
             else compile_markers(response.citation_markers),
+            retrieved_when=None
+            if response.retrieved_when is None
+            else jmespath.compile(response.retrieved_when),
         )
     prices = config.prices
     stateful = config.conversation

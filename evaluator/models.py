@@ -255,6 +255,9 @@ class TargetResponse(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     #: optional figures the target reported out of range and that were dropped, in
     #: :data:`OUT_OF_RANGE_FIELDS` order
     out_of_range: tuple[OutOfRange, ...] = ()
+    #: False when the response says it did no retrieval (a Responses API answer without
+    #: file search): its retrieval metrics are n/a, not 0 for ranking nothing
+    retrieval_reported: bool = True
 
     @property
     def ranked_ids(self) -> tuple[str, ...]:

@@ -123,11 +123,24 @@ class ResponseConfig(_Strict):
         description="citations written in the answer: 'numbers' ([1], [1, 3], [^1], 【1】), "
         "'ids' ([refund-policy]) or a regex with exactly one group, around the marker",
     )
+    retrieved_when: str | None = Field(
+        None,
+        description="JMESPath: true (not null, false or empty) for a response that reports "
+        "its retrieval; one where it is not has its retrieval metrics n/a; default every one",
+    )
 
     _compiled: dict[str, ParsedResult] = PrivateAttr(default_factory=dict)
 
     _compiles = field_validator(
-        "ids", "answer", "citations", "timings", "texts", "scores", "input_tokens", "output_tokens"
+        "ids",
+        "answer",
+        "citations",
+        "timings",
+        "texts",
+        "scores",
+        "input_tokens",
+        "output_tokens",
+        "retrieved_when",
     )(_jmespath)
 
     @field_validator("citation_markers")
@@ -143,9 +156,10 @@ class ResponseConfig(_Strict):
         return self.citations is not None or self.citation_markers is not None
 
     def model_post_init(self, context: Any, /) -> None:
+        settings = {"timings_unit", "citation_markers", "retrieved_when"}
         self._compiled = {
             name: jmespath.compile(value)
-            for name, value in self.model_dump(exclude={"timings_unit", "citation_markers"}).items()
+            for name, value in self.model_dump(exclude=settings).items()
             if value is not None
         }
 

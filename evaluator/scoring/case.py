@@ -82,7 +82,11 @@ def score_case(
     check_k(k)
     if ranked is None:
         ranked = response.ranked_ids
-    recall, rr, ndcg = _retrieval_scores(case, ranked, k, settings)
+    recall, rr, ndcg = (
+        _retrieval_scores(case, ranked, k, settings)
+        if response.retrieval_reported
+        else (None, None, None)
+    )
     if response.answer is None:
         return CaseScores(recall_at_k=recall, mrr=rr, ndcg_at_k=ndcg)
     precision, cited_recall, valid = _citation_scores(case, response, ranked, settings)

@@ -162,6 +162,7 @@ class ResponseMapper:
         *,
         timings_scale: float = 1.0,
         markers: CitationMarkers | None = None,
+        retrieved_when: ParsedResult | None = None,
     ) -> None:
         unknown = set(expressions) - set(FIELDS)
         if unknown or "ids" not in expressions:
@@ -174,6 +175,9 @@ class ResponseMapper:
         self.max_ranked_ids: int | None = None
         #: citations written in the answer text
         self.markers = markers
+        #: true for a response that reports its retrieval (None: every response does); one
+        #: where it is not has its retrieval metrics n/a, not 0 for ranking nothing
+        self.retrieved_when = retrieved_when
         self._interpreter = visitor.TreeInterpreter()
         #: field -> the key an object body needs for the field to match (None: any body)
         self._root_keys = {
@@ -210,12 +214,19 @@ class ResponseMapper:
             out["timings_unit"] = "milliseconds"
         if self.markers is not None:
             out["citation_markers"] = self.markers.pattern.pattern
+        if self.retrieved_when is not None:
+            out["retrieved_when"] = self.retrieved_when.expression
         return out
 
     def without(self, field: str) -> ResponseMapper:
         """The same mapping without ``field`` (a streamed answer is assembled, not mapped)."""
         rest = {name: e for name, e in self.expressions.items() if name != field}
-        mapper = ResponseMapper(rest, timings_scale=self.timings_scale, markers=self.markers)
+        mapper = ResponseMapper(
+            rest,
+            timings_scale=self.timings_scale,
+            markers=self.markers,
+            retrieved_when=self.retrieved_when,
+        )
         return mapper.limited(self.max_ranked_ids)
 
     def limited(self, max_ranked_ids: int | None) -> ResponseMapper:
@@ -336,7 +347,23 @@ class ResponseMapper:
             citations=citations,
             timings=timings,
             out_of_range=figures.in_order(drops),
+            retrieval_reported=self._reports_retrieval(body),
         )
+
+    def _reports_retrieval(self, body: object) -> bool:
+        """Whether ``body`` reports its retrieval: ``retrieved_when`` holds (always without
+        one). An expression that fails on the body is the mapping's error."""
+        if self.retrieved_when is None:
+            return True
+        try:
+            return truthy(self._interpreter.visit(self.retrieved_when.parsed, body))
+        except JMESPathError as exc:
+            raise BadResponseError(
+                f"response.retrieved_when expression {json.dumps(self.retrieved_when.expression)} "
+                f"failed: {exc}",
+                field="retrieved_when",
+                expression=self.retrieved_when.expression,
+            ) from None
 
     def _ids(self, value: list[Any]) -> list[str]:
         ids: list[str] = []

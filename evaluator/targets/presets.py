@@ -17,7 +17,9 @@ and citation metrics are n/a.
 retrieved ids are the ``file_search_call`` results (asked for with
 ``include: ["file_search_call.results"]``), with their texts and scores; the citations are
 the ``file_citation`` (file id) and ``url_citation`` (url) annotations of the answer; usage
-is ``usage.input_tokens`` and ``usage.output_tokens``. Streamed, the answer is the
+is ``usage.input_tokens`` and ``usage.output_tokens``; an answer without a
+``file_search_call`` reports no retrieval (``retrieved_when``: its retrieval metrics are n/a,
+not 0). Streamed, the answer is the
 ``response.output_text.delta`` events and the fields are read from ``response.completed``
 (or ``response.incomplete``, an answer cut at its token limit).
 
@@ -93,6 +95,8 @@ _OPENAI_RESPONSES_RESPONSE: dict[str, str] = {
     "citations": f"{_MESSAGE_PARTS}[].annotations[][] | map(&(file_id || url), @)",
     "input_tokens": "usage.input_tokens",
     "output_tokens": "usage.output_tokens",
+    # an answer without file search did no retrieval the API reports: retrieval n/a, not 0
+    "retrieved_when": "output[?type=='file_search_call']",
 }
 
 _FINAL = "type == 'response.completed' || type == 'response.incomplete'"

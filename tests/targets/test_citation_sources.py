@@ -483,3 +483,44 @@ class TestMistypedMarkers:
         assert f"evaluator: warning: target 'm': {expected}\n" in run_err
         probe_expected = expected.replace("2 answer(s), yet 2 hold", "1 answer(s), yet 1 hold")
         assert f"evaluator: warning: {probe_expected}\n" in probe_err
+
+
+def _without_file_search(question: str) -> dict[str, Any]:
+    """A Responses API answer of a model without the file search tool: no
+    ``file_search_call`` item, the message alone."""
+    body = _responses_body(question)
+    body["output"] = [item for item in body["output"] if item["type"] != "file_search_call"]
+    return body
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("stream", [False, True])
+def test_responses_without_file_search_score_retrieval_na(stream: bool) -> None:
+    """A Responses API answer without file search reports no retrieval: its recall, MRR and
+    nDCG are n/a (null), not 0, while its answer is scored; one with file search ranks."""
+
+    def plain(request: dict[str, Any]) -> Reply:
+        return Reply(body=_without_file_search(request["input"]))
+
+    def events(request: dict[str, Any]) -> list[Chunk]:
+        delta = {"type": "response.output_text.delta", "delta": "Refunds within 7 days."}
+        final = {"type": "response.completed", "response": _without_file_search("How long?")}
+        return [
+            Chunk(0, f"event: {e['type']}\ndata: {json.dumps(e)}\n\n".encode())
+            for e in (delta, final)
+        ]
+
+    server: LoopbackServer | StreamServer = (
+        StreamServer(events, path="/v1/responses")
+        if stream
+        else LoopbackServer(plain, path="/v1/responses", question_of=lambda r: r["input"])
+    )
+    with server as srv:
+        config = HttpTargetConfig(url=srv.url, kind="openai-responses", model="m", stream=stream)
+        report, _ = run_config(config, dataset(["How long?"]))
+    (case,) = report.cases
+    scores = case.scores
+    assert scores is not None
+    assert (None, None, None) == (scores.recall_at_k, scores.mrr, scores.ndcg_at_k)
+    assert scores.answer_correct is True
+    assert report.summary.get("recall_at_k") is None
