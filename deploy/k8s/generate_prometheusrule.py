@@ -17,7 +17,10 @@ each alert adding its section's anchor. The committed files use DEFAULT_RUNBOOK_
 ``--runbook-base`` sets yours in the PrometheusRule, and with ``--rules-in-place`` in the rule
 files too (what the compose stack and a plain Prometheus load).
 
-Usage (PyYAML, and the evaluator package for slo.yml)::
+The runbook base's default and check, and the YAML block style, are the ``evaluator slo
+rules`` generator's (the package must be installed: ``make venv``).
+
+Usage::
 
     python deploy/k8s/generate_prometheusrule.py          # rewrite the PrometheusRule
     python deploy/k8s/generate_prometheusrule.py --check  # exit 1 if it is out of date
@@ -37,6 +40,8 @@ from typing import Any
 
 import yaml
 
+from evaluator.commands.slo_rules import DEFAULT_RUNBOOK_BASE, BlockDumper, check_runbook_base
+
 DEPLOY_DIR = Path(__file__).resolve().parent.parent
 RULES_DIR = DEPLOY_DIR / "prometheus" / "rules"
 OUTPUT = DEPLOY_DIR / "k8s" / "base" / "prometheusrule.yaml"
@@ -45,9 +50,6 @@ SLO_RULES = RULES_DIR / "slo.yml"
 CONFIGMAP = DEPLOY_DIR / "k8s" / "base" / "configmap.yaml"
 #: what the generated slo.yml names as its source
 SLO_SOURCE = "deploy/k8s/base/configmap.yaml (evaluator.toml)"
-
-#: The runbook page the committed rule files link to; replace it with --runbook-base.
-DEFAULT_RUNBOOK_BASE = "https://runbooks.example.com/rag-evaluator/RUNBOOK.md"
 
 # `runbook_url: <base>#<anchor>` on a line of its own, as the rule files write it
 _RUNBOOK_LINE = re.compile(
@@ -60,18 +62,6 @@ HEADER = """\
 # Your Prometheus resource must select this PrometheusRule (ruleSelector, e.g. a
 # `release: <name>` label with kube-prometheus-stack).
 """
-
-
-class _Dumper(yaml.SafeDumper):
-    """Block style for multi-line strings (PromQL), plain style otherwise."""
-
-
-def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
-    style = "|" if "\n" in value else None
-    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
-
-
-_Dumper.add_representer(str, _represent_str)
 
 
 def load_groups(rules_dir: Path = RULES_DIR) -> list[dict[str, Any]]:
@@ -130,17 +120,6 @@ def render_slo_rules(runbook_base: str = DEFAULT_RUNBOOK_BASE) -> str:
     return done.stdout
 
 
-def check_runbook_base(base: str) -> str:
-    """``base`` if it is an absolute http(s) URL without a fragment.
-
-    Raises:
-        ValueError: it is not.
-    """
-    if not re.fullmatch(r"https?://[^\s#]+", base):
-        raise ValueError(f"--runbook-base must be an absolute http(s) URL without '#': {base!r}")
-    return base
-
-
 def with_runbook_base(text: str, base: str) -> str:
     """A rule file's text with every ``runbook_url`` on ``base`` (anchors kept)."""
     check_runbook_base(base)
@@ -164,7 +143,7 @@ def render(rules_dir: Path = RULES_DIR, runbook_base: str | None = None) -> str:
         _set_runbook_base(groups, check_runbook_base(runbook_base))
     body = yaml.dump(
         build(groups),
-        Dumper=_Dumper,
+        Dumper=BlockDumper,
         sort_keys=False,
         allow_unicode=True,
         width=4096,

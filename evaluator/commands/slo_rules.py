@@ -39,6 +39,7 @@ __all__ = [
     "ALERT_NAMES",
     "DEFAULT_RUNBOOK_BASE",
     "SEVERITIES",
+    "BlockDumper",
     "SloRules",
     "check_runbook_base",
     "render_prometheusrule",
@@ -47,7 +48,7 @@ __all__ = [
 ]
 
 #: where the alerts' runbook links point until ``--runbook-base`` says where yours is
-#: (the same placeholder as deploy/k8s/generate_prometheusrule.py's)
+#: (deploy/k8s/generate_prometheusrule.py's default too)
 DEFAULT_RUNBOOK_BASE = "https://runbooks.example.com/rag-evaluator/RUNBOOK.md"
 #: the alert of each severity of the workbook
 ALERT_NAMES = {"page": "RagEvalSLOFastBurn", "ticket": "RagEvalSLOSlowBurn"}
@@ -56,7 +57,7 @@ SEVERITIES = {"page": "critical", "ticket": "warning"}
 _WIDTH = 96
 
 
-class _Dumper(yaml.SafeDumper):
+class BlockDumper(yaml.SafeDumper):
     """Block style for multi-line strings (PromQL), plain style otherwise."""
 
 
@@ -65,7 +66,7 @@ def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
     return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
 
 
-_Dumper.add_representer(str, _represent_str)
+BlockDumper.add_representer(str, _represent_str)
 
 
 def _number(value: float) -> str:
@@ -201,7 +202,7 @@ def _comment(text: str, indent: int) -> list[str]:
 
 def _item(value: dict[str, Any], indent: int) -> list[str]:
     """``value`` as one YAML list item at ``indent`` spaces."""
-    text = yaml.dump([value], Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=4096)
+    text = yaml.dump([value], Dumper=BlockDumper, sort_keys=False, allow_unicode=True, width=4096)
     return [" " * indent + line if line else line for line in text.splitlines()]
 
 
@@ -283,7 +284,7 @@ def render_prometheusrule(
                 },
             },
         },
-        Dumper=_Dumper,
+        Dumper=BlockDumper,
         sort_keys=False,
     )
     lines = [

@@ -153,26 +153,34 @@ def _taker(parameter: str) -> str:
     return next(s for s in SLI_NAMES if sli(s).parameter == parameter)
 
 
+def _job_named(name: str, jobs: Sequence[JobConfig]) -> JobConfig:
+    """The one job ``name`` names (its name, or a target with exactly one job).
+
+    Raises:
+        ValueError: no such job, or a target with several.
+    """
+    match = [j for j in jobs if j.key == name] or [j for j in jobs if j.target == name]
+    if not match:
+        known = sorted({j.key for j in jobs} | {j.target for j in jobs})
+        raise ValueError(f"no job named {name!r} (known: {', '.join(known)})")
+    if len(match) > 1:
+        keys = ", ".join(sorted(j.key for j in match))
+        raise ValueError(f"{name!r} has several jobs ({keys}): name one as target/dataset")
+    return match[0]
+
+
 def resolve_jobs(names: Sequence[str], jobs: Sequence[JobConfig]) -> list[JobConfig]:
-    """The jobs ``names`` name: a job's name (``name``, or ``target/dataset``), or a
-    target that has exactly one job.
+    """The jobs ``names`` name, each once: a job's name (``name``, or ``target/dataset``),
+    or a target that has exactly one job.
 
     Raises:
         ValueError: a name matching no job, or a target with several.
     """
     found: list[JobConfig] = []
     for name in names:
-        by_key = [j for j in jobs if j.key == name]
-        by_target = [j for j in jobs if j.target == name]
-        match = by_key or by_target
-        if not match:
-            known = sorted({j.key for j in jobs} | {j.target for j in jobs})
-            raise ValueError(f"no job named {name!r} (known: {', '.join(known)})")
-        if len(match) > 1:
-            keys = ", ".join(sorted(j.key for j in match))
-            raise ValueError(f"{name!r} has several jobs ({keys}): name one as target/dataset")
-        if match[0] not in found:
-            found.append(match[0])
+        job = _job_named(name, jobs)
+        if job not in found:
+            found.append(job)
     return found
 
 

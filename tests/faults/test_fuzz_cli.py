@@ -315,7 +315,9 @@ def test_openslo_file(attack: Attack, tmp_path: Path) -> None:
         "utf-8",
     )
     result = run_cli(["check", "--config", "evaluator.toml"], tmp_path, key=f"check {attack.id}")
-    _check(attack, result.problems())
+    rules = run_cli(["slo", "rules", "--config", "evaluator.toml"], tmp_path,
+                    key=f"slo rules {attack.id}")  # fmt: skip
+    _check(attack, result.problems() + rules.problems())
 
 
 @pytest.mark.parametrize("attack", _params("slo_config"))
@@ -327,7 +329,9 @@ def test_slo_table(attack: Attack, tmp_path: Path) -> None:
         f'reports_dir = "{tmp_path / "reports"}"\n{_SLO_JOBS}{table}', "utf-8", "surrogatepass"
     )
     result = run_cli(["check", "--config", "evaluator.toml"], tmp_path, key=f"check {attack.id}")
-    _check(attack, result.problems())
+    rules = run_cli(["slo", "rules", "--config", "evaluator.toml"], tmp_path,
+                    key=f"slo rules {attack.id}")  # fmt: skip
+    _check(attack, result.problems() + rules.problems())
 
 
 @pytest.mark.parametrize("attack", _params("collector"))
