@@ -13,7 +13,8 @@ ConfigMap's production interval.
 
 Every alert's ``runbook_url`` is absolute, so it opens from Slack or PagerDuty: the base is
 where your on-call reads deploy/RUNBOOK.md rendered (a wiki or the repository's web view),
-each alert adding its section's anchor. The committed files use DEFAULT_RUNBOOK_BASE;
+each alert adding its section's anchor. The committed files use DEFAULT_RUNBOOK_BASE, the
+daemon's own /runbook page at its default address (it serves RUNBOOK.md itself);
 ``--runbook-base`` sets yours in the PrometheusRule, and with ``--rules-in-place`` in the rule
 files too (what the compose stack and a plain Prometheus load).
 

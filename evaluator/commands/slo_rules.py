@@ -47,9 +47,11 @@ __all__ = [
     "slo_rules",
 ]
 
-#: where the alerts' runbook links point until ``--runbook-base`` says where yours is
-#: (deploy/k8s/generate_prometheusrule.py's default too)
-DEFAULT_RUNBOOK_BASE = "https://runbooks.example.com/rag-evaluator/RUNBOOK.md"
+#: where the alerts' runbook links point until ``--runbook-base`` says where yours is: the
+#: daemon's own runbook page at its default address (evaluator/pages/runbook.py), which
+#: resolves wherever the daemon listens there (the demo, the compose stack, a port-forward);
+#: deploy/k8s/generate_prometheusrule.py links the same
+DEFAULT_RUNBOOK_BASE = "http://127.0.0.1:9464/runbook"
 #: the alert of each severity of the workbook
 ALERT_NAMES = {"page": "RagEvalSLOFastBurn", "ticket": "RagEvalSLOSlowBurn"}
 #: the Alertmanager severity of each (the shipped alerts' convention: critical pages)

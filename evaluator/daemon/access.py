@@ -33,8 +33,9 @@ from evaluator.targets.templates import resolve_env
 
 __all__ = ["OPEN_PATHS", "Access", "host_pattern", "resolve_token"]
 
-#: always served without the token: what Prometheus and the kubelet need
-OPEN_PATHS = frozenset({"/metrics", "/healthz", "/readyz"})
+#: always served without the token: what Prometheus and the kubelet need, and the runbook
+#: (shipped documentation, where an alert's link leads on-call)
+OPEN_PATHS = frozenset({"/metrics", "/healthz", "/readyz", "/runbook"})
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 

@@ -45,6 +45,7 @@ from evaluator.pages.formatting import Redact, fmt_age
 from evaluator.pages.health import DRIFT_METRIC, DriftSignal, JobSignals
 from evaluator.pages.judge_panel import KnownLabels, read_known_labels, report_panels
 from evaluator.pages.render import PageRenderer
+from evaluator.pages.runbook import RUNBOOK_SOURCE, runbook_html
 from evaluator.pages.sidebyside import BaselineDiff, baseline_diff
 from evaluator.pages.slo_view import SloState
 from evaluator.pages.status import JobPage, ReportDigest, job_view, report_digest
@@ -292,6 +293,8 @@ class StatusPages:
         #: job publishes a new run (the published state is immutable, so identity is enough)
         self._built: dict[tuple[str, str, str], tuple[tuple[object, ...], object]] = {}
         self._built_lock = threading.Lock()
+        #: the runbook page, rendered at its first request
+        self._runbook: str | None = None
 
     def _known_labels(self, runner: JobRunner) -> KnownLabels | None:
         """The human labels of ``runner``'s judge (its ``drift_labels``), or None."""
@@ -421,6 +424,16 @@ class StatusPages:
         return self.renderer.status(
             views, jobs_more=len(runners) - len(shown), refresh=REFRESH_SECONDS, notices=notices
         )
+
+    async def runbook(self, _request: web.Request) -> web.Response:
+        """The on-call runbook, where the shipped alerts' ``runbook_url`` points; rendered
+        once (it ships with the package and does not change while the daemon runs)."""
+        if self._runbook is None:
+            text = RUNBOOK_SOURCE.read_text(encoding="utf-8")
+            self._runbook = await asyncio.to_thread(
+                lambda: self.renderer.runbook(runbook_html(text))
+            )
+        return _html(self._runbook)
 
     async def status(self, _request: web.Request) -> web.Response:
         return _html(await asyncio.to_thread(self.render_status))

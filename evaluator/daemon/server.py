@@ -104,6 +104,7 @@ class HttpEndpoints:
             app.router.add_get("/", self._pages.status)
             app.router.add_get("/case", self._pages.case)
             app.router.add_get("/case-table", self._pages.cases)
+            app.router.add_get("/runbook", self._pages.runbook)
         app.router.add_get("/cases", self.cases)
         return app
 

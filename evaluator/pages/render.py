@@ -75,6 +75,10 @@ class PageRenderer:
             notices=notices,
         )
 
+    def runbook(self, body: markupsafe.Markup) -> str:
+        """The on-call runbook (:mod:`evaluator.pages.runbook`) as a page of the daemon."""
+        return self._render("runbook.html.j2", title="evaluator runbook", body=body)
+
     def case(
         self,
         view: CaseView,

@@ -1,4 +1,5 @@
-"""The runbook host is a placeholder, and docs/deploy.md says how to set yours.
+"""The runbook links default to the daemon's own /runbook page, and docs/deploy.md says how
+to set yours.
 
 The documented command is run (into a temporary output, never over the committed files) and
 every alert's link must then be on the new host, anchors kept.
@@ -19,7 +20,8 @@ from tests.deploy.deploy_support import DEPLOY
 
 DOC = DEPLOY.parent / "docs" / "deploy.md"
 GENERATOR = DEPLOY / "k8s" / "generate_prometheusrule.py"
-PLACEHOLDER = "https://runbooks.example.com/rag-evaluator/RUNBOOK.md"
+#: the base the shipped rules link (the daemon's own runbook page at its default address)
+PLACEHOLDER = "http://127.0.0.1:9464/runbook"
 
 
 def _documented_commands() -> list[list[str]]:
@@ -42,7 +44,7 @@ def _runbook_urls(rule: dict[str, object]) -> list[str]:
 
 
 def test_the_docs_name_the_placeholder_and_the_flag() -> None:
-    """The docs name the runbook placeholder the shipped rules carry and the flags that replace
+    """The docs name the runbook base the shipped rules carry and the flags that replace
     it."""
     text = DOC.read_text(encoding="utf-8")
     assert PLACEHOLDER in text

@@ -31,7 +31,7 @@ CONFIGMAP = DEPLOY / "k8s" / "base" / "configmap.yaml"
 COMPOSE = DEPLOY / "compose" / "evaluator.toml"
 #: events a scripted run adds to an SLO's counters
 PER_RUN = 1000
-RUNBOOK = "https://runbooks.example.com/rag-evaluator/RUNBOOK.md"
+RUNBOOK = "http://127.0.0.1:9464/runbook"
 
 #: (job interval in seconds, SLO window, objective): a month at a minute and at the
 #: production 15 minutes, the demo's day at 30 s (burn rates adapted), an hourly job over 30
