@@ -132,6 +132,13 @@ CONTRACT: dict[str, dict[str, tuple[str, ...]]] = {
     "rag_eval_last_run_scored_cases": {},
     "rag_eval_error_ratio": {},
     "rag_eval_case_latency_seconds": {},
+    # streamed answers, usage and cost (docs/streaming.md): only for targets that report them
+    "rag_eval_ttft_seconds": {},
+    "rag_eval_ttft_p95_seconds": {},
+    "rag_eval_run_input_tokens": {},
+    "rag_eval_run_output_tokens": {},
+    "rag_eval_run_cost": {},
+    "rag_eval_case_cost_mean": {},
     "rag_eval_stage_latency_seconds": {},
     "rag_eval_runs_total": {"outcome": OUTCOMES},
     "rag_eval_case_errors_total": {"kind": ERROR_KINDS},
@@ -182,6 +189,7 @@ CONTRACT: dict[str, dict[str, tuple[str, ...]]] = {
 HISTOGRAMS = (
     "rag_eval_case_latency_seconds",
     "rag_eval_stage_latency_seconds",
+    "rag_eval_ttft_seconds",
     "rag_eval_judge_call_seconds",
 )
 

@@ -88,8 +88,19 @@ CONVERSATION_REPLIES = {
 }
 
 
+def _streamed(reply: Reply) -> Reply:
+    """The reply as the streamed target sends it: one NDJSON event holding the whole answer,
+    with token usage (the delivery panels' data: time to first token, tokens, cost); errors
+    and bodies that are not JSON as they are."""
+    if not isinstance(reply.body, dict) or reply.status != 200:
+        return reply
+    body = {**reply.body, "usage": {"input": 120, "output": 9}}
+    return Reply(raw=(json.dumps(body, ensure_ascii=False) + "\n").encode(), delay=reply.delay)
+
+
 class Script:
-    """The endpoint's replies; the flaky question alternates 503 and a right answer."""
+    """The endpoint's replies, streamed; the flaky question alternates 503 and a right
+    answer."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -98,7 +109,10 @@ class Script:
     def __call__(self, request: dict[str, Any]) -> Reply:
         """The scripted reply to the request's question, the flaky case failing every other
         attempt."""
-        question = str(request.get("question", ""))
+        return _streamed(self._reply(str(request.get("question", ""))))
+
+    def _reply(self, question: str) -> Reply:
+        """The scripted reply to ``question`` before it is streamed."""
         if question == FLAKY:
             with self._lock:
                 attempt = next(self._flaky)
@@ -141,6 +155,24 @@ error_ratio_limit = 0.25
 
 [[targets]]
 url = "{url}"
+
+# streamed (time to first token), with usage and prices (tokens and cost)
+[targets.streaming]
+format = "ndjson"
+content = "answer"
+
+[targets.response]
+ids = "retrieved[].id"
+texts = "retrieved[].text"
+scores = "retrieved[].score"
+citations = "citations"
+timings = "timings"
+input_tokens = "usage.input"
+output_tokens = "usage.output"
+
+[targets.prices]
+input_per_1k = 0.5
+output_per_1k = 1.5
 
 [targets.retry]
 retries = 2

@@ -213,6 +213,15 @@ def test_latency_panels_come_from_the_histograms() -> None:
             "SLO events",
             "sum by (target, dataset, slo, outcome) (increase(rag_eval_slo_events_total",
         ),
+        (
+            "Time to first token P50 / P95",
+            "histogram_quantile(0.95, sum by (target, dataset, le) (rate(rag_eval_ttft_seconds_",
+        ),
+        ("Time to first token P50 / P95", "rag_eval_ttft_p95_seconds"),
+        ("Tokens per run", "rag_eval_run_input_tokens"),
+        ("Tokens per run", "rag_eval_run_output_tokens"),
+        ("Cost per run and per case", "rag_eval_run_cost"),
+        ("Cost per run and per case", "rag_eval_case_cost_mean"),
     ],
 )
 def test_required_panel_exists(title: str, needle: str) -> None:
