@@ -36,6 +36,7 @@ from evaluator.targets.templates import resolve_env
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
     from opentelemetry.sdk.trace.export import SpanExportResult
+    from opentelemetry.trace import Span
 
 __all__ = [
     "CASE_SPAN",
@@ -176,6 +177,11 @@ class BoundedExporter:
         deadline = time.monotonic() + self.timeout_seconds
         if self.compression == "gzip":
             body = gzip.compress(body, compresslevel=6)
+        head = self._exchange(self._request(body), deadline)
+        _check_status(head)
+
+    def _request(self, body: bytes) -> bytes:
+        """The whole HTTP/1.1 request for an (encoded, perhaps compressed) batch."""
         lines = [
             f"POST {self._target} HTTP/1.1",
             f"Host: {self._host_header}",
@@ -187,7 +193,11 @@ class BoundedExporter:
         if self.compression == "gzip":
             lines.append("Content-Encoding: gzip")
         lines += [f"{name}: {value}" for name, value in self.headers.items()]
-        request = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
+        return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
+
+    def _exchange(self, request: bytes, deadline: float) -> bytes:
+        """Connect (TLS for https), send ``request`` and read the answer's head, all before
+        ``deadline``. Raises ExportFailed (timeout, connect)."""
         try:
             sock = socket.create_connection((self._host, self._port), timeout=self.timeout_seconds)
         except TimeoutError as exc:
@@ -201,7 +211,7 @@ class BoundedExporter:
                 sock = context.wrap_socket(sock, server_hostname=self._host)
             sock.settimeout(max(deadline - time.monotonic(), 0.001))
             sock.sendall(request)
-            head = _read_head(sock, deadline)
+            return _read_head(sock, deadline)
         except TimeoutError as exc:
             raise ExportFailed("timeout", "no complete answer within the deadline") from exc
         except ssl.SSLError as exc:
@@ -210,14 +220,19 @@ class BoundedExporter:
             raise ExportFailed("connect", exc.strerror or str(exc)) from exc
         finally:
             sock.close()
-        status_line = head.split(b"\r\n", 1)[0].decode("latin-1", "replace")
-        fields = status_line.split(" ", 2)
-        if len(fields) < 2 or not fields[0].startswith("HTTP/") or not fields[1].isdigit():
-            raise ExportFailed("bad_response", f"not an HTTP status line: {status_line[:80]!r}")
-        status = int(fields[1])
-        if not 200 <= status < 300:
-            hint = " (is it the traces URL, ending in /v1/traces?)" if status in (404, 405) else ""
-            raise ExportFailed("http_status", f"HTTP {status}{hint}", status)
+
+
+def _check_status(head: bytes) -> None:
+    """Raise ExportFailed unless the answer's status line is a 2xx (bad_response when it is
+    no HTTP status line, http_status otherwise)."""
+    status_line = head.split(b"\r\n", 1)[0].decode("latin-1", "replace")
+    fields = status_line.split(" ", 2)
+    if len(fields) < 2 or not fields[0].startswith("HTTP/") or not fields[1].isdigit():
+        raise ExportFailed("bad_response", f"not an HTTP status line: {status_line[:80]!r}")
+    status = int(fields[1])
+    if not 200 <= status < 300:
+        hint = " (is it the traces URL, ending in /v1/traces?)" if status in (404, 405) else ""
+        raise ExportFailed("http_status", f"HTTP {status}{hint}", status)
 
 
 class _CountingExporter:
@@ -338,43 +353,51 @@ class CaseSpans:
         logged, and the case goes on as measured.
         """
         try:
-            from opentelemetry import trace
-            from opentelemetry.trace import Status, StatusCode
-
-            redact = redactor()
-            attrs: dict[str, Any] = {
-                f"rag_eval.{key}": redact.redact_text(v) if isinstance(v, str) else v
-                for key, v in attributes.items()
-            }
-            attrs["rag_eval.case_id"] = redact.redact_text(record.id)
-            attrs["rag_eval.attempts"] = record.attempts
-            attrs["rag_eval.outcome"] = "error" if record.error is not None else "ok"
-            if record.error is not None:
-                attrs["rag_eval.error_kind"] = record.error.kind
-            if record.trace_id is not None and span_id is not None:
-                self._ids.pending = (int(record.trace_id, 16), int(span_id, 16))
-            try:
-                span = self._tracer.start_span(CASE_SPAN, attributes=attrs, start_time=start_ns)
-            finally:
-                self._ids.pending = None
-            if record.error is not None:
-                span.set_status(Status(StatusCode.ERROR, record.error.kind))
-            parent = trace.set_span_in_context(span)
-            at = start_ns
-            for stage, seconds in record.stage_seconds.items():
-                length = max(0, round(seconds * 1e9))
-                child = self._tracer.start_span(
-                    f"{STAGE_SPAN} {stage}",
-                    context=parent,
-                    attributes={"rag_eval.stage": stage},
-                    start_time=at,
-                )
-                child.end(end_time=at + length)
-                at += length
+            span = self._case_span(record, span_id, start_ns, attributes)
+            self._stage_spans(span, record.stage_seconds, start_ns)
             span.end(end_time=end_ns)
         except Exception as exc:
             self._ids.pending = None
             self.exporter.count_failure("exporter_exception", f"{type(exc).__name__}: {exc}")
+
+    def _case_span(
+        self,
+        record: CaseRecord,
+        span_id: str | None,
+        start_ns: int,
+        attributes: Mapping[str, str | int],
+    ) -> Span:
+        """The case's span, started with the trace and span ids its request carried, its
+        attributes redacted, its status an error for a failed case."""
+        from opentelemetry.trace import Status, StatusCode
+
+        attrs = _case_attributes(record, attributes)
+        if record.trace_id is not None and span_id is not None:
+            self._ids.pending = (int(record.trace_id, 16), int(span_id, 16))
+        try:
+            span = self._tracer.start_span(CASE_SPAN, attributes=attrs, start_time=start_ns)
+        finally:
+            self._ids.pending = None
+        if record.error is not None:
+            span.set_status(Status(StatusCode.ERROR, record.error.kind))
+        return span
+
+    def _stage_spans(self, case: Span, stages: Mapping[str, float], start_ns: int) -> None:
+        """One child span per reported stage, laid end to end from the case's start."""
+        from opentelemetry import trace
+
+        parent = trace.set_span_in_context(case)
+        at = start_ns
+        for stage, seconds in stages.items():
+            length = max(0, round(seconds * 1e9))
+            child = self._tracer.start_span(
+                f"{STAGE_SPAN} {stage}",
+                context=parent,
+                attributes={"rag_eval.stage": stage},
+                start_time=at,
+            )
+            child.end(end_time=at + length)
+            at += length
 
     def shutdown(self) -> None:
         """Send what is queued, then stop: bounded by twice the export deadline whatever the
@@ -383,6 +406,22 @@ class CaseSpans:
         done.start()
         done.join(2 * self.timeout_seconds + 0.5)
         self.exporter.quiet = True
+
+
+def _case_attributes(record: CaseRecord, attributes: Mapping[str, str | int]) -> dict[str, Any]:
+    """The case span's attributes: the run's (redacted) and the case's id, attempts and
+    outcome (and error kind)."""
+    redact = redactor()
+    attrs: dict[str, Any] = {
+        f"rag_eval.{key}": redact.redact_text(v) if isinstance(v, str) else v
+        for key, v in attributes.items()
+    }
+    attrs["rag_eval.case_id"] = redact.redact_text(record.id)
+    attrs["rag_eval.attempts"] = record.attempts
+    attrs["rag_eval.outcome"] = "error" if record.error is not None else "ok"
+    if record.error is not None:
+        attrs["rag_eval.error_kind"] = record.error.kind
+    return attrs
 
 
 def _from_env(names: Sequence[str]) -> tuple[str, str] | None:
@@ -409,32 +448,65 @@ def resolve(
     Raises:
         ConfigError: naming the setting or variable.
     """
-    url = traces_url(endpoint)
-    if endpoint == DEFAULT_ENDPOINT:
-        found = _from_env(ENV_ENDPOINT)
-        if found is not None:
-            # the generic variable is a base URL; the traces one is used as it is
-            url = traces_url(found[1], base=found[0] == ENV_ENDPOINT[1])
-            if not url.startswith(("http://", "https://")):
-                raise ConfigError(f"{found[0]}: {found[1]!r} must start with http:// or https://")
+    url = traces_url(endpoint) if endpoint != DEFAULT_ENDPOINT else _endpoint_from_env()
     if service_name == DEFAULT_SERVICE_NAME:
         service_name = os.environ.get("OTEL_SERVICE_NAME", "").strip() or service_name
     if timeout_seconds == DEFAULT_TIMEOUT_SECONDS:
-        found = _from_env(ENV_TIMEOUT)
-        if found is not None:
-            try:
-                millis = float(found[1])
-            except ValueError:
-                raise ConfigError(f"{found[0]}: {found[1]!r} is not milliseconds") from None
-            if not 0 < millis <= 3_600_000:
-                raise ConfigError(f"{found[0]}: {found[1]!r} must be in (0, 3600000] ms")
-            timeout_seconds = millis / 1000
+        timeout_seconds = _timeout_from_env()
     if compression == "none":
-        found = _from_env(ENV_COMPRESSION)
-        if found is not None:
-            if found[1] not in ("gzip", "none"):
-                raise ConfigError(f"{found[0]}: {found[1]!r}: expected gzip or none")
-            compression = found[1]
+        compression = _compression_from_env()
+    resolved = _headers(headers)
+    return {
+        "endpoint": url,
+        "service_name": service_name,
+        "timeout_seconds": timeout_seconds,
+        "headers": resolved,
+        "compression": compression,
+    }
+
+
+def _endpoint_from_env() -> str:
+    """The traces URL from ``OTEL_EXPORTER_OTLP_*`` (the generic variable is a base URL, the
+    traces one is used as it is), else the default. Raises ConfigError."""
+    found = _from_env(ENV_ENDPOINT)
+    if found is None:
+        return traces_url(DEFAULT_ENDPOINT)
+    url = traces_url(found[1], base=found[0] == ENV_ENDPOINT[1])
+    if not url.startswith(("http://", "https://")):
+        raise ConfigError(f"{found[0]}: {found[1]!r} must start with http:// or https://")
+    return url
+
+
+def _timeout_from_env() -> float:
+    """The export deadline from ``OTEL_EXPORTER_OTLP_*TIMEOUT`` (milliseconds), else the
+    default. Raises ConfigError."""
+    found = _from_env(ENV_TIMEOUT)
+    if found is None:
+        return DEFAULT_TIMEOUT_SECONDS
+    try:
+        millis = float(found[1])
+    except ValueError:
+        raise ConfigError(f"{found[0]}: {found[1]!r} is not milliseconds") from None
+    if not 0 < millis <= 3_600_000:
+        raise ConfigError(f"{found[0]}: {found[1]!r} must be in (0, 3600000] ms")
+    return millis / 1000
+
+
+def _compression_from_env() -> str:
+    """``gzip`` or ``none`` from ``OTEL_EXPORTER_OTLP_*COMPRESSION``, else ``none``. Raises
+    ConfigError."""
+    found = _from_env(ENV_COMPRESSION)
+    if found is None:
+        return "none"
+    if found[1] not in ("gzip", "none"):
+        raise ConfigError(f"{found[0]}: {found[1]!r}: expected gzip or none")
+    return found[1]
+
+
+def _headers(headers: Mapping[str, str] | None) -> dict[str, str]:
+    """The export's headers: the configured ones with ``${ENV}`` resolved, else those of
+    ``OTEL_EXPORTER_OTLP_*HEADERS``; each passes the border's rule for a header, and every
+    value (and every environment value read) is registered as a secret. Raises ConfigError."""
     resolved: dict[str, str] = {}
     read: list[str] = []  # the values read from the environment: secrets on their own too
     if not headers:
@@ -452,13 +524,7 @@ def resolve(
                 f"otlp.headers.{name}: a header name or value cannot be sent: {problem}"
             )
     register_secrets([v for v in [*resolved.values(), *read] if v])
-    return {
-        "endpoint": url,
-        "service_name": service_name,
-        "timeout_seconds": timeout_seconds,
-        "headers": resolved,
-        "compression": compression,
-    }
+    return resolved
 
 
 def install(

@@ -12,11 +12,11 @@ import functools
 import math
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from sys import intern
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import msgspec
 
@@ -505,80 +505,149 @@ async def run_dataset(
     Returns:
         The report, cases in golden-set order.
     """
+    options = _options_for(target, options, repeats)
+    todo = dataset.cases if cases is None else cases
+    rounds = _Rounds(todo, repeats, on_case, sink)
+    started = time.perf_counter()
+    run_id = run_id or new_run_id()
+    spans = _span_context(target, dataset, options, run_id)
+
+    async def worker() -> None:
+        # a fixed pool of workers pulls cases: memory stays flat for large golden sets
+        for r, start, case in rounds.queue:
+            if isinstance(case, Case):
+                asked = await _run_case(case, target, options, on_retry, spans)
+                rounds.finished(r, start, asked.record)
+                continue
+            finished = functools.partial(_shifted, rounds.finished, r, start)
+            await _run_conversation(case, target, options, on_retry, spans, finished)
+
+    workers = min(options.concurrency, len(todo)) or 1
+    lag, interrupted = await _work(worker, workers, keep_partial=keep_partial)
+    return _report(
+        _RunFacts(dataset, target, options, run_id, time.perf_counter() - started),
+        rounds,
+        lag,
+        interrupted=interrupted,
+    )
+
+
+def _options_for(target: Target, options: RunOptions, repeats: int) -> RunOptions:
+    """``options`` checked, with the metrics the target cannot be scored on turned off: its
+    citation metrics are n/a when it maps no citations, its retrieval metrics when it maps no
+    ids (not 0 for citing or ranking nothing).
+
+    Raises:
+        ValueError: concurrency or repeats below 1.
+    """
     if options.concurrency < 1:
         raise ValueError("concurrency must be at least 1")
     if repeats < 1:
         raise ValueError("repeats must be at least 1")
-    if options.scoring.citations and getattr(target, "cites", True) is False:
-        # the target maps no citations: its citation metrics are n/a, not 0 for citing nothing
-        scoring = dataclasses.replace(options.scoring, citations=False)
-        options = dataclasses.replace(options, scoring=scoring)
-    if options.scoring.retrieval and getattr(target, "ranks", True) is False:
-        # the target maps no ids: its retrieval metrics are n/a, not 0 for ranking nothing
-        scoring = dataclasses.replace(options.scoring, retrieval=False)
-        options = dataclasses.replace(options, scoring=scoring)
-    todo = dataset.cases if cases is None else cases
-    starts = _report_positions(todo)
-    size = starts[-1] + _questions(todo[-1]) if todo else 0
-    rounds: list[list[CaseRecord | None]] = [[None] * size for _ in range(repeats)]
-    records = rounds[0]
-    queue = (
-        (r, start, case) for r in range(repeats) for start, case in zip(starts, todo, strict=True)
-    )
-    started = time.perf_counter()
-    run_id = run_id or new_run_id()
+    scoring = options.scoring
+    if scoring.citations and getattr(target, "cites", True) is False:
+        scoring = dataclasses.replace(scoring, citations=False)
+    if scoring.retrieval and getattr(target, "ranks", True) is False:
+        scoring = dataclasses.replace(scoring, retrieval=False)
+    return options if scoring is options.scoring else dataclasses.replace(options, scoring=scoring)
+
+
+def _span_context(
+    target: Target, dataset: Dataset, options: RunOptions, run_id: str
+) -> _SpanContext | None:
+    """Where the run's case spans go and what they say besides the case (None: no OTLP
+    export installed)."""
     exporter = active_spans()
-    spans = None
-    if exporter is not None:
-        attributes: dict[str, str | int] = {
-            "target": target.name,
-            "dataset": dataset.name,
-            "k": options.k,
-            "run_id": run_id,
-        }
-        spans = _SpanContext(exporter, attributes)
+    if exporter is None:
+        return None
+    attributes: dict[str, str | int] = {
+        "target": target.name,
+        "dataset": dataset.name,
+        "k": options.k,
+        "run_id": run_id,
+    }
+    return _SpanContext(exporter, attributes)
 
-    def finished(r: int, index: int, record: CaseRecord) -> None:
-        if on_case is not None:
-            on_case(record)
-        rounds[r][index] = record if sink is None or r else sink(index, record)
 
-    async def worker() -> None:
-        # a fixed pool of workers pulls cases: memory stays flat for large golden sets
-        for r, start, case in queue:
-            if isinstance(case, Case):
-                asked = await _run_case(case, target, options, on_retry, spans)
-                finished(r, start, asked.record)
-                continue
-            await _run_conversation(
-                case,
-                target,
-                options,
-                on_retry,
-                spans,
-                functools.partial(_shifted, finished, r, start),
-            )
+class _Rounds:
+    """Every round's records by report position, filled as cases finish, and the queue the
+    workers pull ``(round, report position, golden case)`` from."""
 
-    interrupted = False
+    def __init__(
+        self,
+        cases: tuple[GoldenCase, ...],
+        repeats: int,
+        on_case: CaseCallback | None,
+        sink: CaseSink | None,
+    ) -> None:
+        starts = _report_positions(cases)
+        size = starts[-1] + _questions(cases[-1]) if cases else 0
+        self.rounds: list[list[CaseRecord | None]] = [[None] * size for _ in range(repeats)]
+        self.queue = (
+            (r, start, case)
+            for r in range(repeats)
+            for start, case in zip(starts, cases, strict=True)
+        )
+        self._on_case = on_case
+        self._sink = sink
+
+    def finished(self, r: int, index: int, record: CaseRecord) -> None:
+        """A record of round ``r`` at report position ``index``: handed to ``on_case``, kept
+        (a first-round one as the sink returns it)."""
+        if self._on_case is not None:
+            self._on_case(record)
+        sink = self._sink
+        self.rounds[r][index] = record if sink is None or r else sink(index, record)
+
+    def first(self) -> tuple[CaseRecord, ...]:
+        """The first round's finished records, in report order."""
+        return tuple(r for r in self.rounds[0] if r is not None)
+
+
+async def _work(
+    worker: Callable[[], Coroutine[Any, Any, None]], workers: int, *, keep_partial: bool
+) -> tuple[LoopLagMonitor, bool]:
+    """Run ``workers`` copies of ``worker`` under the loop-lag probe; the probe, and whether
+    the run was interrupted (Ctrl-C with ``keep_partial``: the cases that finished make a
+    partial report; without it the cancellation is raised)."""
     try:
         async with LoopLagMonitor() as lag, asyncio.TaskGroup() as group:
-            for _ in range(min(options.concurrency, len(todo)) or 1):
+            for _ in range(workers):
                 group.create_task(worker())
     except asyncio.CancelledError:
         if not keep_partial:
             raise
-        # Ctrl-C: the cases that finished make a partial report, marked as such
-        interrupted = True
-    done = tuple(r for r in records if r is not None)
+        return lag, True
+    return lag, False
+
+
+@dataclass(frozen=True, slots=True)
+class _RunFacts:
+    """What a run's report says about the run besides its records."""
+
+    dataset: Dataset
+    target: Target
+    options: RunOptions
+    run_id: str
+    seconds: float
+
+
+def _report(
+    facts: _RunFacts, rounds: _Rounds, lag: LoopLagMonitor, *, interrupted: bool
+) -> RunReport:
+    """The run's report: the first round's records and their summary (every round's pass^k
+    when repeated)."""
+    done = rounds.first()
+    repeated = len(rounds.rounds) > 1
     return RunReport(
-        run_id=run_id,
+        run_id=facts.run_id,
         generated_at=_now_to_the_millisecond(),
-        config_hash=config_hash_for(dataset, target, options),
-        dataset_hash=dataset.content_hash,
-        target=target.name,
-        dataset=dataset.name,
-        k=options.k,
-        duration_seconds=time.perf_counter() - started,
+        config_hash=config_hash_for(facts.dataset, facts.target, facts.options),
+        dataset_hash=facts.dataset.content_hash,
+        target=facts.target.name,
+        dataset=facts.dataset.name,
+        k=facts.options.k,
+        duration_seconds=facts.seconds,
         summary=dataclasses.replace(
             # one pass over the finished records, after the loop: copying each case's
             # values as it finished cost ~5 us a case inside the loop, against ~2.5 us
@@ -589,8 +658,8 @@ async def run_dataset(
         ),
         cases=done,
         repeats=(
-            summarise_repeats([[x for x in r if x is not None] for r in rounds])
-            if repeats > 1
+            summarise_repeats([[x for x in r if x is not None] for r in rounds.rounds])
+            if repeated
             else None
         ),
         interrupted=interrupted,
