@@ -46,6 +46,14 @@ def check_summary(
     Raises:
         ReportError: naming ``source`` and the field (``where`` is its prefix).
     """
+    _check_totals(source, where, summary)
+    _check_ratios(source, where, summary, ratios)
+    _check_counts(source, where, summary)
+    _check_latency(source, where, summary)
+
+
+def _check_totals(source: str, where: str, summary: Summary) -> None:
+    """No total's sum above its count: a ratio cannot exceed 1."""
     for name, total in summary.totals.items():
         if total.sum > total.count * (1 + FLOAT_TOLERANCE) + FLOAT_TOLERANCE:
             raise _fail(
@@ -53,6 +61,12 @@ def check_summary(
                 f"{where}totals.{name}.sum",
                 f"is {total.sum:g}, more than its count {total.count}: a ratio cannot exceed 1",
             )
+
+
+def _check_ratios(
+    source: str, where: str, summary: Summary, ratios: Mapping[str, float | None]
+) -> None:
+    """Each quality ratio as written is its totals' mean (both null, or close)."""
     for name in QUALITY_METRICS:
         written = ratios.get(name)
         found = summary.totals.get(name)
@@ -66,6 +80,12 @@ def check_summary(
                 f"{where}{name}",
                 f"is {'null' if written is None else f'{written:g}'} but its totals give {shown}",
             )
+
+
+def _check_counts(source: str, where: str, summary: Summary) -> None:
+    """The case counts add up: scored and errors to the cases, the error rate to their
+    share, the errors by kind (when given) to the errors, no out-of-range count above the
+    scored cases."""
     n = summary.case_count
     if summary.scored_count + summary.error_count != n:
         raise _fail(
@@ -74,16 +94,7 @@ def check_summary(
             f"({summary.scored_count}) plus error_count ({summary.error_count}) "
             f"is not case_count ({n})",
         )
-    rate = summary.error_rate
-    expected_rate = summary.error_count / n if n else None
-    if (rate is None) != (expected_rate is None) or (
-        rate is not None and expected_rate is not None and not close(rate, expected_rate)
-    ):
-        raise _fail(
-            source,
-            f"{where}error_rate",
-            f"is {rate} but error_count / case_count is {expected_rate}",
-        )
+    _check_error_rate(source, where, summary)
     # left out (older or hand-made summaries) claims nothing; given, it must add up
     if summary.errors_by_kind and sum(summary.errors_by_kind.values()) != summary.error_count:
         raise _fail(
@@ -99,6 +110,25 @@ def check_summary(
                 f"{where}out_of_range.{name}",
                 f"({count}) is above scored_count ({summary.scored_count})",
             )
+
+
+def _check_error_rate(source: str, where: str, summary: Summary) -> None:
+    """The error rate is error_count / case_count (null without a case)."""
+    n = summary.case_count
+    rate = summary.error_rate
+    expected = summary.error_count / n if n else None
+    if (rate is None) != (expected is None) or (
+        rate is not None and expected is not None and not close(rate, expected)
+    ):
+        raise _fail(
+            source,
+            f"{where}error_rate",
+            f"is {rate} but error_count / case_count is {expected}",
+        )
+
+
+def _check_latency(source: str, where: str, summary: Summary) -> None:
+    """The P50 latency is not above the P95."""
     p50, p95 = summary.p50_seconds, summary.p95_seconds
     if p50 is not None and p95 is not None and p50 > p95 * (1 + FLOAT_TOLERANCE):
         raise _fail(source, f"{where}p50_seconds", f"({p50:g}) is above p95_seconds ({p95:g})")

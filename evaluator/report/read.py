@@ -322,9 +322,6 @@ _NO_CUTS: frozenset[str] = frozenset()
 
 def _case(c: _Case, known: Mapping[str, Case]) -> CaseRecord:
     """The record of the decoded case ``c``."""
-    rel = c.relevant_ids
-    relevance = dict.fromkeys(rel, 1) if isinstance(rel, tuple) else rel
-    facts = tuple(f if isinstance(f, tuple) else (f,) for f in c.expected_facts)
     outcome: Outcome
     if c.error is not None:
         outcome = c.error
@@ -332,18 +329,7 @@ def _case(c: _Case, known: Mapping[str, Case]) -> CaseRecord:
         # any score may be null: retrieval when the target's ids are not mapped; each
         # score read off the decoded case by its name, in C
         outcome = msgspec.convert(c, CaseScores, from_attributes=True)
-    turn = None
-    if c.conversation is not None and c.turn is not None:
-        turn = Turn(conversation=c.conversation, position=c.turn, assistant=c.assistant)
-    case = Case(
-        id=c.id,
-        question=c.question,
-        relevance=relevance,
-        expected_facts=facts,
-        unanswerable=c.unanswerable,
-        tags=c.tags,
-        turn=turn,
-    )
+    case = _golden_case(c)
     # two reports of one golden set hold its cases once (see parse_report's ``share``)
     shared = known.get(c.id)
     if shared is not None and shared == case:
@@ -367,6 +353,24 @@ def _case(c: _Case, known: Mapping[str, Case]) -> CaseRecord:
         cost=c.cost,
         trace_id=c.trace_id,
         out_of_range=c.out_of_range,
+    )
+
+
+def _golden_case(c: _Case) -> Case:
+    """The golden-set case a decoded entry ran: binary relevance from a list of ids, a bare
+    fact as its one alternative, a conversation's turn with its place."""
+    rel = c.relevant_ids
+    turn = None
+    if c.conversation is not None and c.turn is not None:
+        turn = Turn(conversation=c.conversation, position=c.turn, assistant=c.assistant)
+    return Case(
+        id=c.id,
+        question=c.question,
+        relevance=dict.fromkeys(rel, 1) if isinstance(rel, tuple) else rel,
+        expected_facts=tuple(f if isinstance(f, tuple) else (f,) for f in c.expected_facts),
+        unanswerable=c.unanswerable,
+        tags=c.tags,
+        turn=turn,
     )
 
 
@@ -407,6 +411,28 @@ def _successes_derived(records: list[CaseRecord]) -> tuple[CaseRecord, ...]:
     return tuple(out)
 
 
+def _check_cases(source: str, head: _Report) -> None:
+    """The cases' ids are unique, a conversation's turns in place, and the counts the header
+    states (when it states them) are the cases'.
+
+    Raises:
+        ReportError: naming the source and the field.
+    """
+    check_ids(source, [c.id for c in head.cases])
+    if any(map(_conversation_of, head.cases)) or any(map(_turn_of, head.cases)):
+        for index, entry in enumerate(head.cases):  # only a report with conversations
+            check_turn(source, index, entry.id, entry.conversation, entry.turn)
+    if not head.cases:
+        return
+    failed = sum(c.error is not None for c in head.cases)
+    for field, value, actual in (
+        ("case_count", head.case_count, len(head.cases)),
+        ("error_count", head.error_count, failed),
+    ):
+        if value is not None and value != actual:
+            raise ReportError(f"{source}: field {field!r} is {value} but the report holds {actual}")
+
+
 def _build(source: str, head: _Report, share: RunReport | None = None) -> RunReport:
     """The report of a decoded file, every check passed.
 
@@ -415,24 +441,12 @@ def _build(source: str, head: _Report, share: RunReport | None = None) -> RunRep
     """
     if head.schema_version != SCHEMA_VERSION:
         raise _unsupported(source, head.schema_version)
-    check_ids(source, [c.id for c in head.cases])
-    if any(map(_conversation_of, head.cases)) or any(map(_turn_of, head.cases)):
-        for index, entry in enumerate(head.cases):  # only a report with conversations
-            check_turn(source, index, entry.id, entry.conversation, entry.turn)
+    _check_cases(source, head)
     written = head.summary
     if not head.cases:  # a summary-only report: judged on what it says
         summary = _written_summary(source, written)
         cases: tuple[CaseRecord, ...] = ()
     else:
-        failed = sum(c.error is not None for c in head.cases)
-        for field, value, actual in (
-            ("case_count", head.case_count, len(head.cases)),
-            ("error_count", head.error_count, failed),
-        ):
-            if value is not None and value != actual:
-                raise ReportError(
-                    f"{source}: field {field!r} is {value} but the report holds {actual}"
-                )
         cases = _records(head, share)
         # derived from the cases; the event loop's lag is the run's, not the cases'
         summary = replace(

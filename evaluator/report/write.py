@@ -12,7 +12,7 @@ import contextlib
 import json
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -58,6 +58,11 @@ def scores_to_dict(scores: CaseScores | None) -> dict[str, Any]:
     return out
 
 
+def _relevance(relevance: Mapping[str, int]) -> list[str] | dict[str, int]:
+    """Relevance as written: binary relevance as a list of ids, graded as an object."""
+    return list(relevance) if all(g == 1 for g in relevance.values()) else dict(relevance)
+
+
 def _case_to_dict(c: CaseRecord, audit: LabelAudit | None = None) -> dict[str, Any]:
     """One case's report entry (``audit``: its label audit, when already computed)."""
     relevance = c.case.relevance
@@ -66,10 +71,7 @@ def _case_to_dict(c: CaseRecord, audit: LabelAudit | None = None) -> dict[str, A
         "question": c.case.question,
         "tags": list(c.case.tags),
         "unanswerable": c.case.unanswerable,
-        # binary relevance as a list of ids
-        "relevant_ids": list(relevance)
-        if all(g == 1 for g in relevance.values())
-        else dict(relevance),
+        "relevant_ids": _relevance(relevance),
         "expected_facts": [list(f) if len(f) > 1 else f[0] for f in c.case.expected_facts],
         "ranked_ids": list(c.ranked_ids),
         "answer": c.answer,
@@ -87,19 +89,26 @@ def _case_to_dict(c: CaseRecord, audit: LabelAudit | None = None) -> dict[str, A
         "cut_texts": sorted(c.cut_texts),
         "suspect_label": (audit or audit_record(c)).message,
     }
+    _add_optional(out, c)
+    return out
+
+
+def _add_optional(out: dict[str, Any], c: CaseRecord) -> None:
+    """The entry's fields written only when they hold something: the delivery's, a turn's
+    place in its conversation, the figures dropped as out of range. A question of its own
+    without them keeps the entry it always had."""
     for name in DELIVERY_FIELDS:
         value = getattr(c, name)
         if value is not None:
             out[name] = value
     turn = c.case.turn
-    if turn is not None:  # a question of its own keeps the entry it always had
+    if turn is not None:
         out["conversation"] = turn.conversation
         out["turn"] = turn.position
         if turn.assistant is not None:
             out["assistant"] = turn.assistant
     if c.out_of_range:
         out["out_of_range"] = list(c.out_of_range)
-    return out
 
 
 def _header_to_dict(report: RunReport, audit: AuditTotals | None = None) -> dict[str, Any]:
