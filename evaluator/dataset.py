@@ -254,15 +254,7 @@ def _build_case(obj: _JsonObject, number: int) -> tuple[GoldenCase | None, list[
     messages = [f"field {_quote(key)} is given more than once" for key in obj.repeated_keys]
     if "turns" in obj:
         return _build_conversation(obj, number, messages)
-    if not _KNOWN.issuperset(obj):
-        messages.extend(_unknown_field(key) for key in obj if key not in _KNOWN)
-    case_id = _required_text(obj, "id", messages)
-    asked = _asked(obj, messages)
-    tags: tuple[str, ...] | None = None
-    if "tags" in obj:
-        tags = _tags(obj["tags"], messages)
-    if asked is not None:  # the rules across fields need a valid flag
-        messages.extend(_consistency(obj, asked))
+    case_id, asked, tags = _question_fields(obj, messages)
     ids = [] if case_id is None else [case_id]
     if messages or case_id is None or asked is None or asked.question is None:
         return None, ids, messages
@@ -272,11 +264,26 @@ def _build_case(obj: _JsonObject, number: int) -> tuple[GoldenCase | None, list[
         relevance=asked.relevance or {},
         expected_facts=asked.facts or (),
         unanswerable=asked.unanswerable,
-        tags=tags or (),
+        tags=tags,
         line=number,
         graded=asked.graded,
     )
     return case, ids, messages
+
+
+def _question_fields(
+    obj: _JsonObject, messages: list[str]
+) -> tuple[str | None, _Asked | None, tuple[str, ...]]:
+    """A case's own fields (its id, its question's, its tags), each None where missing or
+    invalid; problems appended in field order, then the rules across fields."""
+    if not _KNOWN.issuperset(obj):
+        messages.extend(_unknown_field(key) for key in obj if key not in _KNOWN)
+    case_id = _required_text(obj, "id", messages)
+    asked = _asked(obj, messages)
+    tags = _optional_tags(obj, messages)
+    if asked is not None:  # the rules across fields need a valid flag
+        messages.extend(_consistency(obj, asked))
+    return case_id, asked, tags
 
 
 @dataclass(frozen=True, slots=True)
@@ -349,24 +356,39 @@ def _build_conversation(
     turn's), and every problem: the conversation's own first, then each turn's, prefixed
     ``turn N:``, then its bounds."""
     messages.extend(_misplaced(key) for key in obj if key not in _CONVERSATION)
+    conversation_id = _conversation_id(obj, messages)
+    tags = _optional_tags(obj, messages)
+    turns = _turns(obj["turns"], conversation_id, tags, number, messages)
+    ids = _conversation_ids(conversation_id, turns)
+    if messages or conversation_id is None or turns is None:
+        return None, ids, messages
+    conversation = Conversation(id=conversation_id, turns=turns, tags=tags, line=number)
+    return conversation, ids, messages
+
+
+def _optional_tags(obj: _JsonObject, messages: list[str]) -> tuple[str, ...]:
+    """The ``tags`` field, none where absent or invalid (its problem appended)."""
+    return (_tags(obj["tags"], messages) or ()) if "tags" in obj else ()
+
+
+def _conversation_ids(conversation_id: str | None, turns: tuple[Case, ...] | None) -> list[str]:
+    """The ids a conversation takes: its own and, with valid turns, each turn's."""
+    if conversation_id is None:
+        return []
+    return [conversation_id, *(turn.id for turn in turns or ())]
+
+
+def _conversation_id(obj: _JsonObject, messages: list[str]) -> str | None:
+    """A conversation's id, None where missing or invalid: it may not hold the separator
+    of its turns' ids."""
     conversation_id = _required_text(obj, "id", messages)
     if conversation_id is not None and TURN_SEPARATOR in conversation_id:
         messages.append(
             f'field "id" of a conversation must not hold {_quote(TURN_SEPARATOR)}: its turns '
             f"are known as {turn_id('<id>', 1)}, {turn_id('<id>', 2)}..."
         )
-        conversation_id = None
-    tags: tuple[str, ...] | None = None
-    if "tags" in obj:
-        tags = _tags(obj["tags"], messages)
-    turns = _turns(obj["turns"], conversation_id, tags or (), number, messages)
-    ids = [] if conversation_id is None else [conversation_id]
-    if turns is not None and conversation_id is not None:
-        ids.extend(turn.id for turn in turns)
-    if messages or conversation_id is None or turns is None:
-        return None, ids, messages
-    conversation = Conversation(id=conversation_id, turns=turns, tags=tags or (), line=number)
-    return conversation, ids, messages
+        return None
+    return conversation_id
 
 
 def _misplaced(key: str) -> str:
@@ -438,17 +460,9 @@ def _turn(
     if not isinstance(obj, _JsonObject):
         messages.append(f"not a JSON object (got {_describe(obj)}): each turn is an object")
         return None
-    messages.extend(f"field {_quote(key)} is given more than once" for key in obj.repeated_keys)
-    messages.extend(_unknown_turn_field(key) for key in obj if key not in _TURN)
+    messages.extend(_turn_field_problems(obj))
     asked = _asked(obj, messages)
-    assistant: str | None = None
-    if "assistant" in obj:
-        assistant = _as_text(obj["assistant"], 'field "assistant"', messages)
-        if last:
-            messages.append(
-                'field "assistant" on the last turn is never sent: a scripted answer stands '
-                "in for the target's in later turns only"
-            )
+    assistant = _assistant(obj, last, messages) if "assistant" in obj else None
     if asked is not None:
         messages.extend(_consistency(obj, asked))
     if messages or asked is None or asked.question is None:
@@ -462,6 +476,24 @@ def _turn(
         graded=asked.graded,
         turn=Turn(conversation=conversation_id, position=position, assistant=assistant),
     )
+
+
+def _turn_field_problems(obj: _JsonObject) -> list[str]:
+    """A turn's repeated and unknown fields."""
+    repeated = [f"field {_quote(key)} is given more than once" for key in obj.repeated_keys]
+    return repeated + [_unknown_turn_field(key) for key in obj if key not in _TURN]
+
+
+def _assistant(obj: _JsonObject, last: bool, messages: list[str]) -> str | None:
+    """A turn's scripted answer (None where invalid); on the last turn it is never sent,
+    which is a problem too."""
+    assistant = _as_text(obj["assistant"], 'field "assistant"', messages)
+    if last:
+        messages.append(
+            'field "assistant" on the last turn is never sent: a scripted answer stands '
+            "in for the target's in later turns only"
+        )
+    return assistant
 
 
 def _unknown_turn_field(key: str) -> str:

@@ -122,10 +122,7 @@ class Summary:
 
     def to_dict(self) -> dict[str, Any]:
         """The report's JSON shape (the customary metric names first)."""
-        # a ratio only some golden sets have (conversations) is written when some case has it
-        totals = {
-            name: t for name, t in self.totals.items() if t.count or name not in _MEASURED_ONLY
-        }
+        totals = self._written_totals()
         out: dict[str, Any] = {
             name: totals[name].mean for name in QUALITY_METRICS if name in totals
         }
@@ -140,7 +137,18 @@ class Summary:
             errors_by_kind=dict(self.errors_by_kind),
             totals={k: {"sum": t.sum, "count": t.count} for k, t in totals.items()},
         )
-        # written only when measured: a report of a plain JSON target keeps its shape
+        out.update(self._measured())
+        return out
+
+    def _written_totals(self) -> dict[str, Total]:
+        """The totals a report writes: a ratio only some golden sets have (conversations)
+        only when some case has it."""
+        return {name: t for name, t in self.totals.items() if t.count or name not in _MEASURED_ONLY}
+
+    def _measured(self) -> dict[str, Any]:
+        """The values written only when measured (a report of a plain JSON target keeps its
+        shape): streaming, usage and loop lag, figures out of range, tags, turn positions."""
+        out: dict[str, Any] = {}
         for name in OPTIONAL_FIELDS:
             value = getattr(self, name)
             if value is not None:
@@ -183,20 +191,31 @@ def _present(values: Iterable[Any]) -> list[Any]:
 def _delivery(scored: Sequence[CaseRecord]) -> dict[str, Any]:
     """Percentiles of the streamed cases and totals of usage and cost, over the scored
     cases (a case is either scored or failed: the successful ones are the scored ones)."""
+    return {**_streamed(scored), **_usage(scored)}
+
+
+def _streamed(scored: Sequence[CaseRecord]) -> dict[str, float | None]:
+    """Time to first token and tokens per second of the streamed cases, and their time to
+    first byte (of the streamed cases only)."""
     ttft = _present(r.ttft_seconds for r in scored)
-    # time to first byte of the streamed cases only
     ttfb = [
         r.ttfb_seconds for r in scored if r.ttfb_seconds is not None and r.ttft_seconds is not None
     ]
     tps = _present(r.tokens_per_second for r in scored)
-    inputs = _present(r.input_tokens for r in scored)
-    outputs = _present(r.output_tokens for r in scored)
-    costs = _present(r.cost for r in scored)
     return {
         "p50_ttft_seconds": nearest_rank(ttft, 50),
         "p95_ttft_seconds": nearest_rank(ttft, 95),
         "p95_ttfb_seconds": nearest_rank(ttfb, 95),
         "p50_tokens_per_second": nearest_rank(tps, 50),
+    }
+
+
+def _usage(scored: Sequence[CaseRecord]) -> dict[str, float | None]:
+    """Tokens and cost over the cases that reported them (None when none did)."""
+    inputs = _present(r.input_tokens for r in scored)
+    outputs = _present(r.output_tokens for r in scored)
+    costs = _present(r.cost for r in scored)
+    return {
         "input_tokens_total": sum(inputs) if inputs else None,
         "output_tokens_total": sum(outputs) if outputs else None,
         "cost_total": math.fsum(costs) if costs else None,
@@ -234,8 +253,7 @@ def _summary(records: Sequence[CaseRecord]) -> Summary:
     kinds = [r.outcome.kind for r in records if isinstance(r.outcome, CaseError)]
     pools = split([r.outcome for r in scored], [r.case.unanswerable for r in scored])
     n = len(records)
-    # a turn never asked (skipped after an earlier one failed) took no time
-    latencies = sorted([r.latency_seconds for r in records if r.attempts])
+    latencies = _latencies(records)
     return Summary(
         case_count=n,
         scored_count=len(scored),
@@ -249,6 +267,12 @@ def _summary(records: Sequence[CaseRecord]) -> Summary:
         out_of_range=_out_of_range(scored),
         **_delivery(scored),
     )
+
+
+def _latencies(records: Sequence[CaseRecord]) -> list[float]:
+    """The cases' latencies, sorted; a turn never asked (skipped after an earlier one
+    failed) took no time and has none."""
+    return sorted([r.latency_seconds for r in records if r.attempts])
 
 
 def _out_of_range(scored: Sequence[CaseRecord]) -> dict[OutOfRange, int]:
