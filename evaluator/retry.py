@@ -63,26 +63,25 @@ async def call_with_retries(
         if policy.retries < 1 or not _is_transient(exc):
             exc.attempts = 1
             raise
-        replay: CallError | None = exc
+        first = exc
+    return await _retried(call, first, _retrying(policy, on_retry, sleep))
 
-    async def attempt_call() -> T:
-        # tenacity's first attempt replays the failure above, so waits, callbacks and
-        # attempt numbers are what they would be had tenacity made that attempt itself
-        nonlocal replay
-        if replay is not None:
-            failed, replay = replay, None
-            raise failed
-        return await call()
 
-    attempts = 0
+def _retrying(
+    policy: RetryPolicy,
+    on_retry: Callable[[int, CallError, float], None] | None,
+    sleep: Callable[[float], Awaitable[None]],
+) -> tenacity.AsyncRetrying:
+    """tenacity's loop for ``policy``: transient errors retried, jittered waits (or the
+    service's Retry-After), ``on_retry`` told before each wait."""
 
     def before_sleep(state: tenacity.RetryCallState) -> None:
         exc = state.outcome.exception() if state.outcome is not None else None
         if on_retry is not None and isinstance(exc, CallError):
-            sleep = state.next_action.sleep if state.next_action is not None else 0.0
-            on_retry(state.attempt_number, exc, sleep)
+            wait = state.next_action.sleep if state.next_action is not None else 0.0
+            on_retry(state.attempt_number, exc, wait)
 
-    retrying = tenacity.AsyncRetrying(
+    return tenacity.AsyncRetrying(
         stop=tenacity.stop_after_attempt(policy.retries + 1),
         wait=_wait(policy),
         retry=tenacity.retry_if_exception(_is_transient),
@@ -90,6 +89,24 @@ async def call_with_retries(
         reraise=True,
         sleep=sleep,
     )
+
+
+async def _retried(
+    call: Callable[[], Awaitable[T]], first: CallError, retrying: tenacity.AsyncRetrying
+) -> tuple[T, int]:
+    """The retries after a first attempt that failed with ``first``: tenacity's first
+    attempt replays that failure, so waits, callbacks and attempt numbers are what they
+    would be had tenacity made that attempt itself."""
+    replay: CallError | None = first
+
+    async def attempt_call() -> T:
+        nonlocal replay
+        if replay is not None:
+            failed, replay = replay, None
+            raise failed
+        return await call()
+
+    attempts = 0
     try:
         async for attempt in retrying:
             with attempt:
