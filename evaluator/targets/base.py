@@ -98,19 +98,11 @@ def _parse_retrieved(
 ) -> tuple[tuple[Retrieved, ...], bool]:
     """The ranked items, and whether a score out of range was dropped (a score that is not
     a number is None, as the contract allows)."""
-    if value is None:
-        return (), False
-    if not isinstance(value, list):
-        raise BadResponseError(
-            f"field 'retrieved' is {_type_name(value)}, expected a list", field="retrieved"
-        )
-    if max_ranked_ids is not None:
-        value = value[:max_ranked_ids]
     items: list[Retrieved] = []
     dropped = False
-    for i, item in enumerate(value):
+    for i, item in enumerate(_ranked_list(value, max_ranked_ids)):
         # exact-type checks first: JSON gives dict, str, float; the ABC checks are the
-        # fallback for other mappings (a mapped target's own objects)
+        # fallback for other mappings (a mapped target's own objects), in _any_item
         if type(item) is dict:
             doc_id = item.get("id")
             score = item.get("score")
@@ -125,22 +117,47 @@ def _parse_retrieved(
         elif isinstance(item, str):
             items.append(Retrieved(id=item))
             continue
-        if not isinstance(item, Mapping):
-            raise BadResponseError(
-                f"field 'retrieved[{i}]' is {_type_name(item)}, expected an object or an id",
-                field="retrieved",
-            )
-        doc_id = item.get("id")
-        if isinstance(doc_id, bool) or not isinstance(doc_id, str | int):
-            raise BadResponseError(
-                f"field 'retrieved[{i}].id' is missing or not a string", field="retrieved"
-            )
-        score, dropped = _score(item.get("score"), dropped)
-        text = item.get("text")
-        items.append(
-            Retrieved(id=str(doc_id), score=score, text=text if isinstance(text, str) else None)
-        )
+        retrieved, dropped = _any_item(i, item, dropped)
+        items.append(retrieved)
     return tuple(items), dropped
+
+
+def _ranked_list(value: object, max_ranked_ids: int | None) -> list[object]:
+    """``retrieved`` as the list of its first ``max_ranked_ids`` items (none when absent).
+
+    Raises:
+        BadResponseError: it is not a list.
+    """
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise BadResponseError(
+            f"field 'retrieved' is {_type_name(value)}, expected a list", field="retrieved"
+        )
+    return value if max_ranked_ids is None else value[:max_ranked_ids]
+
+
+def _any_item(i: int, item: object, dropped: bool) -> tuple[Retrieved, bool]:
+    """Ranked item ``i`` that is not a JSON object with a string id: any mapping with an id
+    that is a string or an integer, its score and text read leniently.
+
+    Raises:
+        BadResponseError: not a mapping, or without such an id.
+    """
+    if not isinstance(item, Mapping):
+        raise BadResponseError(
+            f"field 'retrieved[{i}]' is {_type_name(item)}, expected an object or an id",
+            field="retrieved",
+        )
+    doc_id = item.get("id")
+    if isinstance(doc_id, bool) or not isinstance(doc_id, str | int):
+        raise BadResponseError(
+            f"field 'retrieved[{i}].id' is missing or not a string", field="retrieved"
+        )
+    score, dropped = _score(item.get("score"), dropped)
+    text = item.get("text")
+    retrieved = Retrieved(id=str(doc_id), score=score, text=text if isinstance(text, str) else None)
+    return retrieved, dropped
 
 
 def _score(value: object, dropped: bool) -> tuple[float | None, bool]:

@@ -74,10 +74,9 @@ class _ZlibLayer:
         self._first = True
 
     def feed(self, data: bytes) -> Iterator[bytes]:
-        if self._first and data and self._coding == "deflate" and (data[0] & 0x0F) != 8:
-            # some servers send raw deflate without the zlib wrapper (no CM=8 nibble)
-            self._inflate = zlib.decompressobj(-zlib.MAX_WBITS)
-        self._first = self._first and not data
+        if self._first and data:
+            self._first = False
+            self._sniff(data)
         pending = data
         while True:
             try:
@@ -89,6 +88,12 @@ class _ZlibLayer:
                 yield out
             if not pending or self._inflate.eof:
                 return
+
+    def _sniff(self, first: bytes) -> None:
+        """Some servers send raw deflate without the zlib wrapper (no CM=8 nibble in the
+        first byte): decoded as raw deflate then."""
+        if self._coding == "deflate" and (first[0] & 0x0F) != 8:
+            self._inflate = zlib.decompressobj(-zlib.MAX_WBITS)
 
     def finished(self) -> bool:
         return self._inflate.eof

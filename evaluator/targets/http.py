@@ -355,16 +355,7 @@ class HttpTarget:
     async def _call(
         self, case: Case, k: int, observer: _Observer, dialogue: Dialogue | None = None
     ) -> TargetResponse:
-        request = self.template.build(case.question, k, dialogue)
-        conversation = self.conversation if dialogue is not None else None
-        if conversation is not None and dialogue is not None and dialogue.service_id:
-            request = conversation.sent_back(request, dialogue.service_id)
-        trace_id: str | None = None
-        if self._trace_header is not None:
-            # a fresh trace per case attempt, sampled: the service's trace of this golden case
-            trace_id, span_id = _trace_ids()
-            request.headers[self._trace_header] = f"00-{trace_id}-{span_id}-01"
-            record_trace(trace_id, span_id)
+        request, trace_id = self._request_for(case, k, dialogue)
         observer.request(self.template, request)
         admission = self._admission
         await admission.enter()
@@ -406,10 +397,35 @@ class HttpTarget:
                     f"response is not valid JSON ({exc}); it starts with {self._snippet(content)!r}"
                 ) from None
             response, usage = self._fields(body)
-        if conversation is not None and dialogue is not None:
-            service_id = conversation.read(body, dialogue.service_id)
-            response = msgspec.structs.replace(response, conversation_id=service_id)
+        if dialogue is not None and self.conversation is not None:
+            response = self._with_service_id(response, body, dialogue)
         return self._delivered(response, usage, arrival, started, trace_id)
+
+    def _request_for(
+        self, case: Case, k: int, dialogue: Dialogue | None
+    ) -> tuple[OutgoingRequest, str | None]:
+        """The request for one case (a turn's: with the id a stateful service gave its
+        conversation sent back), and the trace id sent with it (None: no trace header)."""
+        request = self.template.build(case.question, k, dialogue)
+        conversation = self.conversation
+        if conversation is not None and dialogue is not None and dialogue.service_id:
+            request = conversation.sent_back(request, dialogue.service_id)
+        if self._trace_header is None:
+            return request, None
+        # a fresh trace per case attempt, sampled: the service's trace of this golden case
+        trace_id, span_id = _trace_ids()
+        request.headers[self._trace_header] = f"00-{trace_id}-{span_id}-01"
+        record_trace(trace_id, span_id)
+        return request, trace_id
+
+    def _with_service_id(
+        self, response: TargetResponse, body: object, dialogue: Dialogue
+    ) -> TargetResponse:
+        """``response`` with the conversation id a stateful service answered with (kept from
+        the turn before when it answered none)."""
+        assert self.conversation is not None  # the caller's check
+        service_id = self.conversation.read(body, dialogue.service_id)
+        return msgspec.structs.replace(response, conversation_id=service_id)
 
     def _delivered(
         self,
@@ -426,17 +442,8 @@ class HttpTarget:
             # the body's own stage timings win over the header's for the same name
             timings = {**arrival.server_timing, **timings}
         input_tokens, output_tokens, tokens_out_of_range = usage
-        counted = False
         stream = arrival.stream
-        ttft = None
-        if stream is not None:
-            if stream.first_token_at is not None:
-                ttft = stream.first_token_at - started
-            if output_tokens is None and stream.content_events:
-                output_tokens, counted = stream.content_events, True
-        cost = None
-        if self._prices is not None and (input_tokens is not None or output_tokens is not None):
-            cost = (input_tokens or 0) * self._prices[0] + (output_tokens or 0) * self._prices[1]
+        ttft, output_tokens, counted = _streamed(stream, started, output_tokens)
         delivery = Delivery(
             ttfb_seconds=arrival.headers_at - started,
             ttft_seconds=ttft,
@@ -446,7 +453,7 @@ class HttpTarget:
             tokens_counted=counted,
             streamed=stream is not None,
             trace_id=trace_id,
-            cost=cost,
+            cost=self._cost(input_tokens, output_tokens),
         )
         out_of_range = response.out_of_range
         if tokens_out_of_range:
@@ -454,6 +461,12 @@ class HttpTarget:
         return msgspec.structs.replace(
             response, timings=timings, delivery=delivery, out_of_range=out_of_range
         )
+
+    def _cost(self, input_tokens: int | None, output_tokens: int | None) -> float | None:
+        """The tokens at the target's prices (None without prices or without any count)."""
+        if self._prices is None or (input_tokens is None and output_tokens is None):
+            return None
+        return (input_tokens or 0) * self._prices[0] + (output_tokens or 0) * self._prices[1]
 
     def _map_stream(self, stream: StreamAssembler) -> tuple[TargetResponse, Usage]:
         event = stream.fields_event
@@ -698,6 +711,19 @@ async def _feed(stream: StreamAssembler, chunk: bytes, at: float) -> None:
 
 def _ends_a_line(data: bytes) -> bool:
     return b"\n" in data or b"\r" in data
+
+
+def _streamed(
+    stream: StreamAssembler | None, started: float, output_tokens: int | None
+) -> tuple[float | None, int | None, bool]:
+    """A streamed answer's time to first token, and its output tokens: those reported, else
+    the count of its content events (``True``: counted, not reported)."""
+    if stream is None:
+        return None, output_tokens, False
+    ttft = None if stream.first_token_at is None else stream.first_token_at - started
+    if output_tokens is None and stream.content_events:
+        return ttft, stream.content_events, True
+    return ttft, output_tokens, False
 
 
 async def _read_stream(

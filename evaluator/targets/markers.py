@@ -61,15 +61,17 @@ class CitationMarkers:
                 marker = part.strip().lstrip("^")
                 if not marker:
                     continue
-                if self.style == "ids":
-                    out.append(marker)
-                elif marker.isascii() and marker.isdigit():
-                    out.append(int(marker))
-                else:
-                    out.append(marker)
+                out.append(self._citation(marker))
                 if len(out) >= MAX_MARKERS:
                     return tuple(out)
         return tuple(out)
+
+    def _citation(self, marker: str) -> Citation:
+        """A marker as a citation: an id in the ``ids`` style, else a position when it is a
+        number (``[2]``), else the id written."""
+        if self.style != "ids" and marker.isascii() and marker.isdigit():
+            return int(marker)
+        return marker
 
 
 def compile_markers(style: str) -> CitationMarkers:

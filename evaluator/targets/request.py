@@ -100,6 +100,59 @@ _encode_json = json.JSONEncoder(ensure_ascii=False, check_circular=False).encode
 _CONVERSATION_NAMES = frozenset({"history", "messages", "conversation_id"})
 
 
+_Plain = tuple[tuple[str, str], ...]
+_Secret = tuple[tuple[str, SecretStr], ...]
+
+
+def _split_entries(
+    entries: Mapping[str, str],
+    section: str,
+    found: list[str],
+    environ: Mapping[str, str] | None,
+) -> tuple[_Plain, _Secret]:
+    """A section's entries (``params`` or ``headers``) split into plain and secret ones: a
+    value with ``${NAME}``, or any value of a secret-looking name, is a secret, its
+    references read from ``environ`` (each value read goes to ``found``). Each value passes
+    the border's rule for its section.
+
+    Raises:
+        ConfigError: a variable unset or empty, or a value the border refuses, naming where.
+    """
+    plain: list[tuple[str, str]] = []
+    secret: list[tuple[str, SecretStr]] = []
+    for name, value in entries.items():
+        where = f"request.{section}.{name}"
+        if ENV_REFERENCE.search(value) or is_secret_name(name):
+            value = resolve_env(
+                value,
+                where,
+                found=found,
+                environ=environ,
+                hint=" (or empty); export it before starting evaluator",
+            )
+            secret.append((name, SecretStr(value)))
+        else:
+            plain.append((name, value))
+        problem = (
+            border.header_problem(name, value)
+            if section == "headers"
+            else border.text_problem(value)
+        )
+        if problem is not None:
+            raise ConfigError(f"{where}: {problem}")
+    return tuple(plain), tuple(secret)
+
+
+def _bodies(method: str, body: JsonValue, turn_body: JsonValue) -> tuple[JsonValue, JsonValue]:
+    """The body and a conversation's turn body: without a body a POST sends the default
+    contract's, and the default contract's turn carries its history."""
+    if body is None and method == "POST":
+        body = DEFAULT_BODY
+    if turn_body is None and body == DEFAULT_BODY:
+        turn_body = DEFAULT_TURN_BODY
+    return body, turn_body
+
+
 #: what every request accepts: the codings :mod:`evaluator.targets.decode` decodes, bounded
 ACCEPT_ENCODING = "gzip, deflate, br"
 
@@ -153,40 +206,9 @@ class RequestTemplate:
                 names the variable and where it is used, never a value).
         """
         found: list[str] = []
-
-        def split(
-            entries: Mapping[str, str], section: str
-        ) -> tuple[tuple[tuple[str, str], ...], tuple[tuple[str, SecretStr], ...]]:
-            plain: list[tuple[str, str]] = []
-            secret: list[tuple[str, SecretStr]] = []
-            for name, value in entries.items():
-                where = f"request.{section}.{name}"
-                if ENV_REFERENCE.search(value) or is_secret_name(name):
-                    value = resolve_env(
-                        value,
-                        where,
-                        found=found,
-                        environ=environ,
-                        hint=" (or empty); export it before starting evaluator",
-                    )
-                    secret.append((name, SecretStr(value)))
-                else:
-                    plain.append((name, value))
-                problem = (
-                    border.header_problem(name, value)
-                    if section == "headers"
-                    else border.text_problem(value)
-                )
-                if problem is not None:
-                    raise ConfigError(f"{where}: {problem}")
-            return tuple(plain), tuple(secret)
-
-        plain_params, secret_params = split(params or {}, "params")
-        plain_headers, secret_headers = split(headers or {}, "headers")
-        if body is None and method == "POST":
-            body = DEFAULT_BODY
-        if turn_body is None and body == DEFAULT_BODY:
-            turn_body = DEFAULT_TURN_BODY
+        plain_params, secret_params = _split_entries(params or {}, "params", found, environ)
+        plain_headers, secret_headers = _split_entries(headers or {}, "headers", found, environ)
+        body, turn_body = _bodies(method, body, turn_body)
         template = cls(
             method=method,
             url=url,

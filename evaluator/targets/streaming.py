@@ -130,15 +130,22 @@ class _Framer:
                 yield line
             return
         if not line:
-            if self._done_event is not None and self._event == self._done_event:
-                self.ended = True  # with or without data: its data is not the answer's
-            elif self._data:
-                yield "\n".join(self._data)
-            self._data = []
-            self._event = ""
-            return
-        if line.startswith(":"):
-            return  # a comment (keep-alive)
+            yield from self._dispatch()
+        elif not line.startswith(":"):  # else a comment (keep-alive)
+            self._field(line)
+
+    def _dispatch(self) -> Iterator[str]:
+        """A blank SSE line: the event read so far, unless it is the end event (with or
+        without data: its data is not the answer's)."""
+        if self._done_event is not None and self._event == self._done_event:
+            self.ended = True
+        elif self._data:
+            yield "\n".join(self._data)
+        self._data = []
+        self._event = ""
+
+    def _field(self, line: str) -> None:
+        """One ``name: value`` line of an SSE event: its data or its name kept."""
         name, _, value = line.partition(":")
         value = value[1:] if value.startswith(" ") else value
         if name == "data":
@@ -155,6 +162,18 @@ class _Framer:
             yield from self._line(rest.decode("utf-8", errors="replace"))
         if self._sse:  # the blank line that dispatches the last event never came
             yield from self._line("")
+
+
+def _markers(spec: StreamSpec) -> list[str]:
+    """The finish markers a stream of ``spec`` may end with, as a message names them."""
+    markers = []
+    if spec.finish is not None:
+        markers.append(f"an event where {spec.finish.expression}")
+    if spec.done is not None:
+        markers.append(f"its end marker {spec.done!r}")
+    if spec.done_event is not None:
+        markers.append(f"an event named {spec.done_event!r}")
+    return markers
 
 
 def frame_events(format: StreamFormat, chunks: list[bytes]) -> list[str]:
@@ -227,13 +246,7 @@ class StreamAssembler:
         if self.finished or self._framer.ended:
             self.finished = True
             return
-        markers = []
-        if self.spec.finish is not None:
-            markers.append(f"an event where {self.spec.finish.expression}")
-        if self.spec.done is not None:
-            markers.append(f"its end marker {self.spec.done!r}")
-        if self.spec.done_event is not None:
-            markers.append(f"an event named {self.spec.done_event!r}")
+        markers = _markers(self.spec)
         if markers and not self.finish_seen:
             raise StreamInterruptedError(
                 f"stream ended after {self.events} event(s) without a finish marker "
@@ -253,8 +266,24 @@ class StreamAssembler:
             self.finished = True
             return
         self.events += 1
+        event = self._decoded(payload, trailing)
+        piece, selected = self._read(event)
+        if isinstance(piece, str):
+            if piece:
+                self._take(piece, at)
+        elif piece is not None:
+            raise BadResponseError(
+                f"stream.content expression {json.dumps(self.spec.content.expression)} gave "
+                f"{type(piece).__name__} in event {self.events}, expected a string"
+            )
+        if selected:
+            self._keep_fields(event)
+
+    def _decoded(self, payload: str, trailing: bool) -> object:
+        """An event's JSON. Raises BadResponseError, or StreamInterruptedError for the
+        trailing data of a stream that closed inside an event (a cut)."""
         try:
-            event = border.loads(payload)
+            return border.loads(payload)
         except (ValueError, RecursionError) as exc:
             if trailing:
                 # the cut data is not shown: half an event may hold half of a secret
@@ -266,25 +295,31 @@ class StreamAssembler:
             raise BadResponseError(
                 f"stream event {self.events} is not valid JSON ({exc}): {shown!r}"
             ) from None
+
+    def _read(self, event: object) -> tuple[Any, bool]:
+        """An event's content piece and whether it holds the fields (``fields_from``); a
+        finish marker in it is noted. Raises BadResponseError."""
+        spec = self.spec
         try:
-            piece = _search(self.spec.content, event)
-            selected = self.spec.fields_from is None or bool(_search(self.spec.fields_from, event))
-            if self.spec.finish is not None and truthy(_search(self.spec.finish, event)):
+            piece = _search(spec.content, event)
+            selected = spec.fields_from is None or bool(_search(spec.fields_from, event))
+            if spec.finish is not None and truthy(_search(spec.finish, event)):
                 self.finish_seen = True
         except JMESPathError as exc:
             raise BadResponseError(f"stream event {self.events}: {exc}") from None
-        if isinstance(piece, str) and piece:
-            self.pieces.append(piece)
-            self.content_events += 1
-            if self.first_token_at is None:
-                self.first_token_at = at
-        elif piece is not None and not isinstance(piece, str):
-            raise BadResponseError(
-                f"stream.content expression {json.dumps(self.spec.content.expression)} gave "
-                f"{type(piece).__name__} in event {self.events}, expected a string"
-            )
-        if selected:
-            self.fields_event = event
-            if self.matching is not None:
-                for name in self.matching(event):
-                    self.found[name] = event
+        return piece, selected
+
+    def _take(self, piece: str, at: float) -> None:
+        """A piece of the answer, arrived at ``at`` (the first one is the first token)."""
+        self.pieces.append(piece)
+        self.content_events += 1
+        if self.first_token_at is None:
+            self.first_token_at = at
+
+    def _keep_fields(self, event: object) -> None:
+        """The event the fields are read from (the last that holds them), and, per field,
+        the last event where it matches."""
+        self.fields_event = event
+        if self.matching is not None:
+            for name in self.matching(event):
+                self.found[name] = event
