@@ -41,7 +41,7 @@ import json
 import re
 from collections.abc import Iterable
 from typing import Any, TextIO, cast
-from urllib.parse import quote, quote_plus, unquote, urlsplit
+from urllib.parse import parse_qsl, quote, quote_plus, unquote, urlsplit
 
 from evaluator import process_state
 
@@ -52,6 +52,7 @@ __all__ = [
     "Redactor",
     "derived_secrets",
     "encoded_forms",
+    "is_secret_name",
     "redactor",
     "register_secrets",
     "trie_pattern",
@@ -70,7 +71,8 @@ _MIN_PART = 4
 #: what text must hold for the character-wise pattern to run at all
 _CHARWISE_MARKERS = ("\\u", "\\U", "&#", "%")
 _MARKER = re.compile(r"\\[uU]|&#|%")
-#: the longest way one character is written in the character-wise pattern
+#: the longest way one character is written in the character-wise pattern (a surrogate
+#: pair escaped and JSON-encoded again, ``\\\\ud83d\\\\ude00``, is 14)
 _MAX_CHAR_FORM = 16
 #: longest secret redacted in every encoded form; a longer one is redacted as given only
 MAX_ENCODED_SECRET_CHARS = 4096
@@ -132,7 +134,19 @@ def encoded_forms(secret: str) -> set[str]:
     raw = secret.encode()
     for fragment in _base64_fragments(raw):
         forms |= {fragment, fragment.replace("+", "-").replace("/", "_")}
-    return forms
+    return forms | _escaped_again(forms)
+
+
+def _escaped_again(forms: set[str]) -> set[str]:
+    """Each form holding a backslash or a quote as JSON writes it once more: a target's answer
+    holding a PHP or Go dump (``tok\\/en``, ``\\u0026``) is JSON-encoded again by the report
+    writer and the log renderer, whose egress pass scans the encoded text, where every
+    backslash of the dump is doubled."""
+    again: set[str] = set()
+    for form in forms:
+        if "\\" in form or '"' in form:
+            again |= {json.dumps(form)[1:-1], json.dumps(form, ensure_ascii=False)[1:-1]}
+    return again
 
 
 def _hex_any_case(digits: str) -> str:
@@ -147,7 +161,8 @@ def _char_alternatives(char: str) -> str:
     utf16 = char.encode("utf-16-be")
     units = [utf16[i : i + 2].hex() for i in range(0, len(utf16), 2)]
     escapes = [
-        "".join(r"\\[uU]" + _hex_any_case(unit) for unit in units),
+        # one backslash as a service writes it, two once JSON-encoded again at our egress
+        "".join(r"\\{1,2}[uU]" + _hex_any_case(unit) for unit in units),
         f"&#0{{0,4}}{code};",
         f"&#[xX]0{{0,4}}{_hex_any_case(f'{code:x}')};",
         "".join("%" + _hex_any_case(f"{b:02x}") for b in char.encode()),
@@ -160,10 +175,39 @@ def charwise_pattern(secret: str) -> str:
     return "".join(_char_alternatives(c) for c in secret)
 
 
+_SECRET_NAMES = frozenset(
+    {"authorization", "proxyauthorization", "cookie", "key", "signature", "sig", "code"}
+)
+_SECRET_SUFFIXES = (
+    "key",  # X-Functions-Key, X-Auth-Key, api_key, Ocp-Apim-Subscription-Key
+    "signature",  # X-Amz-Signature
+    "credential",  # X-Amz-Credential
+    "token",
+    "secret",
+    "password",
+    "passwd",
+    "apikey",
+    "accesskey",
+    "subscriptionkey",
+)
+
+
+def is_secret_name(name: str) -> bool:
+    """Whether a header or parameter called ``name`` carries a secret whatever its value.
+
+    ``Authorization``, ``Cookie``, ``key``, ``sig``, ``code`` and names ending in key,
+    token, secret, password, signature or credential (``X-API-Key``, ``X-Functions-Key``,
+    ``access_token``, ``X-Amz-Signature``), separators ignored.
+    """
+    normalised = name.lower().replace("-", "").replace("_", "")
+    return normalised in _SECRET_NAMES or normalised.endswith(_SECRET_SUFFIXES)
+
+
 def derived_secrets(secret: str) -> set[str]:
     """The parts of a credential that travel on their own: the token of ``Bearer X``, the
     decoded ``user:password`` and the password of ``Basic <base64>``, the ``user:password``
-    and the password of a URL's userinfo (decoded)."""
+    and the password of a URL's userinfo (decoded), and the value of each query parameter of
+    a URL whose name says it is a secret (``?api_key=...&sig=...``, decoded)."""
     found: set[str] = set()
     scheme, _, rest = secret.strip().partition(" ")
     rest = rest.strip()
@@ -179,6 +223,8 @@ def derived_secrets(secret: str) -> set[str]:
             found.add(decoded)
             if len(password) >= _MIN_PART:
                 found.add(password)
+    if "://" in secret and "?" in secret:
+        found |= _query_secrets(secret)
     if "://" in secret and "@" in secret:
         try:
             parts = urlsplit(secret.strip())
@@ -191,6 +237,20 @@ def derived_secrets(secret: str) -> set[str]:
             if len(pw) >= _MIN_PART:
                 found.add(pw)
     return found
+
+
+def _query_secrets(url: str) -> set[str]:
+    """The values of the secret-named query parameters of ``url`` (a target URL given whole,
+    ``--target-url 'http://host/rag?api_key=...'``)."""
+    try:
+        query = urlsplit(url.strip()).query
+    except ValueError:
+        return set()
+    return {
+        value
+        for name, value in parse_qsl(query, keep_blank_values=False)
+        if is_secret_name(name) and len(value) >= _MIN_PART
+    }
 
 
 def trie_pattern(words: Iterable[str]) -> str:

@@ -151,13 +151,13 @@ class TestCredentialParts:
     )
     def test_names_that_say_they_hold_a_secret(self, name: str) -> None:
         """Names that say they hold a secret are secret names."""
-        from evaluator.targets.request import is_secret_name
+        from evaluator.redaction import is_secret_name
 
         assert is_secret_name(name)
 
     def test_ordinary_names_are_not_secrets(self) -> None:
         """Ordinary names are not secret names."""
-        from evaluator.targets.request import is_secret_name
+        from evaluator.redaction import is_secret_name
 
         assert not any(is_secret_name(n) for n in ("question", "top_k", "Accept", "lang"))
 

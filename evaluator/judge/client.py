@@ -122,7 +122,9 @@ class JudgeClient:
                 "type": "json_schema",
                 "json_schema": {"name": f"{check}_verdict", "schema": judged_check(check).schema},
             }
-        return json.dumps(body, ensure_ascii=False).encode()
+        # the judge is outside: what leaves for it is redacted here, as a report is where it
+        # is written (the subjects are already; the rest is the rubric and our settings)
+        return redactor().redact_text(json.dumps(body, ensure_ascii=False)).encode()
 
     async def ask(self, check: str, data: dict[str, Any]) -> Answered:
         """The judge's verdict object for ``check`` on ``data``, retried when transient
@@ -161,6 +163,9 @@ class JudgeClient:
             ) from None
         if not 200 <= reply.status < 300:
             snippet = redactor().redact_text(reply.content[:200].decode("utf-8", "replace"))
+            if reply.location is not None:
+                to = redactor().redact_text(reply.location[:200])
+                snippet = f"redirect to {to}, not followed: set the judge's url to it"
             raise JudgeHTTPStatusError(
                 f"judge answered HTTP {reply.status}: {' '.join(snippet.split())}",
                 status=reply.status,
@@ -170,7 +175,12 @@ class JudgeClient:
 
     async def _post(self, body: bytes) -> _Reply:
         cap = self.config.max_response_bytes
-        async with self._open().post(self.config.url, data=body, headers=self._headers) as r:
+        # never redirected: a redirect would carry the judge's headers and the answers to
+        # whichever origin it names (as a target's client, it says where to and stops)
+        post = self._open().post(
+            self.config.url, data=body, headers=self._headers, allow_redirects=False
+        )
+        async with post as r:
             if r.headers.get("Content-Encoding", "identity").lower() not in ("identity", ""):
                 # asked for identity: a judge that compresses anyway is not one to trust
                 raise JudgeMalformedError("judge response is compressed though not asked to be")
@@ -179,7 +189,10 @@ class JudgeClient:
                 content, _ = await read_body(r.content, BodyDecoder((), cap), cap)
             except ResponseTooLargeError:
                 raise JudgeTooLargeError(f"judge response is larger than {cap} bytes") from None
-            return _Reply(r.status, content, parse_retry_after(r.headers.get("Retry-After")))
+            location = r.headers.get("Location") if 300 <= r.status < 400 else None
+            return _Reply(
+                r.status, content, parse_retry_after(r.headers.get("Retry-After")), location
+            )
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,6 +203,8 @@ class _Reply:
     content: bytes
     #: the seconds its ``Retry-After`` asked to wait, or None
     retry_after: float | None
+    #: where a redirect pointed (never followed), or None
+    location: str | None = None
 
     @property
     def refuses_schema(self) -> bool:

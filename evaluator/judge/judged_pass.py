@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import msgspec
 import structlog
 
 from evaluator.judge.cache import VerdictCache, cache_key
@@ -30,6 +31,7 @@ from evaluator.judge.record import (
     answer_hash,
 )
 from evaluator.models import CaseRecord
+from evaluator.redaction import redactor
 from evaluator.report import RunReport
 from evaluator.scoring.conversation import turns_before
 
@@ -50,18 +52,30 @@ class CallEvent:
 
 
 def subjects_of(records: tuple[CaseRecord, ...]) -> list[Subject]:
-    """What each scored case gives the judge (failed cases have no answer to judge); a
-    conversation's turn comes with the turns before it."""
+    """What each scored case gives the judge (failed cases have no answer to judge), as the
+    report keeps it: the target's text redacted of every registered secret (a target that
+    echoes its token into its answer or evidence sends it to no judge, and the daemon's
+    in-memory report judges, hashes and caches the answer its report file holds); a
+    conversation's turn comes with the turns before it (their answers redacted too)."""
+    redact = redactor()
     before = turns_before(records)
     out = []
     for record in records:
         if record.scores is None:
             continue
         evidence = tuple(
-            (doc_id, record.texts[doc_id]) for doc_id in record.ranked_ids if doc_id in record.texts
+            (redact(doc_id), redact(record.texts[doc_id]))
+            for doc_id in record.ranked_ids
+            if doc_id in record.texts
         )
-        earlier = before.get(record.id, ())
-        out.append(Subject.of(record.case, record.answer, evidence, earlier))
+        earlier = tuple(
+            msgspec.structs.replace(turn, answer=redact(turn.answer))
+            if turn.answer is not None
+            else turn
+            for turn in before.get(record.id, ())
+        )
+        answer = None if record.answer is None else redact(record.answer)
+        out.append(Subject.of(record.case, answer, evidence, earlier))
     return out
 
 

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from evaluator import border
+from evaluator.redaction import redactor
 
 __all__ = ["FILENAME", "MAX_PENDING", "VerdictStore"]
 
@@ -103,7 +104,9 @@ class VerdictStore:
 
     def put(self, key: str, verdict: dict[str, Any]) -> None:
         """Keep ``verdict`` for :meth:`flush` (sooner once :data:`MAX_PENDING` are held)."""
-        text = json.dumps(verdict, ensure_ascii=False)
+        # the store is a file: what goes in leaves the process (a judge echoing its own key
+        # into a reason stored it raw)
+        text = redactor().redact_text(json.dumps(verdict, ensure_ascii=False))
         if len(text) > _MAX_VERDICT_BYTES:
             return
         self._pending[key] = text

@@ -39,7 +39,13 @@ from evaluator import border
 from evaluator._version import __version__
 from evaluator.errors import ConfigError
 from evaluator.models import Dialogue
-from evaluator.redaction import MASK, Redactor, derived_secrets, register_secrets
+from evaluator.redaction import (
+    MASK,
+    Redactor,
+    derived_secrets,
+    is_secret_name,
+    register_secrets,
+)
 from evaluator.targets.templates import (
     DEFAULT_BODY,
     DEFAULT_TURN_BODY,
@@ -52,34 +58,7 @@ from evaluator.targets.templates import (
     resolve_env,
 )
 
-__all__ = ["MASK", "OutgoingRequest", "Redactor", "RequestTemplate", "is_secret_name"]
-
-_SECRET_NAMES = frozenset(
-    {"authorization", "proxyauthorization", "cookie", "key", "signature", "sig", "code"}
-)
-_SECRET_SUFFIXES = (
-    "key",  # X-Functions-Key, X-Auth-Key, api_key, Ocp-Apim-Subscription-Key
-    "signature",  # X-Amz-Signature
-    "credential",  # X-Amz-Credential
-    "token",
-    "secret",
-    "password",
-    "passwd",
-    "apikey",
-    "accesskey",
-    "subscriptionkey",
-)
-
-
-def is_secret_name(name: str) -> bool:
-    """Whether a header or parameter called ``name`` carries a secret whatever its value.
-
-    ``Authorization``, ``Cookie``, ``key``, ``sig``, ``code`` and names ending in key,
-    token, secret, password, signature or credential (``X-API-Key``, ``X-Functions-Key``,
-    ``access_token``, ``X-Amz-Signature``), separators ignored.
-    """
-    normalised = name.lower().replace("-", "").replace("_", "")
-    return normalised in _SECRET_NAMES or normalised.endswith(_SECRET_SUFFIXES)
+__all__ = ["MASK", "OutgoingRequest", "Redactor", "RequestTemplate"]
 
 
 class OutgoingRequest(msgspec.Struct, frozen=True):

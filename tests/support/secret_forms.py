@@ -30,9 +30,10 @@ __all__ = ["leaked_forms", "secret_forms"]
 
 def secret_forms(secret: str) -> dict[str, str]:
     """Name -> form: raw, URL-quoted (``/`` kept or not), quote_plus, JSON with ``\\/``,
-    base64 and base64url, and double URL-encoding."""
+    base64 and base64url, double URL-encoding, HTML, hex, case changes, and each form holding
+    a backslash or a quote JSON-encoded once more (``-in-json``)."""
     raw = secret.encode()
-    return {
+    forms = {
         "raw": secret,
         "quote": quote(secret, safe=""),
         "quote-slash-kept": quote(secret),
@@ -60,6 +61,14 @@ def secret_forms(secret: str) -> dict[str, str]:
         "upper": secret.upper(),
         "lower": secret.lower(),
     }
+    # a form holding a backslash or a quote (a PHP or Go dump in an answer) as it reads in a
+    # JSON report or log line: JSON-encoded once more, every backslash doubled
+    again = {
+        f"{name}-in-json": json.dumps(form)[1:-1]
+        for name, form in forms.items()
+        if "\\" in form or '"' in form
+    }
+    return {**forms, **again}
 
 
 def leaked_forms(text: str, secrets: dict[str, str]) -> list[str]:

@@ -8,12 +8,12 @@ import pytest
 from pydantic import JsonValue
 
 from evaluator.errors import ConfigError
+from evaluator.redaction import is_secret_name
 from evaluator.targets.request import (
     MASK,
     OutgoingRequest,
     Redactor,
     RequestTemplate,
-    is_secret_name,
 )
 from evaluator.targets.templates import DEFAULT_BODY, render_body, render_text
 
