@@ -21,10 +21,10 @@ from evaluator.config import JobConfig, Settings
 from evaluator.daemon.exporter import Metrics
 from evaluator.judge.apply import calibration_of, trust_problem, with_calibration
 from evaluator.judge.calibration_store import CALIBRATION_FILE, read_calibration
-from evaluator.judge.client import JudgeClient
 from evaluator.judge.drift import rejudge_labelled
 from evaluator.judge.judged_pass import CallEvent, judge_report
 from evaluator.judge.labels import LabelsError, read_labels
+from evaluator.judge.panel import JudgePanel
 from evaluator.judge.prompts import PROMPT_VERSION
 from evaluator.judge.record import JudgedRun
 from evaluator.judge.settings import JudgeConfig
@@ -50,7 +50,7 @@ class DaemonJudge:
         self.metrics = metrics
         self.labels = labels
         self.reports_dir = reports_dir
-        self.client = JudgeClient(config)
+        self.panel = JudgePanel(config)
         self.cache = VerdictStore(reports_dir) if config.cache else None
         #: the latest judged report (the drift check re-judges its labelled cases)
         self.latest: RunReport | None = None
@@ -77,9 +77,7 @@ class DaemonJudge:
     async def judge(self, report: RunReport) -> RunReport:
         """``report`` with its judge block; unchanged (logged) when the judging breaks."""
         try:
-            judged = await judge_report(
-                report, self.client, cache=self.cache, on_call=self._on_call
-            )
+            judged = await judge_report(report, self.panel, cache=self.cache, on_call=self._on_call)
         except Exception as exc:  # the daemon never dies because the judge misbehaves
             log.error("judge_failed", job="/".join(self.labels), error=f"{type(exc).__name__}")
             return report
@@ -114,7 +112,7 @@ class DaemonJudge:
         try:
             # a labels file is outside input: read through the bounded reader, off the loop
             human = await asyncio.to_thread(read_labels, labels_path)
-            points = await rejudge_labelled(report, self.client, human)
+            points = await rejudge_labelled(report, self.panel, human)
         except LabelsError as exc:
             metrics.judge_drift_checked(labels, "bad_labels")
             log.error("judge_drift_failed", job="/".join(labels), error=str(exc))
@@ -139,4 +137,4 @@ class DaemonJudge:
         )
 
     async def aclose(self) -> None:
-        await self.client.aclose()
+        await self.panel.aclose()

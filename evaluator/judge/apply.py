@@ -12,10 +12,11 @@ from pathlib import Path
 
 import msgspec
 
+from evaluator.judge.agreement import vote_figures
 from evaluator.judge.calibration_store import CALIBRATION_FILE, read_calibration
 from evaluator.judge.checks import judged_metric
-from evaluator.judge.client import JudgeClient
 from evaluator.judge.judged_pass import judge_report
+from evaluator.judge.panel import JudgePanel
 from evaluator.judge.record import JudgedRun
 from evaluator.judge.settings import JudgeConfig
 from evaluator.judge.store import VerdictStore
@@ -39,8 +40,8 @@ def judge_file(
     cache = VerdictStore(cache_folder) if cache_folder is not None and config.cache else None
 
     async def go() -> JudgedRun:
-        async with JudgeClient(config) as client:
-            return await judge_report(report, client, cache=cache)
+        async with JudgePanel(config) as panel:
+            return await judge_report(report, panel, cache=cache)
 
     judged = with_calibration(asyncio.run(go()), cache_folder or path.parent)
     report = msgspec.structs.replace(report, judge=judged.to_dict())
@@ -98,4 +99,22 @@ def format_judged(judged: JudgedRun) -> str:
     )
     fooled = sum(1 for c in judged.canaries if c.fooled)
     lines.append(f"  canaries {len(judged.canaries)}, fooled {fooled}")
+    lines.extend(_votes_lines(judged))
     return "\n".join(lines)
+
+
+def _votes_lines(judged: JudgedRun) -> list[str]:
+    """With repeated verdicts: who voted, and per check the outcomes the votes left
+    uncertain and Krippendorff's alpha between the votes (none for a judge asked once)."""
+    if judged.samples == 1 and not judged.panel:
+        return []
+    judges = (
+        f"{len(judged.panel)} judges ({', '.join(judged.panel)})" if judged.panel else "1 judge"
+    )
+    lines = [f"  votes: {judged.samples} sample(s) x {judges}; majority decides"]
+    for check, f in vote_figures(judged.cases).items():
+        answered = f.decided + f.uncertain
+        if answered:
+            alpha = "n/a" if f.alpha is None else f"{f.alpha:.3f}"
+            lines.append(f"  {check:<24} uncertain {f.uncertain} of {answered}, alpha {alpha}")
+    return lines

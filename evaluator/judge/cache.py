@@ -1,7 +1,8 @@
 """The verdict cache's key and interface: an unchanged answer costs no judge call.
 
 A verdict is reused only for the same judge model, prompt version, check, question, facts,
-answer and evidence; anything else is a new call. A pass puts its new verdicts as they come
+answer and evidence, and the same sample of a repeated verdict (each judge of a panel is
+keyed by its own model); anything else is a new call. A pass puts its new verdicts as they come
 and flushes once at its end (whether it completes or not): one write per run. The store
 lives in the history database (:class:`evaluator.judge.store.VerdictStore`); tests and
 ``--no-judge-cache`` pass none.
@@ -16,11 +17,16 @@ from typing import Any, Protocol
 __all__ = ["VerdictCache", "cache_key"]
 
 
-def cache_key(model: str, prompt_version: str, check: str, data: dict[str, Any]) -> str:
-    """The key of one check's verdict on ``data`` (the exact data the judge is sent)."""
-    material = json.dumps(
-        [model, prompt_version, check, data], ensure_ascii=False, sort_keys=True
-    ).encode()
+def cache_key(
+    model: str, prompt_version: str, check: str, data: dict[str, Any], sample: int | None = None
+) -> str:
+    """The key of one check's verdict on ``data`` (the exact data the judge is sent) from
+    the judge ``model``; ``sample``: which sample of a repeated verdict (None: a verdict
+    asked once, keyed as before repeated verdicts existed)."""
+    parts: list[Any] = [model, prompt_version, check, data]
+    if sample is not None:
+        parts.append(sample)
+    material = json.dumps(parts, ensure_ascii=False, sort_keys=True).encode()
     return hashlib.sha256(material).hexdigest()
 
 

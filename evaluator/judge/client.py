@@ -111,12 +111,17 @@ class JudgeClient:
             )
         return self._session
 
-    def _body(self, check: str, data: dict[str, Any], schema: bool) -> bytes:
+    def _body(self, check: str, data: dict[str, Any], schema: bool, sample: int | None) -> bytes:
         body: dict[str, Any] = {
             "model": self.config.model,
-            "temperature": 0,
+            "temperature": self.config.temperature,
             "messages": messages(check, data),
         }
+        if sample is not None:
+            # a repeated verdict says which sample it is (OpenAI's `seed`): a model that
+            # samples deterministically per seed gives each sample its own draw, and the same
+            # draw when the run is repeated
+            body["seed"] = sample
         if schema:
             body["response_format"] = {
                 "type": "json_schema",
@@ -126,33 +131,34 @@ class JudgeClient:
         # is written (the subjects are already; the rest is the rubric and our settings)
         return redactor().redact_text(json.dumps(body, ensure_ascii=False)).encode()
 
-    async def ask(self, check: str, data: dict[str, Any]) -> Answered:
+    async def ask(self, check: str, data: dict[str, Any], sample: int | None = None) -> Answered:
         """The judge's verdict object for ``check`` on ``data``, retried when transient
         (:func:`evaluator.retry.call_with_retries` with the judge's :func:`retry_policy`).
+        ``sample``: which of a repeated verdict's samples this is (sent as ``seed``).
 
         Raises:
             JudgeError: the call failed (its kind says how), or no JSON object came back.
         """
         async with self._limit:
             (verdict, completion, seconds), attempts = await call_with_retries(
-                lambda: self._attempt(check, data), self._retry
+                lambda: self._attempt(check, data, sample), self._retry
             )
         return Answered(verdict, completion, seconds, attempts)
 
     async def _attempt(
-        self, check: str, data: dict[str, Any]
+        self, check: str, data: dict[str, Any], sample: int | None
     ) -> tuple[dict[str, Any], Completion, float]:
         """One call: the verdict object, the completion, and the call's seconds."""
         started = time.perf_counter()
-        completion = await self._call(check, data)
+        completion = await self._call(check, data, sample)
         return extract_object(completion.content), completion, time.perf_counter() - started
 
-    async def _call(self, check: str, data: dict[str, Any]) -> Completion:
+    async def _call(self, check: str, data: dict[str, Any], sample: int | None) -> Completion:
         try:
-            reply = await self._post(self._body(check, data, self.schema_accepted))
+            reply = await self._post(self._body(check, data, self.schema_accepted, sample))
             if reply.refuses_schema and self.schema_accepted:
                 self.schema_accepted = False  # and for every later call of this client
-                reply = await self._post(self._body(check, data, False))
+                reply = await self._post(self._body(check, data, False, sample))
         except TimeoutError:
             raise JudgeTimeout(
                 f"judge did not answer within {self.config.timeout_seconds} s"

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 
 from evaluator.judge.calibrate import cohen_kappa
 from evaluator.judge.checks import JudgedCheck, Subject, judged_checks
-from evaluator.judge.client import JudgeClient
 from evaluator.judge.judged_pass import JudgedPass, subjects_of
 from evaluator.judge.labels import Label, outcome_verdict
+from evaluator.judge.panel import JudgePanel
 from evaluator.judge.record import answer_hash
 from evaluator.report import RunReport
 
@@ -38,10 +38,10 @@ _Job = tuple[JudgedCheck, Subject, Label]
 
 
 async def rejudge_labelled(
-    report: RunReport, client: JudgeClient, labels: Mapping[tuple[str, str, str], Label]
+    report: RunReport, panel: JudgePanel, labels: Mapping[tuple[str, str, str], Label]
 ) -> list[DriftPoint]:
     """Judge again every check of ``report`` that a label covers; compare per check."""
-    judged = JudgedPass(client, None, None)
+    judged = JudgedPass(panel, None, None)
     jobs = _labelled(report, labels)
     outcomes = await asyncio.gather(
         *(judged.verdict(check, subject, use_cache=False) for check, subject, _ in jobs)

@@ -1,5 +1,6 @@
-"""One judged pass over a finished report: every applicable check of every case, the
-canaries, the budget, the cache; the result is a :class:`~evaluator.judge.record.JudgedRun`.
+"""One judged pass over a finished report: every applicable check of every case (asked
+of every judge of the panel, ``samples`` times each), the canaries, the budget, the cache;
+the result is a :class:`~evaluator.judge.record.JudgedRun`.
 
 The judge runs after the target's run, from the report's kept answers and evidence texts:
 judge traffic then cannot slow the target's cases or count in their latency, errors or
@@ -21,6 +22,7 @@ from evaluator.judge.canary import canary_subjects
 from evaluator.judge.checks import CheckValues, JudgedCheck, Subject, judged_checks, judged_metrics
 from evaluator.judge.client import Answered, JudgeClient
 from evaluator.judge.errors import JudgeError
+from evaluator.judge.panel import JudgePanel, Member
 from evaluator.judge.prompts import PROMPT_VERSION
 from evaluator.judge.record import (
     CanaryResult,
@@ -28,8 +30,11 @@ from evaluator.judge.record import (
     CheckOutcome,
     JudgedRun,
     JudgeUsage,
+    Vote,
     answer_hash,
 )
+from evaluator.judge.settings import JudgeConfig
+from evaluator.judge.votes import decide
 from evaluator.models import CaseRecord
 from evaluator.redaction import redactor
 from evaluator.report import RunReport
@@ -96,17 +101,19 @@ class _Budget:
 
 
 class JudgedPass:
-    """One pass's judge calls: each check of a case asked once (or read from the cache),
-    within the run's concurrency and budget, its usage counted."""
+    """One pass's judge calls: each check of a case asked of every judge of the panel,
+    ``samples`` times each (or read from the cache, vote by vote), within the run's
+    concurrency and budget, its usage counted; the votes decide the outcome
+    (:func:`evaluator.judge.votes.decide`)."""
 
     def __init__(
         self,
-        client: JudgeClient,
+        panel: JudgePanel,
         cache: VerdictCache | None,
         on_call: Callable[[CallEvent], None] | None,
     ) -> None:
-        self.client = client
-        self.config = client.config
+        self.panel = panel
+        self.config = panel.config
         self.cache = cache
         self.on_call = on_call
         self.budget = _Budget(self.config.max_calls, self.config.max_cost)
@@ -119,13 +126,14 @@ class JudgedPass:
     def usage(self) -> JudgeUsage:
         return self.budget.usage
 
-    def _count(self, answered: Answered) -> None:
+    def _count(self, config: JudgeConfig, answered: Answered) -> None:
         completion = answered.completion
         usage = self.usage
         usage.latency_seconds += answered.latency_seconds
         usage.input_tokens += completion.input_tokens or 0
         usage.output_tokens += completion.output_tokens or 0
-        usage.cost += self.config.cost(completion.input_tokens, completion.output_tokens)
+        # each judge at its own prices (a panel member's are the [judge] section's)
+        usage.cost += config.cost(completion.input_tokens, completion.output_tokens)
 
     def _event(self, check: str, answered: Answered | None, error: JudgeError | None) -> None:
         if self.on_call is None:
@@ -144,18 +152,38 @@ class JudgedPass:
     async def verdict(
         self, check: JudgedCheck, subject: Subject, use_cache: bool = True
     ) -> CheckOutcome:
-        """The check's outcome on one case: from the cache when it holds a verdict of the
-        check's shape, else asked of the judge (and then kept in the cache)."""
+        """The check's outcome on one case: the votes of every judge and sample, each from
+        the cache when it holds a verdict of the check's shape, else asked of its judge
+        (and then kept in the cache), decided by majority."""
         data = subject.payload(check.data(subject))
-        key = cache_key(self.config.model, PROMPT_VERSION, check.name, data)
+        samples = self.config.samples
+        votes = await asyncio.gather(
+            *(
+                self._vote(member, sample if samples > 1 else None, check, subject, data, use_cache)
+                for member in self.panel.members
+                for sample in range(samples)
+            )
+        )
+        return decide(check.name, votes)
+
+    async def _vote(
+        self,
+        member: Member,
+        sample: int | None,
+        check: JudgedCheck,
+        subject: Subject,
+        data: dict[str, Any],
+        use_cache: bool,
+    ) -> Vote:
+        """One judge's vote on one sample (``sample`` None: the verdict is asked once)."""
+        key = cache_key(member.client.config.model, PROMPT_VERSION, check.name, data, sample)
         cache = self.cache if use_cache else None
-        hit = None if cache is None else self._cached(check, subject, cache.get(key))
-        if hit is not None:
-            return hit
-        outcome, verdict = await self._asked(check, subject, data)
-        if cache is not None and verdict is not None:
-            cache.put(key, verdict)
-        return outcome
+        outcome = None if cache is None else self._cached(check, subject, cache.get(key))
+        if outcome is None:
+            outcome, verdict = await self._asked(member.client, check, subject, data, sample)
+            if cache is not None and verdict is not None:
+                cache.put(key, verdict)
+        return Vote(member.name, sample or 0, outcome)
 
     def _cached(
         self, check: JudgedCheck, subject: Subject, stored: dict[str, Any] | None
@@ -171,7 +199,12 @@ class JudgedPass:
         return _judged(check.name, values, cached=True)
 
     async def _asked(
-        self, check: JudgedCheck, subject: Subject, data: dict[str, Any]
+        self,
+        client: JudgeClient,
+        check: JudgedCheck,
+        subject: Subject,
+        data: dict[str, Any],
+        sample: int | None,
     ) -> tuple[CheckOutcome, dict[str, Any] | None]:
         """The judge asked within the pass's slots and budget: the outcome, and the verdict
         object to keep (None: skipped or failed, nothing to keep)."""
@@ -180,8 +213,8 @@ class JudgedPass:
                 if not self.budget.take():
                     self.usage.skipped += 1
                     return CheckOutcome(check.name, "skipped"), None
-                answered = await self.client.ask(check.name, data)
-            self._count(answered)
+                answered = await client.ask(check.name, data, sample)
+            self._count(client.config, answered)
             values = check.read(subject, answered.verdict)
         except JudgeError as exc:
             self.usage.errors[exc.kind] = self.usage.errors.get(exc.kind, 0) + 1
@@ -219,11 +252,22 @@ async def _judge_canaries(
     changed), and read by its own check's rule for a fooled verdict."""
     results = []
     for check, subject in canary_subjects(subjects, count):
-        assert check.canary is not None  # canary_subjects deals only canaried checks
         outcome = await judged.verdict(check, subject, use_cache=False)
-        fooled = check.canary.fooled(outcome.values) if outcome.status == "judged" else None
-        results.append(CanaryResult(check.name, subject.case_id, fooled, outcome.reason))
+        results.append(
+            CanaryResult(check.name, subject.case_id, _fooled(check, outcome), outcome.reason)
+        )
     return tuple(results)
+
+
+def _fooled(check: JudgedCheck, outcome: CheckOutcome) -> bool | None:
+    """Whether the judge passed a canary: any vote that passed it (a majority would hide a
+    judge talked round one time in three); None when no vote gave values."""
+    assert check.canary is not None  # canary_subjects deals only canaried checks
+    votes = [v.outcome for v in outcome.votes] or [outcome]
+    judged = [o for o in votes if o.status == "judged"]
+    if not judged:
+        return None
+    return any(check.canary.fooled(o.values) for o in judged)
 
 
 async def _judge_cases(
@@ -257,7 +301,7 @@ def _warn_compromised(model: str, run_id: str, canaries: tuple[CanaryResult, ...
 
 async def judge_report(
     report: RunReport,
-    client: JudgeClient,
+    panel: JudgePanel,
     *,
     cache: VerdictCache | None = None,
     on_call: Callable[[CallEvent], None] | None = None,
@@ -266,19 +310,22 @@ async def judge_report(
 
     Canaries go first, and count against the budget like any call.
     """
-    judged = JudgedPass(client, cache, on_call)
+    judged = JudgedPass(panel, cache, on_call)
+    config = panel.config
     subjects = subjects_of(report.cases)
-    canaries = await _judge_canaries(judged, subjects, client.config.canaries)
+    canaries = await _judge_canaries(judged, subjects, config.canaries)
     cases = await _judge_cases(judged, subjects, cache)
     compromised = any(c.fooled for c in canaries)
     if compromised:
-        _warn_compromised(client.config.model, report.run_id, canaries)
+        _warn_compromised(config.model, report.run_id, canaries)
     return JudgedRun(
-        model=client.config.model,
+        model=config.model,
         prompt_version=PROMPT_VERSION,
         metrics=metric_means(cases),
         usage=judged.usage,
         canaries=canaries,
         cases=cases,
         compromised=compromised,
+        samples=config.samples,
+        panel=config.panel_names,
     )

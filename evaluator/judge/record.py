@@ -18,6 +18,7 @@ from typing import Any, Literal
 from evaluator.errors import ReportError
 from evaluator.judge.checks import check_names, judged_metrics
 from evaluator.judge.errors import JUDGE_ERROR_KINDS
+from evaluator.judge.settings import MAX_PANEL, MAX_SAMPLES
 
 __all__ = [
     "CanaryResult",
@@ -25,12 +26,19 @@ __all__ = [
     "CheckOutcome",
     "JudgeUsage",
     "JudgedRun",
+    "Vote",
     "answer_hash",
     "judged_run_from_dict",
 ]
 
-Status = Literal["judged", "error", "skipped"]
-_STATUSES = ("judged", "error", "skipped")
+#: ``uncertain``: the votes split (samples or panel members disagreed); never a pass or a
+#: fail, out of the judged averages as errors are
+Status = Literal["judged", "error", "skipped", "uncertain"]
+_STATUSES = ("judged", "error", "skipped", "uncertain")
+#: a vote's own status (a vote is one call: it judged, failed or was skipped)
+_VOTE_STATUSES = ("judged", "error", "skipped")
+#: votes one outcome holds at most (samples x judges on the panel)
+MAX_VOTES = 90
 _KINDS = frozenset(JUDGE_ERROR_KINDS)
 
 
@@ -41,8 +49,10 @@ def answer_hash(answer: str | None) -> str:
 
 @dataclass(frozen=True, slots=True)
 class CheckOutcome:
-    """One check of one case: judged (with its values), failed (with the kind), or skipped
-    (the run's judge budget was spent)."""
+    """One check of one case: judged (with its values), failed (with the kind), skipped
+    (the run's judge budget was spent), or uncertain (its votes split). With more than one
+    vote (``samples``, a panel) it keeps every vote; a judged or failed outcome's values
+    and reason are then those of the first vote of the majority."""
 
     check: str
     status: Status
@@ -52,6 +62,7 @@ class CheckOutcome:
     error_kind: str | None = None
     error: str | None = None
     cached: bool = False
+    votes: tuple[Vote, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"check": self.check, "status": self.status}
@@ -61,7 +72,25 @@ class CheckOutcome:
                 out["unsupported"] = list(self.unsupported)
         elif self.status == "error":
             out |= {"error_kind": self.error_kind, "error": self.error}
+        if self.votes:
+            out["votes"] = [v.to_dict() for v in self.votes]
         return out
+
+
+@dataclass(frozen=True, slots=True)
+class Vote:
+    """One judge's answer to one sample of a check: its own outcome (never uncertain)."""
+
+    #: the judge's name on the panel (its model unless named)
+    member: str
+    #: 0-based sample index (the request's ``seed``)
+    sample: int
+    outcome: CheckOutcome
+
+    def to_dict(self) -> dict[str, Any]:
+        own = self.outcome.to_dict()
+        del own["check"]
+        return {"member": self.member, "sample": self.sample, **own}
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,6 +155,10 @@ class JudgedRun:
     compromised: bool = False
     #: the calibration the run's trust was decided by (its file), when one was given
     calibration: str | None = None
+    #: verdicts asked of each judge per check
+    samples: int = 1
+    #: the voting judges' names when a panel judged (empty: the judge alone)
+    panel: tuple[str, ...] = ()
 
     @property
     def identity(self) -> tuple[str, str]:
@@ -142,6 +175,8 @@ class JudgedRun:
             "compromised": self.compromised,
             "advisory": self.compromised,
             "calibration": self.calibration,
+            "samples": self.samples,
+            "panel": list(self.panel),
             "metrics": dict(self.metrics),
             "usage": self.usage.to_dict(),
             "canaries": [
@@ -203,21 +238,31 @@ class _Reader:
 
 
 def _outcome(r: _Reader, raw: object, where: str) -> CheckOutcome:
-    """One check of one case: judged with its values, failed with its kind, or skipped."""
+    """One check of one case: judged with its values, failed with its kind, skipped or
+    uncertain; with its votes when it has more than one."""
     data = r.obj(raw, where)
     check = data.get("check")
     if check not in check_names():
         raise r.fail(f"{where}.check", f"is not a judged check ({sorted(check_names())})")
+    votes = _votes(r, check, data.get("votes", []), f"{where}.votes")
+    outcome = _own_outcome(r, check, data, where, _STATUSES)
+    return dataclasses.replace(outcome, votes=votes)
+
+
+def _own_outcome(
+    r: _Reader, check: str, data: dict[str, Any], where: str, statuses: tuple[str, ...]
+) -> CheckOutcome:
+    """An outcome's own fields (its status one of ``statuses``), votes aside."""
     status = data.get("status")
-    if status not in _STATUSES:
-        raise r.fail(f"{where}.status", f"is not one of {list(_STATUSES)}")
+    if status not in statuses:
+        raise r.fail(f"{where}.status", f"is not one of {list(statuses)}")
     if status == "error":
         kind = data.get("error_kind")
         if kind not in _KINDS:
             raise r.fail(f"{where}.error_kind", f"is not one of {sorted(_KINDS)}")
         return CheckOutcome(check, "error", error_kind=kind, error=r.text(data.get("error"), where))
-    if status == "skipped":
-        return CheckOutcome(check, "skipped")
+    if status in ("skipped", "uncertain"):
+        return CheckOutcome(check, status)
     unsupported = tuple(
         r.text(c, f"{where}.unsupported") for c in r.lst(data.get("unsupported", []), where)
     )
@@ -229,6 +274,21 @@ def _outcome(r: _Reader, raw: object, where: str) -> CheckOutcome:
         unsupported,
         cached=data.get("cached") is True,
     )
+
+
+def _votes(r: _Reader, check: str, raw: object, where: str) -> tuple[Vote, ...]:
+    """An outcome's votes (each one call's own outcome, never uncertain), bounded."""
+    votes = r.lst(raw, where)
+    if len(votes) > MAX_VOTES:
+        raise r.fail(where, f"holds more than {MAX_VOTES} votes")
+    out = []
+    for i, item in enumerate(votes):
+        at = f"{where}.{i}"
+        data = r.obj(item, at)
+        member = r.text(data.get("member"), f"{at}.member")
+        sample = r.count(data.get("sample"), f"{at}.sample")
+        out.append(Vote(member, sample, _own_outcome(r, check, data, at, _VOTE_STATUSES)))
+    return tuple(out)
 
 
 def _values(r: _Reader, raw: object, where: str) -> dict[str, float | bool]:
@@ -308,6 +368,7 @@ def judged_run_from_dict(raw: object, source: str) -> JudgedRun:
     if not isinstance(compromised, bool):
         raise r.fail("compromised", "is not true or false")
     calibration = data.get("calibration")
+    samples, panel = _voters(r, data)
     return JudgedRun(
         model=r.text(data.get("model"), "model"),
         prompt_version=r.text(data.get("prompt_version"), "prompt_version"),
@@ -317,4 +378,17 @@ def judged_run_from_dict(raw: object, source: str) -> JudgedRun:
         cases=cases,
         compromised=compromised,
         calibration=None if calibration is None else r.text(calibration, "calibration"),
+        samples=samples,
+        panel=panel,
     )
+
+
+def _voters(r: _Reader, data: dict[str, Any]) -> tuple[int, tuple[str, ...]]:
+    """The run's samples per judge and its panel (a report written before either: 1, none)."""
+    samples = r.count(data.get("samples", 1), "samples")
+    if not 1 <= samples <= MAX_SAMPLES:
+        raise r.fail("samples", f"is not in 1..{MAX_SAMPLES}")
+    names = r.lst(data.get("panel", []), "panel")
+    if len(names) > MAX_PANEL + 1:
+        raise r.fail("panel", f"names more than {MAX_PANEL + 1} judges")
+    return samples, tuple(r.text(n, f"panel.{i}") for i, n in enumerate(names))

@@ -11,13 +11,55 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-__all__ = ["JudgeConfig", "merged"]
+__all__ = ["JudgeConfig", "PanelMember", "merged"]
+
+#: repeated verdicts asked of each judge, at most (each one a call, counted by the budget)
+MAX_SAMPLES = 9
+#: judges on a panel besides the ``[judge]`` endpoint itself, at most
+MAX_PANEL = 8
+
+
+def _http_url(value: str) -> str:
+    """A judge URL as given: http(s), with no ``${...}`` in it (secrets go in headers)."""
+    if not value.startswith(("http://", "https://")):
+        raise ValueError("url must start with http:// or https://")
+    if "${" in value:
+        raise ValueError("url: ${...} is not resolved in the url; use headers")
+    return value
+
+
+class PanelMember(BaseModel):
+    """One more judge on the panel (`[[judge.panel]]`): every other setting is the
+    `[judge]` section's."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+
+    model: str = Field(min_length=1, max_length=200)
+    """The model name sent to this member."""
+    url: str | None = None
+    """Its chat-completions URL (default: the `[judge]` url)."""
+    headers: dict[str, str] | None = None
+    """Its request headers (default: the `[judge]` headers when it shares the `[judge]`
+    url, none at another url: a secret never goes to an origin it was not written for)."""
+    name: str | None = Field(None, min_length=1, max_length=100)
+    """Its name in the report's votes (default: the model); unique on the panel."""
+
+    @field_validator("url")
+    @classmethod
+    def _member_url(cls, value: str | None) -> str | None:
+        return None if value is None else _http_url(value)
+
+    @property
+    def label(self) -> str:
+        """The member's name in votes and in the judge's identity."""
+        return self.name or self.model
 
 
 class JudgeConfig(BaseModel):
-    """An OpenAI-compatible chat-completions endpoint used as the judge (temperature 0)."""
+    """An OpenAI-compatible chat-completions endpoint used as the judge (temperature 0 unless
+    set), and the panel of judges voting beside it."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
@@ -52,15 +94,44 @@ class JudgeConfig(BaseModel):
     """Human labels the daemon re-judges on its own schedule (judge drift); a JSONL file."""
     drift_interval_seconds: float | None = Field(None, ge=1)
     """How often the daemon re-judges the labelled cases of the latest report."""
+    samples: int = Field(1, ge=1, le=MAX_SAMPLES)
+    """Verdicts asked of each judge per check; the majority decides, a split is `uncertain`."""
+    temperature: float = Field(0.0, ge=0, le=2)
+    """Sampling temperature sent with every request (above 0 lets a model's samples differ)."""
+    panel: tuple[PanelMember, ...] = Field((), max_length=MAX_PANEL)
+    """More judges voting beside this one (`[[judge.panel]]`: model, url, headers, name)."""
 
     @field_validator("url")
     @classmethod
-    def _http_url(cls, value: str) -> str:
-        if not value.startswith(("http://", "https://")):
-            raise ValueError("url must start with http:// or https://")
-        if "${" in value:
-            raise ValueError("url: ${...} is not resolved in the url; use headers")
-        return value
+    def _judge_url(cls, value: str) -> str:
+        return _http_url(value)
+
+    @model_validator(mode="after")
+    def _distinct_members(self) -> JudgeConfig:
+        names = [self.model, *(m.label for m in self.panel)]
+        doubled = sorted({n for n in names if names.count(n) > 1})
+        if doubled:
+            raise ValueError(f"panel: judges named {doubled} twice; give a member its own name")
+        return self
+
+    def members(self) -> tuple[tuple[str, JudgeConfig], ...]:
+        """Every judge that votes, by name: this one first, then each panel member as a
+        whole config (its url, model and headers; every other setting this one's)."""
+        return ((self.model, self), *((m.label, self._member(m)) for m in self.panel))
+
+    def _member(self, member: PanelMember) -> JudgeConfig:
+        url = member.url or self.url
+        headers = member.headers
+        if headers is None:
+            headers = self.headers if url == self.url else {}
+        return self.model_copy(
+            update={"url": url, "model": member.model, "headers": headers, "panel": ()}
+        )
+
+    @property
+    def panel_names(self) -> tuple[str, ...]:
+        """The voting judges' names when there is a panel (none: the judge alone)."""
+        return tuple(name for name, _ in self.members()) if self.panel else ()
 
     def cost(self, input_tokens: int | None, output_tokens: int | None) -> float:
         """What one call's tokens cost at the configured prices (per million tokens)."""

@@ -11,7 +11,7 @@ truth: beside it stands the human label, and whether the two agree.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from evaluator.bounds import clip
@@ -25,6 +25,7 @@ from evaluator.judge.record import (
     answer_hash,
     judged_run_from_dict,
 )
+from evaluator.judge.votes import vote_category
 from evaluator.models import CaseRecord
 from evaluator.pages.formatting import Redact
 from evaluator.report import RunReport
@@ -99,7 +100,8 @@ class HumanLabelView:
 class JudgedCheckView:
     check: str
     description: str
-    #: "pass", "fail", "no verdict" (judged, nothing to decide), "error" or "skipped"
+    #: "pass", "fail", "no verdict" (judged, nothing to decide), "error", "skipped" or
+    #: "uncertain" (the votes split)
     status: str
     values: list[tuple[str, str]]
     reason: str
@@ -111,6 +113,8 @@ class JudgedCheckView:
     human: HumanLabelView | None
     #: no label of this answer, but one of another answer of this case (says nothing here)
     other_answer_labelled: bool
+    #: each vote of a repeated verdict: (judge and sample, its verdict); none for one vote
+    votes: list[tuple[str, str]] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,6 +208,13 @@ def _check_view(
             and labels is not None
             and (case.case_id, outcome.check) in labels.labelled
         ),
+        votes=[
+            (
+                redact(clip(f"{v.member} #{v.sample}", REVIEWER_SHOWN_CHARS)),
+                vote_category(v.outcome),
+            )
+            for v in outcome.votes
+        ],
     )
 
 

@@ -34,8 +34,8 @@ from pathlib import Path
 from typing import Any
 
 from evaluator.judge.apply import judge_file
-from evaluator.judge.client import JudgeClient
 from evaluator.judge.judged_pass import judge_report
+from evaluator.judge.panel import JudgePanel
 from evaluator.judge.settings import JudgeConfig
 from evaluator.judge.store import VerdictStore
 from evaluator.models import Dataset
@@ -79,9 +79,9 @@ def _whole_run(golden: Dataset, folder: Path, judge: JudgeConfig | None) -> dict
 async def _pass(
     report: RunReport, config: JudgeConfig, cache: VerdictStore | None
 ) -> dict[str, Any]:
-    async with JudgeClient(config) as client:
+    async with JudgePanel(config) as panel:
         cpu, started = time.process_time(), time.perf_counter()
-        judged = await judge_report(report, client, cache=cache)
+        judged = await judge_report(report, panel, cache=cache)
         wall, cpu = time.perf_counter() - started, time.process_time() - cpu
     commits = cache.commits if cache is not None else 0
     usage = judged.usage

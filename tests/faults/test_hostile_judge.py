@@ -10,8 +10,8 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from evaluator.judge.client import JudgeClient
 from evaluator.judge.judged_pass import judge_report
+from evaluator.judge.panel import JudgePanel
 from evaluator.judge.record import JudgedRun
 from evaluator.judge.settings import JudgeConfig
 from evaluator.report import write_report
@@ -32,8 +32,8 @@ def _run(mode: str, monkeypatch: pytest.MonkeyPatch) -> JudgedRun:
         )
 
         async def go() -> JudgedRun:
-            async with JudgeClient(config) as client:
-                return await judge_report(golden(), client)
+            async with JudgePanel(config) as panel:
+                return await judge_report(golden(), panel)
 
         return asyncio.run(go())
 

@@ -22,9 +22,9 @@ from evaluator.judge.checks import (
     judged_metrics,
 )
 from evaluator.judge.checks.base import INJECTION, Subject
-from evaluator.judge.client import JudgeClient
 from evaluator.judge.judged_pass import judge_report
 from evaluator.judge.labels import Label, append_label, outcome_verdict, read_labels
+from evaluator.judge.panel import JudgePanel
 from evaluator.judge.prompts import messages
 from evaluator.judge.record import (
     CaseJudgement,
@@ -175,8 +175,8 @@ def _judged_report(judge: LoopbackJudge, path: Path | None = None, canaries: int
     config = JudgeConfig(url=judge.url, model="m", canaries=canaries)
 
     async def go() -> JudgedRun:
-        async with JudgeClient(config) as client:
-            return await judge_report(report, client)
+        async with JudgePanel(config) as panel:
+            return await judge_report(report, panel)
 
     judged = asyncio.run(go())
     if path is not None:

@@ -14,9 +14,9 @@ import msgspec
 import pytest
 
 from evaluator.errors import ConfigError
-from evaluator.judge.client import JudgeClient
 from evaluator.judge.gating import parse_judged_rules
 from evaluator.judge.judged_pass import judge_report
+from evaluator.judge.panel import JudgePanel
 from evaluator.judge.settings import JudgeConfig
 from evaluator.report import RunReport, write_report
 from tests.judge import calibrations
@@ -32,8 +32,8 @@ def _judged(source: RunReport, path: Path, model: str = "m") -> None:
     with LoopbackJudge() as judge:
 
         async def go() -> None:
-            async with JudgeClient(JudgeConfig(url=judge.url, model=model)) as client:
-                judged = await judge_report(source, client)
+            async with JudgePanel(JudgeConfig(url=judge.url, model=model)) as panel:
+                judged = await judge_report(source, panel)
             write_report(msgspec.structs.replace(source, judge=judged.to_dict()), path)
 
         asyncio.run(go())

@@ -20,9 +20,9 @@ import msgspec
 import pytest
 
 from evaluator.judge.calibration_store import CALIBRATION_FILE, read_calibration
-from evaluator.judge.client import JudgeClient
 from evaluator.judge.judged_pass import judge_report
 from evaluator.judge.labels import LabelsError, read_labels
+from evaluator.judge.panel import JudgePanel
 from evaluator.judge.prompts import PROMPT_VERSION
 from evaluator.judge.record import JudgedRun
 from evaluator.judge.settings import JudgeConfig
@@ -87,8 +87,8 @@ def _judged_report(path: Path) -> Path:
     with LoopbackJudge() as judge:
 
         async def go() -> JudgedRun:
-            async with JudgeClient(JudgeConfig(url=judge.url, model="m")) as client:
-                return await judge_report(golden(), client)
+            async with JudgePanel(JudgeConfig(url=judge.url, model="m")) as panel:
+                return await judge_report(golden(), panel)
 
         judged = asyncio.run(go())
     write_report(msgspec.structs.replace(golden(), judge=judged.to_dict()), path)

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 import structlog
 
-from evaluator.judge.client import JudgeClient
 from evaluator.judge.judged_pass import CallEvent, judge_report
+from evaluator.judge.panel import JudgePanel
 from evaluator.judge.prompts import PROMPT_VERSION
 from evaluator.judge.record import JudgedRun, judged_run_from_dict
 from evaluator.judge.settings import JudgeConfig
@@ -44,10 +44,10 @@ def _judge(
     settings = JudgeConfig(url=judge.url, model="demo", **config)
 
     async def go() -> JudgedRun:
-        async with JudgeClient(settings) as client:
+        async with JudgePanel(settings) as panel:
             return await judge_report(
                 report or golden(),
-                client,
+                panel,
                 cache=cache,
                 on_call=events.append if events is not None else None,
             )

@@ -15,9 +15,9 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from evaluator.judge.client import JudgeClient
 from evaluator.judge.judged_pass import judge_report
 from evaluator.judge.labels import read_labels
+from evaluator.judge.panel import JudgePanel
 from evaluator.judge.settings import JudgeConfig
 from evaluator.report import write_report
 from tests.judge.reports import golden
@@ -34,8 +34,8 @@ def _judged_report(path: Path, mode: str = "good") -> None:
     with LoopbackJudge(mode) as judge:
 
         async def go() -> None:
-            async with JudgeClient(JudgeConfig(url=judge.url, model="m")) as client:
-                judged = await judge_report(report, client)
+            async with JudgePanel(JudgeConfig(url=judge.url, model="m")) as panel:
+                judged = await judge_report(report, panel)
             write_report(msgspec.structs.replace(report, judge=judged.to_dict()), path)
 
         asyncio.run(go())

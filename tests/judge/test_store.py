@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from evaluator.judge import store as store_module
-from evaluator.judge.client import JudgeClient
 from evaluator.judge.judged_pass import judge_report
+from evaluator.judge.panel import JudgePanel
 from evaluator.judge.record import JudgedRun
 from evaluator.judge.settings import JudgeConfig
 from evaluator.judge.store import FILENAME, VerdictStore
@@ -24,8 +24,8 @@ def _pass(judge: LoopbackJudge, store: VerdictStore) -> JudgedRun:
     config = JudgeConfig(url=judge.url, model="demo")
 
     async def go() -> JudgedRun:
-        async with JudgeClient(config) as client:
-            return await judge_report(golden(), client, cache=store)
+        async with JudgePanel(config) as panel:
+            return await judge_report(golden(), panel, cache=store)
 
     return asyncio.run(go())
 

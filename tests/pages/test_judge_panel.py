@@ -15,6 +15,7 @@ from evaluator.judge.record import (
     CheckOutcome,
     JudgedRun,
     JudgeUsage,
+    Vote,
     answer_hash,
 )
 from evaluator.models import CaseError
@@ -137,6 +138,35 @@ def test_errors_skips_and_verdictless_checks_are_never_a_pass_or_a_fail() -> Non
     labels = _labels(_label("ok", answer, "groundedness", True))
     (only,) = judge_panel(judged, ok, labels=labels, redact=_redact).checks
     assert only.status == "no verdict" and only.human is not None and only.human.agrees is None
+
+
+def test_a_split_vote_shows_uncertain_with_every_vote() -> None:
+    """An uncertain check shows as uncertain, never a pass or a fail, beside a label it cannot
+    agree or disagree with, and lists each judge's vote by sample."""
+    answer = "Refunds arrive within 5 business days."
+    ok = record("ok", answer, FACT)
+    said = {True: ("pass", 1.0), False: ("fail", 0.0)}
+    votes = tuple(
+        Vote(
+            member,
+            0,
+            CheckOutcome(
+                "fact_support",
+                "judged",
+                {"fact_recall": said[verdict][1], "answer_correct": verdict},
+            ),
+        )
+        for member, verdict in ((f"judge-{SECRET}", True), ("other", False))
+    )
+    uncertain = CheckOutcome("fact_support", "uncertain", votes=votes)
+    judged = _judged(CaseJudgement("ok", answer_hash(answer), (uncertain,)))
+    labels = _labels(_label("ok", answer, "fact_support", True))
+    (only,) = judge_panel(judged, ok, labels=labels, redact=_redact).checks
+    assert ("uncertain", [("judge-*** #0", "pass"), ("other #0", "fail")]) == (
+        only.status,
+        only.votes,
+    )
+    assert only.human is not None and only.human.agrees is None
 
 
 def test_an_unjudged_case_and_a_changed_answer_say_why_nothing_is_shown() -> None:

@@ -79,8 +79,9 @@ class LoopbackJudge(ThreadedApp):
     boolean: a model changed behind the same name), ``busy`` (503 with ``Retry-After:
     retry_after`` to every call), ``busy_once`` (that to the first call, then honest),
     ``surrogate`` and ``surrogate_outer`` (honest verdicts whose reason and claims hold a
-    lone surrogate, escaped in the content or in the body). Switch ``mode`` between runs
-    freely.
+    lone surrogate, escaped in the content or in the body), ``flip_on_seed`` (honest for an even
+    ``seed``, every boolean inverted for an odd one: a judge that flips on resample).
+    Switch ``mode`` between runs freely.
     ``verdicts``: the verdict of each further check by name (a check a test registered),
     from the data block; the judge answers each request by the check its data names."""
 
@@ -146,6 +147,8 @@ class LoopbackJudge(ThreadedApp):
         else:
             verdict = honest_verdict(check, data)
         if self.flip_after is not None and self.calls > self.flip_after:
+            verdict = _inverted(verdict)
+        if mode == "flip_on_seed" and body.get("seed", 0) % 2 == 1:
             verdict = _inverted(verdict)
         content = json.dumps(verdict)
         if mode == "prose":
