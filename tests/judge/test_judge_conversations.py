@@ -12,9 +12,9 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from evaluator.judge.client import JudgeClient
 from evaluator.judge.judged_pass import judge_report, subjects_of
 from evaluator.judge.labels import Label, append_label, now
+from evaluator.judge.panel import JudgePanel
 from evaluator.judge.prompts import messages
 from evaluator.judge.record import JudgedRun
 from evaluator.judge.settings import JudgeConfig
@@ -94,8 +94,8 @@ def test_the_judge_receives_the_conversation_over_http() -> None:
     with LoopbackJudge() as judge:
 
         async def go() -> None:
-            async with JudgeClient(JudgeConfig(url=judge.url, model="m")) as client:
-                await judge_report(_conversation(), client)
+            async with JudgePanel(JudgeConfig(url=judge.url, model="m")) as panel:
+                await judge_report(_conversation(), panel)
 
         asyncio.run(go())
         blocks = [_block(r["messages"][1]["content"]) for r in judge.requests]
@@ -114,8 +114,8 @@ def test_review_shows_the_conversation_so_far(tmp_path: Path) -> None:
     with LoopbackJudge() as judge:
 
         async def go() -> JudgedRun:
-            async with JudgeClient(JudgeConfig(url=judge.url, model="m")) as client:
-                return await judge_report(conversation, client)
+            async with JudgePanel(JudgeConfig(url=judge.url, model="m")) as panel:
+                return await judge_report(conversation, panel)
 
         judged = asyncio.run(go())
     write_report(msgspec.structs.replace(conversation, judge=judged.to_dict()), path)
