@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from evaluator.config import HttpTargetConfig, JobConfig, Settings
-from evaluator.judge.client import JudgeClient
 from evaluator.judge.judged_pass import judge_report
+from evaluator.judge.panel import JudgePanel
 from evaluator.judge.record import JudgedRun
 from evaluator.judge.settings import JudgeConfig
 from evaluator.judge.store import VerdictStore
@@ -90,8 +90,8 @@ def test_the_judges_key_echoed_in_its_verdicts_never_reaches_the_cache(
         store = VerdictStore(tmp_path)
 
         async def go() -> JudgedRun:
-            async with JudgeClient(config) as client:
-                return await judge_report(golden(), client, cache=store)
+            async with JudgePanel(config) as panel:
+                return await judge_report(golden(), panel, cache=store)
 
         asyncio.run(go())
     with sqlite3.connect(tmp_path / "history.sqlite3") as db:
@@ -120,8 +120,8 @@ def test_a_redirecting_judge_is_not_followed_to_another_origin(
             )
 
             async def go() -> JudgedRun:
-                async with JudgeClient(config) as client:
-                    return await judge_report(golden(), client)
+                async with JudgePanel(config) as panel:
+                    return await judge_report(golden(), panel)
 
             run = asyncio.run(go())
             asked = len(judge.requests)
