@@ -490,6 +490,12 @@ class _ProcessSeries:
     """The process-wide families, one cell each with no job labels."""
 
     def __init__(self) -> None:
+        self._families()
+        self._cells()
+
+    def _families(self) -> None:
+        """The families: configuration reloads, the SLOs' objectives and windows, the lone
+        surrogates the border replaced."""
         self.config_reloads_family = Family(
             "rag_eval_config_reload",
             "counter",
@@ -518,6 +524,9 @@ class _ProcessSeries:
             "counter",
             "Lone UTF-16 surrogates from outside replaced by U+FFFD (evaluator.border)",
         )
+
+    def _cells(self) -> None:
+        """Each family's one cell, at its starting value, added to its family."""
         self.config_reloads = _counter(
             self.config_reloads_family, {}, "result", ("success", "failure")
         )
