@@ -121,7 +121,9 @@ def _mean(rows: Sequence[TrendRun], metric: str) -> float | None:
 
 def _drift_signals(history: JobHistory, runs: Sequence[TrendRun]) -> list[DriftSignal]:
     """Each drift check of history's verdict, with its levels: the check's run metric
-    averaged over the complete runs on each side of the test (``runs`` newest first)."""
+    averaged over the reference window, and its value in the latest complete run (``runs``
+    newest first). Not the current side's average: a change in the latest of its runs would
+    be averaged with the runs before it, and "now" would be a level no run had."""
     drift = history.drift
     if drift is None:
         return []
@@ -137,7 +139,7 @@ def _drift_signals(history: JobHistory, runs: Sequence[TrendRun]) -> list[DriftS
                 check.significant,
                 check.shift,
                 before=_mean(before, metric) if len(before) == reference else None,
-                after=_mean(now, metric) if len(now) == current else None,
+                after=now[0].metrics.get(metric) if len(now) == current else None,
             )
         )
     return out
@@ -157,11 +159,13 @@ def job_signals(
     runs: Sequence[TrendRun],
     judge_problem: str | None = None,
     reload_rejected: str | None = None,
+    has_baseline: bool = False,
 ) -> JobSignals:
     """What the health reads of a job: its last run, gate verdict and history verdict.
 
-    The drift's levels (``before`` / ``after``) are the check's run metric averaged over the
-    complete runs on each side of the drift test, read from ``runs`` (newest first).
+    The drift's levels (``before`` / ``after``) are the check's run metric over the drift
+    test's reference window and in the latest complete run, read from ``runs`` (newest
+    first).
     """
     summary = state.report.summary if state.report is not None else None
     verdict = state.verdict
@@ -181,6 +185,7 @@ def job_signals(
         newly_failing=len(history.listed(Stability.NEWLY_FAILING)) if history is not None else 0,
         judge_problem=judge_problem,
         reload_rejected=reload_rejected,
+        has_baseline=has_baseline,
     )
 
 
@@ -356,6 +361,7 @@ class StatusPages:
             runs,
             runner.judge.problem if runner.judge is not None else None,
             None if rejected is None else rejection_words("golden set", rejected, time.time()),
+            has_baseline=runner.gate is not None,
         )
         return JobPage(
             target=runner.labels[0],

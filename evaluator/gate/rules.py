@@ -159,8 +159,9 @@ class Rule:
 
     @property
     def text(self) -> str:
-        """The rule in words, as docs/gate.md's rules table puts it."""
-        limit = f"{self.limit:g}"
+        """The rule in words, as docs/gate.md's rules table puts it; a limit written as the
+        metric's values are (durations in ms or s, counts whole)."""
+        limit = self._written(self.limit)
         if self.kind == "min":
             return f"at least {limit}"
         if self.kind == "max":
@@ -172,8 +173,16 @@ class Rule:
         else:
             text = "must not grow" if self.limit == 0 else f"may grow at most {self.limit:.0%}"
         if self.noise_floor > 0:
-            text += f" (growth up to {self.noise_floor:g}s is noise)"
+            text += f" (growth up to {format_seconds(self.noise_floor)} is noise)"
         return text
+
+    def _written(self, value: float) -> str:
+        """A limit in the metric's unit (a ratio as given: ``0.01``, not ``0.0100``)."""
+        if self.metric in _SECONDS:
+            return format_seconds(value)
+        if self.metric in _COUNTS and value.is_integer():
+            return f"{value:,.0f}"
+        return f"{value:g}"
 
     @property
     def needs_baseline(self) -> bool:

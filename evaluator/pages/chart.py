@@ -180,7 +180,10 @@ def _spans_days(times: Sequence[float]) -> bool:
 
 def _labelled(xs: Sequence[float], gap: float) -> dict[int, Literal["start", "middle", "end"]]:
     """Which ticks carry a label: the first, the last, and up to :data:`LABELLED_TICKS`
-    evenly between, none closer than ``gap`` to another."""
+    evenly between, none closer than ``gap`` to another. Runs at one instant are drawn at the
+    right edge (:meth:`_Plot.x`): one label, ending there, inside the chart."""
+    if xs[-1] - xs[0] <= 0:
+        return {len(xs) - 1: "end"}
     labelled: dict[int, Literal["start", "middle", "end"]] = {0: "start"}
     if len(xs) > 1:
         labelled[len(xs) - 1] = "end"

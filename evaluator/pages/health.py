@@ -92,7 +92,7 @@ class DriftSignal:
     check: str
     significant: bool
     shift: float | None
-    #: the check's metric averaged over the reference window and over the current runs
+    #: the check's metric averaged over the reference window, and in the latest run
     before: float | None = None
     after: float | None = None
 
@@ -118,6 +118,8 @@ class JobSignals:
     judge_problem: str | None = None
     #: a changed golden set rejected, in words (None: the file in use is the file on disk)
     reload_rejected: str | None = None
+    #: the job is gated against a baseline report (its green says so)
+    has_baseline: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,23 +127,29 @@ class Health:
     state: State
     #: why, most severe first; empty when green
     reasons: tuple[str, ...] = field(default_factory=tuple)
+    #: what green says: the job has a baseline to compare with, or history only
+    has_baseline: bool = False
 
     @property
     def headline(self) -> str:
-        return self.reasons[0] if self.reasons else "no change against the baseline or history"
+        if self.reasons:
+            return self.reasons[0]
+        if self.has_baseline:
+            return "no change against the baseline or history"
+        return "no change in history (no baseline configured)"
 
 
 def _drift_reason(d: DriftSignal, current: int) -> str:
+    """``MRR 0.90 → 0.52 in the latest run, significant over the last 3 runs``: the level of
+    the reference window, the latest run's (not an average with the current side's runs
+    before the change), and the window the test found it significant over."""
     metric = DRIFT_METRIC.get(d.check, d.check)
     label = _LABEL.get(metric, metric)
-    runs = f"over the last {current} run{'s' if current != 1 else ''}" if current else ""
+    runs = f" over the last {current} run{'s' if current != 1 else ''}" if current else ""
     if d.before is not None and d.after is not None:
-        moved = f"{label} {d.before:.2f} → {d.after:.2f}"
-    elif d.shift is not None:
-        moved = f"{label} moved {d.shift:+.3f}"
-    else:
-        moved = label
-    return " ".join(p for p in (moved, runs) if p) + ", significant"
+        return f"{label} {d.before:.2f} → {d.after:.2f} in the latest run, significant{runs}"
+    moved = f"{label} moved {d.shift:+.3f}" if d.shift is not None else label
+    return f"{moved}{runs}, significant"
 
 
 def _red_reasons(s: JobSignals) -> list[str]:
@@ -185,7 +193,7 @@ def job_health(s: JobSignals) -> Health:
     """The job's state and every reason for it (see the module's table)."""
     red, amber = _red_reasons(s), _amber_reasons(s)
     if red:
-        return Health(State.RED, (*red, *amber))
+        return Health(State.RED, (*red, *amber), s.has_baseline)
     if amber:
-        return Health(State.AMBER, tuple(amber))
-    return Health(State.GREEN)
+        return Health(State.AMBER, tuple(amber), s.has_baseline)
+    return Health(State.GREEN, has_baseline=s.has_baseline)

@@ -140,6 +140,8 @@ class ChangedCases:
     label: str
     total: int
     cases: list[tuple[str, str]]  # (case id, href)
+    #: the job's case table showing this class: where the ones past the shown are ("": none)
+    more_href: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -237,6 +239,7 @@ def signals_of(state: JobPage) -> JobSignals:
         gate_passing=state.gate_passing,
         gate_failing=state.gate_failing,
         newly_failing=len(state.newly_failing),
+        has_baseline=state.baseline is not None,
     )
 
 
@@ -321,15 +324,21 @@ def _worst_rows(
 
 
 def _changed_cases(
-    state: JobPage, redact: Redact, href: Callable[[str], str]
+    state: JobPage, redact: Redact, href: Callable[[str], str], cases_href: str = ""
 ) -> list[ChangedCases]:
-    """The newly failing, recovered and flaky cases (classes with none left out)."""
+    """The newly failing, recovered and flaky cases (classes with none left out), each class
+    linking the job's case table showing it (its ``show`` value) when one is served."""
     return [
-        ChangedCases(label, len(ids), [(redact(i), href(i)) for i in ids[:CHANGED_SHOWN]])
-        for label, ids in (
-            ("newly failing", state.newly_failing),
-            ("recovered", state.recovered),
-            ("flaky", state.flaky),
+        ChangedCases(
+            label,
+            len(ids),
+            [(redact(i), href(i)) for i in ids[:CHANGED_SHOWN]],
+            f"{cases_href}&show={show}" if cases_href and len(ids) > CHANGED_SHOWN else "",
+        )
+        for label, show, ids in (
+            ("newly failing", "newly_failing", state.newly_failing),
+            ("recovered", "recovered", state.recovered),
+            ("flaky", "flaky", state.flaky),
         )
         if ids
     ]
@@ -490,6 +499,6 @@ def job_view(
         drift_window=drift_window,
         exported=exported_note(state, now),
         cases_href=cases_href,
-        changed=_changed_cases(state, redact, href),
+        changed=_changed_cases(state, redact, href, cases_href),
         slos=[slo_view(slo) for slo in state.slos],
     )

@@ -11,13 +11,23 @@ from evaluator.models import CaseRecord, CaseScores
 __all__ = ["badness", "reasons", "worst_cases"]
 
 
+def _retrieval(case: CaseRecord, s: CaseScores) -> tuple[float, float] | None:
+    """(recall, RR) when they say something about the case: not when the target's ids are
+    not mapped, nor for an unanswerable case (it has no relevant id: what it retrieved is no
+    fault of a service that refused, and a wrong answer is counted on its own)."""
+    recall, rr = s.recall_at_k, s.mrr
+    if recall is None or rr is None or case.case.unanswerable:
+        return None
+    return recall, rr
+
+
 def badness(case: CaseRecord) -> float:
     """How bad a case went: errors first, then wrong answers and lost retrieval."""
     s = case.outcome  # not the ``scores`` view: this runs for every case of a run
     if not isinstance(s, CaseScores):
         return 10.0
-    recall, rr = s.recall_at_k, s.mrr  # None: the target's ids are not mapped
-    bad = 0.0 if recall is None or rr is None else (1 - recall) + (1 - rr)
+    retrieval = _retrieval(case, s)
+    bad = 0.0 if retrieval is None else (1 - retrieval[0]) + (1 - retrieval[1])
     if s.answer_correct is False:
         bad += 2
     if s.citation_precision is not None:
@@ -35,8 +45,9 @@ def reasons(case: CaseRecord) -> tuple[str, ...]:
     out: list[str] = []
     if s.answer_correct is False:
         out.append("answer incorrect")
-    recall, rr = s.recall_at_k, s.mrr
-    if recall is not None and rr is not None:
+    retrieval = _retrieval(case, s)
+    if retrieval is not None:
+        recall, rr = retrieval
         if recall < 1:
             out.append(f"recall {recall:.2f}: a relevant id is missing from the top K")
         if rr <= 0:

@@ -2,6 +2,7 @@
 
 Routes::
 
+    GET    /rag                          a short page: how to ask (what a browser opens)
     POST   /rag                          {"question": "...", "top_k": 5} -> answer, retrieved,
                                          citations, timings (the default target contract);
                                          a conversation's turn adds "history" (the earlier
@@ -27,6 +28,7 @@ Unknown failure modes are answered with 400 and the list of known ones.
 
 from __future__ import annotations
 
+import html
 import json
 import secrets
 import time
@@ -34,7 +36,7 @@ from collections.abc import Iterable
 
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import HTMLResponse, JSONResponse
 from starlette.routing import Route
 
 from evaluator.reference.conversations import ConversationStore, UnknownConversationError
@@ -160,6 +162,22 @@ def _chat_completion(model: str, result: RagResult) -> dict[str, object]:
     }
 
 
+#: what GET /rag answers: the service is asked with a POST
+_HOW_TO_ASK = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>reference RAG service</title></head>
+<body>
+<h1>The reference RAG service</h1>
+<p>This endpoint answers a question sent with a POST of JSON, <code>{{"question": "...",
+"top_k": 5}}</code>, with the answer, the retrieved chunks, the citations and the stage
+timings (the evaluator's default target contract):</p>
+<pre>curl -s -X POST {url} -H 'Content-Type: application/json' \\
+  -d '{{"question": "How long do refunds take?", "top_k": 5}}'</pre>
+<p>Its health is at <a href="/healthz">/healthz</a>, its failure modes at
+<a href="/admin/failure-modes">/admin/failure-modes</a>.</p>
+</body></html>
+"""
+
+
 class _Endpoints:
     """The service's request handlers over one :class:`ReferenceRag` and the conversations
     it keeps."""
@@ -180,6 +198,12 @@ class _Endpoints:
             return _error("injected failure: server_errors is on", 500)
         result = await rag.ask(question, top_k, earlier)
         return JSONResponse(result.to_json())
+
+    async def how_to_ask(self, request: Request) -> HTMLResponse:
+        """``GET /rag``: a browser's request (the demo banner's link) gets a short page saying
+        how to ask, rather than 405."""
+        url = html.escape(str(request.url.replace(query="", fragment="")))
+        return HTMLResponse(_HOW_TO_ASK.format(url=url))
 
     async def chat(self, request: Request) -> JSONResponse:
         """``POST /rag/v1/chat/completions``: the same, in the OpenAI chat shape."""
@@ -270,6 +294,7 @@ def create_app(
     app = Starlette(
         routes=[
             Route("/rag", endpoints.answer, methods=["POST"]),
+            Route("/rag", endpoints.how_to_ask, methods=["GET"]),
             Route("/rag/v1/chat/completions", endpoints.chat, methods=["POST"]),
             Route("/rag/session", endpoints.session, methods=["POST"]),
             Route("/v1/chat/completions", endpoints.chat_completions, methods=["POST"]),

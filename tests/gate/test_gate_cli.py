@@ -102,7 +102,7 @@ class TestExercise:
             "FAIL citation_precision: baseline 0.9800, candidate 0.9600, difference -0.0200; "
             "rule: may drop at most 0.01",
             "FAIL p95_seconds: baseline 2.000s, candidate 2.800s, difference +800.00ms (+40.0%); "
-            "rule: may grow at most 20% (growth up to 0.05s is noise)",
+            "rule: may grow at most 20% (growth up to 50.00ms is noise)",
         ] == fails
         assert proc.stdout.startswith("gate FAILED: 3 of 6 rules failed\n")
         assert "recall +0.020, MRR -0.020: look at fusion or rerank" in proc.stdout

@@ -41,7 +41,7 @@ class TestDefaults:
             ("mrr", "may drop at most 0.01"),
             ("citation_precision", "may drop at most 0.01"),
             ("answer_accuracy", "must not drop"),
-            ("p95_seconds", "may grow at most 20% (growth up to 0.05s is noise)"),
+            ("p95_seconds", "may grow at most 20% (growth up to 50.00ms is noise)"),
             ("error_rate", "must not grow"),
         ]
         assert expected == [(r.metric, r.text) for r in DEFAULT_RULES]
@@ -282,7 +282,7 @@ class TestMessages:
             "citation_precision: baseline 0.9800, candidate 0.9600, difference -0.0200; "
             "rule: may drop at most 0.01",
             "p95_seconds: baseline 2.000s, candidate 2.800s, difference +800.00ms (+40.0%); "
-            "rule: may grow at most 20% (growth up to 0.05s is noise)",
+            "rule: may grow at most 20% (growth up to 50.00ms is noise)",
         ]
         assert expected == [r.message for r in results if not r.passed]
 

@@ -28,10 +28,13 @@ def test_the_status_page_shows_every_job_with_its_last_run(daemon: RunningDaemon
     assert ["reference / rag_cases", "reference / example", "hostile / hostile"] == headings
     rag = sections.nth(0)
     assert "complete" in rag.locator("dl.kv .badge").first.inner_text()
-    # healthy: nothing changed (no gate, no history verdict, a complete run), said in words
+    # healthy: nothing changed (no gate, no history verdict, a complete run), said in words:
+    # without a baseline the words do not claim one
     assert "green" == rag.get_attribute("data-state")
     assert "green" == rag.locator("h2 .badge").inner_text()
-    assert "no change against the baseline or history" == rag.locator("p.reason").inner_text()
+    assert (
+        "no change in history (no baseline configured)" == rag.locator("p.reason").inner_text()
+    )
     assert "138 · 138 scored · 0 failed" in rag.locator("dl.kv").inner_text()
     # one trend line per main metric, drawn as inline SVG
     assert rag.locator(".trend svg polyline").count() >= 4

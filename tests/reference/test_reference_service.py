@@ -127,9 +127,16 @@ class TestRequestValidation:
         assert 400 == response.status_code
         assert response.json()["error"]
 
-    def test_only_post_answers(self, client: httpx.Client) -> None:
-        """GET /rag is not an answer."""
-        assert 405 == client.get("/rag").status_code
+    def test_get_says_how_to_ask(self, client: httpx.Client) -> None:
+        """GET /rag (the demo banner's link, opened in a browser) is a short page saying how
+        to ask, not an answer and not a 405."""
+        response = client.get("/rag")
+        assert (200, "text/html; charset=utf-8") == (
+            response.status_code,
+            response.headers["content-type"],
+        )
+        assert "POST" in response.text and '{"question": "' in response.text
+        assert "curl -s -X POST" in response.text and "/rag" in response.text
 
 
 @pytest.mark.e2e
