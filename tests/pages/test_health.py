@@ -270,7 +270,9 @@ def test_the_status_page_shows_the_state_its_reasons_and_the_changed_cases_linke
     html = PageRenderer().status([view])
 
     assert '<section class="job" data-state="red"' in html
-    assert '<p class="reason">MRR 0.90 → 0.52 in the latest run, significant over the last 3 runs</p>' in html
+    assert (
+        '<p class="reason">MRR 0.90 → 0.52 in the latest run, significant over the last 3 runs</p>'
+    ) in html
     assert "<li>25 cases newly failing</li>" in html and "<li>last run incomplete</li>" in html
     assert "Newly failing (25)" in html and "and 5 more" in html
     assert '<a class="id" href="/case?id=case-&lt;0&gt;">case-&lt;0&gt;</a>' in html
