@@ -32,9 +32,7 @@ def test_the_status_page_shows_every_job_with_its_last_run(daemon: RunningDaemon
     # without a baseline the words do not claim one
     assert "green" == rag.get_attribute("data-state")
     assert "green" == rag.locator("h2 .badge").inner_text()
-    assert (
-        "no change in history (no baseline configured)" == rag.locator("p.reason").inner_text()
-    )
+    assert "no change in history (no baseline configured)" == rag.locator("p.reason").inner_text()
     assert "138 · 138 scored · 0 failed" in rag.locator("dl.kv").inner_text()
     # one trend line per main metric, drawn as inline SVG
     assert rag.locator(".trend svg polyline").count() >= 4
