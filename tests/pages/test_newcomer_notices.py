@@ -74,7 +74,7 @@ def test_the_drift_headline_now_is_the_latest_run() -> None:
         ::-1
     ]
     (signal,) = _drift_signals(history, runs)
-    assert (0.9, 0.5) == (pytest.approx(signal.before), signal.after)
+    assert signal.before == pytest.approx(0.9) and 0.5 == signal.after
     health = job_health(
         JobSignals(
             "complete",
