@@ -38,6 +38,7 @@ from evaluator.daemon.exposition import (
 from evaluator.daemon.judge_series import JudgeCells, JudgeFamilies
 from evaluator.errors import ERROR_KINDS
 from evaluator.history.store import HISTORY_ERROR_KINDS
+from evaluator.judge.agreement import VoteFigures
 from evaluator.metrics import METRICS, MetricSpec
 from evaluator.metrics import metric as metric_spec
 from evaluator.models import CaseError, CaseRecord
@@ -950,15 +951,17 @@ class Metrics:
         compromised: bool,
         calibrated: Mapping[str, bool],
         metrics: Mapping[str, float | None],
+        votes: Mapping[str, VoteFigures] | None = None,
     ) -> None:
         """A run was judged: skipped checks, the cache, canaries, calibration, the judged
-        metrics."""
+        metrics, and the votes' figures per check."""
         self._job(labels).judged().run_judged(
             skipped=skipped,
             cache_hit_ratio=cache_hit_ratio,
             compromised=compromised,
             calibrated=calibrated,
             metrics=metrics,
+            votes=votes,
         )
 
     @_changes

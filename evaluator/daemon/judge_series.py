@@ -4,7 +4,8 @@ Judge traffic has series of its own, never the target's: calls by outcome (``ok`
 error kind), call latency, tokens, cost, skipped checks, the cache hit ratio, whether the last
 judged run's judge was compromised by a canary, whether it is calibrated for each check, the
 judged metrics, and, from the drift checks, agreement and kappa with the human labels beside
-the calibrated agreement floor. They are cells like every other job's series, so every
+the calibrated agreement floor, and, with repeated verdicts, each check's uncertain share and
+Krippendorff's alpha between the votes. They are cells like every other job's series, so every
 job-labelled series has one exporter path; :class:`evaluator.daemon.exporter.Metrics` owns
 them and changes them under its lock.
 """
@@ -14,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from evaluator.daemon.exposition import Cell, CounterCell, Family, GaugeCell, HistogramCell
+from evaluator.judge.agreement import VoteFigures
 from evaluator.judge.checks import judged_metrics
 from evaluator.judge.errors import JUDGE_ERROR_KINDS
 
@@ -72,6 +74,18 @@ class JudgeFamilies:
         )
         #: one gauge family per judged metric of the registry, by metric name
         self.judged = {m.name: Family(m.gauge, "gauge", m.description) for m in judged_metrics()}
+        self.uncertain_ratio = Family(
+            "rag_eval_judge_uncertain_ratio",
+            "gauge",
+            "Share of the last judged run's answered checks whose votes split (uncertain:"
+            " never a pass or a fail), by check",
+        )
+        self.vote_alpha = Family(
+            "rag_eval_judge_vote_alpha",
+            "gauge",
+            "Krippendorff's alpha between the votes (samples or panel judges) of the last"
+            " judged run, by check",
+        )
 
     def _drift(self) -> None:
         """The families of the drift checks: agreement, kappa, the calibrated floor, checks."""
@@ -108,6 +122,8 @@ class JudgeFamilies:
             self.compromised,
             self.calibrated,
             *self.judged.values(),
+            self.uncertain_ratio,
+            self.vote_alpha,
             self.agreement,
             self.kappa,
             self.agreement_floor,
@@ -151,6 +167,8 @@ class JudgeCells:
         self.judged = {
             name: _KeptGauge(GaugeCell(family, labels)) for name, family in f.judged.items()
         }
+        self.uncertain_ratio = _KeptGauge(GaugeCell(f.uncertain_ratio, labels, ("check",)))
+        self.vote_alpha = _KeptGauge(GaugeCell(f.vote_alpha, labels, ("check",)))
         self.agreement = _KeptGauge(GaugeCell(f.agreement, labels, ("check",)))
         self.kappa = _KeptGauge(GaugeCell(f.kappa, labels, ("check",)))
         self.agreement_floor = _KeptGauge(GaugeCell(f.agreement_floor, labels, ("check",)))
@@ -159,7 +177,14 @@ class JudgeCells:
     @property
     def cells(self) -> tuple[Cell, ...]:
         """Every cell, in the families' order."""
-        kept = (self.cache_hit_ratio, self.compromised, self.calibrated, *self.judged.values())
+        kept = (
+            self.cache_hit_ratio,
+            self.compromised,
+            self.calibrated,
+            *self.judged.values(),
+            self.uncertain_ratio,
+            self.vote_alpha,
+        )
         drift = (self.agreement, self.kappa, self.agreement_floor)
         return (
             self.calls,
@@ -199,6 +224,7 @@ class JudgeCells:
         compromised: bool,
         calibrated: Mapping[str, bool],
         metrics: Mapping[str, float | None],
+        votes: Mapping[str, VoteFigures] | None = None,
     ) -> None:
         """A judged run's figures; a judged metric without a value keeps its last one."""
         if skipped:
@@ -211,6 +237,16 @@ class JudgeCells:
             value = metrics.get(name)
             if value is not None:
                 gauge.set(value)
+        self._votes(votes or {})
+
+    def _votes(self, votes: Mapping[str, VoteFigures]) -> None:
+        """Each check's uncertain share (a check the run did not answer keeps its last one)
+        and the alpha between its votes (undefined: kept)."""
+        for check, figures in votes.items():
+            if figures.decided + figures.uncertain:
+                self.uncertain_ratio.set(figures.uncertain_ratio, (check,))
+            if figures.alpha is not None:
+                self.vote_alpha.set(figures.alpha, (check,))
 
     def drift_checked(
         self,

@@ -19,6 +19,7 @@ import structlog
 
 from evaluator.config import JobConfig, Settings
 from evaluator.daemon.exporter import Metrics
+from evaluator.judge.agreement import vote_figures
 from evaluator.judge.apply import calibration_of, trust_problem, with_calibration
 from evaluator.judge.calibration_store import CALIBRATION_FILE, read_calibration
 from evaluator.judge.drift import rejudge_labelled
@@ -100,6 +101,7 @@ class DaemonJudge:
             compromised=judged.compromised,
             calibrated=calibrated,
             metrics=judged.metrics,
+            votes=vote_figures(judged.cases),
         )
 
     async def check_drift(self) -> None:

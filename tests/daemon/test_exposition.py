@@ -23,6 +23,7 @@ from evaluator.daemon.exporter import GateState, JobSnapshot, Metrics
 from evaluator.daemon.exposition import CLOCK_EVERY, OPENMETRICS, TEXT, HistogramCell
 from evaluator.daemon.judge_series import JudgeFamilies
 from evaluator.errors import ERROR_KINDS
+from evaluator.judge.agreement import VoteFigures
 from evaluator.judge.checks import judged_metrics
 from evaluator.judge.errors import JUDGE_ERROR_KINDS
 from evaluator.models import CaseError, CaseRecord, CaseScores
@@ -380,6 +381,12 @@ def _legacy_judge(registry: CollectorRegistry) -> dict[str, Any]:
                             [*lab, "check"], registry=registry),
         "judged": {m.name: Gauge(m.gauge, m.description, lab, registry=registry)
                    for m in judged_metrics()},
+        "uncertain": Gauge("rag_eval_judge_uncertain_ratio", "Share of the last judged run's "
+                           "answered checks whose votes split (uncertain: never a pass or a "
+                           "fail), by check", [*lab, "check"], registry=registry),
+        "alpha": Gauge("rag_eval_judge_vote_alpha", "Krippendorff's alpha between the votes "
+                       "(samples or panel judges) of the last judged run, by check",
+                       [*lab, "check"], registry=registry),
         "agreement": Gauge("rag_eval_judge_agreement", "Agreement of the judge with the human "
                            "labels at the last drift check", [*lab, "check"], registry=registry),
         "kappa": Gauge("rag_eval_judge_kappa", "Cohen's kappa of the judge and the human labels "
@@ -398,7 +405,8 @@ def _legacy_judge(registry: CollectorRegistry) -> dict[str, Any]:
 def test_the_judge_series_are_those_of_its_former_instruments() -> None:
     """The judge's series, moved into cells, are the lines its prometheus_client instruments
     wrote: calls, latency, tokens, cost, a judged run's gauges (a value missing from a later
-    run kept), drift checks, in text and OpenMetrics."""
+    run kept) with its votes' uncertain share and alpha, drift checks, in text and
+    OpenMetrics."""
     _, metrics = _metrics(A)
     metrics.judge_added(A)
     legacy = CollectorRegistry()
@@ -422,9 +430,20 @@ def test_the_judge_series_are_those_of_its_former_instruments() -> None:
          {"judged_fact_recall": 0.75, "judged_refusal_rate": 1.0}),
         (0, 0.0, True, {"refusal": True}, {"judged_fact_recall": None, "judged_refusal_rate": 0.5}),
     ]  # fmt: skip
-    for skipped, ratio, compromised, calibrated, judged in runs:
+    votes = [
+        {"fact_support": VoteFigures("fact_support", 3, 1, 0.4),
+         "refusal": VoteFigures("refusal", 0, 0, None)},
+        {"fact_support": VoteFigures("fact_support", 4, 0, None),
+         "refusal": VoteFigures("refusal", 1, 1, -0.2)},
+    ]  # fmt: skip
+    for (skipped, ratio, compromised, calibrated, judged), figures in zip(runs, votes, strict=True):
         metrics.run_judged(A, skipped=skipped, cache_hit_ratio=ratio, compromised=compromised,
-                           calibrated=calibrated, metrics=judged)  # fmt: skip
+                           calibrated=calibrated, metrics=judged, votes=figures)  # fmt: skip
+        for check, f in figures.items():
+            if f.decided + f.uncertain:  # a check the run did not answer keeps its last share
+                old["uncertain"].labels(*A, check).set(f.uncertain_ratio)
+            if f.alpha is not None:
+                old["alpha"].labels(*A, check).set(f.alpha)
         if skipped:
             old["skipped"].labels(*A).inc(skipped)
         old["cache"].labels(*A).set(ratio)

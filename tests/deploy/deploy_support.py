@@ -170,6 +170,8 @@ CONTRACT: dict[str, dict[str, tuple[str, ...]]] = {
     "rag_eval_judge_cache_hit_ratio": {},
     "rag_eval_judge_compromised": {},
     "rag_eval_judge_calibrated": {"check": JUDGE_CHECKS},
+    "rag_eval_judge_uncertain_ratio": {"check": JUDGE_CHECKS},
+    "rag_eval_judge_vote_alpha": {"check": JUDGE_CHECKS},
     "rag_eval_judge_agreement": {"check": JUDGE_CHECKS},
     "rag_eval_judge_kappa": {"check": JUDGE_CHECKS},
     "rag_eval_judge_agreement_floor": {"check": JUDGE_CHECKS},

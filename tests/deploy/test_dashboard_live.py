@@ -2,7 +2,7 @@
 
 One stack for the module: a scripted RAG endpoint on loopback (right and wrong answers, a
 server error, a body that is not JSON, a flaky case that succeeds on retry, stage timings),
-a loopback LLM judge (honest, with token usage) whose agreement with a few human labels the
+a loopback LLM judge (honest, with token usage, asked twice a check) whose agreement with a few human labels the
 daemon re-checks every second against a stored calibration, a baseline report made first by
 ``evaluator run``, ``evaluator serve`` running the same job every 2 s against that baseline,
 and a Prometheus (Debian's 2.42) scraping it every second as the deploy bundle does (job
@@ -202,6 +202,8 @@ input_price = 0.5
 output_price = 1.5
 drift_labels = "{labels}"
 drift_interval_seconds = 1
+# two votes a check: the vote agreement panel has an alpha to show
+samples = 2
 """,
         "utf-8",
     )

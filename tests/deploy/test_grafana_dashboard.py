@@ -486,11 +486,14 @@ def test_each_judged_metric_sits_beside_its_deterministic_one() -> None:
         ("Judge agreement with human labels", "rag_eval_judge_agreement_floor{"),
         ("Judge agreement with human labels", "rag_eval_judge_agreement{"),
         ("Judge kappa with human labels", "rag_eval_judge_kappa{"),
+        ("Judge verdicts left uncertain by check", "rag_eval_judge_uncertain_ratio{"),
+        ("Judge vote agreement (Krippendorff's alpha) by check", "rag_eval_judge_vote_alpha{"),
     ],
 )
 def test_the_judges_health_has_its_panels(title: str, needle: str) -> None:
     """The judge's own health: latency, calls by outcome (its errors by kind), tokens, cost,
-    cache hits, compromised and calibrated state, agreement beside its floor, and kappa."""
+    cache hits, compromised and calibrated state, agreement beside its floor, kappa, and its
+    votes' uncertain share and alpha."""
     assert any(needle in e for e in _exprs(_panel(title))), title
 
 

@@ -143,3 +143,42 @@ def test_an_uncalibrated_judge_is_named_on_the_status_page(tmp_path: Path) -> No
                 assert f"judge: {problem}" in page
 
         run_bounded(body, timeout=30)
+
+
+@pytest.mark.e2e
+def test_the_daemon_exports_the_uncertain_share_of_a_judge_that_flips_on_resample(
+    tmp_path: Path,
+) -> None:
+    """Two samples of a judge that inverts its odd sample: every answered check is uncertain,
+    served on /metrics as rag_eval_judge_uncertain_ratio{check} = 1, no judged gauge set."""
+    labels = tmp_path / "labels.jsonl"
+    with LoopbackServer(_REPLIES) as rag, LoopbackJudge("flip_on_seed") as judge:
+        settings = _settings(tmp_path, rag.url, judge.url, labels)
+        assert settings.judge is not None
+        settings = settings.model_copy(
+            update={"judge": settings.judge.model_copy(update={"samples": 2})}
+        )
+
+        async def body() -> None:
+            async with running(settings) as daemon:
+
+                def sample(name: str, **extra: str) -> float | None:
+                    return daemon.registry.get_sample_value(name, {**LABELS, **extra})
+
+                await until(
+                    lambda: sample("rag_eval_judge_uncertain_ratio", check="fact_support")
+                    is not None
+                )
+                assert (1.0, 1.0, None) == (
+                    sample("rag_eval_judge_uncertain_ratio", check="fact_support"),
+                    sample("rag_eval_judge_uncertain_ratio", check="refusal"),
+                    sample("rag_eval_judged_fact_recall"),
+                )
+                # two cases, each voted pass and fail: alpha = 1 - (4 - 1) * 4 / (2 * 2 * 2)
+                assert -0.5 == sample("rag_eval_judge_vote_alpha", check="fact_support")
+                url = f"http://127.0.0.1:{daemon.http.port}/metrics"
+                async with aiohttp.ClientSession() as session, session.get(url) as response:
+                    scraped = await response.text()
+                assert 'rag_eval_judge_uncertain_ratio{check="fact_support"' in scraped
+
+        run_bounded(body, timeout=30)
