@@ -3,11 +3,11 @@
 One stack for the module: a scripted RAG endpoint on loopback (right and wrong answers, a
 server error, a body that is not JSON, a flaky case that succeeds on retry, stage timings),
 a loopback LLM judge (honest, with token usage, asked twice a check) whose agreement with a
-few human labels the daemon re-checks every second against a stored calibration, a baseline report made first by
-``evaluator run``, ``evaluator serve`` running the same job every 2 s against that baseline,
-and a Prometheus (Debian's 2.42) scraping it every second as the deploy bundle does (job
-``rag-evaluator``, every rule file of deploy/prometheus/rules loaded and evaluated every
-second; the job counts the SLO "answers" those rules' generated SLO group records).
+few human labels the daemon re-checks every second against a stored calibration, a baseline
+report made first by ``evaluator run``, ``evaluator serve`` running the same job every 2 s
+against that baseline, and a Prometheus (Debian's 2.42) scraping it every second as the deploy
+bundle does (job ``rag-evaluator``, every rule file of deploy/prometheus/rules loaded and
+evaluated every second; the job counts the SLO "answers" those rules' generated SLO group records).
 
 Each panel target and each query variable is then sent through ``/api/v1/query`` twice:
 with the variables set as Grafana sets them when the user picks the one target and dataset
