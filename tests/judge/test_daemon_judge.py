@@ -166,8 +166,9 @@ def test_the_daemon_exports_the_uncertain_share_of_a_judge_that_flips_on_resampl
                     return daemon.registry.get_sample_value(name, {**LABELS, **extra})
 
                 await until(
-                    lambda: sample("rag_eval_judge_uncertain_ratio", check="fact_support")
-                    is not None
+                    lambda: (
+                        sample("rag_eval_judge_uncertain_ratio", check="fact_support") is not None
+                    )
                 )
                 assert (1.0, 1.0, None) == (
                     sample("rag_eval_judge_uncertain_ratio", check="fact_support"),
