@@ -14,6 +14,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from evaluator.border import json_line
 from evaluator.commands.flags import CommonOptions
 from evaluator.config import load_settings
 from evaluator.errors import ConfigError, ExitCode
@@ -90,7 +91,7 @@ def handle(options: Options) -> int:
     output.parent.mkdir(parents=True, exist_ok=True)
     write_json_atomic(data, output)
     if options.format == "json":
-        print(json.dumps(data, indent=2, ensure_ascii=False))
+        print(json_line(json.dumps(data, indent=2, ensure_ascii=False)))
     elif options.format == "markdown":
         print(render_markdown(results))
     else:

@@ -54,11 +54,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def _highlighted(text: str, facts: tuple[tuple[str, ...], ...], bold: bool) -> str:
+    """``text`` with the facts found in it marked, every piece of it :func:`printable` (the
+    target's text cannot clear the screen nor start a line of its own); the marks are ours."""
+    pieces = [(printable(s.text), s.fact is not None) for s in segments(text, facts)]
     if not bold:
-        return "".join(s.text if s.fact is None else f"[{s.text}]" for s in segments(text, facts))
-    return "".join(
-        s.text if s.fact is None else f"\x1b[1;32m{s.text}\x1b[0m" for s in segments(text, facts)
-    )
+        return "".join(f"[{t}]" if fact else t for t, fact in pieces)
+    return "".join(f"\x1b[1;32m{t}\x1b[0m" if fact else t for t, fact in pieces)
 
 
 def _show_conversation(earlier: Sequence[CaseRecord]) -> None:
@@ -80,29 +81,30 @@ def _show_case(record: CaseRecord, colour: bool) -> None:
     """The case as the judge saw it: question, expected facts, the answer and the evidence
     that came back, the facts highlighted."""
     case = record.case
-    print(f"question: {case.question}")
+    print(f"question: {printable(case.question)}")
     for i, alternatives in enumerate(case.expected_facts, start=1):
-        print(f"  fact {i}: {' | '.join(alternatives)}")
+        print(f"  fact {i}: {printable(' | '.join(alternatives))}")
     if case.unanswerable:
         print("  (unanswerable: the right answer is a refusal)")
     print(f"answer: {_highlighted(record.answer or '', case.expected_facts, colour)}")
     shown = [i for i in record.ranked_ids if i in record.texts][:_EVIDENCE_SHOWN]
     for doc_id in shown:
         text = " ".join(record.texts[doc_id].split())[:_EVIDENCE_CHARS]
-        print(f"  evidence {doc_id}: {_highlighted(text, case.expected_facts, colour)}")
+        shown_id = printable(doc_id)
+        print(f"  evidence {shown_id}: {_highlighted(text, case.expected_facts, colour)}")
 
 
 def _show(item: ReviewItem, position: int, total: int, colour: bool) -> None:
     """One verdict to review: the case, the judge's verdict and reason, the deterministic
     check beside it, and the check's question to the reviewer."""
     record, outcome = item.record, item.outcome
-    print(f"\n[{position}/{total}] case {record.case.id}  check {outcome.check}")
+    print(f"\n[{position}/{total}] case {printable(record.case.id)}  check {outcome.check}")
     _show_conversation(item.earlier)
     _show_case(record, colour)
     judge = "pass" if item.judge else "fail"
-    print(f"judge: {judge} ({outcome.reason})")
+    print(f"judge: {judge} ({printable(outcome.reason)})")
     for claim in outcome.unsupported:
-        print(f"  unsupported: {claim}")
+        print(f"  unsupported: {printable(claim)}")
     if item.deterministic is not None:
         print(f"deterministic check: {'pass' if item.deterministic else 'fail'}")
     print(judged_check(outcome.check).question)

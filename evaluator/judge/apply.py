@@ -12,6 +12,7 @@ from pathlib import Path
 
 import msgspec
 
+from evaluator.border import printable
 from evaluator.judge.agreement import vote_figures
 from evaluator.judge.calibration_store import CALIBRATION_FILE, read_calibration
 from evaluator.judge.checks import judged_metric
@@ -81,7 +82,7 @@ def format_judged(judged: JudgedRun) -> str:
     """The judged metrics and the judge's own health, for the terminal; a metric whose check
     the named calibration does not call calibrated says so."""
     calibrated = calibration_of(judged)
-    lines = [f"judge: {judged.model} (prompts {judged.prompt_version})"]
+    lines = [f"judge: {printable(judged.model)} (prompts {printable(judged.prompt_version)})"]
     if judged.compromised:
         lines.append(
             "  COMPROMISED: a canary answer was judged supported; judged metrics are advisory"

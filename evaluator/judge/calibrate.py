@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from evaluator.border import printable
 from evaluator.judge.checks import check_names
 from evaluator.judge.labels import Label, judge_says
 from evaluator.judge.record import JudgedRun
@@ -259,13 +260,16 @@ def _interval(value: tuple[float, float] | None) -> str:
 
 
 def render_text(results: Sequence[CheckCalibration], disagreements: int = 10) -> str:
+    """The calibration for the terminal; names and case ids from the reports are
+    :func:`~evaluator.border.printable` (one forged line is one escaped line)."""
     if not results:
         return "no label matches a judged answer of these reports"
     lines = []
     for r in results:
         status = "calibrated" if r.calibrated else "UNCALIBRATED"
         lines.append(
-            f"{r.check} ({r.model}, {r.prompt_version}): {status}; {r.labels} labels, "
+            f"{r.check} ({printable(r.model)}, {printable(r.prompt_version)}): {status}; "
+            f"{r.labels} labels, "
             f"agreement {_num(r.agreement)}, kappa {_num(r.kappa)} 95% {_interval(r.interval)} "
             f"(floor {r.floor} over >= {r.min_labels} labels)"
         )
@@ -273,11 +277,16 @@ def render_text(results: Sequence[CheckCalibration], disagreements: int = 10) ->
         lines.append(f"  human pass: judge pass {tp}, judge fail {fn}")
         lines.append(f"  human fail: judge pass {fp}, judge fail {tn}")
         for case_id, human, judge in r.disagreements[:disagreements]:
-            lines.append(f"  disagree {case_id}: human {_pf(human)}, judge {_pf(judge)}")
+            lines.append(f"  disagree {printable(case_id)}: human {_pf(human)}, judge {_pf(judge)}")
         more = len(r.disagreements) - disagreements
         if more > 0:
             lines.append(f"  ... and {more} more disagreement(s)")
     return "\n".join(lines)
+
+
+def _cell(text: str) -> str:
+    """A name from a report in a Markdown table cell: one line, its pipes escaped."""
+    return printable(text).replace("|", "\\|")
 
 
 def _pf(value: bool) -> str:
@@ -291,7 +300,8 @@ def render_markdown(results: Sequence[CheckCalibration]) -> str:
     ]
     for r in results:
         lines.append(
-            f"| {r.check} | {r.model} | {r.prompt_version} | {r.labels} | {_num(r.agreement)} "
+            f"| {r.check} | {_cell(r.model)} | {_cell(r.prompt_version)} | {r.labels} "
+            f"| {_num(r.agreement)} "
             f"| {_num(r.kappa)} | {_interval(r.interval)} | {'yes' if r.calibrated else 'no'} |"
         )
     return "\n".join(lines)

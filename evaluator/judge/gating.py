@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from evaluator.border import printable
 from evaluator.errors import ConfigError
 from evaluator.judge.checks import judged_metric, judged_metrics
 from evaluator.metrics import FLOAT_TOLERANCE
@@ -243,4 +244,8 @@ def _show(value: float | None) -> str:
 
 
 def _ident(identity: tuple[str, str] | None) -> str:
-    return "none" if identity is None else f"{identity[0]} ({identity[1]})"
+    """A judge's identity for a gate line: its model and prompt version come from a report,
+    so they are :func:`~evaluator.border.printable` (no forged ``verdict:`` line)."""
+    if identity is None:
+        return "none"
+    return f"{printable(identity[0])} ({printable(identity[1])})"
