@@ -27,6 +27,7 @@ import math
 import os
 import re
 import stat
+from urllib.parse import urlsplit
 
 import msgspec
 
@@ -47,6 +48,7 @@ __all__ = [
     "surrogates_replaced",
     "text",
     "text_problem",
+    "url_problem",
     "value",
 ]
 
@@ -276,6 +278,27 @@ def header_problem(name: str, value: str) -> str | None:
             f"the value holds the control character {bad.group()!r} at offset {bad.start()} "
             "(CR, LF and other controls cannot be sent in a header)"
         )
+    return None
+
+
+def url_problem(url: str) -> str | None:
+    """What is wrong with a configured endpoint URL (a target's, the judge's, the OTLP
+    collector's) that a request would only find out later, or None: the scheme, a port that
+    is not a number, out of range or 0, a broken IPv6 host, no host, whitespace. A URL that
+    passes can be requested (aiohttp's ``ValueError`` on it was an internal error)."""
+    if not url.startswith(("http://", "https://")):
+        return f"url {url!r} must start with http:// or https://"
+    try:
+        parts = urlsplit(url)
+        port = parts.port  # raises on a port that is not a number or out of range
+    except ValueError as exc:
+        return f"url {url!r} is not a valid URL: {exc}"
+    if not parts.hostname:
+        return f"url {url!r} has no host"
+    if port == 0:
+        return f"url {url!r}: port 0 cannot be connected to"
+    if any(c.isspace() for c in url):
+        return f"url {url!r} contains whitespace"
     return None
 
 

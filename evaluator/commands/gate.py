@@ -40,7 +40,7 @@ from evaluator.judge.calibration_store import CALIBRATION_FILE, read_calibration
 from evaluator.judge.gating import JudgedGate, evaluate_judged
 from evaluator.logs import use_colour
 from evaluator.redaction import redactor
-from evaluator.report import RunReport, read_report
+from evaluator.report import RunReport, read_report, write_bytes_atomic
 
 if TYPE_CHECKING:
     from evaluator.config import Settings
@@ -384,11 +384,12 @@ class GateRun:
         print(text)
 
     def write_junit(self, result: GateResult, path: str) -> None:
-        """JUnit XML, one test case per rule, redacted (a file leaving the process)."""
+        """JUnit XML, one test case per rule, redacted (a file leaving the process), written
+        as reports are: to a temporary file renamed over ``path``, so a CI step never reads
+        half of it and a symlink at ``path`` is replaced, never written through."""
         try:
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
             junit = redactor().redact_text(render_junit(result, self.sources))
-            Path(path).write_text(junit, encoding="utf-8")
+            write_bytes_atomic(junit.encode("utf-8"), path)
         except OSError as exc:
             raise OutputError(f"cannot write {path}: {exc.strerror or exc}") from exc
 

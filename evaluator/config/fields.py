@@ -7,12 +7,12 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 import jmespath
 from jmespath.exceptions import JMESPathError
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from evaluator import border
 from evaluator.run_options import RetryPolicy
 from evaluator.scoring import DEFAULT_REFUSAL_PHRASES, ScoringSettings
 
@@ -124,22 +124,9 @@ class TlsConfig(_Strict):
 
 def _url_problem(url: str) -> str | None:
     """What is wrong with an endpoint URL that a request would only find out later."""
-    if not url.startswith(("http://", "https://")):
-        return f"url {url!r} must start with http:// or https://"
-    if "${" in url:
+    if "${" in url and url.startswith(("http://", "https://")):
         return "url: ${...} is not resolved in the url; use request.params"
-    try:
-        parts = urlsplit(url)
-        port = parts.port  # raises on a port that is not a number or out of range
-    except ValueError as exc:
-        return f"url {url!r} is not a valid URL: {exc}"
-    if not parts.hostname:
-        return f"url {url!r} has no host"
-    if port == 0:
-        return f"url {url!r}: port 0 cannot be connected to"
-    if any(c.isspace() for c in url):
-        return f"url {url!r} contains whitespace"
-    return None
+    return border.url_problem(url)
 
 
 def _jmespath_problem(value: str, exc: JMESPathError) -> str:

@@ -13,6 +13,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from evaluator import border
+
 __all__ = ["JudgeConfig", "PanelMember", "merged"]
 
 #: repeated verdicts asked of each judge, at most (each one a call, counted by the budget)
@@ -22,11 +24,14 @@ MAX_PANEL = 8
 
 
 def _http_url(value: str) -> str:
-    """A judge URL as given: http(s), with no ``${...}`` in it (secrets go in headers)."""
-    if not value.startswith(("http://", "https://")):
-        raise ValueError("url must start with http:// or https://")
-    if "${" in value:
+    """A judge URL as given: no ``${...}`` in it (secrets go in headers), and one a request
+    can be made to, by the rule of a target's url (a port out of range was an internal error
+    at the first judge call)."""
+    if "${" in value and value.startswith(("http://", "https://")):
         raise ValueError("url: ${...} is not resolved in the url; use headers")
+    problem = border.url_problem(value)
+    if problem is not None:
+        raise ValueError(problem)
     return value
 
 

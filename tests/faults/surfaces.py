@@ -674,8 +674,15 @@ timings = "timings"
         name="config",
         delivery="config",
         blocks=("unicode", "control", "numbers"),
-        doc="config values: a header value via ${ENV}, numbers via EVALUATOR_* and TOML",
-        slots={"header": "text", "k_env": "number", "timeout_toml": "number"},
+        doc="config values: a target's and the judge's header value via ${ENV}, the judge's "
+        "url (its port), numbers via EVALUATOR_* and TOML",
+        slots={
+            "header": "text",
+            "judge_header": "text",
+            "judge_url": "text",
+            "k_env": "number",
+            "timeout_toml": "number",
+        },
         defaults={},
         render=lambda f: Rendered(()),  # the config is written by the test
     ),

@@ -251,25 +251,41 @@ def _toml_number(literal: str) -> str:
     return {"NaN": "nan", "Infinity": "inf", "-Infinity": "-inf"}.get(literal, literal)
 
 
+def _header_value(fragment: str, env: dict[str, str], name: str) -> str:
+    """The TOML text of a header value holding ``fragment``: through ``${name}`` when the
+    environment can hold it, else written in the file (NUL and lone surrogates)."""
+    value = json.loads(fragment)
+    if "\x00" in value or any(0xD800 <= ord(c) <= 0xDFFF for c in value):
+        return fragment[1:-1]
+    env[name] = value
+    return f"${{{name}}}"
+
+
 @pytest.mark.parametrize("attack", _params("config"))
 def test_config_value(attack: Attack, tmp_path: Path) -> None:
-    """``check`` accepts the value or stops naming the field, without echoing a secret."""
+    """``check`` accepts the value or stops naming the field, without echoing a secret: a
+    header value of a target or of the judge that cannot be sent is refused naming its
+    field, and a judge url whose port is not one is refused naming ``judge.url``."""
     (tmp_path / "golden.jsonl").write_text(GOLDEN, "utf-8")
     fragment = attack.data.decode("utf-8", "surrogatepass")
     env: dict[str, str] = {}
-    header, timeout = "fuzz", "5"
+    header, judge_header, judge_port, timeout = "fuzz", "fuzz", "9", "5"
     if attack.slot == "header":
-        value = json.loads(fragment)
-        if "\x00" in value or any(0xD800 <= ord(c) <= 0xDFFF for c in value):
-            header = fragment[1:-1]  # NUL and surrogates cannot be in the environment
-        else:
-            env["FUZZ_VALUE"], header = value, "${FUZZ_VALUE}"
+        header = _header_value(fragment, env, "FUZZ_VALUE")
+    elif attack.slot == "judge_header":
+        judge_header = _header_value(fragment, env, "FUZZ_JUDGE_VALUE")
+    elif attack.slot == "judge_url":
+        judge_port = fragment[1:-1]
     elif attack.slot == "k_env":
         env["EVALUATOR_K"] = fragment
     else:
         timeout = _toml_number(fragment)
     (tmp_path / "evaluator.toml").write_text(
         f"""reports_dir = "{tmp_path / "reports"}"
+[judge]
+url = "http://127.0.0.1:{judge_port}/v1/chat/completions"
+model = "m"
+headers = {{ Authorization = "Bearer ${{FUZZ_TOKEN}}", X-Fuzz = "{judge_header}" }}
 [[targets]]
 name = "t"
 url = "http://127.0.0.1:9/rag"
@@ -283,14 +299,25 @@ dataset = "golden.jsonl"
     )
     result = run_cli(["check", "--config", "evaluator.toml"], tmp_path, env, f"check {attack.id}")
     refused = []
-    # a header value that cannot be sent is refused at check, naming the field (24.8)
+    out = result.stdout + result.stderr
+    # a header value that cannot be sent is refused at check, naming the field (24.8, 38.9)
+    field = {"header": "headers.X-Fuzz", "judge_header": "judge"}.get(attack.slot)
     if (
-        attack.slot == "header"
+        field is not None
         and _CONTROL.search(json.loads(fragment))
-        and (result.returncode != 1 or "headers.X-Fuzz" not in result.stdout + result.stderr)
+        and (result.returncode != 1 or field not in out)
     ):
         refused = [f"a header value with a control character: check exit {result.returncode}"]
+    # a judge url whose port could not be connected to is refused at check, naming it (38.9)
+    if attack.slot == "judge_url" and not _a_port(json.loads(fragment)):
+        named = "judge.url" in out or "invalid TOML" in out  # a TOML string may not hold it
+        if result.returncode != 1 or not named:
+            refused.append(f"a judge url with port {fragment}: check exit {result.returncode}")
     _check(attack, result.problems() + refused)
+
+
+def _a_port(text: str) -> bool:
+    return text.isascii() and text.isdigit() and 0 < int(text) < 65536
 
 
 _SLO_JOBS = """[[targets]]
