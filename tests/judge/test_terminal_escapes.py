@@ -14,9 +14,9 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from evaluator.judge.client import JudgeClient
 from evaluator.judge.judged_pass import judge_report
 from evaluator.judge.labels import Label, append_label
+from evaluator.judge.panel import JudgePanel
 from evaluator.judge.settings import JudgeConfig
 from evaluator.report import RunReport, write_report
 from tests.judge.reports import golden, record, report
@@ -34,8 +34,8 @@ def _judged(source: RunReport, path: Path) -> Path:
     with LoopbackJudge() as judge:
 
         async def go() -> None:
-            async with JudgeClient(JudgeConfig(url=judge.url, model="m")) as client:
-                judged = await judge_report(source, client)
+            async with JudgePanel(JudgeConfig(url=judge.url, model="m")) as panel:
+                judged = await judge_report(source, panel)
             write_report(msgspec.structs.replace(source, judge=judged.to_dict()), path)
 
         asyncio.run(go())
