@@ -36,7 +36,6 @@ from evaluator.gate.rules import GatesFile, load_gates
 from evaluator.gate.verdict import GateResult, evaluate_gate
 from evaluator.history.stability import Stability, stabilities
 from evaluator.history.store import HistoryStore, StoreCorrupt, windows_of
-from evaluator.judge.calibration_store import CALIBRATION_FILE, read_calibration
 from evaluator.judge.gating import JudgedGate, evaluate_judged
 from evaluator.logs import use_colour
 from evaluator.redaction import redactor
@@ -422,6 +421,10 @@ class GateRun:
         failed or refused: every output shows them); None without judged rules."""
         if not self.gates.judged:
             return None
+        # here, not at the top: reading a calibration brings the judge's records and their
+        # settings (pydantic), which a gate without judged rules never needs
+        from evaluator.judge.calibration_store import CALIBRATION_FILE, read_calibration
+
         calibration = read_calibration(self.settings().reports_dir / CALIBRATION_FILE)
         return evaluate_judged(
             self.gates.judged, self.baseline.judge, self.candidate.judge, calibration
