@@ -18,6 +18,8 @@ class Options(CommonOptions):
     """``--config`` is accepted and not read: the demo builds its own settings."""
 
     dataset: Path
+    conversations: Path
+    no_conversations: bool
     rag_port: int
     listen: str
     prometheus_port: int
@@ -35,6 +37,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
         default=d.dataset,
         help="golden set (default: the bundled reference golden set)",
     )
+    parser.add_argument(
+        "--conversations",
+        type=Path,
+        default=d.conversations,
+        help="golden set of conversations, run as a second job "
+        "(default: the bundled reference conversations)",
+    )
+    parser.add_argument("--no-conversations", action="store_true", help="run the golden set alone")
     parser.add_argument(
         "--rag-port",
         type=int,
@@ -79,6 +89,7 @@ def handle(options: Options) -> int:
     configure_logging("auto", "info")
     demo = DemoOptions(
         dataset=options.dataset,
+        conversations=None if options.no_conversations else options.conversations,
         rag_port=options.rag_port,
         listen=options.listen,
         prometheus_port=options.prometheus_port,

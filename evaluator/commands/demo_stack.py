@@ -31,6 +31,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -64,12 +65,16 @@ _SHUTDOWN_GRACE_SECONDS = 2.0
 #: the gate rules every run of the demo is judged by against its baseline (packaged: a
 #: loopback latency ceiling instead of the built-in relative P95 rule, see the file)
 DEMO_GATES = Path(str(resources.files("evaluator.commands").joinpath("data/demo_gates.toml")))
-#: the baseline's file name in the demo's reports folder
+#: the baselines' file names in the demo's reports folder (the golden set's, the
+#: conversations')
 BASELINE_FILE = "baseline.json"
+CONVERSATIONS_BASELINE_FILE = "baseline-conversations.json"
 
 
 #: the golden set of the source tree, which the demo runs when started there
 SOURCE_GOLDEN_SET = Path("evals/rag_cases.jsonl")
+#: the conversations of the source tree, the demo's second job when started there
+SOURCE_CONVERSATIONS = Path("evals/conversations.jsonl")
 #: the Prometheus rules of the source tree, which the demo's Prometheus loads when there
 SOURCE_RULES = Path("deploy/prometheus/rules")
 
@@ -78,11 +83,20 @@ def default_golden_set(cwd: Path | None = None) -> Path:
     """``evals/rag_cases.jsonl`` in the source tree (edits there show in the demo), else the
     same file shipped in the package, so ``evaluator demo`` runs wherever it is installed
     (tests/demo/test_demo_installed.py keeps the two identical)."""
-    here = SOURCE_GOLDEN_SET if cwd is None else cwd / SOURCE_GOLDEN_SET
+    return _source_or_packaged(SOURCE_GOLDEN_SET, cwd)
+
+
+def default_conversations(cwd: Path | None = None) -> Path:
+    """``evals/conversations.jsonl`` in the source tree, else its copy in the package."""
+    return _source_or_packaged(SOURCE_CONVERSATIONS, cwd)
+
+
+def _source_or_packaged(source: Path, cwd: Path | None) -> Path:
+    """``source`` when the demo runs in the source tree, else its copy in the package."""
+    here = source if cwd is None else cwd / source
     if here.is_file():
-        return SOURCE_GOLDEN_SET
-    packaged = resources.files("evaluator.commands").joinpath("data/rag_cases.jsonl")
-    return Path(str(packaged))
+        return source
+    return Path(str(resources.files("evaluator.commands").joinpath(f"data/{source.name}")))
 
 
 def default_rules_dir(cwd: Path | None = None) -> Path:
@@ -116,6 +130,8 @@ class DemoOptions:
 
     #: the source tree's golden set when the demo runs there, else the copy in the package
     dataset: Path = field(default_factory=lambda: default_golden_set())
+    #: the second job's golden set of conversations (None: the demo runs the first alone)
+    conversations: Path | None = field(default_factory=lambda: default_conversations())
     rag_port: int = 8900
     listen: str = "127.0.0.1:9464"
     prometheus_port: int = 9090
@@ -273,16 +289,30 @@ DEMO_SLO = SloConfig(
 )
 
 
-def _settings(options: DemoOptions, baseline: Path | None = None) -> Settings:
+def _jobs(options: DemoOptions, baselines: Mapping[Path, Path]) -> tuple[JobConfig, ...]:
+    """The demo's jobs: the golden set, and the conversations beside it; each gated against
+    its baseline in ``baselines`` (by golden set) once there is one."""
+    datasets = [options.dataset]
+    if options.conversations is not None:
+        if not options.conversations.is_file():
+            raise ConfigError(f"conversations {options.conversations} not found")
+        datasets.append(options.conversations)
+    return tuple(
+        JobConfig(
+            target="reference",
+            dataset=dataset,
+            interval_seconds=options.interval_seconds,
+            baseline=baselines.get(dataset),
+        )
+        for dataset in datasets
+    )
+
+
+def _settings(options: DemoOptions, baselines: Mapping[Path, Path] | None = None) -> Settings:
     if not options.dataset.is_file():
         raise ConfigError(f"golden set {options.dataset} not found: pass --dataset FILE")
     target = HttpTargetConfig(name="reference", url=f"http://127.0.0.1:{options.rag_port}/rag")
-    job = JobConfig(
-        target="reference",
-        dataset=options.dataset,
-        interval_seconds=options.interval_seconds,
-        baseline=baseline,
-    )
+    jobs = _jobs(options, baselines or {})
     labels = options.dataset.parent / "labels" / options.dataset.name
     # the reference service's demo judge (a deterministic stand-in, not a model): the demo
     # shows judged metrics beside the deterministic ones, and judge drift on the shipped labels
@@ -297,12 +327,13 @@ def _settings(options: DemoOptions, baseline: Path | None = None) -> Settings:
             listen=options.listen,
             reports_dir=options.reports_dir,
             targets=(target,),
-            jobs=(job,),
+            jobs=jobs,
             judge=judge,
             gates_file=DEMO_GATES,
             shutdown_grace_seconds=_SHUTDOWN_GRACE_SECONDS,
             log_cases=False,  # the console shows one line per run; the reports hold every case
-            slos=(DEMO_SLO,),
+            # the golden set's job alone: the conversations are answered otherwise
+            slos=(DEMO_SLO.model_copy(update={"job": (jobs[0].key,)}),),
         )
     except ValidationError as exc:  # the SLO's day cannot hold enough runs of --interval
         problem = exc.errors(include_url=False)[0]["msg"].removeprefix("Value error, ")
@@ -317,8 +348,11 @@ class Baseline:
     reason: str = ""
 
 
-def record_baseline(settings: Settings, folder: Path) -> Baseline:
-    """One run of the demo's job, saved as ``folder/baseline.json`` when it is complete.
+def record_baseline(
+    settings: Settings, folder: Path, job: str | None = None, name: str = BASELINE_FILE
+) -> Baseline:
+    """One run of the demo's ``job`` (the first by default), saved as ``folder/name`` when
+    it is complete.
 
     A run that is not complete (the service started with ``server_errors``, say) makes no
     baseline: the daemon then runs ungated, and the banner says why.
@@ -326,8 +360,8 @@ def record_baseline(settings: Settings, folder: Path) -> Baseline:
     Raises:
         KeyboardInterrupt: Ctrl-C during the run (nothing else is started).
     """
-    plan = plan_job(settings)
-    path = folder / BASELINE_FILE
+    plan = plan_job(settings, job)
+    path = folder / name
     report, _ = streamed_run(plan, 1, path, new_run_id())
     if report.interrupted:
         path.unlink(missing_ok=True)
@@ -338,6 +372,17 @@ def record_baseline(settings: Settings, folder: Path) -> Baseline:
         return Baseline(None, f"none: the first run was {outcome}, so runs are not gated")
     log.info("demo_baseline_recorded", path=str(path), run_id=report.run_id)
     return Baseline(path)
+
+
+def _baselines(settings: Settings, options: DemoOptions) -> tuple[Baseline, Baseline | None]:
+    """The golden set's baseline and the conversations' (None: no conversations)."""
+    first = record_baseline(settings, options.reports_dir)
+    if options.conversations is None:
+        return first, None
+    second = record_baseline(
+        settings, options.reports_dir, settings.jobs[1].key, CONVERSATIONS_BASELINE_FILE
+    )
+    return first, second
 
 
 def _banner(
@@ -365,18 +410,28 @@ def _banner(
     lines += [
         f"  golden set             {options.dataset}, every {options.interval_seconds:g}s",
         f"  baseline               {recorded}",
+    ]
+    if options.conversations is not None:
+        lines.append(f"  conversations          {options.conversations}, a second job")
+    lines += [
         "",
         "Flip a failure mode and watch the metrics move (modes: retrieval_degraded,",
-        "rerank_degraded, answer_degraded, citations_degraded, slow_model, server_errors):",
+        "rerank_degraded, answer_degraded, citations_degraded, slow_model, server_errors,",
+        "history_ignored):",
         f'  curl -X PUT {rag}/admin/failure-modes -d \'{{"modes": ["rerank_degraded"]}}\'',
         f"  curl -X PUT {rag}/admin/failure-modes -d '{{\"modes\": []}}'",
         "The status page turns red within two runs and says why: the failing gate rule,",
         "the newly failing cases, and the run where the change began. Its SLO, 70% of",
         "the answers right over a day, pages within minutes of answer_degraded:",
         "RagEvalSLOFastBurn on the Prometheus link.",
-        "",
     ]
-    return "\n".join(lines)
+    if options.conversations is not None:
+        lines += [
+            "history_ignored turns the conversations job red (answer_accuracy@2 and",
+            "conversation_success fail) while the golden set stays green: first turns hold,",
+            "follow-ups fall; RagEvalFollowUpsLoseContext fires after its 30 minutes.",
+        ]
+    return "\n".join([*lines, ""])
 
 
 async def _serve(
@@ -426,9 +481,11 @@ def run_demo(options: DemoOptions) -> int:
     with tempfile.TemporaryDirectory(prefix="evaluator-demo-") as tmp:
         try:
             _start_reference(options, children)
-            baseline = record_baseline(settings, options.reports_dir)
-            if baseline.path is not None:
-                settings = _settings(options, baseline.path)
+            baseline, conversations = _baselines(settings, options)
+            recorded = {options.dataset: baseline.path}
+            if conversations is not None and options.conversations is not None:
+                recorded[options.conversations] = conversations.path
+            settings = _settings(options, {k: v for k, v in recorded.items() if v is not None})
             prometheus = _start_prometheus(options, Path(tmp), children)
             freeze_startup()  # the daemon's collector policy, as `evaluator serve` has it
             asyncio.run(_serve(settings, options, prometheus, baseline))

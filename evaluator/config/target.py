@@ -93,7 +93,8 @@ class RequestConfig(_Strict):
         body = DEFAULT_BODY if self.body is None and self.method == "POST" else self.body
         if not (mentions_question(body) or mentions_question(dict(self.params))):
             raise ValueError(
-                "the question is sent nowhere: put '{question}' in 'params' or in the 'body'"
+                "the question is sent nowhere: put '{question}' (or '{messages}') in 'params' "
+                "or in the 'body'"
             )
         return self
 

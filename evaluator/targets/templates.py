@@ -115,14 +115,13 @@ def resolve_env(
 
 
 def mentions_question(template: JsonValue) -> bool:
-    """Whether ``{question}`` occurs anywhere in a template (strings, lists, object values)."""
-    if isinstance(template, str):
-        return any(m.group(1) == "question" for m in PLACEHOLDER.finditer(template))
-    if isinstance(template, list):
-        return any(mentions_question(v) for v in template)
-    if isinstance(template, dict):
-        return any(mentions_question(v) for v in template.values())
-    return False
+    """Whether the question is sent anywhere in a template (strings, lists, object values):
+    as ``{question}``, or inside ``{messages}``, whose last message it is."""
+    return not placeholders_in(template).isdisjoint(_CARRY_QUESTION)
+
+
+#: the placeholders whose value holds the question
+_CARRY_QUESTION = frozenset({"question", "messages"})
 
 
 def placeholders_in(template: JsonValue) -> frozenset[str]:

@@ -37,8 +37,8 @@ REPO = HERE.parents[1]
 OUT = REPO / "bench-results"
 #: the order the table shows; modules not listed run after these, alphabetically
 ORDER = (
-    "goals", "scale", "scrape", "platform", "border", "judge", "scoring", "runner", "transport",
-    "gate", "startup", "soak",
+    "goals", "scale", "scrape", "platform", "border", "judge", "scoring", "runner",
+    "conversations", "transport", "gate", "startup", "soak",
 )  # fmt: skip
 #: what ``--quick`` runs: the modules that measure issue 25's goals (and 24's, 27's)
 QUICK = ("goals", "scale", "scrape", "platform", "border", "judge")

@@ -57,13 +57,13 @@ def test_demo_freezes_before_its_daemon(monkeypatch: pytest.MonkeyPatch) -> None
         frozen_when_served.append(gc.get_freeze_count())
 
     baseline = SimpleNamespace(path=None)
-    monkeypatch.setattr(demo_stack, "_settings", lambda options, baseline=None: object())
+    monkeypatch.setattr(demo_stack, "_settings", lambda options, baselines=None: object())
     monkeypatch.setattr(demo_stack, "_check_ports", lambda options: None)
     monkeypatch.setattr(demo_stack, "_start_reference", lambda options, children: None)
-    monkeypatch.setattr(demo_stack, "record_baseline", lambda settings, folder: baseline)
+    monkeypatch.setattr(demo_stack, "_baselines", lambda settings, options: (baseline, None))
     monkeypatch.setattr(demo_stack, "_start_prometheus", lambda options, tmp, children: None)
     monkeypatch.setattr(demo_stack, "_serve", serve)
     monkeypatch.setattr(demo_stack, "without_created_series", lambda: None)
-    options = SimpleNamespace(reports_dir=None)
+    options = SimpleNamespace(reports_dir=None, dataset=None, conversations=None)
     assert demo_stack.run_demo(options) == 0  # type: ignore[arg-type]
     assert frozen_when_served and frozen_when_served[0] > 10_000

@@ -54,7 +54,8 @@ def test_the_first_complete_run_is_the_baseline_and_a_failure_mode_turns_red(
 ) -> None:
     """The demo saves its first complete run as the baseline, gates later runs against it, and a
     failure mode of the reference service turns the job red."""
-    with run_demo(tmp_path, prometheus=False) as demo:
+    # the golden set's job alone: the conversations' baseline is tests/demo/test_demo_command's
+    with run_demo(tmp_path, "--no-conversations", prometheus=False) as demo:
         reports = demo.stdout_path.parent / "reports"
         baseline = reports / BASELINE_FILE
         assert f"baseline               {baseline}, the first complete run" in demo.banner()

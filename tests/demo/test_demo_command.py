@@ -26,7 +26,12 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from evaluator.commands.demo_stack import DemoOptions, PrometheusUi, _banner
+from evaluator.commands.demo_stack import (
+    CONVERSATIONS_BASELINE_FILE,
+    DemoOptions,
+    PrometheusUi,
+    _banner,
+)
 from tests.support.interrupts import as_at_a_terminal
 from tests.support.ports import free_port
 from tests.support.prometheus import parse_log_lines, require_binary
@@ -134,14 +139,17 @@ class Demo:
                 out.setdefault(s.name, []).append((dict(s.labels), s.value))
         return out
 
-    def wait_for_complete_run(self, timeout: float = 60.0) -> float:
-        """Poll /metrics until ``rag_eval_runs_total{outcome="complete"} >= 1``; seconds
-        from the demo's start."""
+    def wait_for_complete_run(self, timeout: float = 60.0, dataset: str = "rag_cases") -> float:
+        """Poll /metrics until the golden set's job (``dataset``) has
+        ``rag_eval_runs_total{outcome="complete"} >= 1``; seconds from the demo's start."""
         deadline = time.monotonic() + timeout
         while True:
             with contextlib.suppress(httpx.TransportError):
                 runs = self.samples().get("rag_eval_runs_total", [])
-                if any(lab.get("outcome") == "complete" and v >= 1 for lab, v in runs):
+                if any(
+                    lab.get("outcome") == "complete" and lab.get("dataset") == dataset and v >= 1
+                    for lab, v in runs
+                ):
                     return time.monotonic() - self.started
             if self.proc.poll() is not None:
                 code = self.proc.returncode
@@ -188,6 +196,18 @@ class Demo:
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.proc.wait(10)
         self.client.close()
+
+
+def _of_job(
+    samples: dict[str, list[tuple[dict[str, str], float]]], dataset: str
+) -> dict[str, list[tuple[dict[str, str], float]]]:
+    """The samples of one of the demo's jobs (by its golden set)."""
+    out: dict[str, list[tuple[dict[str, str], float]]] = {}
+    for name, found in samples.items():
+        kept = [(labels, v) for labels, v in found if labels.get("dataset") == dataset]
+        if kept:
+            out[name] = kept
+    return out
 
 
 def _wait_for_banner(demo: Demo, timeout: float) -> bool:
@@ -252,7 +272,8 @@ def _prometheus_checks(demo: Demo) -> None:
         assert groups, "no rule groups loaded from deploy/prometheus/rules"
         deadline = time.monotonic() + 30.0  # the demo's scrape interval is 5 s
         while True:
-            body = client.get("/api/v1/query", params={"query": "rag_eval_mrr"}).json()
+            query = {"query": 'rag_eval_mrr{dataset="rag_cases"}'}
+            body = client.get("/api/v1/query", params=query).json()
             assert "success" == body["status"], body
             if body["data"]["result"]:
                 break
@@ -301,7 +322,7 @@ def test_demo_brings_up_live_metrics_and_stops_on_ctrl_c(tmp_path: Path, prometh
         else:
             assert "not started (--no-prometheus)" == shown.group(1), banner
 
-        samples = demo.samples()
+        samples = _of_job(demo.samples(), "rag_cases")
         for name, expected in README_BASELINE.items():
             ((labels, value),) = samples[name]
             assert {"dataset": "rag_cases", "target": "reference"} == labels
@@ -316,25 +337,47 @@ def test_demo_brings_up_live_metrics_and_stops_on_ctrl_c(tmp_path: Path, prometh
 
         # the demo judge judges each complete run, after the run's own metrics are out
         deadline = time.monotonic() + 30
-        while "rag_eval_judged_fact_recall" not in demo.samples() and time.monotonic() < deadline:
+        while "rag_eval_judged_fact_recall" not in _of_job(demo.samples(), "rag_cases"):
+            assert time.monotonic() < deadline, "no judged figures after 30 s"
             time.sleep(0.2)
-        ((_, judged),) = demo.samples()["rag_eval_judged_fact_recall"]
+        judged_samples = _of_job(demo.samples(), "rag_cases")
+        ((_, judged),) = judged_samples["rag_eval_judged_fact_recall"]
         assert judged == pytest.approx(0.746, abs=5e-4)
-        ((_, compromised),) = demo.samples()["rag_eval_judge_compromised"]
+        ((_, compromised),) = judged_samples["rag_eval_judge_compromised"]
         assert 0 == compromised
+
+        # the second job: the conversations, with their success and turns by position
+        deadline = time.monotonic() + 30
+        while "rag_eval_conversation_success" not in _of_job(demo.samples(), "conversations"):
+            assert time.monotonic() < deadline, "no conversation figures after 30 s"
+            time.sleep(0.2)
+        conversations = _of_job(demo.samples(), "conversations")
+        ((_, success),) = conversations["rag_eval_conversation_success"]
+        assert success == pytest.approx(0.853, abs=5e-4)
+        # gated against their own baseline, the demo's first run of them, and passing
+        assert (demo.stdout_path.parent / "reports" / CONVERSATIONS_BASELINE_FILE).is_file()
+        ((_, passing),) = conversations["rag_eval_gate_passing"]
+        assert 1.0 == passing
+        first_turns = [
+            v
+            for labels, v in conversations["rag_eval_quality_by_position"]
+            if labels["metric"] == "answer_accuracy" and labels["position"] == "1"
+        ]
+        assert [1.0] == first_turns
 
         health = demo.get("/healthz")
         assert 200 == health.status_code
         assert 200 == demo.get("/readyz").status_code
-        latest = demo.get("/reports/latest")
+        latest = demo.get("/reports/latest?target=reference&dataset=rag_cases")
         assert 200 == latest.status_code
         report = latest.json()
         assert 138 == report["case_count"] == len(report["cases"])
         assert "reference" == report["target"]
         assert 0 == report["error_count"]
-        page = demo.get("/")  # the banner's status page shows the demo's job
+        page = demo.get("/")  # the banner's status page shows the demo's jobs
         assert 200 == page.status_code
         assert "reference" in page.text and "rag_cases" in page.text
+        assert "conversations" in page.text
 
         if prometheus:
             _prometheus_checks(demo)
@@ -367,7 +410,10 @@ def test_ctrl_c_during_a_slow_run_stops_promptly_without_failing_the_service(
     nearly always lands during one. The demo must still stop within 15 s, and it must stop
     the daemon before the reference service: a run that went on against a service already
     shut down would record a burst of connection errors and an incomplete run."""
-    with run_demo(tmp_path, "--failure-mode", "slow_model", prometheus=False) as demo:
+    # the golden set alone: its baseline under slow_model already takes most of a minute
+    with run_demo(
+        tmp_path, "--failure-mode", "slow_model", "--no-conversations", prometheus=False
+    ) as demo:
         deadline = time.monotonic() + 30.0
         while _cases_scored(demo) < 1:  # the first run is under way
             assert demo.proc.poll() is None, demo.diagnostics()

@@ -20,8 +20,10 @@ import httpx
 import pytest
 
 from evaluator.commands.demo_stack import (
+    SOURCE_CONVERSATIONS,
     SOURCE_GOLDEN_SET,
     SOURCE_RULES,
+    default_conversations,
     default_golden_set,
     default_rules_dir,
 )
@@ -41,6 +43,17 @@ def test_the_packaged_golden_set_is_the_source_trees() -> None:
         "evaluator/commands/data/rag_cases.jsonl must be a copy of evals/rag_cases.jsonl: "
         "cp evals/rag_cases.jsonl evaluator/commands/data/"
     )
+
+
+def test_the_packaged_conversations_are_the_source_trees() -> None:
+    """The conversations packaged for the demo's second job are a copy of the source tree's,
+    the source tree's used there."""
+    packaged = REPO / "evaluator" / "commands" / "data" / "conversations.jsonl"
+    assert (REPO / SOURCE_CONVERSATIONS).read_bytes() == packaged.read_bytes(), (
+        "evaluator/commands/data/conversations.jsonl must be a copy of "
+        "evals/conversations.jsonl: cp evals/conversations.jsonl evaluator/commands/data/"
+    )
+    assert SOURCE_CONVERSATIONS == default_conversations(REPO)
 
 
 def test_the_packaged_rules_are_the_source_trees() -> None:

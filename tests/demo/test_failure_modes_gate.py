@@ -275,3 +275,44 @@ def test_failure_mode_fails_the_gate_with_its_diagnosis(
     noise = set() if area == "latency" else {"latency"}
     assert {area} == gate.areas - noise, gate.lines()
     _assert_direction(mode, gate.baseline, gate.candidate)
+
+
+CONVERSATIONS = REPO / "evals" / "conversations.jsonl"
+
+
+def test_history_ignored_fails_the_conversations_only(
+    reference: Reference, workdir: Path, baseline: Path
+) -> None:
+    """history_ignored, judged by the demo's rules: the conversations' gate fails on the
+    second turns and on conversation success (and on the run's ratios, which the follow-ups
+    pull down), never on errors or latency, the first turns unchanged; the golden set of
+    questions passes (the README's demo paragraph)."""
+    reference.set_modes()
+    conversations = workdir / "baseline-conversations.json"
+    done = _evaluator(
+        workdir, "run", "--dataset", str(CONVERSATIONS), "--target-url", f"{reference.url}/rag",
+        "--output", str(conversations),
+    )  # fmt: skip
+    assert 0 == done.returncode, done.stderr + done.stdout
+    reference.set_modes("history_ignored")
+    try:
+        questions = _gate(reference, workdir, baseline, "history_ignored")
+        candidate = workdir / "candidate-conversations.json"
+        done = _evaluator(
+            workdir, "gate", "--baseline", str(conversations), "--dataset", str(CONVERSATIONS),
+            "--target-url", f"{reference.url}/rag", "--gates", str(GATES), "--format", "json",
+            "--output", str(candidate),
+        )  # fmt: skip
+    finally:
+        reference.set_modes()
+    result = json.loads(done.stdout)
+    before = _summary(conversations)["by_position"]
+    after = _summary(candidate)["by_position"]
+
+    assert (EXIT_OK, set()) == (questions.code, questions.failed_rules)
+    assert EXIT_GATE_FAILED == done.returncode
+    failed = {r["name"] for r in result["rules"] if r["status"] == "fail"}
+    assert {"answer_accuracy@2.max_drop", "conversation_success.max_drop"} <= failed
+    assert set() == failed & {"error_rate.max_growth", "p95_seconds.max"}
+    assert before["1"]["answer_accuracy"] == after["1"]["answer_accuracy"] == 1.0
+    assert after["2"]["answer_accuracy"] < 0.1 < before["2"]["answer_accuracy"]
