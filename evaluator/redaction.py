@@ -208,35 +208,46 @@ def derived_secrets(secret: str) -> set[str]:
     decoded ``user:password`` and the password of ``Basic <base64>``, the ``user:password``
     and the password of a URL's userinfo (decoded), and the value of each query parameter of
     a URL whose name says it is a secret (``?api_key=...&sig=...``, decoded)."""
-    found: set[str] = set()
-    scheme, _, rest = secret.strip().partition(" ")
-    rest = rest.strip()
-    if scheme.lower() in ("bearer", "token") and len(rest) >= _MIN_PART:
-        found.add(rest)
-    if scheme.lower() == "basic" and rest:
-        try:
-            decoded = base64.b64decode(rest + "=" * (-len(rest) % 4), validate=True).decode()
-        except (binascii.Error, UnicodeDecodeError, ValueError):
-            decoded = ""
-        _user, sep, password = decoded.partition(":")
-        if sep:
-            found.add(decoded)
-            if len(password) >= _MIN_PART:
-                found.add(password)
+    found = _scheme_secrets(secret)
     if "://" in secret and "?" in secret:
         found |= _query_secrets(secret)
     if "://" in secret and "@" in secret:
-        try:
-            parts = urlsplit(secret.strip())
-            userinfo = (parts.username or "", parts.password or "")
-        except ValueError:
-            userinfo = ("", "")
-        if userinfo[1]:
-            user, pw = unquote(userinfo[0]), unquote(userinfo[1])
-            found.add(f"{user}:{pw}")
-            if len(pw) >= _MIN_PART:
-                found.add(pw)
+        found |= _userinfo_secrets(secret)
     return found
+
+
+def _scheme_secrets(secret: str) -> set[str]:
+    """The token of ``Bearer X`` (or ``Token X``); the decoded ``user:password`` and the
+    password of ``Basic <base64>``."""
+    scheme, _, rest = secret.strip().partition(" ")
+    rest = rest.strip()
+    if scheme.lower() in ("bearer", "token") and len(rest) >= _MIN_PART:
+        return {rest}
+    if scheme.lower() != "basic" or not rest:
+        return set()
+    try:
+        decoded = base64.b64decode(rest + "=" * (-len(rest) % 4), validate=True).decode()
+    except (binascii.Error, UnicodeDecodeError, ValueError):
+        return set()
+    _user, sep, password = decoded.partition(":")
+    if not sep:
+        return set()
+    return {decoded, password} if len(password) >= _MIN_PART else {decoded}
+
+
+def _userinfo_secrets(url: str) -> set[str]:
+    """The decoded ``user:password`` and the password of a URL's userinfo."""
+    try:
+        parts = urlsplit(url.strip())
+        user, password = parts.username or "", parts.password or ""
+    except ValueError:
+        return set()
+    if not password:
+        return set()
+    user, password = unquote(user), unquote(password)
+    return (
+        {f"{user}:{password}", password} if len(password) >= _MIN_PART else {f"{user}:{password}"}
+    )
 
 
 def _query_secrets(url: str) -> set[str]:
@@ -287,6 +298,27 @@ def trie_pattern(words: Iterable[str]) -> str:
     return build(root)
 
 
+def _forms(secrets: Iterable[str]) -> set[str]:
+    """Every encoded form of each secret; beyond the bound only the secret as given (its
+    encoded forms and per-character pattern compiled for a minute: a 60,000-character header
+    value at check)."""
+    forms: set[str] = set()
+    for secret in secrets:
+        forms |= encoded_forms(secret) if len(secret) <= MAX_ENCODED_SECRET_CHARS else {secret}
+    return forms
+
+
+def _charwise(secrets: Iterable[str]) -> re.Pattern[str] | None:
+    """The character-wise pattern of the secrets within the bound, longest first (a secret
+    holding another is masked whole); None without one."""
+    charwise = [
+        charwise_pattern(s)
+        for s in sorted(secrets, key=len, reverse=True)
+        if len(s) <= MAX_ENCODED_SECRET_CHARS
+    ]
+    return re.compile("|".join(charwise)) if charwise else None
+
+
 class Redactor:
     """Replaces known secrets, in all their :func:`encoded_forms`, with ``***``.
 
@@ -298,20 +330,10 @@ class Redactor:
         for secret in list(given):
             given |= derived_secrets(secret)
         self.secrets = frozenset(given)
-        forms: set[str] = set()
-        for secret in self.secrets:
-            # beyond the bound only the secret as given: its encoded forms and per-character
-            # pattern compiled for a minute (a 60,000-character header value at check)
-            forms |= encoded_forms(secret) if len(secret) <= MAX_ENCODED_SECRET_CHARS else {secret}
+        forms = _forms(self.secrets)
         # a form containing another is replaced whole: the pattern prefers the longest
         self._pattern = re.compile(trie_pattern(sorted(forms))) if forms else None
-        # longest first: a secret holding another is masked whole
-        charwise = [
-            charwise_pattern(s)
-            for s in sorted(self.secrets, key=len, reverse=True)
-            if len(s) <= MAX_ENCODED_SECRET_CHARS
-        ]
-        self._charwise = re.compile("|".join(charwise)) if charwise else None
+        self._charwise = _charwise(self.secrets)
         #: how far from an escape a character-wise match can reach, either way
         self._reach = _MAX_CHAR_FORM * max(
             (len(s) for s in self.secrets if len(s) <= MAX_ENCODED_SECRET_CHARS), default=0
