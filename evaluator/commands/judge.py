@@ -13,9 +13,14 @@ from pathlib import Path
 
 from evaluator.commands.flags import CommonOptions
 from evaluator.config import load_settings
-from evaluator.errors import ConfigError, ExitCode
+from evaluator.errors import ConfigError, EvaluatorError, ExitCode
 
-__all__ = ["Options", "add_cache_flag", "configure", "handle"]
+__all__ = ["JudgeUnavailableError", "Options", "add_cache_flag", "configure", "handle"]
+
+
+class JudgeUnavailableError(EvaluatorError):
+    """Nothing could be judged: every judge call failed (the message names each judge's URL
+    and error)."""
 
 
 @dataclass(frozen=True)
@@ -43,7 +48,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def handle(options: Options) -> int:
     # here, not at the top: `evaluator run` imports this module for its flag alone
-    from evaluator.judge.apply import format_judged, judge_file
+    from evaluator.judge.apply import format_judged, judge_down, judge_file
 
     settings = load_settings(options.config)
     job = settings.job(options.job) if options.job is not None or settings.jobs else None
@@ -55,7 +60,12 @@ def handle(options: Options) -> int:
         config,
         cache_folder=None if options.no_judge_cache else settings.reports_dir,
         output=Path(options.output) if options.output else None,
+        keep_unjudged=False,
     )
-    print(format_judged(judged))
+    print(format_judged(judged, config))
+    down = judge_down(judged, config)
+    if down is not None:
+        # a judge that is down is a failure, and its errors never replace earlier verdicts
+        raise JudgeUnavailableError(f"{down}; {options.report} left as it was")
     print(f"report: {options.output or options.report}")
     return ExitCode.OK

@@ -82,10 +82,13 @@ def _run(options: Options, settings: Settings, plan: JobPlan) -> int:
     repeats = format_repeats(report)
     if repeats is not None:
         print(repeats)
-    if judged is not None:
-        from evaluator.judge.apply import format_judged
+    if judged is not None and judge is not None:
+        from evaluator.judge.apply import format_judged, judge_down
 
-        print(format_judged(judged))
+        print(format_judged(judged, judge))
+        down = judge_down(judged, judge)
+        if down is not None:
+            warn(down)
     print(f"report: {output}")
     if options.html:
         _write_html(options, options.html, settings, judge, output)

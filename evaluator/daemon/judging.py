@@ -20,7 +20,7 @@ import structlog
 from evaluator.config import JobConfig, Settings
 from evaluator.daemon.exporter import Metrics
 from evaluator.judge.agreement import vote_figures
-from evaluator.judge.apply import calibration_of, trust_problem, with_calibration
+from evaluator.judge.apply import calibration_of, judge_down, trust_problem, with_calibration
 from evaluator.judge.calibration_store import CALIBRATION_FILE, read_calibration
 from evaluator.judge.drift import rejudge_labelled
 from evaluator.judge.judged_pass import CallEvent, judge_report
@@ -85,7 +85,10 @@ class DaemonJudge:
         judged = with_calibration(judged, self.reports_dir)
         # the stored calibration is a file from outside: read (bounded) off the event loop
         calibrated = await asyncio.to_thread(calibration_of, judged)
-        self.problem = trust_problem(judged, calibrated)
+        down = judge_down(judged, self.config)
+        if down is not None:
+            log.warning("judge_down", job="/".join(self.labels), error=down)
+        self.problem = down or trust_problem(judged, calibrated)
         self._export(judged, calibrated)
         judged_report = msgspec.structs.replace(report, judge=judged.to_dict())
         self.latest = judged_report

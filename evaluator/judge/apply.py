@@ -18,12 +18,23 @@ from evaluator.judge.calibration_store import CALIBRATION_FILE, read_calibration
 from evaluator.judge.checks import judged_metric
 from evaluator.judge.judged_pass import judge_report
 from evaluator.judge.panel import JudgePanel
-from evaluator.judge.record import JudgedRun
+from evaluator.judge.record import CheckOutcome, JudgedRun
 from evaluator.judge.settings import JudgeConfig
 from evaluator.judge.store import VerdictStore
+from evaluator.redaction import redactor
 from evaluator.report import RunReport, read_report, write_report
 
-__all__ = ["calibration_of", "format_judged", "judge_file", "trust_problem", "with_calibration"]
+__all__ = [
+    "calibration_of",
+    "canaries_line",
+    "failing_judges",
+    "format_judged",
+    "judge_down",
+    "judge_file",
+    "nothing_judged",
+    "trust_problem",
+    "with_calibration",
+]
 
 
 def judge_file(
@@ -32,10 +43,13 @@ def judge_file(
     *,
     cache_folder: Path | None,
     output: Path | None = None,
+    keep_unjudged: bool = True,
 ) -> tuple[RunReport, JudgedRun]:
     """Judge the report at ``path`` and write it (to ``output``, default in place).
 
     ``cache_folder`` holds the history store whose verdict cache is used (None: no cache).
+    ``keep_unjudged`` False: when :func:`nothing_judged`, nothing is written (a judge that
+    is down never overwrites a report's earlier verdicts with its errors).
     """
     report = read_report(path)
     cache = VerdictStore(cache_folder) if cache_folder is not None and config.cache else None
@@ -45,9 +59,62 @@ def judge_file(
             return await judge_report(report, panel, cache=cache)
 
     judged = with_calibration(asyncio.run(go()), cache_folder or path.parent)
+    if not keep_unjudged and nothing_judged(judged):
+        return report, judged
     report = msgspec.structs.replace(report, judge=judged.to_dict())
     write_report(report, output or path)
     return report, judged
+
+
+def nothing_judged(judged: JudgedRun) -> bool:
+    """Whether there was something to judge (a case's check, a canary) and no verdict came
+    back for any of it: the judge is down, refuses, or the budget allowed no call."""
+    outcomes = [o for c in judged.cases for o in c.outcomes]
+    if not outcomes and not judged.canaries:
+        return False
+    verdicts = any(o.status in ("judged", "uncertain") for o in outcomes)
+    return not verdicts and all(c.fooled is None for c in judged.canaries)
+
+
+def failing_judges(judged: JudgedRun, config: JudgeConfig) -> list[str]:
+    """Each judge with failed calls, by name and URL, with how many and the first error:
+    ``judge m at http://...: 5 checks failed; judge_connect: judge unreachable: ...``."""
+    urls = {name: member.url for name, member in config.members()}
+    failed: dict[str, list[CheckOutcome]] = {}
+    for case in judged.cases:
+        for outcome in case.outcomes:
+            for member, one in _votes(outcome, judged.model):
+                if one.status == "error":
+                    failed.setdefault(member, []).append(one)
+    lines = []
+    for member, errors in failed.items():
+        url = redactor().redact_text(urls.get(member, "(not configured now)"))
+        first = errors[0]
+        calls = f"{len(errors)} check{'s' if len(errors) != 1 else ''} failed"
+        lines.append(
+            printable(f"judge {member} at {url}: {calls}; {first.error_kind}: {first.error}")
+        )
+    return lines
+
+
+def _votes(outcome: CheckOutcome, model: str) -> list[tuple[str, CheckOutcome]]:
+    """An outcome's votes by judge name (a judge asked once: its one outcome, the model's)."""
+    if outcome.votes:
+        return [(v.member, v.outcome) for v in outcome.votes]
+    return [(model, outcome)]
+
+
+def judge_down(judged: JudgedRun, config: JudgeConfig) -> str | None:
+    """When nothing was judged, why, in one line naming each failing judge's URL and error
+    (None: something was judged, or there was nothing to judge)."""
+    if not nothing_judged(judged):
+        return None
+    failing = failing_judges(judged, config)
+    if failing:
+        return "nothing judged: " + "; ".join(failing)
+    if judged.usage.skipped:
+        return "nothing judged: the judge's budget (max_calls, max_cost) allowed no call"
+    return "nothing judged: no verdict came back"
 
 
 def with_calibration(judged: JudgedRun, folder: Path) -> JudgedRun:
@@ -78,11 +145,14 @@ def trust_problem(judged: JudgedRun, calibrated: Mapping[str, bool]) -> str | No
     return f"uncalibrated for {', '.join(missing)}" if missing else None
 
 
-def format_judged(judged: JudgedRun) -> str:
+def format_judged(judged: JudgedRun, config: JudgeConfig | None = None) -> str:
     """The judged metrics and the judge's own health, for the terminal; a metric whose check
-    the named calibration does not call calibrated says so."""
+    the named calibration does not call calibrated says so. With the judge's ``config``,
+    each judge whose calls failed is named with its URL and first error."""
     calibrated = calibration_of(judged)
     lines = [f"judge: {printable(judged.model)} (prompts {printable(judged.prompt_version)})"]
+    if nothing_judged(judged):
+        lines.append("  NOTHING JUDGED: no judge call gave a verdict; judged metrics are n/a")
     if judged.compromised:
         lines.append(
             "  COMPROMISED: a canary answer was judged supported; judged metrics are advisory"
@@ -98,10 +168,24 @@ def format_judged(judged: JudgedRun) -> str:
         f"  calls {u.calls}, cache hits {u.cache_hits}, skipped {u.skipped}, errors: {errors}; "
         f"tokens {u.input_tokens}+{u.output_tokens}, cost {u.cost:.4f}"
     )
-    fooled = sum(1 for c in judged.canaries if c.fooled)
-    lines.append(f"  canaries {len(judged.canaries)}, fooled {fooled}")
+    if config is not None:
+        lines.extend(f"  {line}" for line in failing_judges(judged, config))
+    lines.append(f"  {canaries_line(judged)}")
     lines.extend(_votes_lines(judged))
     return "\n".join(lines)
+
+
+def canaries_line(judged: JudgedRun) -> str:
+    """The canaries in words: how many fooled the judge, out of those it judged (a canary
+    whose call failed fooled no one, and was not judged either)."""
+    total = len(judged.canaries)
+    answered = [c for c in judged.canaries if c.fooled is not None]
+    fooled = sum(1 for c in answered if c.fooled)
+    if total and not answered:
+        return f"canaries not judged ({total}: no verdict came back)"
+    if len(answered) < total:
+        return f"canaries {total}, judged {len(answered)}, fooled {fooled}"
+    return f"canaries {total}" + (f", fooled {fooled}" if total else "")
 
 
 def _votes_lines(judged: JudgedRun) -> list[str]:
