@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import ssl
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import jmespath
 from pydantic import JsonValue
@@ -67,14 +67,16 @@ def build_http_target(
     from evaluator.targets.request import RequestTemplate
 
     where = f"target {config.label!r}"
-    body, response, streaming = _preset(config)
+    applied = _preset(config)
+    response, streaming = applied.response, applied.streaming
     try:
         template = RequestTemplate.from_config(
             config.url,
             method=config.request.method,
             params=config.request.params,
             headers=config.request.headers,
-            body=body,
+            body=applied.body,
+            turn_body=applied.turn_body,
             environ=os.environ if environ is None else environ,
         )
     except ConfigError as exc:
@@ -125,25 +127,36 @@ def build_http_target(
     )
 
 
-def _preset(
-    config: HttpTargetConfig,
-) -> tuple[JsonValue, ResponseConfig | None, StreamingConfig | None]:
-    """The body, response mapping and streaming of ``config``, its kind's preset applied
-    (the configuration's own fields override the preset's)."""
+class _Applied(NamedTuple):
+    """A target's request bodies, response mapping and streaming, its preset applied."""
+
+    body: JsonValue
+    #: a conversation's turn (None: ``body``, whose placeholders place the history)
+    turn_body: JsonValue
+    response: ResponseConfig | None
+    streaming: StreamingConfig | None
+
+
+def _preset(config: HttpTargetConfig) -> _Applied:
+    """The bodies, response mapping and streaming of ``config``, its kind's preset applied
+    (the configuration's own fields override the preset's: a body of its own is sent for
+    a conversation's turn too, its placeholders saying where the history goes)."""
     if config.kind == "http":
-        return config.request.body, config.response, config.streaming
+        return _Applied(config.request.body, None, config.response, config.streaming)
     assert config.model is not None  # HttpTargetConfig's validator
     preset = presets.PRESETS[config.kind]
     body = config.request.body
+    turn_body = None
     if body is None:
         body = preset.body(config.model, config.stream)
+        turn_body = preset.turn_body(config.model, config.stream)
     # the configuration merged the preset's mapping under its own [response] fields
     response = config.response
     streaming = None
     if config.stream:
         # a [streaming] table was merged over the preset's by the configuration
         streaming = config.streaming or StreamingConfig.model_validate(dict(preset.streaming))
-    return body, response, streaming
+    return _Applied(body, turn_body, response, streaming)
 
 
 def _stream_spec(streaming: StreamingConfig | None) -> StreamSpec | None:

@@ -1,7 +1,8 @@
 """Presets: what a target of a well-known kind sends and where its fields are.
 
 ``openai-chat``: an OpenAI-compatible chat completions endpoint (``POST .../chat/completions``),
-which many RAG frameworks serve. The question is the user message; the answer is
+which many RAG frameworks serve. The question is the user message (a conversation's turn
+sends the earlier turns as the messages before it, as chat clients do); the answer is
 ``choices[0].message.content``, or streamed (``"stream": true``) the assembled
 ``choices[0].delta.content`` of each server-sent event, complete at ``data: [DONE]`` or at a
 close after the chunk whose ``finish_reason`` is set (vLLM, llama.cpp and others send no
@@ -13,15 +14,15 @@ citations are wherever the service puts its sources: set ``response.ids`` (and
 and citation metrics are n/a.
 
 ``openai-responses``: the Responses API (``POST .../responses``). The question is the
-``input``; the answer is the ``output_text`` parts of the ``message`` output items; the
-retrieved ids are the ``file_search_call`` results (asked for with
-``include: ["file_search_call.results"]``), with their texts and scores; the citations are
-the ``file_citation`` (file id) and ``url_citation`` (url) annotations of the answer; usage
-is ``usage.input_tokens`` and ``usage.output_tokens``; an answer without a
-``file_search_call`` reports no retrieval (``retrieved_when``: its retrieval metrics are n/a,
-not 0). Streamed, the answer is the
-``response.output_text.delta`` events and the fields are read from ``response.completed``
-(or ``response.incomplete``, an answer cut at its token limit).
+``input`` (a conversation's turn: the earlier turns as input messages, then the question);
+the answer is the ``output_text`` parts of the ``message`` output items; the retrieved ids
+are the ``file_search_call`` results (asked for with ``include:
+["file_search_call.results"]``), with their texts and scores; the citations are the
+``file_citation`` (file id) and ``url_citation`` (url) annotations of the answer; usage is
+``usage.input_tokens`` and ``usage.output_tokens``; an answer without a ``file_search_call``
+reports no retrieval (``retrieved_when``: its retrieval metrics are n/a, not 0). Streamed,
+the answer is the ``response.output_text.delta`` events and the fields are read from
+``response.completed`` (or ``response.incomplete``, an answer cut at its token limit).
 
 Every field given in the target's ``[targets.response]`` overrides the preset's, and a
 ``[targets.streaming]`` table overrides the preset's streaming settings key by key.
@@ -51,6 +52,9 @@ class Preset:
     description: str
     #: the request body for a model name and whether a streamed answer is asked for
     body: Callable[[str, bool], JsonValue]
+    #: the body of a conversation's turn: the earlier turns where the API takes them
+    #: (chat messages, input items), the question last
+    turn_body: Callable[[str, bool], JsonValue]
     #: the response mapping (JMESPath per field) of a JSON body
     response: Mapping[str, str]
     #: how a streamed answer is read (the ``[targets.streaming]`` keys)
@@ -111,11 +115,12 @@ _OPENAI_RESPONSES_STREAMING: dict[str, str] = {
 }
 
 
-def _chat_body(model: str, stream: bool) -> JsonValue:
-    """A chat completion of the question as the user's message (usage asked for in a stream)."""
+def _chat_body(model: str, stream: bool, messages: JsonValue = None) -> JsonValue:
+    """A chat completion of the question as the user's message (usage asked for in a
+    stream); ``messages``: a conversation's, in its place."""
     body: dict[str, JsonValue] = {
         "model": model,
-        "messages": [{"role": "user", "content": "{question}"}],
+        "messages": [{"role": "user", "content": "{question}"}] if messages is None else messages,
         "stream": stream,
     }
     if stream:
@@ -123,14 +128,26 @@ def _chat_body(model: str, stream: bool) -> JsonValue:
     return body
 
 
-def _responses_body(model: str, stream: bool) -> JsonValue:
-    """A response to the question as the input, the file search results included."""
+def _chat_turn(model: str, stream: bool) -> JsonValue:
+    """A conversation's turn as chat clients send it: the earlier turns as messages, then
+    the question as the user's."""
+    return _chat_body(model, stream, "{messages}")
+
+
+def _responses_body(model: str, stream: bool, turn: bool = False) -> JsonValue:
+    """A response to the question as the input, the file search results included; a
+    conversation's turn sends the earlier turns as input items before it."""
     return {
         "model": model,
-        "input": "{question}",
+        "input": "{messages}" if turn else "{question}",
         "include": ["file_search_call.results"],
         "stream": stream,
     }
+
+
+def _responses_turn(model: str, stream: bool) -> JsonValue:
+    """A conversation's turn: the earlier turns as input messages, the question last."""
+    return _responses_body(model, stream, turn=True)
 
 
 #: the Responses API's fields when streamed: response.completed carries the whole response
@@ -146,12 +163,14 @@ PRESETS: Mapping[str, Preset] = MappingProxyType(
         "openai-chat": Preset(
             description="an OpenAI-compatible chat completions endpoint",
             body=_chat_body,
+            turn_body=_chat_turn,
             response=_OPENAI_CHAT_RESPONSE,
             streaming=_OPENAI_CHAT_STREAMING,
         ),
         "openai-responses": Preset(
             description="the OpenAI Responses API",
             body=_responses_body,
+            turn_body=_responses_turn,
             response=_OPENAI_RESPONSES_RESPONSE,
             streaming=_OPENAI_RESPONSES_STREAMING,
             streamed_response=_OPENAI_RESPONSES_STREAMED,

@@ -263,3 +263,82 @@ class TestStatefulService:
             for r in report.cases
             if r.error is not None
         ]
+
+
+def _chat_reply(request: dict[str, Any]) -> Reply:
+    """An OpenAI chat completion answering the last user message."""
+    question = request["messages"][-1]["content"]
+    message = {"role": "assistant", "content": f"fact: answer to {question}"}
+    return Reply(body={"choices": [{"message": message}], "sources": [{"id": "d1"}]})
+
+
+def _responses_reply(request: dict[str, Any]) -> Reply:
+    """A Responses API answer to the last input item (or the input string)."""
+    given = request["input"]
+    question = given if isinstance(given, str) else given[-1]["content"]
+    text = {"type": "output_text", "text": f"fact: answer to {question}", "annotations": []}
+    return Reply(body={"output": [{"type": "message", "content": [text]}]})
+
+
+class TestPresets:
+    """The chat presets send the earlier turns as real chat clients do."""
+
+    def test_openai_chat_sends_earlier_turns_as_messages(self) -> None:
+        """Turn 2's messages are turn 1's question and answer, then its own question; a
+        question of its own is the user's message alone, as before."""
+        with LoopbackServer(_chat_reply, path="/v1/chat/completions") as server:
+            config = {
+                "url": server.url,
+                "kind": "openai-chat",
+                "model": "m",
+                "response": {"ids": "sources[].id"},
+            }
+            _run(config, _dataset(_conversation("c", "first?", "second?")))
+            turns = [r["messages"] for r in server.requests]
+
+        assert [
+            [{"role": "user", "content": "first?"}],
+            [
+                {"role": "user", "content": "first?"},
+                {"role": "assistant", "content": "fact: answer to first?"},
+                {"role": "user", "content": "second?"},
+            ],
+        ] == turns
+
+    def test_openai_responses_sends_earlier_turns_as_input_items(self) -> None:
+        """Turn 2's input is a list of messages, the question last."""
+        with LoopbackServer(_responses_reply, path="/v1/responses") as server:
+            config = {"url": server.url, "kind": "openai-responses", "model": "m"}
+            report = _run(config, _dataset(_conversation("c", "first?", "second?")))
+            inputs = [r["input"] for r in server.requests]
+
+        assert [] == [r.id for r in report.cases if r.error is not None]
+        assert [
+            [{"role": "user", "content": "first?"}],
+            [
+                {"role": "user", "content": "first?"},
+                {"role": "assistant", "content": "fact: answer to first?"},
+                {"role": "user", "content": "second?"},
+            ],
+        ] == inputs
+
+    def test_the_chat_preset_against_the_reference_service(
+        self, reference: ReferenceServer
+    ) -> None:
+        """The reference service's OpenAI-compatible route, through the openai-chat preset,
+        answers the conversations as its default contract does with the history in the
+        body."""
+        dataset = load_dataset(ROOT / "evals" / "conversations.jsonl")
+        chat = _run(
+            {
+                "url": f"{reference.url}/rag/v1/chat/completions",
+                "kind": "openai-chat",
+                "model": "reference-rag",
+                "response": {"ids": "sources[].id", "citations": "citations"},
+            },
+            dataset,
+        )
+        sent = _run({"url": f"{reference.url}/rag"}, dataset)
+
+        assert [r.answer for r in sent.cases] == [r.answer for r in chat.cases]
+        assert sent.summary.get("conversation_success") == chat.summary.get("conversation_success")

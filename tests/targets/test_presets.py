@@ -26,9 +26,15 @@ def _acme_body(model: str, stream: bool) -> JsonValue:
     return {"engine": model, "q": "{question}", "streaming": stream}
 
 
+def _acme_turn(model: str, stream: bool) -> JsonValue:
+    """The throwaway service's turn of a conversation: its history as ``past``."""
+    return {"engine": model, "q": "{question}", "past": "{history}", "streaming": stream}
+
+
 THROWAWAY = Preset(
     description="a made-up search API",
     body=_acme_body,
+    turn_body=_acme_turn,
     response={"ids": "hits[].doc", "answer": "reply.text", "citations": "reply.cites"},
     streaming={"format": "ndjson", "content": "delta"},
 )
