@@ -116,15 +116,9 @@ def _check_started(settings: Settings, problems: list[str]) -> None:
         _check("otlp", export, problems)
 
 
-def handle(options: Options) -> int:
-    from evaluator.commands.common import settings_from_flags
-
-    settings = settings_from_flags(options.config)
-    problems: list[str] = []
-    if not settings.jobs:
-        problems.append("no [[jobs]]: the daemon would have nothing to run")
-        print("FAIL  jobs: none configured")
-    _check_started(settings, problems)
+def _check_targets(settings: Settings, problems: list[str]) -> None:
+    """Each target built (its request template, TLS, secrets) and closed, and what its
+    configuration reveals."""
     for target in settings.targets:
 
         def build(target: TargetConfig = target) -> str:
@@ -136,6 +130,10 @@ def handle(options: Options) -> int:
         _check(f"target {target.label}", build, problems)
         for warning in check_warnings(target):
             print(f"warn  {warning}")
+
+
+def _check_jobs(settings: Settings, problems: list[str]) -> None:
+    """Each job's golden set read, its judge's headers resolved, its baseline read."""
     for job in settings.jobs:
 
         def golden(path: Path = job.dataset) -> str:
@@ -159,11 +157,9 @@ def handle(options: Options) -> int:
 
             _check(f"job {job.key}: baseline", baseline, problems)
 
-    def gates() -> str:
-        gates = load_gates(settings.gates_file)
-        return f"{gates.source}, {len(gates.rules)} rules"
 
-    _check("gate rules", gates, problems)
+def _check_slos(settings: Settings, problems: list[str]) -> None:
+    """Each SLO in words, with what it notes of the jobs it reads."""
     for slo in settings.slos:
 
         def described(slo: SloConfig = slo) -> str:
@@ -172,6 +168,27 @@ def handle(options: Options) -> int:
         _check(f"slo {slo.name}", described, problems)
         for note in _slo_notes(settings, slo):
             print(f"note  slo {slo.name}: {note}")
+
+
+def handle(options: Options) -> int:
+    """Check everything the configuration names, sending nothing to any target."""
+    from evaluator.commands.common import settings_from_flags
+
+    settings = settings_from_flags(options.config)
+    problems: list[str] = []
+    if not settings.jobs:
+        problems.append("no [[jobs]]: the daemon would have nothing to run")
+        print("FAIL  jobs: none configured")
+    _check_started(settings, problems)
+    _check_targets(settings, problems)
+    _check_jobs(settings, problems)
+
+    def gates() -> str:
+        gates = load_gates(settings.gates_file)
+        return f"{gates.source}, {len(gates.rules)} rules"
+
+    _check("gate rules", gates, problems)
+    _check_slos(settings, problems)
     if problems:
         print(f"{len(problems)} problem(s); nothing was sent to any target")
         return ExitCode.ERROR

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from decimal import Decimal
 
 from evaluator.border import printable
-from evaluator.metrics import METRICS, format_seconds
+from evaluator.metrics import METRICS, MetricSpec, format_seconds
 from evaluator.models import CaseError, CaseRecord, CaseScores
 from evaluator.pages.worst import badness, worst_cases
 from evaluator.report import RunReport
@@ -46,6 +46,14 @@ def format_cost(value: float, currency: str = DEFAULT_CURRENCY) -> str:
     return f"{digits:f} {currency}"
 
 
+def _summary_value(spec: MetricSpec, raw: float | None, currency: str) -> str:
+    """One metric's value as the summary writes it: a cost in its currency, a duration in
+    its unit, a count whole, a ratio to four places."""
+    if spec.name.startswith("cost_") and raw is not None:
+        return format_cost(raw, currency)
+    return _fmt(raw, seconds=spec.unit == "seconds", count=spec.unit == "count")
+
+
 def format_summary(summary: Summary, currency: str = DEFAULT_CURRENCY) -> str:
     """The summary as an aligned two-column table, with the denominators shown; costs in
     ``currency`` (the target's prices)."""
@@ -54,12 +62,7 @@ def format_summary(summary: Summary, currency: str = DEFAULT_CURRENCY) -> str:
     width = max(22, *(len(spec.name) for spec in shown))
     lines = [f"{'metric':<{width}} {'value':>9}  cases"]
     for spec in shown:
-        raw = summary.get(spec.name)
-        if spec.name.startswith("cost_") and raw is not None:
-            value = format_cost(raw, currency)
-        else:
-            value = _fmt(raw, seconds=spec.unit == "seconds", count=spec.unit == "count")
-        row = f"{spec.name:<{width}} {value:>9}"
+        row = f"{spec.name:<{width}} {_summary_value(spec, summary.get(spec.name), currency):>9}"
         # the denominator beside each ratio; a percentile has none (it is over every case)
         cases = _cases(summary, spec.name) if spec.unit == "ratio" else None
         lines.append(row if cases is None else f"{row}  {cases}")

@@ -204,10 +204,15 @@ def _show_case(
         f"{'mrr':<6} error"
     )
     for o in outcomes:
-        mrr = "-" if o.mrr is None else f"{o.mrr:.3f}"
-        print(
-            f"{_stamp(o.finished_at):<21} {o.run_id:<13} {o.run_outcome:<12} "
-            f"{_check(o.answer, 'pass', 'fail'):<7} {_check(o.hit, 'hit', 'miss'):<5} {mrr:<6} "
-            f"{o.error_kind or ''}".rstrip()
-        )
+        print(_outcome_line(o))
     return ExitCode.OK
+
+
+def _outcome_line(o: CaseOutcome) -> str:
+    """One past outcome as a row of the case's table."""
+    mrr = "-" if o.mrr is None else f"{o.mrr:.3f}"
+    return (
+        f"{_stamp(o.finished_at):<21} {o.run_id:<13} {o.run_outcome:<12} "
+        f"{_check(o.answer, 'pass', 'fail'):<7} {_check(o.hit, 'hit', 'miss'):<5} {mrr:<6} "
+        f"{o.error_kind or ''}".rstrip()
+    )

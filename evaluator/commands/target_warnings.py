@@ -63,6 +63,15 @@ def ids_warning(target: TargetConfig) -> str | None:
     )
 
 
+def _unmatched_brackets(style: str, answers: Sequence[str]) -> list[str]:
+    """The bracketed markers in the answers, when the configured style found no marker in
+    any of them (none when it found one)."""
+    markers = compile_markers(style)
+    if any(markers(a) for a in answers):
+        return []
+    return [b for a in answers if (b := first_bracketed(a)) is not None]
+
+
 def markers_warning(target: TargetConfig, answers: Sequence[str | None]) -> str | None:
     """The warning when ``citation_markers`` found no marker in any answer while some hold
     markers of a built-in style: its citations would silently count none."""
@@ -71,11 +80,8 @@ def markers_warning(target: TargetConfig, answers: Sequence[str | None]) -> str 
     style = target.response.citation_markers
     if style is None:
         return None
-    markers = compile_markers(style)
     given = [a for a in answers if a]
-    if any(markers(a) for a in given):
-        return None
-    bracketed = [b for a in given if (b := first_bracketed(a)) is not None]
+    bracketed = _unmatched_brackets(style, given)
     if not bracketed:
         return None
     example = border.printable(bracketed[0][:40])

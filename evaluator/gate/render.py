@@ -53,24 +53,30 @@ def _ids(ids: Sequence[str], limit: int = _ID_LIMIT) -> str:
 
 
 def _headline(result: GateResult) -> str:
+    """The first line: refused, passed, or failed and why."""
     applicable = [r for r in result.rules if r.applicable]
     na = len(result.rules) - len(applicable)
     na_text = f" ({na} not applicable)" if na else ""
-    missing = result.missing_ids
     if result.refused:
         return "gate REFUSED: " + "; ".join(result.refused)
     if result.passed:
         return f"gate passed: {len(applicable)} of {len(result.rules)} rules passed{na_text}"
+    return "gate FAILED: " + "; ".join(_failed_parts(result, na_text))
+
+
+def _failed_parts(result: GateResult, na_text: str) -> list[str]:
+    """Why a gate failed: its failed rules, missing cases, cases regressed beyond chance,
+    and a failed judged rule."""
     parts = []
     if result.failures:
         parts.append(f"{len(result.failures)} of {len(result.rules)} rules failed{na_text}")
-    if missing:
-        parts.append(f"candidate lacks {len(missing)} baseline case(s)")
+    if result.missing_ids:
+        parts.append(f"candidate lacks {len(result.missing_ids)} baseline case(s)")
     if result.repeats is not None and result.repeats.regressed:
         parts.append(f"{len(result.repeats.regressed)} case(s) regressed beyond chance")
     if result.judged is not None and result.judged.failed:
         parts.append("a judged rule failed")
-    return "gate FAILED: " + "; ".join(parts)
+    return parts
 
 
 def _judged_lines(result: GateResult) -> list[str]:
@@ -524,6 +530,20 @@ def _changes_markdown(title: str, changes: Sequence[CaseChange], worst: int) -> 
 _VERDICT_ICONS = {"pass": "✅", "fail": "❌", "refused": "⛔"}
 
 
+def _findings_markdown(result: GateResult) -> list[str]:
+    """Missing cases, the judged rules and the repeats' verdict, each after a blank line
+    (none: nothing)."""
+    lines = []
+    if result.missing_ids:
+        lines += ["", f"❌ **{_cell(_missing_line(result))}**"]
+    if result.judged is not None:
+        lines += ["", *(f"- {_cell(line.strip())}" for line in result.judged.lines)]
+    repeat_lines = _repeat_lines(result)
+    if repeat_lines:
+        lines += ["", *(f"- {_cell(line)}" for line in repeat_lines[1:])]
+    return lines
+
+
 def render_markdown(result: GateResult, sources: GateSources, *, worst: int = 10) -> str:
     """Markdown for a CI step summary or a merge-request comment."""
     icon = _VERDICT_ICONS[result.verdict]
@@ -537,13 +557,7 @@ def render_markdown(result: GateResult, sources: GateSources, *, worst: int = 10
         "",
         *_rule_rows_markdown(result),
     ]
-    if result.missing_ids:
-        lines += ["", f"❌ **{_cell(_missing_line(result))}**"]
-    if result.judged is not None:
-        lines += ["", *(f"- {_cell(line.strip())}" for line in result.judged.lines)]
-    repeat_lines = _repeat_lines(result)
-    if repeat_lines:
-        lines += ["", *(f"- {_cell(line)}" for line in repeat_lines[1:])]
+    lines += _findings_markdown(result)
     a = result.alignment
     if a.dataset_changed:
         lines += [
