@@ -807,6 +807,28 @@ def _fill(
     return slot, fill
 
 
+def _file_data(
+    surface: Surface, block: Block, value: object, events: tuple[str, ...]
+) -> bytes | None:
+    """The file a file-delivered surface reads (a golden set, labels, an SLO file, a stored
+    calibration, a report, a config); None for a surface delivered over HTTP."""
+    if surface.delivery in ("golden", "labels"):
+        if block.kind == "body":
+            assert isinstance(value, bytes)
+            return events[0].encode() + b"\n" + value + b"\n"
+        return "".join(e + "\n" for e in events).encode("utf-8", "surrogatepass")
+    if surface.delivery in ("openslo", "slo_config"):
+        if block.kind == "body":
+            assert isinstance(value, bytes)
+            return value
+        return events[0].encode("utf-8", "surrogatepass")
+    if surface.delivery == "calibration":
+        return value if isinstance(value, bytes) else events[0].encode("utf-8", "surrogatepass")
+    if surface.delivery in ("report", "config"):
+        return value if isinstance(value, bytes) else str(value).encode("utf-8", "surrogatepass")
+    return None
+
+
 def build(surface: Surface, block: Block, variant: str, seed: int) -> Attack:
     """The attack of ``variant`` of ``block`` on ``surface`` for ``seed``."""
     rng = random.Random(f"{seed}:{surface.name}:{block.name}:{variant}")
@@ -831,25 +853,9 @@ def build(surface: Surface, block: Block, variant: str, seed: int) -> Attack:
     if block.name == "sizes":
         assert isinstance(value, list)
         return Attack(surface, block.name, variant, "response", seed, pieces=tuple(value))
-    if surface.delivery in ("golden", "labels"):
-        if block.kind == "body":
-            assert isinstance(value, bytes)
-            data = events[0].encode() + b"\n" + value + b"\n"
-        else:
-            data = "".join(e + "\n" for e in events).encode("utf-8", "surrogatepass")
-        return Attack(surface, block.name, variant, slot, seed, data=data)
-    if surface.delivery in ("openslo", "slo_config"):
-        if block.kind == "body":
-            assert isinstance(value, bytes)
-            return Attack(surface, block.name, variant, "body", seed, data=value)
-        data = events[0].encode("utf-8", "surrogatepass")
-        return Attack(surface, block.name, variant, slot, seed, data=data)
-    if surface.delivery == "calibration":
-        data = value if isinstance(value, bytes) else events[0].encode("utf-8", "surrogatepass")
-        return Attack(surface, block.name, variant, slot, seed, data=data)
-    if surface.delivery in ("report", "config"):
-        data = value if isinstance(value, bytes) else str(value).encode("utf-8", "surrogatepass")
-        return Attack(surface, block.name, variant, slot, seed, data=data)
+    file_data = _file_data(surface, block, value, events)
+    if file_data is not None:
+        return Attack(surface, block.name, variant, slot, seed, data=file_data)
     if block.kind == "body" and surface.frame not in ("sse", "ndjson"):
         assert isinstance(value, bytes)
         body = value

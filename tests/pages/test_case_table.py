@@ -269,180 +269,270 @@ def _kv(page: Page) -> dict[str, str]:
     return dict(zip(texts(kv.locator("dt")), texts(kv.locator("dd")), strict=True))
 
 
+class _Problems(list[str]):
+    """The figures of a page that disagree with their source, in words."""
+
+    def expect(self, what: str, ok: bool) -> None:
+        """Note ``what`` unless ``ok``."""
+        if not ok:
+            self.append(what)
+
+
+def _run_line_problems(out: _Problems, kv: dict[str, str], src: Sources) -> str | None:
+    """The last run's line (outcome, run id, duration, case count) against the report and
+    /metrics; its outcome, None when the line cannot be read (noted)."""
+    report = src.report
+    last = re.search(r"^(\w+) .* · run (\S+) · took (\S+) · report JSON · all (\d+) cases$",
+                     kv["last run"])  # fmt: skip
+    if last is None:
+        out.append(f"last run reads {kv['last run']!r}")
+        return None
+    outcome, run_id, took, linked = last.groups()
+    out.expect(f"run id {run_id}", run_id == report["run_id"])
+    out.expect(f"took {took}", close(took, report["duration_seconds"]))
+    out.expect(f"took {took} (metrics)", close(took, src.metric("rag_eval_run_duration_seconds")))
+    out.expect(f"all {linked} cases", int(linked) == report["case_count"])
+    return outcome
+
+
+def _cases_line_problems(out: _Problems, kv: dict[str, str], src: Sources, outcome: str) -> bool:
+    """The cases line (count, scored, failed, error kinds) against the report and /metrics;
+    False when it cannot be read (noted)."""
+    report, summary = src.report, src.summary
+    cases = re.fullmatch(r"(\d+) · (\d+) scored · (\d+) failed(?: \((.*)\))?", kv["cases"])
+    if cases is None:
+        out.append(f"cases reads {kv['cases']!r}")
+        return False
+    count, scored, errored, kinds = cases.groups()
+    out.expect(f"{count} cases", int(count) == report["case_count"] == summary["case_count"])
+    out.expect(f"{scored} scored", int(scored) == summary["scored_count"])
+    if outcome == "complete":
+        last_scored = src.metric("rag_eval_last_run_scored_cases")
+        out.expect(f"{scored} scored (metrics)", int(scored) == last_scored)
+    out.expect(f"{errored} failed", int(errored) == report["error_count"])
+    shown_kinds = dict(k.rsplit(" ", 1) for k in kinds.split(", ")) if kinds else {}
+    out.expect(
+        f"errors {shown_kinds}",
+        {k: int(n) for k, n in shown_kinds.items()} == summary["errors_by_kind"],
+    )
+    return True
+
+
+def _gate_line_problems(out: _Problems, kv: dict[str, str], src: Sources) -> None:
+    """The gate's line (PASS/FAIL, the failing rules) against /metrics."""
+    if "gate" not in kv:
+        return
+    passing = src.metric("rag_eval_gate_passing")
+    out.expect(f"gate {kv['gate']}", kv["gate"].startswith("PASS" if passing else "FAIL"))
+    failing = sorted(
+        dict(labels)["rule"]
+        for (name, labels), v in src.metrics.items()
+        if name == "rag_eval_gate_rule_failing" and v == 1
+    )
+    shown = kv["gate"].partition("failing: ")[2]
+    out.expect(f"failing rules {shown!r}", shown.split(", ") == failing if shown else not failing)
+
+
+def _metric_row_problems(
+    out: _Problems, cells: dict[str, str], src: Sources, baseline: dict[str, Any], outcome: str
+) -> None:
+    """One row of the quality table: its value (and, complete, its gauge), its count, and
+    the baseline's value and the change against the baseline file and its gauge."""
+    report, summary = src.report, src.summary
+    metric = cells["metric"]
+    value = summary.get(metric)
+    out.expect(f"{metric} {cells['value']}", close(cells["value"], value))
+    if outcome == "complete" and metric in GAUGE:
+        gauge = src.metric(GAUGE[metric])
+        out.expect(f"{metric} {cells['value']} (metrics)", close(cells["value"], gauge))
+    total = summary["totals"].get(metric)
+    wanted = total["count"] if total else (report["case_count"] if metric == "error_rate" else None)
+    out.expect(
+        f"{metric} count {cells['cases']}",
+        (cells["cases"] or None) == (None if wanted is None else str(wanted)),
+    )
+    if "baseline" not in cells:
+        return
+    before = baseline["summary"].get(metric)
+    out.expect(f"{metric} baseline {cells['baseline']}", close(cells["baseline"], before))
+    ratio = src.metric("rag_eval_baseline_ratio", metric=metric)
+    if ratio is not None:
+        out.expect(f"{metric} baseline (metrics)", close(cells["baseline"], ratio))
+    if value is not None and before is not None and cells["change"]:
+        out.expect(
+            f"{metric} change {cells['change']}",
+            close(cells["change"].lstrip("+"), value - before),
+        )
+
+
+def _exported_problems(out: _Problems, section: Any, src: Sources, outcome: str) -> None:
+    """The error ratio's gauge, and after an incomplete run the note with both figures,
+    each equal to its source."""
+    summary = src.summary
+    error_ratio = src.metric("rag_eval_error_ratio")
+    out.expect("error ratio (metrics)", close(f"{summary['error_rate']:.6f}", error_ratio))
+    exported = section.locator("table.exported-values tbody tr")
+    out.expect(
+        "exported note", (section.locator(".exported").count() == 1) == (outcome != "complete")
+    )
+    for row in exported.all():
+        metric, this, there = texts(row.locator("td"))
+        out.expect(f"{metric} this run {this}", close(this, summary.get(metric)))
+        out.expect(f"{metric} /metrics {there}", close(there, src.metric(GAUGE[metric])))
+
+
+def _history_problems(out: _Problems, section: Any, src: Sources) -> None:
+    """The drift table and the changed cases against the drift and stability series."""
+    history = src.report.get("history") or {}
+    for row in section.locator("table.drift tbody tr").all():
+        check, _metric, _before, _now, shift, verdict = texts(row.locator("td"))
+        out.expect(
+            f"drift {check} shift {shift}",
+            close(shift, src.metric("rag_eval_drift_shift", check=check)),
+        )
+        significant = src.metric("rag_eval_drift_significant", check=check) == 1
+        out.expect(f"drift {check} {verdict}", (verdict == "significant") == significant)
+    for head, listed in zip(
+        texts(section.locator("h3.changed")),
+        section.locator("ul.changed-cases").all(),
+        strict=True,
+    ):
+        label, n = re.fullmatch(r"(.+) \((\d+)\)", head).groups()  # type: ignore[union-attr]
+        key = CLASSES[label.lower()]
+        out.expect(
+            f"{head}",
+            int(n)
+            == len(history.get(key, ()))
+            == src.metric("rag_eval_stability_cases", **{"class": key}),
+        )
+        ids = texts(listed.locator("a.id"))
+        out.expect(f"{head} ids", ids == history.get(key, [])[: len(ids)])
+
+
+def _audit_and_trend_problems(out: _Problems, section: Any, src: Sources) -> None:
+    """The label audit's counts and each trend's last value against the report."""
+    audit = re.search(r"label audit: (\d+) suspect of (\d+) labels", section.inner_text())
+    if audit is not None:
+        suspect, checked = map(int, audit.groups())
+        labels = src.report["label_audit"]
+        out.expect(
+            f"audit {audit.group(0)}",
+            (suspect, checked) == (labels["suspect"], labels["checked"]),
+        )
+    for trend in section.locator(".trend").all():
+        metric = trend.locator(".id").inner_text()
+        shown = trend.locator("strong").inner_text()
+        out.expect(f"trend {metric} {shown}", close(shown, src.summary.get(metric)))
+
+
+def _worst_problems(out: _Problems, section: Any, src: Sources) -> None:
+    """Each worst case's words against its record: its error, or its recall and RR."""
+    by_id = src.cases
+    for item in section.locator("ol.worst li").all():
+        case = by_id.get(item.locator("a.id").inner_text())
+        what = item.inner_text()
+        if case is None:
+            out.append(f"worst {what!r}: no such case")
+        elif case["error"] is not None:
+            out.expect(f"worst {what!r}", f"error {case['error']['kind']}" in what)
+        elif m := re.search(r"recall (\S+), RR (\S+),", what):
+            out.expect(
+                f"worst {what!r}",
+                close(m.group(1), case["recall_at_k"]) and close(m.group(2), case["mrr"]),
+            )
+
+
 def _status_problems(baseline: dict[str, Any]) -> Any:
     def problems(page: Page, src: Sources) -> list[str]:
-        out: list[str] = []
-        report, summary, history = src.report, src.summary, src.report.get("history") or {}
-
-        def expect(what: str, ok: bool) -> None:
-            if not ok:
-                out.append(what)
-
+        out = _Problems()
         section = page.locator("section.job").first
         kv = _kv(page)
-        last = re.search(r"^(\w+) .* · run (\S+) · took (\S+) · report JSON · all (\d+) cases$",
-                         kv["last run"])  # fmt: skip
-        if last is None:
-            return [f"last run reads {kv['last run']!r}"]
-        outcome, run_id, took, linked = last.groups()
-        expect(f"run id {run_id}", run_id == report["run_id"])
-        expect(f"took {took}", close(took, report["duration_seconds"]))
-        expect(f"took {took} (metrics)", close(took, src.metric("rag_eval_run_duration_seconds")))
-        expect(f"all {linked} cases", int(linked) == report["case_count"])
-        cases = re.fullmatch(r"(\d+) · (\d+) scored · (\d+) failed(?: \((.*)\))?", kv["cases"])
-        if cases is None:
-            return [*out, f"cases reads {kv['cases']!r}"]
-        count, scored, errored, kinds = cases.groups()
-        expect(f"{count} cases", int(count) == report["case_count"] == summary["case_count"])
-        expect(f"{scored} scored", int(scored) == summary["scored_count"])
-        if outcome == "complete":
-            last_scored = src.metric("rag_eval_last_run_scored_cases")
-            expect(f"{scored} scored (metrics)", int(scored) == last_scored)
-        expect(f"{errored} failed", int(errored) == report["error_count"])
-        shown_kinds = dict(k.rsplit(" ", 1) for k in kinds.split(", ")) if kinds else {}
-        expect(
-            f"errors {shown_kinds}",
-            {k: int(n) for k, n in shown_kinds.items()} == summary["errors_by_kind"],
-        )
-        if "gate" in kv:
-            passing = src.metric("rag_eval_gate_passing")
-            expect(f"gate {kv['gate']}", kv["gate"].startswith("PASS" if passing else "FAIL"))
-            failing = sorted(
-                dict(labels)["rule"]
-                for (name, labels), v in src.metrics.items()
-                if name == "rag_eval_gate_rule_failing" and v == 1
-            )
-            shown = kv["gate"].partition("failing: ")[2]
-            expect(
-                f"failing rules {shown!r}", shown.split(", ") == failing if shown else not failing
-            )
-
+        outcome = _run_line_problems(out, kv, src)
+        if outcome is None or not _cases_line_problems(out, kv, src, outcome):
+            return out
+        _gate_line_problems(out, kv, src)
         # the quality table, against the report, the baseline file and (complete) the gauges
         table = section.locator("table.metrics")
         heads = texts(table.locator("thead th"))
         for row in table.locator("tbody tr").all():
             cells = dict(zip(heads, texts(row.locator("td")), strict=True))
-            metric = cells["metric"]
-            value = summary.get(metric)
-            expect(f"{metric} {cells['value']}", close(cells["value"], value))
-            if outcome == "complete" and metric in GAUGE:
-                gauge = src.metric(GAUGE[metric])
-                expect(f"{metric} {cells['value']} (metrics)", close(cells["value"], gauge))
-            total = summary["totals"].get(metric)
-            wanted = (
-                total["count"]
-                if total
-                else (report["case_count"] if metric == "error_rate" else None)
-            )
-            expect(
-                f"{metric} count {cells['cases']}",
-                (cells["cases"] or None) == (None if wanted is None else str(wanted)),
-            )
-            if "baseline" in cells:
-                before = baseline["summary"].get(metric)
-                expect(f"{metric} baseline {cells['baseline']}", close(cells["baseline"], before))
-                ratio = src.metric("rag_eval_baseline_ratio", metric=metric)
-                if ratio is not None:
-                    expect(f"{metric} baseline (metrics)", close(cells["baseline"], ratio))
-                if value is not None and before is not None and cells["change"]:
-                    expect(
-                        f"{metric} change {cells['change']}",
-                        close(cells["change"].lstrip("+"), value - before),
-                    )
-        error_ratio = src.metric("rag_eval_error_ratio")
-        expect("error ratio (metrics)", close(f"{summary['error_rate']:.6f}", error_ratio))
-
+            _metric_row_problems(out, cells, src, baseline, outcome)
         # an incomplete run: the page says so and shows both, each equal to its source
-        exported = section.locator("table.exported-values tbody tr")
-        expect(
-            "exported note", (section.locator(".exported").count() == 1) == (outcome != "complete")
-        )
-        for row in exported.all():
-            metric, this, there = texts(row.locator("td"))
-            expect(f"{metric} this run {this}", close(this, summary.get(metric)))
-            expect(f"{metric} /metrics {there}", close(there, src.metric(GAUGE[metric])))
-
-        for row in section.locator("table.drift tbody tr").all():
-            check, _metric, _before, _now, shift, verdict = texts(row.locator("td"))
-            expect(
-                f"drift {check} shift {shift}",
-                close(shift, src.metric("rag_eval_drift_shift", check=check)),
-            )
-            significant = src.metric("rag_eval_drift_significant", check=check) == 1
-            expect(f"drift {check} {verdict}", (verdict == "significant") == significant)
-
-        for head, listed in zip(
-            texts(section.locator("h3.changed")),
-            section.locator("ul.changed-cases").all(),
-            strict=True,
-        ):
-            label, n = re.fullmatch(r"(.+) \((\d+)\)", head).groups()  # type: ignore[union-attr]
-            key = CLASSES[label.lower()]
-            expect(
-                f"{head}",
-                int(n)
-                == len(history.get(key, ()))
-                == src.metric("rag_eval_stability_cases", **{"class": key}),
-            )
-            ids = texts(listed.locator("a.id"))
-            expect(f"{head} ids", ids == history.get(key, [])[: len(ids)])
-
-        audit = re.search(r"label audit: (\d+) suspect of (\d+) labels", section.inner_text())
-        if audit is not None:
-            suspect, checked = map(int, audit.groups())
-            labels = report["label_audit"]
-            expect(
-                f"audit {audit.group(0)}",
-                (suspect, checked) == (labels["suspect"], labels["checked"]),
-            )
-
-        for trend in section.locator(".trend").all():
-            metric = trend.locator(".id").inner_text()
-            shown = trend.locator("strong").inner_text()
-            expect(f"trend {metric} {shown}", close(shown, summary.get(metric)))
-
-        by_id = src.cases
-        for item in section.locator("ol.worst li").all():
-            case = by_id.get(item.locator("a.id").inner_text())
-            what = item.inner_text()
-            if case is None:
-                out.append(f"worst {what!r}: no such case")
-            elif case["error"] is not None:
-                expect(f"worst {what!r}", f"error {case['error']['kind']}" in what)
-            elif m := re.search(r"recall (\S+), RR (\S+),", what):
-                expect(
-                    f"worst {what!r}",
-                    close(m.group(1), case["recall_at_k"]) and close(m.group(2), case["mrr"]),
-                )
+        _exported_problems(out, section, src, outcome)
+        _history_problems(out, section, src)
+        _audit_and_trend_problems(out, section, src)
+        _worst_problems(out, section, src)
         return out
 
     return problems
 
 
+def _count_problems(page: Page, src: Sources) -> list[str]:
+    """Each filter's count against its source: a report field, a series, or the failed
+    cases."""
+    out: list[str] = []
+    for count in page.locator(".count").all():
+        shown = int(count.inner_text())
+        field, metric, derived = (
+            count.get_attribute(f"data-{a}") for a in ("report", "metric", "count")
+        )
+        if field is not None:
+            want: float | None = src.report[field]
+        elif metric is not None:
+            labels = dict(
+                p.split("=", 1) for p in (count.get_attribute("data-labels") or "").split(",") if p
+            )
+            want = src.metric(metric, **labels)
+        elif derived == "failed":
+            want = len(failed_ids(src.report))
+        else:
+            continue  # the page's own comparison with the baseline: no source to hold
+        if shown != want:
+            out.append(f"{count.get_attribute('data-show')} {shown} != {want}")
+    return out
+
+
+def _expected_verdict(case: dict[str, Any], shown: str) -> str:
+    """A case's verdict from its record: the answer check, else retrieval (``shown``, the
+    case view's words, when neither checks it)."""
+    hit = None if case["unanswerable"] or case["recall_at_k"] is None else case["recall_at_k"] > 0
+    if case["error"]:
+        return "error"
+    return (
+        {True: "correct", False: "incorrect"}.get(case["answer_correct"])
+        or {True: "relevant retrieved", False: "relevant missed"}.get(hit)  # type: ignore[arg-type]
+        or shown  # neither check: the words are the case view's
+    )
+
+
+def _row_problems(
+    case_id: str,
+    case: dict[str, Any],
+    cells: dict[int, str],
+    history: dict[str, Any],
+) -> list[str]:
+    """One row: verdict, RR, recall, latency and stability badge against the record and
+    history."""
+    out: list[str] = []
+    verdict = cells[3]
+    want_verdict = _expected_verdict(case, verdict)
+    if verdict != want_verdict:
+        out.append(f"{case_id} verdict {verdict} != {want_verdict}")
+    for n, field in ((4, "mrr"), (5, "recall_at_k"), (6, "latency_seconds")):
+        if not close(cells[n], case[field]):
+            out.append(f"{case_id} {field} {cells[n]} != {case[field]}")
+    label = cells[7]
+    klass = CLASSES.get(label)
+    for key in CLASSES.values():
+        if (key == klass) != (case_id in history.get(key, ())):
+            out.append(f"{case_id} badge {label!r} but history {key} says otherwise")
+    return out
+
+
 def _table_problems(show: str) -> Any:
     def problems(page: Page, src: Sources) -> list[str]:
-        out: list[str] = []
         report, history = src.report, src.report.get("history") or {}
-        for count in page.locator(".count").all():
-            shown = int(count.inner_text())
-            field, metric, derived = (
-                count.get_attribute(f"data-{a}") for a in ("report", "metric", "count")
-            )
-            if field is not None:
-                want: float | None = report[field]
-            elif metric is not None:
-                labels = dict(
-                    p.split("=", 1)
-                    for p in (count.get_attribute("data-labels") or "").split(",")
-                    if p
-                )
-                want = src.metric(metric, **labels)
-            elif derived == "failed":
-                want = len(failed_ids(report))
-            else:
-                continue  # the page's own comparison with the baseline: no source to hold
-            if shown != want:
-                out.append(f"{count.get_attribute('data-show')} {shown} != {want}")
+        out = _count_problems(page, src)
         ids = _row_ids(page)
         expected = {
             "all": [c["id"] for c in report["cases"]],
@@ -458,30 +548,8 @@ def _table_problems(show: str) -> Any:
         columns[3] = texts(page.locator("table.cases td:nth-child(3) .badge"))
         by_id = src.cases
         for i, case_id in enumerate(ids):
-            case = by_id[case_id]
-            verdict = columns[3][i]
-            hit = (
-                None
-                if case["unanswerable"] or case["recall_at_k"] is None
-                else case["recall_at_k"] > 0
-            )
-            want_verdict = (
-                "error"
-                if case["error"]
-                else {True: "correct", False: "incorrect"}.get(case["answer_correct"])
-                or {True: "relevant retrieved", False: "relevant missed"}.get(hit)  # type: ignore[arg-type]
-                or verdict  # neither check: the words are the case view's
-            )
-            if verdict != want_verdict:
-                out.append(f"{case_id} verdict {verdict} != {want_verdict}")
-            for n, field in ((4, "mrr"), (5, "recall_at_k"), (6, "latency_seconds")):
-                if not close(columns[n][i], case[field]):
-                    out.append(f"{case_id} {field} {columns[n][i]} != {case[field]}")
-            label = columns[7][i]
-            klass = CLASSES.get(label)
-            for key in CLASSES.values():
-                if (key == klass) != (case_id in history.get(key, ())):
-                    out.append(f"{case_id} badge {label!r} but history {key} says otherwise")
+            cells = {n: column[i] for n, column in columns.items()}
+            out += _row_problems(case_id, by_id[case_id], cells, history)
         return out
 
     return problems
