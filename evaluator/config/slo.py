@@ -161,8 +161,7 @@ def _job_named(name: str, jobs: Sequence[JobConfig]) -> JobConfig:
     """
     match = [j for j in jobs if j.key == name] or [j for j in jobs if j.target == name]
     if not match:
-        known = sorted({j.key for j in jobs} | {j.target for j in jobs})
-        raise ValueError(f"no job named {name!r} (known: {', '.join(known)})")
+        raise ValueError(f"no job named {name!r} (known: {', '.join(_known_names(jobs))})")
     if len(match) > 1:
         keys = ", ".join(sorted(j.key for j in match))
         raise ValueError(f"{name!r} has several jobs ({keys}): name one as target/dataset")
@@ -187,17 +186,6 @@ def resolve_jobs(names: Sequence[str], jobs: Sequence[JobConfig]) -> list[JobCon
 def _known_names(jobs: Sequence[JobConfig]) -> list[str]:
     """Every name an SLO may give a job by: its key and its target, sorted."""
     return sorted({j.key for j in jobs} | {j.target for j in jobs})
-
-
-def _job_named(name: str, jobs: Sequence[JobConfig]) -> JobConfig:
-    """The one job ``name`` names, by its key first, else by its target."""
-    match = [j for j in jobs if j.key == name] or [j for j in jobs if j.target == name]
-    if not match:
-        raise ValueError(f"no job named {name!r} (known: {', '.join(_known_names(jobs))})")
-    if len(match) > 1:
-        keys = ", ".join(sorted(j.key for j in match))
-        raise ValueError(f"{name!r} has several jobs ({keys}): name one as target/dataset")
-    return match[0]
 
 
 def slo_problems(

@@ -79,13 +79,11 @@ class RequestConfig(_Strict):
 
     @model_validator(mode="after")
     def _consistent(self) -> RequestConfig:
+        """A GET has no body, every ``${VAR}`` is well formed and outside the body, and the
+        question is sent somewhere."""
         if self.method == "GET" and self.body is not None:
             raise ValueError("a GET request has no body: put {question} in 'params'")
-        for section, entries in (("params", self.params), ("headers", self.headers)):
-            for name, value in entries.items():
-                problem = env_reference_problem(value)
-                if problem:
-                    raise ValueError(f"{section}.{name}: {problem}")
+        self._check_references()
         if ENV_REFERENCE.search(json.dumps(self.body)):
             raise ValueError(
                 "body: ${...} is not resolved in the body; pass secrets in headers or params"
@@ -97,6 +95,14 @@ class RequestConfig(_Strict):
                 "or in the 'body'"
             )
         return self
+
+    def _check_references(self) -> None:
+        """Every ``${VAR}`` in a parameter or header is one the process can resolve."""
+        for section, entries in (("params", self.params), ("headers", self.headers)):
+            for name, value in entries.items():
+                problem = env_reference_problem(value)
+                if problem:
+                    raise ValueError(f"{section}.{name}: {problem}")
 
 
 class ResponseConfig(_Strict):
@@ -381,6 +387,23 @@ class HttpTargetConfig(_TargetBase):
 
     @model_validator(mode="after")
     def _consistent(self) -> HttpTargetConfig:
+        """The preset's keys fit the kind, the URL is one to send to, and a conversation id
+        sent in the body has an object body to go in."""
+        self._check_kind_keys()
+        problem = _url_problem(self.url)
+        if problem:
+            raise ValueError(problem)
+        if self.conversation is not None and self.conversation.send == "body":
+            body = self.request.body
+            if self.request.method == "GET" or not (body is None or isinstance(body, dict)):
+                raise ValueError(
+                    "conversation.send = 'body' needs a JSON object body to add the id to"
+                )
+        return self
+
+    def _check_kind_keys(self) -> None:
+        """A preset kind names its model (and streams to use [streaming]); plain http has
+        neither ``model`` nor ``stream``."""
         if self.kind != "http":
             if not self.model:
                 raise ValueError(f"kind {self.kind!r} needs 'model' (the model name sent)")
@@ -394,16 +417,6 @@ class HttpTargetConfig(_TargetBase):
                 "'model' and 'stream' are for a preset kind "
                 f"({', '.join(map(repr, presets.PRESETS))})"
             )
-        problem = _url_problem(self.url)
-        if problem:
-            raise ValueError(problem)
-        if self.conversation is not None and self.conversation.send == "body":
-            body = self.request.body
-            if self.request.method == "GET" or not (body is None or isinstance(body, dict)):
-                raise ValueError(
-                    "conversation.send = 'body' needs a JSON object body to add the id to"
-                )
-        return self
 
     @property
     def retrieval_only(self) -> bool:
