@@ -402,6 +402,56 @@ def _legacy_judge(registry: CollectorRegistry) -> dict[str, Any]:
     return out
 
 
+def _legacy_call(
+    old: dict[str, Any],
+    outcome: str,
+    seconds: float,
+    tokens_in: int | None,
+    tokens_out: int | None,
+    cost: float | None,
+) -> None:
+    """One judge call, as the former instruments counted it."""
+    old["calls"].labels(*A, outcome).inc()
+    if outcome == "ok":
+        old["seconds"].labels(*A).observe(seconds)
+    if tokens_in:
+        old["tokens"].labels(*A, "input").inc(tokens_in)
+    if tokens_out:
+        old["tokens"].labels(*A, "output").inc(tokens_out)
+    if cost:
+        old["cost"].labels(*A).inc(cost)
+
+
+def _legacy_votes(old: dict[str, Any], figures: dict[str, VoteFigures]) -> None:
+    """A judged run's votes, as the former gauges held them."""
+    for check, f in figures.items():
+        if f.decided + f.uncertain:  # a check the run did not answer keeps its last share
+            old["uncertain"].labels(*A, check).set(f.uncertain_ratio)
+        if f.alpha is not None:
+            old["alpha"].labels(*A, check).set(f.alpha)
+
+
+def _legacy_run(
+    old: dict[str, Any],
+    skipped: int,
+    ratio: float,
+    compromised: bool,
+    calibrated: dict[str, bool],
+    judged: dict[str, float | None],
+) -> None:
+    """A judged run's skips, cache share, canary, calibration and judged metrics, as the
+    former instruments held them (a metric the run lacks keeps its last value)."""
+    if skipped:
+        old["skipped"].labels(*A).inc(skipped)
+    old["cache"].labels(*A).set(ratio)
+    old["compromised"].labels(*A).set(1 if compromised else 0)
+    for check, ok in calibrated.items():
+        old["calibrated"].labels(*A, check).set(1 if ok else 0)
+    for name, gauge in old["judged"].items():
+        if judged.get(name) is not None:
+            gauge.labels(*A).set(judged[name])
+
+
 def test_the_judge_series_are_those_of_its_former_instruments() -> None:
     """The judge's series, moved into cells, are the lines its prometheus_client instruments
     wrote: calls, latency, tokens, cost, a judged run's gauges (a value missing from a later
@@ -416,15 +466,7 @@ def test_the_judge_series_are_those_of_its_former_instruments() -> None:
     for outcome, seconds, tokens_in, tokens_out, cost in calls:
         metrics.judge_called(A, outcome=outcome, seconds=seconds, input_tokens=tokens_in,
                              output_tokens=tokens_out, cost=cost)  # fmt: skip
-        old["calls"].labels(*A, outcome).inc()
-        if outcome == "ok":
-            old["seconds"].labels(*A).observe(seconds)
-        if tokens_in:
-            old["tokens"].labels(*A, "input").inc(tokens_in)
-        if tokens_out:
-            old["tokens"].labels(*A, "output").inc(tokens_out)
-        if cost:
-            old["cost"].labels(*A).inc(cost)
+        _legacy_call(old, outcome, seconds, tokens_in, tokens_out, cost)
     runs: list[tuple[int, float, bool, dict[str, bool], dict[str, float | None]]] = [
         (3, 0.5, False, {"fact_support": True, "refusal": False},
          {"judged_fact_recall": 0.75, "judged_refusal_rate": 1.0}),
@@ -439,20 +481,8 @@ def test_the_judge_series_are_those_of_its_former_instruments() -> None:
     for (skipped, ratio, compromised, calibrated, judged), figures in zip(runs, votes, strict=True):
         metrics.run_judged(A, skipped=skipped, cache_hit_ratio=ratio, compromised=compromised,
                            calibrated=calibrated, metrics=judged, votes=figures)  # fmt: skip
-        for check, f in figures.items():
-            if f.decided + f.uncertain:  # a check the run did not answer keeps its last share
-                old["uncertain"].labels(*A, check).set(f.uncertain_ratio)
-            if f.alpha is not None:
-                old["alpha"].labels(*A, check).set(f.alpha)
-        if skipped:
-            old["skipped"].labels(*A).inc(skipped)
-        old["cache"].labels(*A).set(ratio)
-        old["compromised"].labels(*A).set(1 if compromised else 0)
-        for check, ok in calibrated.items():
-            old["calibrated"].labels(*A, check).set(1 if ok else 0)
-        for name, gauge in old["judged"].items():
-            if judged.get(name) is not None:
-                gauge.labels(*A).set(judged[name])
+        _legacy_votes(old, figures)
+        _legacy_run(old, skipped, ratio, compromised, calibrated, judged)
     metrics.judge_drift_checked(A, "bad_labels")
     old["drift"].labels(*A, "bad_labels").inc()
     metrics.judge_drift_checked(A, "ok", agreement={"fact_support": 0.9, "refusal": None},
