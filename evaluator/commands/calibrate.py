@@ -1,10 +1,13 @@
 """``evaluator calibrate --labels FILE REPORT...``: the judge's agreement with human labels.
 
 Prints, per check and per judge (model + prompt version), agreement, Cohen's kappa with a
-bootstrap 95% interval, the confusion matrix and the disagreements, as text, JSON or
-Markdown; stores the result (``--output``, default ``REPORTS_DIR/judge-calibration.json``)
-for ``evaluator gate`` to read. Exit 0 whatever the result: the gate decides; exit 1, the
-stored calibration left as it was, when no label matches a judged answer of the reports.
+bootstrap 95% interval, the coverage (labelled answers not left uncertain by split votes),
+the reviewers' agreement with each other on the answers two of them labelled (the human
+ceiling; a check they disagree on below the floor is ill-defined), the confusion matrix and
+the disagreements, as text, JSON or Markdown; stores the result (``--output``, default
+``REPORTS_DIR/judge-calibration.json``) for ``evaluator gate`` to read. Exit 0 whatever
+the result: the gate decides; exit 1, the stored calibration left as it was, when no label
+matches a judged answer of the reports.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from evaluator.judge.calibrate import (
     render_text,
 )
 from evaluator.judge.calibration_store import CALIBRATION_FILE
-from evaluator.judge.labels import read_labels
+from evaluator.judge.labels import read_reviews, reference_labels
 from evaluator.judge.record import judged_run_from_dict
 from evaluator.report import read_report, write_json_atomic
 
@@ -67,14 +70,17 @@ def handle(options: Options) -> int:
     if options.min_labels < 1:
         raise ConfigError("--min-labels must be at least 1")
     settings = load_settings(options.config)
-    labels = read_labels(Path(options.labels))
+    reviews = read_reviews(Path(options.labels))
+    labels = reference_labels(reviews)
     runs = []
     for path in options.reports:
         report = read_report(path)
         if report.judge is None:
             raise ConfigError(f"{path}: the report was not judged (run `evaluator judge` first)")
         runs.append(judged_run_from_dict(report.judge, path))
-    results = calibrate(labels, runs, floor=options.floor, min_labels=options.min_labels)
+    results = calibrate(
+        labels, runs, floor=options.floor, min_labels=options.min_labels, reviews=reviews
+    )
     output = Path(options.output) if options.output else settings.reports_dir / CALIBRATION_FILE
     if not results:
         # an empty calibration would replace the stored one: every judged rule of the gate

@@ -1,4 +1,5 @@
-"""``evaluator review REPORT [--labels FILE]``: label the judge's verdicts in the terminal.
+"""``evaluator review REPORT [--labels FILE] [--reviewer NAME] [--overlap N]``: label the
+judge's verdicts in the terminal.
 
 Walks the reviewer through the judged checks of a report (disagreements with the
 deterministic check first, then a stratified sample), showing question, expected facts
@@ -8,6 +9,10 @@ loses nothing, and running it again resumes where it stopped. The labels file's 
 made, and the file opened for appending, before the first question (a path that cannot be
 written is refused then, not after a label was given); a label whose write fails is printed
 with the reason, for the reviewer to keep.
+
+``--overlap N`` gives a second reviewer N answers a first one labelled, without that label,
+the judge's verdict or the deterministic check: the two reviewers' agreement is the check's
+human ceiling, which ``evaluator calibrate`` reports beside the judge's.
 """
 
 from __future__ import annotations
@@ -23,9 +28,9 @@ from evaluator.border import printable
 from evaluator.commands.flags import CommonOptions
 from evaluator.errors import ConfigError, ExitCode
 from evaluator.judge.checks import check as judged_check
-from evaluator.judge.labels import Label, append_label, now, read_labels
-from evaluator.judge.record import judged_run_from_dict
-from evaluator.judge.review import ReviewItem, review_queue
+from evaluator.judge.labels import Label, append_label, now, read_labels, read_reviews
+from evaluator.judge.record import JudgedRun, judged_run_from_dict
+from evaluator.judge.review import ReviewItem, overlap_queue, review_queue
 from evaluator.models import CaseRecord
 from evaluator.pages.highlight import segments
 from evaluator.report import read_report
@@ -42,6 +47,7 @@ class Options(CommonOptions):
     labels: str | None
     reviewer: str | None
     limit: int | None
+    overlap: int | None = None
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -51,6 +57,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--reviewer", metavar="NAME", help="your name (default: the login name)")
     parser.add_argument("--limit", type=int, metavar="N", help="stop after N labels")
+    parser.add_argument(
+        "--overlap",
+        type=int,
+        metavar="N",
+        help="label N answers another reviewer labelled, shown without their label or the "
+        "judge's verdict (the reviewers' agreement is evaluator calibrate's human ceiling)",
+    )
 
 
 def _highlighted(text: str, facts: tuple[tuple[str, ...], ...], bold: bool) -> str:
@@ -101,13 +114,21 @@ def _show(item: ReviewItem, position: int, total: int, colour: bool) -> None:
     print(f"\n[{position}/{total}] case {printable(record.case.id)}  check {outcome.check}")
     _show_conversation(item.earlier)
     _show_case(record, colour)
-    judge = "pass" if item.judge else "fail"
+    if not item.blind:
+        _show_verdicts(item)
+    print(judged_check(outcome.check).question)
+
+
+def _show_verdicts(item: ReviewItem) -> None:
+    """The judge's verdict and reason, and the deterministic check beside it (never shown
+    on an overlap item: the second label must not lean on them)."""
+    outcome = item.outcome
+    judge = "uncertain" if item.judge is None else ("pass" if item.judge else "fail")
     print(f"judge: {judge} ({printable(outcome.reason)})")
     for claim in outcome.unsupported:
         print(f"  unsupported: {printable(claim)}")
     if item.deterministic is not None:
         print(f"deterministic check: {'pass' if item.deterministic else 'fail'}")
-    print(judged_check(outcome.check).question)
 
 
 def _ask() -> tuple[str, str]:
@@ -177,6 +198,26 @@ def _review(queue: Sequence[ReviewItem], labels_path: Path, reviewer: str) -> _S
     return session
 
 
+def _queue(
+    options: Options,
+    records: tuple[CaseRecord, ...],
+    judged: JudgedRun,
+    labels_path: Path,
+    reviewer: str,
+) -> list[ReviewItem]:
+    """The items to label: the unlabelled verdicts, or an overlap sample (``--overlap``).
+
+    Raises:
+        ConfigError: ``--overlap`` is not a positive count.
+    """
+    if options.overlap is None:
+        return review_queue(records, judged, read_labels(labels_path))
+    if options.overlap < 1:
+        raise ConfigError("--overlap must be at least 1")
+    reviews = read_reviews(labels_path)
+    return overlap_queue(records, judged, reviews, reviewer, size=options.overlap)
+
+
 def handle(options: Options) -> int:
     """Review a judged report's verdicts one by one, saving a human label for each."""
     report = read_report(options.report)
@@ -186,10 +227,16 @@ def handle(options: Options) -> int:
     labels_path = Path(options.labels or Path(options.report).parent / "labels.jsonl")
     _writable(labels_path)
     reviewer = options.reviewer or getpass.getuser()
-    queue = review_queue(report.cases, judged, read_labels(labels_path))
+    queue = _queue(options, report.cases, judged, labels_path, reviewer)
     if options.limit is not None:
         queue = queue[: options.limit]
-    print(f"{len(queue)} verdict(s) to review; labels go to {labels_path}")
+    if options.overlap is not None:
+        print(
+            f"{len(queue)} answer(s) another reviewer labelled, for {reviewer} to label "
+            f"without seeing their label or the judge's; labels go to {labels_path}"
+        )
+    else:
+        print(f"{len(queue)} verdict(s) to review; labels go to {labels_path}")
     print("answer p (pass), f (fail), s (skip) or q (quit), a note may follow: f wrong date")
     session = _review(queue, labels_path, reviewer)
     if session.unsaved is not None:

@@ -29,14 +29,7 @@ def krippendorff_alpha(units: Iterable[Sequence[Hashable | None]]) -> float | No
     rating missing). Units with fewer than two values are not pairable and count for
     nothing. None when alpha is undefined: no pairable unit, or every value the same
     (no disagreement is expected, so none can be measured)."""
-    coincidence: dict[tuple[Hashable, Hashable], float] = {}
-    for unit in units:
-        values = [v for v in unit if v is not None]
-        if len(values) < 2:
-            continue
-        weight = 1 / (len(values) - 1)
-        for pair in permutations(values, 2):
-            coincidence[pair] = coincidence.get(pair, 0.0) + weight
+    coincidence = _coincidences(units)
     totals: dict[Hashable, float] = {}
     for (c, _), count in coincidence.items():
         totals[c] = totals.get(c, 0.0) + count
@@ -46,6 +39,22 @@ def krippendorff_alpha(units: Iterable[Sequence[Hashable | None]]) -> float | No
         return None
     observed = sum(count for (c, k), count in coincidence.items() if c != k)
     return 1 - (n - 1) * observed / expected
+
+
+def _coincidences(
+    units: Iterable[Sequence[Hashable | None]],
+) -> dict[tuple[Hashable, Hashable], float]:
+    """The coincidence matrix: each ordered pair of values within a unit, weighted
+    1 / (m - 1) for a unit of m pairable values."""
+    coincidence: dict[tuple[Hashable, Hashable], float] = {}
+    for unit in units:
+        values = [v for v in unit if v is not None]
+        if len(values) < 2:
+            continue
+        weight = 1 / (len(values) - 1)
+        for pair in permutations(values, 2):
+            coincidence[pair] = coincidence.get(pair, 0.0) + weight
+    return coincidence
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,12 +96,15 @@ def vote_figures(cases: Iterable[CaseJudgement]) -> Mapping[str, VoteFigures]:
     for case in cases:
         for outcome in case.outcomes:
             outcomes.setdefault(outcome.check, []).append(outcome)
-    return {
-        name: VoteFigures(
-            name,
-            sum(1 for o in found if o.status == "judged"),
-            sum(1 for o in found if o.status == "uncertain"),
-            krippendorff_alpha(_ratings(o) for o in found if o.votes),
-        )
-        for name, found in outcomes.items()
-    }
+    return {name: _figures(name, found) for name, found in outcomes.items()}
+
+
+def _figures(check: str, outcomes: Sequence[CheckOutcome]) -> VoteFigures:
+    """One check's figures over its outcomes."""
+    statuses = [o.status for o in outcomes]
+    return VoteFigures(
+        check,
+        statuses.count("judged"),
+        statuses.count("uncertain"),
+        krippendorff_alpha(_ratings(o) for o in outcomes if o.votes),
+    )

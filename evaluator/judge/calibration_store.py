@@ -49,6 +49,24 @@ _CELLS = (
 )
 
 
+_REVIEWER_CELLS = (
+    ("first_pass_second_pass", 0, 0),
+    ("first_pass_second_fail", 0, 1),
+    ("first_fail_second_pass", 1, 0),
+    ("first_fail_second_fail", 1, 1),
+)
+#: the figures of an entry checked against those its counts give
+_DERIVED_FIGURES = (
+    "labels",
+    "agreement",
+    "kappa",
+    "kappa_interval",
+    "agreement_interval",
+    "coverage",
+)
+_DERIVED_REVIEWER_FIGURES = ("labels", "agreement", "kappa", "kappa_interval", "ill_defined")
+
+
 class _Refused(Exception):
     """One entry is not a calibration its own counts support (the message says why)."""
 
@@ -148,6 +166,8 @@ def _checked(entry: object, where: str) -> CheckCalibration:
             _disagreements(entry.get("disagreements"), f"{at}.disagreements"),
             floor=_floor(entry.get("floor"), f"{at}.floor"),
             min_labels=_count(entry.get("min_labels"), f"{at}.min_labels", low=1),
+            uncertain=_count(entry.get("uncertain", 0), f"{at}.uncertain"),
+            reviewers=_reviewers(entry.get("reviewers"), f"{at}.reviewers"),
         )
         _agrees(entry, derived, at)
     except _Refused as exc:
@@ -188,6 +208,21 @@ def _confusion(value: object, where: str) -> Confusion:
     return (cells[0][0], cells[0][1]), (cells[1][0], cells[1][1])
 
 
+def _reviewers(value: object, where: str) -> Confusion | None:
+    """The reviewers' overlap table, when the entry has one (written before overlaps: none)."""
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise _Refused(f"{where}: not an object")
+    table = value.get("confusion")
+    if not isinstance(table, dict):
+        raise _Refused(f"{where}.confusion: not an object")
+    cells = [[0, 0], [0, 0]]
+    for name, row, column in _REVIEWER_CELLS:
+        cells[row][column] = _count(table.get(name), f"{where}.confusion.{name}")
+    return (cells[0][0], cells[0][1]), (cells[1][0], cells[1][1])
+
+
 def _disagreements(value: object, where: str) -> tuple[tuple[str, bool, bool], ...]:
     if not isinstance(value, list):
         raise _Refused(f"{where}: not a list")
@@ -211,19 +246,39 @@ def _agrees(entry: Mapping[str, Any], derived: CheckCalibration, at: str) -> Non
     if wrong.count((True, False)) != fn or wrong.count((False, True)) != fp:
         raise _Refused(f"{at}.disagreements: {len(wrong)} listed where the table counts {fn + fp}")
     stated = derived.to_dict()
-    for key in ("labels", "agreement", "kappa", "kappa_interval", "agreement_interval"):
-        if not _same(entry.get(key), stated[key]):
-            raise _Refused(
-                f"{at}.{key}: {_brief(entry.get(key))} does not follow from its counts "
-                f"({_brief(stated[key])})"
-            )
+    # an entry written before coverage existed states none: its counts say no uncertain one
+    _follows(entry, stated, _DERIVED_FIGURES, at, optional=("coverage",))
+    if derived.reviewers is not None:
+        _follows(
+            entry["reviewers"], stated["reviewers"], _DERIVED_REVIEWER_FIGURES, f"{at}.reviewers"
+        )
     if entry.get("calibrated") is not derived.calibrated:
         raise _Refused(
             f"{at}.calibrated: {_brief(entry.get('calibrated'))} does not follow from its "
             f"counts ({derived.labels} labels, kappa's lower bound "
             f"{_brief(derived.interval[0] if derived.interval else None)}, floor "
-            f"{derived.floor:g} over >= {derived.min_labels} labels)"
+            f"{derived.floor:g} over >= {derived.min_labels} labels"
+            f"{', the check ill-defined by its reviewers' if derived.ill_defined else ''})"
         )
+
+
+def _follows(
+    entry: Mapping[str, Any],
+    stated: Mapping[str, Any],
+    keys: tuple[str, ...],
+    at: str,
+    optional: tuple[str, ...] = (),
+) -> None:
+    """Raise :class:`_Refused` naming the first of ``keys`` whose value in ``entry`` is not
+    the one derived (``optional`` ones may be absent)."""
+    for key in keys:
+        if key in optional and key not in entry:
+            continue
+        if not _same(entry.get(key), stated[key]):
+            raise _Refused(
+                f"{at}.{key}: {_brief(entry.get(key))} does not follow from its counts "
+                f"({_brief(stated[key])})"
+            )
 
 
 def _same(stated: object, derived: object) -> bool:

@@ -6,15 +6,18 @@ Each label is appended and flushed to disk as it is given, so Ctrl-C loses nothi
 file is resumable: a case already labelled for an answer is not asked again. Keys are
 written sorted, one label a line: the file is stable and safe to commit.
 
-Reading is bounded and strict per line: a bad line names its number; the latest label of
-a (case, answer, check) wins (a reviewer who changed their mind).
+Reading is bounded and strict per line: a bad line names its number; a reviewer's latest
+label of a (case, answer, check) wins (a reviewer who changed their mind). Several
+reviewers may label the same answer (an overlap sample, ``evaluator review --overlap``):
+the first one's label is the reference the judge is calibrated against, the others'
+measure how far the reviewers agree with each other (the check's human ceiling).
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -31,9 +34,12 @@ __all__ = [
     "LabelsError",
     "append_label",
     "judge_says",
+    "judge_uncertain",
     "now",
     "outcome_verdict",
     "read_labels",
+    "read_reviews",
+    "reference_labels",
 ]
 
 _MAX_LINE = 10_000
@@ -95,7 +101,10 @@ def _text(data: dict[str, object], name: str, where: str, limit: int = 500) -> s
 
 
 def read_labels(path: Path) -> dict[tuple[str, str, str], Label]:
-    """Every label of ``path`` by (case id, answer hash, check); the latest wins.
+    """The reference label of each (case id, answer hash, check) of ``path``: the label of
+    the reviewer who labelled it first (their latest, when they changed their mind). A
+    second reviewer's label of the same answer (an overlap sample, :func:`read_reviews`)
+    measures the reviewers against each other; it never replaces the first one's.
 
     Read through the border's bounded reader (a regular file of at most
     :data:`MAX_LABELS_BYTES`: a FIFO or ``/dev/zero`` in its place is refused, never waited
@@ -105,21 +114,43 @@ def read_labels(path: Path) -> dict[tuple[str, str, str], Label]:
     Raises:
         LabelsError: unreadable, or a line that is not a label (named by its number).
     """
+    return reference_labels(read_reviews(path))
+
+
+def reference_labels(
+    reviews: Mapping[tuple[str, str, str], Sequence[Label]],
+) -> dict[tuple[str, str, str], Label]:
+    """Each key's reference label: the first reviewer's (see :func:`read_labels`)."""
+    return {key: labels[0] for key, labels in reviews.items() if labels}
+
+
+def read_reviews(path: Path) -> dict[tuple[str, str, str], tuple[Label, ...]]:
+    """Every reviewer's label of each (case id, answer hash, check) of ``path``: each
+    reviewer's latest, in the order the reviewers first labelled it.
+
+    Raises:
+        LabelsError: unreadable, or a line that is not a label (named by its number).
+    """
+    by_reviewer: dict[tuple[str, str, str], dict[str, Label]] = {}
+    for label in _labels_in(path):
+        by_reviewer.setdefault(label.key, {})[label.reviewer] = label
+    return {key: tuple(labels.values()) for key, labels in by_reviewer.items()}
+
+
+def _labels_in(path: Path) -> Iterator[Label]:
+    """Each label of ``path`` in file order (none: no file)."""
     try:
         raw = border.read_file(path, MAX_LABELS_BYTES)
     except FileNotFoundError:
-        return {}
+        return
     except OSError as exc:
         raise LabelsError(f"{path}: {exc.strerror}") from None
-    out: dict[tuple[str, str, str], Label] = {}
     for number, line in enumerate(raw.split(b"\n"), start=1):
         where = f"{path}:{number}"
         if number > _MAX_LABELS:
             raise LabelsError(f"{where}: more than {_MAX_LABELS} labels")
         if line.strip():
-            label = _label(line, where)
-            out[label.key] = label
-    return out
+            yield _label(line, where)
 
 
 def _label(line: bytes, where: str) -> Label:
@@ -178,3 +209,13 @@ def judge_says(cases: Iterable[CaseJudgement]) -> dict[tuple[str, str, str], boo
             if verdict is not None:
                 out[(case.case_id, case.answer_hash, outcome.check)] = verdict
     return out
+
+
+def judge_uncertain(cases: Iterable[CaseJudgement]) -> set[tuple[str, str, str]]:
+    """The label keys whose votes split (uncertain: no verdict to compare with a label)."""
+    return {
+        (case.case_id, case.answer_hash, outcome.check)
+        for case in cases
+        for outcome in case.outcomes
+        if outcome.status == "uncertain"
+    }

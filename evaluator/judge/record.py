@@ -245,8 +245,18 @@ def _outcome(r: _Reader, raw: object, where: str) -> CheckOutcome:
     if check not in check_names():
         raise r.fail(f"{where}.check", f"is not a judged check ({sorted(check_names())})")
     votes = _votes(r, check, data.get("votes", []), f"{where}.votes")
-    outcome = _own_outcome(r, check, data, where, _STATUSES)
-    return dataclasses.replace(outcome, votes=votes)
+    outcome = dataclasses.replace(_own_outcome(r, check, data, where, _STATUSES), votes=votes)
+    if votes and _decided(check, votes) != outcome:
+        # an outcome is what its votes decide: a pass written over split votes is forged
+        raise r.fail(f"{where}.status", "does not follow from its votes")
+    return outcome
+
+
+def _decided(check: str, votes: tuple[Vote, ...]) -> CheckOutcome:
+    # imported here: the vote rule reads this module's records
+    from evaluator.judge.votes import decide
+
+    return decide(check, votes)
 
 
 def _own_outcome(

@@ -47,16 +47,21 @@ def decide(check: str, votes: Sequence[Vote]) -> CheckOutcome:
         raise ValueError(f"check {check}: no vote to decide by")
     if len(votes) == 1:
         return votes[0].outcome
-    kept = tuple(votes)
     tally = Counter(vote_category(v.outcome) for v in votes)
     winner = next((c for c in _JUDGED if 2 * tally[c] > len(votes)), None)
     if winner is not None:
-        first = next(v.outcome for v in votes if vote_category(v.outcome) == winner)
-        cached = all(v.outcome.cached for v in votes)
-        return dataclasses.replace(first, cached=cached, votes=kept)
+        return _majority(votes, winner)
     if sum(1 for c in _JUDGED if tally[c]) > 1:
-        return CheckOutcome(check, "uncertain", votes=kept)
+        return CheckOutcome(check, "uncertain", votes=tuple(votes))
     return _failed(check, votes)
+
+
+def _majority(votes: Sequence[Vote], winner: str) -> CheckOutcome:
+    """The first vote of the ``winner`` category, with every vote kept; from the cache only
+    when every vote was."""
+    first = next(v.outcome for v in votes if vote_category(v.outcome) == winner)
+    cached = all(v.outcome.cached for v in votes)
+    return dataclasses.replace(first, cached=cached, votes=tuple(votes))
 
 
 def _failed(check: str, votes: Sequence[Vote]) -> CheckOutcome:

@@ -349,7 +349,12 @@ def _calibration(f: Mapping[str, str]) -> Rendered:
         f'{f["cell"]}, "human_pass_judge_fail": 1, "human_fail_judge_pass": 1, '
         f'"human_fail_judge_fail": 40}}, "disagreements": [{{"case_id": {f["case_id"]}, '
         f'"human": true, "judge": false}}, {{"case_id": "c2", "human": false, "judge": true}}],'
-        f' "calibrated": true, "floor": {f["floor"]}, "min_labels": 50}}]}}'
+        f' "calibrated": true, "floor": {f["floor"]}, "min_labels": 50,'
+        f' "uncertain": {f["uncertain"]}, "coverage": 0.9, "reviewers": {{"confusion": '
+        f'{{"first_pass_second_pass": {f["second"]}, "first_pass_second_fail": 2, '
+        f'"first_fail_second_pass": 3, "first_fail_second_fail": 5}}, "labels": 25, '
+        f'"agreement": 0.8, "kappa": 0.525, "kappa_interval": [0.1, 0.9], '
+        f'"ill_defined": {f["ill_defined"]}}}}}]}}'
     )
     return Rendered((body,))
 
@@ -653,13 +658,17 @@ timings = "timings"
         name="calibration",
         delivery="calibration",
         blocks=("unicode", "control", "numbers", "bodies"),
-        doc="the stored calibration evaluator gate reads for its judged rules",
+        doc="the stored calibration evaluator gate reads for its judged rules (with the "
+        "coverage and the reviewers' overlap table)",
         slots={
             "model": "text",
             "case_id": "text",
             "labels": "number",
             "cell": "number",
             "floor": "number",
+            "uncertain": "number",
+            "second": "number",
+            "ill_defined": "number",
         },
         defaults={
             "model": '"m"',
@@ -667,6 +676,9 @@ timings = "timings"
             "labels": "100",
             "cell": "58",
             "floor": "0.6",
+            "uncertain": "0",
+            "second": "15",
+            "ill_defined": "true",
         },
         render=_calibration,
     ),

@@ -17,7 +17,7 @@ from evaluator.judge.calibrate import (
     confusion_of,
     render_markdown,
 )
-from evaluator.judge.labels import Label, LabelsError, append_label, read_labels
+from evaluator.judge.labels import Label, LabelsError, append_label, read_labels, read_reviews
 from evaluator.judge.record import CaseJudgement, CheckOutcome, JudgedRun, JudgeUsage
 
 
@@ -145,15 +145,18 @@ def test_a_label_of_another_answer_does_not_pair() -> None:
     assert calibrate(labels, [other]) == []
 
 
-def test_labels_append_and_read_back_latest_wins(tmp_path: Path) -> None:
-    """Labels are appended as sorted-key JSON lines and read back with the latest label of a key
-    winning."""
+def test_labels_append_and_read_back_a_reviewers_latest_wins(tmp_path: Path) -> None:
+    """Labels are appended as sorted-key JSON lines; a reviewer's latest label of a key wins,
+    and a second reviewer's label of it never replaces the first reviewer's reference."""
     path = tmp_path / "labels.jsonl"
     first = Label("c1", "h1", "refusal", True, "ann", "2026-01-01T00:00:00Z")
     append_label(path, first)
     append_label(path, Label("c1", "h1", "refusal", False, "bob", "2026-01-02T00:00:00Z", "n"))
+    append_label(path, Label("c1", "h1", "refusal", False, "ann", "2026-01-03T00:00:00Z", "m"))
     labels = read_labels(path)
-    assert [(lb.verdict, lb.reviewer, lb.note) for lb in labels.values()] == [(False, "bob", "n")]
+    assert [(False, "ann", "m")] == [(lb.verdict, lb.reviewer, lb.note) for lb in labels.values()]
+    reviews = read_reviews(path)
+    assert [("ann", "m"), ("bob", "n")] == [(lb.reviewer, lb.note) for lb in reviews[first.key]]
     assert path.read_text().splitlines()[0] == (
         '{"answer_hash": "h1", "at": "2026-01-01T00:00:00Z", "case_id": "c1", '
         '"check": "refusal", "reviewer": "ann", "verdict": true}'
