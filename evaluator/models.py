@@ -336,6 +336,9 @@ class CaseRecord(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     cost: float | None = None
     #: the W3C trace id the request carried (``traceparent``)
     trace_id: str | None = None
+    #: the parent span id that ``traceparent`` carried: the case span's id when spans are
+    #: exported (the judge's evaluation events are tied to it after the run)
+    span_id: str | None = None
     #: optional figures the target reported out of range: not reported (dropped)
     out_of_range: tuple[OutOfRange, ...] = ()
 
@@ -374,4 +377,5 @@ DELIVERY_FIELDS: tuple[str, ...] = (
     "output_tokens",
     "cost",
     "trace_id",
+    "span_id",
 )

@@ -115,7 +115,12 @@ def _judged(
     # after the run, from the written report: judge traffic never counts in the target's
     # latency, errors or cost
     cache = None if options.no_judge_cache else settings.reports_dir
-    return judge_file(output, judge, cache_folder=cache)[1]
+    report, judged = judge_file(output, judge, cache_folder=cache)
+    from evaluator.run.otlp_events import export_judged
+
+    # the judged scores as evaluation events, tied to the case spans the run sent
+    export_judged(settings.otlp.model_dump(), report.cases, judged, report.run_id)
+    return judged
 
 
 def _write_html(

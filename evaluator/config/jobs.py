@@ -51,6 +51,9 @@ class OtlpConfig(_Strict):
     )
     compression: Literal["none", "gzip"] = "none"
     """Compression of the export requests' bodies."""
+    evaluation_events: bool = True
+    """Each case's scores, deterministic and judged, as `gen_ai.evaluation.result` log
+    records tied to its span, sent to the logs URL beside `endpoint` (`/v1/logs`)."""
 
     @field_validator("endpoint")
     @classmethod

@@ -31,6 +31,7 @@ from evaluator.judge.record import JudgedRun
 from evaluator.judge.settings import JudgeConfig
 from evaluator.judge.store import VerdictStore
 from evaluator.report import RunReport
+from evaluator.run import otlp
 
 __all__ = ["DaemonJudge"]
 
@@ -90,6 +91,10 @@ class DaemonJudge:
             log.warning("judge_down", job="/".join(self.labels), error=down)
         self.problem = down or trust_problem(judged, calibrated)
         self._export(judged, calibrated)
+        spans = otlp.active()
+        if spans is not None and spans.events is not None:
+            # the judged scores as evaluation events, tied to the case spans of the run
+            spans.events.judged(report.cases, judged, report.run_id)
         judged_report = msgspec.structs.replace(report, judge=judged.to_dict())
         self.latest = judged_report
         return judged_report

@@ -88,6 +88,7 @@ class _CaseFields(Struct, frozen=True, gc=False):
     output_tokens: Count | None = None
     cost: Amount | None = None
     trace_id: str | None = None
+    span_id: str | None = None
     # a conversation's turn: both or neither (checked by check_turn)
     conversation: str | None = None
     turn: int | None = None
@@ -352,6 +353,7 @@ def _case(c: _Case, known: Mapping[str, Case]) -> CaseRecord:
         output_tokens=c.output_tokens,
         cost=c.cost,
         trace_id=c.trace_id,
+        span_id=c.span_id,
         out_of_range=c.out_of_range,
     )
 

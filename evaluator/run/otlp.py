@@ -34,9 +34,10 @@ from evaluator.redaction import redactor, register_secrets
 from evaluator.targets.templates import resolve_env
 
 if TYPE_CHECKING:
-    from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-    from opentelemetry.sdk.trace.export import SpanExportResult
+    from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.trace import Span
+
+    from evaluator.run.otlp_events import EvaluationEvents
 
 __all__ = [
     "CASE_SPAN",
@@ -46,6 +47,7 @@ __all__ = [
     "CaseSpans",
     "ExportFailed",
     "active",
+    "events_for",
     "install",
     "parse_env_headers",
     "resolve",
@@ -235,9 +237,13 @@ def _check_status(head: bytes) -> None:
         raise ExportFailed("http_status", f"HTTP {status}{hint}", status)
 
 
-class _CountingExporter:
+class CountingExporter:
     """The SDK's span-exporter face of :class:`BoundedExporter`: encodes each batch, counts
-    and logs those that did not reach the collector (by kind, with the status and URL)."""
+    and logs those that did not reach the collector (by kind, with the status and URL).
+    :class:`evaluator.run.otlp_events.CountingLogExporter` is its face for log records."""
+
+    #: what one exported item is, in the failure's log line
+    signal = "spans"
 
     def __init__(self, inner: BoundedExporter) -> None:
         self._inner = inner
@@ -251,35 +257,44 @@ class _CountingExporter:
         #: logged, so no warning lands in the middle of what ``run`` prints after it
         self.quiet = False
 
-    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+    def _encoded(self, items: Sequence[Any]) -> bytes:
         from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+
+        encoded: bytes = encode_spans(items).SerializePartialToString()
+        return encoded
+
+    def _result(self, ok: bool) -> Any:
         from opentelemetry.sdk.trace.export import SpanExportResult
 
+        return SpanExportResult.SUCCESS if ok else SpanExportResult.FAILURE
+
+    def export(self, items: Sequence[Any]) -> Any:
+        """Send one batch; count it, and log a failure (its kind, status and URL)."""
         failure: ExportFailed | None = None
         try:
-            self._inner.send(encode_spans(spans).SerializePartialToString())
+            self._inner.send(self._encoded(items))
         except ExportFailed as exc:
             failure = exc
         except Exception as exc:  # an exporter bug must not kill the processor's thread
             failure = ExportFailed("exporter_exception", f"{type(exc).__name__}: {exc}")
         with self.lock:
             if failure is None:
-                self.exported_spans += len(spans)
+                self.exported_spans += len(items)
             else:
-                self.failed_spans += len(spans)
+                self.failed_spans += len(items)
                 self.failures[failure.kind] = self.failures.get(failure.kind, 0) + 1
         if failure is not None and not self.quiet:
             import structlog  # only on a failure: a run without OTLP never needs structlog
 
             structlog.get_logger("evaluator.run.otlp").warning(
                 "otlp_export_failed",
-                spans=len(spans),
+                **{self.signal: len(items)},
                 error_kind=failure.kind,
                 status=failure.status,
                 url=redactor().redact_text(self._inner.url),
                 error=redactor().redact_text(str(failure)),
             )
-        return SpanExportResult.SUCCESS if failure is None else SpanExportResult.FAILURE
+        return self._result(failure is None)
 
     def count_failure(self, kind: str, message: str) -> None:
         """A span lost before any request (it could not be built): counted and logged."""
@@ -310,7 +325,10 @@ class CaseSpans:
         *,
         headers: Mapping[str, str] | None = None,
         compression: str = "none",
+        events: EvaluationEvents | None = None,
     ) -> None:
+        #: each case's scores as gen_ai.evaluation.result events, when they are exported
+        self.events = events
         try:
             from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
             from opentelemetry.sdk.resources import Resource
@@ -324,7 +342,7 @@ class CaseSpans:
         del encode_spans  # imported above only to fail early without the SDK
         self._ids = _SentIds()
         self.timeout_seconds = timeout_seconds
-        self.exporter = _CountingExporter(
+        self.exporter = CountingExporter(
             BoundedExporter(
                 endpoint, timeout_seconds=timeout_seconds, headers=headers, compression=compression
             )
@@ -356,6 +374,16 @@ class CaseSpans:
             span = self._case_span(record, span_id, start_ns, attributes)
             self._stage_spans(span, record.stage_seconds, start_ns)
             span.end(end_time=end_ns)
+            if self.events is not None:
+                # here, not at the top: a run without events never loads the score tables
+                from evaluator.run.evaluation_results import deterministic_results
+
+                context = span.get_span_context()
+                self.events.emit(
+                    deterministic_results(record),
+                    ids=(context.trace_id, context.span_id),
+                    attributes={"rag_eval.case_id": record.id, **_run_of(attributes)},
+                )
         except Exception as exc:
             self._ids.pending = None
             self.exporter.count_failure("exporter_exception", f"{type(exc).__name__}: {exc}")
@@ -406,6 +434,14 @@ class CaseSpans:
         done.start()
         done.join(2 * self.timeout_seconds + 0.5)
         self.exporter.quiet = True
+        if self.events is not None:
+            self.events.shutdown()
+
+
+def _run_of(attributes: Mapping[str, str | int]) -> dict[str, str | int]:
+    """The run id of a case span's attributes, as an event's ``rag_eval.run_id``."""
+    run_id = attributes.get("run_id")
+    return {} if run_id is None else {"rag_eval.run_id": run_id}
 
 
 def _case_attributes(record: CaseRecord, attributes: Mapping[str, str | int]) -> dict[str, Any]:
@@ -535,8 +571,10 @@ def install(
     timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
     headers: Mapping[str, str] | None = None,
     compression: str = "none",
+    evaluation_events: bool = True,
 ) -> CaseSpans | None:
-    """Start the process's span export when ``enabled`` (replacing an earlier one).
+    """Start the process's span export when ``enabled`` (replacing an earlier one), with
+    each case's scores as evaluation events beside the spans when ``evaluation_events``.
 
     Raises:
         ConfigError: a setting (or standard variable) that cannot work, or no SDK.
@@ -550,8 +588,23 @@ def install(
             headers=headers,
             compression=compression,
         )
-        process_state.spans.swap(CaseSpans(**settings))
+        events = events_for(settings) if evaluation_events else None
+        process_state.spans.swap(CaseSpans(**settings, events=events))
     return active()
+
+
+def events_for(settings: Mapping[str, Any]) -> EvaluationEvents:
+    """The evaluation events' export, to the logs URL beside the spans' traces URL."""
+    # here: the events' module builds on this one's sender (and loads the SDK's logs)
+    from evaluator.run.otlp_events import EvaluationEvents, logs_url
+
+    return EvaluationEvents(
+        logs_url(settings["endpoint"]),
+        settings["service_name"],
+        settings["timeout_seconds"],
+        headers=settings["headers"],
+        compression=settings["compression"],
+    )
 
 
 def active() -> CaseSpans | None:

@@ -346,12 +346,21 @@ async def _attempt_case(
             latency = time.perf_counter() - started - queued.seconds
             error = _case_error(exc, limits.message(exc.message))
             record = _record(case, error, options, latency, exc.attempts, queued.trace_id)
-            return _Asked(record, queued.span_id)
+            return _Asked(_traced(record, queued.trace_id, queued.span_id), queued.span_id)
     # ends at the last byte when the target says when it came (parsing is not its latency)
     ended = queued.received_at if queued.received_at is not None else time.perf_counter()
     latency = ended - started - queued.seconds
     record = await _answered(case, response, options, latency, attempts, queued.trace_id)
+    record = _traced(record, queued.trace_id, queued.span_id)
     return _Asked(record, queued.span_id, response.conversation_id)
+
+
+def _traced(record: CaseRecord, trace_id: str | None, span_id: str | None) -> CaseRecord:
+    """``record`` with the span id its ``traceparent`` carried, when the record's trace is
+    that request's (a service that reports a trace of its own keeps it, without our span)."""
+    if span_id is None or trace_id is None or record.trace_id != trace_id:
+        return record
+    return msgspec.structs.replace(record, span_id=span_id)
 
 
 #: what a finished case is handed to: its position in the report and its record

@@ -1,4 +1,5 @@
-"""An OTLP/HTTP traces receiver on loopback: decodes each ExportTraceServiceRequest.
+"""An OTLP/HTTP traces and logs receiver on loopback: decodes each ExportTraceServiceRequest
+and ExportLogsServiceRequest.
 
 It stands in for an OpenTelemetry Collector: the protobuf body is parsed with the
 protocol's own generated classes (opentelemetry-proto), so a test sees what a collector
@@ -15,6 +16,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import (
+    ExportLogsServiceRequest,
+    ExportLogsServiceResponse,
+)
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
     ExportTraceServiceResponse,
@@ -23,7 +28,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 from tests.support.background import BackgroundServer
 from tests.support.loopback import ThreadedApp
 
-__all__ = ["HostileCollector", "OtlpReceiver", "ReceivedSpan"]
+__all__ = ["HostileCollector", "OtlpReceiver", "ReceivedEvent", "ReceivedSpan"]
 
 
 def _value(any_value: Any) -> str | int | float | bool:
@@ -52,12 +57,27 @@ class ReceivedSpan:
         return (self.end_ns - self.start_ns) / 1e9
 
 
+@dataclass(frozen=True)
+class ReceivedEvent:
+    """One log record as the receiver decoded it (ids as lower-case hex, empty: none)."""
+
+    event_name: str
+    trace_id: str
+    span_id: str
+    attributes: dict[str, str | int | float | bool]
+    resource: dict[str, str | int | float | bool]
+
+
 class OtlpReceiver(ThreadedApp):
-    """``with OtlpReceiver() as receiver: receiver.url`` then ``receiver.spans``."""
+    """``with OtlpReceiver() as receiver: receiver.url`` then ``receiver.spans`` (and the log
+    records sent to ``/v1/logs``, ``receiver.events``)."""
 
     def __init__(self, status: int = 200) -> None:
         self.status = status
         self.spans: list[ReceivedSpan] = []
+        self.events: list[ReceivedEvent] = []
+        #: requests to /v1/logs (the others count the traces' alone)
+        self.log_requests = 0
         self.requests = 0
         self.content_types: list[str] = []
         #: each request's headers, as received
@@ -113,9 +133,36 @@ class OtlpReceiver(ThreadedApp):
         body = ExportTraceServiceResponse().SerializeToString()
         return web.Response(body=body, content_type="application/x-protobuf")
 
+    async def _handle_logs(self, request: web.Request) -> web.Response:
+        # counted apart: the traces' requests, types and headers are the spans' alone
+        self.log_requests += 1
+        if self.status != 200:
+            return web.Response(status=self.status)
+        message = ExportLogsServiceRequest()
+        raw = await request.read()
+        if raw[:2] == b"\x1f\x8b":  # gzip, unless aiohttp inflated it already
+            raw = gzip.decompress(raw)
+        message.ParseFromString(raw)
+        for resource_logs in message.resource_logs:
+            resource = {a.key: _value(a.value) for a in resource_logs.resource.attributes}
+            for scope in resource_logs.scope_logs:
+                for record in scope.log_records:
+                    self.events.append(
+                        ReceivedEvent(
+                            event_name=record.event_name,
+                            trace_id=record.trace_id.hex(),
+                            span_id=record.span_id.hex(),
+                            attributes={a.key: _value(a.value) for a in record.attributes},
+                            resource=resource,
+                        )
+                    )
+        body = ExportLogsServiceResponse().SerializeToString()
+        return web.Response(body=body, content_type="application/x-protobuf")
+
     def _routes(self, app: web.Application) -> None:
-        # only the traces path, as a collector: a POST to the base URL is refused with 405
+        # only the traces and logs paths, as a collector: a POST to the base URL is refused
         app.router.add_post("/v1/traces", self._handle)
+        app.router.add_post("/v1/logs", self._handle_logs)
         app.router.add_route("*", "/{tail:.*}", self._not_here)
 
     async def _not_here(self, _request: web.Request) -> web.Response:

@@ -192,8 +192,8 @@ class TestConfig:
             def send(self, body: bytes) -> None:
                 raise RuntimeError("boom")
 
-        counting = otlp._CountingExporter(Broken("http://127.0.0.1:9/", timeout_seconds=1.0))
+        counting = otlp.CountingExporter(Broken("http://127.0.0.1:9/", timeout_seconds=1.0))
         from opentelemetry.sdk.trace.export import SpanExportResult
 
-        assert SpanExportResult.FAILURE is counting.export([object(), object()])  # type: ignore[list-item]
+        assert SpanExportResult.FAILURE is counting.export([object(), object()])
         assert (2, 0) == (counting.failed_spans, counting.exported_spans)
