@@ -214,12 +214,6 @@ class Daemon:
             runner.restore()
             await runner.publisher.restore_history()
             self._schedule(scheduler, runner, trigger, first_run(runner.job, trigger, start))
-            drift = runner.judge.config.drift_interval_seconds if runner.judge else None
-            if runner.judge is not None and drift is not None:
-                # judge drift on a schedule of its own, never inside a run
-                scheduler.add_job(
-                    runner.judge.check_drift, "interval", seconds=drift, id=f"{runner.key} drift"
-                )
         scheduler.add_listener(self._on_max_instances, EVENT_JOB_MAX_INSTANCES)
         await self.http.start(host, port)
         scheduler.start()
@@ -266,10 +260,16 @@ class Daemon:
     def _schedule(
         self, scheduler: AsyncIOScheduler, runner: JobRunner, trigger: Any, first: datetime | None
     ) -> None:
-        """The job's runs on ``trigger``, the first at ``first``."""
+        """The job's runs on ``trigger``, the first at ``first``; and its judge's drift
+        checks, when its judge has drift labels, on a schedule of their own (never inside a
+        run), re-judging with this runner's judge: the one the last reload configured."""
         scheduler.add_job(
             self._fire, trigger, args=[runner], id=runner.key, name=runner.key, next_run_time=first
         )
+        judge = runner.judge
+        drift = judge.config.drift_interval_seconds if judge is not None else None
+        if judge is not None and judge.config.drift_labels is not None and drift is not None:
+            scheduler.add_job(judge.check_drift, "interval", seconds=drift, id=_drift_id(runner))
 
     def _on_max_instances(self, event: JobSubmissionEvent) -> None:
         for runner in self.jobs:
@@ -369,6 +369,9 @@ class Daemon:
                 if scheduled.next_run_time is not None:
                     next_runs[runner.key] = scheduled.next_run_time
                 scheduled.remove()
+            # the old judge's drift checks go with it (the new runner schedules its own)
+            if scheduler.get_job(_drift_id(runner)) is not None:
+                scheduler.remove_job(_drift_id(runner))
             if runner.labels not in kept_labels:
                 self.metrics.remove_job(runner.labels)
         return next_runs
@@ -392,6 +395,9 @@ class Daemon:
             self.metrics.judge_added(runner.labels)
         if previous is not None:
             runner.publisher.carry_over(previous.publisher)
+            if runner.judge is not None and previous.judge is not None:
+                # the latest judged answers: the new judge's drift re-judges them at once
+                runner.judge.latest = previous.judge.latest
 
     def _retire_later(self, old: list[JobRunner], targets: list[Target]) -> None:
         """Take the new targets; the old ones close once the runs using them are over."""
@@ -501,6 +507,11 @@ class Daemon:
             log.info("shutdown_requested")
         finally:
             await self.stop()
+
+
+def _drift_id(runner: JobRunner) -> str:
+    """The scheduler's id of a job's judge drift checks."""
+    return f"{runner.key} drift"
 
 
 def _log_reload(

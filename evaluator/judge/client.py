@@ -25,6 +25,7 @@ from evaluator.errors import ConfigError, ResponseTooLargeError
 from evaluator.judge.checks import check as judged_check
 from evaluator.judge.errors import (
     JudgeConnectError,
+    JudgeError,
     JudgeHTTPStatusError,
     JudgeMalformedError,
     JudgeTimeout,
@@ -151,7 +152,13 @@ class JudgeClient:
         """One call: the verdict object, the completion, and the call's seconds."""
         started = time.perf_counter()
         completion = await self._call(check, data, sample)
-        return extract_object(completion.content), completion, time.perf_counter() - started
+        try:
+            verdict = extract_object(completion.content)
+        except JudgeError as exc:
+            # answered, and paid for: the usage counts though no verdict could be read
+            exc.completion, exc.latency_seconds = completion, time.perf_counter() - started
+            raise
+        return verdict, completion, time.perf_counter() - started
 
     async def _call(self, check: str, data: dict[str, Any], sample: int | None) -> Completion:
         try:

@@ -6,7 +6,12 @@ the check (the case stays out of the judged averages, counted by kind).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from evaluator.errors import CallError
+
+if TYPE_CHECKING:
+    from evaluator.judge.parse import Completion
 
 __all__ = [
     "JUDGE_ERROR_KINDS",
@@ -20,10 +25,17 @@ __all__ = [
 
 
 class JudgeError(CallError):
-    """One judge call failed; ``kind`` is a bounded label (safe as a Prometheus label)."""
+    """One judge call failed; ``kind`` is a bounded label (safe as a Prometheus label).
+
+    ``completion``: what the judge answered when it did answer (its usage is paid for even
+    when no verdict could be read from it), with the call's ``latency_seconds``; None when
+    no completion came back.
+    """
 
     kind = "judge_error"
     transient = False
+    completion: Completion | None = None
+    latency_seconds: float = 0.0
 
 
 class JudgeTimeout(JudgeError):

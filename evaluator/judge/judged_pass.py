@@ -23,6 +23,7 @@ from evaluator.judge.checks import CheckValues, JudgedCheck, Subject, judged_che
 from evaluator.judge.client import Answered, JudgeClient
 from evaluator.judge.errors import JudgeError
 from evaluator.judge.panel import JudgePanel, Member
+from evaluator.judge.parse import Completion
 from evaluator.judge.prompts import PROMPT_VERSION
 from evaluator.judge.record import (
     CanaryResult,
@@ -126,28 +127,44 @@ class JudgedPass:
     def usage(self) -> JudgeUsage:
         return self.budget.usage
 
-    def _count(self, config: JudgeConfig, answered: Answered) -> None:
-        completion = answered.completion
+    def _count(self, config: JudgeConfig, completion: Completion, seconds: float) -> None:
+        """One answered call's latency, tokens and cost (a verdict read or not: the judge
+        was paid for it)."""
         usage = self.usage
-        usage.latency_seconds += answered.latency_seconds
+        usage.latency_seconds += seconds
         usage.input_tokens += completion.input_tokens or 0
         usage.output_tokens += completion.output_tokens or 0
         # each judge at its own prices (a panel member's are the [judge] section's)
         usage.cost += config.cost(completion.input_tokens, completion.output_tokens)
 
-    def _event(self, check: str, answered: Answered | None, error: JudgeError | None) -> None:
+    def _event(
+        self, check: str, completion: Completion | None, seconds: float, error: JudgeError | None
+    ) -> None:
         if self.on_call is None:
             return
-        c = answered.completion if answered is not None else None
         self.on_call(
             CallEvent(
                 check,
-                answered.latency_seconds if answered is not None else 0.0,
+                seconds,
                 error.kind if error is not None else None,
-                c.input_tokens if c is not None else None,
-                c.output_tokens if c is not None else None,
+                completion.input_tokens if completion is not None else None,
+                completion.output_tokens if completion is not None else None,
             )
         )
+
+    def _failed(
+        self, config: JudgeConfig, check: str, answered: Answered | None, exc: JudgeError
+    ) -> None:
+        """A call that gave no verdict: counted by kind, and, when the judge did answer (a
+        verdict of the wrong shape, content with no JSON object), its tokens and cost too:
+        the judge billed them."""
+        completion, seconds = exc.completion, exc.latency_seconds
+        if answered is not None:
+            completion, seconds = answered.completion, answered.latency_seconds
+        if completion is not None:
+            self._count(config, completion, seconds)
+        self.usage.errors[exc.kind] = self.usage.errors.get(exc.kind, 0) + 1
+        self._event(check, completion, seconds, exc)
 
     async def verdict(
         self, check: JudgedCheck, subject: Subject, use_cache: bool = True
@@ -208,20 +225,20 @@ class JudgedPass:
     ) -> tuple[CheckOutcome, dict[str, Any] | None]:
         """The judge asked within the pass's slots and budget: the outcome, and the verdict
         object to keep (None: skipped or failed, nothing to keep)."""
+        answered: Answered | None = None
         try:
             async with self._slots:
                 if not self.budget.take():
                     self.usage.skipped += 1
                     return CheckOutcome(check.name, "skipped"), None
                 answered = await client.ask(check.name, data, sample)
-            self._count(client.config, answered)
             values = check.read(subject, answered.verdict)
         except JudgeError as exc:
-            self.usage.errors[exc.kind] = self.usage.errors.get(exc.kind, 0) + 1
-            self._event(check.name, None, exc)
+            self._failed(client.config, check.name, answered, exc)
             error = CheckOutcome(check.name, "error", error_kind=exc.kind, error=exc.message[:300])
             return error, None
-        self._event(check.name, answered, None)
+        self._count(client.config, answered.completion, answered.latency_seconds)
+        self._event(check.name, answered.completion, answered.latency_seconds, None)
         return _judged(check.name, values), answered.verdict
 
 
