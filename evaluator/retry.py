@@ -31,7 +31,8 @@ def _wait(policy: RetryPolicy) -> Callable[[tenacity.RetryCallState], float]:
         outcome = state.outcome
         exc = outcome.exception() if outcome is not None else None
         if isinstance(exc, CallError) and exc.retry_after is not None:
-            return min(max(exc.retry_after, 0.0), policy.backoff_max)
+            cap = policy.backoff_max if policy.retry_after_max is None else policy.retry_after_max
+            return min(max(exc.retry_after, 0.0), cap)
         return float(jittered(state))
 
     return wait

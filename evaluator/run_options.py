@@ -20,12 +20,16 @@ class RetryPolicy:
 
     ``retries`` counts extra attempts after the first (docs/targets.md: by default twice).
     Waits grow exponentially from ``backoff_initial`` up to ``backoff_max`` seconds, with
-    full jitter; a 429's ``Retry-After`` is honoured up to ``backoff_max``.
+    full jitter; a 429's ``Retry-After`` is honoured up to ``retry_after_max`` (default
+    ``backoff_max``).
     """
 
     retries: int = 2
     backoff_initial: float = 0.2
     backoff_max: float = 5.0
+    #: the longest ``Retry-After`` honoured (None: ``backoff_max``); a longer one is waited
+    #: for this long
+    retry_after_max: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

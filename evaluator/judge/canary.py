@@ -10,18 +10,23 @@ cases it may borrow, what a fooled verdict is); this module only deals them out.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from evaluator.judge.checks import Canary, JudgedCheck, Subject, judged_checks
 
 __all__ = ["canary_subjects"]
 
 
-def canary_subjects(subjects: list[Subject], count: int) -> list[tuple[JudgedCheck, Subject]]:
-    """Up to ``count`` (check, canary) pairs, one case each, taking the canaried checks in
-    turn (registry order); a case the turn's canary cannot use goes to the first canaried
-    check whose canary can."""
-    canaried: list[tuple[JudgedCheck, Canary]] = [
-        (c, c.canary) for c in judged_checks() if c.canary is not None
-    ]
+def canary_subjects(
+    subjects: list[Subject], count: int, checks: Sequence[JudgedCheck] | None = None
+) -> list[tuple[JudgedCheck, Subject]]:
+    """Up to ``count`` (check, canary) pairs, one case each, taking the canaried checks of
+    ``checks`` (default: every registered one) in turn (registry order); a case the turn's
+    canary cannot use goes to the first canaried check whose canary can. None when no check
+    of ``checks`` is canaried."""
+    canaried = _canaried(judged_checks() if checks is None else checks)
+    if not canaried:
+        return []
     usable = [s for s in subjects if any(canary.usable(s) for _, canary in canaried)]
     out: list[tuple[JudgedCheck, Subject]] = []
     for turn, subject in enumerate(usable[:count]):
@@ -29,3 +34,8 @@ def canary_subjects(subjects: list[Subject], count: int) -> list[tuple[JudgedChe
         check, canary = next(pair for pair in (preferred, *canaried) if pair[1].usable(subject))
         out.append((check, canary.subject(subject)))
     return out
+
+
+def _canaried(checks: Sequence[JudgedCheck]) -> list[tuple[JudgedCheck, Canary]]:
+    """The checks of ``checks`` that have a canary, each with it."""
+    return [(c, c.canary) for c in checks if c.canary is not None]

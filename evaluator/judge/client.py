@@ -88,6 +88,8 @@ class JudgeClient:
         }
         self._limit = asyncio.Semaphore(config.concurrency)
         self._retry = retry_policy(config)
+        #: a judge that answered 429 with Retry-After is sent nothing until it has passed
+        self._pause = _Pause()
         self._session: aiohttp.ClientSession | None = None
         #: False once the server refused ``response_format``
         self.schema_accepted = True
@@ -149,9 +151,16 @@ class JudgeClient:
     async def _attempt(
         self, check: str, data: dict[str, Any], sample: int | None
     ) -> tuple[dict[str, Any], Completion, float]:
-        """One call: the verdict object, the completion, and the call's seconds."""
+        """One call: the verdict object, the completion, and the call's seconds. It waits
+        out a pause the judge asked for (a 429's ``Retry-After``) before it is sent."""
+        await self._pause.wait_out()
         started = time.perf_counter()
-        completion = await self._call(check, data, sample)
+        try:
+            completion = await self._call(check, data, sample)
+        except JudgeHTTPStatusError as exc:
+            if exc.status == 429 and exc.retry_after is not None:
+                self._pause.extend(min(exc.retry_after, self.config.max_retry_after_seconds))
+            raise
         try:
             verdict = extract_object(completion.content)
         except JudgeError as exc:
@@ -208,6 +217,26 @@ class JudgeClient:
             )
 
 
+class _Pause:
+    """A time before which no call goes to the judge: a 429's ``Retry-After`` holds back
+    every call of the client, not only the one it answered (the others would be refused
+    too, each costing an attempt of its retries)."""
+
+    def __init__(self) -> None:
+        self._until = 0.0
+
+    def extend(self, seconds: float) -> None:
+        """No call before ``seconds`` from now (a later pause already set stands)."""
+        self._until = max(self._until, time.monotonic() + max(seconds, 0.0))
+
+    async def wait_out(self) -> None:
+        """Return once the pause has passed (at once when there is none)."""
+        left = self._until - time.monotonic()
+        if left > 0:
+            await asyncio.sleep(left)
+            await self.wait_out()  # extended while it slept
+
+
 @dataclass(frozen=True, slots=True)
 class _Reply:
     """What one POST to the judge brought back."""
@@ -229,7 +258,10 @@ class _Reply:
 def retry_policy(config: JudgeConfig) -> RetryPolicy:
     """How the judge's transient failures are retried: ``retries`` extra attempts, waits
     from 0.2 s growing to at most 2 s (a judge call is retried a few times at most), a
-    ``Retry-After`` honoured up to that."""
+    ``Retry-After`` honoured as asked, up to ``max_retry_after_seconds``."""
     return RetryPolicy(
-        retries=config.retries, backoff_initial=_BACKOFF_INITIAL, backoff_max=_BACKOFF_MAX
+        retries=config.retries,
+        backoff_initial=_BACKOFF_INITIAL,
+        backoff_max=_BACKOFF_MAX,
+        retry_after_max=config.max_retry_after_seconds,
     )

@@ -9,7 +9,7 @@ shipped alert fires when agreement falls below the band ``evaluator calibrate`` 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from evaluator.judge.calibrate import cohen_kappa
@@ -42,7 +42,7 @@ async def rejudge_labelled(
 ) -> list[DriftPoint]:
     """Judge again every check of ``report`` that a label covers; compare per check."""
     judged = JudgedPass(panel, None, None)
-    jobs = _labelled(report, labels)
+    jobs = _labelled(report, labels, judged.checks)
     outcomes = await asyncio.gather(
         *(judged.verdict(check, subject, use_cache=False) for check, subject, _ in jobs)
     )
@@ -54,13 +54,17 @@ async def rejudge_labelled(
     return [_point(name, got) for name, got in pairs.items() if got]
 
 
-def _labelled(report: RunReport, labels: Mapping[tuple[str, str, str], Label]) -> list[_Job]:
-    """The checks of the report's cases that apply and that a label of the same answer
-    covers."""
+def _labelled(
+    report: RunReport,
+    labels: Mapping[tuple[str, str, str], Label],
+    checks: Sequence[JudgedCheck],
+) -> list[_Job]:
+    """The checks (of ``checks``) of the report's cases that apply and that a label of the
+    same answer covers."""
     jobs = []
     for subject in subjects_of(report.cases):
         digest = answer_hash(subject.answer)
-        for check in judged_checks():
+        for check in checks:
             label = labels.get((subject.case_id, digest, check.name))
             if label is not None and check.applies(subject):
                 jobs.append((check, subject, label))

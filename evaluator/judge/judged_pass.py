@@ -127,6 +127,12 @@ class JudgedPass:
     def usage(self) -> JudgeUsage:
         return self.budget.usage
 
+    @property
+    def checks(self) -> tuple[JudgedCheck, ...]:
+        """The registered checks this pass runs (the judge's ``checks``, default all)."""
+        chosen = self.config.checks
+        return tuple(c for c in judged_checks() if chosen is None or c.name in chosen)
+
     def _count(self, config: JudgeConfig, completion: Completion, seconds: float) -> None:
         """One answered call's latency, tokens and cost (a verdict read or not: the judge
         was paid for it)."""
@@ -268,7 +274,7 @@ async def _judge_canaries(
     """Each canary judged, never from the cache (a cached verdict would hide a judge that
     changed), and read by its own check's rule for a fooled verdict."""
     results = []
-    for check, subject in canary_subjects(subjects, count):
+    for check, subject in canary_subjects(subjects, count, judged.checks):
         outcome = await judged.verdict(check, subject, use_cache=False)
         results.append(
             CanaryResult(check.name, subject.case_id, _fooled(check, outcome), outcome.reason)
@@ -293,7 +299,7 @@ async def _judge_cases(
     """Every applicable check of every case, at once (the client bounds the calls)."""
 
     async def one(subject: Subject) -> CaseJudgement:
-        checks = [c for c in judged_checks() if c.applies(subject)]
+        checks = [c for c in judged.checks if c.applies(subject)]
         outcomes = await asyncio.gather(*(judged.verdict(c, subject) for c in checks))
         return CaseJudgement(subject.case_id, answer_hash(subject.answer), tuple(outcomes))
 

@@ -76,11 +76,14 @@ class JudgeConfig(BaseModel):
     """Request headers; `${ENV}` values are secrets, redacted everywhere."""
     timeout_seconds: float = Field(30.0, gt=0, le=600)
     """One judge call's whole time (a hanging judge costs the case a `judge_timeout`)."""
-    concurrency: int = Field(2, ge=1, le=256)
-    """Judge calls in flight, apart from the target's own limit."""
+    concurrency: int = Field(8, ge=1, le=256)
+    """Judge calls in flight, apart from the target's own limit (8: the most a 200 ms judge
+    limited to 10 calls a second takes without losing a check, tests/benchmarks)."""
     retries: int = Field(1, ge=0, le=10)
     """Extra attempts after a transient failure (connect, 429, 5xx), each after a jittered
-    back-off from 0.2 s to at most 2 s (a `Retry-After` is honoured up to 2 s)."""
+    back-off from 0.2 s to at most 2 s, or the `Retry-After` the judge asked for."""
+    max_retry_after_seconds: float = Field(30.0, gt=0, le=600)
+    """The longest `Retry-After` honoured; while one runs, no call goes to that judge."""
     max_calls: int | None = Field(None, ge=1)
     """Judge calls a run may make; the cases after that are `judge_skipped` (counted)."""
     max_cost: float | None = Field(None, gt=0)
@@ -105,11 +108,27 @@ class JudgeConfig(BaseModel):
     """Sampling temperature sent with every request (above 0 lets a model's samples differ)."""
     panel: tuple[PanelMember, ...] = Field((), max_length=MAX_PANEL)
     """More judges voting beside this one (`[[judge.panel]]`: model, url, headers, name)."""
+    checks: tuple[str, ...] | None = None
+    """The judged checks this judge runs (default: every one: fact_support, groundedness,
+    refusal); a check left out is neither asked nor canaried, its judged metrics n/a."""
 
     @field_validator("url")
     @classmethod
     def _judge_url(cls, value: str) -> str:
         return _http_url(value)
+
+    @field_validator("checks")
+    @classmethod
+    def _known_checks(cls, value: tuple[str, ...] | None) -> tuple[str, ...] | None:
+        if value is None:
+            return None
+        # here: the registry's modules build on the judge's records, which read this module
+        from evaluator.judge.checks import check_names
+
+        unknown = [name for name in value if name not in check_names()]
+        if unknown or not value:
+            raise ValueError(f"checks: name one or more of {', '.join(check_names())}")
+        return tuple(dict.fromkeys(value))
 
     @model_validator(mode="after")
     def _distinct_members(self) -> JudgeConfig:

@@ -45,7 +45,7 @@ QUICK = ("goals", "scale", "scrape", "platform", "border", "judge")
 #: seconds a module may take before it is stopped (the soak has its own limit inside)
 TIMEOUTS = {
     "soak": 480.0, "runner": 240.0, "transport": 240.0, "goals": 420.0, "scale": 420.0,
-    "hostile": 420.0, "platform": 540.0, "scrape": 360.0,
+    "hostile": 420.0, "platform": 540.0, "scrape": 360.0, "judge_concurrency": 360.0,
 }  # fmt: skip
 DEFAULT_TIMEOUT = 240.0
 PACKAGES = (

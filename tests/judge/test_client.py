@@ -151,6 +151,10 @@ def test_a_judge_busy_for_good_gives_up_after_its_retries() -> None:
 
 
 def test_the_retry_policy_comes_from_the_judge_config() -> None:
-    """retries from the config; waits from 0.2 s up to 2 s, a Retry-After honoured up to 2 s."""
-    config = JudgeConfig(url="http://127.0.0.1:1/v1", model="m", retries=3)
-    assert RetryPolicy(retries=3, backoff_initial=0.2, backoff_max=2.0) == retry_policy(config)
+    """retries from the config; waits from 0.2 s up to 2 s, a Retry-After honoured up to
+    max_retry_after_seconds."""
+    config = JudgeConfig(
+        url="http://127.0.0.1:1/v1", model="m", retries=3, max_retry_after_seconds=12
+    )
+    expected = RetryPolicy(retries=3, backoff_initial=0.2, backoff_max=2.0, retry_after_max=12)
+    assert expected == retry_policy(config)

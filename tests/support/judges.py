@@ -10,8 +10,10 @@ simple, deterministic, and enough to tell a canary (no expected fact) from a rea
 from __future__ import annotations
 
 import asyncio
+import collections
 import json
 import re
+import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -81,7 +83,9 @@ class LoopbackJudge(ThreadedApp):
     ``surrogate`` and ``surrogate_outer`` (honest verdicts whose reason and claims hold a
     lone surrogate, escaped in the content or in the body), ``flip_on_seed`` (honest for an even
     ``seed``, every boolean inverted for an odd one: a judge that flips on resample).
-    Switch ``mode`` between runs freely.
+    Switch ``mode`` between runs freely. ``latency``: seconds each verdict takes;
+    ``rate_limit``: requests admitted per second at most, the others answered 429 with
+    ``Retry-After: retry_after`` (counted in ``refused``).
     ``verdicts``: the verdict of each further check by name (a check a test registered),
     from the data block; the judge answers each request by the check its data names."""
 
@@ -92,16 +96,45 @@ class LoopbackJudge(ThreadedApp):
         flip_after: int | None = None,
         verdicts: Mapping[str, Callable[[dict[str, Any]], dict[str, Any]]] | None = None,
         retry_after: str = "0",
+        latency: float = 0.0,
+        rate_limit: int | None = None,
     ) -> None:
         self.mode = mode
         self.flip_after = flip_after
         self.retry_after = retry_after
+        #: seconds each verdict takes (a model's latency)
+        self.latency = latency
+        #: requests admitted per second at most; the others get 429 with Retry-After
+        self.rate_limit = rate_limit
+        #: when each admitted request came (the last second's, for the rate limit)
+        self._admitted: collections.deque[float] = collections.deque()
+        #: requests refused with 429 by the rate limit
+        self.refused = 0
         self.verdicts = dict(verdicts or {})
         self.calls = 0
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self.port = 0
         self._init_thread()
+
+    def _verdict(self, body: dict[str, Any]) -> dict[str, Any]:
+        """The verdict object for the request's check, as the judge's mode makes it."""
+        check, data = _data(body)
+        if check in self.verdicts:
+            verdict = self.verdicts[check](data)
+        elif self.mode == "fooled":
+            verdict = _fooled_verdict(check, data)
+        else:
+            verdict = honest_verdict(check, data)
+        if self.flip_after is not None and self.calls > self.flip_after:
+            verdict = _inverted(verdict)
+        if self.mode == "flip_on_seed" and body.get("seed", 0) % 2 == 1:
+            verdict = _inverted(verdict)
+        return verdict
+
+    def _over_the_limit(self) -> bool:
+        """A request past ``rate_limit`` in the last second (never without a limit)."""
+        return self.rate_limit is not None and _sliding_window(self)
 
     @property
     def url(self) -> str:
@@ -128,7 +161,16 @@ class LoopbackJudge(ThreadedApp):
             return web.json_response(
                 {"error": {"message": "response_format is not supported"}}, status=400
             )
+        if self._over_the_limit():
+            self.refused += 1
+            return web.json_response(
+                {"error": {"message": "rate limited"}},
+                status=429,
+                headers={"Retry-After": self.retry_after},
+            )
         self.calls += 1
+        if self.latency:
+            await asyncio.sleep(self.latency)
         if mode in _HOSTILE:
             return _HOSTILE[mode](self, request)
         if mode == "busy" or (mode == "busy_once" and self.calls == 1):
@@ -139,18 +181,7 @@ class LoopbackJudge(ThreadedApp):
             # until the server stops (its cleanup would otherwise wait on this handler)
             await self._released.wait()
             return web.json_response({"error": "stopped"}, status=503)
-        check, data = _data(body)
-        if check in self.verdicts:
-            verdict = self.verdicts[check](data)
-        elif mode == "fooled":
-            verdict = _fooled_verdict(check, data)
-        else:
-            verdict = honest_verdict(check, data)
-        if self.flip_after is not None and self.calls > self.flip_after:
-            verdict = _inverted(verdict)
-        if mode == "flip_on_seed" and body.get("seed", 0) % 2 == 1:
-            verdict = _inverted(verdict)
-        content = json.dumps(verdict)
+        content = json.dumps(self._verdict(body))
         if mode == "prose":
             content = f"Here is my verdict:\n```json\n{content}\n```\nThanks!"
         elif mode == "malformed":
@@ -172,6 +203,17 @@ class LoopbackJudge(ThreadedApp):
                 "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120},
             }
         )
+
+
+def _sliding_window(judge: LoopbackJudge) -> bool:
+    """Whether a request now is one too many for the judge's last second (else admitted)."""
+    now = time.monotonic()
+    while judge._admitted and now - judge._admitted[0] >= 1.0:
+        judge._admitted.popleft()
+    if judge.rate_limit is not None and len(judge._admitted) >= judge.rate_limit:
+        return True
+    judge._admitted.append(now)
+    return False
 
 
 def _huge(judge: LoopbackJudge, request: web.Request) -> web.Response:
