@@ -33,6 +33,7 @@ from evaluator import border
 from evaluator.errors import ConfigError
 from evaluator.gate.ceiling import DEFAULT_BASELINE_MAX_ERROR_RATE, parse_baseline_ceiling
 from evaluator.gate.repeats import Quarantine, parse_quarantine
+from evaluator.judge.checks import judged_metric
 from evaluator.judge.gating import JudgedRule, parse_judged_rules
 from evaluator.metrics import (
     FLOAT_TOLERANCE,
@@ -477,16 +478,28 @@ def _check_top_level(data: Mapping[str, object], source: str) -> None:
             )
 
 
+def _known_metric(metric: str, where: str) -> None:
+    """Raise :class:`ConfigError` (``where`` names the file and table) unless ``metric`` is
+    one a ``[rules.METRIC]`` table gates; a judged metric is pointed to ``[judged.METRIC]``."""
+    if judged_metric(metric) is not None:
+        raise ConfigError(
+            f"{where}: {metric} is a judged metric: write it as [judged.{metric}] "
+            "(min, max_drop, advisory; a hard judged rule needs a calibrated judge, "
+            "docs/judge.md)"
+        )
+    if metric not in GATE_METRICS and metric not in POSITIONED_METRICS:
+        raise ConfigError(
+            f"{where}: unknown metric (known: {', '.join(GATE_METRICS)}; "
+            f"add {POSITION_SEPARATOR}N for a conversation's turns at position N, one of "
+            f"{', '.join(TURN_POSITIONS)})"
+        )
+
+
 def _table_rules(metric: str, table: object, source: str) -> list[Rule]:
     """The rules of one ``[rules.METRIC]`` table, in key order (its noise floor applied to
     its growth rules)."""
     where = f"rules.{metric}"
-    if metric not in GATE_METRICS and metric not in POSITIONED_METRICS:
-        raise ConfigError(
-            f"{source}: {where}: unknown metric (known: {', '.join(GATE_METRICS)}; "
-            f"add {POSITION_SEPARATOR}N for a conversation's turns at position N, one of "
-            f"{', '.join(TURN_POSITIONS)})"
-        )
+    _known_metric(metric, f"{source}: {where}")
     if not isinstance(table, Mapping) or not table:
         raise ConfigError(
             f"{source}: {where}: expected a table with at least one of {', '.join(RULE_KINDS)}"

@@ -36,6 +36,7 @@ __all__ = [
     "JudgedGate",
     "JudgedRule",
     "evaluate_judged",
+    "judge_differences",
     "parse_judged_rules",
 ]
 
@@ -112,6 +113,40 @@ def _identity(block: Mapping[str, Any] | None) -> tuple[str, str] | None:
     return (model, version) if isinstance(model, str) and isinstance(version, str) else None
 
 
+#: what makes two reports' judged metrics comparable, each shown as it is named in a line
+_JUDGE_IDENTITY = (
+    ("model", "model", None),
+    ("prompt_version", "prompt version", None),
+    ("samples", "samples", 1),
+    ("panel", "panel", ()),
+)
+
+
+def _identity_part(block: Mapping[str, Any] | None, key: str, default: object) -> str:
+    """One part of a report's judge identity, shown (a report judged before samples and
+    panels existed has their defaults)."""
+    if block is None:
+        return "not judged"
+    value = block.get(key, default)
+    if isinstance(value, list | tuple):
+        return "(" + ", ".join(printable(str(v)) for v in value) + ")" if value else "none"
+    return printable(str(value))
+
+
+def judge_differences(
+    baseline: Mapping[str, Any] | None, candidate: Mapping[str, Any] | None
+) -> str:
+    """What differs between two reports' judges (model, prompt version, samples, panel),
+    ``name baseline -> candidate`` each, joined; empty when their judged metrics compare."""
+    changed = []
+    for key, shown, default in _JUDGE_IDENTITY:
+        before = _identity_part(baseline, key, default)
+        after = _identity_part(candidate, key, default)
+        if before != after:
+            changed.append(f"{shown} {before} -> {after}")
+    return "; ".join(changed)
+
+
 def _value(block: Mapping[str, Any] | None, metric: str) -> float | None:
     metrics = block.get("metrics") if block is not None else None
     value = metrics.get(metric) if isinstance(metrics, Mapping) else None
@@ -161,14 +196,12 @@ class _JudgedReports:
         return _Applied(_status(passed), f"{rule.metric} >= {rule.limit}: {_show(value)}")
 
     def _drop(self, rule: JudgedRule) -> _Applied:
-        """A drop compares only between reports of the same judge and prompts."""
+        """A drop compares only between reports of the same judge: model, prompts, samples
+        and panel (what differs is named)."""
         head = f"{rule.metric} drop <= {rule.limit}"
-        other = _identity(self.baseline)
-        if other != self.identity:
-            return _Applied(
-                "not compared",
-                f"{head}: baseline judged by {_ident(other)}, candidate by {_ident(self.identity)}",
-            )
+        differs = judge_differences(self.baseline, self.candidate)
+        if differs:
+            return _Applied("not compared", f"{head}: judged by another judge: {differs}")
         base, value = _value(self.baseline, rule.metric), _value(self.candidate, rule.metric)
         passed = (
             None if base is None or value is None else base - value <= rule.limit + FLOAT_TOLERANCE
@@ -189,7 +222,8 @@ class _JudgedReports:
                 f"the rule advisory = true"
             )
         if applied.status == "not compared":
-            return f"{rule.metric}: judged by another judge or prompt version"
+            differs = judge_differences(self.baseline, self.candidate)
+            return f"{rule.metric}: not compared with the baseline: another judge ({differs})"
         return None
 
 

@@ -117,7 +117,9 @@ def test_another_judge_is_not_compared(tmp_path: Path) -> None:
     assert "recall" in result.stdout  # the deterministic rules still compared
     hard = _gates(tmp_path, "[judged.judged_fact_recall]\nmax_drop = 0.1\n")
     result = _gate(tmp_path, hard, base, cand)
-    assert result.returncode == 1 and "another judge or prompt version" in result.stderr
+    assert (
+        result.returncode == 1 and "another judge (model old-judge -> new-judge)" in result.stderr
+    )
 
 
 @pytest.mark.parametrize(

@@ -3,11 +3,16 @@ hard failures and the refusals, by worked example."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
+import pytest
+
+from evaluator.errors import ConfigError
+from evaluator.gate.rules import read_gates
 from evaluator.judge.calibrate import CheckCalibration
 from evaluator.judge.calibration_store import StoredCalibration
-from evaluator.judge.gating import JudgedGate, JudgedRule, evaluate_judged
+from evaluator.judge.gating import JudgedGate, JudgedRule, evaluate_judged, judge_differences
 from tests.judge import calibrations
 
 HEADER = "judged metrics (deterministic rules above are the hard rules by default):"
@@ -105,9 +110,8 @@ def test_another_judge_is_not_compared_and_an_uncalibrated_one_is_refused() -> N
     judge without a calibration for the check is refused, naming the calibration file."""
     gate = _gate(_block(0.9, model="other"), _block(0.8), DROP)
     assert (
-        ("  NOT COMPARED judged_fact_recall drop <= 0.05: baseline judged by other (p), "
-         "candidate by m (p)"),
-        ("judged_fact_recall: judged by another judge or prompt version",),
+        "  NOT COMPARED judged_fact_recall drop <= 0.05: judged by another judge: model other -> m",
+        ("judged_fact_recall: not compared with the baseline: another judge (model other -> m)",),
     ) == (gate.lines[1], gate.refused)  # fmt: skip
     uncalibrated = _gate(_block(0.9), _block(0.9), MIN, calibration={})
     assert (
@@ -115,3 +119,26 @@ def test_another_judge_is_not_compared_and_an_uncalibrated_one_is_refused() -> N
         "run `evaluator calibrate` or mark the rule advisory = true",
     ) == uncalibrated.refused
     assert not uncalibrated.failed
+
+
+def test_a_judge_asked_more_often_or_by_a_panel_is_another_judge_named_so() -> None:
+    """Samples and panel are part of the judge's identity: a drop between one sample and three,
+    or between a judge and a panel, is not compared, and the line names what differs."""
+    base = _block(0.9)
+    samples = _gate(base, _block(0.8, samples=3), DROP)
+    panel = _gate(base, _block(0.8, samples=3, panel=["m", "n"]), DROP)
+    assert (
+        "  NOT COMPARED judged_fact_recall drop <= 0.05: judged by another judge: samples 1 -> 3",
+        "  NOT COMPARED judged_fact_recall drop <= 0.05: judged by another judge: samples 1 -> 3;"
+        " panel none -> (m, n)",
+    ) == (samples.lines[1], panel.lines[1])
+    assert "" == judge_differences(base, _block(0.5, samples=1, panel=[]))
+
+
+def test_a_judged_metric_under_rules_points_to_judged(tmp_path: Path) -> None:
+    """A judged metric in a [rules.*] table is refused with the table to write instead."""
+    gates = tmp_path / "gates.toml"
+    gates.write_text("[rules.judged_fact_recall]\nmin = 0.7\n", "utf-8")
+    with pytest.raises(ConfigError, match=r"rules\.judged_fact_recall: judged_fact_recall is a "
+                       r"judged metric: write it as \[judged\.judged_fact_recall\]"):  # fmt: skip
+        read_gates(gates)
