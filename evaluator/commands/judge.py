@@ -49,6 +49,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def handle(options: Options) -> int:
     # here, not at the top: `evaluator run` imports this module for its flag alone
     from evaluator.judge.apply import format_judged, judge_down, judge_file
+    from evaluator.judge.store import Retention
 
     settings = load_settings(options.config)
     job = settings.job(options.job) if options.job is not None or settings.jobs else None
@@ -61,6 +62,7 @@ def handle(options: Options) -> int:
         cache_folder=None if options.no_judge_cache else settings.reports_dir,
         output=Path(options.output) if options.output else None,
         keep_unjudged=False,
+        keep=Retention(settings.history.keep_runs, settings.history.max_age_days),
     )
     print(format_judged(judged, config))
     down = judge_down(judged, config)

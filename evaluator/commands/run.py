@@ -111,11 +111,13 @@ def _judged(
         return None
     # imported here: a run without a judge loads no judge client (nor its HTTP stack)
     from evaluator.judge.apply import judge_file
+    from evaluator.judge.store import Retention
 
     # after the run, from the written report: judge traffic never counts in the target's
     # latency, errors or cost
     cache = None if options.no_judge_cache else settings.reports_dir
-    report, judged = judge_file(output, judge, cache_folder=cache)
+    keep = Retention(settings.history.keep_runs, settings.history.max_age_days)
+    report, judged = judge_file(output, judge, cache_folder=cache, keep=keep)
     from evaluator.run.otlp_events import export_judged
 
     # the judged scores as evaluation events, tied to the case spans the run sent

@@ -17,7 +17,7 @@ from pathlib import Path
 import msgspec
 import structlog
 
-from evaluator.config import JobConfig, Settings
+from evaluator.config import HistoryConfig, JobConfig, Settings
 from evaluator.daemon.exporter import Metrics
 from evaluator.judge.agreement import vote_figures
 from evaluator.judge.apply import calibration_of, judge_down, trust_problem, with_calibration
@@ -47,13 +47,23 @@ class DaemonJudge:
         metrics: Metrics,
         labels: tuple[str, str],
         reports_dir: Path,
+        history: HistoryConfig | None = None,
     ) -> None:
+        """``history``: the history settings whose ``keep_runs`` and ``max_age_days`` the
+        verdict cache (in the same store) is pruned with."""
         self.config = config
         self.metrics = metrics
         self.labels = labels
         self.reports_dir = reports_dir
         self.panel = JudgePanel(config)
-        self.cache = VerdictStore(reports_dir) if config.cache else None
+        history = history or HistoryConfig()
+        self.cache = (
+            VerdictStore(
+                reports_dir, keep_passes=history.keep_runs, max_age_days=history.max_age_days
+            )
+            if config.cache
+            else None
+        )
         #: the latest judged report (the drift check re-judges its labelled cases)
         self.latest: RunReport | None = None
         #: why the latest judged run is not to be trusted (the status page's amber), or None
@@ -64,7 +74,9 @@ class DaemonJudge:
         cls, settings: Settings, job: JobConfig, metrics: Metrics, labels: tuple[str, str]
     ) -> DaemonJudge | None:
         config = settings.judge_for(job)
-        return None if config is None else cls(config, metrics, labels, settings.reports_dir)
+        if config is None:
+            return None
+        return cls(config, metrics, labels, settings.reports_dir, settings.history)
 
     def _on_call(self, event: CallEvent) -> None:
         self.metrics.judge_called(

@@ -20,7 +20,7 @@ from evaluator.judge.judged_pass import judge_report
 from evaluator.judge.panel import JudgePanel
 from evaluator.judge.record import CheckOutcome, JudgedRun
 from evaluator.judge.settings import JudgeConfig
-from evaluator.judge.store import VerdictStore
+from evaluator.judge.store import Retention, VerdictStore
 from evaluator.redaction import redactor
 from evaluator.report import RunReport, read_report, write_report
 
@@ -37,6 +37,10 @@ __all__ = [
 ]
 
 
+#: the history's defaults (the configuration's [history] sits above this layer)
+_HISTORY_DEFAULTS = Retention()
+
+
 def judge_file(
     path: Path,
     config: JudgeConfig,
@@ -44,15 +48,21 @@ def judge_file(
     cache_folder: Path | None,
     output: Path | None = None,
     keep_unjudged: bool = True,
+    keep: Retention = _HISTORY_DEFAULTS,
 ) -> tuple[RunReport, JudgedRun]:
     """Judge the report at ``path`` and write it (to ``output``, default in place).
 
-    ``cache_folder`` holds the history store whose verdict cache is used (None: no cache).
+    ``cache_folder`` holds the history store whose verdict cache is used (None: no cache),
+    pruned as ``keep`` says (the history's ``keep_runs`` and ``max_age_days``).
     ``keep_unjudged`` False: when :func:`nothing_judged`, nothing is written (a judge that
     is down never overwrites a report's earlier verdicts with its errors).
     """
     report = read_report(path)
-    cache = VerdictStore(cache_folder) if cache_folder is not None and config.cache else None
+    cache = None
+    if cache_folder is not None and config.cache:
+        cache = VerdictStore(
+            cache_folder, keep_passes=keep.keep_passes, max_age_days=keep.max_age_days
+        )
 
     async def go() -> JudgedRun:
         async with JudgePanel(config) as panel:

@@ -1,7 +1,7 @@
 """The verdict cache's key and interface: an unchanged answer costs no judge call.
 
-A verdict is reused only for the same judge model, prompt version, check, question, facts,
-answer and evidence, and the same sample of a repeated verdict (each judge of a panel is
+A verdict is reused only for the same judge (url and model), prompt version, check, question,
+facts, answer and evidence, and the same sample of a repeated verdict (each judge of a panel is
 keyed by its own model); anything else is a new call. A pass puts its new verdicts as they come
 and flushes once at its end (whether it completes or not): one write per run. The store
 lives in the history database (:class:`evaluator.judge.store.VerdictStore`); tests and
@@ -18,12 +18,17 @@ __all__ = ["VerdictCache", "cache_key"]
 
 
 def cache_key(
-    model: str, prompt_version: str, check: str, data: dict[str, Any], sample: int | None = None
+    judge: tuple[str, str],
+    prompt_version: str,
+    check: str,
+    data: dict[str, Any],
+    sample: int | None = None,
 ) -> str:
     """The key of one check's verdict on ``data`` (the exact data the judge is sent) from
-    the judge ``model``; ``sample``: which sample of a repeated verdict (None: a verdict
-    asked once, keyed as before repeated verdicts existed)."""
-    parts: list[Any] = [model, prompt_version, check, data]
+    the ``judge`` (its url and model: two endpoints serving a model of one name are two
+    judges); ``sample``: which sample of a repeated verdict (None: a verdict asked once)."""
+    url, model = judge
+    parts: list[Any] = [url, model, prompt_version, check, data]
     if sample is not None:
         parts.append(sample)
     material = json.dumps(parts, ensure_ascii=False, sort_keys=True).encode()

@@ -199,7 +199,8 @@ class JudgedPass:
         use_cache: bool,
     ) -> Vote:
         """One judge's vote on one sample (``sample`` None: the verdict is asked once)."""
-        key = cache_key(member.client.config.model, PROMPT_VERSION, check.name, data, sample)
+        judge = (member.client.config.url, member.client.config.model)
+        key = cache_key(judge, PROMPT_VERSION, check.name, data, sample)
         cache = self.cache if use_cache else None
         outcome = None if cache is None else self._cached(check, subject, cache.get(key))
         if outcome is None:

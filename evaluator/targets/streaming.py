@@ -36,10 +36,10 @@ from jmespath.exceptions import JMESPathError
 from jmespath.parser import ParsedResult
 
 from evaluator import border
-from evaluator.errors import BadResponseError, StreamInterruptedError
+from evaluator.errors import BadResponseError, ResponseTooLargeError, StreamInterruptedError
 from evaluator.targets.mapping import truthy
 
-__all__ = ["StreamAssembler", "StreamSpec", "frame_events"]
+__all__ = ["MAX_STREAM_LINE_BYTES", "StreamAssembler", "StreamSpec", "frame_events"]
 
 StreamFormat = Literal["sse", "ndjson"]
 
@@ -80,6 +80,14 @@ class StreamSpec:
         return out
 
 
+#: the longest line of a stream read, whatever ``max_response_bytes`` allows: framing and
+#: parsing one line holds two to three copies of it (a 200 MB line under a 256 MiB cap
+#: peaked at 641 MiB, 1.2 GiB before its copies were cut), so a streamed case stays within
+#: about 200 MiB. An event longer is ``response_too_large``: no answer streams that much
+#: in one event
+MAX_STREAM_LINE_BYTES = 64 << 20
+
+
 class _Framer:
     """Splits raw bytes into event payloads (strings), incrementally, in linear work.
 
@@ -89,8 +97,14 @@ class _Framer:
     tiny events once stalled the event loop). ``handled`` counts the bytes split or kept.
     """
 
-    def __init__(self, format: StreamFormat, done_event: str | None = None) -> None:
+    def __init__(
+        self,
+        format: StreamFormat,
+        done_event: str | None = None,
+        max_line: int = MAX_STREAM_LINE_BYTES,
+    ) -> None:
         self._sse = format == "sse"
+        self._max_line = max_line
         self._pending = bytearray()
         self._data: list[str] = []
         #: the SSE ``event:`` name that ends the stream (LangServe's ``end``), and the name
@@ -111,16 +125,45 @@ class _Framer:
         self.handled += len(chunk)
         if end < 0:
             self._pending += chunk
+            self._bounded(len(self._pending))  # stops a line growing past the bound early
             return
         # CR, LF or CRLF all end a line; a CR at the very end may be half of a CRLF
         self._after_cr = end == len(chunk) - 1 and chunk[end] == 0x0D
-        head = bytes(self._pending) + chunk[: end + 1] if self._pending else chunk[: end + 1]
         self.handled += len(self._pending)
+        lines = self._lines(chunk, end)
+        self._bounded(len(self._pending))  # the line the chunk began and did not end
+        while lines:
+            # one line alive at a time, bytes then text: a 60 MB line was held in five
+            # copies at once (the pending bytes, their concatenation, two replacements and
+            # the split), 400 MiB for one event
+            line = lines.pop()
+            self._bounded(len(line))
+            yield from self._line(line.decode("utf-8", errors="replace"))
+
+    def _bounded(self, line_bytes: int) -> None:
+        """Raise :class:`ResponseTooLargeError` for a line (its bytes, without its line end)
+        past the bound (its framing and parsing hold two to three copies of it at once)."""
+        if line_bytes > self._max_line:
+            raise ResponseTooLargeError(
+                f"a stream line is longer than {self._max_line} bytes; stopped reading"
+            )
+
+    def _lines(self, chunk: bytes, end: int) -> list[bytes | bytearray]:
+        """The lines ended in ``chunk`` (up to ``end``, its last line end), the pending one
+        first, in reverse order (popped one at a time); the rest of ``chunk`` is pending."""
+        if self._pending:
+            self._pending += chunk[: end + 1]  # in place: the head is the pending buffer
+            head: bytes | bytearray = self._pending
+        else:
+            head = chunk[: end + 1]
         self._pending = bytearray(chunk[end + 1 :])
-        lines = head.replace(b"\r\n", b"\n").replace(b"\r", b"\n").split(b"\n")
+        if b"\r" in head:
+            head = head.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        lines: list[bytes | bytearray] = [*head.split(b"\n")]
+        del head  # the split holds each line: the buffer goes now, not after the last line
         lines.pop()  # empty: the head ends with a line end
-        for raw in lines:
-            yield from self._line(raw.decode("utf-8", errors="replace"))
+        lines.reverse()
+        return lines
 
     def _line(self, line: str) -> Iterator[str]:
         if self.ended:
@@ -145,9 +188,12 @@ class _Framer:
         self._event = ""
 
     def _field(self, line: str) -> None:
-        """One ``name: value`` line of an SSE event: its data or its name kept."""
-        name, _, value = line.partition(":")
-        value = value[1:] if value.startswith(" ") else value
+        """One ``name: value`` line of an SSE event: its data or its name kept (the value cut
+        out once: a data line can be the whole answer)."""
+        colon = line.find(":")
+        name = line if colon < 0 else line[:colon]
+        start = colon + 2 if line.startswith(" ", colon + 1) else colon + 1
+        value = "" if colon < 0 else line[start:]
         if name == "data":
             self._data.append(value)
         elif name == "event":
@@ -176,9 +222,12 @@ def _markers(spec: StreamSpec) -> list[str]:
     return markers
 
 
-def frame_events(format: StreamFormat, chunks: list[bytes]) -> list[str]:
-    """Every event payload in ``chunks`` (for tests and ``probe``)."""
-    framer = _Framer(format)
+def frame_events(
+    format: StreamFormat, chunks: list[bytes], max_line: int = MAX_STREAM_LINE_BYTES
+) -> list[str]:
+    """Every event payload in ``chunks`` (for tests and ``probe``); a line longer than
+    ``max_line`` bytes raises :class:`ResponseTooLargeError`."""
+    framer = _Framer(format, max_line=max_line)
     out = [event for chunk in chunks for event in framer.feed(chunk)]
     return [*out, *framer.close()]
 

@@ -106,11 +106,14 @@ UNICODE = Block(
         "noncharacters": lambda r: _text("\ufffe\uffff\U0010ffff fact0"),
         "bidi-override": lambda r: _text("\u202eregdab\u202c \u2066fact0\u2069"),
         "combining-pile": lambda r: _text("e" + "\u0301" * _many(r, 10_000, 60_000)),
+        # NFKC reorders a run of non-starters by insertion: alternating classes 230 and 220
+        # cost it n² (issue 38: 2.3 s per 65,536-mark answer, /healthz 5 s)
+        "alternating-marks": lambda r: _text("e" + "\u0301\u0316" * _many(r, 16_000, 32_000)),
         "line-separators": lambda r: _text("a\u2028b\u2029c\u0085d"),
     },
     "Unicode a parser or a terminal can choke on: lone and reversed UTF-16 surrogates "
-    "(as JSON escapes), noncharacters, bidirectional overrides, piles of combining marks, "
-    "Unicode line separators",
+    "(as JSON escapes), noncharacters, bidirectional overrides, piles of combining marks "
+    "(one mark, and two of different classes alternating), Unicode line separators",
 )
 
 GROWTH = Block(

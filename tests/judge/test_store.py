@@ -53,7 +53,8 @@ def test_a_pass_stores_its_verdicts_in_one_transaction(tmp_path: Path) -> None:
         second = _pass(judge, second_store)
         assert second.usage.cache_hits == 9 and judge.calls - calls == 2
     assert second.metrics == first.metrics
-    assert second_store.commits == 0  # nothing new to write
+    # nothing new to write: one transaction stamps the reused rows with the pass
+    assert second_store.commits == 1 and _rows(tmp_path) == 9
     assert all(o.cached for c in second.cases for o in c.outcomes)
 
 

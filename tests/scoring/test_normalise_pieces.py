@@ -11,11 +11,14 @@ from hypothesis import strategies as st
 
 from evaluator.scoring import answer
 from evaluator.scoring.answer import count_facts, normalise
+from tests.support.stream_safe import stream_safe_reference
 
 
 def _whole(text: str) -> str:
-    """normalise() as one call per step, the definition the pieces must agree with."""
-    return unicodedata.normalize("NFKC", answer._fold(text))
+    """normalise() as one call per step, the definition the pieces must agree with: the
+    stream-safe text folded, made stream-safe again (folding can join runs), composed."""
+    folded = answer._fold(stream_safe_reference(text))
+    return unicodedata.normalize("NFKC", stream_safe_reference(folded))
 
 
 def _composes_backwards() -> set[str]:
@@ -96,9 +99,21 @@ def test_expanding_text_is_normalised_in_bounded_pieces() -> None:
 
 
 def test_a_text_without_cut_points_stays_whole() -> None:
-    """Combining marks only: no cut is exact, so the text is one piece (correct first)."""
-    text = "a" + "\u0301" * 10_000
+    """Letters outside the fresh ranges: no cut is exact, so the text is one piece (correct
+    first)."""
+    text = "परीक्षण" * 600
     assert [text] == list(answer._pieces(text))
+    assert _whole(text) == normalise(text)
+
+
+def test_a_run_of_combining_marks_is_bounded_and_cut_at_its_joiners() -> None:
+    """Combining marks only (issue 38.7): a joiner after every 30 makes the text
+    stream-safe, the joiners are cut points, and the result is the reference's."""
+    text = "a" + "\u0301\u0316" * 5_000
+    safe = answer.stream_safe(text)
+    assert stream_safe_reference(text) == safe
+    assert 10_000 // 30 == safe.count("\u034f")
+    assert all(len(p) <= 2 * answer._PIECE_CHARS for p in answer._pieces(safe))
     assert _whole(text) == normalise(text)
 
 

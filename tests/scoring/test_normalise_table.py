@@ -8,11 +8,14 @@ import unicodedata
 from evaluator.models import Case, TargetResponse
 from evaluator.scoring import normalise, score_case
 from evaluator.scoring.answer import _DROPPED_CATEGORIES, _KEPT_PUNCTUATION, count_facts
+from tests.support.stream_safe import stream_safe_reference
 
 
 def _reference(text: str) -> str:
-    """The rule as the contract states it, one character at a time, then composed again
-    (a dropped space can leave a combining mark next to the letter it belongs to)."""
+    """The rule as the contract states it, one character at a time, on the stream-safe text
+    (UAX #15: a joiner after 30 non-starters in a row), then composed again (a dropped space
+    can leave a combining mark next to the letter it belongs to)."""
+    text = stream_safe_reference(text)
     folded = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).casefold())
     kept = "".join(
         ch
@@ -20,7 +23,7 @@ def _reference(text: str) -> str:
         if ch in _KEPT_PUNCTUATION
         or not (ch.isspace() or unicodedata.category(ch).startswith(_DROPPED_CATEGORIES))
     )
-    return unicodedata.normalize("NFKC", kept)
+    return unicodedata.normalize("NFKC", stream_safe_reference(kept))
 
 
 def test_every_basic_multilingual_plane_character_as_the_rule_says() -> None:
