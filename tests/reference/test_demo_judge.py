@@ -25,9 +25,60 @@ LABELS = GOLDEN_SET.parent / "labels" / "rag_cases.jsonl"
 EXE = str(Path(sys.executable).with_name("evaluator"))
 
 
-def _verdict(check: str, data: dict[str, object]) -> dict[str, Any]:
-    content = judge_completion({"messages": messages(check, data)})["choices"][0]["message"]
+def _verdict(check: str, data: dict[str, object], **body: object) -> dict[str, Any]:
+    """The demo judge's verdict object on ``data`` (``body``: more request fields)."""
+    request = {"messages": messages(check, data), **body}
+    content = judge_completion(request)["choices"][0]["message"]
     return json.loads(content["content"])
+
+
+#: a borderline answer: half of the fact's tokens, short of the 80% rule
+BORDERLINE = {
+    "answer": "Refunds go back to the original card.",
+    "facts": [["refunds go to the original payment method"]],
+    "question": "?",
+}
+
+
+@pytest.mark.parametrize(("seed", "stated"), [(0, False), (1, True), (2, False), (None, False)])
+def test_the_samples_model_flips_a_borderline_fact_by_seed(seed: int | None, stated: bool) -> None:
+    """reference-demo-judge-samples passes a borderline fact on an odd seed only; the plain
+    model never does."""
+    body = {"model": "reference-demo-judge-samples"} | ({} if seed is None else {"seed": seed})
+    verdict = _verdict("fact_support", BORDERLINE, **body)
+    plain = _verdict("fact_support", BORDERLINE, model="reference-demo-judge", seed=1)
+    assert ([{"index": 0, "stated": stated}], False) == (
+        verdict["facts"],
+        plain["facts"][0]["stated"],
+    )
+
+
+def test_the_samples_model_agrees_with_itself_off_the_border() -> None:
+    """A fact found whole, or not at all, is judged alike on every seed."""
+    data = {"answer": "Refunds take 5 business days.", "facts": [["5 business days"], ["gift"]]}
+    seen = {
+        json.dumps(_verdict("fact_support", data, model="reference-demo-judge-samples", seed=s))
+        for s in range(4)
+    }
+    assert 1 == len(seen)
+
+
+def test_the_lenient_model_passes_a_specific_but_wrong_number() -> None:
+    """reference-demo-judge-lenient takes "30 days" for a fact written "7 days" (and "30天"
+    for "7天"); the plain model does not."""
+    english = {"answer": "Returns are accepted within 30 days.", "facts": [["within 7 days"]]}
+    chinese = {"answer": "签收后30天内可以退货。", "facts": [["7天内"]]}
+    said = {
+        model: [
+            _verdict("fact_support", data, model=model)["facts"][0]["stated"]
+            for data in (english, chinese)
+        ]
+        for model in ("reference-demo-judge", "reference-demo-judge-lenient")
+    }
+    assert {
+        "reference-demo-judge": [False, False],
+        "reference-demo-judge-lenient": [True, True],
+    } == said
 
 
 def test_facts_in_other_words_and_in_chinese() -> None:
