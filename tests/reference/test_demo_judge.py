@@ -33,7 +33,7 @@ def _verdict(check: str, data: dict[str, object], **body: object) -> dict[str, A
 
 
 #: a borderline answer: half of the fact's tokens, short of the 80% rule
-BORDERLINE = {
+BORDERLINE: dict[str, object] = {
     "answer": "Refunds go back to the original card.",
     "facts": [["refunds go to the original payment method"]],
     "question": "?",
@@ -55,7 +55,10 @@ def test_the_samples_model_flips_a_borderline_fact_by_seed(seed: int | None, sta
 
 def test_the_samples_model_agrees_with_itself_off_the_border() -> None:
     """A fact found whole, or not at all, is judged alike on every seed."""
-    data = {"answer": "Refunds take 5 business days.", "facts": [["5 business days"], ["gift"]]}
+    data: dict[str, object] = {
+        "answer": "Refunds take 5 business days.",
+        "facts": [["5 business days"], ["gift"]],
+    }
     seen = {
         json.dumps(_verdict("fact_support", data, model="reference-demo-judge-samples", seed=s))
         for s in range(4)
@@ -66,8 +69,11 @@ def test_the_samples_model_agrees_with_itself_off_the_border() -> None:
 def test_the_lenient_model_passes_a_specific_but_wrong_number() -> None:
     """reference-demo-judge-lenient takes "30 days" for a fact written "7 days" (and "30天"
     for "7天"); the plain model does not."""
-    english = {"answer": "Returns are accepted within 30 days.", "facts": [["within 7 days"]]}
-    chinese = {"answer": "签收后30天内可以退货。", "facts": [["7天内"]]}
+    english: dict[str, object] = {
+        "answer": "Returns are accepted within 30 days.",
+        "facts": [["within 7 days"]],
+    }
+    chinese: dict[str, object] = {"answer": "签收后30天内可以退货。", "facts": [["7天内"]]}
     said = {
         model: [
             _verdict("fact_support", data, model=model)["facts"][0]["stated"]
