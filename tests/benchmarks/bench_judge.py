@@ -13,7 +13,9 @@ answer and evidence texts), so the run itself is evaluator's work too.
    canaries, write it again), no cache. The overhead per case is the median of the paired
    differences (wall and CPU) over the cases.
 2. The judge pass alone (``judge_report``), no cache: CPU per judged case and per call.
-3. The cache (``VerdictStore``, the table in the history store): a first pass into an empty
+3. Repeated verdicts: the same pass with ``samples = 3`` (every check asked three times, the
+   majority deciding), its CPU per judged case against ``samples = 1``.
+4. The cache (``VerdictStore``, the table in the history store): a first pass into an empty
    store (its verdicts written in one transaction at the pass's end), then a second pass
    over the same report: judge calls (only the canaries, never cached, are asked again),
    wall time of each, and the first pass against a pass without the cache.
@@ -99,6 +101,27 @@ async def _pass(
     }
 
 
+def _samples_figure(
+    plain: list[dict[str, Any]], sampled: list[dict[str, Any]], judged_cases: int
+) -> dict[str, Any]:
+    """What asking every check three times costs the judge path per case, against once."""
+    once = median([p["cpu"] for p in plain]) / judged_cases * 1e6
+    thrice = median([p["cpu"] for p in sampled]) / judged_cases * 1e6
+    return figure(
+        thrice / once,
+        "ratio",
+        meaning=(
+            f"judge_report's CPU per judged case at samples = 3 ({thrice:.0f} µs, "
+            f"{sampled[0]['calls']:,} calls) against samples = 1 ({once:.0f} µs, "
+            f"{plain[0]['calls']:,} calls), median of {len(plain)} passes each, no cache; "
+            f"wall {median([p['wall'] for p in sampled]):.2f} s against "
+            f"{median([p['wall'] for p in plain]):.2f} s with a judge answering at once"
+        ),
+        runs=[p["cpu"] / judged_cases * 1e6 for p in sampled],
+        digits=2,
+    )
+
+
 def run() -> dict[str, Any]:
     """The judge path's overhead per case and the verdict cache's saving, its figures by
     name."""
@@ -135,6 +158,9 @@ def run() -> dict[str, Any]:
                     }
                 )
         plain = [asyncio.run(_pass(report, config, None)) for _ in range(repeats)]
+        # repeated verdicts: every check asked three times, the majority decides
+        thrice = config.model_copy(update={"samples": 3})
+        sampled = [asyncio.run(_pass(report, thrice, None)) for _ in range(repeats)]
         with tempfile.TemporaryDirectory() as folder:
             store = VerdictStore(Path(folder))
             cached = config.model_copy(update={"cache": True})
@@ -154,7 +180,7 @@ def run() -> dict[str, Any]:
     calls = plain[0]["calls"]
     cpu = median([p["cpu"] for p in plain])
     wall = median([p["wall"] for p in plain])
-    errors = sum(sum(p["errors"].values()) for p in [*plain, first, second])
+    errors = sum(sum(p["errors"].values()) for p in [*plain, *sampled, first, second])
     errors += sum(p["with"]["calls"] != paired[0]["with"]["calls"] for p in paired)
     wall_added = [(p["with"]["wall"] - p["without"]["wall"]) / cases * 1e6 for p in paired]
     cpu_added = [(p["with"]["cpu"] - p["without"]["cpu"]) / cases * 1e6 for p in paired]
@@ -203,6 +229,9 @@ def run() -> dict[str, Any]:
             ),
             runs=[p["cpu"] / judged_cases * 1e6 for p in plain],
             digits=1,
+        ),
+        "judge path's own CPU per judged case, samples = 3 / samples = 1": _samples_figure(
+            plain, sampled, judged_cases
         ),
         "verdict cache, second run over the same answers: judge calls": figure(
             second["calls"],
