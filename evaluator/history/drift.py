@@ -37,7 +37,7 @@ from evaluator.metrics import FLOAT_TOLERANCE
 
 __all__ = [
     "BINARY_CHECKS",
-    "CHECKS",
+    "DRIFT_CHECKS",
     "RANK_CHECKS",
     "CheckDrift",
     "Drift",
@@ -55,7 +55,8 @@ RANK_CHECKS: Mapping[str, Callable[[CaseOutcome], float | None]] = {
     "ndcg_at_k": lambda o: o.ndcg_at_k,
     "citation_precision": lambda o: o.citation_precision,
 }
-CHECKS: tuple[str, ...] = (*BINARY_CHECKS, *RANK_CHECKS)
+#: every figure drift is computed on, by name (the judged checks are judge.checks.CHECKS)
+DRIFT_CHECKS: tuple[str, ...] = (*BINARY_CHECKS, *RANK_CHECKS)
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from evaluator.history.drift import compute_drift
+from evaluator.history.drift import DRIFT_CHECKS, compute_drift
 from evaluator.history.outcome import CaseOutcome
 
 
@@ -47,6 +47,13 @@ def test_break_is_significant_once_it_lasts_recent_runs() -> None:
     assert answer.shift is not None and answer.shift < 0
     # one case of thirteen moved: the rank sign test (across cases) does not call it a shift
     assert not drift.checks["mrr"].significant
+
+
+def test_every_drift_check_is_computed_in_order() -> None:
+    """A drift verdict holds one shift per name of DRIFT_CHECKS, in that order."""
+    drift = compute_drift(_scripted(13), recent=3, alpha=0.05)
+    assert drift is not None
+    assert DRIFT_CHECKS == tuple(drift.checks)
 
 
 def test_one_failed_run_is_not_yet_significant() -> None:
