@@ -21,7 +21,7 @@ from evaluator.gate.repeats import summary_over_rounds
 from evaluator.metrics import FLOAT_TOLERANCE, METRICS
 from evaluator.models import CaseError, CaseRecord
 from evaluator.report import RunReport
-from evaluator.report.columns import SCORE_FIELDS, CaseTable
+from evaluator.report.columns import SCORE_FIELDS, CaseColumns
 from evaluator.scoring.conversation import turns_before
 from evaluator.summary import Summary
 
@@ -41,7 +41,7 @@ _DIFFED = tuple(
     for spec in METRICS
     if spec.case_label is not None and spec.score is not None
 )
-#: where a case's answer flag is in its scores as :meth:`CaseTable.keys` has them
+#: where a case's answer flag is in its scores as :meth:`CaseColumns.keys` has them
 _ANSWER = SCORE_FIELDS.index("answer_correct")
 _CHANGE = itemgetter(2)
 #: Severity weights: a new error outranks a flipped answer, which outranks lost retrieval.
@@ -94,8 +94,8 @@ class Alignment:
     baseline_summary: Summary
     candidate_summary: Summary
     #: the cases compared (on a changed golden set, the shared ones), in report order
-    baseline_cases: CaseTable
-    candidate_cases: CaseTable
+    baseline_cases: CaseColumns
+    candidate_cases: CaseColumns
     shared_ids: tuple[str, ...]
     missing_ids: tuple[str, ...]
     removed_ids: tuple[str, ...]
@@ -188,8 +188,8 @@ def align(
     return Alignment(
         _judged_summary(baseline, base_cases),
         _judged_summary(candidate, cand_cases),
-        CaseTable.of_records(base_cases),
-        CaseTable.of_records(cand_cases),
+        CaseColumns.of_records(base_cases),
+        CaseColumns.of_records(cand_cases),
         shared,
         missing_ids=only_base if same_set else (),
         removed_ids=() if same_set else only_base,
@@ -237,7 +237,7 @@ def _moves(
     be: CaseError | None, bs: tuple[Any, ...], ce: CaseError | None, cs: tuple[Any, ...]
 ) -> tuple[list[str], float, list[str], float]:
     """(regressions, their weight, improvements, their weight) of one case: each side's
-    error (None when scored) and scores (its :meth:`CaseTable.keys`, the
+    error (None when scored) and scores (its :meth:`CaseColumns.keys`, the
     :class:`CaseScores` fields in field order)."""
     if ce is not None or be is not None:
         return _error_moves(be, ce)
@@ -293,7 +293,7 @@ def record_moves(
 ) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(regressions, improvements) of one case between two runs, in the phrases of
     :func:`diff_cases`'s ``changes`` (the daemon's case view asks this of one case)."""
-    before, after = CaseTable.of_records([baseline]), CaseTable.of_records([candidate])
+    before, after = CaseColumns.of_records([baseline]), CaseColumns.of_records([candidate])
     worse, _, better, _ = _moves(
         before.errors[0], before.keys()[0], after.errors[0], after.keys()[0]
     )
@@ -301,8 +301,8 @@ def record_moves(
 
 
 def _pairs(
-    base: CaseTable,
-    cand: CaseTable,
+    base: CaseColumns,
+    cand: CaseColumns,
     base_keys: Sequence[tuple[Any, ...]],
     cand_keys: Sequence[tuple[Any, ...]],
 ) -> tuple[Sequence[int | None], int, Iterable[int]]:

@@ -30,7 +30,7 @@ from evaluator.metrics import (
 )
 from evaluator.metrics import paired as paired_values
 from evaluator.models import CaseRecord
-from evaluator.report.columns import CaseTable
+from evaluator.report.columns import CaseColumns
 
 if TYPE_CHECKING:
     import numpy as np
@@ -105,19 +105,19 @@ class _Paired:
         return sum(self.diffs) / len(self.diffs)
 
 
-Cases = Sequence[CaseRecord] | CaseTable
+Cases = Sequence[CaseRecord] | CaseColumns
 
 
-def _table(cases: Cases) -> CaseTable:
-    return cases if isinstance(cases, CaseTable) else CaseTable.of_records(cases)
+def _columns(cases: Cases) -> CaseColumns:
+    return cases if isinstance(cases, CaseColumns) else CaseColumns.of_records(cases)
 
 
 def _pools(
-    table: CaseTable,
+    columns: CaseColumns,
 ) -> tuple[dict[Population, Sequence[Any]], dict[Population, Sequence[str]]]:
     """The registry's populations of a report's scored cases: their scores, and their ids
     in the same order (each read once, in C)."""
-    scores, ids, flags = table.scored()
+    scores, ids, flags = columns.scored()
     return split(scores, flags), split(ids, flags)
 
 
@@ -125,9 +125,9 @@ def _matched(
     baseline: Cases, candidate: Cases, metrics: Sequence[str]
 ) -> tuple[list[str], dict[str, _Paired]]:
     """Baseline-ordered ids matched on any metric, and each metric's paired differences."""
-    base = _table(baseline)
+    base = _columns(baseline)
     # each report's populations once, not once per metric (as case_values would)
-    matching = match(_pools(base), _pools(_table(candidate)))
+    matching = match(_pools(base), _pools(_columns(candidate)))
     paired = {m: _Paired(*paired_values(metric(m), matching)) for m in metrics}
     matched: set[str] = set()
     for m in metrics:
@@ -144,7 +144,7 @@ def paired_differences(baseline: Cases, candidate: Cases) -> dict[str, PairedDif
     # only each metric's sum and count: no list of ids or differences (the intervals need
     # them), and no matched ids (fewer than MIN_PAIRS of them leave every metric with
     # fewer pairs than that)
-    matching = match(_pools(_table(baseline)), _pools(_table(candidate)))
+    matching = match(_pools(_columns(baseline)), _pools(_columns(candidate)))
     out: dict[str, PairedDifference] = {}
     for m in QUALITY_METRICS:
         added, pairs = paired_sum(metric(m), matching)
@@ -165,7 +165,7 @@ def paired_intervals(
     """Paired bootstrap intervals of ``candidate - baseline`` for each metric.
 
     Args:
-        baseline: the baseline's cases (records or their table); their order fixes the
+        baseline: the baseline's cases (records or their columns); their order fixes the
             resampling order.
         candidate: the candidate's cases, matched to the baseline's by id.
         metrics: quality metrics to compute.

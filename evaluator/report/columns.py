@@ -17,9 +17,9 @@ from typing import Any
 
 from evaluator.models import CaseError, CaseRecord, CaseScores
 
-__all__ = ["SCORE_FIELDS", "CaseTable"]
+__all__ = ["SCORE_FIELDS", "CaseColumns"]
 
-#: the CaseScores fields, in field order: how :meth:`CaseTable.keys` holds a case's scores
+#: the CaseScores fields, in field order: how :meth:`CaseColumns.keys` holds a case's scores
 SCORE_FIELDS: tuple[str, ...] = CaseScores.__struct_fields__
 _SCORES: Callable[[Any], tuple[Any, ...]] = attrgetter(*SCORE_FIELDS)
 #: a failed case's scores
@@ -27,7 +27,7 @@ _NO_SCORES = (None,) * len(SCORE_FIELDS)
 
 
 @dataclass(frozen=True, slots=True)
-class CaseTable:
+class CaseColumns:
     """A report's cases as the gate compares them: one column per quantity, case order."""
 
     ids: Sequence[str]
@@ -41,7 +41,7 @@ class CaseTable:
     _memo: dict[str, Any] = dataclasses.field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
-    def of_records(cls, records: Sequence[CaseRecord]) -> CaseTable:
+    def of_records(cls, records: Sequence[CaseRecord]) -> CaseColumns:
         outcomes = [r.outcome for r in records]
         return cls(
             ids=[r.case.id for r in records],
