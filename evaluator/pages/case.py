@@ -20,7 +20,7 @@ from evaluator.models import CaseRecord, Citation
 from evaluator.pages.conversation import ConversationView
 from evaluator.pages.formatting import Redact, fmt_age, fmt_seconds
 from evaluator.pages.highlight import Segment, segments
-from evaluator.pages.judge_panel import JudgePanel
+from evaluator.pages.judge_panel import JudgePanelView
 from evaluator.redaction import redact_registered
 from evaluator.repeat_summary import verdict_word
 from evaluator.scoring.answer import contains_fact, normalise
@@ -139,7 +139,7 @@ class CaseView:
     changes: tuple[str, ...] = ()
     #: the judge's verdicts of this case and their human labels (None: report not judged),
     #: from :mod:`evaluator.pages.judge_panel`
-    judge: JudgePanel | None = None
+    judge: JudgePanelView | None = None
     #: a conversation's turn: every turn of its conversation (None: a question of its own),
     #: from :mod:`evaluator.pages.conversation`
     conversation: ConversationView | None = None
@@ -281,7 +281,7 @@ def case_view(
     trace_url: str | None = None,
     now: float | None = None,
     changes: tuple[str, ...] = (),
-    judge: JudgePanel | None = None,
+    judge: JudgePanelView | None = None,
     conversation: ConversationView | None = None,
 ) -> CaseView:
     """Everything the case view shows for one case of a report; ``judge``: its panel of

@@ -32,7 +32,7 @@ from evaluator.report import RunReport
 
 __all__ = [
     "HumanLabelView",
-    "JudgePanel",
+    "JudgePanelView",
     "JudgedCheckView",
     "KnownLabels",
     "judge_panel",
@@ -118,7 +118,10 @@ class JudgedCheckView:
 
 
 @dataclass(frozen=True, slots=True)
-class JudgePanel:
+class JudgePanelView:
+    """The judge's panel of one case view: what the judge found of the case, beside the
+    human labels (the judges asked are :class:`evaluator.judge.panel.JudgePanel`)."""
+
     model: str
     prompt_version: str
     #: a canary was judged supported: this run's judged verdicts are advisory
@@ -224,7 +227,7 @@ def judge_panel(
     *,
     labels: KnownLabels | None = None,
     redact: Redact,
-) -> JudgePanel:
+) -> JudgePanelView:
     """The judge's panel of ``record``'s case view, from its report's judged run."""
     case = judged.case(record.id)
     note = None
@@ -242,7 +245,7 @@ def judge_panel(
         checks = [_check_view(case, o, labels, redact) for o in case.outcomes]
         if not checks:
             note = "no judged check applies to this case"
-    return JudgePanel(
+    return JudgePanelView(
         model=redact(clip(judged.model, MODEL_SHOWN_CHARS)),
         prompt_version=redact(clip(judged.prompt_version, MODEL_SHOWN_CHARS)),
         compromised=judged.compromised,
@@ -254,9 +257,9 @@ def judge_panel(
     )
 
 
-def unreadable_panel(error: str, redact: Redact) -> JudgePanel:
+def unreadable_panel(error: str, redact: Redact) -> JudgePanelView:
     """The panel of a report whose judge block cannot be read: it says so, nothing else."""
-    return JudgePanel(
+    return JudgePanelView(
         model="?",
         prompt_version="?",
         compromised=False,
@@ -274,7 +277,7 @@ def report_panels(
     source: str,
     labels: KnownLabels | None,
     redact: Redact,
-) -> Callable[[CaseRecord], JudgePanel | None]:
+) -> Callable[[CaseRecord], JudgePanelView | None]:
     """The panel of each case of ``report``, its judge block read once: for the HTML
         report's case sections (:func:`evaluator.pages.report.report_view`'s ``panels``) and the
     daemon's case view."""

@@ -17,7 +17,7 @@ from evaluator.pages.audit import SUSPECT_SHOWN, AuditView, audit_view
 from evaluator.pages.case import CaseView, case_view
 from evaluator.pages.conversation import conversation_view
 from evaluator.pages.formatting import Redact
-from evaluator.pages.judge_panel import JudgePanel
+from evaluator.pages.judge_panel import JudgePanelView
 from evaluator.pages.metric_rows import MetricRow, metric_rows
 from evaluator.pages.worst import worst_cases
 from evaluator.redaction import redact_registered
@@ -27,7 +27,7 @@ from evaluator.scoring.labels import audit_run
 __all__ = ["ReportView", "RuleView", "report_view"]
 
 #: a report's judge panel of one case (None: not judged)
-Panels = Callable[[CaseRecord], JudgePanel | None]
+Panels = Callable[[CaseRecord], JudgePanelView | None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,7 +66,7 @@ def _describe_report(label: str, report: RunReport, source: str) -> str:
     )
 
 
-def _no_panels(_record: CaseRecord) -> JudgePanel | None:
+def _no_panels(_record: CaseRecord) -> JudgePanelView | None:
     """A report not judged: no case has a judge panel."""
     return None
 
