@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.complexity_cap import MAX_LINES, figures, main
 
 
@@ -45,3 +47,12 @@ def test_a_long_function_fails_whatever_its_complexity(tmp_path: Path) -> None:
     found = figures(package)
     assert [MAX_LINES + 3, MAX_LINES + 1] == [n for n, _ in found.long]
     assert 1 == main([str(package)])
+
+
+def test_the_offenders_are_named_with_file_and_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A refused package names each offender by file, line and function on stderr."""
+    package = _package(tmp_path, _branchy("a", 3), _branchy("tangled", 10))
+    assert 1 == main([str(package)])
+    assert f"  complexity 11: {package / 'mod.py'}:11 tangled\n" in capsys.readouterr().err
