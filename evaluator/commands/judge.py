@@ -49,21 +49,28 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def handle(options: Options) -> int:
     # here, not at the top: `evaluator run` imports this module for its flag alone
     from evaluator.judge.apply import format_judged, judge_down, judge_file
+    from evaluator.judge.judged_pass import CallEvent
     from evaluator.judge.store import Retention
+    from evaluator.run.judged_telemetry import export_judged
 
     settings = load_settings(options.config)
     job = settings.job(options.job) if options.job is not None or settings.jobs else None
     config = settings.judge_for(job)
     if config is None:
         raise ConfigError("no judge configured: add a [judge] section (see docs/judge.md)")
-    _, judged = judge_file(
+    calls: list[CallEvent] = []
+    report, judged = judge_file(
         Path(options.report),
         config,
         cache_folder=None if options.no_judge_cache else settings.reports_dir,
         output=Path(options.output) if options.output else None,
         keep_unjudged=False,
         keep=Retention(settings.history.keep_runs, settings.history.max_age_days),
+        on_call=calls.append,
     )
+    # the judge's calls as spans (and the judged scores as events) in the traces of the
+    # cases they judged, when [otlp] is on: a judge that is down shows there too
+    export_judged(settings.otlp.model_dump(), report.cases, judged, report.run_id, calls)
     print(format_judged(judged, config))
     down = judge_down(judged, config)
     if down is not None:

@@ -34,6 +34,7 @@ from evaluator.report import RunReport, read_report
 from evaluator.run.runner import new_run_id
 
 if TYPE_CHECKING:
+    from evaluator.judge.judged_pass import CallEvent
     from evaluator.judge.record import JudgedRun
     from evaluator.judge.settings import JudgeConfig
 
@@ -117,11 +118,13 @@ def _judged(
     # latency, errors or cost
     cache = None if options.no_judge_cache else settings.reports_dir
     keep = Retention(settings.history.keep_runs, settings.history.max_age_days)
-    report, judged = judge_file(output, judge, cache_folder=cache, keep=keep)
-    from evaluator.run.otlp_events import export_judged
+    calls: list[CallEvent] = []
+    report, judged = judge_file(output, judge, cache_folder=cache, keep=keep, on_call=calls.append)
+    from evaluator.run.judged_telemetry import export_judged
 
-    # the judged scores as evaluation events, tied to the case spans the run sent
-    export_judged(settings.otlp.model_dump(), report.cases, judged, report.run_id)
+    # the judge's calls as spans and the judged scores as events, tied to the case spans the
+    # run sent
+    export_judged(settings.otlp.model_dump(), report.cases, judged, report.run_id, calls)
     return judged
 
 

@@ -90,8 +90,18 @@ class DaemonJudge:
 
     async def judge(self, report: RunReport) -> RunReport:
         """``report`` with its judge block; unchanged (logged) when the judging breaks."""
+        spans = otlp.active()
+        # each call a span under its case span as it ends, when spans are exported: spread
+        # over the pass, as the case spans are over the run
+        span = None if spans is None else spans.judge_calls(report.cases, report.run_id)
+
+        def on_call(event: CallEvent) -> None:
+            self._on_call(event)
+            if span is not None:
+                span(event)
+
         try:
-            judged = await judge_report(report, self.panel, cache=self.cache, on_call=self._on_call)
+            judged = await judge_report(report, self.panel, cache=self.cache, on_call=on_call)
         except Exception as exc:  # the daemon never dies because the judge misbehaves
             log.error("judge_failed", job="/".join(self.labels), error=f"{type(exc).__name__}")
             return report
@@ -103,7 +113,6 @@ class DaemonJudge:
             log.warning("judge_down", job="/".join(self.labels), error=down)
         self.problem = down or trust_problem(judged, calibrated)
         self._export(judged, calibrated)
-        spans = otlp.active()
         if spans is not None and spans.events is not None:
             # the judged scores as evaluation events, tied to the case spans of the run
             spans.events.judged(report.cases, judged, report.run_id)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import msgspec
@@ -16,7 +16,7 @@ from evaluator.border import printable
 from evaluator.judge.agreement import vote_figures
 from evaluator.judge.calibration_store import CALIBRATION_FILE, read_calibration
 from evaluator.judge.checks import judged_metric
-from evaluator.judge.judged_pass import judge_report
+from evaluator.judge.judged_pass import CallEvent, judge_report
 from evaluator.judge.panel import JudgePanel
 from evaluator.judge.record import CheckOutcome, JudgedRun
 from evaluator.judge.settings import JudgeConfig
@@ -49,13 +49,15 @@ def judge_file(
     output: Path | None = None,
     keep_unjudged: bool = True,
     keep: Retention = _HISTORY_DEFAULTS,
+    on_call: Callable[[CallEvent], None] | None = None,
 ) -> tuple[RunReport, JudgedRun]:
     """Judge the report at ``path`` and write it (to ``output``, default in place).
 
     ``cache_folder`` holds the history store whose verdict cache is used (None: no cache),
     pruned as ``keep`` says (the history's ``keep_runs`` and ``max_age_days``).
     ``keep_unjudged`` False: when :func:`nothing_judged`, nothing is written (a judge that
-    is down never overwrites a report's earlier verdicts with its errors).
+    is down never overwrites a report's earlier verdicts with its errors). ``on_call`` is
+    told of each judge call as it ends.
     """
     report = read_report(path)
     cache = None
@@ -66,7 +68,7 @@ def judge_file(
 
     async def go() -> JudgedRun:
         async with JudgePanel(config) as panel:
-            return await judge_report(report, panel, cache=cache)
+            return await judge_report(report, panel, cache=cache, on_call=on_call)
 
     judged = with_calibration(asyncio.run(go()), cache_folder or path.parent)
     if not keep_unjudged and nothing_judged(judged):

@@ -10,6 +10,7 @@ cost. A case the target failed has nothing to judge.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -41,20 +42,46 @@ from evaluator.redaction import redactor
 from evaluator.report import RunReport
 from evaluator.scoring.conversation import turns_before
 
-__all__ = ["CallEvent", "JudgedPass", "judge_report", "metric_means", "subjects_of"]
+__all__ = ["Asking", "CallEvent", "JudgedPass", "judge_report", "metric_means", "subjects_of"]
 
 log = structlog.get_logger("evaluator.judge")
 
 
 @dataclass(frozen=True, slots=True)
-class CallEvent:
-    """One judge call as it ended (for the daemon's judge metrics)."""
+class Asking:
+    """Which judge call: the check, the case it judges, the judge (its name in the votes and
+    its model), the sample, and whether it judges a canary made from the case."""
 
     check: str
+    case_id: str
+    judge: str
+    model: str
+    sample: int | None
+    canary: bool
+
+
+@dataclass(frozen=True, slots=True)
+class CallEvent:
+    """One judge call as it ended (for the daemon's judge metrics and the judge's spans):
+    which call, its latency, error kind and tokens, and when it began and ended (ns since
+    the epoch: a span's times)."""
+
+    call: Asking
     latency_seconds: float
     error_kind: str | None
     input_tokens: int | None
     output_tokens: int | None
+    started_ns: int
+    ended_ns: int
+
+    @property
+    def check(self) -> str:
+        """The check the call asked."""
+        return self.call.check
+
+
+#: a call under way: which, and when it began (ns since the epoch)
+_Started = tuple[Asking, int]
 
 
 def subjects_of(records: tuple[CaseRecord, ...]) -> list[Subject]:
@@ -144,22 +171,33 @@ class JudgedPass:
         usage.cost += config.cost(completion.input_tokens, completion.output_tokens)
 
     def _event(
-        self, check: str, completion: Completion | None, seconds: float, error: JudgeError | None
+        self,
+        call: _Started,
+        completion: Completion | None,
+        seconds: float,
+        error: JudgeError | None,
     ) -> None:
+        """Tell ``on_call`` of one ended call (``call``: which, and when it began)."""
         if self.on_call is None:
             return
         self.on_call(
             CallEvent(
-                check,
+                call[0],
                 seconds,
                 error.kind if error is not None else None,
                 completion.input_tokens if completion is not None else None,
                 completion.output_tokens if completion is not None else None,
+                call[1],
+                time.time_ns(),
             )
         )
 
     def _failed(
-        self, config: JudgeConfig, check: str, answered: Answered | None, exc: JudgeError
+        self,
+        config: JudgeConfig,
+        call: _Started,
+        answered: Answered | None,
+        exc: JudgeError,
     ) -> None:
         """A call that gave no verdict: counted by kind, and, when the judge did answer (a
         verdict of the wrong shape, content with no JSON object), its tokens and cost too:
@@ -170,19 +208,28 @@ class JudgedPass:
         if completion is not None:
             self._count(config, completion, seconds)
         self.usage.errors[exc.kind] = self.usage.errors.get(exc.kind, 0) + 1
-        self._event(check, completion, seconds, exc)
+        self._event(call, completion, seconds, exc)
 
     async def verdict(
-        self, check: JudgedCheck, subject: Subject, use_cache: bool = True
+        self,
+        check: JudgedCheck,
+        subject: Subject,
+        use_cache: bool = True,
+        *,
+        canary: bool = False,
     ) -> CheckOutcome:
-        """The check's outcome on one case: the votes of every judge and sample, each from
-        the cache when it holds a verdict of the check's shape, else asked of its judge
-        (and then kept in the cache), decided by majority."""
+        """The check's outcome on one case (``canary``: on a canary made from it): the votes
+        of every judge and sample, each from the cache when it holds a verdict of the
+        check's shape, else asked of its judge (and then kept in the cache), decided by
+        majority."""
         data = subject.payload(check.data(subject))
         samples = self.config.samples
+        cache = self.cache if use_cache else None
         votes = await asyncio.gather(
             *(
-                self._vote(member, sample if samples > 1 else None, check, subject, data, use_cache)
+                self._vote(
+                    member, sample if samples > 1 else None, check, subject, data, cache, canary
+                )
                 for member in self.panel.members
                 for sample in range(samples)
             )
@@ -196,15 +243,17 @@ class JudgedPass:
         check: JudgedCheck,
         subject: Subject,
         data: dict[str, Any],
-        use_cache: bool,
+        cache: VerdictCache | None,
+        canary: bool,
     ) -> Vote:
         """One judge's vote on one sample (``sample`` None: the verdict is asked once)."""
         judge = (member.client.config.url, member.client.config.model)
         key = cache_key(judge, PROMPT_VERSION, check.name, data, sample)
-        cache = self.cache if use_cache else None
         outcome = None if cache is None else self._cached(check, subject, cache.get(key))
         if outcome is None:
-            outcome, verdict = await self._asked(member.client, check, subject, data, sample)
+            model = member.client.config.model
+            call = Asking(check.name, subject.case_id, member.name, model, sample, canary)
+            outcome, verdict = await self._asked(member.client, call, check, subject, data)
             if cache is not None and verdict is not None:
                 cache.put(key, verdict)
         return Vote(member.name, sample or 0, outcome)
@@ -225,10 +274,10 @@ class JudgedPass:
     async def _asked(
         self,
         client: JudgeClient,
+        call: Asking,
         check: JudgedCheck,
         subject: Subject,
         data: dict[str, Any],
-        sample: int | None,
     ) -> tuple[CheckOutcome, dict[str, Any] | None]:
         """The judge asked within the pass's slots and budget: the outcome, and the verdict
         object to keep (None: skipped or failed, nothing to keep)."""
@@ -238,14 +287,16 @@ class JudgedPass:
                 if not self.budget.take():
                     self.usage.skipped += 1
                     return CheckOutcome(check.name, "skipped"), None
-                answered = await client.ask(check.name, data, sample)
+                # the call begins here, past the slot's wait: its span's start
+                started = time.time_ns()
+                answered = await client.ask(check.name, data, call.sample)
             values = check.read(subject, answered.verdict)
         except JudgeError as exc:
-            self._failed(client.config, check.name, answered, exc)
+            self._failed(client.config, (call, started), answered, exc)
             error = CheckOutcome(check.name, "error", error_kind=exc.kind, error=exc.message[:300])
             return error, None
         self._count(client.config, answered.completion, answered.latency_seconds)
-        self._event(check.name, answered.completion, answered.latency_seconds, None)
+        self._event((call, started), answered.completion, answered.latency_seconds, None)
         return _judged(check.name, values), answered.verdict
 
 
@@ -276,7 +327,7 @@ async def _judge_canaries(
     changed), and read by its own check's rule for a fooled verdict."""
     results = []
     for check, subject in canary_subjects(subjects, count, judged.checks):
-        outcome = await judged.verdict(check, subject, use_cache=False)
+        outcome = await judged.verdict(check, subject, use_cache=False, canary=True)
         results.append(
             CanaryResult(check.name, subject.case_id, _fooled(check, outcome), outcome.reason)
         )

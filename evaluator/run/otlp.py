@@ -23,7 +23,7 @@ import socket
 import ssl
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import unquote, urlsplit, urlunsplit
 
@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.trace import Span
 
+    from evaluator.judge.judged_pass import CallEvent
     from evaluator.run.otlp_events import EvaluationEvents
 
 __all__ = [
@@ -426,6 +427,25 @@ class CaseSpans:
             )
             child.end(end_time=at + length)
             at += length
+
+    def judge_calls(
+        self, records: Sequence[CaseRecord], run_id: str
+    ) -> Callable[[CallEvent], None]:
+        """What makes each judge call of a judged run of ``records`` a span under the case
+        span it judged, as the call ends. It never raises: a span that cannot be built is
+        counted (``exporter_exception``) and logged."""
+        # here, not at the top: a run without a judge never loads the judge's telemetry
+        from evaluator.run.judged_telemetry import JudgeCallSpans
+
+        spans = JudgeCallSpans(self._tracer, records, run_id)
+
+        def record(event: CallEvent) -> None:
+            try:
+                spans(event)
+            except Exception as exc:
+                self.exporter.count_failure("exporter_exception", f"{type(exc).__name__}: {exc}")
+
+        return record
 
     def shutdown(self) -> None:
         """Send what is queued, then stop: bounded by twice the export deadline whatever the

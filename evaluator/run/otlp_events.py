@@ -5,8 +5,9 @@ the service's own traces.
 
 The deterministic scores go out as each case's span is built (:class:`~evaluator.run.otlp.
 CaseSpans`); the judged ones after the judge has judged the run, from the report, which
-keeps each case's trace and span ids. The SDK's logs pipeline does the batching and the
-protobuf encoding; the sending is the spans' own bounded sender
+keeps each case's trace and span ids (:mod:`evaluator.run.judged_telemetry`). The SDK's
+logs pipeline does the batching and the protobuf encoding; the sending is the spans' own
+bounded sender
 (:class:`~evaluator.run.otlp.BoundedExporter`), to the logs URL beside the traces one. Every
 text attribute passes the redactor and an explanation is cut to
 :data:`~evaluator.run.evaluation_results.MAX_EXPLANATION_CHARS`; a failed export is counted
@@ -32,7 +33,7 @@ from evaluator.run.evaluation_results import (
 )
 from evaluator.run.otlp import BoundedExporter, CountingExporter
 
-__all__ = ["CountingLogExporter", "EvaluationEvents", "export_judged", "logs_url", "span_ids"]
+__all__ = ["CountingLogExporter", "EvaluationEvents", "logs_url", "span_context", "span_ids"]
 
 LOGS_PATH = "/v1/logs"
 _HEX_TRACE = re.compile(r"[0-9a-f]{32}")
@@ -136,7 +137,7 @@ class EvaluationEvents:
         """One event per result, tied to the span of ``ids`` (trace id, span id; None:
         untied). Never raises: an event that cannot be built is counted and logged."""
         try:
-            context = _span_context(ids)
+            context = span_context(ids)
             for result in results:
                 self._logger.emit(
                     event_name=EVENT_NAME,
@@ -165,8 +166,9 @@ class EvaluationEvents:
         self.exporter.quiet = True
 
 
-def _span_context(ids: tuple[int, int] | None) -> Any:
-    """A context whose current span is the case span (None: no span to tie to)."""
+def span_context(ids: tuple[int, int] | None) -> Any:
+    """A context whose current span is the case span of ``ids`` (trace id, span id; None:
+    no span to tie to)."""
     if ids is None:
         return None
     from opentelemetry import trace
@@ -176,31 +178,3 @@ def _span_context(ids: tuple[int, int] | None) -> Any:
         SpanContext(ids[0], ids[1], is_remote=False, trace_flags=TraceFlags(TraceFlags.SAMPLED))
     )
     return trace.set_span_in_context(span)
-
-
-def export_judged(
-    otlp_settings: Mapping[str, Any],
-    records: Sequence[CaseRecord],
-    judged: JudgedRun,
-    run_id: str,
-) -> EvaluationEvents | None:
-    """Send a judged run's results once, when ``[otlp]`` (``otlp_settings``, the section as
-    a mapping) exports evaluation events, and stop (``evaluator run`` judges after its spans
-    were sent); None when it does not.
-
-    Raises:
-        ConfigError: a setting (or standard variable) that cannot work.
-    """
-    from evaluator.run import otlp
-
-    if not (otlp_settings.get("enabled") and otlp_settings.get("evaluation_events", True)):
-        return None
-    keys = ("endpoint", "service_name", "timeout_seconds", "headers", "compression")
-    events = otlp.events_for(
-        otlp.resolve(**{k: otlp_settings[k] for k in keys if k in otlp_settings})
-    )
-    try:
-        events.judged(records, judged, run_id)
-    finally:
-        events.shutdown()
-    return events

@@ -18,7 +18,8 @@ from evaluator.redaction import register_secrets
 from evaluator.report import RunReport
 from evaluator.run import otlp
 from evaluator.run.evaluation_results import EVENT_NAME, MAX_EXPLANATION_CHARS
-from evaluator.run.otlp_events import export_judged, logs_url
+from evaluator.run.judged_telemetry import export_judged
+from evaluator.run.otlp_events import logs_url
 from tests.judge.reports import golden
 from tests.support.judges import LoopbackJudge
 from tests.support.loopback import LoopbackServer, Reply
@@ -112,8 +113,9 @@ def test_judged_scores_arrive_tied_to_the_case_spans_redacted_and_bounded() -> N
         judged = asyncio.run(go())
     with OtlpReceiver() as receiver:
         settings = OtlpConfig(enabled=True, endpoint=receiver.url).model_dump()
-        events = export_judged(settings, report.cases, judged, report.run_id)  # type: ignore[arg-type]
-    assert events is not None and 0 == events.exporter.failed_spans
+        sent = export_judged(settings, report.cases, judged, report.run_id)  # type: ignore[arg-type]
+    assert sent is not None and sent.events is not None
+    assert 0 == sent.events.exporter.failed_spans
     refused = _named(receiver.events, "judged_refusal_rate")
     assert 1 == len(refused)
     (event,) = refused
@@ -131,14 +133,14 @@ def test_judged_scores_arrive_tied_to_the_case_spans_redacted_and_bounded() -> N
 
 
 def test_export_judged_does_nothing_without_otlp() -> None:
-    """With [otlp] off, or its events off, no judged event is sent and none is built."""
+    """With [otlp] off nothing is built; with its events off, no judged event is."""
     run = golden()
     off = OtlpConfig().model_dump()
-    quiet = OtlpConfig(enabled=True, evaluation_events=False).model_dump()
-    assert (None, None) == (
-        export_judged(off, run.cases, None, run.run_id),  # type: ignore[arg-type]
-        export_judged(quiet, run.cases, None, run.run_id),  # type: ignore[arg-type]
-    )
+    with OtlpReceiver() as receiver:
+        quiet = OtlpConfig(enabled=True, endpoint=receiver.url, evaluation_events=False)
+        sent = export_judged(quiet.model_dump(), run.cases, None, run.run_id)  # type: ignore[arg-type]
+    assert None is export_judged(off, run.cases, None, run.run_id)  # type: ignore[arg-type]
+    assert (None, [], 0) == (sent and sent.events, receiver.events, receiver.log_requests)
 
 
 @pytest.mark.parametrize(
