@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from evaluator.judge.judged_pass import CallEvent
     from evaluator.judge.record import JudgedRun
     from evaluator.judge.settings import JudgeConfig
+    from evaluator.scoring.labels import AuditTotals
 
 __all__ = ["Options", "configure", "handle", "mapping_diagnosis"]
 
@@ -72,28 +73,52 @@ def handle(options: Options) -> int:
 
 
 def _run(options: Options, settings: Settings, plan: JobPlan) -> int:
+    """Run the job, judge the written report when the job has a judge, print both, write
+    the HTML report asked for; then the exit code the report says."""
     run_id = new_run_id()
     output = Path(options.output or settings.reports_dir / f"{plan.dataset.name}-{run_id}.json")
     report, audit = streamed_run(plan, options.repeat, output, run_id)
     judge = settings.judge_for(plan.job)
     judged = _judged(options, settings, judge, output) if not report.interrupted else None
+    _print_run(options, plan, report, audit)
+    if judged is not None and judge is not None:
+        _print_judged(judged, judge)
+    print(f"report: {output}")
+    if options.html:
+        _write_html(options, options.html, settings, judge, output)
+    exit_if_interrupted(report, output)
+    _check_report(plan, report, output)
+    return ExitCode.OK
+
+
+def _print_run(options: Options, plan: JobPlan, report: RunReport, audit: AuditTotals) -> None:
+    """The run's summary (its cost in the target's currency) and its repeats, if any."""
     prices = getattr(plan.target, "prices", None)
     currency = prices.currency if prices is not None else DEFAULT_CURRENCY
     print(format_run(report, worst=options.worst, audit=audit, currency=currency))
     repeats = format_repeats(report)
     if repeats is not None:
         print(repeats)
-    if judged is not None and judge is not None:
-        from evaluator.judge.apply import format_judged, judge_down
 
-        print(format_judged(judged, judge))
-        down = judge_down(judged, judge)
-        if down is not None:
-            warn(down)
-    print(f"report: {output}")
-    if options.html:
-        _write_html(options, options.html, settings, judge, output)
-    exit_if_interrupted(report, output)
+
+def _print_judged(judged: JudgedRun, judge: JudgeConfig) -> None:
+    """The judged figures, and a warning naming each judge that was down."""
+    from evaluator.judge.apply import format_judged, judge_down
+
+    print(format_judged(judged, judge))
+    down = judge_down(judged, judge)
+    if down is not None:
+        warn(down)
+
+
+def _check_report(plan: JobPlan, report: RunReport, output: Path) -> None:
+    """Warn about what the target's answers suggest is misconfigured; refuse a report whose
+    mapping read nothing, or that scored no case.
+
+    Raises:
+        ConfigError: the target's mapping found nothing in its responses.
+        EvaluatorError: no case was scored.
+    """
     warn_id_mismatch(report)
     diagnosis = mapping_diagnosis(report)
     for warning in target_warnings(plan.target, report.cases, mapping=diagnosis is None):
@@ -101,7 +126,6 @@ def _run(options: Options, settings: Settings, plan: JobPlan) -> int:
     if diagnosis is not None:
         raise ConfigError(f"target {report.target}: {diagnosis}")
     check_scored(report, f"report {output}")
-    return ExitCode.OK
 
 
 def _judged(

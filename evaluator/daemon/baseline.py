@@ -14,7 +14,7 @@ import msgspec
 import structlog
 
 from evaluator.errors import ConfigError, GateError, ReportError
-from evaluator.gate import Rule, evaluate_gate, load_gates
+from evaluator.gate import GateResult, Rule, evaluate_gate, load_gates
 from evaluator.gate.repeats import Quarantine
 from evaluator.metrics import METRICS
 from evaluator.models import Case
@@ -102,20 +102,23 @@ class BaselineGate:
         except GateError as exc:
             log.warning("gate_not_comparable", reason=str(exc), baseline=self.baseline.run_id)
             return None
-        failing = {r.name: not r.passed for r in result.rules if r.applicable}
-        if result.missing_ids:
-            failing["cases.complete"] = True
-        if result.repeats is not None and result.repeats.left_out:
-            log.info("gate_left_out", cases=dict(result.repeats.left_out))
-        if not result.passed:
-            log.warning(
-                "gate_failing",
-                rules=[r.message for r in result.failures],
-                missing_cases=len(result.missing_ids),
-            )
-        diagnosis = (
-            ()
-            if result.passed
-            else tuple(f"{f.signal}: look at {f.look_at}" for f in result.diagnosis)
-        )
-        return GateVerdict(passing=result.passed, rules_failing=failing, diagnosis=diagnosis)
+        return _verdict(result)
+
+
+def _verdict(result: GateResult) -> GateVerdict:
+    """What the daemon keeps of a gate's result (each rule failing or not, where to look),
+    logging the cases left out and a failing gate's reasons."""
+    failing = {r.name: not r.passed for r in result.rules if r.applicable}
+    if result.missing_ids:
+        failing["cases.complete"] = True
+    if result.repeats is not None and result.repeats.left_out:
+        log.info("gate_left_out", cases=dict(result.repeats.left_out))
+    if result.passed:
+        return GateVerdict(passing=True, rules_failing=failing, diagnosis=())
+    log.warning(
+        "gate_failing",
+        rules=[r.message for r in result.failures],
+        missing_cases=len(result.missing_ids),
+    )
+    diagnosis = tuple(f"{f.signal}: look at {f.look_at}" for f in result.diagnosis)
+    return GateVerdict(passing=False, rules_failing=failing, diagnosis=diagnosis)
