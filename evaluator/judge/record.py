@@ -19,6 +19,7 @@ from evaluator.errors import ReportError
 from evaluator.judge.checks import check_names, judged_metrics
 from evaluator.judge.errors import JUDGE_ERROR_KINDS
 from evaluator.judge.settings import MAX_PANEL, MAX_SAMPLES
+from evaluator.redaction import redactor
 
 __all__ = [
     "CanaryResult",
@@ -43,8 +44,11 @@ _KINDS = frozenset(JUDGE_ERROR_KINDS)
 
 
 def answer_hash(answer: str | None) -> str:
-    """The answer's identity in labels and cached verdicts: sha256, 16 hex digits."""
-    return hashlib.sha256((answer or "").encode()).hexdigest()[:16]
+    """The answer's identity in labels and cached verdicts: sha256, 16 hex digits, of the
+    answer as a report keeps it (redacted of every registered secret), so the daemon's
+    in-memory answer, which still holds a token the target echoed, and the same answer read
+    back from its report file are one answer (redacting twice changes nothing)."""
+    return hashlib.sha256(redactor().redact_text(answer or "").encode()).hexdigest()[:16]
 
 
 @dataclass(frozen=True, slots=True)
