@@ -2,9 +2,13 @@
 every figure on the status page and the case table held to the ``/metrics`` series or
 ``/reports/latest`` field it comes from, through healthy, degraded and incomplete runs.
 
-One daemon for the module: it gates every run against a baseline recorded from a healthy
-run and judges stability over a short window, so three healthy runs, a degraded one and a
-healthy one again give stable, newly failing, regressed and flaky cases.
+One baseline for the module, recorded from a healthy run; each test gets a daemon of its own,
+with a history of its own, that gates every run against it and judges stability over a
+short window, so healthy runs, a degraded one and a healthy one again give stable, newly
+failing, regressed and flaky cases. A history shared by the tests would carry one test's
+degraded runs into the next one's: a case that failed in the drift test's runs before the
+window is flaky when it fails again, not newly failing, and the second test would wait for a
+class the first one made impossible.
 """
 
 from __future__ import annotations
@@ -74,15 +78,12 @@ dataset = "{REPO / "evals" / "rag_cases.jsonl"}"
 
 
 @pytest.fixture(scope="module")
-def live(
-    reference_server: ReferenceServer, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Live]:
-    """A daemon against the reference service with an approved baseline and case history, shared
-    by the module's tests."""
+def baseline(reference_server: ReferenceServer, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The approved baseline: a healthy run of a first daemon, saved, beside the gates file,
+    for the module's daemons."""
     reference_server.failure_modes.set([])
     folder = tmp_path_factory.mktemp("case-table")
     (folder / "gates.toml").write_text(GATES, "utf-8")
-    # a healthy run of a first daemon, saved as the approved baseline
     port = free_port()
     config = _config(folder, port, reference_server.url, "interval_seconds = 3600")
     log = folder / "baseline.log"
@@ -90,19 +91,29 @@ def live(
                  log=log) as process:  # fmt: skip
         wait_for(f"http://127.0.0.1:{port}", [LATEST], process, log)
         body = httpx.get(f"http://127.0.0.1:{port}{LATEST}", timeout=10).content
-    baseline = folder / "baseline.json"
-    baseline.write_bytes(body)
+    path = folder / "baseline.json"
+    path.write_bytes(body)
+    return path
+
+
+@pytest.fixture
+def live(reference_server: ReferenceServer, baseline: Path) -> Iterator[Live]:
+    """A daemon of the test's own against the reference service, gating on the approved
+    baseline, with a case history of its own (its reports folder is new, named by its
+    port): no earlier test's runs in its windows."""
+    reference_server.failure_modes.set([])
+    folder = baseline.parent
     port = free_port()
     extra = f'interval_seconds = 3\nbaseline = "{baseline}"\n[history]\nwindow = 4\nrecent = 2'
     config = _config(folder, port, reference_server.url, extra)
     url = f"http://127.0.0.1:{port}"
-    log = folder / "serve.log"
+    log = folder / f"serve-{port}.log"
     try:
         with serving([EVALUATOR, "serve", "--config", str(config)], cwd=folder,
                      env=clean_env(), log=log) as process:  # fmt: skip
             wait_for(url, [LATEST], process, log)
             with httpx.Client(base_url=url, timeout=10) as http:
-                yield Live(url, reference_server, json.loads(body), http)
+                yield Live(url, reference_server, json.loads(baseline.read_bytes()), http)
     finally:
         reference_server.failure_modes.set([])
 
@@ -561,6 +572,8 @@ def test_every_figure_equals_its_source(live: Live, tab_no_js: Tab) -> None:
     complete run (gate failing, cases newly failing), then after an incomplete run, where
     the page shows the run's own figures beside the ones /metrics still exports."""
     page = tab_no_js.page
+    # newly failing: passing in the window's first runs, failing from the latest on
+    _until("two healthy runs in the window", lambda: _history(live).get("runs_in_window", 0) >= 2)
     live.reference.failure_modes.set(["rerank_degraded"])
     _until("a degraded run", lambda: _history(live).get("newly_failing"))
     status = _status_problems(live.baseline)
