@@ -682,20 +682,28 @@ def _body_cut_short(exc: aiohttp.ClientPayloadError) -> bool:
 
 async def _feed(stream: StreamAssembler, chunk: bytes, at: float) -> None:
     """``stream.feed``, in steps of :data:`STREAM_STEP` bytes with the event loop let run
-    between two steps, and a step that ends a large line in a worker thread.
+    between two steps; the steps of a read larger than one step, and a step that ends a
+    large line, in a worker thread.
 
     A read can bring a quarter of a megabyte at once and the next read return at once:
-    190,000 tiny events framed and parsed in one go held /healthz for 1.25 s. A line ends in
-    one split, decode and JSON parse of all of it (a 3 MB event held the event loop for tens
-    of milliseconds), so the step that ends a line of :data:`OFFLOAD_BYTES` or more is framed
-    off the loop, as a large plain body is mapped off it.
+    190,000 tiny events framed and parsed in one go held /healthz for 1.25 s. Steps with a
+    yield between them bound one stream's hold on the loop, not the loop's: each of N
+    streams reading such bursts ran a step in every turn of the loop, and four at once held
+    /healthz for 460 ms. A burst's steps are therefore framed in the one thread that frames
+    streams, where every stream's bursts queue and the loop waits for none of them (it takes
+    the GIL back within the switch interval). A line ends in one split, decode and JSON parse
+    of all of it (a 3 MB event held the event loop for tens of milliseconds), so the step
+    that ends a line of :data:`OFFLOAD_BYTES` or more is framed off the loop too, as a large
+    plain body is mapped off it. The small reads of a stream that trickles in, the usual
+    case, are framed on the loop: a thread's hand-over would cost more than their framing.
     """
+    burst = len(chunk) > STREAM_STEP
     start = 0
     while start < len(chunk):
         room = STREAM_STEP - stream.unpaced
         step = chunk[start : start + room] if start or len(chunk) > room else chunk
         start += len(step)
-        if stream.pending_bytes + len(step) >= OFFLOAD_BYTES and _ends_a_line(step):
+        if burst or (stream.pending_bytes + len(step) >= OFFLOAD_BYTES and _ends_a_line(step)):
             # one thread frames them, one at a time (see evaluator.process_state.worker)
             framer = process_state.worker("streams")
             await asyncio.get_running_loop().run_in_executor(framer, stream.feed, step, at)

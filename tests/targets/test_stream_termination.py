@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 from typing import Any, ClassVar
 
 import pytest
@@ -207,39 +208,55 @@ class TestNamedEndEvent:
 
 
 class _Watched(StreamAssembler):
-    """The assembler the target builds, kept where the test can read its event count."""
+    """The assembler the target builds, counting the events it frames on the event loop's
+    thread (``on_loop``, for every assembler made) beside all it frames (``events``)."""
 
     made: ClassVar[list[StreamAssembler]] = []
+    #: the event loop's thread, and the events every assembler framed on it so far
+    loop_thread: ClassVar[int] = 0
+    on_loop: ClassVar[int] = 0
 
     def __post_init__(self) -> None:
         super().__post_init__()
         _Watched.made.append(self)
 
+    def feed(self, chunk: bytes, at: float) -> None:
+        before = self.events
+        super().feed(chunk, at)
+        if threading.get_ident() == _Watched.loop_thread:
+            _Watched.on_loop += self.events - before
+
 
 @pytest.mark.e2e
-def test_many_tiny_events_yield_the_loop(monkeypatch: pytest.MonkeyPatch) -> None:
-    """190,000 tiny events sent at once are read in bounded steps: between two turns of
-    another task on the event loop, at most one step's events are handled (all of them
-    once held /healthz for 1.25 s)."""
+@pytest.mark.parametrize("streams", [1, 4])
+def test_many_tiny_events_leave_the_loop_free(
+    monkeypatch: pytest.MonkeyPatch, streams: int
+) -> None:
+    """190,000 tiny events sent at once, by one response or four at a time: between two turns
+    of another task on the event loop, at most one step's events are framed on the loop,
+    however many streams burst (all of them at once held /healthz for 1.25 s; a step per
+    stream per turn, four streams for 460 ms), and every answer is read whole."""
     monkeypatch.setattr(http, "StreamAssembler", _Watched)
     _Watched.made.clear()
+    _Watched.on_loop = 0
     body = b"data: {}\n\n" * 190_000 + b"".join(_vllm_like(["7 days"], ["refund-policy"]))
     most_per_turn = 0
 
-    async def go() -> TargetResponse:
+    async def go() -> list[TargetResponse]:
         nonlocal most_per_turn
+        _Watched.loop_thread = threading.get_ident()
         target = build_target(_config(server.url))
-        call = asyncio.ensure_future(target.query(case("How long?"), 4))
+        calls = asyncio.gather(*(target.query(case(f"q{i}"), 4) for i in range(streams)))
         seen = 0
-        while not call.done():
-            await asyncio.sleep(0)
-            now = _Watched.made[0].events if _Watched.made else 0
+        while not calls.done():
+            await asyncio.sleep(0.001)  # a turn of another task, as /healthz's handler
+            now = _Watched.on_loop
             most_per_turn, seen = max(most_per_turn, now - seen), now
         await target.aclose()
-        return call.result()
+        return list(calls.result())
 
     with StreamServer(lambda _r: [Chunk(0, body)]) as server:
-        response = asyncio.run(go())
-    assert "7 days" == response.answer
-    assert 190_000 + 3 == _Watched.made[0].events
+        responses = asyncio.run(go())
+    assert ["7 days"] * streams == [r.answer for r in responses]
+    assert [190_000 + 3] * streams == [made.events for made in _Watched.made]
     assert most_per_turn <= STREAM_STEP // len(b"data: {}\n\n") + 1
