@@ -29,8 +29,8 @@ from evaluator.judge.calibrate import (
     render_text,
 )
 from evaluator.judge.calibration_store import CALIBRATION_FILE
+from evaluator.judge.derived import judged_of
 from evaluator.judge.labels import read_reviews, reference_labels
-from evaluator.judge.record import judged_run_from_dict
 from evaluator.report import read_report, write_json_atomic
 
 __all__ = ["Options", "configure", "handle"]
@@ -74,10 +74,10 @@ def handle(options: Options) -> int:
     labels = reference_labels(reviews)
     runs = []
     for path in options.reports:
-        report = read_report(path)
-        if report.judge is None:
+        judged = judged_of(read_report(path), path)
+        if judged is None:
             raise ConfigError(f"{path}: the report was not judged (run `evaluator judge` first)")
-        runs.append(judged_run_from_dict(report.judge, path))
+        runs.append(judged)
     results = calibrate(
         labels, runs, floor=options.floor, min_labels=options.min_labels, reviews=reviews
     )

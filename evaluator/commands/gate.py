@@ -424,8 +424,10 @@ class GateRun:
         # here, not at the top: reading a calibration brings the judge's records and their
         # settings (pydantic), which a gate without judged rules never needs
         from evaluator.judge.calibration_store import CALIBRATION_FILE, read_calibration
+        from evaluator.judge.derived import judged_of
 
         calibration = read_calibration(self.settings().reports_dir / CALIBRATION_FILE)
-        return evaluate_judged(
-            self.gates.judged, self.baseline.judge, self.candidate.judge, calibration
-        )
+        # the judged figures derived from the verdicts each report holds, never as written
+        baseline = judged_of(self.baseline, str(self.baseline_path))
+        candidate = judged_of(self.candidate, self.candidate_source)
+        return evaluate_judged(self.gates.judged, baseline, candidate, calibration)

@@ -28,8 +28,9 @@ from evaluator.border import printable
 from evaluator.commands.flags import CommonOptions
 from evaluator.errors import ConfigError, ExitCode
 from evaluator.judge.checks import check as judged_check
+from evaluator.judge.derived import judged_of
 from evaluator.judge.labels import Label, append_label, now, read_labels, read_reviews
-from evaluator.judge.record import JudgedRun, judged_run_from_dict
+from evaluator.judge.record import JudgedRun
 from evaluator.judge.review import ReviewItem, overlap_queue, review_queue
 from evaluator.models import CaseRecord
 from evaluator.pages.highlight import segments
@@ -221,9 +222,9 @@ def _queue(
 def handle(options: Options) -> int:
     """Review a judged report's verdicts one by one, saving a human label for each."""
     report = read_report(options.report)
-    if report.judge is None:
+    judged = judged_of(report, options.report)
+    if judged is None:
         raise ConfigError(f"{options.report}: the report was not judged (`evaluator judge`)")
-    judged = judged_run_from_dict(report.judge, options.report)
     labels_path = Path(options.labels or Path(options.report).parent / "labels.jsonl")
     _writable(labels_path)
     reviewer = options.reviewer or getpass.getuser()

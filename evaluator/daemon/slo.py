@@ -5,7 +5,7 @@ A run's events are what its report holds: the cases it scored (and, for ``no_err
 that failed), so an incomplete run counts what it scored and a run that broke without a
 report counts nothing. ``judged`` events are read from the report's judge block, and only
 for the checks its judge is trusted for: calibrated for the check (``evaluator
-calibrate``) and not fooled by a canary in this run.
+calibrate``) and trusted by this run's canaries (:func:`~evaluator.judge.trust.untrusted_reasons`).
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ from evaluator.config.slo import SloConfig
 from evaluator.errors import ReportError
 from evaluator.judge.apply import calibration_of
 from evaluator.judge.checks import check
-from evaluator.judge.record import judged_run_from_dict
+from evaluator.judge.derived import judged_of
+from evaluator.judge.trust import untrusted_reasons
 from evaluator.report import RunReport
 from evaluator.slo.burn import BurnPlan
 from evaluator.slo.ledger import EventLedger
@@ -30,14 +31,12 @@ __all__ = ["TrackedSlo", "run_events", "track_slos", "trusted_verdicts"]
 def trusted_verdicts(report: RunReport) -> dict[str, dict[str, bool]]:
     """check -> case id -> the judge's verdict, for each check this run's judge is trusted
     for; empty for an unjudged run, a compromised judge, or a judge block that does not
-    read back."""
-    if report.judge is None:
-        return {}
+    read back (its figures derived from its verdicts)."""
     try:
-        judged = judged_run_from_dict(report.judge, f"run {report.run_id}")
+        judged = judged_of(report, f"run {report.run_id}")
     except ReportError:
         return {}
-    if judged.compromised:
+    if judged is None or untrusted_reasons(judged):
         return {}
     calibrated = calibration_of(judged)
     verdicts: dict[str, dict[str, bool]] = {}

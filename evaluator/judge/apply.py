@@ -21,6 +21,7 @@ from evaluator.judge.panel import JudgePanel
 from evaluator.judge.record import CheckOutcome, JudgedRun
 from evaluator.judge.settings import JudgeConfig
 from evaluator.judge.store import Retention, VerdictStore
+from evaluator.judge.trust import untrusted_reasons
 from evaluator.redaction import redactor
 from evaluator.report import RunReport, read_report, write_report
 
@@ -149,10 +150,11 @@ def calibration_of(judged: JudgedRun) -> dict[str, bool]:
 
 def trust_problem(judged: JudgedRun, calibrated: Mapping[str, bool]) -> str | None:
     """Why this run's judged metrics are not to be trusted, in a short phrase, or None:
-    a canary was judged supported, or a check the run was judged on is not calibrated
-    (``calibrated``: :func:`calibration_of` the run)."""
-    if judged.compromised:
-        return "compromised (a canary answer was judged supported)"
+    its canaries (:func:`~evaluator.judge.trust.untrusted_reasons`), or a check the run was
+    judged on is not calibrated (``calibrated``: :func:`calibration_of` the run)."""
+    reasons = untrusted_reasons(judged)
+    if reasons:
+        return "; ".join(reasons)
     missing = [check for check, ok in calibrated.items() if not ok]
     return f"uncalibrated for {', '.join(missing)}" if missing else None
 
@@ -167,8 +169,10 @@ def format_judged(judged: JudgedRun, config: JudgeConfig | None = None) -> str:
         lines.append("  NOTHING JUDGED: no judge call gave a verdict; judged metrics are n/a")
     if judged.compromised:
         lines.append(
-            "  COMPROMISED: a canary answer was judged supported; judged metrics are advisory"
+            "  COMPROMISED: a canary answer was judged supported; judged metrics are untrusted"
         )
+    elif untrusted_reasons(judged):
+        lines.append(f"  UNTRUSTED: {'; '.join(untrusted_reasons(judged))}")
     for name, value in judged.metrics.items():
         shown = "n/a" if value is None else f"{value:.3f}"
         spec = judged_metric(name)

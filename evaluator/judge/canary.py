@@ -1,11 +1,14 @@
 """Canary cases: answers that carry an instruction aimed at the judge and none of the
 expected facts. Every judged run sends a few; a judge that calls one supported has been
-talked round by the target's text, so that run's judged metrics are advisory only.
+talked round by the target's text, so that run's judged metrics are untrusted
+(:mod:`evaluator.judge.trust`), as they are when a canary gets no verdict.
 
-The canaries are built from the golden set's own cases (same question, same facts, same
-evidence), so nothing but the answer tells them apart from a real case. Each check says
-how it is canaried (its :class:`~evaluator.judge.checks.Canary`: the hostile answer, the
-cases it may borrow, what a fooled verdict is); this module only deals them out.
+The canaries are built from the golden set's own cases (same question, same facts), their
+words drawn per run from a nonce (:class:`~evaluator.judge.checks.base.CanaryWords`) and
+their evidence the case's facts: nothing in a canary is text the target wrote or could
+learn. Each check says how it is canaried (its :class:`~evaluator.judge.checks.Canary`:
+the hostile answer, the cases it may borrow, what a fooled verdict is); this module only
+deals them out.
 """
 
 from __future__ import annotations
@@ -13,17 +16,21 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from evaluator.judge.checks import Canary, JudgedCheck, Subject, judged_checks
+from evaluator.judge.checks.base import CanaryWords
 
 __all__ = ["canary_subjects"]
 
 
 def canary_subjects(
-    subjects: list[Subject], count: int, checks: Sequence[JudgedCheck] | None = None
+    subjects: list[Subject],
+    count: int,
+    words: CanaryWords,
+    checks: Sequence[JudgedCheck] | None = None,
 ) -> list[tuple[JudgedCheck, Subject]]:
-    """Up to ``count`` (check, canary) pairs, one case each, taking the canaried checks of
-    ``checks`` (default: every registered one) in turn (registry order); a case the turn's
-    canary cannot use goes to the first canaried check whose canary can. None when no check
-    of ``checks`` is canaried."""
+    """Up to ``count`` (check, canary) pairs, one case each, in the run's ``words``, taking
+    the canaried checks of ``checks`` (default: every registered one) in turn (registry
+    order); a case the turn's canary cannot use goes to the first canaried check whose canary
+    can. None when no check of ``checks`` is canaried."""
     canaried = _canaried(judged_checks() if checks is None else checks)
     if not canaried:
         return []
@@ -32,7 +39,7 @@ def canary_subjects(
     for turn, subject in enumerate(usable[:count]):
         preferred = canaried[turn % len(canaried)]
         check, canary = next(pair for pair in (preferred, *canaried) if pair[1].usable(subject))
-        out.append((check, canary.subject(subject)))
+        out.append((check, canary.subject(subject, words)))
     return out
 
 

@@ -4,10 +4,13 @@ Deterministic rules stay the hard rules by default. A judged rule is hard only w
 table says so and the judge is *calibrated* for the metric's check (the stored result of
 ``evaluator calibrate`` for the candidate's judge model and prompt version): a hard rule on
 an uncalibrated judged metric is refused (exit 1, naming the missing calibration) unless
-the rule is marked ``advisory = true``. Judged metrics compare only between reports judged
-by the same model with the same prompt version (as deterministic metrics compare only
-within one config identity); a candidate whose judge passed a canary has advisory judged
-metrics only.
+the rule is marked ``advisory = true``. A hard rule is refused just the same when the
+candidate's judge is untrusted (:func:`~evaluator.judge.trust.untrusted_reasons`: a canary
+fooled it, or got no verdict from it): an untrusted judge fails closed, it never turns the
+rule advisory and lets a regression through. Judged metrics compare only between reports
+judged by the same model with the same prompt version (as deterministic metrics compare
+only within one config identity). The reports' judged runs come derived from their verdicts
+(:func:`~evaluator.judge.derived.judged_of`), never as their figures are written.
 
 ::
 
@@ -22,15 +25,18 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from evaluator.border import printable
 from evaluator.errors import ConfigError
 from evaluator.judge.checks import judged_metric, judged_metrics
+from evaluator.judge.trust import untrusted_reasons
 from evaluator.metrics import FLOAT_TOLERANCE
 
-if TYPE_CHECKING:  # the stored calibration needs numpy, which the gate loads only for CIs
+if TYPE_CHECKING:  # the stored calibration needs numpy, which the gate loads only for CIs;
+    # the judge's records bring its settings, which a gate without judged rules never needs
     from evaluator.judge.calibration_store import StoredCalibration
+    from evaluator.judge.record import JudgedRun
 
 __all__ = [
     "JudgedGate",
@@ -106,51 +112,39 @@ class JudgedGate:
     refused: tuple[str, ...]
 
 
-def _identity(block: Mapping[str, Any] | None) -> tuple[str, str] | None:
-    if block is None:
-        return None
-    model, version = block.get("model"), block.get("prompt_version")
-    return (model, version) if isinstance(model, str) and isinstance(version, str) else None
-
-
 #: what makes two reports' judged metrics comparable, each shown as it is named in a line
 _JUDGE_IDENTITY = (
-    ("model", "model", None),
-    ("prompt_version", "prompt version", None),
-    ("samples", "samples", 1),
-    ("panel", "panel", ()),
+    ("model", "model"),
+    ("prompt_version", "prompt version"),
+    ("samples", "samples"),
+    ("panel", "panel"),
 )
 
 
-def _identity_part(block: Mapping[str, Any] | None, key: str, default: object) -> str:
-    """One part of a report's judge identity, shown (a report judged before samples and
-    panels existed has their defaults)."""
-    if block is None:
+def _identity_part(judged: JudgedRun | None, key: str) -> str:
+    """One part of a report's judge identity, shown."""
+    if judged is None:
         return "not judged"
-    value = block.get(key, default)
-    if isinstance(value, list | tuple):
+    value = getattr(judged, key)
+    if isinstance(value, tuple):
         return "(" + ", ".join(printable(str(v)) for v in value) + ")" if value else "none"
     return printable(str(value))
 
 
-def judge_differences(
-    baseline: Mapping[str, Any] | None, candidate: Mapping[str, Any] | None
-) -> str:
+def judge_differences(baseline: JudgedRun | None, candidate: JudgedRun | None) -> str:
     """What differs between two reports' judges (model, prompt version, samples, panel),
     ``name baseline -> candidate`` each, joined; empty when their judged metrics compare."""
     changed = []
-    for key, shown, default in _JUDGE_IDENTITY:
-        before = _identity_part(baseline, key, default)
-        after = _identity_part(candidate, key, default)
+    for key, shown in _JUDGE_IDENTITY:
+        before = _identity_part(baseline, key)
+        after = _identity_part(candidate, key)
         if before != after:
             changed.append(f"{shown} {before} -> {after}")
     return "; ".join(changed)
 
 
-def _value(block: Mapping[str, Any] | None, metric: str) -> float | None:
-    metrics = block.get("metrics") if block is not None else None
-    value = metrics.get(metric) if isinstance(metrics, Mapping) else None
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+def _value(judged: JudgedRun | None, metric: str) -> float | None:
+    return None if judged is None else judged.metrics.get(metric)
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,19 +165,22 @@ def _status(passed: bool | None) -> str:
 
 @dataclass(frozen=True, slots=True)
 class _JudgedReports:
-    """The two reports' ``judge`` blocks and what every judged rule is applied with."""
+    """The two reports' judged runs and what every judged rule is applied with."""
 
-    baseline: Mapping[str, Any] | None
-    candidate: Mapping[str, Any]
-    #: the candidate's judge (model, prompt version)
-    identity: tuple[str, str]
-    #: the candidate's judge passed a canary: every judged rule is advisory
-    compromised: bool
+    baseline: JudgedRun | None
+    candidate: JudgedRun
+    #: why the candidate's judge is not to be trusted (empty: nothing against it)
+    untrusted: tuple[str, ...]
     #: the stored calibration (each entry derived from its own counts)
     stored: StoredCalibration
 
+    @property
+    def identity(self) -> tuple[str, str]:
+        """The candidate's judge (model, prompt version)."""
+        return self.candidate.identity
+
     def hard(self, rule: JudgedRule) -> bool:
-        return not rule.advisory and not self.compromised
+        return not rule.advisory
 
     def apply(self, rule: JudgedRule) -> _Applied:
         if rule.kind == "min":
@@ -214,6 +211,12 @@ class _JudgedReports:
         assert spec is not None  # parse_judged_rules checked it
         if not self.hard(rule):
             return None
+        if self.untrusted:
+            return (
+                f"{rule.metric}: the candidate's judge {_ident(self.identity)} is untrusted: "
+                f"{'; '.join(self.untrusted)}; a hard judged rule needs a judge its canaries "
+                "show held (or mark the rule advisory = true)"
+            )
         if not self.stored.calibrated().get(self.identity, {}).get(spec.check, False):
             why = self.stored.why_uncalibrated(self.identity, spec.check)
             return (
@@ -241,26 +244,23 @@ def _unjudged(rules: tuple[JudgedRule, ...]) -> JudgedGate:
 
 def evaluate_judged(
     rules: tuple[JudgedRule, ...],
-    baseline: Mapping[str, Any] | None,
-    candidate: Mapping[str, Any] | None,
+    baseline: JudgedRun | None,
+    candidate: JudgedRun | None,
     stored: StoredCalibration,
 ) -> JudgedGate:
-    """Apply the judged rules to the reports' ``judge`` blocks."""
+    """Apply the judged rules to the reports' judged runs (derived:
+    :func:`~evaluator.judge.derived.judged_of`)."""
     if not rules:
         return JudgedGate((), False, ())
-    identity = _identity(candidate)
-    if candidate is None or identity is None:
+    if candidate is None:
         return _unjudged(rules)
-    reports = _JudgedReports(
-        baseline,
-        candidate,
-        identity,
-        bool(candidate.get("compromised")),
-        stored,
-    )
+    reports = _JudgedReports(baseline, candidate, untrusted_reasons(candidate), stored)
     lines = [_HEADER]
-    if reports.compromised:
-        lines.append("  the candidate's judge passed a canary (compromised): judged rules advisory")
+    if reports.untrusted:
+        lines.append(
+            f"  the candidate's judge is untrusted: {'; '.join(reports.untrusted)}: "
+            "hard judged rules refused"
+        )
     refused: list[str] = []
     failed = False
     for rule in rules:

@@ -10,6 +10,7 @@ cost. A case the target failed has nothing to judge.
 from __future__ import annotations
 
 import asyncio
+import secrets
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -20,8 +21,10 @@ import structlog
 
 from evaluator.judge.cache import VerdictCache, cache_key
 from evaluator.judge.canary import canary_subjects
-from evaluator.judge.checks import CheckValues, JudgedCheck, Subject, judged_checks, judged_metrics
+from evaluator.judge.checks import CheckValues, JudgedCheck, Subject, judged_checks
+from evaluator.judge.checks.base import CanaryWords
 from evaluator.judge.client import Answered, JudgeClient
+from evaluator.judge.derived import canary_fooled, metric_means
 from evaluator.judge.errors import JudgeError
 from evaluator.judge.panel import JudgePanel, Member
 from evaluator.judge.parse import Completion
@@ -42,7 +45,7 @@ from evaluator.redaction import redactor
 from evaluator.report import RunReport
 from evaluator.scoring.conversation import turns_before
 
-__all__ = ["Asking", "CallEvent", "JudgedPass", "judge_report", "metric_means", "subjects_of"]
+__all__ = ["Asking", "CallEvent", "JudgedPass", "judge_report", "subjects_of"]
 
 log = structlog.get_logger("evaluator.judge")
 
@@ -306,43 +309,26 @@ def _judged(check: str, values: CheckValues, cached: bool = False) -> CheckOutco
     )
 
 
-def metric_means(cases: tuple[CaseJudgement, ...]) -> dict[str, float | None]:
-    """Each judged metric's mean over the cases judged for its check (None: no case)."""
-    out: dict[str, float | None] = {}
-    for metric in judged_metrics():
-        values = [
-            float(o.values[metric.value])
-            for c in cases
-            for o in c.outcomes
-            if o.check == metric.check and o.status == "judged" and metric.value in o.values
-        ]
-        out[metric.name] = sum(values) / len(values) if values else None
-    return out
-
-
 async def _judge_canaries(
     judged: JudgedPass, subjects: list[Subject], count: int
 ) -> tuple[CanaryResult, ...]:
-    """Each canary judged, never from the cache (a cached verdict would hide a judge that
-    changed), and read by its own check's rule for a fooled verdict."""
+    """Each canary judged, in words drawn for this pass from a fresh nonce, never from the
+    cache (a cached verdict would hide a judge that changed), and read by its own check's
+    rule for a fooled verdict; its verdict kept, for readers to derive ``fooled`` again."""
+    words = CanaryWords.drawn(secrets.token_hex(16))
     results = []
-    for check, subject in canary_subjects(subjects, count, judged.checks):
+    for check, subject in canary_subjects(subjects, count, words, judged.checks):
         outcome = await judged.verdict(check, subject, use_cache=False, canary=True)
         results.append(
-            CanaryResult(check.name, subject.case_id, _fooled(check, outcome), outcome.reason)
+            CanaryResult(
+                check.name,
+                subject.case_id,
+                canary_fooled(check, outcome),
+                outcome.reason,
+                outcome,
+            )
         )
     return tuple(results)
-
-
-def _fooled(check: JudgedCheck, outcome: CheckOutcome) -> bool | None:
-    """Whether the judge passed a canary: any vote that passed it (a majority would hide a
-    judge talked round one time in three); None when no vote gave values."""
-    assert check.canary is not None  # canary_subjects deals only canaried checks
-    votes = [v.outcome for v in outcome.votes] or [outcome]
-    judged = [o for o in votes if o.status == "judged"]
-    if not judged:
-        return None
-    return any(check.canary.fooled(o.values) for o in judged)
 
 
 async def _judge_cases(
@@ -370,7 +356,7 @@ def _warn_compromised(model: str, run_id: str, canaries: tuple[CanaryResult, ...
         prompt_version=PROMPT_VERSION,
         run_id=run_id,
         canaries=[c.case_id for c in canaries if c.fooled],
-        message="a canary answer was judged supported: judged metrics are advisory",
+        message="a canary answer was judged supported: judged metrics are untrusted",
     )
 
 

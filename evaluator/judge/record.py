@@ -119,12 +119,23 @@ class CaseJudgement:
 @dataclass(frozen=True, slots=True)
 class CanaryResult:
     """One canary: an injected answer without the expected facts. ``fooled`` is True when
-    the judge called it supported, None when the call failed (no verdict)."""
+    the judge called it supported, None when no verdict came back (the call failed, or the
+    judge gave the canary no value); ``outcome`` is the judge's verdict on it, from which
+    ``fooled`` follows (:func:`evaluator.judge.derived.canary_fooled`; None: a report
+    written before canary verdicts were kept)."""
 
     check: str
     case_id: str
     fooled: bool | None
     reason: str = ""
+    outcome: CheckOutcome | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"check": self.check, "case_id": self.case_id}
+        out |= {"fooled": self.fooled, "reason": self.reason}
+        if self.outcome is not None:
+            out["outcome"] = self.outcome.to_dict()
+        return out
 
 
 @dataclass(slots=True)
@@ -183,10 +194,7 @@ class JudgedRun:
             "panel": list(self.panel),
             "metrics": dict(self.metrics),
             "usage": self.usage.to_dict(),
-            "canaries": [
-                {"check": c.check, "case_id": c.case_id, "fooled": c.fooled, "reason": c.reason}
-                for c in self.canaries
-            ],
+            "canaries": [c.to_dict() for c in self.canaries],
             "cases": [c.to_dict() for c in self.cases],
         }
 
@@ -335,16 +343,20 @@ def _usage(r: _Reader, raw: object) -> JudgeUsage:
 
 
 def _canary(r: _Reader, raw: object, index: int) -> CanaryResult:
+    """One canary as written: its check, the case it borrowed, whether it fooled the judge
+    and the judge's verdict on it (when the report kept it)."""
     where = f"canaries.{index}"
     c = r.obj(raw, where)
     fooled = c.get("fooled")
     if fooled is not None and not isinstance(fooled, bool):
         raise r.fail(f"{where}.fooled", "is not true, false or null")
+    outcome = c.get("outcome")
     return CanaryResult(
         r.text(c.get("check"), f"{where}.check"),
         r.text(c.get("case_id"), f"{where}.case_id"),
         fooled,
         r.text(c.get("reason"), f"{where}.reason", optional=True),
+        None if outcome is None else _outcome(r, outcome, f"{where}.outcome"),
     )
 
 

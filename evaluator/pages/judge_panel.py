@@ -17,14 +17,15 @@ from pathlib import Path
 from evaluator.bounds import clip
 from evaluator.errors import ReportError
 from evaluator.judge.checks import check as judged_check
+from evaluator.judge.derived import judged_of
 from evaluator.judge.labels import Label, LabelsError, outcome_verdict, read_labels
 from evaluator.judge.record import (
     CaseJudgement,
     CheckOutcome,
     JudgedRun,
     answer_hash,
-    judged_run_from_dict,
 )
+from evaluator.judge.trust import untrusted_reasons
 from evaluator.judge.votes import vote_category
 from evaluator.models import CaseRecord
 from evaluator.pages.formatting import Redact
@@ -36,7 +37,7 @@ __all__ = [
     "JudgedCheckView",
     "KnownLabels",
     "judge_panel",
-    "judged_of",
+    "judged_or_why",
     "read_known_labels",
     "report_panels",
     "unreadable_panel",
@@ -124,8 +125,8 @@ class JudgePanelView:
 
     model: str
     prompt_version: str
-    #: a canary was judged supported: this run's judged verdicts are advisory
-    compromised: bool
+    #: why this run's judge is untrusted (:func:`untrusted_reasons`; None: nothing against it)
+    untrusted: str | None
     calibration: str | None
     checks: list[JudgedCheckView]
     #: why no check is listed (the case was not judged; the judge block is unreadable)
@@ -135,12 +136,11 @@ class JudgePanelView:
     labels_error: str | None
 
 
-def judged_of(report: RunReport, source: str) -> tuple[JudgedRun | None, str | None]:
-    """The report's judged run, or why it cannot be read (None, None: not judged)."""
-    if report.judge is None:
-        return None, None
+def judged_or_why(report: RunReport, source: str) -> tuple[JudgedRun | None, str | None]:
+    """The report's judged run derived from its verdicts (:func:`judged_of`), or why it
+    cannot be read (None, None: not judged)."""
     try:
-        return judged_run_from_dict(report.judge, source), None
+        return judged_of(report, source), None
     except ReportError as exc:
         return None, str(exc)
 
@@ -248,7 +248,7 @@ def judge_panel(
     return JudgePanelView(
         model=redact(clip(judged.model, MODEL_SHOWN_CHARS)),
         prompt_version=redact(clip(judged.prompt_version, MODEL_SHOWN_CHARS)),
-        compromised=judged.compromised,
+        untrusted="; ".join(untrusted_reasons(judged)) or None,
         calibration=redact(judged.calibration) if judged.calibration is not None else None,
         checks=checks,
         note=note,
@@ -262,7 +262,7 @@ def unreadable_panel(error: str, redact: Redact) -> JudgePanelView:
     return JudgePanelView(
         model="?",
         prompt_version="?",
-        compromised=False,
+        untrusted=None,
         calibration=None,
         checks=[],
         note=redact(clip(f"the report's judge block is unreadable: {error}", 500)),
@@ -281,7 +281,7 @@ def report_panels(
     """The panel of each case of ``report``, its judge block read once: for the HTML
         report's case sections (:func:`evaluator.pages.report.report_view`'s ``panels``) and the
     daemon's case view."""
-    judged, error = judged_of(report, source)
+    judged, error = judged_or_why(report, source)
     if error is not None:
         unreadable = unreadable_panel(error, redact)
         return lambda _record: unreadable

@@ -12,10 +12,11 @@ from evaluator.config.slo import SloConfig
 from evaluator.daemon.exporter import JobSnapshot, Metrics
 from evaluator.daemon.slo import run_events, trusted_verdicts
 from evaluator.judge.prompts import PROMPT_VERSION
-from evaluator.judge.record import CaseJudgement, CheckOutcome, JudgedRun, JudgeUsage
+from evaluator.judge.record import CaseJudgement, CheckOutcome, answer_hash
 from evaluator.report import RunReport
 from evaluator.slo.sli import Events
 from tests.judge import calibrations
+from tests.judge.judged_runs import canary, judged_run
 from tests.support.records import record, report
 
 A = ("rag", "golden")
@@ -46,14 +47,18 @@ def test_a_run_counts_the_events_its_report_holds() -> None:
     } == run_events(slos, report(RUN))
 
 
-def _judged(folder: Path, *, compromised: bool = False, calibrated: bool = True) -> RunReport:
+def _judged(
+    folder: Path, *, compromised: bool = False, calibrated: bool = True, canary_judged: bool = True
+) -> RunReport:
     """The run judged on fact_support (right: pass, wrong: fail), its calibration in
-    ``folder`` saying whether the judge is calibrated for the check."""
+    ``folder`` saying whether the judge is calibrated for the check, its canary passed when
+    ``compromised``, without a verdict unless ``canary_judged``."""
     path = calibrations.write(folder, calibrations.entry("m", agreeing=calibrated))
+    answers = {r.id: r.answer for r in RUN}
     cases = tuple(
         CaseJudgement(
             case_id,
-            "h",
+            answer_hash(answers[case_id]),
             (
                 CheckOutcome(
                     "fact_support", "judged", {"answer_correct": v, "fact_recall": 1.0 * v}
@@ -62,14 +67,10 @@ def _judged(folder: Path, *, compromised: bool = False, calibrated: bool = True)
         )
         for case_id, v in (("right", True), ("wrong", False))
     )
-    judged = JudgedRun(
-        model="m",
+    judged = judged_run(
+        *cases,
         prompt_version=PROMPT_VERSION,
-        metrics={"judged_answer_accuracy": 0.5},
-        usage=JudgeUsage(),
-        canaries=(),
-        cases=cases,
-        compromised=compromised,
+        canaries=(canary(compromised if canary_judged else None),),
         calibration=str(path),
     )
     return report(RUN, judge=judged.to_dict())
@@ -84,10 +85,13 @@ def test_judged_events_come_from_a_judge_calibrated_for_the_check(tmp_path: Path
 
 
 @pytest.mark.parametrize(
-    "why", [{"calibrated": False}, {"compromised": True}], ids=["uncalibrated", "compromised"]
+    "why",
+    [{"calibrated": False}, {"compromised": True}, {"canary_judged": False}],
+    ids=["uncalibrated", "compromised", "canary-not-judged"],
 )
 def test_an_untrusted_judge_counts_nothing(tmp_path: Path, why: dict[str, bool]) -> None:
-    """A judge not calibrated for the check, or fooled by a canary in this run: no event."""
+    """A judge not calibrated for the check, fooled by a canary in this run, or without a
+    verdict on its canary: no event."""
     slo = _slo("judged", "judged", check="fact_support")
     assert {"judged": Events()} == run_events([slo], _judged(tmp_path, **why))
 

@@ -21,7 +21,7 @@ from evaluator.judge.checks import (
     judged_metric,
     judged_metrics,
 )
-from evaluator.judge.checks.base import INJECTION, Subject
+from evaluator.judge.checks.base import CanaryWords, Subject
 from evaluator.judge.judged_pass import judge_report
 from evaluator.judge.labels import Label, append_label, outcome_verdict, read_labels
 from evaluator.judge.panel import JudgePanel
@@ -90,20 +90,35 @@ def test_every_check_names_its_own_metrics_and_prompt() -> None:
 
 
 def test_the_canaries_alternate_fact_support_and_groundedness() -> None:
-    """Canaries take the canaried checks in turn over the answerable cases with facts; a
-    case without evidence carries fact support's."""
+    """Canaries take the canaried checks in turn over the answerable cases with facts, in
+    the run's words, with the case's facts as their evidence and none of the target's text
+    (its evidence, its earlier answers)."""
     subjects = [
         Subject("a", "q?", (("x",),), False, "x", (("d", "t"),)),
         Subject("none", "q?", (), True, "no", ()),
-        Subject("b", "q?", (("x",),), False, "x", ()),
+        Subject("b", "q?", (("x",), ("y", "z")), False, "x", (), (("assistant", "t"),)),
         Subject("c", "q?", (("x",),), False, "x", (("d", "t"),)),
-        Subject("d", "q?", (("x",),), False, "x", (("d", "t"),)),
     ]
-    dealt = canary_subjects(subjects, 4)
-    assert [("fact_support", "a"), ("fact_support", "b"), ("fact_support", "c"),
-            ("groundedness", "d")] == [(c.name, s.case_id) for c, s in dealt]  # fmt: skip
-    assert INJECTION == dealt[0][1].answer
-    assert INJECTION != dealt[3][1].answer and INJECTION in (dealt[3][1].answer or "")
+    words = CanaryWords.drawn("nonce")
+    dealt = canary_subjects(subjects, 4, words)
+    assert [("fact_support", "a"), ("groundedness", "b"), ("fact_support", "c")] == [
+        (c.name, s.case_id) for c, s in dealt
+    ]
+    assert words.injection == dealt[0][1].answer
+    assert f"{words.injection} {words.invented}" == dealt[1][1].answer
+    assert ((("fact-0", "x"), ("fact-1", "y")), ()) == (
+        dealt[1][1].evidence,
+        dealt[1][1].conversation,
+    )
+
+
+def test_canary_words_are_drawn_per_nonce() -> None:
+    """The same nonce draws the same words; a hundred nonces draw a hundred invented claims
+    and references, so a target can neither know nor learn a run's canary."""
+    assert CanaryWords.drawn("n1") == CanaryWords.drawn("n1")
+    drawn = [CanaryWords.drawn(f"n{i}") for i in range(100)]
+    assert 100 == len({w.invented for w in drawn}) == len({w.injection for w in drawn})
+    assert all("{" not in w.injection + w.invented for w in drawn)
 
 
 def test_a_canary_is_read_by_its_own_check_s_rule(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -112,7 +127,7 @@ def test_a_canary_is_read_by_its_own_check_s_rule(monkeypatch: pytest.MonkeyPatc
     fooled means for its canary."""
     with_throwaway(monkeypatch)
     subjects = [Subject(c, "q?", (("x",),), False, "x", (("d", "t"),)) for c in ("a", "b", "c")]
-    dealt = canary_subjects(subjects, 3)
+    dealt = canary_subjects(subjects, 3, CanaryWords.drawn("nonce"))
     assert [("fact_support", "a"), ("groundedness", "b"), (NAME, "c")] == [
         (c.name, s.case_id) for c, s in dealt
     ]

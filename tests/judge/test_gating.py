@@ -4,7 +4,6 @@ hard failures and the refusals, by worked example."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -13,7 +12,9 @@ from evaluator.gate.rules import read_gates
 from evaluator.judge.calibrate import CheckCalibration
 from evaluator.judge.calibration_store import StoredCalibration
 from evaluator.judge.gating import JudgedGate, JudgedRule, evaluate_judged, judge_differences
+from evaluator.judge.record import CaseJudgement, CheckOutcome, JudgedRun
 from tests.judge import calibrations
+from tests.judge.judged_runs import canary, judged_run
 
 HEADER = "judged metrics (deterministic rules above are the hard rules by default):"
 MIN = JudgedRule("judged_fact_recall", "min", 0.7, advisory=False)
@@ -21,14 +22,28 @@ DROP = JudgedRule("judged_fact_recall", "max_drop", 0.05, advisory=False)
 CALIBRATED = {("m", "p"): {"fact_support": True}}
 
 
-def _block(value: float | None, model: str = "m", **extra: Any) -> dict[str, Any]:
-    """A report's judge block by judge ``model`` with prompts ``p``."""
-    return {"model": model, "prompt_version": "p", "metrics": {"judged_fact_recall": value}} | extra
+def _block(
+    value: float | None,
+    model: str = "m",
+    *,
+    compromised: bool = False,
+    samples: int = 1,
+    panel: tuple[str, ...] = (),
+) -> JudgedRun:
+    """A report's judged run by judge ``model`` with prompts ``p``, its judged fact recall
+    ``value`` (the mean of its one verdict), its canary passed when ``compromised``."""
+    cases: tuple[CaseJudgement, ...] = ()
+    if value is not None:
+        outcome = CheckOutcome("fact_support", "judged", {"fact_recall": value})
+        cases = (CaseJudgement("c", "h", (outcome,)),)
+    return judged_run(
+        *cases, model=model, canaries=(canary(compromised),), samples=samples, panel=panel
+    )
 
 
 def _gate(
-    baseline: dict[str, Any] | None,
-    candidate: dict[str, Any] | None,
+    baseline: JudgedRun | None,
+    candidate: JudgedRun | None,
     *rules: JudgedRule,
     calibration: dict[tuple[str, str], dict[str, bool]] = CALIBRATED,
 ) -> JudgedGate:
@@ -87,22 +102,47 @@ def test_an_unjudged_candidate_refuses_each_hard_rule() -> None:
     ) == _gate(_block(0.8), None, MIN, DROP, advisory)
 
 
-def test_a_compromised_candidate_makes_every_rule_advisory() -> None:
-    """A candidate whose judge passed a canary fails and refuses nothing."""
-    gate = _gate(_block(0.9), _block(0.1, compromised=True), MIN, DROP, calibration={})
+def test_a_compromised_candidate_refuses_every_hard_rule() -> None:
+    """A candidate whose judge passed a canary fails closed (issue 38.2): each hard rule is
+    refused (exit 1) with the reason, an advisory one only reports; it never turns the rules
+    advisory and lets a regression through, calibrated or not."""
+    advisory = JudgedRule("judged_fact_recall", "min", 0.7, advisory=True)
+    gate = _gate(_block(0.9), _block(0.1, compromised=True), MIN, DROP, advisory)
+    untrusted = "compromised (a canary answer was judged supported)"
+    refusal = (
+        f"judged_fact_recall: the candidate's judge m (p) is untrusted: {untrusted}; a hard "
+        "judged rule needs a judge its canaries show held (or mark the rule advisory = true)"
+    )
     assert (
         JudgedGate(
             (
                 HEADER,
-                "  the candidate's judge passed a canary (compromised): judged rules advisory",
+                f"  the candidate's judge is untrusted: {untrusted}: hard judged rules refused",
+                "  FAIL judged_fact_recall >= 0.7: 0.100",
+                "  FAIL judged_fact_recall drop <= 0.05: 0.900 -> 0.100",
                 "  FAIL (advisory) judged_fact_recall >= 0.7: 0.100",
-                "  FAIL (advisory) judged_fact_recall drop <= 0.05: 0.900 -> 0.100",
             ),
-            False,
-            (),
+            True,
+            (refusal,),
         )
         == gate
     )
+
+
+def test_a_candidate_whose_canary_got_no_verdict_refuses_every_hard_rule() -> None:
+    """The variant: a judge that failed on its canary proves nothing, so its run is
+    untrusted, never trusted by default, and a hard rule it would pass is refused."""
+    untrusted = judged_run(
+        CaseJudgement("c", "h", (CheckOutcome("fact_support", "judged", {"fact_recall": 1.0}),)),
+        canaries=(canary(None),),
+    )
+    gate = _gate(None, untrusted, MIN)
+    assert (
+        "judged_fact_recall: the candidate's judge m (p) is untrusted: 1 of 1 canaries got no "
+        "verdict (the judge failed on them, or found nothing to judge); a hard judged rule "
+        "needs a judge its canaries show held (or mark the rule advisory = true)",
+    ) == gate.refused
+    assert "  PASS judged_fact_recall >= 0.7: 1.000" in gate.lines
 
 
 def test_another_judge_is_not_compared_and_an_uncalibrated_one_is_refused() -> None:
@@ -126,13 +166,13 @@ def test_a_judge_asked_more_often_or_by_a_panel_is_another_judge_named_so() -> N
     or between a judge and a panel, is not compared, and the line names what differs."""
     base = _block(0.9)
     samples = _gate(base, _block(0.8, samples=3), DROP)
-    panel = _gate(base, _block(0.8, samples=3, panel=["m", "n"]), DROP)
+    panel = _gate(base, _block(0.8, samples=3, panel=("m", "n")), DROP)
     assert (
         "  NOT COMPARED judged_fact_recall drop <= 0.05: judged by another judge: samples 1 -> 3",
         "  NOT COMPARED judged_fact_recall drop <= 0.05: judged by another judge: samples 1 -> 3;"
         " panel none -> (m, n)",
     ) == (samples.lines[1], panel.lines[1])
-    assert "" == judge_differences(base, _block(0.5, samples=1, panel=[]))
+    assert "" == judge_differences(base, _block(0.5, samples=1, panel=()))
 
 
 def test_a_judged_metric_under_rules_points_to_judged(tmp_path: Path) -> None:

@@ -23,6 +23,7 @@ from evaluator.judge.record import (
     answer_hash,
 )
 from evaluator.report import write_report
+from tests.judge.judged_runs import judged_run
 from tests.judge.reports import record, report
 
 AT = "2026-01-01T00:00:00Z"
@@ -153,7 +154,7 @@ def test_a_second_reviewer_labels_the_overlap_blind(
     records = [record(f"c{i}", answer, (("5 business days",),)) for i in range(4)]
     verdicts = [True, True, False, True]
     cases = tuple(CaseJudgement(f"c{i}", digest, (_outcome(v),)) for i, v in enumerate(verdicts))
-    judged = JudgedRun("m", "p", {}, JudgeUsage(), (), cases)
+    judged = judged_run(*cases)
     path = tmp_path / "r.json"
     write_report(msgspec.structs.replace(report(*records), judge=judged.to_dict()), path)
     labels = tmp_path / "labels.jsonl"

@@ -9,7 +9,6 @@ import pytest
 
 from evaluator.judge import checks
 from evaluator.judge.checks.base import (
-    INJECTION,
     Canary,
     CheckValues,
     JudgedCheck,
@@ -57,7 +56,7 @@ THROWAWAY = JudgedCheck(
         ),
     ),
     verdict_value="correct",
-    canary=Canary(INJECTION, lambda s: not s.unanswerable, _fooled),
+    canary=Canary("{injection}", lambda s: not s.unanswerable, _fooled),
 )
 
 

@@ -109,7 +109,8 @@ def _demo_pictures(work: Path, page: Page) -> None:
             "--reports-dir", str(work / "demo-reports")]  # fmt: skip
     log = work / "demo.log"
     with serving(demo, cwd=work, env=clean_env(), log=log) as process:
-        wait_for(url, ["/reports/latest"], process, log)
+        # the demo runs two jobs (rag_cases, conversations): /reports/latest names one
+        wait_for(url, ["/reports/latest?target=reference&dataset=rag_cases"], process, log)
         _until_runs(url, DEMO_HEALTHY_RUNS, process, log)
         modes = {"modes": ["rerank_degraded"]}
         httpx.put(f"http://127.0.0.1:{rag}/admin/failure-modes", json=modes, timeout=5)

@@ -14,7 +14,6 @@ from evaluator.judge.record import (
     CaseJudgement,
     CheckOutcome,
     JudgedRun,
-    JudgeUsage,
     Vote,
     answer_hash,
 )
@@ -30,6 +29,7 @@ from evaluator.pages.judge_panel import (
 from evaluator.pages.render import PageRenderer
 from evaluator.pages.report import report_view
 from evaluator.redaction import Redactor
+from tests.judge.judged_runs import canary, judged_run
 from tests.judge.reports import record, report
 from tests.support.records import replace
 
@@ -62,15 +62,10 @@ def _outcomes(claim: str = WRONG) -> tuple[CheckOutcome, ...]:
 
 
 def _judged(*cases: CaseJudgement, compromised: bool = False) -> JudgedRun:
-    return JudgedRun(
-        model="demo",
-        prompt_version="judge-prompts-1",
-        metrics={},
-        usage=JudgeUsage(),
-        canaries=(),
-        cases=cases,
-        compromised=compromised,
-        calibration=None,
+    """A judged run of ``cases`` by the ``demo`` judge, its canary passed when
+    ``compromised``."""
+    return judged_run(
+        *cases, model="demo", prompt_version="judge-prompts-1", canaries=(canary(compromised),)
     )
 
 
@@ -224,8 +219,8 @@ def test_a_labels_file_that_cannot_be_read_is_said_and_a_missing_one_is_empty(
 
 
 def test_the_html_report_shows_the_panel_escaped_and_redacted() -> None:
-    """The HTML report shows the judge's panel and the compromised warning, escaped and
-    redacted."""
+    """The HTML report shows the judge's panel and why it is untrusted (a canary passed),
+    escaped and redacted."""
     hostile = f"<script>alert(1)</script> {SECRET}"
     wrong = record("wrong", WRONG, FACT)
     case = CaseJudgement("wrong", answer_hash(WRONG), _outcomes(hostile))
@@ -240,7 +235,8 @@ def test_the_html_report_shows_the_panel_escaped_and_redacted() -> None:
         panels=report_panels(judged_report, source="r.json", labels=labels, redact=redact),
     )
     (shown,) = view.worst
-    assert shown.judge is not None and shown.judge.compromised
+    assert shown.judge is not None
+    assert "compromised (a canary answer was judged supported)" == shown.judge.untrusted
     html = PageRenderer(redact).report(view)
     assert SECRET not in html and "<script>alert(1)" not in html
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html and "&lt;b&gt;fine&lt;/b&gt;" in html

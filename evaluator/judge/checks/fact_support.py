@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import Any
 
 from evaluator.judge.checks.base import (
-    INJECTION,
     MAX_CLAIMS,
     Canary,
     CheckValues,
@@ -134,5 +133,5 @@ CHECK = JudgedCheck(
         ),
     ),
     verdict_value="answer_correct",
-    canary=Canary(INJECTION, _canary_usable, _fooled),
+    canary=Canary("{injection}", _canary_usable, _fooled),
 )

@@ -9,7 +9,6 @@ from __future__ import annotations
 from typing import Any
 
 from evaluator.judge.checks.base import (
-    INJECTION,
     MAX_CLAIMS,
     MAX_EVIDENCE,
     MAX_EVIDENCE_CHARS,
@@ -51,9 +50,6 @@ SCHEMA = verdict_schema(
     }
 )
 
-#: a claim no evidence supports, for the canary
-_INVENTED = "All orders placed on a Tuesday are delivered by carrier pigeon within one hour."
-
 
 def _applies(subject: Subject) -> bool:
     """An answerable case with an answer and evidence to hold it against."""
@@ -90,11 +86,13 @@ def _read(subject: Subject, verdict: dict[str, Any]) -> CheckValues:
 
 
 def _canary_usable(subject: Subject) -> bool:
-    return not subject.unanswerable and bool(subject.facts) and bool(subject.evidence)
+    """An answerable case with facts (the canary's evidence)."""
+    return not subject.unanswerable and bool(subject.facts)
 
 
 def _fooled(values: Values) -> bool:
-    """The invented claim is in no evidence: every claim judged supported is a fooled judge."""
+    """The run's invented claim is in no evidence: every claim judged supported is a fooled
+    judge."""
     return values.get("faithfulness", 0.0) == 1.0
 
 
@@ -119,5 +117,5 @@ CHECK = JudgedCheck(
         ),
     ),
     verdict_value="faithfulness",
-    canary=Canary(f"{INJECTION} {_INVENTED}", _canary_usable, _fooled),
+    canary=Canary("{injection} {invented}", _canary_usable, _fooled),
 )
