@@ -12,9 +12,10 @@ report and the log bytes per case, the ``stage`` label values on ``/metrics`` an
 kinds the cases ended in. ``bomb`` and ``garbled`` are raw responses
 (:mod:`tests.faults.raw_responses`), one per case in turn: the three 256 MiB bombs and the
 three-coding chain, or the bad status line, the invalid chunk size and the 1 MiB header.
-``ids`` is 350,000 ids per response within the default 4 MiB cap. Then, in-process, the
-cost per case of each bound: redacting a case's report entry (clean, and holding a
-secret), a log line, folding stage names, and the size caps.
+``ids`` is 350,000 ids per response within the default 4 MiB cap; ``tiny`` is 190,000 empty
+server-sent events before the answer, sent at once, to a ``stream = true`` target. Then,
+in-process, the cost per case of each bound: redacting a case's report entry (clean, and
+holding a secret), a log line, folding stage names, and the size caps.
 
 ``python -m tests.benchmarks.run --only hostile``
 """
@@ -49,12 +50,16 @@ NEIGHBOUR_CASES = 10
 POLL = 0.02
 METRICS_POLL = 0.1
 ATTACKS = (
-    "good", "echo", "stages", "error", "large", "ids", "bomb", "garbled", "sighup", "full-disk",
+    "good", "echo", "stages", "error", "large", "ids", "tiny", "bomb", "garbled", "sighup",
+    "full-disk",
 )  # fmt: skip
+#: the attacked target's settings beyond its URL, for the attacks that need them
+STREAMED = 'kind = "openai-chat"\nmodel = "m"\nstream = true\nresponse.ids = "sources[].id"\n'
+TARGET_SETTINGS = {"tiny": STREAMED}
 SECRET = "tok/5ecret+Zq81=xy"
 
 
-def _config(folder: Path, url: str, reports: Path, neighbour_url: str) -> Path:
+def _config(folder: Path, url: str, reports: Path, neighbour_url: str, settings: str = "") -> Path:
     neighbour = folder / "neighbour.jsonl"
     neighbour.write_text(
         "".join(
@@ -82,7 +87,7 @@ enabled = false
 [[targets]]
 name = "hostile"
 url = "{url}"
-timeout_seconds = 20
+{settings}timeout_seconds = 20
 max_response_bytes = {16 * MiB}
 retry = {{ retries = 0 }}
 request.headers = {{ Authorization = "Bearer ${{BENCH_TOKEN}}" }}
@@ -159,7 +164,7 @@ def _attack(name: str, neighbour_url: str) -> dict[str, Any]:
             reports = disk / "reports"
             prefix = ["unshare", "-rm", "sh", "-c",
                       f'mount -t tmpfs -o size=256k tmpfs "{disk}" && exec "$@"', "sh"]  # fmt: skip
-        config = _config(folder, url, reports, neighbour_url)
+        config = _config(folder, url, reports, neighbour_url, TARGET_SETTINGS.get(name, ""))
         env = {"BENCH_TOKEN": SECRET}
         with DaemonProcess(
             ["--config", str(config)], workdir=folder, env=env, prefix=prefix

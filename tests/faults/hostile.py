@@ -26,6 +26,7 @@ __all__ = [
     "MARKER_ANSWERS",
     "STREAM_ATTACKS",
     "SURROGATE_BODY",
+    "TINY_EVENTS",
     "HostileEndpoint",
     "MiB",
     "StreamAttack",
@@ -35,6 +36,8 @@ __all__ = [
 MiB = 1024 * 1024
 #: ids in an ``ids`` response: the count that once stalled /healthz for seconds
 MANY_IDS = 350_000
+#: the ``tiny`` mode's empty events before its answer (190,000 once held /healthz for 1.25 s)
+TINY_EVENTS = 190_000
 
 
 def encodings_of(value: str) -> list[str]:
@@ -73,11 +76,13 @@ class HostileEndpoint(LoopbackServer):
     and the 2,000 long ids), ``ids`` (:data:`MANY_IDS` short ids, within a 4 MiB cap),
     ``surrogate`` (lone UTF-16 surrogates, escaped as JSON allows, in the answer, an id, a
     citation, a text and a stage name: what a JavaScript service sends when it cuts a
-    string inside an emoji).
+    string inside an emoji), ``tiny`` (:data:`TINY_EVENTS` empty server-sent events, then
+    an OpenAI-compatible answer ending at ``[DONE]``, about 1.9 MB sent at once: a
+    ``stream = true`` target frames them all).
 
-    The ``large`` and ``ids`` bodies are the same for every response: they are encoded once,
-    so serving them costs this process (and the tests' pollers sharing its interpreter)
-    next to nothing."""
+    The ``large``, ``ids`` and ``tiny`` bodies are the same for every response: they are
+    encoded once, so serving them costs this process (and the tests' pollers sharing its
+    interpreter) next to nothing."""
 
     def __init__(self, mode: str = "echo") -> None:
         super().__init__(lambda _request: None)  # type: ignore[arg-type,return-value]
@@ -106,6 +111,10 @@ class HostileEndpoint(LoopbackServer):
             if mode not in self._encoded:
                 self._encoded[mode] = json.dumps(_static_body(mode)).encode()
             return web.Response(body=self._encoded[mode], content_type="application/json")
+        if mode == "tiny":
+            if mode not in self._encoded:
+                self._encoded[mode] = _tiny_events()
+            return web.Response(body=self._encoded[mode], content_type="text/event-stream")
         if mode == "surrogate":
             return web.Response(body=SURROGATE_BODY, content_type="application/json")
         n = next(self._counter)
@@ -208,6 +217,12 @@ def _chunk(content: str | None = None, finish: Any = None, **more: Any) -> bytes
 
 _FINISH = _chunk(None, "stop", sources=[{"id": "d0"}])
 _PIECES = (_chunk("it is "), _chunk("fact0"))
+
+
+def _tiny_events() -> bytes:
+    """The ``tiny`` mode's stream: :data:`TINY_EVENTS` empty events, then the answer."""
+    return b"data: {}\n\n" * TINY_EVENTS + b"".join((*_PIECES, _FINISH, b"data: [DONE]\n\n"))
+
 
 STREAM_ATTACKS: dict[str, StreamAttack] = {
     # how real servers end a stream: a complete answer
