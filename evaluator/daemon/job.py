@@ -26,7 +26,7 @@ from evaluator.dataset import parse_dataset
 from evaluator.errors import DatasetError
 from evaluator.history.recorder import HistoryRecorder
 from evaluator.models import DELIVERY_FIELDS, CaseRecord, Dataset, GoldenCase, questions_of
-from evaluator.report import scores_to_dict
+from evaluator.report import RunReport, scores_to_dict
 from evaluator.run.runner import RetryEvent, config_hash_for, run_dataset
 from evaluator.slo.ledger import EventLedger
 from evaluator.summary import Summary, id_mismatch_warning, out_of_range_warning
@@ -278,13 +278,28 @@ class JobRunner:
             self._finish_broken(started, f"{type(exc).__name__}: {exc}")
             return "failed"
         outcome = run_outcome(report.summary, self.settings.error_ratio_limit)
-        if self.judge is not None and outcome == "complete":
-            # the target's figures are final before the judge is called: judge traffic
-            # never counts in them
-            report = await self.judge.judge(report)
         # shielded: a shutdown arriving while the report is written still lets the run be
         # published whole (state, gauges, history, count) rather than half
         await asyncio.shield(self.publisher.publish(report, outcome))
+        self._log_run(report, outcome)
+        if self.judge is not None and outcome == "complete":
+            await self._judged(report, self.judge)
+        return outcome
+
+    async def _judged(self, report: RunReport, judge: DaemonJudge) -> None:
+        """The published run judged, its judged figures published when the judge is done.
+
+        After the run is published, never before: the target's figures are final and
+        served whatever the judge does (judge traffic never counts in them), a hanging,
+        dripping or rate-limited judge delays only the judged figures, and a shutdown
+        during judging cancels the judge, never the run."""
+        judged = await judge.judge(report)
+        if judged is not report:
+            await asyncio.shield(self.publisher.publish_judged(judged))
+
+    def _log_run(self, report: RunReport, outcome: str) -> None:
+        """The run's log line, and its warnings (ids that match nothing, figures out of
+        range)."""
         log.info(
             "run",
             job=self.key,
@@ -307,7 +322,6 @@ class JobRunner:
                 message=warning,
                 out_of_range=dict(report.summary.out_of_range),
             )
-        return outcome
 
     def _finish_broken(self, started: float, reason: str) -> None:
         self.publisher.broken(time.perf_counter() - started)

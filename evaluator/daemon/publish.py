@@ -228,7 +228,7 @@ class RunPublisher:
                 )
             except Exception as exc:
                 self._failed("metrics", exc)
-        slo_rows = self._count_slo_events(report, finished_at)
+        slo_rows = self._count_slo_events(report, finished_at, judged=False)
         self._swap(
             report=report,
             outcome=outcome,
@@ -240,16 +240,36 @@ class RunPublisher:
         self._record_history(report, outcome, slo_rows)
         self.count(outcome)
 
-    def _count_slo_events(self, report: RunReport, finished_at: float) -> list[SloEventsRow]:
+    async def publish_judged(self, report: RunReport) -> None:
+        """The judged figures of the run :meth:`publish` published arrived: its report
+        written again with its judge block, served, and the judged SLOs' events counted
+        (at the run's time). Never raises; a report of another run than the one published
+        last (a later run, or one that broke since) is not attached to it."""
+        state = self.state
+        published = state.report
+        if published is None or published.run_id != report.run_id or state.finished_at is None:
+            return
+        written = await self._save(report)
+        slo_rows = self._count_slo_events(report, state.finished_at, judged=True)
+        if self.state.report is published:  # still this run's state (nothing swapped it)
+            self._swap(report=report, report_written=written)
+        self._record_slo_events(report, slo_rows)
+
+    def _count_slo_events(
+        self, report: RunReport, finished_at: float, *, judged: bool
+    ) -> list[SloEventsRow]:
         """Add the run's events to its SLOs' counters and ledgers (whether or not its report
-        was written: the cases were scored all the same); the rows history keeps of them."""
-        if not self.slos:
+        was written: the cases were scored all the same); the rows history keeps of them.
+        ``judged``: the SLOs on a judged check (counted when the run's judge is done), else
+        the others (counted when the run is published)."""
+        slos = [slo for slo in self.slos if (slo.check is not None) == judged]
+        if not slos:
             return []
         try:
-            events = run_events(self.slos, report)
+            events = run_events(slos, report)
             self.metrics.slo_events_counted(self.labels, events)
             ledgers = self._slo_ledgers()
-            for slo in self.slos:
+            for slo in slos:
                 ledger = ledgers.get(slo.name)
                 if ledger is not None:
                     ledger.add(finished_at, events[slo.name])
@@ -258,7 +278,7 @@ class RunPublisher:
             return []
         return [
             SloEventsRow(slo.name, events[slo.name].good, events[slo.name].bad, slo.window_seconds)
-            for slo in self.slos
+            for slo in slos
         ]
 
     def broken(self, duration_seconds: float) -> None:
@@ -392,18 +412,21 @@ class RunPublisher:
     ) -> None:
         """Queue the run (and its SLO events) for the history store; the run does not wait
         for the write."""
-        if self.history is None:
-            return
+        if self.history is not None:
+            self._queue_history(self.history.record, report, outcome, slo_rows)
+
+    def _record_slo_events(self, report: RunReport, rows: Sequence[SloEventsRow]) -> None:
+        """Queue a published run's judged SLO events for the history store."""
+        if self.history is not None and rows:
+            self._queue_history(self.history.record_slo_events, report, rows)
+
+    def _queue_history(self, write: Callable[..., Outcome], *args: object) -> None:
+        """``write(target, dataset, *args)`` in the history's thread, its outcome applied
+        back on the loop when done."""
+        assert self.history is not None
         try:
             loop = asyncio.get_running_loop()
-            future = loop.run_in_executor(
-                self.history.executor,
-                self.history.record,
-                *self.labels,
-                report,
-                outcome,
-                slo_rows,
-            )
+            future = loop.run_in_executor(self.history.executor, write, *self.labels, *args)
         except Exception as exc:  # the executor shut down under us (a stop in progress)
             self._failed("history", exc)
             return

@@ -51,7 +51,8 @@ class ReportStore:
     def save(self, report: RunReport) -> Path:
         """Write ``latest.json`` then the numbered report, atomically, pruning first.
 
-        Old reports are pruned *before* writing, down to ``keep - 1``, so a folder filled
+        A run saved again (with its judge block, once its judge is done) replaces its own
+        files. Old reports are pruned *before* writing, down to ``keep - 1``, so a folder filled
         with our own reports frees room for the new one; when the disk is still full, the
         oldest kept reports are deleted one by one until the write fits. ``latest.json`` is
         written first: it is never older than the newest numbered report.
@@ -69,7 +70,8 @@ class ReportStore:
         stamp = re.sub(r"[^0-9T]", "", format_timestamp(report.generated_at)) + "Z"
         path = self.folder / f"{stamp}-{report.run_id}.json"
         latest = self.folder / LATEST
-        self._prune(self.keep - 1)
+        # the same run saved again (its judged figures arrived): its file is one of the kept
+        self._prune(self.keep if path.exists() else self.keep - 1)
         self._making_room(lambda: write_report(report, latest))
         self._making_room(lambda: self._link(latest, path))
         return path

@@ -181,6 +181,27 @@ class HistoryRecorder:
         history = self._history(target, dataset, errors, (row, outcomes))
         return Outcome(history, tuple(errors))
 
+    def record_slo_events(
+        self,
+        target: str,
+        dataset: str,
+        report: RunReport,
+        slo_events: Sequence[SloEventsRow],
+    ) -> Outcome:
+        """Write SLO events of a run :meth:`record` already wrote (its judged SLOs', once
+        its judge is done), at the run's time (call in :attr:`executor`); the history is
+        unchanged (None in the outcome)."""
+        errors: list[str] = []
+        finished_at = report.generated_at.timestamp()  # the run's row's (run_row)
+
+        def write() -> None:
+            self.store.record_slo_events(
+                target=target, dataset=dataset, finished_at=finished_at, slo_events=slo_events
+            )
+
+        self._guarded(write, errors)
+        return Outcome(None, tuple(errors))
+
     def load(self, target: str, dataset: str) -> Outcome:
         """The job's history as kept before a restart (call in :attr:`executor`)."""
         errors: list[str] = []

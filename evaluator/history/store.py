@@ -314,6 +314,27 @@ class HistoryStore:
             self._prune(conn, job, moment)
             self._write_slo_events(conn, job, run.finished_at, slo_events, moment)
 
+    def record_slo_events(
+        self,
+        *,
+        target: str,
+        dataset: str,
+        finished_at: float,
+        slo_events: Sequence[SloEventsRow],
+        now: float | None = None,
+    ) -> None:
+        """Write SLO events of a run already recorded (a judged SLO's, counted when the
+        judged figures arrive after the run was published), with the same retention.
+
+        Raises:
+            StoreCorrupt: the file is not usable (the caller moves it aside).
+            sqlite3.Error: locked or out of disk; none of the events was written.
+        """
+        with self._connect() as conn, conn:
+            job = self._job_id(conn, target, dataset)
+            moment = time.time() if now is None else now
+            self._write_slo_events(conn, job, finished_at, slo_events, moment)
+
     @staticmethod
     def _write_slo_events(
         conn: sqlite3.Connection,

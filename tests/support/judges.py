@@ -76,7 +76,8 @@ def _fooled_verdict(check: str, data: dict[str, Any]) -> dict[str, Any]:
 class LoopbackJudge(ThreadedApp):
     """``mode``: ``good``, ``prose`` (the verdict wrapped in text), ``malformed`` (broken
     JSON content), ``no_verdict`` (a JSON object of the wrong shape), ``hang`` (never
-    answers), ``fooled`` (passes everything), ``no_schema`` (400 on ``response_format``,
+    answers), ``held`` (honest, each verdict held until :meth:`release`: a judge slower
+    than the run), ``fooled`` (passes everything), ``no_schema`` (400 on ``response_format``,
     then honest), ``flip_after`` (honest for ``flip_after`` calls, then inverts every
     boolean: a model changed behind the same name), ``busy`` (503 with ``Retry-After:
     retry_after`` to every call), ``busy_once`` (that to the first call, then honest),
@@ -136,6 +137,10 @@ class LoopbackJudge(ThreadedApp):
         """A request past ``rate_limit`` in the last second (never without a limit)."""
         return self.rate_limit is not None and _sliding_window(self)
 
+    def release(self) -> None:
+        """Let the verdicts held in ``held`` mode (and every later one) go."""
+        self._loop.call_soon_threadsafe(self._released.set)
+
     @property
     def url(self) -> str:
         """The judge's chat-completions URL."""
@@ -177,6 +182,9 @@ class LoopbackJudge(ThreadedApp):
             return web.json_response(
                 {"error": "overloaded"}, status=503, headers={"Retry-After": self.retry_after}
             )
+        if mode == "held":
+            # an honest verdict, once the test lets it go (release) or the server stops
+            await self._released.wait()
         if mode == "hang":
             # until the server stops (its cleanup would otherwise wait on this handler)
             await self._released.wait()
