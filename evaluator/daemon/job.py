@@ -95,6 +95,8 @@ class JobRunner:
         )
         #: the job's LLM judge (None: not judged)
         self.judge = judge
+        #: the judge's pass over the last published run it took (None: none yet)
+        self.judging: asyncio.Task[None] | None = None
         #: the last changed golden set, rejected (None: the file in use is the file on disk)
         self.rejected_reload: Rejection | None = None
 
@@ -283,10 +285,30 @@ class JobRunner:
         await asyncio.shield(self.publisher.publish(report, outcome))
         self._log_run(report, outcome)
         if self.judge is not None and outcome == "complete":
-            await self._judged(report, self.judge)
+            self._judge_later(report, self.judge, self.publisher.state.finished_at)
         return outcome
 
-    async def _judged(self, report: RunReport, judge: DaemonJudge) -> None:
+    def _judge_later(
+        self, report: RunReport, judge: DaemonJudge, finished_at: float | None
+    ) -> None:
+        """Judge the published run in a task of its own (:attr:`judging`), so the job's next
+        run never waits for the judge; a run that ends while the judge is still on an
+        earlier one is not judged (logged): a judge slower than the job's interval judges
+        every other run rather than falling ever further behind."""
+        busy = self.judging
+        if busy is not None and not busy.done():
+            log.warning(
+                "judge_busy",
+                job=self.key,
+                message="the judge is still judging an earlier run: this run is not judged",
+            )
+            return
+        at = self.clock() if finished_at is None else finished_at
+        self.judging = asyncio.create_task(
+            self._judged(report, judge, at), name=f"judge {self.key}"
+        )
+
+    async def _judged(self, report: RunReport, judge: DaemonJudge, finished_at: float) -> None:
         """The published run judged, its judged figures published when the judge is done.
 
         After the run is published, never before: the target's figures are final and
@@ -295,7 +317,7 @@ class JobRunner:
         during judging cancels the judge, never the run."""
         judged = await judge.judge(report)
         if judged is not report:
-            await asyncio.shield(self.publisher.publish_judged(judged))
+            await asyncio.shield(self.publisher.publish_judged(judged, finished_at))
 
     def _log_run(self, report: RunReport, outcome: str) -> None:
         """The run's log line, and its warnings (ids that match nothing, figures out of

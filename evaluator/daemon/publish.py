@@ -240,20 +240,32 @@ class RunPublisher:
         self._record_history(report, outcome, slo_rows)
         self.count(outcome)
 
-    async def publish_judged(self, report: RunReport) -> None:
-        """The judged figures of the run :meth:`publish` published arrived: its report
-        written again with its judge block, served, and the judged SLOs' events counted
-        (at the run's time). Never raises; a report of another run than the one published
-        last (a later run, or one that broke since) is not attached to it."""
-        state = self.state
-        published = state.report
-        if published is None or published.run_id != report.run_id or state.finished_at is None:
-            return
-        written = await self._save(report)
-        slo_rows = self._count_slo_events(report, state.finished_at, judged=True)
-        if self.state.report is published:  # still this run's state (nothing swapped it)
-            self._swap(report=report, report_written=written)
+    async def publish_judged(self, report: RunReport, finished_at: float) -> None:
+        """The judged figures of a run :meth:`publish` published (at ``finished_at``)
+        arrived: its report written again with its judge block and the judged SLOs' events
+        counted, at the run's time; served when it is still the job's latest run, else
+        only its own numbered report is rewritten (``latest.json`` stays the later run's).
+        Never raises."""
+        latest = self.state.report is not None and self.state.report.run_id == report.run_id
+        if latest:
+            written = await self._save(report)
+            if self.state.report is not None and self.state.report.run_id == report.run_id:
+                self._swap(report=report, report_written=written)
+        else:
+            await self._save_earlier(report)
+        slo_rows = self._count_slo_events(report, finished_at, judged=True)
         self._record_slo_events(report, slo_rows)
+
+    async def _save_earlier(self, report: RunReport) -> None:
+        """Rewrite an earlier run's numbered report (in the reports' writer thread), logged
+        and counted when it cannot be."""
+        try:
+            loop = asyncio.get_running_loop()
+            writer = process_state.worker("reports")
+            await loop.run_in_executor(writer, self.store.save_earlier, report)
+        except Exception as exc:
+            self.metrics.report_write_failed(self.labels)
+            self._failed("report", exc)
 
     def _count_slo_events(
         self, report: RunReport, finished_at: float, *, judged: bool

@@ -66,15 +66,33 @@ class ReportStore:
                 left to delete; the in-memory latest is updated anyway.
         """
         self.latest = report
-        # milliseconds included: names sort in run order even for runs within one second
-        stamp = re.sub(r"[^0-9T]", "", format_timestamp(report.generated_at)) + "Z"
-        path = self.folder / f"{stamp}-{report.run_id}.json"
+        path = self.path_of(report)
         latest = self.folder / LATEST
         # the same run saved again (its judged figures arrived): its file is one of the kept
         self._prune(self.keep if path.exists() else self.keep - 1)
         self._making_room(lambda: write_report(report, latest))
         self._making_room(lambda: self._link(latest, path))
         return path
+
+    def path_of(self, report: RunReport) -> Path:
+        """Where ``report``'s numbered file is (or would be) kept."""
+        # milliseconds included: names sort in run order even for runs within one second
+        stamp = re.sub(r"[^0-9T]", "", format_timestamp(report.generated_at)) + "Z"
+        return self.folder / f"{stamp}-{report.run_id}.json"
+
+    def save_earlier(self, report: RunReport) -> bool:
+        """Write again the numbered report of a run that is no longer the latest (its judged
+        figures arrived after a later run was saved), atomically; ``latest.json`` is left
+        alone. False when the run's report is no longer kept (pruned since).
+
+        Raises:
+            OSError: the folder is not writable, or the disk is full.
+        """
+        path = self.path_of(report)
+        if not path.exists():
+            return False
+        write_report(report, path)
+        return True
 
     def _link(self, source: Path, path: Path) -> None:
         """``path`` becomes the same file as ``source``, atomically."""

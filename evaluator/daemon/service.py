@@ -409,9 +409,11 @@ class Daemon:
     async def _retire(
         self, runners: list[JobRunner], targets: list[Target], running: list[asyncio.Task[str]]
     ) -> None:
-        """Close the targets of the old configuration once the runs using them are over."""
-        if running:
-            await asyncio.wait(running)
+        """Close the targets of the old configuration once the runs using them are over
+        (and the old judges once their passes are)."""
+        waiting: list[asyncio.Task[Any]] = [*running, *self._judging(runners)]
+        if waiting:
+            await asyncio.wait(waiting)
         for runner in runners:
             await runner.publisher.drain_history(10.0)
             if runner.judge is not None:
@@ -457,7 +459,7 @@ class Daemon:
     async def _finish_runs(self, grace: float) -> int:
         """Let the running runs finish within ``grace`` seconds, then cancel the rest (and
         give them 5 s to unwind); returns how many were cancelled."""
-        running = list(self._running)
+        running: list[asyncio.Task[Any]] = [*self._running, *self._judging()]
         if not running:
             return 0
         log.info("shutdown_waiting", runs=len(running), grace_seconds=grace)
@@ -467,6 +469,12 @@ class Daemon:
         if pending:
             await asyncio.wait(pending, timeout=5)
         return len(pending)
+
+    def _judging(self, runners: Iterable[JobRunner] | None = None) -> list[asyncio.Task[None]]:
+        """The judges' passes still going (over published runs), of ``runners`` (default:
+        the jobs')."""
+        tasks = (r.judging for r in (self.jobs if runners is None else runners))
+        return [t for t in tasks if t is not None and not t.done()]
 
     async def _close(self) -> None:
         """Write the last history, then close the store, the targets, the decoding child,

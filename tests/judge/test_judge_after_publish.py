@@ -114,6 +114,39 @@ def test_the_run_is_published_before_its_judge_and_judged_slo_events_come_with_t
         run_bounded(body, timeout=60)
 
 
+def test_a_judge_slower_than_the_interval_never_holds_the_next_run(tmp_path: Path) -> None:
+    """While the judge holds its verdicts on the first run, the job's later runs still run
+    and are published (none skipped, none judged: the judge is busy); when the verdicts
+    arrive, the first run's own report gains its judge block while ``latest.json`` stays
+    the later run's, and the judged SLO counts the first run's events."""
+    with LoopbackServer(_REPLIES) as rag, LoopbackJudge("held") as judge:
+        settings = _settings(tmp_path, rag.url, judge.url)
+        settings = settings.model_copy(
+            update={"jobs": (settings.jobs[0].model_copy(update={"interval_seconds": 0.5}),)}
+        )
+
+        async def body() -> None:
+            async with running(settings) as daemon:
+                job = daemon.jobs[0]
+
+                def sample(name: str, **extra: str) -> float | None:
+                    return daemon.registry.get_sample_value(name, {**LABELS, **extra})
+
+                await until(lambda: job.state.report is not None and bool(judge.requests))
+                first = job.state.report
+                assert first is not None
+                await until(lambda: (sample("rag_eval_runs_total", outcome="complete") or 0) >= 3)
+                assert 0 == (sample("rag_eval_runs_total", outcome="skipped") or 0)
+                judge.release()
+                facts = {"slo": "facts", "outcome": "good"}
+                await until(lambda: (sample("rag_eval_slo_events_total", **facts) or 0) >= 1)
+                kept = json.loads(job.store.path_of(first).read_text("utf-8"))
+                latest = json.loads((job.store.folder / "latest.json").read_text("utf-8"))
+                assert ("m", True) == (kept["judge"]["model"], latest["run_id"] != first.run_id)
+
+        run_bounded(body, timeout=60)
+
+
 def _serve(
     tmp: Path, rag: LoopbackServer, judge: LoopbackJudge, port: int, log: IO[bytes]
 ) -> subprocess.Popen[bytes]:
