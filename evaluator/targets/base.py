@@ -206,7 +206,10 @@ def _parse_timings(value: object) -> tuple[dict[str, float], bool]:
     out: dict[str, float] = {}
     dropped = False
     for stage, figure in value.items():
-        if isinstance(figure, bool) or not isinstance(figure, int | float):
+        # exact type first: JSON gives a float or an int, the ABC checks are the fallback
+        if type(figure) is not float and (
+            isinstance(figure, bool) or not isinstance(figure, int | float)
+        ):
             raise BadResponseError(
                 f"field 'timings.{stage}' is {_type_name(figure)}, expected a number of seconds",
                 field="timings",

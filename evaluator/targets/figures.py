@@ -48,10 +48,12 @@ def count(value: int | float) -> int | None:
 def stage_seconds(value: int | float, scale: float = 1.0) -> float | None:
     """A stage's duration in seconds (``scale``: seconds per unit of ``value``), from 0 to
     :data:`MAX_STAGE_SECONDS`."""
-    number = _float(value)
-    if number is None:
+    try:
+        seconds = float(value) * scale
+    except OverflowError:  # JSON integers have no size limit
         return None
-    seconds = number * scale
+    # NaN fails both comparisons and an infinity the second: the range is the finiteness
+    # check too (six stages a case, each a call less)
     return seconds if 0 <= seconds <= MAX_STAGE_SECONDS else None
 
 
