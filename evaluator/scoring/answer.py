@@ -137,11 +137,19 @@ def stream_safe(text: str) -> str:
     :data:`MAX_NON_STARTERS` consecutive non-starters (text of any language is unchanged).
     One regular-expression pass (about 25 ns a character), where NFKC of an unbounded run
     was quadratic; the joiners are also where :func:`_pieces` may cut."""
-    if text.isascii():
+    if _too_few_for_a_run(text):
         return text
     bmp, anywhere = _runs()
     runs = anywhere if _ASTRAL.search(text) is not None else bmp
     return text if runs.search(text) is None else runs.sub(_JOINED, text)
+
+
+def _too_few_for_a_run(text: str) -> bool:
+    """Whether ``text`` holds too few characters outside ASCII for a run of more than
+    :data:`MAX_NON_STARTERS` non-starters: each of them (U+0300 and above) takes at least two
+    bytes of UTF-8, so the bytes beyond one a character bound their number. One pass in C
+    (the run searches scan every character twice); most answers, ASCII or not, stop here."""
+    return len(text.encode("utf-8", "surrogatepass")) - len(text) <= MAX_NON_STARTERS
 
 
 _ASTRAL = re.compile("[\U00010000-\U0010ffff]")

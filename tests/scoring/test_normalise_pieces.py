@@ -117,6 +117,29 @@ def test_a_run_of_combining_marks_is_bounded_and_cut_at_its_joiners() -> None:
     assert _whole(text) == normalise(text)
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "a" + "\u0301" * 30,  # a run at the limit: as it is
+        "a" + "\u0301" * 31,  # one more: a joiner
+        "a" + "\U0001d167" * 31,  # astral non-starters, four bytes each
+        "七天" * 20 + "\u0301" * 31,  # CJK first: its bytes are no run
+        "\ud800" + "\u0301" * 31,  # a lone surrogate before the run
+    ],
+)
+def test_stream_safe_is_the_reference_at_the_run_limit(text: str) -> None:
+    """Runs just at and past the limit, with or without other non-ASCII text before them:
+    the short cut for texts with too few non-ASCII bytes leaves none unbounded."""
+    assert stream_safe_reference(text) == answer.stream_safe(text)
+
+
+@given(st.text(alphabet=st.sampled_from("a七\u0301\u0316\U0001d167"), max_size=80))
+@settings(max_examples=300, deadline=None)
+def test_stream_safe_is_the_reference_for_mixed_text(text: str) -> None:
+    """Any mix of ASCII, CJK and non-starters of both planes: the reference's result."""
+    assert stream_safe_reference(text) == answer.stream_safe(text)
+
+
 def test_growing_text_is_normalised_only_as_far_as_it_is_kept() -> None:
     """65,536 U+FDFA (1.2 M characters normalised whole, 0.35 s of one core): the result is
     the first MAX_NORMALISED_CHARS characters of the whole, and only the pieces that make
