@@ -273,9 +273,9 @@ def contains_fact(normalised_answer: str, alternatives: Sequence[str]) -> bool:
     Returns:
         True when a non-empty normalised alternative is a substring of the answer.
     """
-    if isinstance(alternatives, str):
-        alternatives = (alternatives,)
-    return contains_any(normalised_answer, _needles_of(tuple(alternatives)))
+    if type(alternatives) is not tuple:  # a golden set's facts are tuples already
+        alternatives = (alternatives,) if isinstance(alternatives, str) else tuple(alternatives)
+    return contains_any(normalised_answer, _needles_of(alternatives))
 
 
 @functools.lru_cache(maxsize=8192)

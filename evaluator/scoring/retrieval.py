@@ -30,6 +30,8 @@ def _dedupe(ranked: Sequence[str]) -> list[str]:
 
 def check_k(k: int) -> None:
     """Raise ValueError unless ``k`` is an integer >= 1 (a bool is not one)."""
+    if type(k) is int and k >= 1:  # the usual K, once per scored case
+        return
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
         raise ValueError(f"k must be an integer >= 1, got {k!r}")
 

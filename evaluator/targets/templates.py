@@ -173,8 +173,8 @@ def render_body(template: JsonValue, values: Values) -> JsonValue:
         if whole is not None:
             return values[whole]
         return render_text(template, values)
+    if isinstance(template, dict):  # before list: a body is an object
+        return {key: render_body(v, values) for key, v in template.items()}
     if isinstance(template, list):
         return [render_body(v, values) for v in template]
-    if isinstance(template, dict):
-        return {key: render_body(v, values) for key, v in template.items()}
     return template
