@@ -182,15 +182,26 @@ def _published(
     raise AssertionError("no run published within 60 s")
 
 
-def test_sigterm_while_the_judge_hangs_keeps_the_finished_run(tmp_path: Path) -> None:
-    """The audit's reproduction: a judge that never answers. The run is served over HTTP and
-    counted while the judge hangs; SIGTERM stops the daemon (exit 0) and the run's report
-    stays on disk; before, the run waited for its judge and SIGTERM discarded it."""
+#: judges that keep a judged pass going for minutes: one that never answers (the audit's
+#: reproduction), one whose every verdict takes 8 s (the loopback server's stop waits for
+#: it: no longer), one that answers every call 429 with Retry-After: 60
+SLOW_JUDGES = {
+    "hanging": lambda: LoopbackJudge("hang"),
+    "dripping": lambda: LoopbackJudge(latency=8.0),
+    "429-storming": lambda: LoopbackJudge(rate_limit=0, retry_after="60"),
+}
+
+
+@pytest.mark.parametrize("kind", list(SLOW_JUDGES))
+def test_sigterm_while_the_judge_works_keeps_the_finished_run(tmp_path: Path, kind: str) -> None:
+    """A judge that hangs, drips or storms 429s: the run is served over HTTP and counted
+    while the judge works; SIGTERM stops the daemon (exit 0) and the run's report stays on
+    disk; before, the run waited for its judge and SIGTERM discarded it."""
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     with contextlib.ExitStack() as stack:
         rag = stack.enter_context(LoopbackServer(_REPLIES))
-        judge = stack.enter_context(LoopbackJudge("hang"))
+        judge = stack.enter_context(SLOW_JUDGES[kind]())
         log = stack.enter_context((tmp_path / "serve.log").open("wb"))
         process = _serve(tmp_path, rag, judge, port, log)
         try:
