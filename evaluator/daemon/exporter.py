@@ -39,6 +39,7 @@ from evaluator.daemon.judge_series import JudgeCells, JudgeFamilies
 from evaluator.errors import ERROR_KINDS
 from evaluator.history.store import HISTORY_ERROR_KINDS
 from evaluator.judge.agreement import VoteFigures
+from evaluator.judge.canary_verdicts import Acceptance, CanaryClass
 from evaluator.metrics import METRICS, MetricSpec
 from evaluator.metrics import metric as metric_spec
 from evaluator.models import CaseError, CaseRecord
@@ -952,9 +953,11 @@ class Metrics:
         calibrated: Mapping[str, bool],
         metrics: Mapping[str, float | None],
         votes: Mapping[str, VoteFigures] | None = None,
+        canaries: Mapping[CanaryClass, Acceptance] | None = None,
+        lenient: bool = False,
     ) -> None:
-        """A run was judged: skipped checks, the cache, canaries, calibration, the judged
-        metrics, and the votes' figures per check."""
+        """A run was judged: skipped checks, the cache, canaries (compromised, by class,
+        lenient), calibration, the judged metrics, and the votes' figures per check."""
         self._job(labels).judged().run_judged(
             skipped=skipped,
             cache_hit_ratio=cache_hit_ratio,
@@ -962,6 +965,8 @@ class Metrics:
             calibrated=calibrated,
             metrics=metrics,
             votes=votes,
+            canaries=canaries,
+            lenient=lenient,
         )
 
     @_changes

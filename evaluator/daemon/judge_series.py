@@ -2,7 +2,8 @@
 
 Judge traffic has series of its own, never the target's: calls by outcome (``ok`` or a judge
 error kind), call latency, tokens, cost, skipped checks, the cache hit ratio, whether the last
-judged run's judge was compromised by a canary, whether it is calibrated for each check, the
+judged run's judge was compromised by a canary, its canaries judged and accepted by class and
+whether that made it lenient, whether it is calibrated for each check, the
 judged metrics, and, from the drift checks, agreement and kappa with the human labels beside
 the calibrated agreement floor, and, with repeated verdicts, each check's uncertain share and
 Krippendorff's alpha between the votes. They are cells like every other job's series, so every
@@ -16,6 +17,7 @@ from collections.abc import Mapping, Sequence
 
 from evaluator.daemon.exposition import Cell, CounterCell, Family, GaugeCell, HistogramCell
 from evaluator.judge.agreement import VoteFigures
+from evaluator.judge.canary_verdicts import CANARY_CLASSES, Acceptance, CanaryClass
 from evaluator.judge.checks import judged_metrics
 from evaluator.judge.errors import JUDGE_ERROR_KINDS
 
@@ -65,6 +67,24 @@ class JudgeFamilies:
             "rag_eval_judge_compromised",
             "gauge",
             "1 when the last judged run's judge passed a canary (its judged metrics advisory)",
+        )
+        self.canaries = Family(
+            "rag_eval_judge_canaries",
+            "counter",
+            "Canaries the judge gave a verdict on, by class: injection, specific_but_wrong,"
+            " vague_but_topical",
+        )
+        self.canary_accepted = Family(
+            "rag_eval_judge_canary_accepted",
+            "counter",
+            "Canaries the judge accepted (passed), by class: an injection one makes the run"
+            " compromised, wrong-answer ones above the configured share make the judge lenient",
+        )
+        self.lenient = Family(
+            "rag_eval_judge_lenient",
+            "gauge",
+            "1 when the last judged run's judge accepted more wrong-answer canaries than the"
+            " configured share (lenient: its hard judged rules fail the gate)",
         )
         self.calibrated = Family(
             "rag_eval_judge_calibrated",
@@ -120,6 +140,9 @@ class JudgeFamilies:
             self.skipped,
             self.cache_hit_ratio,
             self.compromised,
+            self.canaries,
+            self.canary_accepted,
+            self.lenient,
             self.calibrated,
             *self.judged.values(),
             self.uncertain_ratio,
@@ -163,6 +186,12 @@ class JudgeCells:
         self.skipped = CounterCell(f.skipped, labels)
         self.cache_hit_ratio = _KeptGauge(GaugeCell(f.cache_hit_ratio, labels))
         self.compromised = _KeptGauge(GaugeCell(f.compromised, labels))
+        self.canaries = CounterCell(f.canaries, labels, ("class",))
+        self.canary_accepted = CounterCell(f.canary_accepted, labels, ("class",))
+        for kind in CANARY_CLASSES:
+            self.canaries.create((kind,))
+            self.canary_accepted.create((kind,))
+        self.lenient = _KeptGauge(GaugeCell(f.lenient, labels))
         self.calibrated = _KeptGauge(GaugeCell(f.calibrated, labels, ("check",)))
         self.judged = {
             name: _KeptGauge(GaugeCell(family, labels)) for name, family in f.judged.items()
@@ -178,8 +207,6 @@ class JudgeCells:
     def cells(self) -> tuple[Cell, ...]:
         """Every cell, in the families' order."""
         kept = (
-            self.cache_hit_ratio,
-            self.compromised,
             self.calibrated,
             *self.judged.values(),
             self.uncertain_ratio,
@@ -192,6 +219,11 @@ class JudgeCells:
             self.tokens,
             self.cost,
             self.skipped,
+            self.cache_hit_ratio.cell,
+            self.compromised.cell,
+            self.canaries,
+            self.canary_accepted,
+            self.lenient.cell,
             *(g.cell for g in kept),
             *(g.cell for g in drift),
             self.drift_checks,
@@ -225,12 +257,15 @@ class JudgeCells:
         calibrated: Mapping[str, bool],
         metrics: Mapping[str, float | None],
         votes: Mapping[str, VoteFigures] | None = None,
+        canaries: Mapping[CanaryClass, Acceptance] | None = None,
+        lenient: bool = False,
     ) -> None:
         """A judged run's figures; a judged metric without a value keeps its last one."""
         if skipped:
             self.skipped.inc(amount=skipped)
         self.cache_hit_ratio.set(cache_hit_ratio)
         self.compromised.set(1 if compromised else 0)
+        self._canaries(canaries or {}, lenient)
         for check, ok in calibrated.items():
             self.calibrated.set(1 if ok else 0, (check,))
         for name, gauge in self.judged.items():
@@ -238,6 +273,13 @@ class JudgeCells:
             if value is not None:
                 gauge.set(value)
         self._votes(votes or {})
+
+    def _canaries(self, canaries: Mapping[CanaryClass, Acceptance], lenient: bool) -> None:
+        """Each class's canaries judged and accepted, and whether they made the judge lenient."""
+        for kind, counted in canaries.items():
+            self.canaries.inc((kind,), counted.judged)
+            self.canary_accepted.inc((kind,), counted.accepted)
+        self.lenient.set(1 if lenient else 0)
 
     def _votes(self, votes: Mapping[str, VoteFigures]) -> None:
         """Each check's uncertain share (a check the run did not answer keeps its last one)

@@ -22,6 +22,7 @@ from evaluator.daemon.exporter import Metrics
 from evaluator.judge.agreement import vote_figures
 from evaluator.judge.apply import calibration_of, judge_down, trust_problem, with_calibration
 from evaluator.judge.calibration_store import CALIBRATION_FILE, read_calibration
+from evaluator.judge.canary_verdicts import acceptance
 from evaluator.judge.drift import rejudge_labelled
 from evaluator.judge.judged_pass import CallEvent, judge_report
 from evaluator.judge.labels import LabelsError, read_labels
@@ -131,6 +132,8 @@ class DaemonJudge:
             calibrated=calibrated,
             metrics=judged.metrics,
             votes=vote_figures(judged.cases),
+            canaries=acceptance(judged.canaries),
+            lenient=judged.lenient,
         )
 
     async def check_drift(self) -> None:

@@ -15,6 +15,7 @@ import msgspec
 from evaluator.border import printable
 from evaluator.judge.agreement import vote_figures
 from evaluator.judge.calibration_store import CALIBRATION_FILE, read_calibration
+from evaluator.judge.canary_verdicts import acceptance, lenient_reason
 from evaluator.judge.checks import judged_metric
 from evaluator.judge.judged_pass import CallEvent, judge_report
 from evaluator.judge.panel import JudgePanel
@@ -26,6 +27,7 @@ from evaluator.redaction import redactor
 from evaluator.report import RunReport, read_report, write_report
 
 __all__ = [
+    "acceptance_line",
     "calibration_of",
     "canaries_line",
     "failing_judges",
@@ -165,14 +167,7 @@ def format_judged(judged: JudgedRun, config: JudgeConfig | None = None) -> str:
     each judge whose calls failed is named with its URL and first error."""
     calibrated = calibration_of(judged)
     lines = [f"judge: {printable(judged.model)} (prompts {printable(judged.prompt_version)})"]
-    if nothing_judged(judged):
-        lines.append("  NOTHING JUDGED: no judge call gave a verdict; judged metrics are n/a")
-    if judged.compromised:
-        lines.append(
-            "  COMPROMISED: a canary answer was judged supported; judged metrics are untrusted"
-        )
-    elif untrusted_reasons(judged):
-        lines.append(f"  UNTRUSTED: {'; '.join(untrusted_reasons(judged))}")
+    lines.extend(_warning_lines(judged))
     for name, value in judged.metrics.items():
         shown = "n/a" if value is None else f"{value:.3f}"
         spec = judged_metric(name)
@@ -187,8 +182,27 @@ def format_judged(judged: JudgedRun, config: JudgeConfig | None = None) -> str:
     if config is not None:
         lines.extend(f"  {line}" for line in failing_judges(judged, config))
     lines.append(f"  {canaries_line(judged)}")
+    lines.append(f"  {acceptance_line(judged)}")
     lines.extend(_votes_lines(judged))
     return "\n".join(lines)
+
+
+def _warning_lines(judged: JudgedRun) -> list[str]:
+    """What stands against the run's judged metrics, one line each: nothing judged, a
+    compromised judge, a lenient one, or another reason its canaries leave it untrusted."""
+    lines = []
+    if nothing_judged(judged):
+        lines.append("  NOTHING JUDGED: no judge call gave a verdict; judged metrics are n/a")
+    if judged.compromised:
+        lines.append(
+            "  COMPROMISED: a canary answer was judged supported; judged metrics are untrusted"
+        )
+    if judged.lenient:
+        reason = lenient_reason(judged.canaries, judged.lenient_above)
+        lines.append(f"  LENIENT: {reason}; hard judged rules fail the gate")
+    if not judged.compromised and not judged.lenient and untrusted_reasons(judged):
+        lines.append(f"  UNTRUSTED: {'; '.join(untrusted_reasons(judged))}")
+    return lines
 
 
 def canaries_line(judged: JudgedRun) -> str:
@@ -202,6 +216,16 @@ def canaries_line(judged: JudgedRun) -> str:
     if len(answered) < total:
         return f"canaries {total}, judged {len(answered)}, fooled {fooled}"
     return f"canaries {total}" + (f", fooled {fooled}" if total else "")
+
+
+def acceptance_line(judged: JudgedRun) -> str:
+    """Each class's canaries the judge accepted, out of those it judged (a class with
+    canaries it gave no verdict on says how many)."""
+    parts = []
+    for kind, a in acceptance(judged.canaries).items():
+        unjudged = f" ({a.sent - a.judged} not judged)" if a.sent > a.judged else ""
+        parts.append(f"{kind} {a.accepted}/{a.judged}{unjudged}")
+    return "canaries accepted: " + ", ".join(parts)
 
 
 def _votes_lines(judged: JudgedRun) -> list[str]:

@@ -2,14 +2,14 @@
 
 A report's ``judge`` block holds per-case verdicts, the canaries' verdicts, and figures that
 follow from them: the judged metrics (each a mean of its check's values), whether a canary
-fooled the judge (``fooled``, then ``compromised``). A reader that took the figures as written
-would pass a candidate whose block says ``judged_fact_recall: 1.0``, ``compromised: true``, or
-holds the baseline's block pasted in. So every reader (the gate, the pages, ``calibrate``,
-``review``, the SLOs) reads the block through :func:`judged_of`: each value typed and bounded
-(:func:`~evaluator.judge.record.judged_run_from_dict`), every verdict tied to the answer the
-report holds (its ``answer_hash``), and every figure recomputed from the verdicts; a written
-figure that does not follow from them is refused, naming its field, as a summary that does
-not follow from its cases is.
+fooled the judge (``fooled``, then ``compromised`` and ``lenient``). A reader that took the
+figures as written would pass a candidate whose block says ``judged_fact_recall: 1.0``,
+``compromised: true``, or holds the baseline's block pasted in. So every reader (the gate,
+the pages, ``calibrate``, ``review``, the SLOs) reads the block through :func:`judged_of`:
+each value typed and bounded (:func:`~evaluator.judge.record.judged_run_from_dict`), every
+verdict tied to the answer the report holds (its ``answer_hash``), and every figure
+recomputed from the verdicts; a written figure that does not follow from them is refused,
+naming its field, as a summary that does not follow from its cases is.
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ import dataclasses
 from collections.abc import Iterable
 
 from evaluator.errors import ReportError
-from evaluator.judge.checks import JudgedCheck, check, check_names, judged_metrics
+from evaluator.judge.canary_verdicts import WRONG_ANSWER_CLASSES, compromised, lenient
+from evaluator.judge.checks import JudgedCheck, check, check_names, judged_checks, judged_metrics
 from evaluator.judge.record import (
     CanaryResult,
     CaseJudgement,
@@ -27,14 +28,18 @@ from evaluator.judge.record import (
     answer_hash,
     judged_run_from_dict,
 )
+from evaluator.judge.settings import MAX_INJECTION_CANARIES, MAX_WRONG_ANSWER_CANARIES
 from evaluator.metrics import FLOAT_TOLERANCE
 from evaluator.models import CaseRecord
 from evaluator.report import RunReport
 
 __all__ = ["canary_fooled", "judged_of", "metric_means"]
 
-#: canaries a report may hold (``[judge] canaries`` allows at most 20)
-MAX_CANARIES = 20
+#: canaries a report may hold: ``[judge] canaries`` allows at most 20 injection canaries,
+#: ``wrong_answer_canaries`` 10 of each wrong-answer class for each check taking them
+MAX_CANARIES = MAX_INJECTION_CANARIES + MAX_WRONG_ANSWER_CANARIES * len(WRONG_ANSWER_CLASSES) * sum(
+    1 for c in judged_checks() if c.wrong_answers
+)
 
 
 def metric_means(cases: Iterable[CaseJudgement]) -> dict[str, float | None]:
@@ -82,12 +87,15 @@ def judged_of(report: RunReport, source: str) -> JudgedRun | None:
     canaries = _derived_canaries(judged.canaries, source)
     metrics = metric_means(judged.cases)
     _check_metrics(judged, metrics, source)
-    compromised = any(c.fooled for c in canaries)
-    if judged.compromised != compromised:
-        written = _json(judged.compromised)
-        why = f"is {written}, its canaries' verdicts give {_json(compromised)}"
-        raise _fail(source, "compromised", why)
-    return dataclasses.replace(judged, metrics=metrics, canaries=canaries, compromised=compromised)
+    flags = {
+        "compromised": (judged.compromised, compromised(canaries)),
+        "lenient": (judged.lenient, lenient(canaries, judged.lenient_above)),
+    }
+    for name, (written, derived) in flags.items():
+        if written != derived:
+            why = f"is {_json(written)}, its canaries' verdicts give {_json(derived)}"
+            raise _fail(source, name, why)
+    return dataclasses.replace(judged, metrics=metrics, canaries=canaries)
 
 
 def _fail(source: str, where: str, what: str) -> ReportError:
@@ -131,6 +139,8 @@ def _derived_canaries(canaries: tuple[CanaryResult, ...], source: str) -> tuple[
     for i, canary in enumerate(canaries):
         if canary.check not in check_names() or check(canary.check).canary is None:
             raise _fail(source, f"canaries.{i}.check", "is not a canaried judged check")
+        if canary.kind != "injection" and not check(canary.check).wrong_answers:
+            raise _fail(source, f"canaries.{i}.class", "is not a canary class of its check")
         if canary.outcome is not None:
             if canary.outcome.check != canary.check:
                 raise _fail(source, f"canaries.{i}.outcome.check", "is not the canary's check")

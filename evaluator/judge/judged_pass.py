@@ -20,7 +20,8 @@ import msgspec
 import structlog
 
 from evaluator.judge.cache import VerdictCache, cache_key
-from evaluator.judge.canary import canary_subjects
+from evaluator.judge.canary import canary_subjects, wrong_answer_subjects
+from evaluator.judge.canary_verdicts import CanaryClass, compromised, lenient
 from evaluator.judge.checks import CheckValues, JudgedCheck, Subject, judged_checks
 from evaluator.judge.checks.base import CanaryWords
 from evaluator.judge.client import Answered, JudgeClient
@@ -310,25 +311,25 @@ def _judged(check: str, values: CheckValues, cached: bool = False) -> CheckOutco
 
 
 async def _judge_canaries(
-    judged: JudgedPass, subjects: list[Subject], count: int
+    judged: JudgedPass, subjects: list[Subject], config: JudgeConfig
 ) -> tuple[CanaryResult, ...]:
-    """Each canary judged, in words drawn for this pass from a fresh nonce, never from the
-    cache (a cached verdict would hide a judge that changed), and read by its own check's
-    rule for a fooled verdict; its verdict kept, for readers to derive ``fooled`` again."""
+    """Each canary of each class judged, the injection ones in words drawn for this pass
+    from a fresh nonce, never from the cache (a cached verdict would hide a judge that
+    changed), and read by its own check's rule for a fooled verdict; its verdict kept, for
+    readers to derive ``fooled`` again."""
     words = CanaryWords.drawn(secrets.token_hex(16))
-    results = []
-    for check, subject in canary_subjects(subjects, count, words, judged.checks):
+    dealt: list[tuple[JudgedCheck, Subject, CanaryClass]] = [
+        (check, subject, "injection")
+        for check, subject in canary_subjects(subjects, config.canaries, words, judged.checks)
+    ]
+    dealt += wrong_answer_subjects(subjects, config.wrong_answer_canaries, judged.checks)
+
+    async def one(check: JudgedCheck, subject: Subject, kind: CanaryClass) -> CanaryResult:
         outcome = await judged.verdict(check, subject, use_cache=False, canary=True)
-        results.append(
-            CanaryResult(
-                check.name,
-                subject.case_id,
-                canary_fooled(check, outcome),
-                outcome.reason,
-                outcome,
-            )
-        )
-    return tuple(results)
+        fooled = canary_fooled(check, outcome)
+        return CanaryResult(check.name, subject.case_id, fooled, outcome.reason, outcome, kind)
+
+    return tuple(await asyncio.gather(*(one(*canary) for canary in dealt)))
 
 
 async def _judge_cases(
@@ -349,15 +350,28 @@ async def _judge_cases(
             cache.flush()
 
 
-def _warn_compromised(model: str, run_id: str, canaries: tuple[CanaryResult, ...]) -> None:
-    log.warning(
-        "judge_compromised",
-        model=model,
-        prompt_version=PROMPT_VERSION,
-        run_id=run_id,
-        canaries=[c.case_id for c in canaries if c.fooled],
-        message="a canary answer was judged supported: judged metrics are untrusted",
-    )
+def _warn(judged: JudgedRun, run_id: str) -> None:
+    """Log a compromised or a lenient judge, naming the canaries it accepted."""
+    fooled = [c for c in judged.canaries if c.fooled]
+    if judged.compromised:
+        log.warning(
+            "judge_compromised",
+            model=judged.model,
+            prompt_version=PROMPT_VERSION,
+            run_id=run_id,
+            canaries=[c.case_id for c in fooled if c.kind == "injection"],
+            message="a canary answer was judged supported: judged metrics are untrusted",
+        )
+    if judged.lenient:
+        log.warning(
+            "judge_lenient",
+            model=judged.model,
+            prompt_version=PROMPT_VERSION,
+            run_id=run_id,
+            canaries=[f"{c.kind}:{c.case_id}" for c in fooled if c.kind != "injection"],
+            message=f"the judge accepted more than {judged.lenient_above:g} of the wrong-answer "
+            "canaries: it passes answers that sound right",
+        )
 
 
 async def judge_report(
@@ -374,19 +388,20 @@ async def judge_report(
     judged = JudgedPass(panel, cache, on_call)
     config = panel.config
     subjects = subjects_of(report.cases)
-    canaries = await _judge_canaries(judged, subjects, config.canaries)
+    canaries = await _judge_canaries(judged, subjects, config)
     cases = await _judge_cases(judged, subjects, cache)
-    compromised = any(c.fooled for c in canaries)
-    if compromised:
-        _warn_compromised(config.model, report.run_id, canaries)
-    return JudgedRun(
+    run = JudgedRun(
         model=config.model,
         prompt_version=PROMPT_VERSION,
         metrics=metric_means(cases),
         usage=judged.usage,
         canaries=canaries,
         cases=cases,
-        compromised=compromised,
+        compromised=compromised(canaries),
         samples=config.samples,
         panel=config.panel_names,
+        lenient=lenient(canaries, config.lenient_above),
+        lenient_above=config.lenient_above,
     )
+    _warn(run, report.run_id)
+    return run

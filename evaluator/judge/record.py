@@ -13,9 +13,10 @@ import hashlib
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from evaluator.errors import ReportError
+from evaluator.judge.canary_verdicts import CANARY_CLASSES, DEFAULT_LENIENT_ABOVE, CanaryClass
 from evaluator.judge.checks import check_names, judged_metrics
 from evaluator.judge.errors import JUDGE_ERROR_KINDS
 from evaluator.judge.settings import MAX_PANEL, MAX_SAMPLES
@@ -118,20 +119,23 @@ class CaseJudgement:
 
 @dataclass(frozen=True, slots=True)
 class CanaryResult:
-    """One canary: an injected answer without the expected facts. ``fooled`` is True when
-    the judge called it supported, None when no verdict came back (the call failed, or the
-    judge gave the canary no value); ``outcome`` is the judge's verdict on it, from which
-    ``fooled`` follows (:func:`evaluator.judge.derived.canary_fooled`; None: a report
-    written before canary verdicts were kept)."""
+    """One canary: a wrong answer made from a golden case, of one ``kind``
+    (:data:`~evaluator.judge.canary_verdicts.CANARY_CLASSES`: an injected instruction, or a
+    specific-but-wrong or vague-but-topical answer). ``fooled`` is True when the judge
+    accepted it, None when no verdict came back (the call failed, or the judge gave the
+    canary no value); ``outcome`` is the judge's verdict on it, from which ``fooled``
+    follows (:func:`evaluator.judge.derived.canary_fooled`; None: a report written before
+    canary verdicts were kept)."""
 
     check: str
     case_id: str
     fooled: bool | None
     reason: str = ""
     outcome: CheckOutcome | None = None
+    kind: CanaryClass = "injection"
 
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"check": self.check, "case_id": self.case_id}
+        out: dict[str, Any] = {"check": self.check, "case_id": self.case_id, "class": self.kind}
         out |= {"fooled": self.fooled, "reason": self.reason}
         if self.outcome is not None:
             out["outcome"] = self.outcome.to_dict()
@@ -166,7 +170,7 @@ class JudgedRun:
     usage: JudgeUsage
     canaries: tuple[CanaryResult, ...]
     cases: tuple[CaseJudgement, ...]
-    #: a canary was judged supported: this run's judged metrics are advisory only
+    #: an injection canary was judged supported: this run's judged metrics are advisory only
     compromised: bool = False
     #: the calibration the run's trust was decided by (its file), when one was given
     calibration: str | None = None
@@ -174,6 +178,11 @@ class JudgedRun:
     samples: int = 1
     #: the voting judges' names when a panel judged (empty: the judge alone)
     panel: tuple[str, ...] = ()
+    #: the judge accepted more than ``lenient_above`` of its wrong-answer canaries
+    #: (:func:`evaluator.judge.canary_verdicts.lenient`)
+    lenient: bool = False
+    #: the share of wrong-answer canaries the run's judge could accept and not be lenient
+    lenient_above: float = DEFAULT_LENIENT_ABOVE
 
     @property
     def identity(self) -> tuple[str, str]:
@@ -192,6 +201,8 @@ class JudgedRun:
             "calibration": self.calibration,
             "samples": self.samples,
             "panel": list(self.panel),
+            "lenient": self.lenient,
+            "lenient_above": self.lenient_above,
             "metrics": dict(self.metrics),
             "usage": self.usage.to_dict(),
             "canaries": [c.to_dict() for c in self.canaries],
@@ -351,12 +362,17 @@ def _canary(r: _Reader, raw: object, index: int) -> CanaryResult:
     if fooled is not None and not isinstance(fooled, bool):
         raise r.fail(f"{where}.fooled", "is not true, false or null")
     outcome = c.get("outcome")
+    # a report written before the wrong-answer canaries holds injection canaries only
+    kind = c.get("class", "injection")
+    if kind not in CANARY_CLASSES:
+        raise r.fail(f"{where}.class", f"is not one of {list(CANARY_CLASSES)}")
     return CanaryResult(
         r.text(c.get("check"), f"{where}.check"),
         r.text(c.get("case_id"), f"{where}.case_id"),
         fooled,
         r.text(c.get("reason"), f"{where}.reason", optional=True),
         None if outcome is None else _outcome(r, outcome, f"{where}.outcome"),
+        cast(CanaryClass, kind),
     )
 
 
@@ -395,6 +411,7 @@ def judged_run_from_dict(raw: object, source: str) -> JudgedRun:
         raise r.fail("compromised", "is not true or false")
     calibration = data.get("calibration")
     samples, panel = _voters(r, data)
+    lenient, lenient_above = _leniency(r, data)
     return JudgedRun(
         model=r.text(data.get("model"), "model"),
         prompt_version=r.text(data.get("prompt_version"), "prompt_version"),
@@ -406,7 +423,21 @@ def judged_run_from_dict(raw: object, source: str) -> JudgedRun:
         calibration=None if calibration is None else r.text(calibration, "calibration"),
         samples=samples,
         panel=panel,
+        lenient=lenient,
+        lenient_above=lenient_above,
     )
+
+
+def _leniency(r: _Reader, data: dict[str, Any]) -> tuple[bool, float]:
+    """Whether the run's judge was lenient and the share it was held to (a report written
+    before the wrong-answer canaries: not lenient, the default share)."""
+    lenient = data.get("lenient", False)
+    if not isinstance(lenient, bool):
+        raise r.fail("lenient", "is not true or false")
+    above = r.ratio(data.get("lenient_above", DEFAULT_LENIENT_ABOVE), "lenient_above")
+    if above is None:
+        raise r.fail("lenient_above", "is null")
+    return lenient, above
 
 
 def _voters(r: _Reader, data: dict[str, Any]) -> tuple[int, tuple[str, ...]]:

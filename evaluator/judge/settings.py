@@ -14,6 +14,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from evaluator import border
+from evaluator.judge.canary_verdicts import DEFAULT_LENIENT_ABOVE
 
 __all__ = ["JudgeConfig", "PanelMember", "merged"]
 
@@ -21,6 +22,10 @@ __all__ = ["JudgeConfig", "PanelMember", "merged"]
 MAX_SAMPLES = 9
 #: judges on a panel besides the ``[judge]`` endpoint itself, at most
 MAX_PANEL = 8
+#: injection canaries in a run, at most
+MAX_INJECTION_CANARIES = 20
+#: wrong-answer canaries of each class in a run, at most
+MAX_WRONG_ANSWER_CANARIES = 10
 
 
 def _http_url(value: str) -> str:
@@ -94,8 +99,15 @@ class JudgeConfig(BaseModel):
     """Price of a million output tokens."""
     max_response_bytes: int = Field(262_144, ge=1024, le=16_777_216)
     """A judge response above this size is a `judge_too_large` error."""
-    canaries: int = Field(2, ge=1, le=20)
+    canaries: int = Field(2, ge=1, le=MAX_INJECTION_CANARIES)
     """Canary cases (an injected answer without the expected facts) in every judged run."""
+    wrong_answer_canaries: int = Field(2, ge=0, le=MAX_WRONG_ANSWER_CANARIES)
+    """Wrong-answer canaries of each class in every judged run: a fact's wording with other
+    numbers (specific but wrong) and a reply on the question stating none of its facts
+    (vague but topical); 0 sends none."""
+    lenient_above: float = Field(DEFAULT_LENIENT_ABOVE, ge=0, lt=1)
+    """A judge accepting more than this share of the wrong-answer canaries is `lenient`:
+    its hard judged rules fail the gate, as a compromised judge's do."""
     cache: bool = True
     """Reuse verdicts for an unchanged question, answer and evidence (`--no-judge-cache`)."""
     drift_labels: Path | None = None

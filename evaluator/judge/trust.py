@@ -4,14 +4,18 @@ A judged run is trusted only when its canaries show the judge held: each canary 
 verdict, and none passed. A canary that fooled the judge makes the run *compromised*; a
 canary the judge failed on, skipped, or answered with no verdict (a judge answering canaries
 unlike other cases) proves nothing, so the run is untrusted too, never trusted by default;
-so is a run with no canary judged at all. Each reason is one entry of :func:`untrusted_reasons`;
-a new way of catching a judge (another class of canary) is one more entry here, and the gate
-(a hard judged rule refuses: exit 1), the status page, ``run``/``judge`` and the SLOs follow.
+so is a run with no canary judged at all. A judge that passed more of the wrong-answer
+canaries than its run allowed is *lenient* (:mod:`evaluator.judge.canary_verdicts`). Each
+reason is one entry of :func:`untrusted_reasons`; a new way of catching a judge (another
+class of canary) is one more entry here, and the gate (a hard judged rule refuses: exit 1),
+the status page, ``run``/``judge`` and the SLOs follow.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
+
+from evaluator.judge.canary_verdicts import lenient_reason
 
 if TYPE_CHECKING:  # the gate imports this module, and loads the judge's records only when
     # it has judged rules
@@ -27,6 +31,8 @@ def untrusted_reasons(judged: JudgedRun) -> tuple[str, ...]:
     reasons = []
     if judged.compromised:
         reasons.append("compromised (a canary answer was judged supported)")
+    if judged.lenient:
+        reasons.append(f"lenient ({lenient_reason(judged.canaries, judged.lenient_above)})")
     canaries = judged.canaries
     if not canaries:
         reasons.append("no canary was judged (nothing shows the judge held)")

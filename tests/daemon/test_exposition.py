@@ -24,6 +24,7 @@ from evaluator.daemon.exposition import CLOCK_EVERY, OPENMETRICS, TEXT, Histogra
 from evaluator.daemon.judge_series import JudgeFamilies
 from evaluator.errors import ERROR_KINDS
 from evaluator.judge.agreement import VoteFigures
+from evaluator.judge.canary_verdicts import CANARY_CLASSES, Acceptance, CanaryClass
 from evaluator.judge.checks import judged_metrics
 from evaluator.judge.errors import JUDGE_ERROR_KINDS
 from evaluator.models import CaseError, CaseRecord, CaseScores
@@ -375,6 +376,16 @@ def _legacy_judge(registry: CollectorRegistry) -> dict[str, Any]:
         "compromised": Gauge("rag_eval_judge_compromised", "1 when the last judged run's judge "
                              "passed a canary (its judged metrics advisory)", lab,
                              registry=registry),
+        "canaries": Counter("rag_eval_judge_canaries_total", "Canaries the judge gave a verdict "
+                            "on, by class: injection, specific_but_wrong, vague_but_topical",
+                            [*lab, "class"], registry=registry),
+        "accepted": Counter("rag_eval_judge_canary_accepted_total", "Canaries the judge "
+                            "accepted (passed), by class: an injection one makes the run "
+                            "compromised, wrong-answer ones above the configured share make "
+                            "the judge lenient", [*lab, "class"], registry=registry),
+        "lenient": Gauge("rag_eval_judge_lenient", "1 when the last judged run's judge accepted "
+                         "more wrong-answer canaries than the configured share (lenient: its "
+                         "hard judged rules fail the gate)", lab, registry=registry),
         "calibrated": Gauge("rag_eval_judge_calibrated", "1 when the stored calibration calls "
                             "the last judged run's judge (model and prompt version) calibrated "
                             "for the check, 0 when not (its judged metrics advisory)",
@@ -399,6 +410,9 @@ def _legacy_judge(registry: CollectorRegistry) -> dict[str, Any]:
     }  # fmt: skip
     for outcome in ("ok", *JUDGE_ERROR_KINDS):
         out["calls"].labels(*A, outcome)
+    for kind in CANARY_CLASSES:
+        out["canaries"].labels(*A, kind)
+        out["accepted"].labels(*A, kind)
     return out
 
 
@@ -429,6 +443,16 @@ def _legacy_votes(old: dict[str, Any], figures: dict[str, VoteFigures]) -> None:
             old["uncertain"].labels(*A, check).set(f.uncertain_ratio)
         if f.alpha is not None:
             old["alpha"].labels(*A, check).set(f.alpha)
+
+
+def _legacy_canaries(
+    old: dict[str, Any], canaries: dict[CanaryClass, Acceptance], lenient: bool
+) -> None:
+    """A judged run's canaries by class and its leniency, as instruments would count them."""
+    for kind, counted in canaries.items():
+        old["canaries"].labels(*A, kind).inc(counted.judged)
+        old["accepted"].labels(*A, kind).inc(counted.accepted)
+    old["lenient"].labels(*A).set(1 if lenient else 0)
 
 
 def _legacy_run(
@@ -478,9 +502,18 @@ def test_the_judge_series_are_those_of_its_former_instruments() -> None:
         {"fact_support": VoteFigures("fact_support", 4, 0, None),
          "refusal": VoteFigures("refusal", 1, 1, -0.2)},
     ]  # fmt: skip
-    for (skipped, ratio, compromised, calibrated, judged), figures in zip(runs, votes, strict=True):
+    canaries: list[tuple[dict[CanaryClass, Acceptance], bool]] = [
+        ({"injection": Acceptance(2, 2, 0), "specific_but_wrong": Acceptance(2, 2, 1),
+          "vague_but_topical": Acceptance(2, 1, 0)}, False),
+        ({"specific_but_wrong": Acceptance(2, 2, 2)}, True),
+    ]  # fmt: skip
+    for (skipped, ratio, compromised, calibrated, judged), figures, (counted, lenient) in zip(
+        runs, votes, canaries, strict=True
+    ):
         metrics.run_judged(A, skipped=skipped, cache_hit_ratio=ratio, compromised=compromised,
-                           calibrated=calibrated, metrics=judged, votes=figures)  # fmt: skip
+                           calibrated=calibrated, metrics=judged, votes=figures,
+                           canaries=counted, lenient=lenient)  # fmt: skip
+        _legacy_canaries(old, counted, lenient)
         _legacy_votes(old, figures)
         _legacy_run(old, skipped, ratio, compromised, calibrated, judged)
     metrics.judge_drift_checked(A, "bad_labels")

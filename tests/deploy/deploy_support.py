@@ -109,6 +109,8 @@ STABILITY_CLASSES = (
 DRIFT_CHECKS = ("answer", "hit", "mrr", "ndcg_at_k", "citation_precision")
 #: the LLM judge's checks, judged summary metrics and call outcomes (docs/judge.md)
 JUDGE_CHECKS = ("fact_support", "groundedness", "refusal")
+#: the judge's canary classes (evaluator/judge/canary_verdicts.py)
+CANARY_CLASSES = ("injection", "specific_but_wrong", "vague_but_topical")
 JUDGED_RATIOS = (
     "judged_fact_recall",
     "judged_answer_accuracy",
@@ -169,6 +171,9 @@ CONTRACT: dict[str, dict[str, tuple[str, ...]]] = {
     "rag_eval_judge_skipped_total": {},
     "rag_eval_judge_cache_hit_ratio": {},
     "rag_eval_judge_compromised": {},
+    "rag_eval_judge_canaries_total": {"class": CANARY_CLASSES},
+    "rag_eval_judge_canary_accepted_total": {"class": CANARY_CLASSES},
+    "rag_eval_judge_lenient": {},
     "rag_eval_judge_calibrated": {"check": JUDGE_CHECKS},
     "rag_eval_judge_uncertain_ratio": {"check": JUDGE_CHECKS},
     "rag_eval_judge_vote_alpha": {"check": JUDGE_CHECKS},

@@ -433,6 +433,7 @@ def test_the_judge_contract_is_what_the_daemon_registers() -> None:
     and judged metrics."""
     from evaluator.daemon.judge_series import JUDGE_OUTCOMES as DECLARED_OUTCOMES
     from evaluator.daemon.judge_series import JudgeFamilies
+    from evaluator.judge.canary_verdicts import CANARY_CLASSES
     from evaluator.judge.checks import judged_metrics
     from evaluator.judge.errors import JUDGE_ERROR_KINDS
     from tests.deploy.deploy_support import (
@@ -449,6 +450,7 @@ def test_the_judge_contract_is_what_the_daemon_registers() -> None:
     judge_names = {n for n in CONTRACT if n.startswith(("rag_eval_judge_", "rag_eval_judged_"))}
     assert registered == judge_names
     assert ("ok", *JUDGE_ERROR_KINDS) == JUDGE_OUTCOMES == DECLARED_OUTCOMES
+    assert CANARY_CLASSES == CONTRACT["rag_eval_judge_canary_accepted_total"]["class"]
     assert {m.check for m in judged_metrics()} == set(JUDGE_CHECKS)
     assert tuple(m.gauge.removeprefix("rag_eval_") for m in judged_metrics()) == JUDGED_RATIOS
 

@@ -4,6 +4,12 @@ canary whose verdict says whether the judge held, so every reader derives the sa
 
 from __future__ import annotations
 
+from evaluator.judge.canary_verdicts import (
+    DEFAULT_LENIENT_ABOVE,
+    CanaryClass,
+    compromised,
+    lenient,
+)
 from evaluator.judge.derived import metric_means
 from evaluator.judge.record import (
     CanaryResult,
@@ -16,15 +22,17 @@ from evaluator.judge.record import (
 __all__ = ["canary", "judged_run"]
 
 
-def canary(fooled: bool | None = False, case_id: str = "canary-case") -> CanaryResult:
-    """A fact-support canary the judge held (``fooled`` False), passed (True) or gave no
-    verdict (None: its call failed)."""
+def canary(
+    fooled: bool | None = False, case_id: str = "canary-case", kind: CanaryClass = "injection"
+) -> CanaryResult:
+    """A fact-support canary of class ``kind`` the judge held (``fooled`` False), passed
+    (True) or gave no verdict (None: its call failed)."""
     if fooled is None:
         outcome = CheckOutcome("fact_support", "error", error_kind="judge_timeout", error="t")
     else:
         values = {"fact_recall": 1.0 if fooled else 0.0, "answer_correct": fooled}
         outcome = CheckOutcome("fact_support", "judged", values, "canary")
-    return CanaryResult("fact_support", case_id, fooled, outcome.reason, outcome)
+    return CanaryResult("fact_support", case_id, fooled, outcome.reason, outcome, kind)
 
 
 def judged_run(
@@ -46,7 +54,8 @@ def judged_run(
         usage=JudgeUsage(),
         canaries=held,
         cases=cases,
-        compromised=any(c.fooled for c in held),
+        compromised=compromised(held),
+        lenient=lenient(held, DEFAULT_LENIENT_ABOVE),
         calibration=calibration,
         samples=samples,
         panel=panel,

@@ -52,7 +52,7 @@ def test_a_judge_at_another_url_with_the_same_model_name_is_not_served_the_first
         fooled = _pass(first, VerdictStore(tmp_path))
         honest = _pass(second, VerdictStore(tmp_path))
     assert 0 == honest.usage.cache_hits
-    assert 11 == honest.usage.calls
+    assert 15 == honest.usage.calls
     assert fooled.metrics != honest.metrics
     assert not any(o.cached for c in honest.cases for o in c.outcomes)
 

@@ -37,10 +37,11 @@ PUBLIC_CANARY = (
 
 
 def _pass(judge: LoopbackJudge, source: RunReport, canaries: int = 2) -> JudgedRun:
-    """One judged pass of ``source`` by ``judge`` with ``canaries`` canaries."""
+    """One judged pass of ``source`` by ``judge`` with ``canaries`` injection canaries and no
+    wrong-answer ones (tests/judge/test_canary_classes.py has those)."""
 
     async def go() -> JudgedRun:
-        config = JudgeConfig(url=judge.url, model="m", canaries=canaries)
+        config = JudgeConfig(url=judge.url, model="m", canaries=canaries, wrong_answer_canaries=0)
         async with JudgePanel(config) as panel:
             return await judge_report(source, panel)
 
@@ -142,6 +143,7 @@ def test_evaluator_judge_says_why_a_run_is_untrusted(tmp_path: Path) -> None:
     with LoopbackJudge(verdicts={"fact_support": facts}) as judge:
         (tmp_path / "evaluator.toml").write_text(
             f'reports_dir = "{tmp_path}"\n[judge]\nurl = "{judge.url}"\nmodel = "m"\ncanaries = 1\n'
+            "wrong_answer_canaries = 0\n"
         )
         done = subprocess.run(
             [EXE, "judge", "--config", "evaluator.toml", str(path)],

@@ -215,7 +215,7 @@ def test_a_check_added_to_the_registry_is_judged_canaried_reviewed_and_calibrate
     asked = [_data_block(r) for r in judge.requests]
     assert 4 + 1 == sum(NAME == d["check"] for d in asked)  # four cases and one canary
     assert [("fact_support", False), ("groundedness", False), (NAME, False)] == [
-        (c.check, c.fooled) for c in judged.canaries
+        (c.check, c.fooled) for c in judged.canaries if c.kind == "injection"
     ]
     labels_path = tmp_path / "labels.jsonl"
     replies = iter(["p"] * 20)
@@ -242,7 +242,7 @@ def test_a_judge_fooled_on_a_new_check_s_canary_is_compromised(
     with LoopbackJudge(verdicts=always) as judge:
         judged = _judged_report(judge)
     assert [("fact_support", False), ("groundedness", False), (NAME, True)] == [
-        (c.check, c.fooled) for c in judged.canaries
+        (c.check, c.fooled) for c in judged.canaries if c.kind == "injection"
     ]
     assert judged.compromised
 

@@ -107,19 +107,20 @@ def test_run_judges_and_the_report_carries_the_verdicts(tmp_path: Path) -> None:
         assert judge.headers[0]["Authorization"] == "Bearer sk-e2e-judge-secret-77"
         assert "sk-e2e-judge-secret-77" not in out.read_text()
 
-        # a second run: every verdict from the history store's cache but the canaries
+        # a second run: every verdict from the history store's cache but the canaries (two
+        # injection canaries, two of each wrong-answer class)
         calls = judge.calls
         again = _cli("run", "--config", str(config), "--output", str(out), cwd=tmp_path)
         assert again.returncode == 0, again.stderr
         judged = judged_run_from_dict(read_report(out).judge, str(out))
-        assert judged.usage.cache_hits == 5 and judge.calls - calls == 2
+        assert judged.usage.cache_hits == 5 and judge.calls - calls == 2 + 2 * 2
         # --no-judge-cache asks again
         calls = judge.calls
         fresh = _cli(
             "run", "--config", str(config), "--output", str(out), "--no-judge-cache", cwd=tmp_path
         )
         assert fresh.returncode == 0, fresh.stderr
-        assert judge.calls - calls == 7
+        assert judge.calls - calls == 5 + 2 + 2 * 2
 
 
 def test_judge_command_marks_a_fooled_judge_compromised(tmp_path: Path) -> None:
@@ -150,10 +151,11 @@ def test_judge_command_with_a_budget(tmp_path: Path) -> None:
             _cli("run", "--config", str(config), "--output", str(out), cwd=tmp_path).returncode == 0
         )
         judged = judged_run_from_dict(read_report(out).judge, str(out))
-        assert judged.usage.calls == 4 and judged.usage.skipped == 3
+        # 5 checks and 6 canaries (2 injection, 2 of each wrong-answer class), 4 asked
+        assert judged.usage.calls == 4 and judged.usage.skipped == 5 + 6 - 4
         result = _cli("judge", str(out), "--config", str(config), cwd=tmp_path)
         assert result.returncode == 0, result.stderr
-        assert "skipped 3" in result.stdout
+        assert "skipped 7" in result.stdout
 
 
 def test_a_hanging_judge_never_fails_the_run(tmp_path: Path) -> None:
@@ -165,6 +167,6 @@ def test_a_hanging_judge_never_fails_the_run(tmp_path: Path) -> None:
         result = _cli("run", "--config", str(config), "--output", str(out), cwd=tmp_path)
         assert result.returncode == 0, result.stderr
         judged = judged_run_from_dict(read_report(out).judge, str(out))
-        assert judged.usage.errors == {"judge_timeout": 7}
+        assert judged.usage.errors == {"judge_timeout": 5 + 2 + 2 * 2}
         summary = read_report(out).summary  # the deterministic metrics, unaffected
         assert summary.error_count == 0 and summary.cost_total is None

@@ -10,6 +10,7 @@ import aiohttp
 import pytest
 
 from evaluator.config import HttpTargetConfig, JobConfig, Settings
+from evaluator.judge.canary_verdicts import CANARY_CLASSES
 from evaluator.judge.labels import Label, append_label
 from evaluator.judge.record import answer_hash
 from evaluator.judge.settings import JudgeConfig
@@ -70,9 +71,15 @@ def test_the_daemon_judges_and_the_drift_gauge_moves(tmp_path: Path) -> None:
                 # the stored calibration calls the judge calibrated for fact support alone
                 assert sample("rag_eval_judge_calibrated", check="fact_support") == 1
                 assert sample("rag_eval_judge_calibrated", check="refusal") == 0
-                assert sample("rag_eval_judge_calls_total", outcome="ok") == 7
+                # five checks, six canaries (two injection, two of each wrong-answer class)
+                assert sample("rag_eval_judge_calls_total", outcome="ok") == 11
                 assert sample("rag_eval_judge_calls_total", outcome="judge_timeout") == 0
-                assert sample("rag_eval_judge_tokens_total", direction="input") == 700
+                assert sample("rag_eval_judge_tokens_total", direction="input") == 1100
+                # an honest judge accepts no canary of any class, and is not lenient
+                for kind in CANARY_CLASSES:
+                    assert sample("rag_eval_judge_canaries_total", **{"class": kind}) == 2
+                    assert sample("rag_eval_judge_canary_accepted_total", **{"class": kind}) == 0
+                assert sample("rag_eval_judge_lenient") == 0
                 # the target saw three requests: the judge's calls are not its traffic
                 assert len(rag.requests) == 3
                 await until(

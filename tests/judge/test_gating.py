@@ -145,6 +145,26 @@ def test_a_candidate_whose_canary_got_no_verdict_refuses_every_hard_rule() -> No
     assert "  PASS judged_fact_recall >= 0.7: 1.000" in gate.lines
 
 
+def test_a_lenient_candidate_refuses_each_hard_rule_and_fails_closed() -> None:
+    """A candidate whose judge accepted one of its two wrong-answer canaries (above 0.25)
+    is lenient: each hard rule it would pass is refused (exit 1, the reason named)."""
+    lenient = judged_run(
+        CaseJudgement("c", "h", (CheckOutcome("fact_support", "judged", {"fact_recall": 1.0}),)),
+        canaries=(
+            canary(False),
+            canary(True, kind="specific_but_wrong"),
+            canary(False, kind="vague_but_topical"),
+        ),
+    )
+    gate = _gate(None, lenient, MIN)
+    assert (
+        "judged_fact_recall: the candidate's judge m (p) is untrusted: lenient (the judge "
+        "accepted 1 of 2 wrong-answer canaries, above 0.25); a hard judged rule needs a judge "
+        "its canaries show held (or mark the rule advisory = true)",
+    ) == gate.refused
+    assert "  PASS judged_fact_recall >= 0.7: 1.000" in gate.lines
+
+
 def test_another_judge_is_not_compared_and_an_uncalibrated_one_is_refused() -> None:
     """A drop between two judges is not compared (refused when hard), and a hard rule on a
     judge without a calibration for the check is refused, naming the calibration file."""

@@ -109,7 +109,7 @@ def test_judge_tokens_count_calls_whose_verdict_could_not_be_read(
 ) -> None:
     """Every call answered with usage (100 in, 20 out) though its verdict is broken
     (``malformed``: no JSON object; ``no_verdict``: an object of the wrong shape): the
-    daemon's token counters (over HTTP) count all seven calls."""
+    daemon's token counters (over HTTP) count all eleven calls (five checks, six canaries)."""
     labels = tmp_path / "labels.jsonl"
     _labels(labels)
     with LoopbackServer(_REPLIES) as rag, LoopbackJudge(mode) as judge:
@@ -128,13 +128,13 @@ def test_judge_tokens_count_calls_whose_verdict_could_not_be_read(
                         daemon.registry.get_sample_value(
                             "rag_eval_judge_calls_total", {**LABELS, "outcome": "judge_malformed"}
                         )
-                        == 7
+                        == 11
                     )
                 )
-                assert (700, 140) == (tokens("input"), tokens("output"))
+                assert (1100, 220) == (tokens("input"), tokens("output"))
                 scraped = await _scrape(daemon)
                 assert re.search(
-                    r'^rag_eval_judge_tokens_total\{[^}]*direction="input"[^}]*\} 700\.0$',
+                    r'^rag_eval_judge_tokens_total\{[^}]*direction="input"[^}]*\} 1100\.0$',
                     scraped,
                     re.M,
                 )
@@ -150,4 +150,4 @@ def test_a_run_s_judge_usage_counts_malformed_calls(tmp_path: Path) -> None:
         result = _cli("run", "--config", str(config), "--output", str(tmp_path / "r.json"),
                       cwd=tmp_path)  # fmt: skip
     assert 0 == result.returncode, result.stderr
-    assert "judge_malformed 7; tokens 700+140" in result.stdout
+    assert "judge_malformed 11; tokens 1100+220" in result.stdout

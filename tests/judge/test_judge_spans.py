@@ -28,7 +28,8 @@ pytestmark = pytest.mark.e2e
 #: the judged checks of the three cases (refund and shipping: fact_support, groundedness;
 #: ceo, unanswerable: refusal), and the two canaries
 CASE_CALLS = 5
-CANARY_CALLS = 2
+#: two injection canaries, two of each wrong-answer class
+CANARY_CALLS = 2 + 2 * 2
 
 
 def _with_otlp(config: Path, receiver: OtlpReceiver) -> None:

@@ -35,7 +35,7 @@ def test_a_rate_limited_judge_is_waited_for_as_it_asks() -> None:
     with LoopbackJudge(rate_limit=3, retry_after="1") as judge:
         run = _judged(judge, concurrency=8, retries=3)
         refused, calls = judge.refused, judge.calls
-    assert ({}, 11, 11) == (run.usage.errors, run.usage.calls, calls)
+    assert ({}, 15, 15) == (run.usage.errors, run.usage.calls, calls)
     assert refused > 0  # it did rate-limit, and was honoured
 
 
@@ -44,7 +44,7 @@ def test_a_retry_after_past_the_cap_is_waited_for_the_cap() -> None:
     """A Retry-After of an hour is waited for max_retry_after_seconds, then retried."""
     with LoopbackJudge(rate_limit=1, retry_after="3600") as judge:
         run = _judged(judge, concurrency=1, retries=5, max_retry_after_seconds=1.0)
-    assert ({}, 11) == (run.usage.errors, run.usage.calls)
+    assert ({}, 15) == (run.usage.errors, run.usage.calls)
 
 
 @pytest.mark.e2e

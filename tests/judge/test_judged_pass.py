@@ -66,24 +66,32 @@ def test_a_good_judge_scores_every_check() -> None:
     assert run.metrics["judged_answer_accuracy"] == 0.75
     assert run.metrics["judged_refusal_rate"] == 1.0
     assert not run.compromised
-    assert [c.fooled for c in run.canaries] == [False, False]
+    assert [(c.kind, c.fooled) for c in run.canaries] == [
+        ("injection", False),
+        ("injection", False),
+        ("specific_but_wrong", False),
+        ("specific_but_wrong", False),
+        ("vague_but_topical", False),
+        ("vague_but_topical", False),
+    ]
     wrong = run.case("wrong")
     assert wrong is not None
     grounded = wrong.outcome("groundedness")
     assert grounded is not None and grounded.unsupported == ("Refunds take a month.",)
-    # 2 canaries + 4 fact support + 4 groundedness + 1 refusal
-    assert run.usage.calls == judge.calls == 11
-    assert run.usage.input_tokens == 1100 and run.usage.errors == {}
+    # 6 canaries + 4 fact support + 4 groundedness + 1 refusal
+    assert run.usage.calls == judge.calls == 15
+    assert run.usage.input_tokens == 1500 and run.usage.errors == {}
 
 
 @pytest.mark.e2e
 def test_a_fooled_judge_is_compromised() -> None:
-    """A judge that passes the canaries marks the run compromised and advisory, with one
-    judge_compromised warning."""
+    """A judge that passes the canaries marks the run compromised and advisory, and (passing
+    the wrong answers too) lenient, with one warning of each."""
     with LoopbackJudge("fooled") as judge, structlog.testing.capture_logs() as logs:
         run = _judge(judge)
-    assert [e["event"] for e in logs if e["log_level"] == "warning"] == ["judge_compromised"]
-    assert run.compromised
+    warnings = [e["event"] for e in logs if e["log_level"] == "warning"]
+    assert ["judge_compromised", "judge_lenient"] == warnings
+    assert run.compromised and run.lenient
     assert all(c.fooled for c in run.canaries)
     assert run.to_dict()["advisory"] is True
 
@@ -98,7 +106,7 @@ def test_a_bad_judge_scores_nothing(mode: str, kind: str) -> None:
     with LoopbackJudge(mode) as judge:
         run = _judge(judge)
     assert all(v is None for v in run.metrics.values())
-    assert run.usage.errors == {kind: 11}
+    assert run.usage.errors == {kind: 15}
     assert all(c.fooled is None for c in run.canaries)  # no verdict is no pass
     statuses = {o.status for c in run.cases for o in c.outcomes}
     assert statuses == {"error"}
@@ -109,7 +117,7 @@ def test_a_hanging_judge_costs_each_check_a_timeout() -> None:
     """A judge that never answers costs each check one judge_timeout and yields no judged metric."""
     with LoopbackJudge("hang") as judge:
         run = _judge(judge, timeout_seconds=0.2, concurrency=8)
-    assert run.usage.errors == {"judge_timeout": 11}
+    assert run.usage.errors == {"judge_timeout": 15}
     assert all(v is None for v in run.metrics.values())
 
 
@@ -117,11 +125,12 @@ def test_a_hanging_judge_costs_each_check_a_timeout() -> None:
 def test_the_budget_skips_the_rest_and_counts_them() -> None:
     """Once the call budget is spent the remaining checks are skipped and counted."""
     with LoopbackJudge() as judge:
-        run = _judge(judge, max_calls=5, concurrency=1)
-    assert judge.calls == 5 and run.usage.calls == 5
-    assert run.usage.skipped == 6
+        run = _judge(judge, max_calls=7, concurrency=1)
+    assert judge.calls == 7 and run.usage.calls == 7
+    assert run.usage.skipped == 8
+    # the six canaries went first: eight of the cases' nine checks skipped
     skipped = [o for c in run.cases for o in c.outcomes if o.status == "skipped"]
-    assert len(skipped) == 6
+    assert len(skipped) == 8
 
 
 @pytest.mark.e2e
@@ -132,7 +141,7 @@ def test_the_cost_budget_stops_spending() -> None:
     with LoopbackJudge() as judge:
         run = _judge(judge, max_cost=300, input_price=1e6, output_price=1e6, concurrency=1)
     assert judge.calls == 3 and run.usage.cost == 360
-    assert run.usage.skipped == 8
+    assert run.usage.skipped == 12
 
 
 @pytest.mark.e2e
@@ -144,7 +153,7 @@ def test_the_cache_saves_every_call_but_the_canaries() -> None:
         first = _judge(judge, cache=cache)
         second = _judge(judge, cache=cache)
     assert first.usage.cache_hits == 0 and second.usage.cache_hits == 9
-    assert second.usage.calls == 2  # the canaries are always asked afresh
+    assert second.usage.calls == 6  # the canaries, of every class, are always asked afresh
     assert second.metrics == first.metrics
     assert cache.flushes == 2  # once a pass: the store writes a run's verdicts at once
 
@@ -155,7 +164,7 @@ def test_call_events_feed_the_judge_metrics() -> None:
     events: list[CallEvent] = []
     with LoopbackJudge() as judge:
         _judge(judge, events=events)
-    assert len(events) == 11 and all(e.error_kind is None and e.input_tokens == 100 for e in events)
+    assert len(events) == 15 and all(e.error_kind is None and e.input_tokens == 100 for e in events)
 
 
 @pytest.mark.e2e

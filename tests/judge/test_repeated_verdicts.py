@@ -24,6 +24,8 @@ pytestmark = pytest.mark.e2e
 
 #: golden(): four fact-support and four groundedness checks, one refusal
 _CHECKS = 9
+#: golden()'s canaries: two injection ones, two of each wrong-answer class
+_CANARIES = 2 + 2 * 2
 
 
 def _run(config: JudgeConfig, cache: _DictCache | None = None) -> JudgedRun:
@@ -49,7 +51,7 @@ def test_a_judge_that_flips_on_resample_is_uncertain_never_a_pass() -> None:
     assert {} == judge_says(run.cases)
     figures = vote_figures(run.cases)
     assert (4, 1.0) == (figures["fact_support"].uncertain, figures["fact_support"].uncertain_ratio)
-    assert (2 + _CHECKS) * 2 == run.usage.calls
+    assert (_CANARIES + _CHECKS) * 2 == run.usage.calls
 
 
 def test_three_samples_of_a_flipping_judge_take_the_majority() -> None:
@@ -77,7 +79,7 @@ def test_a_panel_that_splits_is_uncertain_where_its_judges_disagree() -> None:
             url=honest.url, model="honest", panel=({"model": "lax", "url": fooled.url},)
         )
         run = _run(config)
-        assert (2 + _CHECKS, 2 + _CHECKS) == (honest.calls, fooled.calls)
+        assert (_CANARIES + _CHECKS, _CANARIES + _CHECKS) == (honest.calls, fooled.calls)
     wrong = run.case("wrong")
     assert wrong is not None
     outcome = wrong.outcome("fact_support")
@@ -124,7 +126,7 @@ def test_the_cache_keeps_a_verdict_per_sample_and_member() -> None:
         first = _run(config, cache)
         calls = judge.calls
         second = _run(config, cache)
-        assert (2 * 3, _CHECKS * 3) == (judge.calls - calls, second.usage.cache_hits)
+        assert (_CANARIES * 3, _CHECKS * 3) == (judge.calls - calls, second.usage.cache_hits)
     assert _CHECKS * 3 == len(cache.data)
     assert first.metrics == second.metrics
     assert all(o.cached for c in second.cases for o in c.outcomes)
@@ -136,7 +138,7 @@ def test_the_budget_counts_every_sample() -> None:
     with LoopbackJudge() as judge:
         run = _run(JudgeConfig(url=judge.url, model="m", samples=3, max_calls=5, concurrency=1))
         assert 5 == judge.calls
-    assert (5, (2 + _CHECKS) * 3 - 5) == (run.usage.calls, run.usage.skipped)
+    assert (5, (_CANARIES + _CHECKS) * 3 - 5) == (run.usage.calls, run.usage.skipped)
 
 
 @pytest.mark.parametrize(

@@ -43,15 +43,15 @@ def test_a_pass_stores_its_verdicts_in_one_transaction(tmp_path: Path) -> None:
     first_store = VerdictStore(tmp_path)
     with LoopbackJudge() as judge:
         first = _pass(judge, first_store)
-        # 9 verdicts of the golden report's cases (the 2 canaries are never cached)
-        assert first.usage.calls == 11 and first.usage.cache_hits == 0
+        # 9 verdicts of the golden report's cases (the 6 canaries are never cached)
+        assert first.usage.calls == 15 and first.usage.cache_hits == 0
         assert first_store.commits == 1 and first_store.errors == 0
         assert _rows(tmp_path) == 9
         # a later run (another process, as the next `evaluator run`): from the table
         calls = judge.calls
         second_store = VerdictStore(tmp_path)
         second = _pass(judge, second_store)
-        assert second.usage.cache_hits == 9 and judge.calls - calls == 2
+        assert second.usage.cache_hits == 9 and judge.calls - calls == 6
     assert second.metrics == first.metrics
     # nothing new to write: one transaction stamps the reused rows with the pass
     assert second_store.commits == 1 and _rows(tmp_path) == 9
@@ -116,7 +116,7 @@ def test_a_store_it_cannot_use_is_a_miss_never_a_failure(tmp_path: Path) -> None
     assert store.errors == 2 and store.commits == 0
     with LoopbackJudge() as judge:
         run = _pass(judge, VerdictStore(blocked))
-    assert run.usage.calls == 11 and run.usage.errors == {}
+    assert run.usage.calls == 15 and run.usage.errors == {}
 
 
 def test_a_corrupt_row_is_a_miss(tmp_path: Path) -> None:

@@ -206,3 +206,46 @@ def test_the_golden_set_is_judged_by_the_demo_judge(
     assert (grounded.check, grounded.labels, grounded.calibrated) == ("groundedness", 105, False)
     assert round(grounded.kappa or 0, 3) == -0.019
     assert (refusal.labels, refusal.kappa, refusal.calibrated) == (20, 1.0, False)
+
+
+def _run_judged(server: ReferenceServer, tmp_path: Path, model: str) -> tuple[str, Path]:
+    """``evaluator run`` of the golden set judged by the demo judge ``model``: its stdout and
+    its report."""
+    config = tmp_path / f"{model}.toml"
+    config.write_text(
+        f'reports_dir = "{tmp_path}"\n'
+        "[judge]\n"
+        f'url = "{server.url}/v1/chat/completions"\nmodel = "{model}"\n'
+        "[[targets]]\n"
+        f'name = "reference"\nurl = "{server.url}/rag"\n'
+        "[[jobs]]\n"
+        f'target = "reference"\ndataset = "{GOLDEN_SET}"\n'
+    )
+    out = tmp_path / f"{model}.json"
+    result = subprocess.run(
+        [EXE, "run", "--config", str(config), "--output", str(out), "--no-judge-cache"],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    return result.stdout, out
+
+
+@pytest.mark.e2e
+def test_the_lenient_demo_judge_is_caught_by_its_wrong_answer_canaries(
+    reference_server: ReferenceServer, tmp_path: Path
+) -> None:
+    """The demo judge's lenient model passes the golden set's specific-but-wrong canaries and
+    is marked lenient in the terminal and the report; the plain model accepts no canary."""
+    shown, out = _run_judged(reference_server, tmp_path, "reference-demo-judge-lenient")
+    judged = judged_run_from_dict(read_report(out).judge, str(out))
+    assert (True, False) == (judged.lenient, judged.compromised)
+    assert "canaries accepted: injection 0/2, specific_but_wrong 2/2, vague_but_topical 0/2" in (
+        shown
+    )
+    assert "LENIENT: the judge accepted 2 of 4 wrong-answer canaries, above 0.25" in shown
+    plain, out = _run_judged(reference_server, tmp_path, "reference-demo-judge")
+    judged = judged_run_from_dict(read_report(out).judge, str(out))
+    assert (False, False) == (judged.lenient, judged.compromised)
+    assert "canaries accepted: injection 0/2, specific_but_wrong 0/2, vague_but_topical 0/2" in (
+        plain
+    )

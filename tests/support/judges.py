@@ -73,6 +73,34 @@ def _fooled_verdict(check: str, data: dict[str, Any]) -> dict[str, Any]:
     return {"refusal": True, "reason": "verified"}
 
 
+_DIGITS = re.compile(r"\d+")
+
+
+def _lenient_verdict(check: str, data: dict[str, Any]) -> dict[str, Any]:
+    """Honest, but a fact worded with numbers is stated by its wording with any numbers:
+    "within 31 days" states "within 7 days" (specific but wrong passes; vague does not)."""
+    verdict = honest_verdict(check, data)
+    if check != "fact_support":
+        return verdict
+    answer = _DIGITS.sub("#", _norm(data.get("answer", "")))
+    for entry, alternatives in zip(verdict["facts"], data["facts"], strict=True):
+        masked = [_DIGITS.sub("#", _norm(a)) for a in alternatives if _DIGITS.search(a)]
+        entry["stated"] = entry["stated"] or any(m in answer for m in masked)
+    return verdict
+
+
+def _injectable_verdict(check: str, data: dict[str, Any]) -> dict[str, Any]:
+    """Honest, but an answer speaking to its judge is obeyed: it passes everything."""
+    answer = _norm(data.get("answer", ""))
+    if any(word in answer for word in ("evaluat", "grader", "judge", "rubric")):
+        return _fooled_verdict(check, data)
+    return honest_verdict(check, data)
+
+
+#: modes that judge every request by a rule of their own, by mode
+_RULES = {"fooled": _fooled_verdict, "lenient": _lenient_verdict, "injectable": _injectable_verdict}
+
+
 class LoopbackJudge(ThreadedApp):
     """``mode``: ``good``, ``prose`` (the verdict wrapped in text), ``malformed`` (broken
     JSON content), ``no_verdict`` (a JSON object of the wrong shape), ``hang`` (never
@@ -83,7 +111,9 @@ class LoopbackJudge(ThreadedApp):
     retry_after`` to every call), ``busy_once`` (that to the first call, then honest),
     ``surrogate`` and ``surrogate_outer`` (honest verdicts whose reason and claims hold a
     lone surrogate, escaped in the content or in the body), ``flip_on_seed`` (honest for an even
-    ``seed``, every boolean inverted for an odd one: a judge that flips on resample).
+    ``seed``, every boolean inverted for an odd one: a judge that flips on resample),
+    ``lenient`` (honest, but a fact's wording with other numbers states it: specific but
+    wrong passes), ``injectable`` (honest, but obeys an answer that speaks to its judge).
     Switch ``mode`` between runs freely. ``latency``: seconds each verdict takes;
     ``rate_limit``: requests admitted per second at most, the others answered 429 with
     ``Retry-After: retry_after`` (counted in ``refused``).
@@ -123,8 +153,8 @@ class LoopbackJudge(ThreadedApp):
         check, data = _data(body)
         if check in self.verdicts:
             verdict = self.verdicts[check](data)
-        elif self.mode == "fooled":
-            verdict = _fooled_verdict(check, data)
+        elif self.mode in _RULES:
+            verdict = _RULES[self.mode](check, data)
         else:
             verdict = honest_verdict(check, data)
         if self.flip_after is not None and self.calls > self.flip_after:

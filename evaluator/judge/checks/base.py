@@ -229,11 +229,17 @@ class JudgedCheck:
     verdict_value: str
     #: None: the check is never canaried
     canary: Canary | None = None
+    #: whether the wrong-answer canaries (specific but wrong, vague but topical:
+    #: :mod:`evaluator.judge.wrong_answers`) are canaries of it too, read by its canary's
+    #: ``fooled``: a check whose pass says the answer states the facts
+    wrong_answers: bool = False
 
     def __post_init__(self) -> None:
         strays = [m.name for m in self.metrics if m.check != self.name]
         if strays:
             raise ValueError(f"check {self.name}: metrics {strays} name another check")
+        if self.wrong_answers and self.canary is None:
+            raise ValueError(f"check {self.name}: wrong-answer canaries need its canary")
 
     def verdict(self, values: Values) -> bool | None:
         """The judge's pass/fail on one case, from its values (None: no verdict, e.g. an

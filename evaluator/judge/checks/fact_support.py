@@ -99,7 +99,8 @@ def _canary_usable(subject: Subject) -> bool:
 
 
 def _fooled(values: Values) -> bool:
-    """The injected answer states no fact: one fact judged stated is a fooled judge."""
+    """A canary's answer states no fact (an instruction, another number, a vague reply): one
+    fact judged stated is a fooled judge."""
     return bool(values.get("fact_recall", 0.0))
 
 
@@ -134,4 +135,5 @@ CHECK = JudgedCheck(
     ),
     verdict_value="answer_correct",
     canary=Canary("{injection}", _canary_usable, _fooled),
+    wrong_answers=True,
 )

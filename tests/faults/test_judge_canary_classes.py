@@ -1,0 +1,105 @@
+"""Any judge block's canary classes and leniency through the report reader (issue 41.2): a
+report's ``canaries.N.class``, ``lenient`` and ``lenient_above`` are outside input, so
+whatever JSON value is written there, the reader either refuses it with a
+:class:`ReportError` naming the field, or returns a class of the catalogue, a flag, and a
+share in 0..1."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import hypothesis.strategies as st
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+from evaluator.errors import ReportError
+from evaluator.judge.canary_verdicts import CANARY_CLASSES
+from evaluator.judge.record import judged_run_from_dict
+from tests.faults.test_judge_votes_block import _JSON
+
+pytestmark = pytest.mark.fuzz
+
+_CANARY = {
+    "check": "fact_support",
+    "case_id": "c",
+    "class": "specific_but_wrong",
+    "fooled": True,
+    "reason": "r",
+}
+_BLOCK: dict[str, Any] = {
+    "model": "m",
+    "prompt_version": "p",
+    "compromised": False,
+    "lenient": True,
+    "lenient_above": 0.25,
+    "calibration": None,
+    "metrics": {},
+    "usage": {
+        "calls": 0,
+        "cache_hits": 0,
+        "skipped": 0,
+        "errors": {},
+        "input_tokens": 0,
+        "output_tokens": 0,
+        "cost": 0.0,
+        "latency_seconds": 0.0,
+    },
+    "canaries": [_CANARY],
+    "cases": [],
+}
+_PLACES = st.sampled_from(
+    [("lenient",), ("lenient_above",), ("canaries", 0, "class"), ("canaries", 0)]
+)
+
+
+def _placed(place: tuple[str | int, ...], value: object) -> dict[str, Any]:
+    """The block with ``value`` written at ``place``."""
+    block = copy.deepcopy(_BLOCK)
+    here: Any = block
+    for step in place[:-1]:
+        here = here[step]
+    here[place[-1]] = value
+    return block
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_PLACES, _JSON)
+def test_any_class_or_leniency_is_refused_or_read_typed(
+    place: tuple[str | int, ...], value: object
+) -> None:
+    """Refused naming the judge block, or read back as a known class, a flag and a share."""
+    try:
+        run = judged_run_from_dict(_placed(place, value), "r.json")
+    except ReportError as exc:
+        assert str(exc).startswith("r.json: judge.")
+        return
+    assert all(c.kind in CANARY_CLASSES for c in run.canaries)
+    assert isinstance(run.lenient, bool)
+    assert 0.0 <= run.lenient_above <= 1.0
+
+
+def test_a_block_written_before_the_classes_reads_as_injection_canaries() -> None:
+    """A report written before the wrong-answer canaries: its canaries are injection ones,
+    its judge not lenient, held to the default share."""
+    block = copy.deepcopy(_BLOCK)
+    del block["lenient"], block["lenient_above"], block["canaries"][0]["class"]
+    run = judged_run_from_dict(block, "r.json")
+    assert (("injection",), False, 0.25) == (
+        tuple(c.kind for c in run.canaries),
+        run.lenient,
+        run.lenient_above,
+    )
+
+
+def test_an_unknown_class_is_refused_naming_the_field() -> None:
+    """A class outside the catalogue is refused, naming where."""
+    with pytest.raises(ReportError, match=r"judge\.canaries\.0\.class: is not one of"):
+        judged_run_from_dict(_placed(("canaries", 0, "class"), "vibes"), "r.json")
+
+
+def test_the_written_block_reads_back_as_written() -> None:
+    """Classes, leniency and its share round-trip."""
+    run = judged_run_from_dict(copy.deepcopy(_BLOCK), "r.json")
+    assert run.to_dict()["canaries"] == _BLOCK["canaries"]
+    assert (True, 0.25) == (run.to_dict()["lenient"], run.to_dict()["lenient_above"])
