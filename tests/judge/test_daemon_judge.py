@@ -190,3 +190,53 @@ def test_the_daemon_exports_the_uncertain_share_of_a_judge_that_flips_on_resampl
                 assert 'rag_eval_judge_uncertain_ratio{check="fact_support"' in scraped
 
         run_bounded(body, timeout=30)
+
+
+@pytest.mark.e2e
+def test_a_lenient_judge_is_counted_by_class_and_named_on_the_status_page(
+    tmp_path: Path,
+) -> None:
+    """A daemon judged by a lenient judge: the accepted canaries counted by class over HTTP,
+    rag_eval_judge_lenient at 1, and the status page's amber reason saying why."""
+    labels = tmp_path / "labels.jsonl"
+    _labels(labels)
+    with LoopbackServer(_REPLIES) as rag, LoopbackJudge("lenient") as judge:
+        settings = _settings(tmp_path, rag.url, judge.url, labels)
+
+        async def body() -> None:
+            async with running(settings) as daemon:
+
+                def sample(name: str, **extra: str) -> float | None:
+                    return daemon.registry.get_sample_value(name, {**LABELS, **extra})
+
+                await until(lambda: sample("rag_eval_judge_lenient") is not None)
+                base = f"http://127.0.0.1:{daemon.http.port}"
+                async with aiohttp.ClientSession() as session:
+                    async with session.get(f"{base}/metrics") as response:
+                        scraped = await response.text()
+                    async with session.get(f"{base}/") as response:
+                        page = await response.text()
+                accepted = {
+                    kind: _scraped(scraped, "rag_eval_judge_canary_accepted_total", kind)
+                    for kind in CANARY_CLASSES
+                }
+                assert {
+                    "injection": 0.0,
+                    "specific_but_wrong": 2.0,
+                    "vague_but_topical": 0.0,
+                } == accepted
+                assert 1 == sample("rag_eval_judge_lenient")
+                assert (
+                    "judge: lenient (the judge accepted 2 of 4 wrong-answer canaries, above 0.25)"
+                    in page
+                )
+
+        run_bounded(body, timeout=30)
+
+
+def _scraped(text: str, name: str, kind: str) -> float | None:
+    """One job's series of ``name`` for canary class ``kind`` in a scrape (None: absent)."""
+    for line in text.splitlines():
+        if line.startswith(f"{name}{{") and f'class="{kind}"' in line:
+            return float(line.rsplit(" ", 1)[1])
+    return None

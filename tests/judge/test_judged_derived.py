@@ -200,3 +200,27 @@ def test_a_judge_failing_on_its_canaries_fails_closed(tmp_path: Path) -> None:
     result = _gate(tmp_path, base, cand)
     assert 1 == result.returncode, result
     assert "canaries got no verdict (the judge failed on them" in result.stderr
+
+
+def test_a_lenient_judge_fails_closed(tmp_path: Path) -> None:
+    """Issue 41.2 (the coordinator's decision, over 'advisory'): the candidate judged by a
+    judge that passes specific-but-wrong answers, calibrated: each hard judged rule is
+    refused (exit 1), the reason named."""
+    result = _forged(tmp_path, lambda c, b: None, mode="lenient")
+    assert 1 == result.returncode, result
+    assert (
+        "is untrusted: lenient (the judge accepted 2 of 4 wrong-answer canaries, above 0.25)"
+        in result.stderr
+    )
+
+
+def _hide_lenient(candidate: dict[str, Any], _baseline: dict[str, Any]) -> None:
+    candidate["judge"]["lenient"] = False
+
+
+def test_lenient_written_over_its_canaries_is_refused(tmp_path: Path) -> None:
+    """``lenient: false`` written over a lenient judge's canaries: refused, exit 1, the field
+    named (and the share it is held to is the report's own, bounded on read)."""
+    result = _forged(tmp_path, _hide_lenient, mode="lenient")
+    assert 1 == result.returncode, result
+    assert "judge.lenient: is false, its canaries' verdicts give true" in result.stderr
