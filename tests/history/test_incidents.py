@@ -32,11 +32,21 @@ BREAK_AT = 9
 
 
 class Script:
-    """One request per case and run (no retries): the run number is the case's count."""
+    """One request per case and run (no retries): the run number is the case's count.
+
+    The first request of runs 11 and 12 waits for the test's word (:attr:`held`), so the
+    daemon stays at run 10, then 11, for as long as the test looks at it, however slow the
+    machine (the service answers on one event loop: the whole run waits)."""
 
     def __init__(self) -> None:
         self.seen: Counter[str] = Counter()
         self.lock = threading.Lock()
+        self.held = {run: threading.Event() for run in (11, 12)}
+
+    def release(self) -> None:
+        """Let every held run go (the test is done looking, or failed)."""
+        for event in self.held.values():
+            event.set()
 
     def __call__(self, request: dict[str, Any]) -> Reply:
         """The scripted answer to a case by its name: the healer right only during the incident,
@@ -45,6 +55,8 @@ class Script:
         with self.lock:
             self.seen[case] += 1
             run = self.seen[case]
+        if run in self.held:
+            self.held[run].wait(timeout=60)
         good = {"answer": f"the fact of {case}", "retrieved": [{"id": f"doc-{case}"}]}
         bad = {"answer": "no idea", "retrieved": [{"id": "elsewhere"}]}
         if case == "healer":
@@ -101,30 +113,50 @@ def _run_ids(daemon: DaemonProcess) -> list[str]:
     return [e["run_id"] for e in daemon.logs() if e.get("event") == "run"]
 
 
+def _victim_failures(cases: dict[str, Any]) -> int:
+    """How many runs of the history's window ``victim`` failed in (0 before any history)."""
+    for case in cases.get("cases", []):
+        if case["id"] == "victim":
+            return sum(1 for v in case["verdicts"] if v is False)
+    return 0
+
+
+def _settled_at(daemon: DaemonProcess, run: int, deadline: float) -> tuple[dict[str, Any], str]:
+    """The job's ``/cases`` and status page once its history holds run ``run`` (the next run
+    is held back by the script, so nothing moves while the test reads)."""
+    while time.monotonic() < deadline:
+        if len(_run_ids(daemon)) >= run:
+            cases = daemon.get("/cases").json()
+            # victim fails from BREAK_AT on: its failures in the window say which run it holds
+            if _victim_failures(cases) == run - BREAK_AT + 1:
+                return cases, daemon.get("/").text
+        time.sleep(0.1)
+    raise AssertionError(f"the daemon's history never held run {run}")
+
+
 def test_an_earlier_incident_neither_makes_cases_newly_failing_nor_dates_the_new_one(
     tmp_path: Path,
 ) -> None:
     """At runs 10 and 11, ``healer`` (fixed only by the earlier incident) is not newly
     failing, ``victim`` is, and the page says the change began at run 9."""
     seen: list[tuple[int, dict[str, Any], str]] = []
-    with LoopbackServer(Script()) as server:
+    script = Script()
+    with LoopbackServer(script) as server:
         daemon = DaemonProcess(["--config", str(_config(tmp_path, server.url))], workdir=tmp_path)
         daemon.start()
         try:
             daemon.wait_ready()
-            deadline = time.monotonic() + 90
-            while time.monotonic() < deadline and len(_run_ids(daemon)) < 12:
-                before = len(_run_ids(daemon))
-                cases, page = daemon.get("/cases").json(), daemon.get("/").text
-                runs = _run_ids(daemon)
-                if before == len(runs) and len(runs) in (10, 11):
-                    seen.append((len(runs), cases, page))
-                time.sleep(0.1)
+            deadline = time.monotonic() + 120
+            for run in (10, 11):
+                cases, page = _settled_at(daemon, run, deadline)
+                seen.append((run, cases, page))
+                script.held[run + 1].set()
             runs = _run_ids(daemon)
         finally:
+            script.release()
             result = daemon.stop()
     assert 0 == result.returncode, result.stderr
-    assert {10, 11} == {n for n, _, _ in seen}
+    assert [10, 11] == [n for n, _, _ in seen]
     for n, cases, page in seen:
         assert (n, ["victim"]) == (n, cases["newly_failing"])
         began = re.search(r'Change began at run <a class="id" href="[^"]*">([0-9a-f]+)</a>', page)
