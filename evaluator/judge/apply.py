@@ -15,7 +15,7 @@ import msgspec
 from evaluator.border import printable
 from evaluator.judge.agreement import vote_figures
 from evaluator.judge.calibration_store import CALIBRATION_FILE, read_calibration
-from evaluator.judge.canary_verdicts import acceptance, lenient_reason
+from evaluator.judge.canary_verdicts import acceptance_text, lenient_reason
 from evaluator.judge.checks import judged_metric
 from evaluator.judge.judged_pass import CallEvent, judge_report
 from evaluator.judge.panel import JudgePanel
@@ -27,7 +27,6 @@ from evaluator.redaction import redactor
 from evaluator.report import RunReport, read_report, write_report
 
 __all__ = [
-    "acceptance_line",
     "calibration_of",
     "canaries_line",
     "failing_judges",
@@ -182,7 +181,7 @@ def format_judged(judged: JudgedRun, config: JudgeConfig | None = None) -> str:
     if config is not None:
         lines.extend(f"  {line}" for line in failing_judges(judged, config))
     lines.append(f"  {canaries_line(judged)}")
-    lines.append(f"  {acceptance_line(judged)}")
+    lines.append(f"  {acceptance_text(judged.canaries)}")
     lines.extend(_votes_lines(judged))
     return "\n".join(lines)
 
@@ -216,16 +215,6 @@ def canaries_line(judged: JudgedRun) -> str:
     if len(answered) < total:
         return f"canaries {total}, judged {len(answered)}, fooled {fooled}"
     return f"canaries {total}" + (f", fooled {fooled}" if total else "")
-
-
-def acceptance_line(judged: JudgedRun) -> str:
-    """Each class's canaries the judge accepted, out of those it judged (a class with
-    canaries it gave no verdict on says how many)."""
-    parts = []
-    for kind, a in acceptance(judged.canaries).items():
-        unjudged = f" ({a.sent - a.judged} not judged)" if a.sent > a.judged else ""
-        parts.append(f"{kind} {a.accepted}/{a.judged}{unjudged}")
-    return "canaries accepted: " + ", ".join(parts)
 
 
 def _votes_lines(judged: JudgedRun) -> list[str]:

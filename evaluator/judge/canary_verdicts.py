@@ -32,6 +32,7 @@ __all__ = [
     "Acceptance",
     "CanaryClass",
     "acceptance",
+    "acceptance_text",
     "compromised",
     "lenient",
     "lenient_reason",
@@ -97,3 +98,13 @@ def lenient_reason(canaries: Iterable[CanaryResult], above: float) -> str:
     accepted = sum(by_class[kind].accepted for kind in WRONG_ANSWER_CLASSES)
     judged = sum(by_class[kind].judged for kind in WRONG_ANSWER_CLASSES)
     return f"the judge accepted {accepted} of {judged} wrong-answer canaries, above {above:g}"
+
+
+def acceptance_text(canaries: Iterable[CanaryResult]) -> str:
+    """Each class's canaries the judge accepted, out of those it judged (a class with
+    canaries it gave no verdict on says how many): ``canaries accepted: injection 0/2, ...``."""
+    parts = []
+    for kind, a in acceptance(canaries).items():
+        unjudged = f" ({a.sent - a.judged} not judged)" if a.sent > a.judged else ""
+        parts.append(f"{kind} {a.accepted}/{a.judged}{unjudged}")
+    return "canaries accepted: " + ", ".join(parts)

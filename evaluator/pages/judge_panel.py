@@ -16,6 +16,7 @@ from pathlib import Path
 
 from evaluator.bounds import clip
 from evaluator.errors import ReportError
+from evaluator.judge.canary_verdicts import acceptance_text
 from evaluator.judge.checks import check as judged_check
 from evaluator.judge.derived import judged_of
 from evaluator.judge.labels import Label, LabelsError, outcome_verdict, read_labels
@@ -134,6 +135,8 @@ class JudgePanelView:
     #: where human labels come from (None: no labels file configured)
     labels_source: str | None
     labels_error: str | None
+    #: the run's canaries the judge accepted, by class (None: no judged run to read)
+    canaries: str | None = None
 
 
 def judged_or_why(report: RunReport, source: str) -> tuple[JudgedRun | None, str | None]:
@@ -254,6 +257,7 @@ def judge_panel(
         note=note,
         labels_source=redact(labels.source) if labels is not None else None,
         labels_error=redact(labels.error) if labels is not None and labels.error else None,
+        canaries=acceptance_text(judged.canaries),
     )
 
 

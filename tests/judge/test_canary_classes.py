@@ -13,9 +13,15 @@ from typing import Any
 
 import pytest
 
-from evaluator.judge.apply import acceptance_line, format_judged, trust_problem
+from evaluator.judge.apply import format_judged, trust_problem
 from evaluator.judge.canary import wrong_answer_subjects
-from evaluator.judge.canary_verdicts import Acceptance, acceptance, compromised, lenient
+from evaluator.judge.canary_verdicts import (
+    Acceptance,
+    acceptance,
+    acceptance_text,
+    compromised,
+    lenient,
+)
 from evaluator.judge.judged_pass import judge_report, subjects_of
 from evaluator.judge.panel import JudgePanel
 from evaluator.judge.record import CanaryResult, JudgedRun, judged_run_from_dict
@@ -126,7 +132,7 @@ def test_a_lenient_judge_is_caught_by_the_specific_but_wrong_canary() -> None:
     ) in shown.splitlines()
     assert (
         "canaries accepted: injection 0/2, specific_but_wrong 2/2, vague_but_topical 0/2"
-        == acceptance_line(run)
+        == acceptance_text(run.canaries)
     )
     assert "lenient (the judge accepted 2 of 4 wrong-answer canaries, above 0.25)" == (
         trust_problem(run, {})

@@ -237,11 +237,16 @@ def test_the_html_report_shows_the_panel_escaped_and_redacted() -> None:
     (shown,) = view.worst
     assert shown.judge is not None
     assert "compromised (a canary answer was judged supported)" == shown.judge.untrusted
+    assert (
+        "canaries accepted: injection 1/1, specific_but_wrong 0/0, vague_but_topical 0/0"
+        == shown.judge.canaries
+    )
     html = PageRenderer(redact).report(view)
     assert SECRET not in html and "<script>alert(1)" not in html
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html and "&lt;b&gt;fine&lt;/b&gt;" in html
     assert html.count('class="judge-check"') == 2
     assert "the judge disagrees" in html and "compromised" in html
+    assert f'<p class="muted judge-canaries">{shown.judge.canaries}</p>' in html
     assert "human labels from" in html and "labels.jsonl" in html
     # an unjudged report has no panel at all
     plain = report_view(report(wrong), source="r.json", redact=redact)
