@@ -38,7 +38,6 @@ from evaluator.redaction import redactor
 from evaluator.retry import call_with_retries
 from evaluator.run_options import RetryPolicy
 from evaluator.targets.body import check_declared_length, read_body
-from evaluator.targets.decode import BodyDecoder
 from evaluator.targets.http import parse_retry_after
 from evaluator.targets.request import RequestTemplate
 
@@ -208,7 +207,7 @@ class JudgeClient:
                 raise JudgeMalformedError("judge response is compressed though not asked to be")
             try:
                 check_declared_length(r.headers, cap)
-                content, _ = await read_body(r.content, BodyDecoder((), cap), cap)
+                content, _ = await read_body(r.content, (), cap)
             except ResponseTooLargeError:
                 raise JudgeTooLargeError(f"judge response is larger than {cap} bytes") from None
             location = r.headers.get("Location") if 300 <= r.status < 400 else None

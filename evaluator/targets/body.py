@@ -2,9 +2,9 @@
 over HTTP, a target's and the judge's.
 
 The body arrives in chunks; each is counted against the cap as it comes and decoded through
-its ``Content-Encoding`` chain by a :class:`~evaluator.targets.decode.BodyDecoder` (which,
-for a body without a coding, hands each chunk back as it is: httpx's identity decoder), so
-neither the bytes on the wire nor the decoded ones ever pass the cap. A streamed body's
+its ``Content-Encoding`` chain by a :class:`~evaluator.targets.decode.BodyDecoder` (a body
+without a coding, the common case, is its chunks as they come: no decoder is made for it),
+so neither the bytes on the wire nor the decoded ones ever pass the cap. A streamed body's
 decoded pieces go to a sink as they arrive, which may end the read at the stream's end
 marker whether or not the server closes.
 """
@@ -43,10 +43,15 @@ def check_declared_length(headers: Mapping[str, str], cap: int) -> None:
 
 
 async def read_body(
-    content: aiohttp.StreamReader, decoder: BodyDecoder, cap: int, sink: Sink | None = None
+    content: aiohttp.StreamReader,
+    codings: tuple[str, ...],
+    cap: int,
+    sink: Sink | None = None,
 ) -> tuple[bytes, float]:
-    """The decoded body within ``cap``, and the ``time.perf_counter()`` when its last byte
-    arrived (when the sink said it was complete, the last byte it needed).
+    """The body decoded from ``codings`` (its ``Content-Encoding`` chain, as
+    :func:`~evaluator.targets.decode.parse_content_encoding` gives it) within ``cap``, and the
+    ``time.perf_counter()`` when its last byte arrived (when the sink said it was complete,
+    the last byte it needed).
 
     A large decode yields to the event loop every few pieces, so it never holds the loop
     for long.
@@ -55,6 +60,9 @@ async def read_body(
         ResponseTooLargeError: more than ``cap`` bytes arrived, or a layer decoded to more.
         BadResponseError: the encoded data is corrupt, or ends inside a compressed stream.
     """
+    # without a coding each chunk is its own piece: a decoder object, its feed and its close
+    # were three calls a case for nothing to decode
+    decoder = BodyDecoder(codings, cap) if codings else None
     pieces: list[bytes] = []
     raw = 0
     received_at = time.perf_counter()
@@ -65,11 +73,13 @@ async def read_body(
             raise ResponseTooLargeError(
                 f"response is larger than max_response_bytes ({cap}); stopped reading"
             )
-        for count, piece in enumerate(decoder.feed(chunk), 1):
+        decoded = (chunk,) if decoder is None else decoder.feed(chunk)
+        for count, piece in enumerate(decoded, 1):
             pieces.append(piece)
             if sink is not None and await sink(piece, received_at):
                 return b"".join(pieces), received_at
             if count % _PIECES_PER_YIELD == 0:
                 await asyncio.sleep(0)  # a large decode must not hold the loop
-    decoder.close()
+    if decoder is not None:
+        decoder.close()
     return b"".join(pieces), received_at

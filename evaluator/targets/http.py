@@ -562,10 +562,10 @@ class HttpTarget:
         cap = self.options.max_response_bytes
         headers = response.headers
         check_declared_length(headers, cap)
-        decoder = BodyDecoder(parse_content_encoding(headers.get("Content-Encoding")), cap)
+        codings = parse_content_encoding(headers.get("Content-Encoding"))
         if stream is None:
-            return read_body(response.content, decoder, cap)
-        return _read_stream(response.content, decoder, cap, stream)
+            return read_body(response.content, codings, cap)
+        return _read_stream(response.content, codings, cap, stream)
 
     async def _status_error(
         self, response: aiohttp.ClientResponse, observer: _Observer
@@ -735,7 +735,7 @@ def _streamed(
 
 
 async def _read_stream(
-    content: aiohttp.StreamReader, decoder: BodyDecoder, cap: int, stream: StreamAssembler
+    content: aiohttp.StreamReader, codings: tuple[str, ...], cap: int, stream: StreamAssembler
 ) -> tuple[bytes, float]:
     """A streamed body: read as any body, each piece fed to ``stream``, the read complete at
     the stream's end marker; a body that ends first closes the stream (a cut unless it ended
@@ -745,7 +745,7 @@ async def _read_stream(
         await _feed(stream, piece, at)
         return stream.finished
 
-    body, received_at = await read_body(content, decoder, cap, fed)
+    body, received_at = await read_body(content, codings, cap, fed)
     stream.close(received_at)  # nothing to do when it finished at its end marker
     return body, received_at
 
