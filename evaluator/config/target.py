@@ -84,7 +84,7 @@ class RequestConfig(_Strict):
         if self.method == "GET" and self.body is not None:
             raise ValueError("a GET request has no body: put {question} in 'params'")
         self._check_references()
-        if ENV_REFERENCE.search(json.dumps(self.body)):
+        if ENV_REFERENCE.search(self._body_text()):
             raise ValueError(
                 "body: ${...} is not resolved in the body; pass secrets in headers or params"
             )
@@ -95,6 +95,20 @@ class RequestConfig(_Strict):
                 "or in the 'body'"
             )
         return self
+
+    def _body_text(self) -> str:
+        """The body template's JSON text.
+
+        Raises:
+            ValueError: it holds NaN or Infinity (TOML has them, JSON does not: the body
+                would not be JSON).
+        """
+        try:
+            return json.dumps(self.body, allow_nan=False)
+        except ValueError:
+            raise ValueError(
+                "body: nan and inf are not JSON numbers; write a finite number"
+            ) from None
 
     def _check_references(self) -> None:
         """Every ``${VAR}`` in a parameter or header is one the process can resolve."""

@@ -31,7 +31,7 @@ from jmespath.exceptions import JMESPathError
 from jmespath.parser import ParsedResult
 
 from evaluator.errors import BadResponseError
-from evaluator.targets.request import OutgoingRequest
+from evaluator.targets.request import OutgoingRequest, encode_body
 
 __all__ = ["MAX_ID_CHARS", "ConversationIds", "SendIn"]
 
@@ -109,5 +109,5 @@ class ConversationIds:
             )
         body: Any = json.loads(request.content or b"{}")
         body[self.name] = service_id  # the configuration checked the body is an object
-        content = json.dumps(body, ensure_ascii=False).encode()
+        content = encode_body(body)
         return msgspec.structs.replace(request, content=content)

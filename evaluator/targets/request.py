@@ -23,7 +23,6 @@ Two kinds of placeholder (the grammar is in :mod:`evaluator.targets.templates`):
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -58,7 +57,7 @@ from evaluator.targets.templates import (
     resolve_env,
 )
 
-__all__ = ["MASK", "OutgoingRequest", "Redactor", "RequestTemplate"]
+__all__ = ["MASK", "OutgoingRequest", "Redactor", "RequestTemplate", "encode_body"]
 
 
 class OutgoingRequest(msgspec.Struct, frozen=True):
@@ -70,9 +69,20 @@ class OutgoingRequest(msgspec.Struct, frozen=True):
     content: bytes | None = None
 
 
-#: json.dumps(..., ensure_ascii=False) without building an encoder per call; a template
-#: parsed from a configuration holds no cycle, so none is looked for
-_encode_json = json.JSONEncoder(ensure_ascii=False, check_circular=False).encode
+def encode_body(body: JsonValue) -> bytes:
+    """A rendered body as the JSON sent: the text of ``json.dumps(body,
+    ensure_ascii=False)`` (its separators, its escapes, UTF-8), made in C by msgspec, numbers
+    in their shortest form (``1e16`` where json.dumps writes ``1e+16``: the same number). NaN
+    and Infinity are not JSON: the configuration refuses them in a body template, and no
+    placeholder's value is a float.
+
+    The standard library's encoder builds an encoder object per call: 17,000 interpreter
+    instructions a request for the default contract's body, against 2,000 here (callgrind).
+
+    Raises:
+        UnicodeEncodeError: a string holds a lone surrogate (as json.dumps's text would).
+    """
+    return msgspec.json.format(msgspec.json.encode(body), indent=0)
 
 
 #: the placeholders whose values only a conversation gives
@@ -269,7 +279,7 @@ class RequestTemplate:
             return None
         if values is None:
             values = self.values(question, k, dialogue)
-        return _encode_json(render_body(template, values)).encode()
+        return encode_body(render_body(template, values))
 
     def build(self, question: str, k: int, dialogue: Dialogue | None = None) -> OutgoingRequest:
         """The request for one question (a conversation's turn: with its ``dialogue``),

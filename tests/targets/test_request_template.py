@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pydantic import JsonValue
 
 from evaluator.errors import ConfigError
@@ -14,6 +16,7 @@ from evaluator.targets.request import (
     OutgoingRequest,
     Redactor,
     RequestTemplate,
+    encode_body,
 )
 from evaluator.targets.templates import DEFAULT_BODY, render_body, render_text
 
@@ -221,3 +224,55 @@ class TestDescribeAndIdentity:
         identity = template.identity()
         assert [("api_key", MASK), ("q", "{question}")] == identity["params"]
         assert "k-123" not in json.dumps(identity)
+
+
+#: JSON values as a body template renders them: any text (escapes, quotes, CJK, astral,
+#: control characters), integers of any size, finite floats, nested objects and lists
+_JSON_VALUES = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(st.characters(blacklist_categories=["Cs"])),
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.dictionaries(st.text(st.characters(blacklist_categories=["Cs"])), inner, max_size=4)
+    ),
+    max_leaves=12,
+)
+
+
+def _has_exponent(value: JsonValue) -> bool:
+    """Whether a float anywhere in ``value`` is written in exponent form by json.dumps."""
+    if isinstance(value, float):
+        return "e" in repr(value)
+    if isinstance(value, list):
+        return any(map(_has_exponent, value))
+    if isinstance(value, dict):
+        return any(map(_has_exponent, value.values()))
+    return False
+
+
+class TestEncodeBody:
+    """The body sent is json.dumps's text, its numbers in their shortest form."""
+
+    @given(_JSON_VALUES)
+    @settings(max_examples=400, deadline=None)
+    def test_the_same_value_as_json_dumps(self, value: JsonValue) -> None:
+        """Any rendered body decodes to the value json.dumps's text decodes to."""
+        assert json.loads(json.dumps(value, ensure_ascii=False)) == json.loads(encode_body(value))
+
+    @given(_JSON_VALUES.filter(lambda v: not _has_exponent(v)))
+    @settings(max_examples=400, deadline=None)
+    def test_the_same_text_as_json_dumps_without_exponents(self, value: JsonValue) -> None:
+        """Without a number in exponent form (1e+16), the bytes are json.dumps's."""
+        assert json.dumps(value, ensure_ascii=False).encode() == encode_body(value)
+
+    def test_exponents_in_their_shortest_form(self) -> None:
+        """1e+16 and 1.5e-07 are written 1e16 and 1.5e-7: the same numbers."""
+        assert b'{"big": 1e16, "small": 1.5e-7}' == encode_body({"big": 1e16, "small": 1.5e-7})
+
+    def test_a_lone_surrogate_is_refused_as_before(self) -> None:
+        """A lone surrogate cannot be UTF-8: the same error as json.dumps(...).encode()."""
+        with pytest.raises(UnicodeEncodeError):
+            encode_body({"q": "\ud800"})

@@ -95,6 +95,8 @@ class TestValidation:
             ({"request": {"headers": {"A": "${BAD NAME}"}}}, "headers.A: malformed"),
             ({"request": {"params": {"q": "{question}", "t": "${T"}}}, "params.t: malformed"),
             ({"request": {"body": {"q": "{question}", "t": "${T}"}}}, "not resolved in the body"),
+            ({"request": {"body": {"q": "{question}", "t": float("nan")}}}, "not JSON numbers"),
+            ({"request": {"body": ["{question}", [float("-inf")]]}}, "not JSON numbers"),
             ({"request": {"verb": "GET"}}, "request.verb"),
             ({"response": {"answer": "a"}}, "response.ids"),
             ({"response": {"ids": "a", "extra": "b"}}, "response.extra"),
