@@ -484,6 +484,8 @@ def test_each_judged_metric_sits_beside_its_deterministic_one() -> None:
         ("Judge cost", "increase(rag_eval_judge_cost_total{"),
         ("Judge cache hit ratio", "rag_eval_judge_cache_hit_ratio{"),
         ("Judge compromised", "rag_eval_judge_compromised{"),
+        ("Judge lenient", "rag_eval_judge_lenient{"),
+        ("Judge canaries accepted by class", "rag_eval_judge_canary_accepted_total{"),
         ("Judge calibrated by check", "rag_eval_judge_calibrated{"),
         ("Judge agreement with human labels", "rag_eval_judge_agreement_floor{"),
         ("Judge agreement with human labels", "rag_eval_judge_agreement{"),
@@ -494,8 +496,8 @@ def test_each_judged_metric_sits_beside_its_deterministic_one() -> None:
 )
 def test_the_judges_health_has_its_panels(title: str, needle: str) -> None:
     """The judge's own health: latency, calls by outcome (its errors by kind), tokens, cost,
-    cache hits, compromised and calibrated state, agreement beside its floor, kappa, and its
-    votes' uncertain share and alpha."""
+    cache hits, compromised and lenient state, canaries accepted by class, calibrated
+    state, agreement beside its floor, kappa, and its votes' uncertain share and alpha."""
     assert any(needle in e for e in _exprs(_panel(title))), title
 
 
