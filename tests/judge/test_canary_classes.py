@@ -198,3 +198,23 @@ def _data_block(request: dict[str, Any]) -> dict[str, Any]:
     assert found is not None
     data: dict[str, Any] = json.loads(found.group(1))
     return data
+
+
+@pytest.mark.e2e
+def test_a_judge_taken_in_by_a_topical_reply_is_caught_by_the_vague_canary() -> None:
+    """A judge that calls every fact stated by an answer naming the question accepts the two
+    vague-but-topical canaries and nothing else: lenient by the vague class alone."""
+
+    def topical(data: dict[str, Any]) -> dict[str, Any]:
+        on_topic = data["question"] in data["answer"]
+        facts = [{"index": i, "stated": on_topic} for i in range(len(data["facts"]))]
+        return {"facts": facts, "reason": "on topic"}
+
+    with LoopbackJudge(verdicts={"fact_support": topical}) as judge:
+        run = _judged(judge)
+    assert {
+        "injection": (0, 2),
+        "specific_but_wrong": (0, 2),
+        "vague_but_topical": (2, 2),
+    } == _by_class(run)
+    assert (False, True) == (run.compromised, run.lenient)
