@@ -430,4 +430,6 @@ class GateRun:
         # the judged figures derived from the verdicts each report holds, never as written
         baseline = judged_of(self.baseline, str(self.baseline_path))
         candidate = judged_of(self.candidate, self.candidate_source)
-        return evaluate_judged(self.gates.judged, baseline, candidate, calibration)
+        return evaluate_judged(
+            self.gates.judged, baseline, candidate, calibration, self.gates.judge
+        )

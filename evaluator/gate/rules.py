@@ -34,7 +34,8 @@ from evaluator.errors import ConfigError
 from evaluator.gate.ceiling import DEFAULT_BASELINE_MAX_ERROR_RATE, parse_baseline_ceiling
 from evaluator.gate.repeats import Quarantine, parse_quarantine
 from evaluator.judge.checks import judged_metric
-from evaluator.judge.gating import JudgedRule, parse_judged_rules
+from evaluator.judge.gating import JudgedRule, parse_gate_policy, parse_judged_rules
+from evaluator.judge.trust import GatePolicy
 from evaluator.metrics import (
     FLOAT_TOLERANCE,
     LOWER_IS_BETTER,
@@ -470,11 +471,11 @@ def _check_top_level(data: Mapping[str, object], source: str) -> None:
     """Refuse a top-level key that is none of the gates file's tables."""
     for key in data:
         # [quarantine]: evaluator.gate.repeats; [baseline]: evaluator.gate.ceiling;
-        # [judged]: evaluator.judge.gating
-        if key not in ("rules", "quarantine", "baseline", "judged"):
+        # [judged], [judge]: evaluator.judge.gating
+        if key not in ("rules", "quarantine", "baseline", "judged", "judge"):
             raise ConfigError(
                 f"{source}: {key}: unknown top-level key (expected [rules.METRIC] tables, "
-                "[quarantine], [baseline] or [judged.METRIC])"
+                "[quarantine], [baseline], [judged.METRIC] or [judge])"
             )
 
 
@@ -550,8 +551,9 @@ class GatesFile:
 
     ``rules`` (``[rules.*]``), ``quarantine`` (``[quarantine]``,
     :mod:`evaluator.gate.repeats`), ``ceiling`` (``[baseline] max_error_rate``,
-    :mod:`evaluator.gate.ceiling`) and ``judged`` (``[judged.*]``,
-    :mod:`evaluator.judge.gating`); ``source`` is the file, or ``"built-in defaults"``.
+    :mod:`evaluator.gate.ceiling`), ``judged`` (``[judged.*]``,
+    :mod:`evaluator.judge.gating`) and ``judge`` (``[judge]``: what the candidate's judge is
+    held to); ``source`` is the file, or ``"built-in defaults"``.
     """
 
     source: str
@@ -559,6 +561,7 @@ class GatesFile:
     quarantine: Quarantine = field(default_factory=Quarantine)
     ceiling: float = DEFAULT_BASELINE_MAX_ERROR_RATE
     judged: tuple[JudgedRule, ...] = ()
+    judge: GatePolicy = field(default_factory=GatePolicy)
 
 
 #: The gate when no gates file exists: the built-in rules, nothing else.
@@ -599,6 +602,7 @@ def read_gates(path: str | Path) -> GatesFile:
         parse_quarantine(data, source),
         parse_baseline_ceiling(data, source),
         parse_judged_rules(data, source),
+        parse_gate_policy(data, source),
     )
 
 

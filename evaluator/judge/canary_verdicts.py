@@ -34,6 +34,7 @@ __all__ = [
     "acceptance",
     "acceptance_text",
     "compromised",
+    "held_to",
     "lenient",
     "lenient_reason",
     "wrong_answer_share",
@@ -83,6 +84,14 @@ def wrong_answer_share(canaries: Iterable[CanaryResult]) -> float | None:
     judged = sum(by_class[kind].judged for kind in WRONG_ANSWER_CLASSES)
     accepted = sum(by_class[kind].accepted for kind in WRONG_ANSWER_CLASSES)
     return accepted / judged if judged else None
+
+
+def held_to(written: float, reader: float | None) -> float:
+    """The share a judge is held to by a reader with a threshold of its own (the gate's):
+    the stricter of the two. The share a report writes is the report's word, so a reader
+    deciding trust never lets it loosen its own (a report written with ``0.99`` is held to
+    the reader's ``0.25``); a report stricter than the reader keeps its own."""
+    return written if reader is None else min(written, reader)
 
 
 def lenient(canaries: Iterable[CanaryResult], above: float) -> bool:

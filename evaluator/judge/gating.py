@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 from evaluator.border import printable
 from evaluator.errors import ConfigError
 from evaluator.judge.checks import judged_metric, judged_metrics
-from evaluator.judge.trust import untrusted_reasons
+from evaluator.judge.trust import GatePolicy, untrusted_reasons
 from evaluator.metrics import FLOAT_TOLERANCE
 
 if TYPE_CHECKING:  # the stored calibration needs numpy, which the gate loads only for CIs;
@@ -43,6 +43,7 @@ __all__ = [
     "JudgedRule",
     "evaluate_judged",
     "judge_differences",
+    "parse_gate_policy",
     "parse_judged_rules",
 ]
 
@@ -100,6 +101,42 @@ def _limit(kind: str, value: object, where: str) -> float:
         raise ConfigError(f"{where}: must be a number")
     if not math.isfinite(value) or not 0 <= value <= 1:
         raise ConfigError(f"{where}: {value!r} is outside 0..1")
+    return float(value)
+
+
+def parse_gate_policy(data: Mapping[str, object], source: str) -> GatePolicy:
+    """The ``[judge]`` table of a decoded gates file: what the gate holds a candidate's
+    judge to (absent: the defaults).
+
+    Raises:
+        ConfigError: naming the file and the bad key.
+    """
+    table = data.get("judge")
+    if table is None:
+        return GatePolicy()
+    if not isinstance(table, Mapping):
+        raise ConfigError(f"{source}: judge: expected a [judge] table")
+    for key in table:
+        if key not in ("lenient_above", "require_wrong_answer_canaries"):
+            raise ConfigError(
+                f"{source}: judge.{key}: unknown key "
+                "(known: lenient_above, require_wrong_answer_canaries)"
+            )
+    required = table.get("require_wrong_answer_canaries", True)
+    if not isinstance(required, bool):
+        raise ConfigError(f"{source}: judge.require_wrong_answer_canaries: must be true or false")
+    above = _share(table.get("lenient_above", GatePolicy().lenient_above), source)
+    return GatePolicy(lenient_above=above, require_wrong_answer_canaries=required)
+
+
+def _share(value: object, source: str) -> float:
+    """``[judge] lenient_above``: a share in 0..1, below 1 (as the setting of that name:
+    a judge accepting every wrong answer is lenient)."""
+    where = f"{source}: judge.lenient_above"
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ConfigError(f"{where}: must be a number")
+    if not math.isfinite(value) or not 0 <= value < 1:
+        raise ConfigError(f"{where}: {value!r} is outside 0..1 (1 excluded)")
     return float(value)
 
 
@@ -247,14 +284,17 @@ def evaluate_judged(
     baseline: JudgedRun | None,
     candidate: JudgedRun | None,
     stored: StoredCalibration,
+    policy: GatePolicy | None = None,
 ) -> JudgedGate:
     """Apply the judged rules to the reports' judged runs (derived:
-    :func:`~evaluator.judge.derived.judged_of`)."""
+    :func:`~evaluator.judge.derived.judged_of`), the candidate's judge trusted as ``policy``
+    (the gates file's ``[judge]`` table; None: its defaults) decides."""
     if not rules:
         return JudgedGate((), False, ())
     if candidate is None:
         return _unjudged(rules)
-    reports = _JudgedReports(baseline, candidate, untrusted_reasons(candidate), stored)
+    untrusted = untrusted_reasons(candidate, policy or GatePolicy())
+    reports = _JudgedReports(baseline, candidate, untrusted, stored)
     lines = [_HEADER]
     if reports.untrusted:
         lines.append(

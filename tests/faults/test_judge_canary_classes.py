@@ -2,7 +2,9 @@
 report's ``canaries.N.class``, ``lenient`` and ``lenient_above`` are outside input, so
 whatever JSON value is written there, the reader either refuses it with a
 :class:`ReportError` naming the field, or returns a class of the catalogue, a flag, and a
-share in 0..1."""
+share in 0..1. And whatever a forger writes over a lenient judge's block (its share
+raised, its wrong-answer canaries dropped), a gate holding it to its own threshold finds it
+untrusted unless what is left shows a judge within that threshold."""
 
 from __future__ import annotations
 
@@ -14,9 +16,16 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from evaluator.errors import ReportError
-from evaluator.judge.canary_verdicts import CANARY_CLASSES
-from evaluator.judge.record import judged_run_from_dict
+from evaluator.judge.canary_verdicts import (
+    CANARY_CLASSES,
+    DEFAULT_LENIENT_ABOVE,
+    lenient,
+    wrong_answer_share,
+)
+from evaluator.judge.record import CaseJudgement, CheckOutcome, judged_run_from_dict
+from evaluator.judge.trust import GatePolicy, untrusted_reasons
 from tests.faults.test_judge_votes_block import _JSON
+from tests.judge.judged_runs import canary, judged_run
 
 pytestmark = pytest.mark.fuzz
 
@@ -103,3 +112,36 @@ def test_the_written_block_reads_back_as_written() -> None:
     run = judged_run_from_dict(copy.deepcopy(_BLOCK), "r.json")
     assert run.to_dict()["canaries"] == _BLOCK["canaries"]
     assert (True, 0.25) == (run.to_dict()["lenient"], run.to_dict()["lenient_above"])
+
+
+#: a lenient judge's wrong-answer canaries: it accepted two of four (above 0.25)
+_LENIENT = (
+    canary(True, "a", "specific_but_wrong"),
+    canary(False, "b", "specific_but_wrong"),
+    canary(True, "c", "vague_but_topical"),
+    canary(False, "d", "vague_but_topical"),
+)
+
+
+def _forged_block(kept: list[bool], above: float) -> dict[str, Any]:
+    """A lenient judge's block, its wrong-answer canaries kept where ``kept`` says, its
+    share rewritten to ``above`` and its ``lenient`` as the rest then gives (so the block
+    reads back consistent)."""
+    canaries = (canary(False), *(c for c, keep in zip(_LENIENT, kept, strict=True) if keep))
+    verdict = CheckOutcome("fact_support", "judged", {"fact_recall": 1.0})
+    run = judged_run(CaseJudgement("c", "h", (verdict,)), canaries=canaries)
+    block = run.to_dict()
+    block["lenient_above"], block["lenient"] = above, lenient(canaries, above)
+    return block
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.booleans(), min_size=4, max_size=4), st.floats(0.0, 1.0))
+def test_a_forged_leniency_never_passes_the_gates_threshold(kept: list[bool], above: float) -> None:
+    """Any share written, any wrong-answer canaries dropped: the gate's default policy finds
+    the judge untrusted exactly when the canaries left show no share or one above 0.25 (the
+    block does not say how many were sent: dropping only accepted ones is not seen here)."""
+    run = judged_run_from_dict(_forged_block(kept, above), "r.json")
+    share = wrong_answer_share(run.canaries)
+    expected = share is None or share > DEFAULT_LENIENT_ABOVE
+    assert expected == bool(untrusted_reasons(run, GatePolicy()))

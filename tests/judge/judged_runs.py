@@ -45,8 +45,12 @@ def judged_run(
     panel: tuple[str, ...] = (),
 ) -> JudgedRun:
     """A judged run of ``cases`` whose figures follow from its verdicts; by default one
-    canary the judge held."""
-    held = (canary(),) if canaries is None else canaries
+    canary of each class, each held (the judge's leniency measured, as a gate asks)."""
+    held = (
+        (canary(), canary(kind="specific_but_wrong"), canary(kind="vague_but_topical"))
+        if canaries is None
+        else canaries
+    )
     return JudgedRun(
         model=model,
         prompt_version=prompt_version,

@@ -3,6 +3,7 @@ hard failures and the refusals, by worked example."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ from evaluator.judge.calibrate import CheckCalibration
 from evaluator.judge.calibration_store import StoredCalibration
 from evaluator.judge.gating import JudgedGate, JudgedRule, evaluate_judged, judge_differences
 from evaluator.judge.record import CaseJudgement, CheckOutcome, JudgedRun
+from evaluator.judge.trust import NO_WRONG_ANSWER_CANARIES, GatePolicy
 from tests.judge import calibrations
 from tests.judge.judged_runs import canary, judged_run
 
@@ -31,13 +33,22 @@ def _block(
     panel: tuple[str, ...] = (),
 ) -> JudgedRun:
     """A report's judged run by judge ``model`` with prompts ``p``, its judged fact recall
-    ``value`` (the mean of its one verdict), its canary passed when ``compromised``."""
+    ``value`` (the mean of its one verdict), its injection canary passed when
+    ``compromised``, its wrong-answer canaries held."""
     cases: tuple[CaseJudgement, ...] = ()
     if value is not None:
         outcome = CheckOutcome("fact_support", "judged", {"fact_recall": value})
         cases = (CaseJudgement("c", "h", (outcome,)),)
     return judged_run(
-        *cases, model=model, canaries=(canary(compromised),), samples=samples, panel=panel
+        *cases,
+        model=model,
+        canaries=(
+            canary(compromised),
+            canary(False, kind="specific_but_wrong"),
+            canary(False, kind="vague_but_topical"),
+        ),
+        samples=samples,
+        panel=panel,
     )
 
 
@@ -46,8 +57,9 @@ def _gate(
     candidate: JudgedRun | None,
     *rules: JudgedRule,
     calibration: dict[tuple[str, str], dict[str, bool]] = CALIBRATED,
+    policy: GatePolicy | None = None,
 ) -> JudgedGate:
-    return evaluate_judged(rules, baseline, candidate, _stored(calibration))
+    return evaluate_judged(rules, baseline, candidate, _stored(calibration), policy)
 
 
 def _stored(calibration: dict[tuple[str, str], dict[str, bool]]) -> StoredCalibration:
@@ -134,11 +146,11 @@ def test_a_candidate_whose_canary_got_no_verdict_refuses_every_hard_rule() -> No
     untrusted, never trusted by default, and a hard rule it would pass is refused."""
     untrusted = judged_run(
         CaseJudgement("c", "h", (CheckOutcome("fact_support", "judged", {"fact_recall": 1.0}),)),
-        canaries=(canary(None),),
+        canaries=(canary(None), canary(False, kind="specific_but_wrong")),
     )
     gate = _gate(None, untrusted, MIN)
     assert (
-        "judged_fact_recall: the candidate's judge m (p) is untrusted: 1 of 1 canaries got no "
+        "judged_fact_recall: the candidate's judge m (p) is untrusted: 1 of 2 canaries got no "
         "verdict (the judge failed on them, or found nothing to judge); a hard judged rule "
         "needs a judge its canaries show held (or mark the rule advisory = true)",
     ) == gate.refused
@@ -201,4 +213,97 @@ def test_a_judged_metric_under_rules_points_to_judged(tmp_path: Path) -> None:
     gates.write_text("[rules.judged_fact_recall]\nmin = 0.7\n", "utf-8")
     with pytest.raises(ConfigError, match=r"rules\.judged_fact_recall: judged_fact_recall is a "
                        r"judged metric: write it as \[judged\.judged_fact_recall\]"):  # fmt: skip
+        read_gates(gates)
+
+
+def _half_lenient(written_above: float) -> JudgedRun:
+    """A candidate passing its rule whose judge accepted one of its two wrong-answer
+    canaries, its report holding it to ``written_above`` (its ``lenient`` as that gives)."""
+    run = judged_run(
+        CaseJudgement("c", "h", (CheckOutcome("fact_support", "judged", {"fact_recall": 1.0}),)),
+        canaries=(
+            canary(False),
+            canary(True, kind="specific_but_wrong"),
+            canary(False, kind="vague_but_topical"),
+        ),
+    )
+    return dataclasses.replace(run, lenient_above=written_above, lenient=written_above < 0.5)
+
+
+LENIENT_AT_GATE = (
+    "judged_fact_recall: the candidate's judge m (p) is untrusted: lenient (the judge "
+    "accepted 1 of 2 wrong-answer canaries, above 0.25); a hard judged rule needs a judge "
+    "its canaries show held (or mark the rule advisory = true)",
+)
+
+
+def test_the_gates_threshold_holds_whatever_the_report_writes() -> None:
+    """A report holding its judge to 0.99 (so not lenient by its own word) is held to the
+    gate's 0.25: lenient, each hard rule refused, the gate's share named."""
+    assert LENIENT_AT_GATE == _gate(None, _half_lenient(0.99), MIN).refused
+
+
+def test_the_stricter_of_the_report_and_the_gate_applies() -> None:
+    """A gates file allowing 0.6 does not loosen a report's own 0.25; a report's 0.6 under
+    a gate of 0.6 is trusted (a share of 0.5 is not above it)."""
+    loose = GatePolicy(lenient_above=0.6)
+    assert LENIENT_AT_GATE == _gate(None, _half_lenient(0.25), MIN, policy=loose).refused
+    assert () == _gate(None, _half_lenient(0.6), MIN, policy=loose).refused
+
+
+def _no_wrong_answers() -> JudgedRun:
+    """A candidate passing its fact-support rule whose block holds its injection canary only."""
+    return judged_run(
+        CaseJudgement("c", "h", (CheckOutcome("fact_support", "judged", {"fact_recall": 1.0}),)),
+        canaries=(canary(False),),
+    )
+
+
+def test_a_judge_never_shown_a_wrong_answer_is_untrusted_by_the_gate() -> None:
+    """Fact support takes wrong-answer canaries: a block without them leaves the judge's
+    leniency unknown, so each hard rule is refused with that reason."""
+    gate = _gate(None, _no_wrong_answers(), MIN)
+    assert (
+        f"judged_fact_recall: the candidate's judge m (p) is untrusted: {NO_WRONG_ANSWER_CANARIES}"
+        "; a hard judged rule needs a judge its canaries show held (or mark the rule "
+        "advisory = true)",
+    ) == gate.refused
+
+
+def test_a_gates_file_may_opt_out_of_wrong_answer_canaries() -> None:
+    """``[judge] require_wrong_answer_canaries = false``: the same candidate passes."""
+    policy = GatePolicy(require_wrong_answer_canaries=False)
+    gate = _gate(None, _no_wrong_answers(), MIN, policy=policy)
+    assert ((), False) == (gate.refused, gate.failed)
+
+
+def test_a_gates_files_judge_table_is_read(tmp_path: Path) -> None:
+    """``[judge]`` sets the gate's share and the opt-out; absent, the defaults."""
+    gates = tmp_path / "gates.toml"
+    rules = "[rules.recall_at_k]\nmax_drop = 0.1\n"
+    table = "[judge]\nlenient_above = 0.1\nrequire_wrong_answer_canaries = false\n"
+    gates.write_text(rules + table)
+    assert GatePolicy(0.1, False) == read_gates(gates).judge
+    gates.write_text(rules)
+    assert GatePolicy(0.25, True) == read_gates(gates).judge
+
+
+@pytest.mark.parametrize(
+    ("table", "why"),
+    [
+        ("lenient_above = 1", r"judge\.lenient_above: 1 is outside 0\.\.1 \(1 excluded\)"),
+        ("lenient_above = -0.1", r"judge\.lenient_above: -0\.1 is outside"),
+        ("lenient_above = nan", r"judge\.lenient_above: nan is outside"),
+        ('lenient_above = "0.9"', r"judge\.lenient_above: must be a number"),
+        ("lenient_above = true", r"judge\.lenient_above: must be a number"),
+        ("require_wrong_answer_canaries = 0", r"require_wrong_answer_canaries: must be true or"),
+        ("lenient = 0.9", r"judge\.lenient: unknown key \(known: lenient_above, require_wrong"),
+    ],
+    ids=["one", "negative", "nan", "string", "bool", "not-bool", "unknown"],
+)
+def test_a_bad_judge_table_is_refused_naming_the_key(tmp_path: Path, table: str, why: str) -> None:
+    """A bad ``[judge]`` value stops the gate, naming the file and the key."""
+    gates = tmp_path / "gates.toml"
+    gates.write_text(f"[rules.recall_at_k]\nmax_drop = 0.1\n[judge]\n{table}\n")
+    with pytest.raises(ConfigError, match=why):
         read_gates(gates)

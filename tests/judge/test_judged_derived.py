@@ -55,11 +55,14 @@ def _worse() -> RunReport:
     return report(*cases)
 
 
-def _gate(tmp: Path, baseline: Path, candidate: Path) -> subprocess.CompletedProcess[str]:
-    """``evaluator gate`` with :data:`HARD`, the judge ``m`` calibrated for fact support."""
+def _gate(
+    tmp: Path, baseline: Path, candidate: Path, gates_extra: str = ""
+) -> subprocess.CompletedProcess[str]:
+    """``evaluator gate`` with :data:`HARD` (and ``gates_extra``), the judge ``m``
+    calibrated for fact support."""
     calibrations.write(tmp, calibrations.entry("m"))
     gates = tmp / "gates.toml"
-    gates.write_text("[rules.recall_at_k]\nmax_drop = 0.5\n" + HARD)
+    gates.write_text("[rules.recall_at_k]\nmax_drop = 0.5\n" + HARD + gates_extra)
     config = tmp / "evaluator.toml"
     config.write_text(f'reports_dir = "{tmp}"\n')
     return subprocess.run(
@@ -70,7 +73,10 @@ def _gate(tmp: Path, baseline: Path, candidate: Path) -> subprocess.CompletedPro
 
 
 def _forged(
-    tmp: Path, edit: Callable[[dict[str, Any], dict[str, Any]], None], mode: str = "good"
+    tmp: Path,
+    edit: Callable[[dict[str, Any], dict[str, Any]], None],
+    mode: str = "good",
+    gates_extra: str = "",
 ) -> subprocess.CompletedProcess[str]:
     """The gate on a candidate whose judge block ``edit(candidate, baseline)`` changed (the
     blocks as JSON), the candidate judged by a judge in ``mode``."""
@@ -81,7 +87,7 @@ def _forged(
         candidate = _judged(_worse(), cand, judge)
     edit(candidate, baseline)
     cand.write_text(json.dumps(candidate), "utf-8")
-    return _gate(tmp, base, cand)
+    return _gate(tmp, base, cand, gates_extra)
 
 
 def test_the_honest_candidate_fails_the_hard_judged_rule(tmp_path: Path) -> None:
@@ -224,3 +230,58 @@ def test_lenient_written_over_its_canaries_is_refused(tmp_path: Path) -> None:
     result = _forged(tmp_path, _hide_lenient, mode="lenient")
     assert 1 == result.returncode, result
     assert "judge.lenient: is false, its canaries' verdicts give true" in result.stderr
+
+
+def _raise_threshold(candidate: dict[str, Any], _baseline: dict[str, Any]) -> None:
+    """A lenient judge's report holding it to 0.99, so ``lenient: false`` follows."""
+    candidate["judge"]["lenient_above"] = 0.99
+    candidate["judge"]["lenient"] = False
+
+
+def test_a_threshold_raised_in_the_report_does_not_loosen_the_gate(tmp_path: Path) -> None:
+    """A lenient judge's report rewritten with ``lenient_above = 0.99`` (consistent with its
+    canaries, so read back fine): the gate holds the judge to its own 0.25, exit 1, the
+    reason named; before, the report's share decided and the gate went on to its rules."""
+    result = _forged(tmp_path, _raise_threshold, mode="lenient")
+    assert 1 == result.returncode, result
+    assert (
+        "is untrusted: lenient (the judge accepted 2 of 4 wrong-answer canaries, above 0.25)"
+        in result.stderr
+    )
+
+
+def _drop_wrong_answer_canaries(candidate: dict[str, Any], _baseline: dict[str, Any]) -> None:
+    """The block's wrong-answer canaries removed, so no share is left to be lenient by."""
+    judge = candidate["judge"]
+    judge["canaries"] = [c for c in judge["canaries"] if c.get("class") == "injection"]
+    judge["lenient"] = False
+
+
+def test_wrong_answer_canaries_removed_leave_the_judge_untrusted(tmp_path: Path) -> None:
+    """A lenient judge's wrong-answer canaries dropped from the block: its leniency is
+    unknown, so each hard judged rule is refused (exit 1), the reason named."""
+    result = _forged(tmp_path, _drop_wrong_answer_canaries, mode="lenient")
+    assert 1 == result.returncode, result
+    assert "is untrusted: no wrong-answer canaries judged: the judge's leniency is unknown" in (
+        result.stderr
+    )
+
+
+def test_a_gates_file_opting_out_applies_the_rules_without_wrong_answer_canaries(
+    tmp_path: Path,
+) -> None:
+    """``[judge] require_wrong_answer_canaries = false``: an honest judge's block without
+    wrong-answer canaries is trusted, and the hard rule it fails fails (exit 2)."""
+    opt_out = "[judge]\nrequire_wrong_answer_canaries = false\n"
+    result = _forged(tmp_path, _drop_wrong_answer_canaries, gates_extra=opt_out)
+    assert 2 == result.returncode, result
+    assert "FAIL judged_fact_recall drop <= 0.1: 0.750 -> 0.500" in result.stdout
+
+
+def test_a_gates_files_own_threshold_can_be_stricter(tmp_path: Path) -> None:
+    """A gates file's ``[judge] lenient_above = 0`` holds the judge to no wrong answer at
+    all: the lenient judge (2 of 4) is refused at 0, the share named."""
+    strict = "[judge]\nlenient_above = 0\n"
+    result = _forged(tmp_path, _raise_threshold, mode="lenient", gates_extra=strict)
+    assert 1 == result.returncode, result
+    assert "lenient (the judge accepted 2 of 4 wrong-answer canaries, above 0)" in result.stderr
