@@ -15,13 +15,14 @@ import hypothesis.strategies as st
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from evaluator.errors import ReportError
+from evaluator.errors import ConfigError, ReportError
 from evaluator.judge.canary_verdicts import (
     CANARY_CLASSES,
     DEFAULT_LENIENT_ABOVE,
     lenient,
     wrong_answer_share,
 )
+from evaluator.judge.gating import parse_gate_policy
 from evaluator.judge.record import CaseJudgement, CheckOutcome, judged_run_from_dict
 from evaluator.judge.trust import GatePolicy, untrusted_reasons
 from tests.faults.test_judge_votes_block import _JSON
@@ -145,3 +146,20 @@ def test_a_forged_leniency_never_passes_the_gates_threshold(kept: list[bool], ab
     share = wrong_answer_share(run.canaries)
     expected = share is None or share > DEFAULT_LENIENT_ABOVE
     assert expected == bool(untrusted_reasons(run, GatePolicy()))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from(["lenient_above", "require_wrong_answer_canaries", "other"]), _JSON)
+def test_any_gates_file_judge_table_is_refused_or_read_typed(key: str, value: object) -> None:
+    """A gates file's ``[judge]`` table holding any value: refused naming the file and the
+    table, or read as a share in 0..1 (1 excluded) and a flag."""
+    for table in ({key: value}, value):
+        try:
+            policy = parse_gate_policy({"judge": table}, "gates.toml")
+        except ConfigError as exc:
+            assert str(exc).startswith("gates.toml: judge")
+            continue
+        assert (True, True) == (
+            0.0 <= policy.lenient_above < 1.0,
+            isinstance(policy.require_wrong_answer_canaries, bool),
+        )
