@@ -157,9 +157,11 @@ def _record(
     attempts: int,
     trace_id: str | None = None,
     scored: tuple[CaseScores, str | None] | None = None,
+    span_id: str | None = None,
 ) -> CaseRecord:
     """The record of a case the target answered (scored here, or given its :func:`_scored`
-    already) or that failed with ``result``."""
+    already) or that failed with ``result``; ``trace_id`` and ``span_id`` are the ones its
+    request's ``traceparent`` carried (:func:`_span_of` says which span the record keeps)."""
     if isinstance(result, CaseError):
         return CaseRecord(
             case=case,
@@ -171,6 +173,7 @@ def _record(
             stage_seconds={},
             attempts=attempts,
             trace_id=trace_id,
+            span_id=_span_of(trace_id, trace_id, span_id),
         )
     limits = options.limits
     response = limits.ranking(result)
@@ -198,6 +201,7 @@ def _record(
         output_tokens=tokens_out,
         cost=cost,
         trace_id=trace,
+        span_id=_span_of(trace, trace_id, span_id),
         out_of_range=response.out_of_range,
     )
 
@@ -220,6 +224,7 @@ async def _answered(
     latency: float,
     attempts: int,
     trace_id: str | None,
+    span_id: str | None = None,
 ) -> CaseRecord:
     """The record of an answered case; a long answer is scored in a worker thread, so that
     its normalisation (bounded, yet about 20 ms of U+FDFA) never holds the event loop, the
@@ -239,7 +244,7 @@ async def _answered(
             ranked_response.ranked_ids,
             options,
         )
-    return _record(case, response, options, latency, attempts, trace_id, scored)
+    return _record(case, response, options, latency, attempts, trace_id, scored, span_id)
 
 
 def _delivery_fields(
@@ -345,22 +350,27 @@ async def _attempt_case(
         except TargetError as exc:
             latency = time.perf_counter() - started - queued.seconds
             error = _case_error(exc, limits.message(exc.message))
-            record = _record(case, error, options, latency, exc.attempts, queued.trace_id)
-            return _Asked(_traced(record, queued.trace_id, queued.span_id), queued.span_id)
+            record = _record(
+                case, error, options, latency, exc.attempts, queued.trace_id, span_id=queued.span_id
+            )
+            return _Asked(record, queued.span_id)
     # ends at the last byte when the target says when it came (parsing is not its latency)
     ended = queued.received_at if queued.received_at is not None else time.perf_counter()
     latency = ended - started - queued.seconds
-    record = await _answered(case, response, options, latency, attempts, queued.trace_id)
-    record = _traced(record, queued.trace_id, queued.span_id)
+    record = await _answered(
+        case, response, options, latency, attempts, queued.trace_id, queued.span_id
+    )
     return _Asked(record, queued.span_id, response.conversation_id)
 
 
-def _traced(record: CaseRecord, trace_id: str | None, span_id: str | None) -> CaseRecord:
-    """``record`` with the span id its ``traceparent`` carried, when the record's trace is
-    that request's (a service that reports a trace of its own keeps it, without our span)."""
-    if span_id is None or trace_id is None or record.trace_id != trace_id:
-        return record
-    return msgspec.structs.replace(record, span_id=span_id)
+def _span_of(trace: str | None, trace_id: str | None, span_id: str | None) -> str | None:
+    """The span id a record whose trace is ``trace`` keeps: the one its request's
+    ``traceparent`` carried (``trace_id``, ``span_id``) when the record's trace is that
+    request's (a service that reports a trace of its own keeps it, without our span).
+    Given to the record as it is made: a copy of each record to add it was a case's cost."""
+    if span_id is None or trace_id is None or trace != trace_id:
+        return None
+    return span_id
 
 
 #: what a finished case is handed to: its position in the report and its record

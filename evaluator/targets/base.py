@@ -218,7 +218,8 @@ def _parse_timings(value: object) -> tuple[dict[str, float], bool]:
         if seconds is None:
             dropped = True
         else:
-            out[str(stage)] = seconds
+            # JSON's names are strings already: str() only for another mapping's keys
+            out[stage if type(stage) is str else str(stage)] = seconds
     return out, dropped
 
 
