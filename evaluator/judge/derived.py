@@ -111,9 +111,10 @@ def _check_cases(
 ) -> None:
     """Each case's verdicts name a case of the report, once, judged on the answer the report
     holds for it (a verdict of another answer, or the baseline's block pasted in, is
-    refused)."""
+    refused); and every scored case has its verdicts (:func:`_check_every_case_judged`)."""
     answers = {r.id: r.answer for r in records}
     seen: set[str] = set()
+    _check_every_case_judged(cases, records, source)
     for i, case in enumerate(cases):
         if case.case_id not in answers:
             raise _fail(source, f"cases.{i}.case_id", "names no case of the report")
@@ -127,6 +128,23 @@ def _check_cases(
                 f"is not the hash of the answer case {case.case_id!r} holds: its verdicts "
                 "judged another answer",
             )
+
+
+def _check_every_case_judged(
+    cases: tuple[CaseJudgement, ...], records: tuple[CaseRecord, ...], source: str
+) -> None:
+    """A judged pass judges every scored case (one entry each, even with no check applying):
+    a scored case without its verdicts had them dropped, and dropping a case's failing
+    verdicts would raise the judged means the rest give."""
+    judged = {c.case_id for c in cases}
+    missing = [r.id for r in records if r.scores is not None and r.id not in judged]
+    if missing:
+        raise _fail(
+            source,
+            "cases",
+            f"holds no verdicts of scored case {missing[0]!r} ({len(missing)} such): a judged "
+            "pass judges every scored case",
+        )
 
 
 def _derived_canaries(canaries: tuple[CanaryResult, ...], source: str) -> tuple[CanaryResult, ...]:

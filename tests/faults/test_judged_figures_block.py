@@ -31,7 +31,8 @@ _ANSWERS = {r.id: r.answer for r in _REPORT.cases}
 
 def _block() -> dict[str, Any]:
     """The golden report's judge block as a judged pass writes it: fact support on the four
-    answerable cases (``wrong`` failed), one canary the judge held, one it was fooled by."""
+    answerable cases (``wrong`` failed), every scored case judged, one canary the judge
+    held, one it was fooled by."""
     cases = tuple(
         CaseJudgement(
             case_id,
@@ -47,7 +48,11 @@ def _block() -> dict[str, Any]:
         )
         for case_id, ok in (("ok1", True), ("ok2", True), ("wrong", False), ("ok3", True))
     )
-    return judged_run(*cases, canaries=(canary(False, "ok1"), canary(None, "ok2"))).to_dict()
+    # the scored case without facts: judged, no check of this block applying to it
+    unanswerable = CaseJudgement("none", answer_hash(_ANSWERS["none"]), ())
+    return judged_run(
+        *cases, unanswerable, canaries=(canary(False, "ok1"), canary(None, "ok2"))
+    ).to_dict()
 
 
 _BLOCK = _block()

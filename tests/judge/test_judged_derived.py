@@ -20,8 +20,10 @@ from typing import Any
 import msgspec
 import pytest
 
+from evaluator.judge.derived import metric_means
 from evaluator.judge.judged_pass import judge_report
 from evaluator.judge.panel import JudgePanel
+from evaluator.judge.record import judged_run_from_dict
 from evaluator.judge.settings import JudgeConfig
 from evaluator.report import RunReport, write_report
 from tests.judge import calibrations
@@ -285,3 +287,25 @@ def test_a_gates_files_own_threshold_can_be_stricter(tmp_path: Path) -> None:
     result = _forged(tmp_path, _raise_threshold, mode="lenient", gates_extra=strict)
     assert 1 == result.returncode, result
     assert "lenient (the judge accepted 2 of 4 wrong-answer canaries, above 0)" in result.stderr
+
+
+def _failed(case: dict[str, Any]) -> bool:
+    """Whether a case's verdicts found a fact missing."""
+    return any(o.get("values", {}).get("fact_recall", 1.0) < 1.0 for o in case["checks"])
+
+
+def _drop_failing_cases(candidate: dict[str, Any], _baseline: dict[str, Any]) -> None:
+    """The verdicts of each case missing a fact removed, the judged means rewritten to what
+    the verdicts left give: every figure follows from the block as it now stands."""
+    judge = candidate["judge"]
+    judge["cases"] = [c for c in judge["cases"] if not _failed(c)]
+    judge["metrics"] = metric_means(judged_run_from_dict(judge, "c.json").cases)
+
+
+def test_scored_cases_verdicts_dropped_are_refused(tmp_path: Path) -> None:
+    """The failing cases' verdicts removed and the means made to follow from the rest (1.0,
+    passing the rule): a judged pass judges every scored case, so the report is refused,
+    exit 1, the first such case named; before, the forged candidate passed (exit 0)."""
+    result = _forged(tmp_path, _drop_failing_cases)
+    assert 1 == result.returncode, result
+    assert "judge.cases: holds no verdicts of scored case 'ok1' (2 such)" in result.stderr
