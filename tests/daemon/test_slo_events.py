@@ -67,8 +67,11 @@ def _judged(
         )
         for case_id, v in (("right", True), ("wrong", False))
     )
+    # every scored case is judged (a block missing one is refused): slow, no check applying
+    slow = CaseJudgement("slow", answer_hash(answers["slow"]), ())
     judged = judged_run(
         *cases,
+        slow,
         prompt_version=PROMPT_VERSION,
         canaries=(canary(compromised if canary_judged else None),),
         calibration=str(path),

@@ -49,7 +49,8 @@ def test_a_hostile_body_is_an_error_kind(
     """A hostile judge response costs each check its error kind and yields no judged metric and
     no canary verdict."""
     run = _run(mode, monkeypatch)
-    assert run.usage.errors == {kind: 11}
+    # 11 verdicts asked of the cases and injection canaries, 4 of the wrong-answer canaries
+    assert run.usage.errors == {kind: 15}
     assert all(v is None for v in run.metrics.values())
     assert all(c.fooled is None for c in run.canaries)
 
