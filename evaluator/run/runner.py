@@ -330,17 +330,14 @@ async def _attempt_case(
     dialogue: Dialogue | None = None,
 ) -> _Asked:
     limits = options.limits
-
-    def retried(attempt: int, exc: CallError, sleep: float) -> None:
-        if on_retry is not None:
-            on_retry(RetryEvent(case.id, attempt, exc.kind, limits.message(exc.message), sleep))
-
-    def call() -> Awaitable[TargetResponse]:
-        # a question of its own is asked as it always was: targets that hold no
-        # conversation need not take a dialogue
-        if dialogue is None:
-            return target.query(case, options.k)
-        return target.query(case, options.k, dialogue)
+    # a question of its own is asked as it always was: targets that hold no conversation
+    # need not take a dialogue (partials, not closures: nothing made or called in Python)
+    call: Callable[[], Awaitable[TargetResponse]] = (
+        functools.partial(target.query, case, options.k)
+        if dialogue is None
+        else functools.partial(target.query, case, options.k, dialogue)
+    )
+    retried = None if on_retry is None else _retry_reporter(on_retry, case.id, limits)
 
     # time queued behind the target's own limits (rate, connections) is not its latency
     with measure_queue_wait() as queued:
@@ -361,6 +358,17 @@ async def _attempt_case(
         case, response, options, latency, attempts, queued.trace_id, queued.span_id
     )
     return _Asked(record, queued.span_id, response.conversation_id)
+
+
+def _retry_reporter(
+    on_retry: RetryCallback, case_id: str, limits: RecordLimits
+) -> Callable[[int, CallError, float], None]:
+    """What tells ``on_retry`` of each retry of one case, its message bounded."""
+
+    def retried(attempt: int, exc: CallError, sleep: float) -> None:
+        on_retry(RetryEvent(case_id, attempt, exc.kind, limits.message(exc.message), sleep))
+
+    return retried
 
 
 def _span_of(trace: str | None, trace_id: str | None, span_id: str | None) -> str | None:
