@@ -217,34 +217,28 @@ def _scored(
     return scores, limits.answer(response.answer)
 
 
-async def _answered(
-    case: Case,
-    response: TargetResponse,
-    options: RunOptions,
-    latency: float,
-    attempts: int,
-    trace_id: str | None,
-    span_id: str | None = None,
-) -> CaseRecord:
-    """The record of an answered case; a long answer is scored in a worker thread, so that
-    its normalisation (bounded, yet about 20 ms of U+FDFA) never holds the event loop, the
-    daemon's ``/healthz`` and every other job. A short one, the common case, stays inline.
-    One thread scores them one at a time: normalisation holds the GIL a piece at a time
-    (about 10 ms, see :mod:`evaluator.scoring.answer`); four long answers scored at once in
+def _off_loop(
+    case: Case, response: TargetResponse, options: RunOptions
+) -> asyncio.Future[tuple[CaseScores, str | None]] | None:
+    """A long answer's :func:`_scored` running in a worker thread, so that its normalisation
+    (bounded, yet about 20 ms of U+FDFA) never holds the event loop, the daemon's
+    ``/healthz`` and every other job; None for a short one, the common case, scored inline
+    by :func:`_record` (no coroutine made for it). One thread scores them one at a time:
+    normalisation holds the GIL a piece at a time (about 10 ms, see
+    :mod:`evaluator.scoring.answer`); four long answers scored at once in
     ``asyncio.to_thread``'s pool made ``/healthz`` wait 0.6 s, in one thread it waits a piece."""
-    scored = None
     answer = response.answer
-    if answer is not None and len(answer) > OFF_LOOP_ANSWER_CHARS:
-        ranked_response = options.limits.ranking(response)
-        scored = await asyncio.get_running_loop().run_in_executor(
-            process_state.worker("scoring"),
-            _scored,
-            case,
-            ranked_response,
-            ranked_response.ranked_ids,
-            options,
-        )
-    return _record(case, response, options, latency, attempts, trace_id, scored, span_id)
+    if answer is None or len(answer) <= OFF_LOOP_ANSWER_CHARS:
+        return None
+    ranked_response = options.limits.ranking(response)
+    return asyncio.get_running_loop().run_in_executor(
+        process_state.worker("scoring"),
+        _scored,
+        case,
+        ranked_response,
+        ranked_response.ranked_ids,
+        options,
+    )
 
 
 def _delivery_fields(
@@ -300,18 +294,25 @@ class _Asked(NamedTuple):
     service_id: str | None = None
 
 
-async def _run_case(
+def _run_case(
     case: Case,
     target: Target,
     options: RunOptions,
     on_retry: RetryCallback | None,
     spans: _SpanContext | None = None,
     dialogue: Dialogue | None = None,
-) -> _Asked:
-    if spans is None:
-        return await _attempt_case(case, target, options, on_retry, dialogue)
+) -> Awaitable[_Asked]:
+    """The case asked, and its span recorded when spans are exported. Not a coroutine
+    itself: without spans the caller awaits :func:`_attempt_case` directly (one coroutine a
+    case fewer)."""
+    attempt = _attempt_case(case, target, options, on_retry, dialogue)
+    return attempt if spans is None else _spanned(attempt, spans)
+
+
+async def _spanned(attempt: Awaitable[_Asked], spans: _SpanContext) -> _Asked:
+    """``attempt`` awaited, and the span of its case recorded with the time it took."""
     start_ns = time.time_ns()
-    asked = await _attempt_case(case, target, options, on_retry, dialogue)
+    asked = await attempt
     spans.spans.record(
         asked.record,
         span_id=asked.span_id,
@@ -354,8 +355,10 @@ async def _attempt_case(
     # ends at the last byte when the target says when it came (parsing is not its latency)
     ended = queued.received_at if queued.received_at is not None else time.perf_counter()
     latency = ended - started - queued.seconds
-    record = await _answered(
-        case, response, options, latency, attempts, queued.trace_id, queued.span_id
+    scoring = _off_loop(case, response, options)
+    scored = None if scoring is None else await scoring
+    record = _record(
+        case, response, options, latency, attempts, queued.trace_id, scored, queued.span_id
     )
     return _Asked(record, queued.span_id, response.conversation_id)
 
