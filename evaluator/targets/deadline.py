@@ -43,7 +43,9 @@ _MIN_COMPACT = 64
 
 
 class Deadline:
-    """One call's deadline: ``async with deadlines.new(): ...`` (see :class:`Deadlines`)."""
+    """One call's deadline: ``with deadlines.new(): ...`` inside a task (see
+    :class:`Deadlines`). A plain context manager, as entering and leaving wait for nothing:
+    ``async with`` made two coroutines a call."""
 
     __slots__ = ("_cancelling", "_owner", "_state", "_task", "when")
 
@@ -59,7 +61,7 @@ class Deadline:
         """Whether the deadline passed while the block ran (as ``Timeout.expired``)."""
         return self._state == _EXPIRING or self._state == _EXPIRED
 
-    async def __aenter__(self) -> Deadline:
+    def __enter__(self) -> Deadline:
         if self._state != _CREATED:
             raise RuntimeError("a Deadline is entered once")
         loop = asyncio.get_running_loop()
@@ -72,7 +74,7 @@ class Deadline:
         self._owner._enter(self, loop)
         return self
 
-    async def __aexit__(
+    def __exit__(
         self,
         exc_type: type[BaseException] | None,
         exc: BaseException | None,
@@ -108,7 +110,7 @@ class Deadlines:
         deadlines = Deadlines(30.0)
         deadline = deadlines.new()
         try:
-            async with deadline:
+            with deadline:
                 await call()
         except TimeoutError:
             if not deadline.expired():

@@ -363,7 +363,7 @@ class HttpTarget:
             started = time.perf_counter()
             deadline = self._deadlines.new()
             try:
-                async with deadline:
+                with deadline:
                     arrival = await self._exchange(request, observer)
             except TimeoutError:
                 if not deadline.expired():
