@@ -101,7 +101,7 @@ class ConversationIds:
         """``request`` carrying the conversation id where the target says."""
         if self.send == "header":
             return msgspec.structs.replace(
-                request, headers={**request.headers, self.name: service_id}
+                request, own_headers={**request.own_headers, self.name: service_id}
             )
         if self.send == "query":
             return msgspec.structs.replace(

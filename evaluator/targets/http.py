@@ -348,6 +348,7 @@ class HttpTarget:
                 # a silence as long as the whole-call deadline cannot end before it: only a
                 # shorter read timeout needs aiohttp's timer, re-armed on every chunk read
                 read_timeout=read if read is not None and read < options.deadline else None,
+                headers=self.template.constant_headers,
                 verify=options.verify,
             )
         return session
@@ -414,7 +415,7 @@ class HttpTarget:
             return request, None
         # a fresh trace per case attempt, sampled: the service's trace of this golden case
         trace_id, span_id = _trace_ids()
-        request.headers[self._trace_header] = f"00-{trace_id}-{span_id}-01"
+        request.own_headers[self._trace_header] = f"00-{trace_id}-{span_id}-01"
         record_trace(trace_id, span_id)
         return request, trace_id
 

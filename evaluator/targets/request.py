@@ -61,11 +61,16 @@ __all__ = ["MASK", "OutgoingRequest", "Redactor", "RequestTemplate", "encode_bod
 
 
 class OutgoingRequest(msgspec.Struct, frozen=True):
-    """One request as built for a question, without its secrets (added as it leaves)."""
+    """One request as built for a question, without its secrets (added as it leaves).
+
+    ``own_headers`` are this request's alone (its trace header, a conversation's id): the
+    template's constant headers (:attr:`RequestTemplate.constant_headers`) are the
+    session's, sent with every request of the target.
+    """
 
     method: str
     url: URL
-    headers: dict[str, str]
+    own_headers: dict[str, str]
     content: bytes | None = None
 
 
@@ -229,7 +234,10 @@ class RequestTemplate:
         return tuple(v.get_secret_value() for v in (*whole, *self.env_values))
 
     @cached_property
-    def _static_headers(self) -> dict[str, str]:
+    def constant_headers(self) -> Mapping[str, str]:
+        """The plain headers every request of the template sends (the secret ones are added
+        as a request leaves): the HTTP target's session sends them, so a request does not
+        carry a copy of them."""
         headers = {
             "User-Agent": f"evaluator/{__version__}",
             "Accept-Encoding": ACCEPT_ENCODING,
@@ -291,7 +299,7 @@ class RequestTemplate:
                 [(name, render_text(value, values)) for name, value in self.params]
             )
         content = self.render_content(question, k, dialogue, values)
-        return OutgoingRequest(self.method, url, dict(self._static_headers), content)
+        return OutgoingRequest(self.method, url, {}, content)
 
     def describe(self, request: OutgoingRequest) -> str:
         """``request`` as text, with every secret shown as ``***`` (for ``evaluator probe``)."""
@@ -301,7 +309,7 @@ class RequestTemplate:
         shown = str(url).replace(quote(MASK, safe=""), MASK)
         lines = [f"{request.method} {shown}"]
         secret_names = {name.lower() for name, _ in self.secret_headers}
-        for name, value in request.headers.items():
+        for name, value in {**self.constant_headers, **request.own_headers}.items():
             if name.lower() not in secret_names:
                 lines.append(f"{name}: {MASK if is_secret_name(name) else value}")
         lines += [f"{name}: {MASK}" for name, _ in self.secret_headers]

@@ -9,13 +9,21 @@ httpx-aiohttp), and httpx's request building plus the bridge were half of a case
   decoded by :mod:`evaluator.targets.decode` within ``max_response_bytes``;
 - ``trust_env=False``: proxies and ``.netrc`` from the environment would send requests (and
   their credentials) somewhere the configuration does not say;
-- a pool of ``max_connections`` sockets, kept alive between runs.
+- a pool of ``max_connections`` sockets, kept alive between runs;
+- the target's constant headers (:attr:`~evaluator.targets.request.RequestTemplate.
+  constant_headers`: ``User-Agent``, ``Accept-Encoding``, the configured plain headers,
+  ``Content-Type``) as its default headers, merged by aiohttp with each request's own (its
+  trace header): a copy of them handed over with every request, converted and merged by
+  aiohttp in Python, cost 7,100 interpreter instructions a case (callgrind, 810k to 803k in
+  the zero-latency benchmark). Secret headers are not among them: they stay added
+  per request, as it leaves (:class:`SecretInjector`). The session only ever sends to its
+  target, never following a redirect.
 """
 
 from __future__ import annotations
 
 import ssl
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import aiohttp
 from pydantic import SecretStr
@@ -31,6 +39,7 @@ def make_session(
     max_connections: int,
     connect_timeout: float,
     read_timeout: float | None,
+    headers: Mapping[str, str],
     verify: ssl.SSLContext | bool = True,
 ) -> aiohttp.ClientSession:
     """The production session; call inside the event loop that will use it.
@@ -44,7 +53,7 @@ def make_session(
     The whole-call deadline is the caller's
     (:mod:`evaluator.targets.deadline`): aiohttp's ``total`` would not cover the time spent
     decoding. ``read_timeout`` None: no silence bound of aiohttp's own (the caller's
-    deadline is the bound).
+    deadline is the bound). ``headers`` go with every request (before each request's own).
     """
     connector = aiohttp.TCPConnector(limit=max_connections, limit_per_host=0, ssl=verify)
     return aiohttp.ClientSession(
@@ -53,6 +62,7 @@ def make_session(
         auto_decompress=False,
         trust_env=False,
         raise_for_status=False,
+        headers=headers,
     )
 
 
@@ -61,7 +71,8 @@ class SecretInjector:
 
     The :class:`~evaluator.targets.request.OutgoingRequest` that is built, shown by
     ``probe`` and kept for messages never holds a secret; only the URL and headers handed to
-    aiohttp for the wire do.
+    aiohttp for the wire do. The secret headers come after the request's own, as they
+    always did (the constant ones are the session's, sent before both).
     """
 
     def __init__(
@@ -78,9 +89,10 @@ class SecretInjector:
         self._last: tuple[URL, URL] | None = None
 
     def wire(self, request: OutgoingRequest) -> tuple[URL, dict[str, str]]:
-        """The URL and headers to send for ``request``, secrets included."""
+        """The URL and the headers beyond the session's to send for ``request``, secrets
+        included."""
         if not (self._headers or self._params):
-            return request.url, request.headers
+            return request.url, request.own_headers
         url = request.url
         if self._params:
             last = self._last
@@ -88,7 +100,7 @@ class SecretInjector:
                 wired = url.update_query({n: v.get_secret_value() for n, v in self._params})
                 last = self._last = (url, wired)
             url = last[1]
-        headers = dict(request.headers)
+        headers = dict(request.own_headers)
         for name, value in self._headers:
             headers[name] = value.get_secret_value()
         return url, headers
