@@ -3,15 +3,24 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal, Protocol
+from operator import attrgetter
+from typing import Annotated, Any, Literal, Protocol
 from urllib.parse import urlsplit
+
+import msgspec
 
 from evaluator.border import MAX_NUMBER
 from evaluator.errors import BadResponseError
 from evaluator.models import Case, Citation, Dialogue, OutOfRange, Retrieved, TargetResponse
 from evaluator.targets import figures
 
-__all__ = ["HistorySource", "Target", "default_target_name", "parse_default_response"]
+__all__ = [
+    "HistorySource",
+    "Target",
+    "decode_default_response",
+    "default_target_name",
+    "parse_default_response",
+]
 
 #: Where the answers in a conversation's history come from: the target's own earlier
 #: answers (``service``, what a user sees) or the golden set's scripted ones (``scripted``,
@@ -90,6 +99,60 @@ def parse_default_response(body: object, *, max_ranked_ids: int | None = None) -
         citations=_parse_citations(body.get("citations", [])),
         timings=timings,
         out_of_range=_DROPS[timings_dropped, scores_dropped],
+    )
+
+
+#: a stage's seconds in the range :func:`figures.stage_seconds` keeps
+_StageSeconds = Annotated[float, msgspec.Meta(ge=0, le=figures.MAX_STAGE_SECONDS)]
+
+
+class _CommonBody(msgspec.Struct):
+    """The default contract's common shape, every figure in range: what
+    :func:`decode_default_response` reads in C (unknown fields ignored, as the parser does)."""
+
+    retrieved: tuple[Retrieved, ...] | None = ()
+    answer: str | None = None
+    citations: tuple[int | str, ...] | None = ()
+    timings: dict[str, _StageSeconds] | None = None
+
+
+_decode_common = msgspec.json.Decoder(_CommonBody).decode
+_score_of = attrgetter("score")
+
+
+def decode_default_response(
+    content: bytes, *, max_ranked_ids: int | None = None
+) -> TargetResponse | None:
+    """A JSON body of the default contract decoded straight into its fields, when it has the
+    contract's common shape; None for any other body, which the caller decodes and maps with
+    :func:`parse_default_response`, the contract's definition.
+
+    The common shape: an object whose ``retrieved`` items are objects with a string id, a
+    number or null score within the border's range and a string or null text; ``answer`` a
+    string or null; ``citations`` positions or ids; ``timings`` numbers of seconds in
+    range. Every such body maps here to the :class:`TargetResponse` the parser gives it
+    (``tests/targets/test_default_decoding.py`` holds the two equal over generated bodies);
+    what the parser alone reads (ids that are numbers, bare-string items, scores that are
+    not numbers, figures out of range, dropped and counted) and every error it names come
+    from the parser. Why a second reading: decoding and mapping a common body in Python
+    cost about 70,000 instructions a case, this about 34,000, and the CPU goal of
+    docs/performance.md was missed by that margin (docs/architecture.md lists the seam).
+    """
+    try:
+        body = _decode_common(content)
+    except (msgspec.MsgspecError, RecursionError):
+        return None
+    retrieved = body.retrieved or ()
+    if max_ranked_ids is not None:
+        retrieved = retrieved[:max_ranked_ids]
+    # a score beyond the border's range is dropped and counted: the parser's part
+    if max(map(abs, filter(None, map(_score_of, retrieved))), default=0.0) > MAX_NUMBER:
+        return None
+    return TargetResponse(
+        retrieved=retrieved,
+        answer=body.answer,
+        citations=body.citations or (),
+        timings=body.timings or {},
     )
 
 

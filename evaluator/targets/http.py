@@ -60,7 +60,12 @@ from evaluator.errors import (
 from evaluator.models import Case, Delivery, Dialogue, TargetResponse
 from evaluator.targets import figures, offload
 from evaluator.targets.admission import Admission, record_received, record_trace
-from evaluator.targets.base import HistorySource, default_target_name, parse_default_response
+from evaluator.targets.base import (
+    HistorySource,
+    decode_default_response,
+    default_target_name,
+    parse_default_response,
+)
 from evaluator.targets.body import check_declared_length, read_body
 from evaluator.targets.conversation import ConversationIds
 from evaluator.targets.deadline import Deadlines
@@ -384,23 +389,48 @@ class HttpTarget:
             response, usage = self._map_stream(arrival.stream)
             body: object = arrival.stream.fields_event
         else:
-            try:
-                # a large body's JSON is decoded in a child process (a thread of this one held
-                # the GIL, and so the event loop, for each decode); the mapping, which walks
-                # the decoded value without copying its strings, stays here
-                body = (
-                    await offload.decode_off_process(content)
-                    if len(content) >= OFFLOAD_BYTES
-                    else decode_json(content)
-                )
-            except (ValueError, RecursionError) as exc:  # RecursionError: absurdly deep nesting
-                raise BadResponseError(
-                    f"response is not valid JSON ({exc}); it starts with {self._snippet(content)!r}"
-                ) from None
+            common = self._common(content, dialogue)
+            if common is not None:
+                return self._delivered(common, _NO_USAGE, arrival, started, trace_id)
+            body = await self._decoded(content)
             response, usage = self._fields(body)
         if dialogue is not None and self.conversation is not None:
             response = self._with_service_id(response, body, dialogue)
         return self._delivered(response, usage, arrival, started, trace_id)
+
+    def _common(self, content: bytes, dialogue: Dialogue | None) -> TargetResponse | None:
+        """The body read by the default contract's typed decoder
+        (:func:`~evaluator.targets.base.decode_default_response`, one C pass), or None when
+        the general path reads it: a mapped target's body, a large one (decoded off the
+        loop), a stateful conversation's turn (its id is read from the body), a body
+        outside the contract's common shape."""
+        if (
+            self._fields_mapper is not None
+            or len(content) >= OFFLOAD_BYTES
+            or (dialogue is not None and self.conversation is not None)
+        ):
+            return None
+        return decode_default_response(content, max_ranked_ids=self.options.max_ranked_ids)
+
+    async def _decoded(self, content: bytes) -> object:
+        """The body's JSON through the border.
+
+        Raises:
+            BadResponseError: not JSON, or nested absurdly deep.
+        """
+        try:
+            # a large body's JSON is decoded in a child process (a thread of this one held
+            # the GIL, and so the event loop, for each decode); the mapping, which walks
+            # the decoded value without copying its strings, stays here
+            return (
+                await offload.decode_off_process(content)
+                if len(content) >= OFFLOAD_BYTES
+                else decode_json(content)
+            )
+        except (ValueError, RecursionError) as exc:  # RecursionError: absurdly deep nesting
+            raise BadResponseError(
+                f"response is not valid JSON ({exc}); it starts with {self._snippet(content)!r}"
+            ) from None
 
     def _request_for(
         self, case: Case, k: int, dialogue: Dialogue | None
