@@ -116,6 +116,27 @@ class TestStageNames:
         register_secrets(["stage-secret-7q"])
         assert {"db-": 2.0} == stages.fold({"db-stage-secret-7q": 2.0})
 
+    def test_a_repeated_response_folds_as_the_first_did(self) -> None:
+        """The same stages again (copied when every name is its own kept label) fold to what
+        the first response gave, names past the cap counted each time."""
+        stages = StageNames(cap=2)
+        timings = {"retrieve": 0.1, "a b": 0.2, "x": 0.3}
+        first = stages.fold(timings)
+        assert [first, first, first] == [stages.fold(timings) for _ in range(3)]
+        assert {"retrieve": 0.1, "a_b": 0.2, OTHER_STAGE: 0.3} == first
+        assert 4 == stages.folded
+        assert {"retrieve": 0.5} == stages.fold({"retrieve": 0.5})
+
+    def test_a_stage_of_minus_zero_seconds_is_kept_as_reported(self) -> None:
+        """-0.0 seconds (in range: it is zero) is the same figure whether the names are
+        folded one by one or copied."""
+        stages = StageNames(cap=5)
+        assert [("s", "-0.0"), ("s", "-0.0")] == [
+            (name, repr(seconds))
+            for _ in range(2)
+            for name, seconds in stages.fold({"s": -0.0}).items()
+        ]
+
     def test_memo_is_bounded(self) -> None:
         """The memo of sanitised names is bounded."""
         stages = StageNames(cap=0)
