@@ -47,8 +47,9 @@ Kind = Literal["counter", "gauge", "histogram", "info"]
 #: the two encodings, as indexes of the per-format caches
 TEXT, OPENMETRICS = 0, 1
 _EOF = b"# EOF\n"
-#: stale cells encoded between two readings of the clock in :meth:`Exposition.refresh`
-CLOCK_EVERY = 8
+#: stale cells encoded between two readings of the clock in :meth:`Exposition.refresh`: a
+#: stage histogram cell of one job (6 stages) is about 40 µs to encode, a reading 1 µs
+CLOCK_EVERY = 4
 #: above this, Go (and prometheus_client) write a float with an exponent; below, repr() is it
 _REPR_LIMIT = 1e6
 
@@ -386,8 +387,11 @@ class Exposition:
         self.families = tuple(families)
 
     def refresh(self, *, openmetrics: bool, budget_seconds: float) -> bool:
-        """Encode stale cells until none is left (True) or the budget is spent (False), so a
-        caller on an event loop can let other work run between slices.
+        """Encode stale cells, and join each family once its cells are encoded, until
+        nothing is left (True) or the budget is spent (False), so a caller on an event loop
+        can let other work run between slices. After True, :meth:`parts` only gathers kept
+        bytes: with 100 jobs the families' joins were 1.6 MiB of copying, done in one go
+        with the body's assembly after the last slice.
 
         The budget is this thread's CPU time, not wall time: on a busy machine the process
         is also descheduled mid-slice, and cutting the slice short then would only make the
@@ -406,6 +410,7 @@ class Exposition:
                     encoded += 1
                     if encoded % CLOCK_EVERY == 0 and time.thread_time() > deadline:
                         return False
+            family.encoded(fmt)  # a join: memory copied, about 0.1 ms a MiB
         return True
 
     def parts(self, *, openmetrics: bool) -> list[bytes]:

@@ -45,6 +45,7 @@ import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import aiohttp
 from prometheus_client import (
@@ -351,7 +352,7 @@ LOOP_GOAL_MS = 5.0
 def _handler_scrape(metrics: Metrics) -> Callable[[], Awaitable[bytes]]:
     """The daemon's own /metrics handler (``HttpEndpoints.metrics``), as Prometheus calls it
     (text format), on a mocked request: whatever the daemon does on and off its loop."""
-    from aiohttp.test_utils import make_mocked_request
+    from aiohttp.test_utils import make_mocked_coro, make_mocked_request
 
     from evaluator.daemon.server import HttpEndpoints
 
@@ -364,9 +365,14 @@ def _handler_scrape(metrics: Metrics) -> Callable[[], Awaitable[bytes]]:
     )
 
     async def scrape() -> bytes:
-        response = await http.metrics(make_mocked_request("GET", "/metrics"))
-        assert response.body is not None
-        return bytes(response.body)  # type: ignore[arg-type]
+        # a writer that keeps what the handler sends (its pieces), as a socket would take it
+        writer = mock.Mock()
+        writer.write_headers = make_mocked_coro(None)
+        writer.write = make_mocked_coro(None)
+        writer.write_eof = make_mocked_coro(None)
+        writer.drain = make_mocked_coro(None)
+        await http.metrics(make_mocked_request("GET", "/metrics", writer=writer))
+        return b"".join(bytes(call.args[0]) for call in writer.write.call_args_list)
 
     return scrape
 

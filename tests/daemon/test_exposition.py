@@ -19,6 +19,7 @@ from prometheus_client.openmetrics.parser import (
 )
 from prometheus_client.parser import text_string_to_metric_families as parse_text
 
+from evaluator.daemon import server
 from evaluator.daemon.exporter import GateState, JobSnapshot, Metrics
 from evaluator.daemon.exposition import CLOCK_EVERY, OPENMETRICS, TEXT, HistogramCell
 from evaluator.daemon.judge_series import JudgeFamilies
@@ -262,6 +263,28 @@ def test_slices_progress_and_end_with_the_whole_exposition() -> None:
         assert calls <= cells // CLOCK_EVERY  # each slice encodes CLOCK_EVERY cells at least
     assert calls >= 1
     assert _fresh(registry, False) == metrics.exposition_body(openmetrics=False)
+
+
+def test_a_finished_refresh_leaves_the_body_nothing_to_encode_or_join() -> None:
+    """Once refresh says nothing is left, every family's bytes are joined too: assembling the
+    body after the last slice encodes and joins nothing."""
+    registry, metrics = _metrics()
+    for openmetrics, fmt in ((False, TEXT), (True, OPENMETRICS)):
+        for labels in (A, B):
+            metrics.case_finished(labels, _record(), "run-1")
+        while not metrics.refresh(openmetrics=openmetrics, budget_seconds=0.0):
+            pass
+        assert [] == [f.name for f in metrics.exposition.families if f.stale(fmt)]
+    assert _fresh(registry, False) == metrics.exposition_body(openmetrics=False)
+
+
+@given(st.lists(st.binary(max_size=40), max_size=12), st.integers(min_value=1, max_value=50))
+def test_pieces_regroup_the_parts_in_order_at_the_size_asked(parts: list[bytes], size: int) -> None:
+    """pieces() loses and reorders nothing, and every piece but the last is ``size`` long."""
+    cut = list(server.pieces(parts, size))
+    assert b"".join(parts) == b"".join(cut)
+    assert [] == [len(p) for p in cut[:-1] if len(p) != size]
+    assert [] == [p for p in cut[-1:] if not 0 < len(p) <= size]
 
 
 def test_large_counts_and_sums_are_written_as_go_writes_them() -> None:
