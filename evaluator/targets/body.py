@@ -80,6 +80,16 @@ async def read_body(
                 return b"".join(pieces), received_at
             if count % _PIECES_PER_YIELD == 0:
                 await asyncio.sleep(0)  # a large decode must not hold the loop
+        if content.at_eof():
+            # the whole body is in (a small one comes with its end): one more readany would
+            # only say so, 3,800 interpreter instructions a case (callgrind)
+            break
+    return _ended(pieces, decoder), received_at
+
+
+def _ended(pieces: list[bytes], decoder: BodyDecoder | None) -> bytes:
+    """The body of a read that reached the end: its pieces joined, its decoder (if any) told
+    the body ended (it refuses data cut inside a compressed stream)."""
     if decoder is not None:
         decoder.close()
-    return b"".join(pieces), received_at
+    return b"".join(pieces)
