@@ -28,7 +28,7 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import compress
 from operator import attrgetter, itemgetter, not_, sub
-from typing import Any, Generic, Literal, TypeVar
+from typing import Any, Generic, Literal, TypeVar, cast
 
 from evaluator.models import CaseRecord, CaseScores
 
@@ -46,6 +46,7 @@ __all__ = [
     "case_values",
     "column",
     "format_seconds",
+    "items_at",
     "keyed",
     "match",
     "metric",
@@ -444,12 +445,19 @@ def total(spec: MetricSpec, pools: Mapping[Population, Sequence[Any]]) -> tuple[
     as :func:`column` says): the values added as floats in case order, so a flag counts
     1.0 and the sum is the same float as adding :func:`values` in order."""
     _, found = column(spec, pools)
-    present = [v for v in found if v is not None]
-    added = sum(present)
+    try:
+        # the usual metric, one every case of its population has: summed as it is (a None
+        # stops ``sum`` at once), not after a copy without the Nones, which cost ~120
+        # instructions a value (callgrind), each metric, each of a run's and its tags'
+        # summaries
+        added, count = sum(cast("list[float]", found)), len(found)
+    except TypeError:  # some case has no value: the ones that are there
+        present: list[float] = [v for v in found if v is not None]
+        added, count = sum(present), len(present)
     # the same float as adding each value as a float in order: the partial sums of flags
     # (and of whole numbers) are exact integers either way, and a float value switches
     # ``sum`` to float addition from there on; empty stays the int 0 it always was
-    return (float(added) if present and type(added) is int else added), len(present)
+    return (float(added) if count and type(added) is int else added), count
 
 
 def keyed(
@@ -467,7 +475,7 @@ def keyed(
     ]
 
 
-def _taker(positions: Sequence[int]) -> Callable[[Sequence[Any]], Sequence[Any]]:
+def items_at(positions: Sequence[int]) -> Callable[[Sequence[Any]], Sequence[Any]]:
     """The items at ``positions`` of a sequence, in C (``itemgetter``, which returns a lone
     item bare and cannot take none: both handled)."""
     if not positions:
@@ -514,8 +522,8 @@ def match(
         found = list(map(where.get, base_keys))
         mine = [i for i, j in enumerate(found) if j is not None]
         theirs = [j for j in found if j is not None]
-        at_base[population] = _taker(mine)
-        at_cand[population] = _taker(theirs)
+        at_base[population] = items_at(mine)
+        at_cand[population] = items_at(theirs)
         keys[population] = list(at_base[population](base_keys))
     return Matching(baseline[0], candidate[0], keys, at_base, at_cand)
 

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
+from itertools import chain, compress
+from operator import attrgetter, not_
 from typing import Any
 
 from evaluator.metrics import (
@@ -17,12 +19,13 @@ from evaluator.metrics import (
     POSITION_SEPARATOR,
     QUALITY_METRICS,
     TURN_POSITIONS,
+    items_at,
     positioned,
     split,
     total,
     turn_position,
 )
-from evaluator.models import OUT_OF_RANGE_FIELDS, CaseError, CaseRecord, CaseScores, OutOfRange
+from evaluator.models import OUT_OF_RANGE_FIELDS, CaseRecord, CaseScores, OutOfRange
 
 __all__ = [
     "OPTIONAL_FIELDS",
@@ -184,24 +187,28 @@ def nearest_rank(values: Sequence[float], percentile: float) -> float | None:
     return ordered[rank - 1]
 
 
-def _present(values: Iterable[Any]) -> list[Any]:
+def _present(values: Sequence[Any]) -> list[Any]:
     return [v for v in values if v is not None]
 
 
 def _delivery(scored: Sequence[CaseRecord]) -> dict[str, Any]:
     """Percentiles of the streamed cases and totals of usage and cost, over the scored
     cases (a case is either scored or failed: the successful ones are the scored ones)."""
-    return {**_streamed(scored), **_usage(scored)}
+    return {**_streamed(scored), **_usage(scored), **_cost(scored)}
+
+
+# The delivery figures are read with one list comprehension a figure, not ``_present`` of a
+# generator: a generator's step per case cost ~150 instructions more (callgrind), and each
+# record is summarised about three times (its run's and its tags' summaries).
 
 
 def _streamed(scored: Sequence[CaseRecord]) -> dict[str, float | None]:
     """Time to first token and tokens per second of the streamed cases, and their time to
-    first byte (of the streamed cases only)."""
-    ttft = _present(r.ttft_seconds for r in scored)
-    ttfb = [
-        r.ttfb_seconds for r in scored if r.ttfb_seconds is not None and r.ttft_seconds is not None
-    ]
-    tps = _present(r.tokens_per_second for r in scored)
+    first byte (of the streamed cases only: none without one)."""
+    ttft = [r.ttft_seconds for r in scored if r.ttft_seconds is not None]
+    streamed = [r for r in scored if r.ttft_seconds is not None] if ttft else []
+    ttfb = [r.ttfb_seconds for r in streamed if r.ttfb_seconds is not None]
+    tps = [r.tokens_per_second for r in scored if r.tokens_per_second is not None]
     return {
         "p50_ttft_seconds": nearest_rank(ttft, 50),
         "p95_ttft_seconds": nearest_rank(ttft, 95),
@@ -210,17 +217,27 @@ def _streamed(scored: Sequence[CaseRecord]) -> dict[str, float | None]:
     }
 
 
-def _usage(scored: Sequence[CaseRecord]) -> dict[str, float | None]:
-    """Tokens and cost over the cases that reported them (None when none did)."""
-    inputs = _present(r.input_tokens for r in scored)
-    outputs = _present(r.output_tokens for r in scored)
-    costs = _present(r.cost for r in scored)
+def _usage(scored: Sequence[CaseRecord]) -> dict[str, int | None]:
+    """Tokens over the cases that reported them (None when none did)."""
+    inputs = [r.input_tokens for r in scored if r.input_tokens is not None]
+    outputs = [r.output_tokens for r in scored if r.output_tokens is not None]
     return {
         "input_tokens_total": sum(inputs) if inputs else None,
         "output_tokens_total": sum(outputs) if outputs else None,
+    }
+
+
+def _cost(scored: Sequence[CaseRecord]) -> dict[str, float | None]:
+    """Cost over the cases that reported it (None when none did)."""
+    costs = [r.cost for r in scored if r.cost is not None]
+    return {
         "cost_total": math.fsum(costs) if costs else None,
         "cost_per_case": math.fsum(costs) / len(costs) if costs else None,
     }
+
+
+#: the summary fields :func:`_delivery` sets (read off its result over no case)
+_DELIVERY_FIELDS: tuple[str, ...] = tuple(_delivery([]))
 
 
 def stage_p95(stages: Iterable[Mapping[str, float]]) -> dict[str, float]:
@@ -235,6 +252,11 @@ def stage_p95(stages: Iterable[Mapping[str, float]]) -> dict[str, float]:
     for names, rows in layouts.items():
         for name, values in zip(names, zip(*rows, strict=True), strict=True):
             columns.setdefault(name, []).extend(values)
+    return _p95_each(columns)
+
+
+def _p95_each(columns: Mapping[str, Sequence[float]]) -> dict[str, float]:
+    """Each stage's P95 over its values (a stage without one has none)."""
     return {
         name: p95
         for name, values in columns.items()
@@ -242,16 +264,71 @@ def stage_p95(stages: Iterable[Mapping[str, float]]) -> dict[str, float]:
     }
 
 
+@dataclass(frozen=True, slots=True)
+class _RunStages:
+    """A run's stage timings, read once for the run's summary and each of its tags'.
+
+    With one layout (an endpoint reports the same stages every time), each stage's values
+    are kept per case: a tag's are taken by position (``itemgetter``, in C), not grouped
+    again from its cases' timings, which cost ~4,400 instructions a case each summary, a
+    third of it (callgrind). Several layouts: each summary groups its cases' own
+    (:func:`stage_p95`).
+    """
+
+    timings: Sequence[Mapping[str, float]]
+    #: one layout (or none): each stage's value of each case, None where the case reported
+    #: no stage (it failed); None: several layouts
+    columns: Mapping[str, Sequence[float | None]] | None
+    #: every case reported its stages: the columns hold no None
+    complete: bool
+
+    @classmethod
+    def of(cls, records: Sequence[CaseRecord]) -> _RunStages:
+        timings = [r.stage_seconds for r in records]
+        reported = [t for t in timings if t]
+        names = list(reported[0]) if reported else []
+        # one layout: the cases' stage names one after another are the first case's over
+        # and over (a list compared in C: a tuple of names a case cost ~1,700 instructions)
+        if list(chain.from_iterable(reported)) != names * len(reported):
+            return cls(timings, None, complete=False)
+        # every case's values one after another: a stage's are every len(names)-th
+        blank = (None,) * len(names)
+        values = list(chain.from_iterable([t.values() if t else blank for t in timings]))
+        columns = {name: values[i :: len(names)] for i, name in enumerate(names)}
+        return cls(timings, columns, complete=len(reported) == len(timings))
+
+    def p95(self, take: Callable[[Sequence[Any]], Sequence[Any]] | None = None) -> dict[str, float]:
+        """Each stage's P95 over the run's cases, or over those ``take`` picks (a tag's)."""
+        if self.columns is None:
+            return stage_p95(self.timings if take is None else take(self.timings))
+        picked: dict[str, Sequence[Any]] = {
+            name: values if take is None else take(values) for name, values in self.columns.items()
+        }
+        if not self.complete:
+            picked = {name: _present(values) for name, values in picked.items()}
+        return _p95_each(picked)
+
+
 _QUALITY = tuple(spec for spec in METRICS if spec.quality)
+#: a failed case's error kind
+_KIND = attrgetter("kind")
 #: quality ratios only some golden sets have: written in a report only when measured
 _MEASURED_ONLY = frozenset(spec.name for spec in _QUALITY if spec.measured_only)
 
 
-def _summary(records: Sequence[CaseRecord]) -> Summary:
-    """The summary of ``records``, tags aside."""
-    scored = [r for r in records if isinstance(r.outcome, CaseScores)]
-    kinds = [r.outcome.kind for r in records if isinstance(r.outcome, CaseError)]
-    pools = split([r.outcome for r in scored], [r.case.unanswerable for r in scored])
+def _summary(
+    records: Sequence[CaseRecord], stage_p95_seconds: Mapping[str, float], *, figures: bool = True
+) -> Summary:
+    """The summary of ``records``, tags aside, with their stages' P95 (read once a run);
+    ``figures``: whether to look for optional figures (streaming, usage, dropped out of
+    range): False when no case has one."""
+    outcomes = [r.outcome for r in records]
+    # one isinstance a case: an error is what is not scored, by construction (the test of
+    # CaseError on a CaseScores, through msgspec's metaclass, cost ~1,300 instructions)
+    is_scored = [isinstance(o, CaseScores) for o in outcomes]
+    scored = list(compress(records, is_scored))
+    kinds: list[str] = list(map(_KIND, compress(outcomes, map(not_, is_scored))))
+    pools = split(list(compress(outcomes, is_scored)), [r.case.unanswerable for r in scored])
     n = len(records)
     latencies = _latencies(records)
     return Summary(
@@ -262,10 +339,10 @@ def _summary(records: Sequence[CaseRecord]) -> Summary:
         error_rate=len(kinds) / n if n else None,
         p50_seconds=nearest_rank(latencies, 50),
         p95_seconds=nearest_rank(latencies, 95),
-        stage_p95_seconds=stage_p95(r.stage_seconds for r in records),
+        stage_p95_seconds=stage_p95_seconds,
         errors_by_kind=dict(sorted(Counter(kinds).items())),
-        out_of_range=_out_of_range(scored),
-        **_delivery(scored),
+        out_of_range=_out_of_range(scored) if figures else {},
+        **(_delivery(scored) if figures else {}),
     )
 
 
@@ -277,27 +354,60 @@ def _latencies(records: Sequence[CaseRecord]) -> list[float]:
 
 def _out_of_range(scored: Sequence[CaseRecord]) -> dict[OutOfRange, int]:
     """Per field, the cases whose figure was out of range (dropped: not reported)."""
-    counts = Counter(name for r in scored if r.out_of_range for name in r.out_of_range)
+    counts = Counter(chain.from_iterable([r.out_of_range for r in scored if r.out_of_range]))
     return {name: counts[name] for name in OUT_OF_RANGE_FIELDS if counts[name]}
 
 
 def summarise(records: Sequence[CaseRecord]) -> Summary:
     """Aggregate per-case records into a :class:`Summary` (and one per tag, and, with
     conversations, one per turn position and the conversations' latency)."""
-    whole = _summary(records)
-    tagged: dict[str, list[CaseRecord]] = {}
-    for record in records:
-        for tag in dict.fromkeys(record.case.tags):
-            tagged.setdefault(tag, []).append(record)
-    # a tag every case carries holds the run's cases in the run's order: the run's summary
-    by_tag = {
-        tag: whole if len(cases) == len(records) else _summary(cases)
-        for tag, cases in sorted(tagged.items())
-    }
+    stages = _RunStages.of(records)
+    whole = _summary(records, stages.p95())
+    figures = _has_figures(whole)
+    by_tag: dict[str, Summary] = {}
+    for tag, positions in sorted(_tagged(records).items()):
+        # a tag every case carries holds the run's cases in the run's order: the run's summary
+        if len(positions) == len(records):
+            by_tag[tag] = whole
+        else:
+            take = items_at(positions)
+            by_tag[tag] = _summary(take(records), stages.p95(take), figures=figures)
     if by_tag:
         whole = replace(whole, by_tag=by_tag)
     turns = [r for r in records if r.case.turn is not None]
     return _with_conversations(whole, turns) if turns else whole
+
+
+def _has_figures(run: Summary) -> bool:
+    """Whether some case of the run reported an optional figure (streaming, usage) or had
+    one dropped out of range.
+
+    A figure no case of the run has, no case of a tag has: a plain JSON target's tags do not
+    look for them (~2,500 instructions a case and tag, callgrind).
+    """
+    return bool(run.out_of_range) or any(getattr(run, f) is not None for f in _DELIVERY_FIELDS)
+
+
+def _tagged(records: Sequence[CaseRecord]) -> dict[str, list[int]]:
+    """The positions of each tag's cases, in case order (a tag given twice counts once)."""
+    # the cases grouped by their tags first: a golden set has a few combinations, so one
+    # dict step a case rather than one a tag (~2,300 instructions a case, now ~900:
+    # callgrind); a tag's cases are then its combinations' merged (sorted: runs, in C)
+    combinations: dict[tuple[str, ...], list[int]] = {}
+    for position, tags in enumerate([r.case.tags for r in records]):
+        positions = combinations.get(tags)
+        if positions is None:
+            combinations[tags] = [position]
+        else:
+            positions.append(position)
+    runs: dict[str, list[list[int]]] = {}
+    for tags, positions in combinations.items():
+        for tag in dict.fromkeys(tags):
+            runs.setdefault(tag, []).append(positions)
+    return {
+        tag: found[0] if len(found) == 1 else sorted(chain.from_iterable(found))
+        for tag, found in runs.items()
+    }
 
 
 def _with_conversations(whole: Summary, turns: Sequence[CaseRecord]) -> Summary:
@@ -309,7 +419,11 @@ def _with_conversations(whole: Summary, turns: Sequence[CaseRecord]) -> Summary:
         assert place is not None  # the caller's filter
         at.setdefault(turn_position(place.position), []).append(record)
         spent[place.conversation] = spent.get(place.conversation, 0.0) + record.latency_seconds
-    by_position = {p: _summary(at[p]) for p in TURN_POSITIONS if p in at}
+    by_position = {
+        p: _summary(at[p], stage_p95(r.stage_seconds for r in at[p]))
+        for p in TURN_POSITIONS
+        if p in at
+    }
     seconds = list(spent.values())
     return replace(
         whole,
